@@ -1,0 +1,53 @@
+# Two commands on a fresh machine:  make demo  |  make test
+SHELL := /bin/bash
+PYTHON ?= $(shell command -v python3.11 || command -v python3.12 || command -v python3)
+VENV := .venv
+PY := $(VENV)/bin/python
+STAMP := $(VENV)/.installed
+HOST ?= 127.0.0.1
+PORT ?= 8000
+
+.PHONY: install demo test test-fast serve migrate bench rubric-md browser-deps clean
+
+$(STAMP): requirements.txt requirements-dev.txt
+	test -x $(PY) || $(PYTHON) -m venv $(VENV)
+	$(PY) -m pip install --quiet --upgrade pip
+	$(PY) -m pip install --quiet -r requirements-dev.txt
+	touch $(STAMP)
+
+install: $(STAMP)
+
+migrate: install
+	DEBUG=1 $(PY) manage.py migrate --noinput
+
+# Installs, migrates, loads the demo batch and demo users, then serves on $(HOST):$(PORT).
+demo: migrate
+	DEBUG=1 $(PY) manage.py load_demo
+	DEBUG=1 $(PY) manage.py create_demo_users
+	DEBUG=1 $(PY) manage.py runserver $(HOST):$(PORT)
+
+# Chromium for the browser tests comes from Debian's packages; installed when we can.
+browser-deps:
+	@command -v chromium >/dev/null 2>&1 || { \
+	  if [ "$$(id -u)" = 0 ] && command -v apt-get >/dev/null 2>&1; then \
+	    (apt-get update -qq && apt-get install -y -qq chromium >/dev/null) || echo "could not install chromium: browser tests will be skipped"; \
+	  else echo "chromium not found: browser tests will be skipped (apt-get install chromium)"; fi; }
+
+# The whole suite: pure statistics, Django, concurrency and browser tests.
+test: install browser-deps
+	$(PY) -m pytest
+
+test-fast: install
+	$(PY) -m pytest -m "not browser and not slow"
+
+# Production serving: gunicorn + whitenoise against DATABASE_URL.
+serve: install
+	$(PY) manage.py migrate --noinput
+	$(PY) manage.py collectstatic --noinput
+	$(VENV)/bin/gunicorn annotator.wsgi --bind $(HOST):$(PORT) --workers $${WEB_CONCURRENCY:-2}
+
+rubric-md: install
+	$(PY) -m hcs.rubric_markdown > HCS_rubric.md
+
+clean:
+	rm -rf $(VENV) var/*.sqlite3* staticfiles .pytest_cache

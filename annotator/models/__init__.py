@@ -1,0 +1,7 @@
+"""Database models, one module per concern; import them from here."""
+
+from annotator.models.annotation import Annotation, AnnotationRevision, Score
+from annotator.models.assignment import Assignment
+from annotator.models.batch import Batch, Item
+
+__all__ = ["Annotation", "AnnotationRevision", "Assignment", "Batch", "Item", "Score"]

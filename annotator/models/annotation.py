@@ -1,0 +1,83 @@
+"""Annotations and their scores, stored long: one Score row per annotation × dimension."""
+
+from __future__ import annotations
+
+from django.conf import settings
+from django.db import models
+
+from annotator.models.batch import Item
+
+SCORE_MIN, SCORE_MAX = 1, 5
+
+
+class Annotation(models.Model):
+    class Source(models.TextChoices):
+        WEB = "web", "Rated in the browser"
+        IMPORT = "import", "Imported from a file"
+
+    item = models.ForeignKey(Item, on_delete=models.CASCADE, related_name="annotations")
+    annotator = models.ForeignKey(
+        settings.AUTH_USER_MODEL, on_delete=models.PROTECT, related_name="annotations"
+    )
+    flags = models.JSONField(default=list, blank=True, help_text="Keys of the rubric flags set.")
+    comment = models.TextField(blank=True, default="")
+    source = models.CharField(max_length=10, choices=Source.choices, default=Source.WEB)
+    started_at = models.DateTimeField(null=True, blank=True)
+    submitted_at = models.DateTimeField()
+    updated_at = models.DateTimeField(auto_now=True)
+
+    class Meta:
+        # Submission order; imported rows share a timestamp and keep file order by id.
+        ordering = ["submitted_at", "id"]
+        constraints = [
+            models.UniqueConstraint(fields=["item", "annotator"], name="annotation_one_per_item_annotator"),
+        ]
+        indexes = [
+            models.Index(fields=["annotator", "submitted_at"], name="annotation_annotator_time"),
+        ]
+
+    def __str__(self) -> str:
+        return f"{self.item} by {self.annotator}"
+
+    @property
+    def seconds_on_item(self) -> float | None:
+        if self.started_at is None:
+            return None
+        return (self.submitted_at - self.started_at).total_seconds()
+
+
+class Score(models.Model):
+    annotation = models.ForeignKey(Annotation, on_delete=models.CASCADE, related_name="scores")
+    # Denormalised from annotation.item (never changes) so report aggregates skip a join.
+    item = models.ForeignKey(Item, on_delete=models.CASCADE, related_name="scores")
+    dimension = models.CharField(max_length=64)
+    value = models.PositiveSmallIntegerField()
+
+    class Meta:
+        constraints = [
+            models.UniqueConstraint(fields=["annotation", "dimension"], name="score_one_per_dimension"),
+            models.CheckConstraint(
+                condition=models.Q(value__gte=SCORE_MIN) & models.Q(value__lte=SCORE_MAX),
+                name="score_value_1_to_5",
+            ),
+        ]
+        indexes = [
+            models.Index(fields=["item", "dimension", "value"], name="score_item_dim_value"),
+        ]
+
+    def __str__(self) -> str:
+        return f"{self.dimension}={self.value}"
+
+
+class AnnotationRevision(models.Model):
+    """The state of an annotation before one edit: who changed it, when, and the old values."""
+
+    annotation = models.ForeignKey(Annotation, on_delete=models.CASCADE, related_name="revisions")
+    changed_by = models.ForeignKey(settings.AUTH_USER_MODEL, on_delete=models.PROTECT, related_name="+")
+    changed_at = models.DateTimeField(auto_now_add=True)
+    old_scores = models.JSONField(default=dict)
+    old_flags = models.JSONField(default=list)
+    old_comment = models.TextField(blank=True, default="")
+
+    class Meta:
+        ordering = ["annotation", "changed_at", "id"]

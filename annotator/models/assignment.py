@@ -1,0 +1,39 @@
+"""Who was given which item: leases, submissions and skips."""
+
+from __future__ import annotations
+
+from django.conf import settings
+from django.db import models
+
+from annotator.models.batch import Item
+
+
+class Assignment(models.Model):
+    """One annotator's claim on one item. An item is never given to the same annotator twice."""
+
+    class State(models.TextChoices):
+        LEASED = "leased", "Leased"
+        SUBMITTED = "submitted", "Submitted"
+        SKIPPED = "skipped", "Skipped"
+        EXPIRED = "expired", "Expired"
+        RELEASED = "released", "Released by an admin"
+
+    item = models.ForeignKey(Item, on_delete=models.CASCADE, related_name="assignments")
+    annotator = models.ForeignKey(settings.AUTH_USER_MODEL, on_delete=models.CASCADE, related_name="assignments")
+    state = models.CharField(max_length=10, choices=State.choices, default=State.LEASED)
+    leased_at = models.DateTimeField()
+    lease_expires_at = models.DateTimeField()
+    finished_at = models.DateTimeField(null=True, blank=True)
+    skip_reason = models.TextField(blank=True, default="")
+
+    class Meta:
+        constraints = [
+            models.UniqueConstraint(fields=["item", "annotator"], name="assignment_once_per_item_annotator"),
+        ]
+        indexes = [
+            models.Index(fields=["state", "lease_expires_at"], name="assignment_state_expiry"),
+            models.Index(fields=["annotator", "state"], name="assignment_annotator_state"),
+        ]
+
+    def __str__(self) -> str:
+        return f"{self.item} → {self.annotator} ({self.state})"

@@ -1,0 +1,86 @@
+"""Batches of items to evaluate."""
+
+from __future__ import annotations
+
+from django.conf import settings
+from django.core.validators import MinValueValidator
+from django.db import models
+
+from hcs.rubric import Rubric
+
+MIN_K = 3
+
+
+class Batch(models.Model):
+    name = models.CharField(max_length=200, unique=True)
+    # The rubric is stored whole with the batch so a batch keeps its rubric even if the file changes.
+    rubric = models.JSONField()
+    k = models.PositiveSmallIntegerField(
+        default=MIN_K,
+        validators=[MinValueValidator(MIN_K)],
+        help_text="Independent annotations each item receives (at least 3).",
+    )
+    is_open = models.BooleanField(default=True)
+    one_system_per_prompt = models.BooleanField(
+        default=False,
+        help_text="Give each annotator at most one system's output per prompt.",
+    )
+    annotators = models.ManyToManyField(
+        settings.AUTH_USER_MODEL,
+        blank=True,
+        related_name="restricted_batches",
+        help_text="Leave empty to open the batch to every annotator.",
+    )
+    created_by = models.ForeignKey(
+        settings.AUTH_USER_MODEL, null=True, blank=True, on_delete=models.SET_NULL, related_name="+"
+    )
+    created_at = models.DateTimeField(auto_now_add=True)
+
+    class Meta:
+        ordering = ["-created_at", "name"]
+        constraints = [
+            models.CheckConstraint(condition=models.Q(k__gte=MIN_K), name="batch_k_at_least_3"),
+        ]
+
+    def __str__(self) -> str:
+        return self.name
+
+    @property
+    def rubric_obj(self) -> Rubric:
+        cached = getattr(self, "_rubric_obj", None)
+        if cached is None:
+            cached = Rubric.from_dict(self.rubric)
+            self._rubric_obj = cached
+        return cached
+
+
+class Item(models.Model):
+    batch = models.ForeignKey(Batch, on_delete=models.CASCADE, related_name="items")
+    item_id = models.CharField(max_length=200)
+    prompt_id = models.CharField(max_length=200, blank=True, default="")
+    position = models.PositiveIntegerField(default=0, help_text="Order in the uploaded file.")
+    prompt = models.TextField()
+    response = models.TextField()
+    context = models.TextField(blank=True, default="")
+    expected_output = models.TextField(blank=True, default="")
+    constraints = models.JSONField(default=list, blank=True)
+    system_id = models.CharField(max_length=200, blank=True, default="")
+    conversation = models.JSONField(default=list, blank=True)
+    metadata = models.JSONField(default=dict, blank=True)
+    # Submitted annotations, kept in step by the services that write annotations; the
+    # assignment query orders and filters on it without counting rows.
+    n_annotations = models.PositiveIntegerField(default=0)
+
+    class Meta:
+        ordering = ["batch", "position", "id"]
+        constraints = [
+            models.UniqueConstraint(fields=["batch", "item_id"], name="item_unique_in_batch"),
+        ]
+        indexes = [
+            models.Index(fields=["batch", "system_id"], name="item_batch_system"),
+            models.Index(fields=["batch", "prompt_id"], name="item_batch_prompt"),
+            models.Index(fields=["batch", "n_annotations"], name="item_batch_progress"),
+        ]
+
+    def __str__(self) -> str:
+        return f"{self.batch.name}/{self.item_id}"
