@@ -1,0 +1,74 @@
+"""Small factories for tests: users with roles, batches with items, annotations with scores."""
+
+from __future__ import annotations
+
+from collections.abc import Mapping, Sequence
+
+from django.contrib.auth import get_user_model
+from django.contrib.auth.models import Group
+from django.db.models import F
+from django.utils import timezone
+
+from annotator.models import Annotation, Batch, Item, Score
+from hcs.rubric import Rubric
+
+PASSWORD = "correct-horse-battery-staple"
+
+
+def make_user(username: str, *, role: str = "annotator") -> object:
+    """role: 'annotator', 'researcher', 'admin' (staff) or 'none'."""
+    User = get_user_model()
+    user = User.objects.create_user(username=username, password=PASSWORD, is_staff=(role == "admin"))
+    if role in ("annotator", "researcher"):
+        user.groups.add(Group.objects.get_or_create(name=role)[0])
+    return user
+
+
+def make_batch(
+    name: str = "batch",
+    *,
+    n_items: int = 5,
+    k: int = 3,
+    systems: Sequence[str] = ("sys-a",),
+    constraints: Sequence[str] = ("avoid tolls", "arrive before 8AM"),
+    rubric: Rubric | None = None,
+) -> Batch:
+    batch = Batch.objects.create(name=name, rubric=(rubric or Rubric.default()).to_dict(), k=k)
+    Item.objects.bulk_create(
+        Item(
+            batch=batch,
+            item_id=f"{name}-{i}",
+            prompt_id=f"p{i // len(systems)}",
+            position=i,
+            prompt=f"Plan a route to the airport number {i // len(systems)} avoiding tolls.",
+            response=f"Take the coastal road (answer {i}).",
+            system_id=systems[i % len(systems)],
+            constraints=list(constraints),
+        )
+        for i in range(n_items)
+    )
+    return batch
+
+
+def make_annotation(
+    item: Item,
+    annotator,
+    scores: Mapping[str, int],
+    *,
+    flags: Sequence[str] = (),
+    comment: str = "",
+    submitted_at=None,
+) -> Annotation:
+    annotation = Annotation.objects.create(
+        item=item,
+        annotator=annotator,
+        flags=list(flags),
+        comment=comment,
+        submitted_at=submitted_at or timezone.now(),
+        source=Annotation.Source.IMPORT,
+    )
+    Score.objects.bulk_create(
+        Score(annotation=annotation, item=item, dimension=d, value=v) for d, v in scores.items() if v is not None
+    )
+    Item.objects.filter(pk=item.pk).update(n_annotations=F("n_annotations") + 1)
+    return annotation
