@@ -1,0 +1,255 @@
+"""Reading scores out of what an LLM judge actually wrote, and mapping judge scales onto the rubric's.
+
+Judges answer in many shapes: a bare JSON object, JSON inside prose or a ```json fence, one nested
+object per dimension (``{"accuracy": {"score": 4, "reasoning": ...}}``), a single named verdict
+(``{"User frustration": {"score": 0.3, "reason": ...}}``), a custom verdict key
+(``{"answer_relevance": 0.7, "reason": ...}``), or a plain line ``Score: 0.8``.
+
+>>> parse_score('Here is my verdict: {"score": 0.8, "reason": "Mostly right."}').value
+0.8
+>>> JudgeScale.parse("0-1").to_rubric(0.5)
+3.0
+>>> JudgeScale.parse("1-4", higher_is_better=False).to_rubric(1)
+5.0
+"""
+
+from __future__ import annotations
+
+import json
+import math
+import re
+from collections.abc import Mapping
+from dataclasses import dataclass
+from typing import Any
+
+SCORE_KEYS = ("score", "value", "rating", "verdict")
+REASON_KEYS = ("reason", "reasoning", "explanation", "rationale", "justification")
+WINNERS = ("baseline", "enhanced", "tie")
+
+_FENCE = re.compile(r"```[ \t]*(?:json|JSON)?[ \t]*\n?(.*?)```", re.DOTALL)
+_LABELLED = re.compile(r"\b(?:score|rating)\b\s*(?:is|[:=])?\s*\**\s*(-?\d+(?:\.\d+)?)", re.IGNORECASE)
+_BARE_NUMBER = re.compile(r"^\s*(-?\d+(?:\.\d+)?)[ \t]*(?:(?:[-–—:]|\n)\s*(.*))?$", re.DOTALL)
+
+
+class JudgeOutputError(ValueError):
+    """The judge's text holds no score that can be read; the message says what was missing."""
+
+
+@dataclass(frozen=True)
+class ParsedScore:
+    value: float
+    reason: str = ""
+
+
+@dataclass(frozen=True)
+class ParsedVerdict:
+    winner: str
+    confidence: float | None
+    baseline_score: float | None = None
+    enhanced_score: float | None = None
+
+
+def normalize_key(key: str) -> str:
+    """``"User frustration"``, ``"user-frustration"`` and ``"user_frustration"`` are the same key."""
+    return re.sub(r"[^a-z0-9]+", "_", str(key).strip().lower()).strip("_")
+
+
+def extract_json(text: str) -> Any:
+    """The JSON value in ``text``: the whole text, else a fenced block, else the first object in prose.
+
+    Raises JudgeOutputError when there is none.
+    """
+    if text is None or not str(text).strip():
+        raise JudgeOutputError("the judge output is empty")
+    text = str(text)
+    try:
+        return json.loads(text)
+    except json.JSONDecodeError:
+        pass
+    for block in _FENCE.findall(text):
+        try:
+            return json.loads(block)
+        except json.JSONDecodeError:
+            continue
+    decoder = json.JSONDecoder()
+    for match in re.finditer(r"\{", text):
+        try:
+            value, _ = decoder.raw_decode(text, match.start())
+        except json.JSONDecodeError:
+            continue
+        if isinstance(value, dict):
+            return value
+    raise JudgeOutputError("no JSON object found in the judge output")
+
+
+def _number(value: Any, where: str) -> float:
+    if isinstance(value, bool):
+        raise JudgeOutputError(f"{where} is {value!r}, not a number")
+    if isinstance(value, (int, float)):
+        number = float(value)
+    elif isinstance(value, str):
+        try:
+            number = float(value.strip().split("/")[0])
+        except ValueError:
+            raise JudgeOutputError(f"{where} is {value!r}, not a number") from None
+    else:
+        raise JudgeOutputError(f"{where} is {type(value).__name__}, not a number")
+    if not math.isfinite(number):
+        raise JudgeOutputError(f"{where} is {value!r}, not a finite number")
+    return number
+
+
+def _reason(obj: Mapping[str, Any], extra_keys: tuple[str, ...] = ()) -> str:
+    keys = {normalize_key(k): k for k in obj}
+    for key in (*extra_keys, *REASON_KEYS):
+        original = keys.get(normalize_key(key))
+        if original is not None and isinstance(obj[original], str):
+            return obj[original]
+    return ""
+
+
+def _from_object(obj: Mapping[str, Any], where: str, score_keys: tuple[str, ...], reason_keys) -> ParsedScore | None:
+    keys = {normalize_key(k): k for k in obj}
+    for key in score_keys:
+        original = keys.get(normalize_key(key))
+        if original is not None and not isinstance(obj[original], (dict, list)):
+            return ParsedScore(_number(obj[original], f"{where}{original!r}"), _reason(obj, reason_keys))
+    return None
+
+
+def parse_score(
+    text: str,
+    *,
+    dimension: str | None = None,
+    verdict_key: str | None = None,
+    reason_key: str | None = None,
+) -> ParsedScore:
+    """The score (and reason) a judge gave, for ``dimension`` when its output covers several.
+
+    ``verdict_key``/``reason_key`` name the keys a template asked for (the reference-answer template's
+    ``{VERDICT_KEY}``/``{REASON_KEY}``); ``score``, ``value``, ``rating`` and ``verdict`` are always tried.
+    """
+    score_keys = tuple(k for k in (verdict_key, *SCORE_KEYS) if k)
+    reason_keys = (reason_key,) if reason_key else ()
+    try:
+        obj = extract_json(text)
+    except JudgeOutputError as exc:
+        return _parse_plain(str(text or ""), exc)
+    if isinstance(obj, (int, float)) and not isinstance(obj, bool):
+        return ParsedScore(_number(obj, "the output"))
+    if not isinstance(obj, dict):
+        raise JudgeOutputError(f"the judge output is a JSON {type(obj).__name__}, not an object with a score")
+    keys = {normalize_key(k): k for k in obj}
+    if dimension is not None and normalize_key(dimension) in keys:
+        original = keys[normalize_key(dimension)]
+        inner = obj[original]
+        if isinstance(inner, dict):
+            found = _from_object(inner, f"{original!r} → ", score_keys, reason_keys)
+            if found is None:
+                raise JudgeOutputError(
+                    f"the object for {original!r} has no score (keys: {', '.join(map(str, inner)) or 'none'})"
+                )
+            return found
+        return ParsedScore(_number(inner, f"{original!r}"), _reason(obj, reason_keys))
+    found = _from_object(obj, "", score_keys, reason_keys)
+    if found is not None:
+        return found
+    nested = [k for k, v in obj.items() if isinstance(v, dict) and _from_object(v, "", score_keys, ()) is not None]
+    if len(nested) == 1:
+        return _from_object(obj[nested[0]], f"{nested[0]!r} → ", score_keys, reason_keys)
+    available = ", ".join(map(str, obj)) or "none"
+    if dimension is not None:
+        raise JudgeOutputError(f"no score for dimension {dimension!r} in the judge output (keys: {available})")
+    if len(nested) > 1:
+        raise JudgeOutputError(f"the judge output scores several dimensions ({available}); name one")
+    raise JudgeOutputError(f"the judge output has no score key (keys: {available})")
+
+
+def _parse_plain(text: str, cause: JudgeOutputError) -> ParsedScore:
+    bare = _BARE_NUMBER.match(text)
+    if bare:
+        return ParsedScore(float(bare.group(1)), (bare.group(2) or "").strip())
+    labelled = _LABELLED.search(text)
+    if labelled:
+        rest = (text[: labelled.start()] + text[labelled.end() :]).strip(" \n\t.:-")
+        return ParsedScore(float(labelled.group(1)), rest)
+    if str(cause) == "the judge output is empty":
+        raise cause
+    raise JudgeOutputError("no JSON object and no 'score: N' line in the judge output")
+
+
+def parse_all_scores(text: str, dimensions: tuple[str, ...] | list[str]) -> dict[str, ParsedScore]:
+    """Every one of ``dimensions`` from a per-dimension object (the G-Eval output format)."""
+    return {d: parse_score(text, dimension=d) for d in dimensions}
+
+
+def parse_verdict(text: str) -> ParsedVerdict:
+    """The pairwise verdict of the G-Eval template: ``overall.winner`` and ``overall.confidence``."""
+    obj = extract_json(text)
+    if not isinstance(obj, dict):
+        raise JudgeOutputError("the judge output is not a JSON object")
+    keys = {normalize_key(k): k for k in obj}
+    block = obj[keys["overall"]] if "overall" in keys and isinstance(obj[keys["overall"]], dict) else obj
+    inner = {normalize_key(k): v for k, v in block.items()}
+    if "winner" not in inner:
+        raise JudgeOutputError("the judge output has no 'winner'")
+    winner = normalize_winner(inner["winner"])
+    confidence = inner.get("confidence")
+    return ParsedVerdict(
+        winner=winner,
+        confidence=None if confidence is None else parse_confidence(confidence),
+        baseline_score=None if inner.get("baseline_score") is None else _number(inner["baseline_score"], "baseline_score"),
+        enhanced_score=None if inner.get("enhanced_score") is None else _number(inner["enhanced_score"], "enhanced_score"),
+    )
+
+
+def normalize_winner(value: Any) -> str:
+    winner = str(value).strip().lower()
+    if winner not in WINNERS:
+        raise JudgeOutputError(f"winner is {value!r}; expected baseline, enhanced or tie")
+    return winner
+
+
+def parse_confidence(value: Any) -> float:
+    number = _number(value, "confidence")
+    if not 0.0 <= number <= 1.0:
+        raise JudgeOutputError(f"confidence {value!r} is outside 0–1")
+    return number
+
+
+@dataclass(frozen=True)
+class JudgeScale:
+    """A judge's declared raw scale and which end is better; maps linearly onto the rubric's scale."""
+
+    min: float
+    max: float
+    higher_is_better: bool = True
+
+    def __post_init__(self) -> None:
+        if not (math.isfinite(self.min) and math.isfinite(self.max)) or self.min >= self.max:
+            raise ValueError(f"scale {self.min}–{self.max}: the minimum must be below the maximum")
+
+    @classmethod
+    def parse(cls, spec: str, *, higher_is_better: bool = True) -> JudgeScale:
+        """``"0-1"``, ``"1-4"``, ``"1-5"`` (any ``low-high`` pair of numbers)."""
+        match = re.fullmatch(r"\s*(-?\d+(?:\.\d+)?)\s*[-–:]\s*(-?\d+(?:\.\d+)?)\s*", str(spec))
+        if not match:
+            raise ValueError(f"scale {spec!r} is not of the form low-high, e.g. 0-1 or 1-5")
+        return cls(float(match.group(1)), float(match.group(2)), higher_is_better)
+
+    @property
+    def label(self) -> str:
+        fmt = lambda x: f"{x:g}"  # noqa: E731
+        return f"{fmt(self.min)}–{fmt(self.max)}" + ("" if self.higher_is_better else ", lower is better")
+
+    def check(self, value: float) -> None:
+        if not self.min <= value <= self.max:
+            raise JudgeOutputError(f"score {value:g} is outside the declared scale {self.min:g}–{self.max:g}")
+
+    def to_rubric(self, value: float, lo: int = 1, hi: int = 5) -> float:
+        """``value`` mapped linearly onto ``lo``–``hi`` with ``hi`` the best end."""
+        self.check(value)
+        fraction = (value - self.min) / (self.max - self.min)
+        if not self.higher_is_better:
+            fraction = 1.0 - fraction
+        return lo + fraction * (hi - lo)

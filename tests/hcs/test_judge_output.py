@@ -1,0 +1,178 @@
+"""Reading judge scores out of text shaped like the seeds' judge outputs."""
+
+import pytest
+
+from hcs.judge_output import (
+    JudgeOutputError,
+    JudgeScale,
+    extract_json,
+    parse_all_scores,
+    parse_score,
+    parse_verdict,
+)
+
+# The frustration rule's own example output (online_evaluation_rules_llm_judge.md, rule 10), fenced.
+FRUSTRATION = """```json
+{
+    "User frustration": {
+        "score": 0.3,
+        "reason": "The score is 0.3 because the User gently redirects the LLM response once."
+    }
+}
+```"""
+
+# The G-Eval template's output format with numbers filled in (geval_pairwise_judge_template.md).
+GEVAL = """Let me think step by step about both responses.
+
+```json
+{
+  "accuracy": {"score": 4, "reasoning": "Facts are right.", "evidence": ["Take the A9"]},
+  "completeness": {"score": 3, "reasoning": "Misses the rain.", "evidence": []},
+  "clarity": {"score": 5, "reasoning": "Clear steps.", "evidence": []},
+  "actionability": {"score": 4, "reasoning": "Usable.", "evidence": []},
+  "relevance": {"score": 2, "reasoning": "Tangents.", "evidence": []},
+  "overall": {"baseline_score": 3, "enhanced_score": 4, "winner": "enhanced", "confidence": 0.8}
+}
+```
+
+**Overall winner determination:** the enhanced response."""
+
+
+def test_json_alone():
+    parsed = parse_score('{"score": 0.8, "reason": "The output answers the intent."}')
+    assert parsed.value == 0.8
+    assert parsed.reason == "The output answers the intent."
+
+
+def test_json_inside_prose_with_stray_braces_first():
+    text = 'The template says {input} was given. Verdict: {"score": 1.0, "reason": "Greeting only."} Done.'
+    assert parse_score(text).value == 1.0
+    assert parse_score(text).reason == "Greeting only."
+
+
+def test_fenced_frustration_rule_output():
+    parsed = parse_score(FRUSTRATION)
+    assert parsed.value == 0.3
+    assert parsed.reason.startswith("The score is 0.3 because")
+    # Asking for the dimension by its name, in another spelling, finds the same object.
+    assert parse_score(FRUSTRATION, dimension="user_frustration").value == 0.3
+
+
+def test_geval_nested_per_dimension():
+    assert parse_score(GEVAL, dimension="accuracy").value == 4.0
+    assert parse_score(GEVAL, dimension="Relevance").reason == "Tangents."
+    scores = parse_all_scores(GEVAL, ["accuracy", "completeness", "clarity", "actionability", "relevance"])
+    assert [s.value for s in scores.values()] == [4, 3, 5, 4, 2]
+
+
+def test_geval_without_dimension_is_ambiguous():
+    with pytest.raises(JudgeOutputError, match="several dimensions"):
+        parse_score(GEVAL)
+
+
+def test_geval_unknown_dimension_lists_keys():
+    with pytest.raises(JudgeOutputError, match=r"no score for dimension 'fluency'.*accuracy"):
+        parse_score(GEVAL, dimension="fluency")
+
+
+def test_geval_overall_block_has_no_single_score():
+    with pytest.raises(JudgeOutputError, match=r"'overall' has no score"):
+        parse_score(GEVAL, dimension="overall")
+
+
+def test_reference_answer_template_verdict_key():
+    # The reference-answer template returns {"{VERDICT_KEY}": score, "{REASON_KEY}": reason}.
+    text = '{"answer_relevance": 0.7, "explanation_of_score": "Close to the expected answer."}'
+    parsed = parse_score(text, verdict_key="answer_relevance", reason_key="explanation_of_score")
+    assert parsed.value == 0.7
+    assert parsed.reason == "Close to the expected answer."
+    # Without naming the key, the verdict key of the only dimension is found via the dimension name.
+    assert parse_score(text, dimension="answer_relevance").value == 0.7
+
+
+def test_plain_text_score_line():
+    assert parse_score("Score: 0.6\nThe output partially answers the question.").value == 0.6
+    parsed = parse_score("0.9 - The output fully answers the question.")
+    assert (parsed.value, parsed.reason) == (0.9, "The output fully answers the question.")
+    assert parse_score("3").value == 3.0
+
+
+def test_numbered_prose_is_not_a_score():
+    with pytest.raises(JudgeOutputError, match="no JSON object and no 'score: N'"):
+        parse_score("1. The response is clear.\n2. It misses context.")
+
+
+def test_empty_output():
+    with pytest.raises(JudgeOutputError, match="empty"):
+        parse_score("   ")
+
+
+def test_non_numeric_score():
+    with pytest.raises(JudgeOutputError, match=r"'score' is 'high', not a number"):
+        parse_score('{"score": "high", "reason": "x"}')
+
+
+def test_boolean_score_is_rejected():
+    with pytest.raises(JudgeOutputError, match="not a number"):
+        parse_score('{"score": true}')
+
+
+def test_numeric_string_score_is_read():
+    assert parse_score('{"score": "4"}').value == 4.0
+
+
+def test_extract_json_none():
+    with pytest.raises(JudgeOutputError, match="no JSON object"):
+        extract_json("no braces here")
+
+
+def test_verdict_from_geval():
+    verdict = parse_verdict(GEVAL)
+    assert verdict.winner == "enhanced"
+    assert verdict.confidence == 0.8
+    assert (verdict.baseline_score, verdict.enhanced_score) == (3.0, 4.0)
+
+
+def test_verdict_bad_winner():
+    with pytest.raises(JudgeOutputError, match="winner is 'both'"):
+        parse_verdict('{"overall": {"winner": "both", "confidence": 0.5}}')
+
+
+def test_verdict_confidence_range():
+    with pytest.raises(JudgeOutputError, match="confidence 1.5 is outside 0–1"):
+        parse_verdict('{"winner": "tie", "confidence": 1.5}')
+
+
+@pytest.mark.parametrize(
+    ("spec", "higher", "raw", "mapped"),
+    [
+        ("0-1", True, 0.0, 1.0),
+        ("0-1", True, 1.0, 5.0),
+        ("0-1", True, 0.25, 2.0),
+        ("1-4", True, 4, 5.0),
+        ("1-4", True, 2, 1 + 4 / 3),
+        ("1-5", True, 3, 3.0),
+        # The frustration rule: higher is more frustrated, so 1.0 is the worst end.
+        ("0-1", False, 1.0, 1.0),
+        ("0-1", False, 0.3, 1 + 0.7 * 4),
+        # The G-Eval "Quality Standards": 1 = Excellent.
+        ("1-5", False, 1, 5.0),
+    ],
+)
+def test_scale_mapping(spec, higher, raw, mapped):
+    assert JudgeScale.parse(spec, higher_is_better=higher).to_rubric(raw) == pytest.approx(mapped)
+
+
+def test_scale_out_of_range():
+    with pytest.raises(JudgeOutputError, match="score 1.2 is outside the declared scale 0–1"):
+        JudgeScale.parse("0-1").to_rubric(1.2)
+
+
+@pytest.mark.parametrize("spec", ["1", "5-1", "a-b", "1-1"])
+def test_scale_spec_errors(spec):
+    with pytest.raises(ValueError, match="scale"):
+        JudgeScale.parse(spec)
+
+
+def test_scale_label():
+    assert JudgeScale.parse("0-1", higher_is_better=False).label == "0–1, lower is better"
