@@ -21,6 +21,9 @@ class Annotation(models.Model):
     )
     flags = models.JSONField(default=list, blank=True, help_text="Keys of the rubric flags set.")
     comment = models.TextField(blank=True, default="")
+    # One boolean per entry of item.constraints: the annotator's hard-constraint checklist.
+    # Empty when the item lists no constraints or the annotation was imported.
+    constraints_met = models.JSONField(default=list, blank=True)
     source = models.CharField(max_length=10, choices=Source.choices, default=Source.WEB)
     started_at = models.DateTimeField(null=True, blank=True)
     submitted_at = models.DateTimeField()

@@ -70,6 +70,10 @@ class Item(models.Model):
     # Submitted annotations, kept in step by the services that write annotations; the
     # assignment query orders and filters on it without counting rows.
     n_annotations = models.PositiveIntegerField(default=0)
+    # Live leases (Assignment.state == leased), kept in step by the assignment services. The
+    # lease query filters on n_annotations + n_leased < k on the item row it locks, so on
+    # PostgreSQL a concurrent lease is re-checked against the committed row, not a stale count.
+    n_leased = models.PositiveIntegerField(default=0)
 
     class Meta:
         ordering = ["batch", "position", "id"]
