@@ -1,0 +1,196 @@
+"""From uploaded bytes to a table of text cells with the row number of each record.
+
+CSV is tokenised with the standard library's C ``csv`` reader so that every record keeps its
+spreadsheet row number (the header is row 1) even when a cell spans several lines, and so that
+every row with too many cells is reported, not only the first. The cells then go into a pandas
+DataFrame of strings for vectorised checks. JSONL is one JSON object per line.
+"""
+
+from __future__ import annotations
+
+import csv
+import io
+import json
+from dataclasses import dataclass, field
+from pathlib import PurePath
+
+import pandas as pd
+
+from annotator.imports.errors import FileRefused, RowError
+
+ROW = "__row__"  # the DataFrame column holding each record's row (CSV) or line (JSONL) number
+CSV, JSONL = "csv", "jsonl"
+JSONL_SUFFIXES = {".jsonl", ".ndjson", ".json"}
+CSV_SUFFIXES = {".csv", ".tsv", ".txt"}
+
+csv.field_size_limit(2**31 - 1)
+
+
+@dataclass
+class Table:
+    """The cells of a file as text; blank cells are ``""``."""
+
+    format: str
+    frame: pd.DataFrame  # one str column per file column, plus ROW
+    columns: list[str]  # file columns in file order, names stripped and lower-cased
+    errors: list[RowError] = field(default_factory=list)
+
+    @property
+    def unit(self) -> str:
+        return "line" if self.format == JSONL else "row"
+
+    def error(self, row: int | None, column: str | None, message: str) -> RowError:
+        return RowError(row, column, message, self.unit)
+
+
+def human_size(n_bytes: int) -> str:
+    if n_bytes >= 1024 * 1024:
+        return f"{n_bytes / (1024 * 1024):.1f} MB"
+    if n_bytes >= 1024:
+        return f"{n_bytes / 1024:.1f} kB"
+    return f"{n_bytes} bytes"
+
+
+def check_size(n_bytes: int, max_bytes: int | None) -> None:
+    if max_bytes is not None and n_bytes > max_bytes:
+        raise FileRefused(
+            f"The file is {human_size(n_bytes)}; the largest file accepted is {human_size(max_bytes)}. "
+            "Split it into smaller files."
+        )
+
+
+def decode_text(data: bytes) -> str:
+    """UTF-8 text, with or without a byte-order mark; anything else is refused with where it broke."""
+    try:
+        return data.decode("utf-8-sig")
+    except UnicodeDecodeError as exc:
+        line = data[: exc.start].count(b"\n") + 1
+        bad = data[exc.start : exc.start + 1].hex()
+        raise FileRefused(
+            f"The file is not UTF-8 text: byte 0x{bad} on line {line} cannot be read. "
+            "Save it as UTF-8 (in Excel: \u201cCSV UTF-8\u201d) and upload it again."
+        ) from None
+
+
+def detect_format(filename: str, text: str) -> str:
+    suffix = PurePath(filename or "").suffix.lower()
+    if suffix in JSONL_SUFFIXES:
+        return JSONL
+    if suffix in CSV_SUFFIXES:
+        return CSV
+    return JSONL if text.lstrip().startswith("{") else CSV
+
+
+def read_table(data: bytes, *, filename: str = "", max_bytes: int | None = None) -> Table:
+    """Check size and encoding, then read CSV or JSONL (chosen by the file name, else by content)."""
+    check_size(len(data), max_bytes)
+    text = decode_text(data)
+    if not text.strip():
+        raise FileRefused("The file is empty.")
+    if "\x00" in text:
+        line = text[: text.index("\x00")].count("\n") + 1
+        raise FileRefused(f"The file contains a NUL character (line {line}); it is not a text file.")
+    fmt = detect_format(filename, text)
+    return read_jsonl(text) if fmt == JSONL else read_csv(text)
+
+
+def _delimiter(header_line: str) -> str:
+    if "," in header_line:
+        return ","
+    for candidate in (";", "\t"):
+        if candidate in header_line:
+            return candidate
+    return ","
+
+
+def read_csv(text: str) -> Table:
+    first_line = text.split("\n", 1)[0]
+    reader = csv.reader(io.StringIO(text, newline=""), delimiter=_delimiter(first_line), strict=True)
+    errors: list[RowError] = []
+    try:
+        header = next(reader)
+    except csv.Error as exc:
+        raise FileRefused(f"The header row cannot be read as CSV: {exc}.") from None
+    columns = [name.strip().lower() for name in header]
+    for index, name in enumerate(columns, start=1):
+        if not name:
+            errors.append(RowError(1, None, f"column {index} of the header has no name"))
+    seen: dict[str, int] = {}
+    for index, name in enumerate(columns, start=1):
+        if name and name in seen:
+            errors.append(RowError(1, name, f"appears twice in the header (columns {seen[name]} and {index})"))
+        seen.setdefault(name, index)
+    width = len(columns)
+    records: list[list[str]] = []
+    rows: list[int] = []
+    row = 1
+    try:
+        for record in reader:
+            row += 1
+            if not any(cell.strip() for cell in record):
+                continue  # blank lines, e.g. at the end of a spreadsheet export
+            if len(record) > width:
+                if any(cell.strip() for cell in record[width:]):
+                    errors.append(
+                        RowError(row, None, f"has {len(record)} cells but the header has {width} columns")
+                    )
+                    continue
+                record = record[:width]
+            elif len(record) < width:
+                record = record + [""] * (width - len(record))
+            records.append(record)
+            rows.append(row)
+    except csv.Error as exc:
+        errors.append(RowError(row + 1, None, f"cannot be read as CSV ({exc}); the rows after it were not read"))
+    if errors and any(e.row == 1 for e in errors):
+        frame = pd.DataFrame({ROW: pd.Series(rows, dtype="int64")})
+        return Table(CSV, frame, [c for c in columns if c], errors)
+    data = {name: list(cells) for name, cells in zip(columns, zip(*records))} if records else {c: [] for c in columns}
+    frame = pd.DataFrame(data, dtype=object)
+    frame[ROW] = pd.Series(rows, dtype="int64")
+    return Table(CSV, frame, columns, errors)
+
+
+def _cell(value) -> str:
+    if value is None:
+        return ""
+    if isinstance(value, str):
+        return value
+    if isinstance(value, bool):
+        return "true" if value else "false"
+    if isinstance(value, (int, float)):
+        return str(value)
+    return json.dumps(value, ensure_ascii=False)
+
+
+def read_jsonl(text: str) -> Table:
+    errors: list[RowError] = []
+    records: list[dict[str, str]] = []
+    rows: list[int] = []
+    columns: dict[str, None] = {}
+    for number, line in enumerate(text.split("\n"), start=1):
+        line = line.strip()
+        if not line:
+            continue
+        try:
+            value = json.loads(line)
+        except json.JSONDecodeError as exc:
+            errors.append(RowError(number, None, f"is not valid JSON ({exc.msg} at character {exc.colno})", "line"))
+            continue
+        if not isinstance(value, dict):
+            errors.append(RowError(number, None, "must be a JSON object like {\"item_id\": ...}", "line"))
+            continue
+        record = {}
+        for key, cell in value.items():
+            name = str(key).strip().lower()
+            columns.setdefault(name, None)
+            record[name] = _cell(cell)
+        records.append(record)
+        rows.append(number)
+    names = list(columns)
+    frame = pd.DataFrame.from_records(records, columns=names) if records else pd.DataFrame(columns=names)
+    frame = frame.fillna("").astype(object)
+    frame[ROW] = pd.Series(rows, dtype="int64")
+    if not records and not errors:
+        raise FileRefused("The file has no JSON lines.")
+    return Table(JSONL, frame, names, errors)

@@ -1,0 +1,45 @@
+"""What the import commands share: reading the file, the rubric option, printing errors."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+from django.conf import settings
+from django.core.management.base import CommandError
+
+from annotator.imports.errors import FileRefused, ImportRefused
+from annotator.imports.reading import check_size
+from hcs.rubric import Rubric, RubricError
+
+MAX_ERRORS_PRINTED = 200
+
+
+def read_file(path: str) -> bytes:
+    file = Path(path)
+    if not file.is_file():
+        raise CommandError(f"{path}: no such file.")
+    try:
+        check_size(file.stat().st_size, settings.ANNOTATOR_UPLOAD_MAX_BYTES)
+    except FileRefused as exc:
+        raise CommandError(f"{path}: {exc}") from None
+    return file.read_bytes()
+
+
+def load_rubric(path: str | None) -> Rubric | None:
+    if not path:
+        return None
+    try:
+        return Rubric.load(path)
+    except RubricError as exc:
+        raise CommandError(f"--rubric: {exc}") from None
+
+
+def refused(path: str, exc: Exception) -> CommandError:
+    if isinstance(exc, ImportRefused):
+        lines = [str(e) for e in exc.errors[:MAX_ERRORS_PRINTED]]
+        if len(exc.errors) > MAX_ERRORS_PRINTED:
+            lines.append(f"... and {len(exc.errors) - MAX_ERRORS_PRINTED} more")
+        return CommandError(
+            f"{path}: nothing was saved; {len(exc.errors)} problem(s):\n  " + "\n  ".join(lines)
+        )
+    return CommandError(f"{path}: nothing was saved. {exc}")
