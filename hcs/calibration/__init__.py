@@ -1,0 +1,33 @@
+"""How an LLM judge's scores compare with people's: correlations with the human mean, agreement on the
+rubric's categories, the human ceiling, Krippendorff's α with and without the judge, the Alternative
+Annotator Test, and pairwise verdicts. Pure Python (numpy/scipy/krippendorff); no Django.
+"""
+
+from hcs.calibration.alt_test import AltTestResult, AnnotatorComparison, alt_test, benjamini_yekutieli
+from hcs.calibration.metrics import (
+    JudgeCalibration,
+    bootstrap_ci,
+    calibrate_judge,
+    confusion_matrix,
+    human_ceiling,
+    quadratic_weighted_kappa,
+    round_half_up,
+)
+from hcs.calibration.pairwise import PairwiseComparison, compare_verdicts, human_preference
+
+__all__ = [
+    "AltTestResult",
+    "AnnotatorComparison",
+    "JudgeCalibration",
+    "PairwiseComparison",
+    "alt_test",
+    "benjamini_yekutieli",
+    "bootstrap_ci",
+    "calibrate_judge",
+    "compare_verdicts",
+    "confusion_matrix",
+    "human_ceiling",
+    "human_preference",
+    "quadratic_weighted_kappa",
+    "round_half_up",
+]

@@ -1,0 +1,176 @@
+"""The Alternative Annotator Test (alt-test).
+
+Calderon, N., Reichart, R. & Dror, R. (2025). *The Alternative Annotator Test for LLM-as-a-Judge: How to
+Statistically Justify Replacing Human Annotators with LLMs.* arXiv:2501.10970.
+
+Procedure, for one judge on one dimension:
+
+1. Keep the items the judge scored that at least two annotators rated (one remains when one is left
+   out). Annotators with fewer than ``min_items`` (30) such items are left out of the test.
+2. For each annotator *j* and each of their items *i*: the similarity of the judge's label and of *j*'s
+   label to the labels of the *remaining* annotators of *i* — negative RMSE for 1–5 scores, exact-match
+   accuracy for categories. ``W_f = 1`` when the judge is at least as similar as *j*, ``W_h = 1`` when *j* is
+   at least as similar as the judge (a tie counts as a win for both).
+3. One-sided paired t-test per annotator on ``d_i = W_h − W_f``: H0 ``mean(d) ≥ ε`` against H1
+   ``mean(d) < ε``, where ε is the cost-benefit margin granted to the judge.
+4. Benjamini–Yekutieli correction over the annotators' p-values at q = 0.05. The winning rate ω is the
+   share of annotators whose null is rejected; the advantage probability ρ is the mean over annotators
+   of ``mean(W_f)``. The judge can replace an annotator when ω ≥ 0.5.
+"""
+
+from __future__ import annotations
+
+import math
+from collections.abc import Hashable, Mapping, Sequence
+from dataclasses import dataclass
+
+import numpy as np
+from scipy import stats
+
+MIN_ITEMS = 30
+MIN_HUMANS_PER_ITEM = 2
+DEFAULT_EPSILON = 0.2
+DEFAULT_Q = 0.05
+
+
+@dataclass(frozen=True)
+class AnnotatorComparison:
+    annotator: Hashable
+    n_items: int
+    judge_win_rate: float  # mean(W_f): how often the judge is at least as close to the others
+    annotator_win_rate: float  # mean(W_h)
+    p_value: float
+    judge_wins: bool  # null rejected after the Benjamini–Yekutieli correction
+
+
+@dataclass(frozen=True)
+class AltTestResult:
+    epsilon: float
+    q: float
+    n_items: int  # items with the judge's score and ≥ 2 annotators
+    comparisons: tuple[AnnotatorComparison, ...]
+    skipped: tuple[tuple[Hashable, int], ...]  # annotators with fewer than min_items shared items
+    winning_rate: float | None  # ω; None when no annotator qualifies
+    advantage_probability: float | None  # ρ
+
+    @property
+    def passed(self) -> bool:
+        return self.winning_rate is not None and self.winning_rate >= 0.5
+
+    @property
+    def verdict(self) -> str:
+        if self.winning_rate is None:
+            return (
+                f"not testable: no annotator shares {MIN_ITEMS} or more items with the judge "
+                "on items rated by at least two people"
+            )
+        can = "can" if self.passed else "cannot"
+        return f"the judge {can} replace an annotator at ε = {self.epsilon:g}"
+
+
+def neg_rmse(label: float, others: Sequence[float]) -> float:
+    others = np.asarray(others, dtype=float)
+    return -math.sqrt(float(np.mean((float(label) - others) ** 2)))
+
+
+def accuracy(label, others: Sequence) -> float:
+    return float(np.mean([label == other for other in others]))
+
+
+def benjamini_yekutieli(p_values: Sequence[float], q: float = DEFAULT_Q) -> list[bool]:
+    """Which hypotheses the Benjamini–Yekutieli step-up procedure rejects at FDR ``q``.
+
+    Reject the hypotheses with the k smallest p-values, k the largest rank with
+    ``p_(k) ≤ k / (m · H_m) · q`` and ``H_m = Σ 1/i``; valid under any dependence.
+    """
+    p = np.asarray(p_values, dtype=float)
+    m = len(p)
+    if m == 0:
+        return []
+    order = np.argsort(p, kind="stable")
+    harmonic = float(np.sum(1.0 / np.arange(1, m + 1)))
+    thresholds = np.arange(1, m + 1) / (m * harmonic) * q
+    below = np.nonzero(p[order] <= thresholds)[0]
+    rejected = np.zeros(m, dtype=bool)
+    if below.size:
+        rejected[order[: below[-1] + 1]] = True
+    return rejected.tolist()
+
+
+def _one_sided_p(differences: np.ndarray, epsilon: float) -> float:
+    """p-value of H0 mean(d) ≥ ε vs H1 mean(d) < ε (one-sample t-test, i.e. the paired test)."""
+    if np.ptp(differences) == 0:
+        # No spread: the t statistic is ±∞ (or undefined at equality); decide by the mean alone.
+        return 0.0 if differences[0] < epsilon else 1.0
+    return float(stats.ttest_1samp(differences, epsilon, alternative="less").pvalue)
+
+
+def alt_test(
+    human: Mapping[Hashable, Mapping[Hashable, object]],
+    judge: Mapping[Hashable, object],
+    *,
+    epsilon: float = DEFAULT_EPSILON,
+    q: float = DEFAULT_Q,
+    metric: str = "neg_rmse",
+    min_items: int = MIN_ITEMS,
+    min_humans_per_item: int = MIN_HUMANS_PER_ITEM,
+) -> AltTestResult:
+    """Run the alt-test.
+
+    Parameters
+    ----------
+    human : {item: {annotator: label}}
+    judge : {item: label}, the judge's label on the same scale as the humans' (mapped onto 1–5).
+    metric : ``"neg_rmse"`` for numeric scores, ``"accuracy"`` for categories.
+    """
+    if metric not in ("neg_rmse", "accuracy"):
+        raise ValueError(f"metric must be 'neg_rmse' or 'accuracy', not {metric!r}")
+    if not 0 < q < 1:
+        raise ValueError(f"q must lie in (0, 1), not {q}")
+    similarity = neg_rmse if metric == "neg_rmse" else accuracy
+    items = {
+        item: ratings
+        for item, ratings in human.items()
+        if item in judge and judge[item] is not None and len(ratings) >= min_humans_per_item
+    }
+    by_annotator: dict[Hashable, list[Hashable]] = {}
+    for item, ratings in items.items():
+        for annotator in ratings:
+            by_annotator.setdefault(annotator, []).append(item)
+
+    candidates, skipped = [], []
+    for annotator in sorted(by_annotator, key=str):
+        their_items = by_annotator[annotator]
+        if len(their_items) < min_items:
+            skipped.append((annotator, len(their_items)))
+            continue
+        w_judge, w_human = [], []
+        for item in their_items:
+            ratings = items[item]
+            others = [label for who, label in ratings.items() if who != annotator]
+            s_human = similarity(ratings[annotator], others)
+            s_judge = similarity(judge[item], others)
+            w_judge.append(1 if s_judge >= s_human else 0)
+            w_human.append(1 if s_human >= s_judge else 0)
+        d = np.asarray(w_human, dtype=float) - np.asarray(w_judge, dtype=float)
+        candidates.append((annotator, len(their_items), float(np.mean(w_judge)), float(np.mean(w_human)), _one_sided_p(d, epsilon)))
+
+    rejected = benjamini_yekutieli([c[4] for c in candidates], q)
+    comparisons = tuple(
+        AnnotatorComparison(annotator=a, n_items=n, judge_win_rate=wf, annotator_win_rate=wh, p_value=p, judge_wins=r)
+        for (a, n, wf, wh, p), r in zip(candidates, rejected)
+    )
+    if comparisons:
+        winning_rate = sum(c.judge_wins for c in comparisons) / len(comparisons)
+        advantage = float(np.mean([c.judge_win_rate for c in comparisons]))
+    else:
+        winning_rate = advantage = None
+    return AltTestResult(
+        epsilon=epsilon,
+        q=q,
+        n_items=len(items),
+        comparisons=comparisons,
+        skipped=tuple(skipped),
+        winning_rate=winning_rate,
+        advantage_probability=advantage,
+    )

@@ -1,0 +1,223 @@
+"""One judge on one dimension against the people who rated the same items.
+
+Inputs are plain mappings so a notebook can feed an exported CSV:
+``human = {item: {annotator: score}}`` (whole numbers on the rubric's scale) and
+``judge = {item: score}`` (already mapped onto that scale; may be fractional).
+"""
+
+from __future__ import annotations
+
+import math
+from collections.abc import Callable, Hashable, Mapping
+from dataclasses import dataclass, field
+
+import krippendorff
+import numpy as np
+from scipy import stats
+
+from hcs.calibration.alt_test import DEFAULT_EPSILON, AltTestResult, alt_test
+
+SCALE = (1, 5)
+N_BOOT = 1000
+
+
+def round_half_up(values) -> np.ndarray:
+    """Round to whole numbers with .5 going up (numpy's default rounds .5 to even)."""
+    return np.floor(np.asarray(values, dtype=float) + 0.5)
+
+
+def _nan_to_none(value: float) -> float | None:
+    return None if value is None or not math.isfinite(value) else float(value)
+
+
+def _corr(kind: str, x: np.ndarray, y: np.ndarray) -> float:
+    if len(x) < 3 or np.ptp(x) == 0 or np.ptp(y) == 0:
+        return math.nan
+    if kind == "spearman":
+        return float(stats.spearmanr(x, y).statistic)
+    if kind == "kendall":
+        return float(stats.kendalltau(x, y).statistic)  # τ-b, tie-corrected
+    return float(stats.pearsonr(x, y).statistic)
+
+
+def bootstrap_ci(
+    x,
+    y,
+    statistic: str | Callable[[np.ndarray, np.ndarray], float],
+    *,
+    n_boot: int = N_BOOT,
+    seed: int = 0,
+    level: float = 0.95,
+) -> tuple[float, float]:
+    """Percentile bootstrap CI of ``statistic(x, y)`` (or ``"spearman"``), resampling items with replacement.
+
+    Resamples where the statistic is undefined (e.g. all scores equal) are dropped.
+    """
+    x, y = np.asarray(x, dtype=float), np.asarray(y, dtype=float)
+    if len(x) < 3:
+        return (math.nan, math.nan)
+    rng = np.random.default_rng(seed)
+    idx = rng.integers(0, len(x), size=(n_boot, len(x)))
+    if statistic == "spearman":
+        # Vectorised: Pearson on the ranks of every resample at once.
+        rx, ry = stats.rankdata(x[idx], axis=1), stats.rankdata(y[idx], axis=1)
+        rx -= rx.mean(axis=1, keepdims=True)
+        ry -= ry.mean(axis=1, keepdims=True)
+        with np.errstate(invalid="ignore", divide="ignore"):
+            values = (rx * ry).sum(axis=1) / np.sqrt((rx**2).sum(axis=1) * (ry**2).sum(axis=1))
+    else:
+        values = np.array([statistic(x[i], y[i]) for i in idx])
+    values = values[np.isfinite(values)]
+    if values.size == 0:
+        return (math.nan, math.nan)
+    tail = (1 - level) / 2 * 100
+    lo, hi = np.percentile(values, [tail, 100 - tail])
+    return (float(lo), float(hi))
+
+
+def confusion_matrix(human, judge, scale: tuple[int, int] = SCALE) -> list[list[int]]:
+    """Counts with rows = human category, columns = judge category (both whole numbers on ``scale``)."""
+    lo, hi = scale
+    size = hi - lo + 1
+    matrix = np.zeros((size, size), dtype=int)
+    for h, j in zip(np.asarray(human, dtype=int), np.asarray(judge, dtype=int)):
+        if not (lo <= h <= hi and lo <= j <= hi):
+            raise ValueError(f"category {h if not lo <= h <= hi else j} is outside {lo}–{hi}")
+        matrix[h - lo, j - lo] += 1
+    return matrix.tolist()
+
+
+def quadratic_weighted_kappa(human, judge, scale: tuple[int, int] = SCALE) -> float:
+    """Cohen's κ with quadratic weights ``(i − j)² / (K − 1)²`` over the categories of ``scale``."""
+    observed = np.asarray(confusion_matrix(human, judge, scale), dtype=float)
+    n = observed.sum()
+    if n == 0:
+        return math.nan
+    k = observed.shape[0]
+    i, j = np.indices((k, k))
+    weights = (i - j) ** 2 / (k - 1) ** 2
+    expected = np.outer(observed.sum(axis=1), observed.sum(axis=0)) / n
+    denominator = (weights * expected).sum()
+    if denominator == 0:
+        return math.nan
+    return float(1 - (weights * observed).sum() / denominator)
+
+
+def human_ceiling(
+    human: Mapping[Hashable, Mapping[Hashable, float]], kind: str = "spearman", *, min_items: int = 3
+) -> float:
+    """How well people agree with each other, on the judge's yardstick.
+
+    For each annotator, the correlation of their scores with the mean of the *other* annotators on the
+    items they rated (items with at least one other rating); the result is the mean over annotators
+    with at least ``min_items`` such items and a defined correlation.
+    """
+    per_annotator: dict[Hashable, tuple[list[float], list[float]]] = {}
+    for ratings in human.values():
+        if len(ratings) < 2:
+            continue
+        total = sum(ratings.values())
+        for annotator, score in ratings.items():
+            mine, others = per_annotator.setdefault(annotator, ([], []))
+            mine.append(score)
+            others.append((total - score) / (len(ratings) - 1))
+    values = [
+        _corr(kind, np.asarray(mine, dtype=float), np.asarray(others, dtype=float))
+        for mine, others in per_annotator.values()
+        if len(mine) >= min_items
+    ]
+    values = [v for v in values if math.isfinite(v)]
+    return float(np.mean(values)) if values else math.nan
+
+
+def _alpha(rows: list[list[float]]) -> float:
+    data = np.asarray(rows, dtype=float)
+    if data.shape[0] < 2 or np.sum(np.sum(np.isfinite(data), axis=0) >= 2) == 0:
+        return math.nan
+    values = data[np.isfinite(data)]
+    if np.ptp(values) == 0:
+        return math.nan
+    return float(krippendorff.alpha(reliability_data=data, level_of_measurement="interval"))
+
+
+def alpha_with_and_without_judge(
+    human: Mapping[Hashable, Mapping[Hashable, float]], judge: Mapping[Hashable, float]
+) -> tuple[float, float]:
+    """Krippendorff's α (interval) of the annotators alone, and with the judge as one more rater.
+
+    Both over the items the judge scored, so the two numbers differ only by the judge.
+    """
+    items = [i for i in human if i in judge]
+    annotators = sorted({a for i in items for a in human[i]}, key=str)
+    rows = [[float(human[i].get(a, math.nan)) for i in items] for a in annotators]
+    humans_only = _alpha(rows)
+    with_judge = _alpha([*rows, [float(judge[i]) for i in items]])
+    return humans_only, with_judge
+
+
+@dataclass(frozen=True)
+class JudgeCalibration:
+    n: int
+    spearman: float | None
+    spearman_ci95: tuple[float | None, float | None]
+    kendall: float | None
+    kendall_ci95: tuple[float | None, float | None]
+    pearson: float | None
+    mae: float | None
+    bias: float | None  # mean(judge − human mean): positive when the judge is more generous
+    qwk: float | None
+    confusion: list[list[int]]  # rows: rounded human median; columns: rounded judge score
+    human_ceiling_spearman: float | None
+    human_ceiling_kendall: float | None
+    alpha_humans: float | None
+    alpha_with_judge: float | None
+    alt_test: AltTestResult
+    pairs: tuple[tuple[float, float], ...] = field(default=(), repr=False)  # (human mean, judge) per item
+
+    @property
+    def possibly_inverted(self) -> bool:
+        """A negative correlation with people: the judge's scale may be declared the wrong way round."""
+        return self.spearman is not None and self.spearman < 0
+
+
+def calibrate_judge(
+    human: Mapping[Hashable, Mapping[Hashable, float]],
+    judge: Mapping[Hashable, float],
+    *,
+    epsilon: float = DEFAULT_EPSILON,
+    n_boot: int = N_BOOT,
+    seed: int = 0,
+    scale: tuple[int, int] = SCALE,
+) -> JudgeCalibration:
+    """Everything the report shows for one judge × dimension, over the items both people and judge scored."""
+    items = [i for i in human if i in judge and judge[i] is not None and len(human[i]) > 0]
+    human_mean = np.array([np.mean(list(human[i].values())) for i in items], dtype=float)
+    human_median = np.array([np.median(list(human[i].values())) for i in items], dtype=float)
+    judge_values = np.array([float(judge[i]) for i in items], dtype=float)
+    n = len(items)
+    lo, hi = scale
+    judge_cat = np.clip(round_half_up(judge_values), lo, hi).astype(int)
+    human_cat = np.clip(round_half_up(human_median), lo, hi).astype(int)
+    errors = judge_values - human_mean
+    alphas = alpha_with_and_without_judge({i: human[i] for i in items}, {i: judge[i] for i in items})
+    pair = lambda ci: (_nan_to_none(ci[0]), _nan_to_none(ci[1]))  # noqa: E731
+    return JudgeCalibration(
+        n=n,
+        spearman=_nan_to_none(_corr("spearman", judge_values, human_mean)),
+        spearman_ci95=pair(bootstrap_ci(judge_values, human_mean, "spearman", n_boot=n_boot, seed=seed)),
+        kendall=_nan_to_none(_corr("kendall", judge_values, human_mean)),
+        kendall_ci95=pair(
+            bootstrap_ci(judge_values, human_mean, lambda a, b: _corr("kendall", a, b), n_boot=n_boot, seed=seed)
+        ),
+        pearson=_nan_to_none(_corr("pearson", judge_values, human_mean)),
+        mae=_nan_to_none(float(np.mean(np.abs(errors)))) if n else None,
+        bias=_nan_to_none(float(np.mean(errors))) if n else None,
+        qwk=_nan_to_none(quadratic_weighted_kappa(human_cat, judge_cat, scale)) if n else None,
+        confusion=confusion_matrix(human_cat, judge_cat, scale),
+        human_ceiling_spearman=_nan_to_none(human_ceiling({i: human[i] for i in items}, "spearman")),
+        human_ceiling_kendall=_nan_to_none(human_ceiling({i: human[i] for i in items}, "kendall")),
+        alpha_humans=_nan_to_none(alphas[0]),
+        alpha_with_judge=_nan_to_none(alphas[1]),
+        alt_test=alt_test({i: human[i] for i in items}, {i: judge[i] for i in items}, epsilon=epsilon),
+        pairs=tuple(zip(human_mean.tolist(), judge_values.tolist())),
+    )
