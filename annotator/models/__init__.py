@@ -3,5 +3,6 @@
 from annotator.models.annotation import Annotation, AnnotationRevision, Score
 from annotator.models.assignment import Assignment
 from annotator.models.batch import Batch, Item
+from annotator.models.judge import Judge, JudgeFailure, JudgeScore, PairwiseVerdict
 
-__all__ = ["Annotation", "AnnotationRevision", "Assignment", "Batch", "Item", "Score"]
+__all__ = ["Annotation", "AnnotationRevision", "Assignment", "Batch", "Item", "Judge", "JudgeFailure", "JudgeScore", "PairwiseVerdict", "Score"]

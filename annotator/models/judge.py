@@ -1,0 +1,107 @@
+"""LLM judges and what they said, stored next to the human scores and never shown to annotators."""
+
+from __future__ import annotations
+
+from django.db import models
+from django.db.models import F, Q
+from django.utils import timezone
+
+from annotator.models.batch import Item
+
+OVERALL = "overall"
+
+
+class Judge(models.Model):
+    """One judge configuration: a model behind a template of a given version."""
+
+    name = models.CharField(max_length=200, unique=True)
+    model = models.CharField(max_length=200, blank=True, default="", help_text="e.g. gpt-4o-2024-08-06")
+    template = models.CharField(max_length=200, blank=True, default="", help_text="prompt template name")
+    template_version = models.CharField(max_length=100, blank=True, default="")
+    created_at = models.DateTimeField(auto_now_add=True)
+
+    class Meta:
+        ordering = ["name"]
+
+    def __str__(self) -> str:
+        return self.name
+
+
+class JudgeScore(models.Model):
+    """A judge's score of one item on one dimension (a rubric key or ``overall``)."""
+
+    judge = models.ForeignKey(Judge, on_delete=models.CASCADE, related_name="scores")
+    item = models.ForeignKey(Item, on_delete=models.CASCADE, related_name="judge_scores")
+    dimension = models.CharField(max_length=64)
+    raw_value = models.FloatField()
+    scale_min = models.FloatField()
+    scale_max = models.FloatField()
+    higher_is_better = models.BooleanField(default=True)
+    value = models.FloatField(help_text="raw_value mapped linearly onto the rubric's scale, best end high")
+    reason = models.TextField(blank=True, default="")
+    raw_output = models.TextField(blank=True, default="")
+    imported_at = models.DateTimeField(default=timezone.now)
+
+    class Meta:
+        ordering = ["judge", "item", "dimension"]
+        constraints = [
+            models.UniqueConstraint(fields=["judge", "item", "dimension"], name="judgescore_one_per_dimension"),
+            models.CheckConstraint(condition=Q(scale_min__lt=F("scale_max")), name="judgescore_scale_ordered"),
+            models.CheckConstraint(
+                condition=Q(raw_value__gte=F("scale_min")) & Q(raw_value__lte=F("scale_max")),
+                name="judgescore_raw_within_scale",
+            ),
+        ]
+        indexes = [models.Index(fields=["item", "dimension"], name="judgescore_item_dim")]
+
+    def __str__(self) -> str:
+        return f"{self.judge} {self.item} {self.dimension}={self.value:g}"
+
+
+class PairwiseVerdict(models.Model):
+    """A judge's preference between two responses to the same prompt (the G-Eval pairwise format)."""
+
+    class Winner(models.TextChoices):
+        BASELINE = "baseline", "Baseline"
+        ENHANCED = "enhanced", "Enhanced"
+        TIE = "tie", "Tie"
+
+    judge = models.ForeignKey(Judge, on_delete=models.CASCADE, related_name="verdicts")
+    baseline = models.ForeignKey(Item, on_delete=models.CASCADE, related_name="+")
+    enhanced = models.ForeignKey(Item, on_delete=models.CASCADE, related_name="+")
+    winner = models.CharField(max_length=10, choices=Winner.choices)
+    confidence = models.FloatField(null=True, blank=True)
+    reason = models.TextField(blank=True, default="")
+    raw_output = models.TextField(blank=True, default="")
+    imported_at = models.DateTimeField(default=timezone.now)
+
+    class Meta:
+        ordering = ["judge", "baseline", "enhanced"]
+        constraints = [
+            models.UniqueConstraint(fields=["judge", "baseline", "enhanced"], name="verdict_one_per_pair"),
+            models.CheckConstraint(condition=~Q(baseline=F("enhanced")), name="verdict_two_items"),
+            models.CheckConstraint(
+                condition=Q(confidence__isnull=True) | (Q(confidence__gte=0) & Q(confidence__lte=1)),
+                name="verdict_confidence_0_1",
+            ),
+        ]
+
+    def __str__(self) -> str:
+        return f"{self.judge}: {self.baseline.item_id} vs {self.enhanced.item_id} → {self.winner}"
+
+
+class JudgeFailure(models.Model):
+    """An output of ``run_judge`` no score could be read from, kept with its error so none is dropped."""
+
+    judge = models.ForeignKey(Judge, on_delete=models.CASCADE, related_name="failures")
+    item = models.ForeignKey(Item, on_delete=models.CASCADE, related_name="judge_failures")
+    dimension = models.CharField(max_length=64, blank=True, default="")
+    error = models.TextField()
+    raw_output = models.TextField(blank=True, default="")
+    created_at = models.DateTimeField(default=timezone.now)
+
+    class Meta:
+        ordering = ["judge", "item", "id"]
+
+    def __str__(self) -> str:
+        return f"{self.judge} {self.item}: {self.error}"
