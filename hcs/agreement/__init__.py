@@ -1,0 +1,227 @@
+"""Inter-rater agreement per rubric dimension: Fleiss' κ, Krippendorff's α, Gwet's AC2.
+
+Input is an items × categories count matrix (how many raters gave each score to
+each item), the shape one grouped SQL query returns. A researcher can rebuild it
+from an exported long CSV with :func:`counts_from_long` and get the app's numbers:
+
+>>> import numpy as np
+>>> items = np.array(["a", "a", "a", "b", "b", "b", "c", "c", "c"])
+>>> scores = np.array([5, 5, 4, 2, 2, 2, 3, 4, 4])
+>>> counts = counts_from_long(items, scores, categories=[1, 2, 3, 4, 5])
+>>> result = dimension_agreement(counts, counts, [1, 2, 3, 4, 5], k=3, n_resamples=200)
+>>> round(result.fleiss_kappa, 4), result.fleiss_label, result.fleiss_items_used
+(0.3793, 'fair', 3)
+>>> round(result.percent_agreement, 2), result.percent_within_one
+(55.56, 100.0)
+"""
+
+from __future__ import annotations
+
+import math
+from collections.abc import Sequence
+from dataclasses import dataclass
+
+import numpy as np
+import numpy.typing as npt
+
+from hcs.agreement.bootstrap import DEFAULT_RESAMPLES, DEFAULT_SEED, Resamples, percentile_interval
+from hcs.agreement.coefficients import (
+    AgreementError,
+    _alpha_batched,
+    _coincidence_features,
+    _fleiss_batched,
+    _fleiss_features,
+    _gwet_batched,
+    _gwet_features,
+    counts_from_ratings,
+    fleiss_kappa,
+    gwet_ac2,
+    krippendorff_alpha,
+    percent_agreement,
+    ratings_from_counts,
+    weight_matrix,
+)
+from hcs.agreement.labels import landis_koch
+
+__all__ = [
+    "AgreementError",
+    "DimensionAgreement",
+    "bootstrap_intervals",
+    "counts_from_long",
+    "counts_from_ratings",
+    "dimension_agreement",
+    "first_k_counts",
+    "fleiss_kappa",
+    "gwet_ac2",
+    "krippendorff_alpha",
+    "landis_koch",
+    "percent_agreement",
+    "ratings_from_counts",
+    "weight_matrix",
+]
+
+Interval = tuple[float, float] | None
+
+
+@dataclass(frozen=True)
+class DimensionAgreement:
+    """Agreement on one dimension. Undefined values are ``None``, never NaN."""
+
+    n_items: int  # items with at least one rating
+    n_ratings: int
+    n_items_pairable: int  # items with at least two ratings (α, AC2, % agreement)
+    fleiss_kappa: float | None
+    fleiss_kappa_ci95: Interval
+    fleiss_label: str
+    fleiss_items_used: int  # items with at least k ratings, first k taken
+    fleiss_items_left_out: int
+    alpha_ordinal: float | None
+    alpha_ordinal_ci95: Interval
+    alpha_interval: float | None
+    alpha_interval_ci95: Interval
+    gwet_ac2: float | None
+    gwet_ac2_ci95: Interval
+    percent_agreement: float | None  # 0–100, exact
+    percent_within_one: float | None  # 0–100, scores at most one level apart
+    distribution: tuple[int, ...]  # ratings per category
+
+
+def _finite(value: float | None) -> float | None:
+    if value is None or not math.isfinite(value):
+        return None
+    return float(value)
+
+
+def counts_from_long(
+    items: npt.ArrayLike, scores: npt.ArrayLike, categories: Sequence[int]
+) -> npt.NDArray[np.int64]:
+    """Long rows (item, score) → items × categories counts, items in first-seen order."""
+    items = np.asarray(items)
+    scores = np.asarray(scores)
+    cats = np.asarray(categories)
+    _, first, inverse = np.unique(items, return_index=True, return_inverse=True)
+    order = np.argsort(np.argsort(first))  # rank of each unique item by first appearance
+    col = np.searchsorted(cats, scores)
+    if (col >= len(cats)).any() or (cats[np.minimum(col, len(cats) - 1)] != scores).any():
+        bad = scores[(col >= len(cats)) | (cats[np.minimum(col, len(cats) - 1)] != scores)][0]
+        raise AgreementError(f"score {bad} is not one of the categories {list(categories)}")
+    out = np.zeros((len(first), len(cats)), dtype=np.int64)
+    np.add.at(out, (order[inverse.ravel()], col), 1)
+    return out
+
+
+def first_k_counts(
+    items: npt.ArrayLike, scores: npt.ArrayLike, categories: Sequence[int], k: int
+) -> npt.NDArray[np.int64]:
+    """Counts over the first ``k`` ratings of each item with at least ``k`` (rows in rating order)."""
+    items = np.asarray(items)
+    scores = np.asarray(scores)
+    _, inverse = np.unique(items, return_inverse=True)
+    inverse = inverse.ravel()
+    order = np.argsort(inverse, kind="stable")
+    sorted_items = inverse[order]
+    starts = np.searchsorted(sorted_items, sorted_items, side="left")
+    rank = np.empty(len(items), dtype=np.int64)
+    rank[order] = np.arange(len(items)) - starts
+    keep = rank < k
+    counts = counts_from_long(items[keep], scores[keep], categories)
+    return counts[counts.sum(axis=1) == k]
+
+
+def bootstrap_intervals(
+    counts: npt.ArrayLike,
+    categories: Sequence[int],
+    *,
+    n_resamples: int = DEFAULT_RESAMPLES,
+    seed: int = DEFAULT_SEED,
+) -> dict[str, npt.NDArray[np.float64]]:
+    """Bootstrap distributions of α (ordinal, interval) and AC2, items resampled together."""
+    table = np.asarray(counts, dtype=np.int64)
+    table = table[table.sum(axis=1) > 0]
+    resamples = Resamples.draw(table, n_resamples=n_resamples, seed=seed)
+    w = weight_matrix(categories, "ordinal")
+    coincidences = _coincidence_features(resamples.patterns)
+    return {
+        "alpha_ordinal": _alpha_batched(resamples.multiplicity, coincidences, categories, "ordinal"),
+        "alpha_interval": _alpha_batched(resamples.multiplicity, coincidences, categories, "interval"),
+        "gwet_ac2": _gwet_batched(resamples.multiplicity, _gwet_features(resamples.patterns, w), w),
+    }
+
+
+def fleiss_bootstrap(
+    fleiss_counts: npt.ArrayLike, *, n_resamples: int = DEFAULT_RESAMPLES, seed: int = DEFAULT_SEED
+) -> npt.NDArray[np.float64]:
+    """Bootstrap distribution of Fleiss' κ over the items it uses (all with the same k)."""
+    table = np.asarray(fleiss_counts, dtype=np.int64)
+    if len(table) == 0:
+        return np.zeros(0)
+    m = int(table[0].sum())
+    resamples = Resamples.draw(table, n_resamples=n_resamples, seed=seed)
+    return _fleiss_batched(resamples.multiplicity, _fleiss_features(resamples.patterns), m)
+
+
+def _safe(func, *args) -> float | None:
+    try:
+        return _finite(func(*args))
+    except AgreementError:
+        return None
+
+
+def dimension_agreement(
+    counts: npt.ArrayLike,
+    fleiss_counts: npt.ArrayLike,
+    categories: Sequence[int],
+    *,
+    k: int,
+    n_resamples: int = DEFAULT_RESAMPLES,
+    seed: int = DEFAULT_SEED,
+) -> DimensionAgreement:
+    """Every coefficient for one dimension, with 95 % bootstrap intervals.
+
+    ``counts``: all ratings, items × categories. ``fleiss_counts``: the first ``k``
+    ratings of the items rated at least ``k`` times (rows summing to ``k``).
+    ``n_resamples=0`` skips the intervals.
+    """
+    table = np.asarray(counts, dtype=np.int64).reshape(-1, len(categories))
+    table = table[table.sum(axis=1) > 0]
+    fleiss_table = np.asarray(fleiss_counts, dtype=np.int64).reshape(-1, len(categories))
+    if len(fleiss_table) and (fleiss_table.sum(axis=1) != k).any():
+        raise AgreementError(f"every row of fleiss_counts must hold exactly k={k} ratings")
+    pairable = int((table.sum(axis=1) >= 2).sum())
+
+    kappa = _safe(fleiss_kappa, fleiss_table) if len(fleiss_table) else None
+    alpha_ord = _safe(krippendorff_alpha, table, categories, "ordinal")
+    alpha_int = _safe(krippendorff_alpha, table, categories, "interval")
+    ac2 = _safe(gwet_ac2, table, categories, "ordinal")
+    exact = _safe(percent_agreement, table, 0)
+    within = _safe(percent_agreement, table, 1)
+
+    kappa_ci = alpha_ord_ci = alpha_int_ci = ac2_ci = None
+    if n_resamples > 0:
+        if kappa is not None:
+            kappa_ci = percentile_interval(fleiss_bootstrap(fleiss_table, n_resamples=n_resamples, seed=seed))
+        if pairable:
+            boot = bootstrap_intervals(table, categories, n_resamples=n_resamples, seed=seed)
+            alpha_ord_ci = percentile_interval(boot["alpha_ordinal"]) if alpha_ord is not None else None
+            alpha_int_ci = percentile_interval(boot["alpha_interval"]) if alpha_int is not None else None
+            ac2_ci = percentile_interval(boot["gwet_ac2"]) if ac2 is not None else None
+
+    return DimensionAgreement(
+        n_items=len(table),
+        n_ratings=int(table.sum()),
+        n_items_pairable=pairable,
+        fleiss_kappa=kappa,
+        fleiss_kappa_ci95=kappa_ci,
+        fleiss_label=landis_koch(kappa),
+        fleiss_items_used=len(fleiss_table),
+        fleiss_items_left_out=len(table) - len(fleiss_table),
+        alpha_ordinal=alpha_ord,
+        alpha_ordinal_ci95=alpha_ord_ci,
+        alpha_interval=alpha_int,
+        alpha_interval_ci95=alpha_int_ci,
+        gwet_ac2=ac2,
+        gwet_ac2_ci95=ac2_ci,
+        percent_agreement=exact,
+        percent_within_one=within,
+        distribution=tuple(int(x) for x in table.sum(axis=0)) if len(table) else (0,) * len(categories),
+    )

@@ -1,0 +1,274 @@
+"""Agreement coefficients computed from an items × categories count matrix.
+
+Every function here takes ``counts``: row *i* holds how many raters put item *i*
+into each category (columns ordered like ``categories``). Raters' identities do
+not enter Fleiss' κ, Krippendorff's α or Gwet's AC2, so the count matrix — what
+one grouped SQL query returns — is all they need.
+
+Point estimates call the field's libraries: ``statsmodels`` for Fleiss' κ,
+``krippendorff`` for α and ``irrCAC`` for Gwet's AC2. The ``*_batched`` functions
+evaluate the same formulas for many reweightings of the items at once (one row
+of ``weights`` per bootstrap resample); with a single row of ones they equal the
+library values, which the tests check.
+
+Fleiss (1971) diagnoses table, as in R ``irr::kappam.fleiss(diagnoses)``:
+
+>>> import numpy as np
+>>> from hcs.agreement.examples import FLEISS_1971_DIAGNOSES
+>>> counts = counts_from_ratings(FLEISS_1971_DIAGNOSES, categories=[1, 2, 3, 4, 5])
+>>> round(fleiss_kappa(counts), 7)
+0.4302445
+
+Krippendorff (2011) "Computing Krippendorff's Alpha-Reliability", the 4 observers
+× 12 units example with missing values:
+
+>>> from hcs.agreement.examples import KRIPPENDORFF_2011_RELIABILITY
+>>> counts = counts_from_ratings(KRIPPENDORFF_2011_RELIABILITY.T, categories=[1, 2, 3, 4, 5])
+>>> round(krippendorff_alpha(counts, [1, 2, 3, 4, 5], "nominal"), 3)
+0.743
+>>> round(krippendorff_alpha(counts, [1, 2, 3, 4, 5], "ordinal"), 3)
+0.815
+>>> round(krippendorff_alpha(counts, [1, 2, 3, 4, 5], "interval"), 3)
+0.849
+
+Gwet (2014) *Handbook of Inter-Rater Reliability*, 4th ed., the same 12 units
+(irrCAC's ``raw_4raters``): unweighted AC1 0.775 with pa 0.818 and pe 0.190;
+ordinal weights AC2 0.899 with pa 0.968 and pe 0.685:
+
+>>> round(gwet_ac2(counts, [1, 2, 3, 4, 5], weights="identity"), 3)
+0.775
+>>> round(gwet_ac2(counts, [1, 2, 3, 4, 5]), 3)
+0.899
+"""
+
+from __future__ import annotations
+
+import warnings
+from collections.abc import Sequence
+
+import numpy as np
+import numpy.typing as npt
+
+Counts = npt.NDArray[np.int64]
+
+
+class AgreementError(ValueError):
+    """The ratings cannot give the asked-for coefficient."""
+
+
+# ---------------------------------------------------------------- reshaping
+def counts_from_ratings(ratings: npt.ArrayLike, categories: Sequence[float]) -> Counts:
+    """Items × raters ratings (NaN = not rated) → items × categories counts.
+
+    Like ``statsmodels.stats.inter_rater.aggregate_raters`` but with the category
+    columns fixed (unused levels stay as zero columns) and missing ratings allowed.
+
+    >>> counts_from_ratings([[1, 1, 2], [3, float("nan"), 3]], categories=[1, 2, 3])
+    array([[2, 1, 0],
+           [0, 0, 2]])
+    """
+    data = np.asarray(ratings, dtype=float)
+    if data.ndim != 2:
+        raise AgreementError("ratings must be a 2-D items × raters array")
+    cats = np.asarray(categories, dtype=float)
+    rated = ~np.isnan(data)
+    known = np.isin(data[rated], cats)
+    if not known.all():
+        bad = data[rated][~known][0]
+        raise AgreementError(f"rating {bad:g} is not one of the categories {list(categories)}")
+    return (data[:, :, None] == cats[None, None, :]).sum(axis=1).astype(np.int64)
+
+
+def weight_matrix(categories: Sequence[float], weights: str = "ordinal") -> npt.NDArray[np.float64]:
+    """Gwet's agreement weights (``irrCAC.weights.Weights``), or ``within_one``.
+
+    ``within_one`` gives credit 1 to scores at most one level apart, 0 otherwise.
+    """
+    if weights == "within_one":
+        idx = np.arange(len(categories))
+        return (np.abs(idx[:, None] - idx[None, :]) <= 1).astype(float)
+    from irrCAC.weights import Weights
+
+    return np.asarray(Weights(list(categories))[weights], dtype=float)
+
+
+# ---------------------------------------------------------------- library calls
+def fleiss_kappa(counts: npt.ArrayLike) -> float:
+    """Fleiss' κ by ``statsmodels``; every row must hold the same number of ratings.
+
+    Returns NaN when chance agreement is 1 (every rating in one category).
+    """
+    from statsmodels.stats.inter_rater import fleiss_kappa as sm_fleiss_kappa
+
+    table = np.asarray(counts)
+    if table.ndim != 2 or table.shape[0] == 0:
+        raise AgreementError("Fleiss' κ needs at least one item")
+    per_item = table.sum(axis=1)
+    if (per_item != per_item[0]).any():
+        raise AgreementError("Fleiss' κ needs the same number of ratings on every item")
+    if per_item[0] < 2:
+        raise AgreementError("Fleiss' κ needs at least two ratings per item")
+    with np.errstate(divide="ignore", invalid="ignore"), warnings.catch_warnings():
+        warnings.simplefilter("ignore", RuntimeWarning)
+        return float(sm_fleiss_kappa(table, method="fleiss"))
+
+
+def krippendorff_alpha(counts: npt.ArrayLike, categories: Sequence[float], level: str) -> float:
+    """Krippendorff's α by the ``krippendorff`` package from value counts.
+
+    Items with fewer than two ratings are unpairable and ignored. NaN when there
+    is no variation to measure (all pairable values equal).
+    """
+    import krippendorff
+
+    table = np.asarray(counts)
+    if table.ndim != 2 or not (table.sum(axis=1) >= 2).any():
+        raise AgreementError("Krippendorff's α needs an item rated at least twice")
+    with np.errstate(divide="ignore", invalid="ignore"):
+        return float(
+            krippendorff.alpha(
+                value_counts=table,
+                value_domain=np.asarray(categories, dtype=float),
+                level_of_measurement=level,
+            )
+        )
+
+
+def ratings_from_counts(counts: npt.ArrayLike, categories: Sequence[float]) -> npt.NDArray[np.float64]:
+    """Counts back to an items × max-ratings array (NaN padded); rater order is arbitrary.
+
+    >>> ratings_from_counts([[2, 1, 0], [0, 0, 1]], [1, 2, 3])
+    array([[ 1.,  1.,  2.],
+           [ 3., nan, nan]])
+    """
+    table = np.asarray(counts, dtype=np.int64)
+    per_item = table.sum(axis=1)
+    width = int(per_item.max()) if len(per_item) else 0
+    values = np.repeat(np.tile(np.asarray(categories, dtype=float), len(table)), table.ravel())
+    rows = np.repeat(np.arange(len(table)), per_item)
+    starts = np.concatenate(([0], np.cumsum(per_item)[:-1]))
+    cols = np.arange(len(values)) - np.repeat(starts, per_item)
+    out = np.full((len(table), width), np.nan)
+    out[rows, cols] = values
+    return out
+
+
+def gwet_ac2(counts: npt.ArrayLike, categories: Sequence[float], weights: str = "ordinal") -> float:
+    """Gwet's AC2 (AC1 with ``weights="identity"``) by ``irrCAC`` over the full category set."""
+    import pandas as pd
+    from irrCAC.raw import CAC
+
+    table = np.asarray(counts)
+    if table.ndim != 2 or not (table.sum(axis=1) >= 2).any():
+        raise AgreementError("Gwet's AC2 needs an item rated at least twice")
+    rated = table[table.sum(axis=1) > 0]
+    if len(rated) < 2:
+        # irrCAC divides by n − 1 for its variance and fails on one item; same formula here.
+        w = weight_matrix(categories, weights)
+        return float(_gwet_batched(np.ones((1, 1)), _gwet_features(rated, w), w)[0])
+    ratings = pd.DataFrame(ratings_from_counts(rated, categories))
+    with np.errstate(divide="ignore", invalid="ignore"), warnings.catch_warnings():
+        warnings.simplefilter("ignore")
+        cac = CAC(ratings, weights=weights, categories=list(categories), digits=15)
+        return float(cac.gwet()["est"]["coefficient_value"])
+
+
+def percent_agreement(counts: npt.ArrayLike, within: int = 0) -> float:
+    """Pairwise percent agreement (0–100) over items rated at least twice.
+
+    For each item, the share of ordered rater pairs whose scores differ by at
+    most ``within`` levels; then the mean over items (Fleiss' P̄ when ``within=0``).
+
+    >>> percent_agreement([[3, 0, 0], [1, 1, 0]])
+    50.0
+    >>> percent_agreement([[3, 0, 0], [1, 1, 0]], within=1)
+    100.0
+    """
+    table = np.asarray(counts, dtype=float)
+    idx = np.arange(table.shape[1])
+    w = (np.abs(idx[:, None] - idx[None, :]) <= within).astype(float)
+    features = _gwet_features(table, w)
+    if features[:, 1].sum() == 0:
+        raise AgreementError("percent agreement needs an item rated at least twice")
+    return float(100.0 * features[:, 0].sum() / features[:, 1].sum())
+
+
+# ---------------------------------------------------------------- batched formulas
+# Each statistic is a function of sums over items of per-item features; a
+# resample is a vector of item multiplicities, so resampling is a matrix product.
+
+
+def _fleiss_features(table: npt.NDArray) -> npt.NDArray[np.float64]:
+    """Columns: Σ_j n_ij², then n_i1 … n_iq."""
+    table = table.astype(float)
+    return np.column_stack([(table**2).sum(axis=1), table])
+
+
+def _fleiss_batched(weights: npt.NDArray, features: npt.NDArray, m: int) -> npt.NDArray[np.float64]:
+    sums = weights @ features
+    n_items = weights.sum(axis=1)
+    with np.errstate(divide="ignore", invalid="ignore"):
+        p_bar = (sums[:, 0] - n_items * m) / (n_items * m * (m - 1))
+        p_cat = sums[:, 1:] / (n_items * m)[:, None]
+        p_e = (p_cat**2).sum(axis=1)
+        return (p_bar - p_e) / (1 - p_e)
+
+
+def _coincidence_features(table: npt.NDArray) -> npt.NDArray[np.float64]:
+    """Per item, its contribution to Krippendorff's coincidence matrix (flattened q²)."""
+    table = table.astype(float)
+    q = table.shape[1]
+    m = table.sum(axis=1)
+    pairable = m >= 2
+    t = table[pairable]
+    outer = t[:, :, None] * t[:, None, :] - t[:, None, :] * np.eye(q)[None]
+    contrib = np.zeros((len(table), q * q))
+    contrib[pairable] = (outer / (m[pairable] - 1)[:, None, None]).reshape(-1, q * q)
+    return contrib
+
+
+def _alpha_batched(
+    weights: npt.NDArray, features: npt.NDArray, categories: Sequence[float], level: str
+) -> npt.NDArray[np.float64]:
+    q = len(categories)
+    o = (weights @ features).reshape(-1, q, q)
+    n_v = o.sum(axis=1)
+    n = n_v.sum(axis=1)
+    e = (n_v[:, :, None] * n_v[:, None, :] - n_v[:, None, :] * np.eye(q)[None]) / (n - 1)[:, None, None]
+    values = np.asarray(categories, dtype=float)
+    if level == "interval":
+        d = np.broadcast_to((values[:, None] - values[None, :]) ** 2, o.shape)
+    elif level == "nominal":
+        d = np.broadcast_to(1.0 - np.eye(q), o.shape)
+    elif level == "ordinal":
+        # δ²(c, k) = (Σ_{g=c..k} n_g − (n_c + n_k) / 2)², Krippendorff (2011) eq. for ordinal data.
+        cum = np.concatenate([np.zeros((len(n_v), 1)), np.cumsum(n_v, axis=1)], axis=1)
+        lo = np.minimum.outer(np.arange(q), np.arange(q))
+        hi = np.maximum.outer(np.arange(q), np.arange(q))
+        between = cum[:, hi + 1] - cum[:, lo]
+        d = (between - (n_v[:, :, None] + n_v[:, None, :]) / 2) ** 2
+    else:
+        raise AgreementError(f"unknown level of measurement {level!r}")
+    with np.errstate(divide="ignore", invalid="ignore"):
+        return 1 - (o * d).sum(axis=(1, 2)) / (e * d).sum(axis=(1, 2))
+
+
+def _gwet_features(table: npt.NDArray, w: npt.NDArray) -> npt.NDArray[np.float64]:
+    """Columns: pa_i (0 if unpairable), [r_i ≥ 2], [r_i ≥ 1], r_ik / r_i (q columns)."""
+    table = table.astype(float)
+    r = table.sum(axis=1)
+    weighted = table @ w.T
+    with np.errstate(divide="ignore", invalid="ignore"):
+        pa_i = np.where(r >= 2, (table * (weighted - 1)).sum(axis=1) / (r * (r - 1)), 0.0)
+        share = np.where(r[:, None] >= 1, table / r[:, None], 0.0)
+    return np.column_stack([pa_i, r >= 2, r >= 1, share])
+
+
+def _gwet_batched(weights: npt.NDArray, features: npt.NDArray, w: npt.NDArray) -> npt.NDArray[np.float64]:
+    sums = weights @ features
+    q = w.shape[0]
+    with np.errstate(divide="ignore", invalid="ignore"):
+        pa = sums[:, 0] / sums[:, 1]
+        pi = sums[:, 3:] / sums[:, 2][:, None]
+        pe = w.sum() * (pi * (1 - pi)).sum(axis=1) / (q * (q - 1))
+        return (pa - pe) / (1 - pe)
