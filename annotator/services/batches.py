@@ -5,45 +5,19 @@ from __future__ import annotations
 from django.db import IntegrityError, transaction
 
 from annotator.imports.batch_file import ParsedBatch, parse_batch_file
+from annotator.imports.checks import k_errors, name_errors
 from annotator.imports.errors import ImportRefused, RowError
 from annotator.models import Batch
-from annotator.models.batch import MIN_K
 from annotator.services.bulk import items_insert
 from hcs.rubric import Rubric
-
-MAX_K = 1000
-NAME_MAX_LENGTH = Batch._meta.get_field("name").max_length
 
 
 def batch_settings_errors(*, name: str, k: int | None) -> list[RowError]:
     """Why ``name`` and ``k`` cannot make a new batch (empty when they can). Reads the database."""
-    errors = []
-    clean = (name or "").strip()
-    if not clean:
-        errors.append(RowError(None, None, "The batch needs a name."))
-    elif len(clean) > NAME_MAX_LENGTH:
-        errors.append(RowError(None, None, f"The batch name is longer than {NAME_MAX_LENGTH} characters."))
-    elif Batch.objects.filter(name=clean).exists():
-        errors.append(RowError(None, None, f"A batch named \u201c{clean}\u201d already exists; choose another name."))
-    errors.extend(k_errors(k))
-    return errors
-
-
-def k_errors(k: int | None) -> list[RowError]:
-    if k is None or isinstance(k, bool) or not isinstance(k, int):
-        return [RowError(None, None, "k (annotations per item) must be a whole number, at least 3.")]
-    if k < MIN_K:
-        return [
-            RowError(
-                None,
-                None,
-                f"k = {k} is too small: each item needs at least {MIN_K} independent annotations "
-                "for agreement statistics.",
-            )
-        ]
-    if k > MAX_K:
-        return [RowError(None, None, f"k = {k} is too large; at most {MAX_K} annotations per item.")]
-    return []
+    errors = name_errors(name)
+    if not errors and Batch.objects.filter(name=name.strip()).exists():
+        errors.append(RowError(None, None, f"A batch named \u201c{name.strip()}\u201d already exists; choose another name."))
+    return errors + k_errors(k)
 
 
 @transaction.atomic

@@ -1,0 +1,233 @@
+"""A file of annotations made offline (the guideline's CSV template, or JSONL with the same keys).
+
+Each row is one annotator's scores for one item. Scores are checked with ``hcs.rubric`` (the
+scale and the flag caps), so the file obeys exactly the rules of the rating page, except that a
+blank score cell means "not rated on this dimension". Nothing here reads the database; the
+checks against stored items and annotations are in ``annotator.selectors.imports``.
+"""
+
+from __future__ import annotations
+
+import re
+from dataclasses import dataclass, field
+from typing import Any
+
+import pandas as pd
+
+from annotator.imports.batch_file import ID_MAX_LENGTH, _constraints, _conversation, _prompt_id
+from annotator.imports.errors import RowError
+from annotator.imports.reading import ROW, Table, read_table
+from hcs.rubric import Rubric, parse_score
+
+ITEM_TEXT = ("system_id", "prompt", "response", "prompt_id", "context", "expected_output", "constraints", "conversation")
+TRUE = {"1", "true", "yes", "y", "x"}
+FALSE = {"", "0", "false", "no", "n"}
+USERNAME = re.compile(r"^[\w.@+-]+\Z")
+USERNAME_MAX_LENGTH = 150
+
+
+def template_columns(rubric: Rubric) -> list[str]:
+    """The columns of ``templates/annotation_template.csv`` for ``rubric``."""
+    flags = [f for f in rubric.flag_keys if f in {r.flag for r in rubric.rules}]
+    return ["item_id", "system_id", "prompt", "response", "annotator", *rubric.dimension_keys, *flags, "comment"]
+
+
+@dataclass
+class AnnotationRow:
+    row: int
+    item_id: str
+    annotator: str
+    scores: dict[str, int]  # only the rated dimensions
+    flags: list[str]
+    comment: str
+
+
+@dataclass
+class ParsedAnnotations:
+    format: str
+    row_count: int
+    columns: list[str]
+    errors: list[RowError]
+    annotations: list[AnnotationRow] = field(default_factory=list, repr=False)
+    # The item text given in the file, first row per item_id: item_id -> {column: value, "row": n}.
+    items: dict[str, dict[str, Any]] = field(default_factory=dict, repr=False)
+    unit: str = "row"
+
+    @property
+    def ok(self) -> bool:
+        return not self.errors
+
+    @property
+    def annotators(self) -> list[str]:
+        return sorted({a.annotator for a in self.annotations})
+
+    def error(self, row: int | None, column: str | None, message: str) -> RowError:
+        return RowError(row, column, message, self.unit)
+
+
+def parse_flag(cell: str) -> bool | None:
+    """1/0, true/false, yes/no (any case) or blank (not flagged); ``None`` for anything else."""
+    value = cell.strip().lower()
+    if value in TRUE:
+        return True
+    if value in FALSE:
+        return False
+    return None
+
+
+def parse_annotation_file(
+    data: bytes, *, rubric: Rubric, filename: str = "", max_bytes: int | None = None
+) -> ParsedAnnotations:
+    """Read and check an annotation file. Raises ``FileRefused`` when the file is unreadable."""
+    table = read_table(data, filename=filename, max_bytes=max_bytes)
+    return parse_annotation_table(table, rubric=rubric)
+
+
+def parse_annotation_table(table: Table, *, rubric: Rubric) -> ParsedAnnotations:
+    frame = table.frame
+    errors = list(table.errors)
+    dims = [d for d in rubric.dimension_keys if d in table.columns]
+    flags = [f for f in rubric.flag_keys if f in table.columns]
+    known = {"item_id", "annotator", "comment", *ITEM_TEXT, *rubric.dimension_keys, *rubric.flag_keys}
+    for name in ("item_id", "annotator"):
+        if name not in table.columns:
+            errors.append(table.error(None, name, "is missing: every row needs an item_id and an annotator"))
+    if not dims:
+        errors.append(
+            table.error(None, None, "The file has no score columns; it needs at least one of "
+                        + ", ".join(rubric.dimension_keys) + ".")
+        )
+    for name in table.columns:
+        if name and name not in known:
+            errors.append(
+                table.error(None, name, "is not a column of the annotation template (check its spelling; "
+                            "columns: " + ", ".join(template_columns(rubric)) + ")")
+            )
+    parsed = ParsedAnnotations(table.format, len(frame), table.columns, errors, unit=table.unit)
+    if any(e.row is None or e.row == 1 for e in errors):
+        return parsed
+
+    def column(name: str) -> list[str]:
+        return frame[name].tolist() if name in frame.columns else [""] * len(frame)
+
+    rows = frame[ROW].tolist()
+    item_ids = [v.strip() for v in column("item_id")]
+    annotators = [v.strip() for v in column("annotator")]
+    comments = column("comment")
+    dim_cells = {d: column(d) for d in dims}
+    flag_cells = {f: column(f) for f in flags}
+    item_cells = {c: column(c) for c in ITEM_TEXT if c in frame.columns}
+    seen: dict[tuple[str, str], int] = {}
+    for i, row in enumerate(rows):
+        item_id, annotator = item_ids[i], annotators[i]
+        row_errors: list[RowError] = []
+        if not item_id:
+            row_errors.append(table.error(row, "item_id", "is empty"))
+        elif len(item_id) > ID_MAX_LENGTH:
+            row_errors.append(table.error(row, "item_id", f"is longer than {ID_MAX_LENGTH} characters"))
+        if not annotator:
+            row_errors.append(table.error(row, "annotator", "is empty"))
+        elif len(annotator) > USERNAME_MAX_LENGTH or not USERNAME.match(annotator):
+            row_errors.append(
+                table.error(row, "annotator", f"`{annotator}` is not a valid user name (letters, digits and "
+                            f"@ . + - _ only, at most {USERNAME_MAX_LENGTH} characters)")
+            )
+        active: list[str] = []
+        for name, cells in flag_cells.items():
+            value = parse_flag(cells[i])
+            if value is None:
+                row_errors.append(
+                    table.error(row, name, f"`{cells[i].strip()}` is not a flag value; use 1/0, true/false, "
+                                "yes/no, or leave it blank")
+                )
+            elif value:
+                active.append(name)
+        for message in rubric.validate({}, active, require_all=False):
+            row_errors.append(table.error(row, ", ".join(active), message))
+        scores: dict[str, int] = {}
+        for name, cells in dim_cells.items():
+            cell = cells[i].strip()
+            if not cell:
+                continue
+            problems = rubric.validate({name: cell}, active, require_all=False)
+            if problems:
+                row_errors.extend(table.error(row, name, message) for message in problems)
+            else:
+                scores[name] = parse_score(cell)
+        if not scores and not any(e.column in dim_cells for e in row_errors):
+            row_errors.append(table.error(row, None, "has no scores: rate at least one dimension"))
+        if item_id and annotator:
+            first = seen.setdefault((item_id, annotator), row)
+            if first != row:
+                row_errors.append(
+                    table.error(row, "annotator", f"`{annotator}` already rated item `{item_id}` on "
+                                f"{table.unit} {first}; one row per item and annotator")
+                )
+        if item_id:
+            _collect_item(parsed, item_cells, i, row, item_id, row_errors, table)
+        errors.extend(row_errors)
+        if not row_errors:
+            parsed.annotations.append(AnnotationRow(row, item_id, annotator, scores, active, comments[i]))
+    order = {name: n for n, name in enumerate(table.columns)}
+    errors.sort(key=lambda e: (e.sort_key[0], order.get(e.column, -1)))
+    if errors:
+        parsed.annotations = []
+    return parsed
+
+
+def _collect_item(parsed, item_cells, i, row, item_id, row_errors, table) -> None:
+    """Remember the item text of the first row of each item; later rows must agree with it."""
+    given = {name: cells[i] for name, cells in item_cells.items() if cells[i].strip()}
+    known = parsed.items.get(item_id)
+    if known is None:
+        record: dict[str, Any] = {"row": row}
+        for name, value in given.items():
+            if name == "constraints":
+                try:
+                    record[name] = _constraints(value)
+                except ValueError as exc:
+                    row_errors.append(table.error(row, name, str(exc)))
+            elif name == "conversation":
+                try:
+                    record[name] = _conversation(value)
+                except ValueError as exc:
+                    row_errors.append(table.error(row, name, str(exc)))
+            elif name in ("system_id", "prompt_id"):
+                record[name] = value.strip()
+            else:
+                record[name] = value
+        parsed.items[item_id] = record
+        return
+    for name in ("system_id", "prompt", "response"):
+        value = given.get(name, "").strip()
+        if value and name in known and value != str(known[name]).strip():
+            row_errors.append(
+                table.error(row, name, f"differs from {table.unit} {known['row']} for the same item `{item_id}`")
+            )
+        elif value and name not in known:
+            known[name] = value
+
+
+def new_item_frame(records: list[tuple[str, dict[str, Any]]]) -> pd.DataFrame:
+    """Rows for ``annotator.services.bulk.items_insert`` from ``ParsedAnnotations.items`` records."""
+    import json
+
+    out = []
+    for position, (item_id, record) in enumerate(records):
+        prompt = record.get("prompt", "")
+        out.append(
+            {
+                "item_id": item_id,
+                "prompt_id": record.get("prompt_id") or _prompt_id(prompt),
+                "position": position,
+                "prompt": prompt,
+                "response": record.get("response", ""),
+                "context": record.get("context", ""),
+                "expected_output": record.get("expected_output", ""),
+                "constraints": json.dumps(record.get("constraints", []), ensure_ascii=False),
+                "system_id": record.get("system_id", ""),
+                "conversation": json.dumps(record.get("conversation", []), ensure_ascii=False),
+                "metadata": "{}",
+            }
+        )
+    return pd.DataFrame(out)

@@ -1,0 +1,48 @@
+"""python manage.py import_annotations FILE --batch NAME [--k K] [--rubric PATH]"""
+
+from __future__ import annotations
+
+from django.conf import settings
+from django.core.management.base import BaseCommand
+
+from annotator.imports.errors import FileRefused, ImportRefused
+from annotator.management.commands._import_common import load_rubric, read_file, refused
+from annotator.services.annotation_imports import annotations_import_file
+
+
+class Command(BaseCommand):
+    help = (
+        "Import annotations made offline (templates/annotation_template.csv or JSONL with the same keys). "
+        "Creates the batch, new items and new annotator accounts as needed; saves nothing if any row is wrong."
+    )
+
+    def add_arguments(self, parser):
+        parser.add_argument("file", help="CSV (UTF-8) or JSONL file of annotations")
+        parser.add_argument("--batch", required=True, help="batch name; created if it does not exist")
+        parser.add_argument("--k", type=int, default=None, help="k for a new batch (default 3, at least 3)")
+        parser.add_argument("--rubric", help="rubric JSON for a new batch (default: fixtures/rubrics/hcs.json)")
+
+    def handle(self, *args, file, batch, k, rubric, **options):
+        data = read_file(file)
+        rubric_obj = load_rubric(rubric)
+        try:
+            plan = annotations_import_file(
+                data=data,
+                filename=file,
+                batch_name=batch,
+                k=k,
+                rubric=rubric_obj,
+                max_bytes=settings.ANNOTATOR_UPLOAD_MAX_BYTES,
+            )
+        except (FileRefused, ImportRefused) as exc:
+            raise refused(file, exc) from None
+        made = "created" if plan.batch is None else "existing"
+        self.stdout.write(
+            self.style.SUCCESS(
+                f"Batch \u201c{plan.batch_name}\u201d ({made}): {len(plan.parsed.annotations)} annotations by "
+                f"{len(plan.parsed.annotators)} annotators; {len(plan.new_items)} new items; "
+                f"{len(plan.new_users)} new annotator accounts."
+            )
+        )
+        if plan.batch is not None and k is not None and k != plan.batch.k:
+            self.stdout.write(f"The batch already existed, so its k stays {plan.batch.k}.")

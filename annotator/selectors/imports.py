@@ -1,0 +1,130 @@
+"""Read-only checks of an annotation file against what is stored: the plan an import would carry out."""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+
+from django.contrib.auth import get_user_model
+
+from annotator.imports.annotation_file import ParsedAnnotations, parse_annotation_file
+from annotator.imports.checks import k_errors, name_errors
+from annotator.imports.errors import RowError
+from annotator.models import Annotation, Assignment, Batch, Item
+from hcs.rubric import Rubric
+
+
+@dataclass
+class AnnotationImportPlan:
+    batch_name: str
+    batch: Batch | None  # None: the import creates it
+    k: int
+    rubric: Rubric
+    parsed: ParsedAnnotations
+    errors: list[RowError]
+    new_items: list[str] = field(default_factory=list)  # item_ids, file order
+    existing_items: dict[str, int] = field(default_factory=dict)  # item_id -> pk
+    new_users: list[str] = field(default_factory=list)
+
+    @property
+    def ok(self) -> bool:
+        return not self.errors
+
+
+def batch_by_name(name: str) -> Batch | None:
+    return Batch.objects.filter(name=(name or "").strip()).first()
+
+
+def annotation_import_plan(
+    *,
+    data: bytes,
+    filename: str,
+    batch_name: str,
+    k: int | None = None,
+    rubric: Rubric | None = None,
+    max_bytes: int | None = None,
+) -> AnnotationImportPlan:
+    """Parse the file with the batch's rubric and check it against the database.
+
+    Raises ``FileRefused`` when the file cannot be read at all.
+    """
+    name = (batch_name or "").strip()
+    batch = batch_by_name(name)
+    errors: list[RowError] = []
+    errors.extend(name_errors(name))
+    if batch is not None:
+        used = batch.rubric_obj
+        if rubric is not None and rubric.to_dict() != batch.rubric:
+            errors.append(
+                RowError(None, None, f"Batch \u201c{name}\u201d uses the rubric \u201c{used.title}\u201d; "
+                         "leave out the rubric option or give the same rubric.")
+            )
+        k_value = batch.k
+    else:
+        used = rubric or Rubric.default()
+        k_value = 3 if k is None else k
+        errors.extend(k_errors(k_value))
+    parsed = parse_annotation_file(data, rubric=used, filename=filename, max_bytes=max_bytes)
+    errors.extend(parsed.errors)
+    plan = AnnotationImportPlan(name, batch, k_value, used, parsed, errors)
+    if parsed.ok:
+        _check_against_database(plan)
+    return plan
+
+
+def _check_against_database(plan: AnnotationImportPlan) -> None:
+    parsed = plan.parsed
+    stored = {}
+    if plan.batch is not None:
+        stored = {
+            row["item_id"]: row
+            for row in Item.objects.filter(batch=plan.batch, item_id__in=list(parsed.items)).values(
+                "pk", "item_id", "prompt", "response", "system_id"
+            )
+        }
+    for item_id, record in parsed.items.items():
+        item = stored.get(item_id)
+        if item is None:
+            plan.new_items.append(item_id)
+            for name in ("prompt", "response"):
+                if not str(record.get(name, "")).strip():
+                    plan.errors.append(
+                        parsed.error(record["row"], name, f"is empty, and item `{item_id}` is not in the batch "
+                                     "yet, so the file must give its prompt and response")
+                    )
+            continue
+        plan.existing_items[item_id] = item["pk"]
+        for name in ("prompt", "response", "system_id"):
+            given = str(record.get(name, "")).strip()
+            if given and given != item[name].strip():
+                plan.errors.append(
+                    parsed.error(record["row"], name, f"differs from the stored {name} of item `{item_id}`")
+                )
+    User = get_user_model()
+    names = parsed.annotators
+    users = dict(User.objects.filter(username__in=names).values_list("username", "pk"))
+    plan.new_users = [n for n in names if n not in users]
+    if plan.existing_items and users:
+        pairs = set(
+            Annotation.objects.filter(item_id__in=plan.existing_items.values(), annotator_id__in=users.values())
+            .values_list("item_id", "annotator_id")
+        )
+        leased = set(
+            Assignment.objects.filter(
+                item_id__in=plan.existing_items.values(),
+                annotator_id__in=users.values(),
+                state=Assignment.State.LEASED,
+            ).values_list("item_id", "annotator_id")
+        )
+        for row in parsed.annotations:
+            key = (plan.existing_items.get(row.item_id), users.get(row.annotator))
+            if key in pairs:
+                plan.errors.append(
+                    parsed.error(row.row, "annotator", f"`{row.annotator}` already has an annotation for item "
+                                 f"`{row.item_id}` in batch \u201c{plan.batch_name}\u201d")
+                )
+            elif key in leased:
+                plan.errors.append(
+                    parsed.error(row.row, "annotator", f"`{row.annotator}` is rating item `{row.item_id}` in "
+                                 "the browser right now; import after they submit or release it")
+                )
+    plan.errors.sort(key=lambda e: e.sort_key)
