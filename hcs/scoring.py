@@ -1,0 +1,239 @@
+"""Overall HCS, systems ranked, per-annotator quality and the disagreement list.
+
+Pure numpy on arrays: one row per annotation (its item, its annotator and its
+scores per dimension, NaN where a dimension was not rated).
+
+>>> import numpy as np
+>>> scores = np.array([[5, 5, 5, 5, 5], [3, 3, 3, 3, 3], [4, 4, 4, 4, 4.]])
+>>> overall_per_annotation(scores, np.array([0.4, 0.2, 0.2, 0.1, 0.1])).tolist()
+[5.0, 3.0, 4.0]
+>>> s = item_summaries(np.array([0, 0, 1]), np.array([5.0, 3.0, 4.0]), n_items=2)
+>>> s.mean.tolist(), s.sd.tolist()[0], s.n.tolist()
+([4.0, 4.0], 1.4142135623730951, [2, 1])
+"""
+
+from __future__ import annotations
+
+import math
+from collections.abc import Sequence
+from dataclasses import dataclass
+
+import numpy as np
+import numpy.typing as npt
+
+from hcs.agreement.bootstrap import DEFAULT_RESAMPLES, DEFAULT_SEED, percentile_interval
+
+FloatArray = npt.NDArray[np.float64]
+IntArray = npt.NDArray[np.int64]
+
+# Outlier rule: an annotator is flagged when their mean bias on the overall score is
+# at least BIAS_POINTS away from the others, or when a robust z-score (median and
+# MAD over annotators) of their bias or of their leave-one-out Spearman is beyond
+# ROBUST_Z (needs at least MIN_ANNOTATORS_FOR_Z annotators).
+BIAS_POINTS = 1.0
+ROBUST_Z = 3.5
+MIN_ANNOTATORS_FOR_Z = 4
+
+
+def _opt(value: float) -> float | None:
+    return float(value) if value is not None and math.isfinite(value) else None
+
+
+def overall_per_annotation(scores: FloatArray, weights: FloatArray) -> FloatArray:
+    """Weighted overall score of each annotation; NaN when any dimension is unrated."""
+    return np.round(np.asarray(scores, dtype=float) @ np.asarray(weights, dtype=float), 10)
+
+
+@dataclass(frozen=True)
+class ItemSummaries:
+    mean: FloatArray  # per item, NaN if no complete annotation
+    sd: FloatArray  # sample standard deviation over annotators, NaN if fewer than 2
+    n: IntArray
+
+
+def item_summaries(item_index: IntArray, values: FloatArray, *, n_items: int) -> ItemSummaries:
+    """Mean and spread of ``values`` per item (annotations with NaN values skipped)."""
+    ok = np.isfinite(values)
+    idx, vals = item_index[ok], values[ok]
+    n = np.bincount(idx, minlength=n_items)
+    total = np.bincount(idx, weights=vals, minlength=n_items)
+    with np.errstate(divide="ignore", invalid="ignore"):
+        mean = total / n
+        sq = np.bincount(idx, weights=(vals - mean[idx]) ** 2, minlength=n_items)
+        sd = np.sqrt(sq / (n - 1))
+    sd[n < 2] = np.nan
+    return ItemSummaries(mean=mean, sd=sd, n=n)
+
+
+# ------------------------------------------------------------------ systems
+@dataclass(frozen=True)
+class SystemScore:
+    system: str
+    rank: int
+    mean: float | None
+    ci95: tuple[float, float] | None
+    n_items: int
+
+
+def rank_systems(
+    item_means: FloatArray,
+    item_system: IntArray,
+    system_names: Sequence[str],
+    *,
+    n_resamples: int = DEFAULT_RESAMPLES,
+    seed: int = DEFAULT_SEED,
+) -> list[SystemScore]:
+    """Mean overall score per system over its items, a bootstrap CI resampling items, ranked.
+
+    Resampling draws, for every resample, item multiplicities from a multinomial
+    (the same resampling as drawing items with replacement) and takes the
+    weighted mean: one matrix product per system.
+    """
+    rng = np.random.default_rng(seed)
+    out = []
+    for s, name in enumerate(system_names):
+        values = item_means[(item_system == s) & np.isfinite(item_means)]
+        n = len(values)
+        mean = float(values.mean()) if n else None
+        ci = None
+        if n >= 2 and n_resamples > 0:
+            mult = rng.multinomial(n, np.full(n, 1 / n), size=n_resamples)
+            ci = percentile_interval(mult @ values / n)
+        out.append(SystemScore(system=name, rank=0, mean=mean, ci95=ci, n_items=n))
+    ordered = sorted(out, key=lambda s: (s.mean is None, -(s.mean or 0.0), s.system))
+    return [
+        SystemScore(system=s.system, rank=i + 1, mean=s.mean, ci95=s.ci95, n_items=s.n_items)
+        for i, s in enumerate(ordered)
+    ]
+
+
+# ------------------------------------------------------------------ annotators
+@dataclass(frozen=True)
+class AnnotatorQuality:
+    annotator: str
+    n_items: int
+    mean: dict[str, float | None]  # per dimension, and "overall"
+    bias: dict[str, float | None]  # mean of (own score − others' mean) on shared items
+    spearman_loo: dict[str, float | None]  # Spearman with the others' mean on shared items
+    outlier: bool
+    reasons: tuple[str, ...]
+
+
+def _others_mean(item_index: IntArray, values: FloatArray, n_items: int) -> FloatArray:
+    """For each annotation, the mean of the other annotations of the same item (NaN if none)."""
+    ok = np.isfinite(values)
+    v = np.where(ok, values, 0.0)
+    total = np.bincount(item_index, weights=v, minlength=n_items)
+    count = np.bincount(item_index, weights=ok.astype(float), minlength=n_items)
+    with np.errstate(divide="ignore", invalid="ignore"):
+        others = (total[item_index] - v) / (count[item_index] - ok)
+    others[~ok] = np.nan
+    return others
+
+
+def _spearman(x: FloatArray, y: FloatArray) -> float | None:
+    from scipy.stats import spearmanr
+
+    if len(x) < 3 or np.ptp(x) == 0 or np.ptp(y) == 0:
+        return None
+    return _opt(spearmanr(x, y).statistic)
+
+
+def _robust_z(values: list[float | None]) -> list[float | None]:
+    finite = np.array([v for v in values if v is not None], dtype=float)
+    if len(finite) < MIN_ANNOTATORS_FOR_Z:
+        return [None] * len(values)
+    med = np.median(finite)
+    mad = 1.4826 * np.median(np.abs(finite - med))
+    if mad == 0:
+        return [None] * len(values)
+    return [None if v is None else (v - med) / mad for v in values]
+
+
+def annotator_quality(
+    item_index: IntArray,
+    annotator_index: IntArray,
+    scores: FloatArray,
+    overall: FloatArray,
+    *,
+    dimensions: Sequence[str],
+    annotator_names: Sequence[str],
+    n_items: int,
+) -> list[AnnotatorQuality]:
+    """Per annotator: items rated, means, bias and leave-one-out Spearman, outlier flag."""
+    columns = {d: scores[:, j] for j, d in enumerate(dimensions)}
+    columns["overall"] = overall
+    others = {d: _others_mean(item_index, v, n_items) for d, v in columns.items()}
+    rows = []
+    for a, name in enumerate(annotator_names):
+        mine = annotator_index == a
+        mean, bias, rho = {}, {}, {}
+        for d, v in columns.items():
+            own = v[mine]
+            ref = others[d][mine]
+            shared = np.isfinite(own) & np.isfinite(ref)
+            mean[d] = _opt(np.nanmean(own)) if np.isfinite(own).any() else None
+            bias[d] = _opt((own[shared] - ref[shared]).mean()) if shared.any() else None
+            rho[d] = _spearman(own[shared], ref[shared])
+        rows.append((name, int(len(np.unique(item_index[mine]))), mean, bias, rho))
+    z_bias = _robust_z([r[3]["overall"] for r in rows])
+    z_rho = _robust_z([r[4]["overall"] for r in rows])
+    out = []
+    for (name, n, mean, bias, rho), zb, zr in zip(rows, z_bias, z_rho):
+        reasons = []
+        b = bias["overall"]
+        if b is not None and abs(b) >= BIAS_POINTS:
+            reasons.append(f"overall score {b:+.2f} points from the others on the same items")
+        elif zb is not None and abs(zb) > ROBUST_Z:
+            reasons.append(f"bias far from the other annotators' (robust z {zb:+.1f})")
+        if zr is not None and zr < -ROBUST_Z:
+            reasons.append(f"agrees with the others far less than the rest (robust z {zr:+.1f})")
+        out.append(
+            AnnotatorQuality(
+                annotator=name, n_items=n, mean=mean, bias=bias, spearman_loo=rho,
+                outlier=bool(reasons), reasons=tuple(reasons),
+            )
+        )
+    return out
+
+
+# ------------------------------------------------------------------ disagreement
+@dataclass(frozen=True)
+class Disagreement:
+    item: int  # row index into the item arrays
+    dimension: str
+    spread: int  # highest minus lowest score
+    sd: float
+    distribution: tuple[int, ...]  # ratings per category
+
+
+def widest_spread(
+    counts: IntArray, item_rows: IntArray, categories: Sequence[int], dimension: str, *, limit: int = 10
+) -> list[Disagreement]:
+    """The items with the widest score range on one dimension (ties: larger SD first).
+
+    ``counts`` is items × categories for this dimension; ``item_rows`` maps its rows
+    to item indices. Items with a spread of 0 are never listed.
+    """
+    table = np.asarray(counts, dtype=float)
+    if len(table) == 0:
+        return []
+    cats = np.asarray(categories, dtype=float)
+    present = table > 0
+    lo = cats[np.argmax(present, axis=1)]
+    hi = cats[len(cats) - 1 - np.argmax(present[:, ::-1], axis=1)]
+    spread = hi - lo
+    n = table.sum(axis=1)
+    mean = table @ cats / n
+    with np.errstate(divide="ignore", invalid="ignore"):
+        sd = np.sqrt((table * (cats[None, :] - mean[:, None]) ** 2).sum(axis=1) / (n - 1))
+    sd = np.nan_to_num(sd)
+    order = np.lexsort((np.asarray(item_rows), -sd, -spread))
+    order = order[spread[order] > 0][:limit]
+    return [
+        Disagreement(
+            item=int(item_rows[i]), dimension=dimension, spread=int(spread[i]), sd=float(sd[i]),
+            distribution=tuple(int(x) for x in counts[i]),
+        )
+        for i in order
+    ]
