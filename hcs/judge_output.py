@@ -213,7 +213,7 @@ def normalize_winner(value: Any) -> str:
 def parse_confidence(value: Any) -> float:
     number = _number(value, "confidence")
     if not 0.0 <= number <= 1.0:
-        raise JudgeOutputError(f"confidence {value!r} is outside 0–1")
+        raise JudgeOutputError(f"confidence {number:g} is outside 0–1")
     return number
 
 
