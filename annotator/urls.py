@@ -2,7 +2,7 @@ from django.contrib import admin
 from django.contrib.auth import views as auth_views
 from django.urls import path
 
-from annotator.views import home
+from annotator.views import assignment_admin, home, queue, rating, uploads
 
 urlpatterns = [
     path("", home.home, name="home"),
@@ -10,4 +10,22 @@ urlpatterns = [
     path("logout/", auth_views.LogoutView.as_view(), name="logout"),
     path("rubric/", home.rubric, name="rubric"),
     path("django-admin/", admin.site.urls),
+    path("uploads/", uploads.upload, name="upload"),
+    path("uploads/preview/", uploads.preview, name="upload_preview"),
+    path("uploads/confirm/", uploads.confirm, name="upload_confirm"),
+    path("uploads/cancel/", uploads.cancel, name="upload_cancel"),
+    path("uploads/annotation_template.csv", uploads.annotation_template, name="annotation_template"),
+    path("annotate/", queue.queue, name="annotate_queue"),
+    path("annotate/<int:batch_id>/next/", rating.next_item, name="annotate_next"),
+    path("annotate/<int:batch_id>/mine/", rating.mine, name="annotate_mine"),
+    path("annotate/item/<int:item_pk>/submit/", rating.submit, name="annotate_submit"),
+    path("annotate/item/<int:item_pk>/skip/", rating.skip, name="annotate_skip"),
+    path("annotations/<int:pk>/edit/", rating.edit, name="annotation_edit"),
+    path("assignment/", assignment_admin.overview, name="assignment_overview"),
+    path("assignment/<int:batch_id>/", assignment_admin.batch_assignment, name="assignment_batch"),
+    path(
+        "assignment/<int:batch_id>/release/<int:assignment_id>/",
+        assignment_admin.lease_release,
+        name="assignment_release",
+    ),
 ]

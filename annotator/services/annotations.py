@@ -1,0 +1,137 @@
+"""Writing annotations from the rating page: submit once, edit with history."""
+
+from __future__ import annotations
+
+from collections.abc import Mapping, Sequence
+from dataclasses import dataclass
+from datetime import datetime
+
+from django.core.exceptions import ValidationError
+from django.db import transaction
+from django.db.models import F
+from django.utils import timezone
+
+from annotator.models import Annotation, AnnotationRevision, Assignment, Item, Score
+from hcs.rubric import Rubric
+
+MAX_COMMENT = 5000
+
+
+class SubmissionRefused(Exception):
+    """The annotation cannot be stored; the message is for the user and nothing was saved."""
+
+
+@dataclass(frozen=True)
+class SubmitResult:
+    annotation: Annotation
+    created: bool  # False: this was a repeat of a submission already stored
+
+
+def _check(rubric: Rubric, scores: Mapping[str, int], flags: Sequence[str], comment: str) -> None:
+    errors = rubric.validate(scores, flags)
+    if len(comment) > MAX_COMMENT:
+        errors.append(f"The comment is {len(comment)} characters long; keep it under {MAX_COMMENT}.")
+    if errors:
+        raise ValidationError(errors)
+
+
+def _scores(annotation: Annotation, item_id: int, scores: Mapping[str, int]) -> list[Score]:
+    return [
+        Score(annotation=annotation, item_id=item_id, dimension=key, value=int(value))
+        for key, value in scores.items()
+    ]
+
+
+@transaction.atomic
+def annotation_submit(
+    *,
+    item: Item,
+    annotator,
+    scores: Mapping[str, int],
+    flags: Sequence[str] = (),
+    comment: str = "",
+    constraints_met: Sequence[bool] = (),
+    now: datetime | None = None,
+) -> SubmitResult:
+    """Store the annotator's annotation of an item given to them, exactly once.
+
+    A repeat (two tabs, a retry after a timeout) returns the stored annotation with
+    ``created=False`` and changes nothing. A lease that ran out or was released is honoured
+    only while the item still has a free slot, so no item ever exceeds k annotations.
+    """
+    now = now or timezone.now()
+    rubric = item.batch.rubric_obj
+    _check(rubric, scores, flags, comment)
+    assignment = Assignment.objects.select_for_update().filter(item=item, annotator=annotator).first()
+    if assignment is None:
+        raise SubmissionRefused("This item was not given to you, so nothing was saved.")
+    if assignment.state == Assignment.State.SUBMITTED:
+        existing = Annotation.objects.get(item=item, annotator=annotator)
+        return SubmitResult(annotation=existing, created=False)
+    if assignment.state == Assignment.State.SKIPPED:
+        raise SubmissionRefused("You skipped this item, so this rating was not saved.")
+    held_slot = assignment.state == Assignment.State.LEASED
+    if not held_slot:
+        locked = Item.objects.select_for_update().only("n_annotations", "n_leased").get(pk=item.pk)
+        if locked.n_annotations + locked.n_leased >= item.batch.k:
+            raise SubmissionRefused(
+                "Your time on this item ran out and it has been given to other annotators, "
+                "so this rating was not saved."
+            )
+    annotation = Annotation.objects.create(
+        item=item,
+        annotator=annotator,
+        flags=list(flags),
+        comment=comment,
+        constraints_met=[bool(m) for m in constraints_met],
+        source=Annotation.Source.WEB,
+        started_at=assignment.leased_at,
+        submitted_at=now,
+    )
+    Score.objects.bulk_create(_scores(annotation, item.pk, scores))
+    Assignment.objects.filter(pk=assignment.pk).update(state=Assignment.State.SUBMITTED, finished_at=now)
+    Item.objects.filter(pk=item.pk).update(
+        n_annotations=F("n_annotations") + 1,
+        n_leased=F("n_leased") - (1 if held_slot else 0),
+    )
+    return SubmitResult(annotation=annotation, created=True)
+
+
+@transaction.atomic
+def annotation_update(
+    *,
+    annotation: Annotation,
+    changed_by,
+    scores: Mapping[str, int],
+    flags: Sequence[str] = (),
+    comment: str = "",
+    constraints_met: Sequence[bool] = (),
+) -> Annotation:
+    """Change an annotation, keeping its previous state as an ``AnnotationRevision``."""
+    rubric = annotation.item.batch.rubric_obj
+    _check(rubric, scores, flags, comment)
+    locked = Annotation.objects.select_for_update().get(pk=annotation.pk)
+    old_scores = dict(locked.scores.values_list("dimension", "value"))
+    new_scores = {key: int(value) for key, value in scores.items()}
+    unchanged = (
+        old_scores == new_scores
+        and list(locked.flags) == list(flags)
+        and locked.comment == comment
+        and list(locked.constraints_met) == [bool(m) for m in constraints_met]
+    )
+    if unchanged:
+        return locked
+    AnnotationRevision.objects.create(
+        annotation=locked,
+        changed_by=changed_by,
+        old_scores=old_scores,
+        old_flags=list(locked.flags),
+        old_comment=locked.comment,
+    )
+    locked.flags = list(flags)
+    locked.comment = comment
+    locked.constraints_met = [bool(m) for m in constraints_met]
+    locked.save(update_fields=["flags", "comment", "constraints_met", "updated_at"])
+    locked.scores.all().delete()
+    Score.objects.bulk_create(_scores(locked, locked.item_id, new_scores))
+    return locked

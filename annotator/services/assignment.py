@@ -1,0 +1,175 @@
+"""Who rates what next: exact-k, blind assignment with leases.
+
+An item is handed to an annotator as a lease (an ``Assignment`` in state ``leased``). The
+item row carries two counters, ``n_annotations`` (submitted) and ``n_leased`` (live leases);
+an item can be leased while ``n_annotations + n_leased < batch.k``. Every write that
+changes an assignment's state changes the counters in the same transaction.
+
+Concurrency: on PostgreSQL the candidate item row is taken with ``SELECT … FOR UPDATE SKIP
+LOCKED`` and its counter updated before commit, so two annotators never take the last slot
+of the same item (a row another transaction changed meanwhile is re-checked against the
+filter before it is locked). On SQLite every ``atomic`` block starts with ``BEGIN
+IMMEDIATE`` (see settings), which serialises writers. Lock order everywhere is assignment
+row, then item row.
+"""
+
+from __future__ import annotations
+
+from collections import Counter
+from datetime import datetime, timedelta
+
+from django.conf import settings
+from django.db import IntegrityError, transaction
+from django.db.models import Exists, F, OuterRef, Q
+from django.utils import timezone
+
+from annotator.models import Assignment, Batch, Item
+
+LEASED = Assignment.State.LEASED
+
+
+class AssignmentError(Exception):
+    """A request about an assignment that cannot be honoured; the message is for the user."""
+
+
+def lease_duration() -> timedelta:
+    return timedelta(minutes=settings.ANNOTATOR_LEASE_MINUTES)
+
+
+def _free_slots(item_ids: list[int]) -> None:
+    """Give back one leased slot per occurrence of an item id."""
+    for count, ids in _group_by_count(item_ids).items():
+        Item.objects.filter(pk__in=ids).update(n_leased=F("n_leased") - count)
+
+
+def _group_by_count(item_ids: list[int]) -> dict[int, list[int]]:
+    grouped: dict[int, list[int]] = {}
+    for item_id, count in Counter(item_ids).items():
+        grouped.setdefault(count, []).append(item_id)
+    return grouped
+
+
+@transaction.atomic
+def assignment_expire_overdue(*, now: datetime | None = None) -> int:
+    """Mark leases past their expiry as expired and free their slots; returns how many.
+
+    Leases another transaction holds (being submitted right now) are skipped, not waited for.
+    """
+    return _expire_overdue(now=now or timezone.now())
+
+
+def _expire_overdue(*, now: datetime) -> int:
+    overdue = list(
+        Assignment.objects.select_for_update(skip_locked=True)
+        .filter(state=LEASED, lease_expires_at__lte=now)
+        .values_list("pk", "item_id")
+    )
+    if not overdue:
+        return 0
+    Assignment.objects.filter(pk__in=[pk for pk, _ in overdue]).update(
+        state=Assignment.State.EXPIRED, finished_at=now
+    )
+    _free_slots([item_id for _, item_id in overdue])
+    return len(overdue)
+
+
+def _candidates(*, batch: Batch, annotator) -> object:
+    given_to_me = Assignment.objects.filter(item=OuterRef("pk"), annotator=annotator)
+    items = (
+        Item.objects.filter(batch=batch)
+        .alias(taken=F("n_annotations") + F("n_leased"))
+        .filter(taken__lt=batch.k)
+        .exclude(Exists(given_to_me))
+    )
+    if batch.one_system_per_prompt:
+        same_prompt = Assignment.objects.filter(
+            annotator=annotator, item__batch=batch, item__prompt_id=OuterRef("prompt_id")
+        )
+        items = items.filter(Q(prompt_id="") | ~Exists(same_prompt))
+    # Closest to completion first, so finished items accumulate; random among equals.
+    return items.order_by("-n_annotations", "-n_leased", "?")
+
+
+@transaction.atomic
+def _lease_once(*, batch: Batch, annotator, now: datetime) -> Assignment | None:
+    current = (
+        Assignment.objects.select_related("item")
+        .filter(annotator=annotator, item__batch=batch, state=LEASED, lease_expires_at__gt=now)
+        .order_by("leased_at", "pk")
+        .first()
+    )
+    if current is not None:
+        return current
+    _expire_overdue(now=now)
+    item = _candidates(batch=batch, annotator=annotator).select_for_update(skip_locked=True).first()
+    if item is None:
+        return None
+    Item.objects.filter(pk=item.pk).update(n_leased=F("n_leased") + 1)
+    item.n_leased += 1
+    assignment = Assignment.objects.create(
+        item=item, annotator=annotator, leased_at=now, lease_expires_at=now + lease_duration()
+    )
+    item.batch = batch
+    return assignment
+
+
+def item_next_for_annotator(*, batch: Batch, annotator, now: datetime | None = None) -> Assignment | None:
+    """The annotator's live lease in ``batch``, or a new lease on the best free item, or None.
+
+    None means nothing is left for this annotator: every item is complete, fully leased,
+    or was already given to them (or, with one system per prompt, shares a prompt with one).
+    """
+    now = now or timezone.now()
+    for _attempt in range(3):
+        try:
+            return _lease_once(batch=batch, annotator=annotator, now=now)
+        except IntegrityError:
+            # The same annotator leased the same item from another tab a moment ago; retry
+            # and resume that lease instead.
+            continue
+    raise AssignmentError("Could not hand out an item right now; please reload the page.")
+
+
+@transaction.atomic
+def assignment_skip(*, item: Item, annotator, reason: str, now: datetime | None = None) -> Assignment:
+    """Give the item back at once, recording why. The item is never offered to them again."""
+    reason = reason.strip()
+    if not reason:
+        raise AssignmentError("Say why you skip this item.")
+    now = now or timezone.now()
+    assignment = Assignment.objects.select_for_update().filter(item=item, annotator=annotator).first()
+    if assignment is None:
+        raise AssignmentError("This item was not given to you.")
+    if assignment.state == Assignment.State.SUBMITTED:
+        raise AssignmentError("You already submitted this item; edit it from your annotations instead.")
+    if assignment.state == Assignment.State.SKIPPED:
+        return assignment
+    was_leased = assignment.state == LEASED
+    assignment.state = Assignment.State.SKIPPED
+    assignment.skip_reason = reason[:2000]
+    assignment.finished_at = now
+    assignment.save(update_fields=["state", "skip_reason", "finished_at"])
+    if was_leased:
+        _free_slots([item.pk])
+    return assignment
+
+
+@transaction.atomic
+def assignment_release(*, assignment_id: int, batch: Batch, now: datetime | None = None) -> Assignment:
+    """An admin frees a live lease so the slot can go to someone else."""
+    now = now or timezone.now()
+    assignment = (
+        Assignment.objects.select_for_update(of=("self",))
+        .select_related("item", "annotator")
+        .filter(pk=assignment_id, item__batch=batch)
+        .first()
+    )
+    if assignment is None:
+        raise AssignmentError("That lease does not exist.")
+    if assignment.state != LEASED:
+        raise AssignmentError(f"That assignment is {assignment.get_state_display().lower()}, not leased.")
+    assignment.state = Assignment.State.RELEASED
+    assignment.finished_at = now
+    assignment.save(update_fields=["state", "finished_at"])
+    _free_slots([assignment.item_id])
+    return assignment

@@ -1,0 +1,13 @@
+"""The annotator's queue: batches open to them with their own and the batch's progress."""
+
+from django.shortcuts import render
+from django.views.decorators.http import require_GET
+
+from annotator.roles import annotator_required
+from annotator.selectors.queue import queue_for_annotator
+
+
+@require_GET
+@annotator_required
+def queue(request):
+    return render(request, "annotator/queue.html", {"queue": queue_for_annotator(user=request.user)})

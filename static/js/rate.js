@@ -1,0 +1,264 @@
+/* The rating page: keyboard-first, and the rubric's caps applied live.
+ *
+ * Reads the rubric rules from the JSON the page embeds (#rubric-data), the same data the
+ * server validates with. Everything here is an aid: without it the form still posts and the
+ * server applies the same rules. State is read from the DOM each time, so it keeps working
+ * after htmx swaps in the next item.
+ */
+(function () {
+  "use strict";
+
+  var IGNORES = "ignores_hard_constraint";
+  var PARTIAL = "partial_compliance";
+
+  function rateForm() { return document.getElementById("rate-form"); }
+  function rubricData() {
+    var el = document.getElementById("rubric-data");
+    return el ? JSON.parse(el.textContent) : null;
+  }
+  function rows(form) { return Array.prototype.slice.call(form.querySelectorAll(".kb-row")); }
+  function radios(row) { return Array.prototype.slice.call(row.querySelectorAll("input[type=radio]")); }
+
+  function currentRow(form) {
+    var active = document.activeElement;
+    var row = active && active.closest ? active.closest(".kb-row") : null;
+    if (row && form.contains(row)) return row;
+    return form.querySelector(".kb-row.is-current") || rows(form)[0] || null;
+  }
+
+  function markCurrent(form, row) {
+    rows(form).forEach(function (r) { r.classList.toggle("is-current", r === row); });
+  }
+
+  function focusRow(form, row) {
+    if (!row) return;
+    var inputs = radios(row);
+    var target = inputs.find(function (i) { return i.checked && !i.disabled; }) ||
+      inputs.find(function (i) { return !i.disabled; }) || inputs[0];
+    if (target) target.focus();
+    markCurrent(form, row);
+    row.scrollIntoView({ block: "nearest" });
+  }
+
+  function move(form, row, step) {
+    var all = rows(form);
+    var next = all[all.indexOf(row) + step];
+    if (next) {
+      focusRow(form, next);
+    } else if (step > 0) {
+      markCurrent(form, null);
+      document.getElementById("submit-btn").focus();
+    }
+  }
+
+  // ------------------------------------------------------------------ caps
+  function checklistState(form) {
+    var answers = Array.prototype.map.call(form.querySelectorAll(".constraint-row"), function (row) {
+      var checked = row.querySelector("input:checked");
+      return checked ? checked.value : null;
+    });
+    var met = answers.filter(function (a) { return a === "met"; }).length;
+    var notMet = answers.filter(function (a) { return a === "not_met"; }).length;
+    return { total: answers.length, met: met, notMet: notMet, complete: met + notMet === answers.length };
+  }
+
+  function activeFlags(form, data) {
+    var flags = new Set();
+    form.querySelectorAll("input[name=flags]:checked").forEach(function (i) { flags.add(i.value); });
+    var state = checklistState(form);
+    if (state.total) {
+      data.checklist_flags.forEach(function (key) { flags.delete(key); });
+      var implied = null;
+      if (state.met && state.notMet) implied = PARTIAL;  // the guideline's partial compliance
+      else if (state.complete && state.met === 0) implied = IGNORES;
+      if (implied && data.checklist_flags.indexOf(implied) >= 0) flags.add(implied);
+    }
+    return flags;
+  }
+
+  function allowedRange(data, dimension, flags) {
+    var lo = data.scale[0], hi = data.scale[1], why = [];
+    data.rules.forEach(function (rule) {
+      if (rule.dimension === dimension && flags.has(rule.flag)) {
+        lo = Math.max(lo, rule.min);
+        hi = Math.min(hi, rule.max);
+        why.push(data.flags[rule.flag]);
+      }
+    });
+    return { lo: lo, hi: hi, why: why };
+  }
+
+  function applyCaps(form) {
+    var data = rubricData();
+    if (!data) return;
+    var flags = activeFlags(form, data);
+    form.querySelectorAll(".dim-row").forEach(function (row) {
+      var range = allowedRange(data, row.dataset.dimension, flags);
+      var cleared = false;
+      radios(row).forEach(function (input) {
+        var value = Number(input.value);
+        var off = value < range.lo || value > range.hi;
+        if (off && input.checked) { input.checked = false; cleared = true; }
+        input.disabled = off;
+        input.closest(".level").setAttribute("aria-disabled", off ? "true" : "false");
+      });
+      var note = row.querySelector(".cap-note");
+      if (!range.why.length) {
+        note.textContent = "";
+      } else {
+        var span = range.lo === range.hi ? "only " + range.lo : range.lo + "\u2013" + range.hi + " only";
+        note.textContent = span + " (" + range.why.join(", ") + ")" + (cleared ? " \u00b7 choice cleared" : "");
+      }
+      if (cleared) showLevel(row, null);
+    });
+    var derived = document.getElementById("derived-flags");
+    if (derived) {
+      var state = checklistState(form);
+      var explanation = data.rules.filter(function (r) {
+        return data.checklist_flags.indexOf(r.flag) >= 0 && flags.has(r.flag);
+      }).map(function (r) { return r.explanation; });
+      if (explanation.length) derived.textContent = explanation.join(" ");
+      else if (state.complete) derived.textContent = "All met: no cap on Instruction-Following.";
+      else derived.textContent = "";
+    }
+  }
+
+  // ------------------------------------------------------------------ level descriptions
+  function showLevel(row, level) {
+    var text = row.querySelector(".level-text");
+    if (!text) return;
+    if (!level) {
+      var checked = row.querySelector(".level input:checked");
+      level = checked ? checked.closest(".level") : null;
+    }
+    if (level) {
+      text.textContent = level.querySelector("input").value + " \u00b7 " + level.dataset.text;
+    } else {
+      text.textContent = text.dataset.default || "";
+    }
+  }
+
+  // ------------------------------------------------------------------ actions
+  function toggleHelp(show) {
+    var help = document.getElementById("help-dialog");
+    if (!help) return;
+    help.hidden = show === undefined ? !help.hidden : !show;
+  }
+
+  function toggleRubric(form) {
+    var drawer = document.getElementById("rubric-drawer");
+    if (!drawer) return;
+    drawer.open = !drawer.open;
+    if (drawer.open) drawer.scrollIntoView({ block: "start" });
+  }
+
+  function openSkip() {
+    var box = document.getElementById("skip-box");
+    if (!box) return;
+    box.open = true;
+    document.getElementById("skip-reason").focus();
+  }
+
+  function doSkip() {
+    var reason = document.getElementById("skip-reason");
+    if (!reason.value.trim()) {
+      reason.placeholder = "Please say why you skip this item";
+      reason.focus();
+      return;
+    }
+    document.getElementById("skip-btn").click();
+  }
+
+  function onKey(event) {
+    var form = rateForm();
+    if (!form || event.ctrlKey || event.metaKey || event.altKey) return;
+    var target = event.target;
+    var typing = target.matches && target.matches("textarea, input[type=text], input:not([type])");
+    if (event.key === "Escape") {
+      toggleHelp(false);
+      var box = document.getElementById("skip-box");
+      if (box && box.open && typing) { box.open = false; focusRow(form, currentRow(form)); }
+      return;
+    }
+    if (typing) {
+      if (event.key === "Enter" && target.id === "skip-reason") { event.preventDefault(); doSkip(); }
+      return;
+    }
+    if (event.key === "?") { event.preventDefault(); toggleHelp(); return; }
+    if (event.key === "Enter") {
+      if (/^(BUTTON|A|SUMMARY)$/.test(target.tagName)) return;
+      event.preventDefault();
+      document.getElementById("submit-btn").click();
+      return;
+    }
+    if (event.key === "s") { event.preventDefault(); openSkip(); return; }
+    if (event.key === "r") { event.preventDefault(); toggleRubric(form); return; }
+    var row = currentRow(form);
+    if (!row) return;
+    if (event.key === "ArrowDown" || event.key === "ArrowUp") {
+      event.preventDefault();
+      move(form, row, event.key === "ArrowDown" ? 1 : -1);
+      return;
+    }
+    var value = null;
+    if (row.dataset.kind === "dimension" && /^[0-9]$/.test(event.key)) value = event.key;
+    if (row.dataset.kind === "constraint" && (event.key === "y" || event.key === "n")) {
+      value = event.key === "y" ? "met" : "not_met";
+    }
+    if (value === null) return;
+    event.preventDefault();
+    var input = row.querySelector('input[type=radio][value="' + value + '"]');
+    if (!input) return;
+    if (input.disabled) {
+      var note = row.querySelector(".cap-note");
+      if (note) note.textContent = value + " is not allowed with the current flags. " + note.textContent;
+      return;
+    }
+    input.checked = true;
+    input.dispatchEvent(new Event("change", { bubbles: true }));
+    move(form, row, 1);
+  }
+
+  function init() {
+    var form = rateForm();
+    if (!form) return;
+    applyCaps(form);
+    form.querySelectorAll(".dim-row").forEach(function (row) { showLevel(row, null); });
+    if (form.querySelector(".rate-errors")) return;  // leave focus where the reader will look
+    var all = rows(form);
+    var first = all.find(function (row) { return !row.querySelector("input:checked"); }) || all[0];
+    focusRow(form, first);
+  }
+
+  document.addEventListener("keydown", onKey);
+  document.addEventListener("change", function (event) {
+    var form = rateForm();
+    if (!form || !form.contains(event.target)) return;
+    applyCaps(form);
+    var row = event.target.closest(".kb-row");
+    if (row) { markCurrent(form, row); showLevel(row, null); }
+  });
+  document.addEventListener("focusin", function (event) {
+    var form = rateForm();
+    var row = event.target.closest ? event.target.closest(".kb-row") : null;
+    if (form && row) markCurrent(form, row);
+    var level = event.target.closest ? event.target.closest(".level") : null;
+    if (level) showLevel(level.closest(".kb-row"), level);
+  });
+  document.addEventListener("mouseover", function (event) {
+    var level = event.target.closest ? event.target.closest(".level") : null;
+    if (level) showLevel(level.closest(".kb-row"), level);
+  });
+  document.addEventListener("mouseout", function (event) {
+    var level = event.target.closest ? event.target.closest(".level") : null;
+    if (level) showLevel(level.closest(".kb-row"), null);
+  });
+  document.addEventListener("click", function (event) {
+    var button = event.target.closest ? event.target.closest("[data-action]") : null;
+    if (!button) return;
+    if (button.dataset.action === "help") toggleHelp();
+    if (button.dataset.action === "rubric") toggleRubric(rateForm());
+  });
+  document.addEventListener("DOMContentLoaded", init);
+  document.addEventListener("htmx:afterSettle", init);
+})();
