@@ -1,4 +1,4 @@
-"""Read-only checks of an annotation file against what is stored: the plan an import would carry out."""
+"""Read-only checks of uploads against what is stored: the previews and the plan an import carries out."""
 
 from __future__ import annotations
 
@@ -7,6 +7,7 @@ from dataclasses import dataclass, field
 from django.contrib.auth import get_user_model
 
 from annotator.imports.annotation_file import ParsedAnnotations, parse_annotation_file
+from annotator.imports.batch_file import parse_batch_file
 from annotator.imports.checks import k_errors, name_errors
 from annotator.imports.errors import RowError
 from annotator.models import Annotation, Assignment, Batch, Item
@@ -128,3 +129,101 @@ def _check_against_database(plan: AnnotationImportPlan) -> None:
                                  "the browser right now; import after they submit or release it")
                 )
     plan.errors.sort(key=lambda e: e.sort_key)
+
+
+# ---------------------------------------------------------------------------- upload preview
+MAX_ERRORS_SHOWN = 1000
+PREVIEW_ROWS = 5
+
+
+@dataclass
+class UploadPreview:
+    """What the upload page shows before anything is saved."""
+
+    mode: str  # "batch" or "annotations"
+    filename: str
+    format: str
+    batch_name: str
+    k: int | None
+    rubric: Rubric
+    row_count: int
+    errors: list[RowError]
+    facts: list[tuple[str, str]]  # (label, value) lines of the summary
+    headers: list[str]
+    rows: list[list[str]]
+
+    @property
+    def ok(self) -> bool:
+        return not self.errors
+
+    @property
+    def errors_shown(self) -> list[RowError]:
+        return self.errors[:MAX_ERRORS_SHOWN]
+
+    @property
+    def errors_hidden(self) -> int:
+        return max(0, len(self.errors) - MAX_ERRORS_SHOWN)
+
+
+def batch_upload_preview(
+    *, data: bytes, filename: str, name: str, k: int, rubric: Rubric | None, max_bytes: int | None
+) -> UploadPreview:
+    rubric = rubric or Rubric.default()
+    parsed = parse_batch_file(data, filename=filename, max_bytes=max_bytes)
+    errors = name_errors(name) + k_errors(k)
+    if not errors and batch_by_name(name) is not None:
+        errors.append(RowError(None, None, f"A batch named \u201c{name.strip()}\u201d already exists; choose another name."))
+    if parsed.row_count == 0 and not parsed.errors:
+        errors.append(RowError(None, None, "The file has no items."))
+    errors += parsed.errors
+    systems = ", ".join(f"{s} ({n})" for s, n in parsed.systems.items()) or "\u2014"
+    facts = [
+        ("Items", str(parsed.row_count)),
+        ("Systems", systems),
+        ("Distinct prompts", str(parsed.prompt_count)),
+        ("Rubric", rubric.title),
+        ("Annotations per item (k)", str(k)),
+    ]
+    if parsed.extra_columns:
+        facts.append(("Extra columns kept as metadata", ", ".join(parsed.extra_columns)))
+    headers = ["item_id", "system_id", "prompt_id", "prompt", "response", "context", "expected_output",
+               "constraints", "conversation"]
+    rows = []
+    if not parsed.rows.empty:
+        for record in parsed.preview_rows(PREVIEW_ROWS):
+            turns = record["conversation"]
+            record["constraints"] = "; ".join(record["constraints"]) if isinstance(record["constraints"], list) else ""
+            record["conversation"] = f"{len(turns)} turns" if isinstance(turns, list) and turns else ""
+            rows.append([str(record[h]) for h in headers])
+    return UploadPreview("batch", filename, parsed.format, name.strip(), k, rubric, parsed.row_count, errors,
+                         facts, headers, rows)
+
+
+def annotation_upload_preview(
+    *, data: bytes, filename: str, name: str, k: int | None, rubric: Rubric | None, max_bytes: int | None
+) -> UploadPreview:
+    plan = annotation_import_plan(
+        data=data, filename=filename, batch_name=name, k=k, rubric=rubric, max_bytes=max_bytes
+    )
+    parsed = plan.parsed
+    errors = list(plan.errors)
+    if parsed.ok and not parsed.annotations:
+        errors.append(RowError(None, None, "The file has no annotations."))
+    facts = [
+        ("Annotation rows", str(parsed.row_count)),
+        ("Batch", f"{plan.batch_name} ({'exists' if plan.batch else 'will be created'})"),
+        ("Rubric", plan.rubric.title),
+        ("Annotations per item (k)", str(plan.k)),
+        ("Annotators", ", ".join(parsed.annotators) or "\u2014"),
+        ("Items already in the batch", str(len(plan.existing_items))),
+        ("New items", str(len(plan.new_items))),
+        ("New annotator accounts", ", ".join(plan.new_users) or "none"),
+    ]
+    dims = list(plan.rubric.dimension_keys)
+    headers = ["row", "item_id", "annotator", *dims, "flags", "comment"]
+    rows = [
+        [str(a.row), a.item_id, a.annotator, *[str(a.scores.get(d, "")) for d in dims], ", ".join(a.flags), a.comment]
+        for a in parsed.annotations[:PREVIEW_ROWS]
+    ]
+    return UploadPreview("annotations", filename, parsed.format, plan.batch_name, plan.k, plan.rubric,
+                         parsed.row_count, errors, facts, headers, rows)

@@ -1,0 +1,66 @@
+"""The upload page's form: a batch file or an annotation file, with the batch settings."""
+
+from __future__ import annotations
+
+import json
+
+from django import forms
+from django.conf import settings
+
+from annotator.imports.checks import MAX_K, MIN_K, NAME_MAX_LENGTH
+from annotator.imports.reading import human_size
+from hcs.rubric import Rubric, RubricError
+
+BATCH, ANNOTATIONS = "batch", "annotations"
+RUBRIC_MAX_BYTES = 1024 * 1024
+
+
+class UploadForm(forms.Form):
+    mode = forms.ChoiceField(
+        choices=[(BATCH, "A batch of items to rate"), (ANNOTATIONS, "Annotations made offline")],
+        widget=forms.HiddenInput,
+    )
+    file = forms.FileField(help_text="CSV (UTF-8) or JSONL.")
+    name = forms.CharField(max_length=NAME_MAX_LENGTH, label="Batch name")
+    k = forms.IntegerField(
+        min_value=MIN_K,
+        max_value=MAX_K,
+        initial=MIN_K,
+        required=False,
+        label="Annotations per item (k)",
+        error_messages={"min_value": f"k must be at least {MIN_K}: each item needs at least {MIN_K} "
+                                     "independent annotations."},
+    )
+    rubric_file = forms.FileField(
+        required=False,
+        label="Rubric (optional)",
+        help_text="A rubric JSON file of the same schema as fixtures/rubrics/hcs.json; default HCS.",
+    )
+
+    def clean_file(self):
+        upload = self.cleaned_data["file"]
+        limit = settings.ANNOTATOR_UPLOAD_MAX_BYTES
+        if upload.size > limit:
+            raise forms.ValidationError(
+                f"The file is {human_size(upload.size)}; the largest file accepted is {human_size(limit)}."
+            )
+        return upload
+
+    def clean_rubric_file(self):
+        upload = self.cleaned_data.get("rubric_file")
+        if not upload:
+            return None
+        if upload.size > RUBRIC_MAX_BYTES:
+            raise forms.ValidationError("The rubric file is too large for a rubric.")
+        try:
+            return Rubric.from_dict(json.loads(upload.read().decode("utf-8-sig")))
+        except (UnicodeDecodeError, json.JSONDecodeError) as exc:
+            raise forms.ValidationError(f"The rubric file is not UTF-8 JSON: {exc}") from None
+        except (RubricError, AttributeError, TypeError) as exc:
+            raise forms.ValidationError(f"The rubric file is not a valid rubric: {exc}") from None
+
+    def clean(self):
+        data = super().clean()
+        if data.get("mode") == BATCH and data.get("k") is None and "k" not in self.errors:
+            data["k"] = MIN_K
+        return data
