@@ -2,7 +2,7 @@ from django.contrib import admin
 from django.contrib.auth import views as auth_views
 from django.urls import path
 
-from annotator.views import assignment_admin, home, queue, rating, uploads
+from annotator.views import assignment_admin, home, judges, queue, rating, reports, uploads
 
 urlpatterns = [
     path("", home.home, name="home"),
@@ -28,4 +28,11 @@ urlpatterns = [
         assignment_admin.lease_release,
         name="assignment_release",
     ),
+    path("judges/", judges.judges, name="judges"),
+    path("judges/import/scores/", judges.import_scores, name="judge_import_scores"),
+    path("judges/import/verdicts/", judges.import_verdicts, name="judge_import_verdicts"),
+    path("reports/", reports.report_list, name="report_list"),
+    path("reports/<int:batch_id>/", reports.report_batch, name="report_batch"),
+    path("reports/<int:batch_id>/export/<str:fmt>", reports.report_export, name="report_export"),
+    path("reports/item/<int:item_pk>/", reports.report_item, name="report_item"),
 ]

@@ -337,3 +337,23 @@ def annotation_rows(*, batch: Batch, with_text: bool = False) -> Iterator[dict[s
 def _finish(row: dict[str, Any], rubric: Rubric) -> dict[str, Any]:
     row["overall_hcs"] = rubric.overall(row["scores"])
     return row
+
+
+def item_annotations(*, item: Item) -> list[dict[str, Any]]:
+    """All annotations of one item for adjudication: scores in rubric order, flags by label."""
+    rubric = item.batch.rubric_obj
+    flag_labels = {f.key: f.label for f in rubric.flags}
+    rows = []
+    for a in item.annotations.select_related("annotator").prefetch_related("scores").order_by("submitted_at", "id"):
+        scores = {s.dimension: s.value for s in a.scores.all()}
+        rows.append(
+            {
+                "annotator": a.annotator.get_username(),
+                "values": [scores.get(d) for d in rubric.dimension_keys],
+                "overall_hcs": rubric.overall(scores),
+                "flag_labels": [flag_labels.get(f, f) for f in a.flags or []],
+                "comment": a.comment,
+                "submitted_at": a.submitted_at,
+            }
+        )
+    return rows

@@ -1,0 +1,75 @@
+"""CSV tables: the per-dimension agreement table, the tidy long scores table, and the
+annotations in the ``templates/annotation_template.csv`` format (re-importable)."""
+
+from __future__ import annotations
+
+from collections.abc import Iterator
+from typing import Any
+
+from annotator.exports.csv_safe import csv_lines
+from annotator.imports.annotation_file import template_columns
+from annotator.models import Batch
+from annotator.selectors.reports import BatchReport, annotation_rows
+
+DIMENSION_COLUMNS = [
+    "dimension", "label",
+    "fleiss_kappa", "fleiss_kappa_ci95_low", "fleiss_kappa_ci95_high", "fleiss_kappa_label",
+    "fleiss_items_used", "fleiss_items_left_out",
+    "krippendorff_alpha_ordinal", "krippendorff_alpha_ordinal_ci95_low", "krippendorff_alpha_ordinal_ci95_high",
+    "krippendorff_alpha_interval", "krippendorff_alpha_interval_ci95_low", "krippendorff_alpha_interval_ci95_high",
+    "gwet_ac2", "gwet_ac2_ci95_low", "gwet_ac2_ci95_high",
+    "percent_agreement", "percent_agreement_within_1", "n_items", "n_items_pairable", "n_ratings",
+]
+SCORES_COLUMNS = ["item_id", "system_id", "annotator", "dimension", "score", "overall_hcs", "submitted_at"]
+
+
+def _lo_hi(ci):
+    return (None, None) if ci is None else ci
+
+
+def dimensions_csv(report: BatchReport) -> Iterator[str]:
+    rows = []
+    for row in report.dimensions:
+        a = row.agreement
+        rows.append([
+            row.key, row.label,
+            a.fleiss_kappa, *_lo_hi(a.fleiss_kappa_ci95), a.fleiss_label, a.fleiss_items_used, a.fleiss_items_left_out,
+            a.alpha_ordinal, *_lo_hi(a.alpha_ordinal_ci95),
+            a.alpha_interval, *_lo_hi(a.alpha_interval_ci95),
+            a.gwet_ac2, *_lo_hi(a.gwet_ac2_ci95),
+            a.percent_agreement, a.percent_within_one, a.n_items, a.n_items_pairable, a.n_ratings,
+        ])
+    return csv_lines(DIMENSION_COLUMNS, rows)
+
+
+def scores_csv(*, batch: Batch) -> Iterator[str]:
+    """One row per score: loads unchanged in pandas (``pd.read_csv``) and R (``read.csv``)."""
+    dims = batch.rubric_obj.dimension_keys
+
+    def rows() -> Iterator[list[Any]]:
+        for a in annotation_rows(batch=batch):
+            when = a["submitted_at"].isoformat()
+            for d in dims:
+                if a["scores"][d] is not None:
+                    yield [a["item_id"], a["system_id"], a["annotator"], d, a["scores"][d], a["overall_hcs"], when]
+
+    return csv_lines(SCORES_COLUMNS, rows())
+
+
+def annotations_csv(*, batch: Batch) -> Iterator[str]:
+    """The annotations in the annotation template's columns, ready for ``import_annotations``."""
+    rubric = batch.rubric_obj
+    columns = template_columns(rubric)
+    flag_columns = [c for c in columns if c in rubric.flag_keys]
+
+    def rows() -> Iterator[list[Any]]:
+        for a in annotation_rows(batch=batch, with_text=True):
+            flags = set(a["flags"])
+            yield [
+                a["item_id"], a["system_id"], a["prompt"], a["response"], a["annotator"],
+                *(a["scores"][d] for d in rubric.dimension_keys),
+                *(1 if f in flags else 0 for f in flag_columns),
+                a["comment"],
+            ]
+
+    return csv_lines(columns, rows())
