@@ -1,0 +1,1 @@
+"""Figures rendered server-side with matplotlib as SVG text."""
