@@ -29,10 +29,10 @@ def _ci(ci: tuple[float, float] | None) -> list[float] | None:
 
 def _clean(value: Any) -> Any:
     """Dataclasses, tuples and dicts to plain JSON values, non-finite floats to null."""
+    if hasattr(value, "to_json"):  # a report section's own JSON shape comes first
+        return _clean(value.to_json())
     if is_dataclass(value) and not isinstance(value, type):
         return _clean(asdict(value))
-    if hasattr(value, "to_json"):
-        return _clean(value.to_json())
     if isinstance(value, dict):
         return {str(k): _clean(v) for k, v in value.items()}
     if isinstance(value, (list, tuple)):

@@ -11,7 +11,7 @@ import contextlib
 import contextvars
 from collections.abc import Iterator
 from dataclasses import dataclass
-from typing import Any
+from typing import Any, ClassVar
 
 import numpy as np
 from django.db.models import Count
@@ -85,6 +85,8 @@ class JudgeDimensionRow:
 
 @dataclass(frozen=True)
 class JudgesSection:
+    template: ClassVar[str] = "annotator/_report_judges.html"
+
     epsilon: float
     judges: tuple[dict[str, Any], ...]  # name, model, template, template_version, n_scores, n_failures
     rows: tuple[JudgeDimensionRow, ...]
@@ -180,6 +182,8 @@ class PairwiseRow:
 
 @dataclass(frozen=True)
 class PairwiseSection:
+    template: ClassVar[str] = "annotator/_report_judge_pairwise.html"
+
     rows: tuple[PairwiseRow, ...]
 
     def __bool__(self) -> bool:

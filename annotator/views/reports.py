@@ -6,6 +6,7 @@ from django.utils.text import slugify
 from django.views.decorators.http import require_GET
 
 from annotator.exports import report_csv
+from annotator.exports.judges_csv import judges_csv
 from annotator.exports.report_html import report_context, report_html
 from annotator.exports.report_json import report_json
 from annotator.models import Batch, Item
@@ -18,6 +19,7 @@ EXPORTS = {
     "dimensions.csv": "text/csv; charset=utf-8",
     "scores.csv": "text/csv; charset=utf-8",
     "annotations.csv": "text/csv; charset=utf-8",
+    "judges.csv": "text/csv; charset=utf-8",
 }
 
 
@@ -51,6 +53,7 @@ def report_export(request, batch_id, fmt):
             "json": report_json,
             "html": report_html,
             "dimensions.csv": lambda r: "".join(report_csv.dimensions_csv(r)),
+            "judges.csv": lambda r: "".join(judges_csv(r)),
         }[fmt](report)
         response = HttpResponse(body, content_type=EXPORTS[fmt])
     response["Content-Disposition"] = f'attachment; filename="{filename}"'
