@@ -18,3 +18,13 @@ AXES_ENABLED = False
 # Static files straight from static/ (no collectstatic before tests).
 WHITENOISE_AUTOREFRESH = True
 WHITENOISE_USE_FINDERS = True
+
+# On SQLite the test database is a file (one per test run), not shared-cache memory: threads
+# (the assignment race test, the live server) then lock the way production SQLite does, with
+# the busy timeout, instead of failing with "database table is locked".
+if DATABASES["default"]["ENGINE"] == "django.db.backends.sqlite3":  # noqa: F405
+    import tempfile
+
+    DATABASES["default"]["TEST"] = {  # noqa: F405
+        "NAME": os.path.join(tempfile.gettempdir(), f"annotator-test-{os.getpid()}.sqlite3")
+    }

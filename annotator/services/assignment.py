@@ -15,17 +15,19 @@ row, then item row.
 
 from __future__ import annotations
 
+import time
 from collections import Counter
 from datetime import datetime, timedelta
 
 from django.conf import settings
-from django.db import IntegrityError, transaction
+from django.db import IntegrityError, connection, transaction
 from django.db.models import Exists, F, OuterRef, Q
 from django.utils import timezone
 
 from annotator.models import Assignment, Batch, Item
 
 LEASED = Assignment.State.LEASED
+_RELOOK_DELAYS = (0.002, 0.005, 0.01, 0.02, 0.05, 0.1, 0.2)
 
 
 class AssignmentError(Exception):
@@ -38,8 +40,8 @@ def lease_duration() -> timedelta:
 
 def _free_slots(item_ids: list[int]) -> None:
     """Give back one leased slot per occurrence of an item id."""
-    for count, ids in _group_by_count(item_ids).items():
-        Item.objects.filter(pk__in=ids).update(n_leased=F("n_leased") - count)
+    for count, ids in sorted(_group_by_count(item_ids).items()):
+        Item.objects.filter(pk__in=sorted(ids)).update(n_leased=F("n_leased") - count)
 
 
 def _group_by_count(item_ids: list[int]) -> dict[int, list[int]]:
@@ -101,7 +103,18 @@ def _lease_once(*, batch: Batch, annotator, now: datetime) -> Assignment | None:
     if current is not None:
         return current
     _expire_overdue(now=now)
-    item = _candidates(batch=batch, annotator=annotator).select_for_update(skip_locked=True).first()
+    candidates = _candidates(batch=batch, annotator=annotator)
+    item = candidates.select_for_update(skip_locked=True).first()
+    if item is None and connection.features.has_select_for_update_skip_locked:
+        # Every free item may just be locked by other annotators' leases, which commit in
+        # milliseconds: look again rather than tell this annotator nothing is left.
+        for delay in _RELOOK_DELAYS:
+            if not candidates.exists():
+                break
+            time.sleep(delay)
+            item = candidates.select_for_update(skip_locked=True).first()
+            if item is not None:
+                break
     if item is None:
         return None
     Item.objects.filter(pk=item.pk).update(n_leased=F("n_leased") + 1)
