@@ -66,3 +66,22 @@ def test_verdicts_import(client, researcher_user):
     )
     assert response.status_code == 302
     assert PairwiseVerdict.objects.get().winner == "baseline"
+
+
+@pytest.mark.django_db
+def test_annotators_never_see_judge_scores(client, annotator_user):
+    from annotator.models import Judge, JudgeFailure
+
+    batch = make_batch("blind", n_items=2)
+    judge = Judge.objects.create(name="JUDGE-NAME-secret", model="JUDGE-MODEL")
+    for item in batch.items.all():
+        JudgeScore.objects.create(judge=judge, item=item, dimension="coherence", raw_value=0.9, scale_min=0,
+                                  scale_max=1, value=4.6, reason="JUDGE-REASON-secret", raw_output="JUDGE-RAW-secret")
+        JudgeFailure.objects.create(judge=judge, item=item, error="JUDGE-ERROR-secret", raw_output="JUDGE-RAW-secret")
+    _login(client, annotator_user)
+    for url in (reverse("home"), reverse("annotate_queue"), reverse("annotate_next", args=[batch.pk])):
+        response = client.get(url)
+        assert response.status_code == 200, url
+        html = response.content.decode()
+        assert "JUDGE-" not in html and "4.6" not in html, url
+    assert client.get(reverse("report_batch", args=[batch.pk])).status_code == 403
