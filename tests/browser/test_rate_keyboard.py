@@ -1,0 +1,119 @@
+"""A real browser rates an item with the keyboard only, sees the caps change live, and edits.
+
+Drives Debian's Chromium with Playwright against the live server.
+"""
+
+import os
+import shutil
+from pathlib import Path
+
+import pytest
+
+from annotator.models import Annotation, AnnotationRevision
+from tests.factories import PASSWORD, make_batch, make_user
+
+# Playwright's sync API runs an event loop in this thread; the ORM calls here are synchronous.
+os.environ["DJANGO_ALLOW_ASYNC_UNSAFE"] = "true"
+
+CHROMIUM = shutil.which("chromium")
+OUTPUT = Path(__file__).resolve().parents[2] / "test-output" / "browser"
+
+pytestmark = [
+    pytest.mark.browser,
+    pytest.mark.skipif(CHROMIUM is None, reason="chromium is not installed (apt-get install chromium)"),
+]
+
+
+@pytest.fixture
+def page(live_server):
+    from playwright.sync_api import sync_playwright
+
+    with sync_playwright() as p:
+        browser = p.chromium.launch(
+            executable_path=CHROMIUM,
+            headless=True,
+            args=["--no-sandbox", "--disable-gpu", "--disable-background-networking", "--disable-component-update"],
+        )
+        context = browser.new_context(viewport={"width": 1360, "height": 1000})
+        page = context.new_page()
+        page.set_default_timeout(10_000)
+        yield page
+        browser.close()
+
+
+def allowed_scores(page, dimension: str) -> list[int]:
+    inputs = page.locator(f'input[name="score_{dimension}"]')
+    return [int(inputs.nth(i).get_attribute("value")) for i in range(inputs.count()) if inputs.nth(i).is_enabled()]
+
+
+@pytest.mark.django_db(transaction=True)
+def test_rate_with_the_keyboard_then_edit(page, live_server):
+    batch = make_batch("city-routes", n_items=3, constraints=("avoid tolls", "arrive before 8AM"))
+    batch.items.update(
+        prompt="Plan a route to the airport avoiding tolls; I must arrive before 8AM.",
+        response="Take Route 9 south (no tolls), leave by 6:45.\nAllow 15 extra minutes for rain.",
+    )
+    user = make_user("keyboard-kim")
+
+    page.goto(f"{live_server.url}/login/")
+    page.fill("#id_username", user.username)
+    page.fill("#id_password", PASSWORD)
+    page.press("#id_password", "Enter")
+    page.get_by_role("link", name="Start").click()
+    page.wait_for_selector("#rate-form")
+    first_item = page.locator(".rate-where strong").inner_text()
+
+    # Keyboard only from here. Focus starts on the first hard constraint.
+    keys = page.keyboard
+    keys.press("n")  # avoid tolls: not met
+    keys.press("n")  # arrive before 8AM: not met
+    assert allowed_scores(page, "instruction_following") == [1, 2]
+    assert "2 at most" in page.locator("#derived-flags").inner_text()
+    keys.press("ArrowUp")
+    keys.press("ArrowUp")
+    keys.press("y")  # avoid tolls: met -> partial compliance
+    assert allowed_scores(page, "instruction_following") == [2, 3]
+    assert allowed_scores(page, "coherence") == [1, 2, 3, 4, 5]
+    keys.press("ArrowDown")  # to Coherence
+    for key in "44354":  # C, R, I, S, F, each moving on to the next
+        keys.press(key)
+    keys.press("?")
+    assert page.locator("#help-dialog").is_visible()
+    keys.press("Escape")
+    assert not page.locator("#help-dialog").is_visible()
+    OUTPUT.mkdir(parents=True, exist_ok=True)
+    page.screenshot(path=str(OUTPUT / "rate-page.png"), full_page=True)
+    keys.press("Enter")
+
+    page.wait_for_selector(".message.success")
+    assert "Saved your rating of" in page.locator(".message.success").inner_text()
+    second_item = page.locator(".rate-where strong").inner_text()
+    assert second_item != first_item
+    annotation = Annotation.objects.get(annotator=user)
+    assert annotation.item.item_id == first_item
+    assert annotation.flags == ["partial_compliance"]
+    assert annotation.constraints_met == [True, False]
+    assert dict(annotation.scores.values_list("dimension", "value")) == {
+        "coherence": 4, "relevance": 4, "instruction_following": 3, "safety_compliance": 5, "fluency": 4,
+    }
+    assert annotation.started_at is not None and annotation.seconds_on_item > 0
+
+    # Skip the second item with a reason, from the keyboard.
+    keys.press("s")
+    keys.type("not my region")
+    keys.press("Enter")
+    page.wait_for_selector(".message.info")
+    assert page.locator(".rate-where strong").inner_text() not in (first_item, second_item)
+
+    # Reopen the first annotation and change it.
+    page.goto(f"{live_server.url}/annotate/{batch.pk}/mine/")
+    page.get_by_role("link", name="Edit").click()
+    page.wait_for_selector("#rate-form")
+    assert page.locator('input[name="score_coherence"][value="4"]').is_checked()
+    assert allowed_scores(page, "instruction_following") == [2, 3]
+    page.locator('label.level:has(input[name="score_coherence"][value="2"])').click()
+    page.get_by_role("button", name="Save changes").click()
+    page.wait_for_selector(".message.success")
+    annotation.refresh_from_db()
+    assert annotation.scores.get(dimension="coherence").value == 2
+    assert AnnotationRevision.objects.get(annotation=annotation).old_scores["coherence"] == 4
