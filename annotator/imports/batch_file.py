@@ -2,8 +2,8 @@
 
 Columns (CSV header or JSONL keys): ``item_id``, ``prompt``, ``response`` (required), ``system_id``,
 ``prompt_id``, ``context``, ``expected_output``, ``constraints``, ``conversation``, ``metadata``.
-Any other column is kept in each item's ``metadata``. Checks run on whole columns with pandas;
-the few that need per-cell parsing (JSON) loop once over the non-blank cells.
+Any other column is kept in each item's ``metadata``. Each check is one pass over a column
+(duplicates with pandas' hashing); JSON cells are parsed once per distinct value.
 """
 
 from __future__ import annotations
@@ -13,10 +13,11 @@ import json
 from dataclasses import dataclass, field
 from typing import Any
 
+import numpy as np
 import pandas as pd
 
 from annotator.imports.errors import RowError
-from annotator.imports.reading import ROW, Table, read_table
+from annotator.imports.reading import JSONL, ROW, Table, read_table
 
 REQUIRED = ("item_id", "prompt", "response")
 OPTIONAL = ("system_id", "prompt_id", "context", "expected_output", "constraints", "conversation", "metadata")
@@ -90,52 +91,62 @@ def parse_batch_table(table: Table) -> ParsedBatch:
     if missing or any(e.row == 1 for e in errors):
         return ParsedBatch(table.format, len(frame), table.columns, extra, errors, frame.iloc[0:0])
 
-    row = frame[ROW]
-    out = pd.DataFrame(index=frame.index)
+    rows = frame[ROW].tolist()
+    n = len(rows)
 
-    def text(name: str) -> pd.Series:
-        return frame[name] if name in frame.columns else pd.Series("", index=frame.index, dtype=object)
+    def text(name: str) -> list[str]:
+        return frame[name].tolist() if name in frame.columns else [""] * n
 
-    def flag(mask: pd.Series, column: str, message: str) -> None:
-        errors.extend(table.error(int(r), column, message) for r in row[mask])
+    def flag(indices, column: str, message: str) -> None:
+        errors.extend(table.error(rows[i], column, message) for i in indices)
 
-    for name in frame.columns:
-        if name != ROW:
-            flag(frame[name].str.contains("\x00", regex=False), name, "contains a NUL character")
+    if table.format == JSONL:  # CSV text with a NUL is refused whole; JSON can smuggle one in as \u0000
+        for name in table.columns:
+            flag([i for i, c in enumerate(frame[name].tolist()) if "\x00" in c], name, "contains a NUL character")
 
-    ids = text("item_id").str.strip()
-    flag(ids.eq(""), "item_id", "is empty")
-    flag(ids.str.len() > ID_MAX_LENGTH, "item_id", f"is longer than {ID_MAX_LENGTH} characters")
-    dup = ids.ne("") & ids.duplicated(keep=False)
+    ids = [c.strip() for c in text("item_id")]
+    flag([i for i, c in enumerate(ids) if not c], "item_id", "is empty")
+    flag([i for i, c in enumerate(ids) if len(c) > ID_MAX_LENGTH], "item_id",
+         f"is longer than {ID_MAX_LENGTH} characters")
+    id_series = pd.Series(ids, dtype=object)
+    dup = (id_series.ne("") & id_series.duplicated(keep=False)).to_numpy()
     if dup.any():
-        first_row = row[dup].groupby(ids[dup]).transform("min")
-        for r, value, first in zip(row[dup], ids[dup], first_row):
-            if r != first:
-                errors.append(table.error(int(r), "item_id", f"`{value}` is already used on {table.unit} {first}"))
-    out["item_id"] = ids
+        first_seen: dict[str, int] = {}
+        for i in np.flatnonzero(dup):
+            first = first_seen.setdefault(ids[i], rows[i])
+            if first != rows[i]:
+                errors.append(table.error(rows[i], "item_id", f"`{ids[i]}` is already used on {table.unit} {first}"))
 
-    for name in ("prompt", "response"):
-        flag(text(name).str.strip().eq(""), name, "is empty")
+    prompts, responses = text("prompt"), text("response")
+    flag([i for i, c in enumerate(prompts) if not c or c.isspace()], "prompt", "is empty")
+    flag([i for i, c in enumerate(responses) if not c or c.isspace()], "response", "is empty")
+    short = {}
     for name in ("system_id", "prompt_id"):
-        values = text(name).str.strip()
-        flag(values.str.len() > ID_MAX_LENGTH, name, f"is longer than {ID_MAX_LENGTH} characters")
-        out[name] = values
+        values = [c.strip() for c in text(name)]
+        flag([i for i, c in enumerate(values) if len(c) > ID_MAX_LENGTH], name,
+             f"is longer than {ID_MAX_LENGTH} characters")
+        short[name] = values
+    by_prompt: dict[str, str] = {}
+    prompt_ids = [pid or by_prompt.get(p) or by_prompt.setdefault(p, _prompt_id(p))
+                  for pid, p in zip(short["prompt_id"], prompts)]
 
-    prompts = text("prompt")
-    blank_pid = out["prompt_id"].eq("")
-    if blank_pid.any():
-        out.loc[blank_pid, "prompt_id"] = [_prompt_id(p) for p in prompts[blank_pid]]
-    out["position"] = range(len(frame))
-    out["prompt"] = prompts
-    out["response"] = text("response")
-    out["context"] = text("context")
-    out["expected_output"] = text("expected_output")
-    out["constraints"] = _json_column(text("constraints"), row, table, errors, "constraints", _constraints)
-    out["conversation"] = _json_column(text("conversation"), row, table, errors, "conversation", _conversation)
-    out["metadata"] = _metadata(frame, text("metadata"), extra, row, table, errors)
+    out = {
+        "item_id": ids,
+        "prompt_id": prompt_ids,
+        "position": np.arange(n, dtype="int64"),
+        "prompt": prompts,
+        "response": responses,
+        "context": text("context"),
+        "expected_output": text("expected_output"),
+        "constraints": _json_column(text("constraints"), rows, table, errors, "constraints", _constraints),
+        "system_id": short["system_id"],
+        "conversation": _json_column(text("conversation"), rows, table, errors, "conversation", _conversation),
+        "metadata": _metadata(frame, text("metadata"), extra, rows, table, errors),
+    }
+    result = pd.DataFrame({k: (v if isinstance(v, np.ndarray) else np.array(v, dtype=object)) for k, v in out.items()})
     order = {name: i for i, name in enumerate(table.columns)}
     errors.sort(key=lambda e: (e.sort_key[0], order.get(e.column, -1)))
-    return ParsedBatch(table.format, len(frame), table.columns, extra, errors, out[list(OUTPUT_COLUMNS)])
+    return ParsedBatch(table.format, n, table.columns, extra, errors, result)
 
 
 def _prompt_id(prompt: str) -> str:
@@ -143,16 +154,28 @@ def _prompt_id(prompt: str) -> str:
     return "p-" + hashlib.sha1(prompt.strip().encode("utf-8")).hexdigest()[:12]
 
 
-def _json_column(values, row, table, errors, column, parse) -> list[str]:
-    """Parse the non-blank cells with ``parse`` (returns a value or raises ValueError)."""
-    out = ["[]"] * len(values)
-    for i, (cell, r) in enumerate(zip(values, row)):
-        if not cell or not cell.strip():
-            continue
-        try:
-            out[i] = json.dumps(parse(cell), ensure_ascii=False)
-        except ValueError as exc:
-            errors.append(table.error(int(r), column, str(exc)))
+def _json_column(values, rows, table, errors, column, parse) -> list[str]:
+    """Parse the non-blank cells with ``parse`` (returns a value or raises ValueError), as JSON text.
+
+    Equal cells are parsed once: constraint lists repeat across the systems of a prompt.
+    """
+    seen: dict[str, str | ValueError] = {"": "[]"}
+    out = []
+    for cell, r in zip(values, rows):
+        result = seen.get(cell)
+        if result is None:
+            if cell.isspace():
+                result = "[]"
+            else:
+                try:
+                    result = json.dumps(parse(cell), ensure_ascii=False)
+                except ValueError as exc:
+                    result = exc
+            seen[cell] = result
+        if isinstance(result, ValueError):
+            errors.append(table.error(int(r), column, str(result)))
+            result = "[]"
+        out.append(result)
     return out
 
 
@@ -195,8 +218,7 @@ def _conversation(cell: str) -> list[dict[str, str]]:
 
 def _metadata(frame, given, extra, row, table, errors) -> list[str]:
     out = ["{}"] * len(frame)
-    has_given = given.str.strip().ne("")
-    if not extra and not has_given.any():
+    if not extra and not any(c and not c.isspace() for c in given):
         return out
     extra_values = [frame[c].tolist() for c in extra]
     for i, (cell, r) in enumerate(zip(given, row)):

@@ -1,9 +1,10 @@
 """From uploaded bytes to a table of text cells with the row number of each record.
 
-CSV is tokenised with the standard library's C ``csv`` reader so that every record keeps its
-spreadsheet row number (the header is row 1) even when a cell spans several lines, and so that
-every row with too many cells is reported, not only the first. The cells then go into a pandas
-DataFrame of strings for vectorised checks. JSONL is one JSON object per line.
+CSV: every record keeps its spreadsheet row number (the header is row 1), even when a cell
+spans several lines. Regular files go through pandas' C parser; a file with a row of too many
+cells (which pandas would reject at the first one, or silently truncate) is read again record by
+record with the standard library's ``csv`` reader so that every such row is named. JSONL is one
+JSON object per line. Cells are text; blank cells are ``""``.
 """
 
 from __future__ import annotations
@@ -11,9 +12,12 @@ from __future__ import annotations
 import csv
 import io
 import json
+import warnings
+from collections.abc import Iterator
 from dataclasses import dataclass, field
 from pathlib import PurePath
 
+import numpy as np
 import pandas as pd
 
 from annotator.imports.errors import FileRefused, RowError
@@ -90,8 +94,27 @@ def read_table(data: bytes, *, filename: str = "", max_bytes: int | None = None)
     if "\x00" in text:
         line = text[: text.index("\x00")].count("\n") + 1
         raise FileRefused(f"The file contains a NUL character (line {line}); it is not a text file.")
-    fmt = detect_format(filename, text)
-    return read_jsonl(text) if fmt == JSONL else read_csv(text)
+    if detect_format(filename, text) == JSONL:
+        return read_jsonl(text)
+    delimiter = _delimiter(text[: text.find("\n")] if "\n" in text else text)
+    try:
+        header = next(csv.reader(_lines(text), delimiter=delimiter, strict=True))
+    except csv.Error as exc:
+        raise FileRefused(f"The header row cannot be read as CSV: {exc}.") from None
+    del text  # pandas reads the bytes; a second copy of a large file as text is not needed
+    return read_csv(data, delimiter, header)
+
+
+def _lines(text: str) -> Iterator[str]:
+    """The lines of ``text`` one at a time, without copying it whole (the csv reader takes any iterable)."""
+    start, size = 0, len(text)
+    while start < size:
+        end = text.find("\n", start)
+        if end == -1:
+            yield text[start:]
+            return
+        yield text[start : end + 1]
+        start = end + 1
 
 
 def _delimiter(header_line: str) -> str:
@@ -103,23 +126,60 @@ def _delimiter(header_line: str) -> str:
     return ","
 
 
-def read_csv(text: str) -> Table:
-    first_line = text.split("\n", 1)[0]
-    reader = csv.reader(io.StringIO(text, newline=""), delimiter=_delimiter(first_line), strict=True)
-    errors: list[RowError] = []
-    try:
-        header = next(reader)
-    except csv.Error as exc:
-        raise FileRefused(f"The header row cannot be read as CSV: {exc}.") from None
+def read_csv(data: bytes, delimiter: str, header: list[str]) -> Table:
     columns = [name.strip().lower() for name in header]
+    errors = _header_errors(columns)
+    if errors:
+        return Table(CSV, pd.DataFrame({ROW: pd.Series([], dtype="int64")}), [c for c in columns if c], errors)
+    frame = _read_regular_csv(data, delimiter, columns)
+    if frame is None:
+        return _read_irregular_csv(decode_text(data), delimiter, columns)
+    return Table(CSV, frame, columns, [])
+
+
+def _header_errors(columns: list[str]) -> list[RowError]:
+    errors = []
+    seen: dict[str, int] = {}
     for index, name in enumerate(columns, start=1):
         if not name:
             errors.append(RowError(1, None, f"column {index} of the header has no name"))
-    seen: dict[str, int] = {}
-    for index, name in enumerate(columns, start=1):
-        if name and name in seen:
+        elif name in seen:
             errors.append(RowError(1, name, f"appears twice in the header (columns {seen[name]} and {index})"))
         seen.setdefault(name, index)
+    return errors
+
+
+def _read_regular_csv(data: bytes, delimiter: str, columns: list[str]) -> pd.DataFrame | None:
+    """The fast path: pandas' C parser, when every row has at most as many cells as the header.
+
+    Returns ``None`` when pandas finds a row it would have to reject or silently truncate; the
+    slow path then reports every such row with its number.
+    """
+    with warnings.catch_warnings():
+        warnings.simplefilter("error", pd.errors.ParserWarning)
+        try:
+            frame = pd.read_csv(
+                io.BytesIO(data), sep=delimiter, header=0, names=columns, dtype=str, keep_default_na=False,
+                na_filter=False, index_col=False, skip_blank_lines=False, engine="c", encoding="utf-8",
+            )
+        except (pd.errors.ParserError, pd.errors.ParserWarning, ValueError):
+            return None
+    frame = frame.astype(object) if len(frame) == 0 else frame
+    # Record i (0-based) is spreadsheet row i + 2; blank records are dropped after numbering.
+    frame[ROW] = np.arange(2, len(frame) + 2, dtype="int64")
+    blank = np.ones(len(frame), dtype=bool)
+    for name in columns:
+        blank &= frame[name].to_numpy() == ""
+    if blank.any():
+        frame = frame[~blank].reset_index(drop=True)
+    return frame
+
+
+def _read_irregular_csv(text: str, delimiter: str, columns: list[str]) -> Table:
+    """The slow path, record by record, so that every row with surplus cells is named."""
+    reader = csv.reader(_lines(text), delimiter=delimiter, strict=True)
+    next(reader)
+    errors: list[RowError] = []
     width = len(columns)
     records: list[list[str]] = []
     rows: list[int] = []
@@ -142,12 +202,9 @@ def read_csv(text: str) -> Table:
             rows.append(row)
     except csv.Error as exc:
         errors.append(RowError(row + 1, None, f"cannot be read as CSV ({exc}); the rows after it were not read"))
-    if errors and any(e.row == 1 for e in errors):
-        frame = pd.DataFrame({ROW: pd.Series(rows, dtype="int64")})
-        return Table(CSV, frame, [c for c in columns if c], errors)
-    data = {name: list(cells) for name, cells in zip(columns, zip(*records))} if records else {c: [] for c in columns}
-    frame = pd.DataFrame(data, dtype=object)
-    frame[ROW] = pd.Series(rows, dtype="int64")
+    cells = list(zip(*records)) if records else [()] * width
+    frame = pd.DataFrame({name: np.array(col, dtype=object) for name, col in zip(columns, cells)})
+    frame[ROW] = np.array(rows, dtype="int64")
     return Table(CSV, frame, columns, errors)
 
 
@@ -168,7 +225,7 @@ def read_jsonl(text: str) -> Table:
     records: list[dict[str, str]] = []
     rows: list[int] = []
     columns: dict[str, None] = {}
-    for number, line in enumerate(text.split("\n"), start=1):
+    for number, line in enumerate(_lines(text), start=1):
         line = line.strip()
         if not line:
             continue
