@@ -142,14 +142,15 @@ def parse_annotation_table(table: Table, *, rubric: Rubric) -> ParsedAnnotations
                 )
             elif value:
                 active.append(name)
-        for message in rubric.validate({}, active, require_all=False):
+        flag_problems = rubric.validate({}, active, require_all=False)
+        for message in flag_problems:
             row_errors.append(table.error(row, ", ".join(active), message))
         scores: dict[str, int] = {}
         for name, cells in dim_cells.items():
             cell = cells[i].strip()
             if not cell:
                 continue
-            problems = rubric.validate({name: cell}, active, require_all=False)
+            problems = [m for m in rubric.validate({name: cell}, active, require_all=False) if m not in flag_problems]
             if problems:
                 row_errors.extend(table.error(row, name, message) for message in problems)
             else:
