@@ -3,8 +3,9 @@
 A template declares its raw scale and direction, which dimensions its output scores (``"rubric"`` for the
 batch rubric's dimensions, or a list such as ``["overall"]``), optional verdict/reason keys, and a prompt
 with ``{{variables}}``: ``input`` (the item's prompt), ``output`` (the response), ``context``,
-``expected_output``, ``constraints``, ``conversation`` (earlier turns, one ``role: content`` per line) and
-``rubric`` (the dimensions with their level descriptions).
+``expected_output``, ``constraints``, ``conversation`` (the item's turns, one ``role: content`` per line),
+``thread`` (the turns ending with the user's prompt, for rules about the last user message) and ``rubric``
+(the dimensions with their level descriptions).
 """
 
 from __future__ import annotations
@@ -20,7 +21,7 @@ from hcs.rubric import Rubric
 
 TEMPLATE_DIR = Path(__file__).resolve().parents[2] / "fixtures" / "judge_templates"
 _VARIABLE = re.compile(r"\{\{\s*([a-z_]+)\s*\}\}")
-VARIABLES = ("input", "output", "context", "expected_output", "constraints", "conversation", "rubric")
+VARIABLES = ("input", "output", "context", "expected_output", "constraints", "conversation", "thread", "rubric")
 
 
 class TemplateError(ValueError):
@@ -104,8 +105,16 @@ def item_variables(item, rubric: Rubric) -> dict[str, str]:
             turns.append(f"{turn.get('role', 'turn')}: {turn.get('content', '')}")
         else:
             turns.append(str(turn))
+    thread = list(turns)
+    users = [t for t in item.conversation or [] if isinstance(t, dict) and t.get("role") == "user"]
+    if not users or users[-1].get("content") != item.prompt:
+        thread.append(f"user: {item.prompt}")
+    else:  # a thread item: its turns already end with the prompt and its response; stop at the prompt
+        last = max(i for i, t in enumerate(item.conversation) if isinstance(t, dict) and t.get("role") == "user")
+        thread = turns[: last + 1]
     return {
         "input": item.prompt,
+        "thread": "\n".join(thread),
         "output": item.response,
         "context": item.context,
         "expected_output": item.expected_output,

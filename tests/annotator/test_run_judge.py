@@ -156,3 +156,21 @@ def test_run_judge_errors():
         call_command("run_judge", "e", "--template", "nope", "--base-url", "http://127.0.0.1:9", "--model", "m")
     with pytest.raises(CommandError, match="no batch named"):
         call_command("run_judge", "zzz", "--template", "hcs_rubric", "--base-url", "http://127.0.0.1:9", "--model", "m")
+
+
+@pytest.mark.django_db
+def test_thread_variable_ends_at_the_last_user_message():
+    from annotator.judging.templates import item_variables
+
+    batch = make_batch("th", n_items=2)
+    single, thread = batch.items.order_by("position")
+    rubric = batch.rubric_obj
+    assert item_variables(single, rubric)["thread"] == f"user: {single.prompt}"
+    thread.prompt, thread.response = "why so slow??", "Slow first."
+    thread.conversation = [
+        {"role": "user", "content": "hi"}, {"role": "assistant", "content": "Hello"},
+        {"role": "user", "content": "why so slow??"}, {"role": "assistant", "content": "Slow first."},
+    ]
+    assert item_variables(thread, rubric)["thread"] == "user: hi\nassistant: Hello\nuser: why so slow??"
+    rendered = load_template("user_frustration").render(item_variables(thread, rubric))[-1]["content"]
+    assert rendered.count("why so slow??") == 1 and "Slow first." not in rendered
