@@ -15,15 +15,17 @@ matplotlib.use("Agg")
 import matplotlib.pyplot as plt  # noqa: E402
 import numpy as np  # noqa: E402
 
-matplotlib.rcParams["svg.hashsalt"] = "hcs-judges"  # stable element ids: the same data gives the same file
-matplotlib.rcParams["svg.fonttype"] = "none"
+# Stable element ids (the same data gives the same file) and text kept as text; set per figure so
+# the report's other plots keep their own settings.
+RC = {"svg.hashsalt": "hcs-judges", "svg.fonttype": "none"}
 
 JITTER = 0.12
 
 
 def _svg(fig) -> str:
     buffer = io.StringIO()
-    fig.savefig(buffer, format="svg", bbox_inches="tight", metadata={"Date": None})
+    with matplotlib.rc_context(RC):
+        fig.savefig(buffer, format="svg", bbox_inches="tight", metadata={"Date": None})
     plt.close(fig)
     return buffer.getvalue()
 
