@@ -46,6 +46,10 @@ serve: install
 	$(PY) manage.py collectstatic --noinput
 	$(VENV)/bin/gunicorn annotator.wsgi --bind $(HOST):$(PORT) --workers $${WEB_CONCURRENCY:-2}
 
+# Import speed on SQLite and PostgreSQL (needs PostgreSQL on 127.0.0.1:5432); prints a table.
+bench: install
+	$(PY) bench/import_bench.py
+
 rubric-md: install
 	$(PY) -m hcs.rubric_markdown > HCS_rubric.md
 

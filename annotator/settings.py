@@ -174,6 +174,8 @@ if env_bool("BEHIND_TLS_PROXY"):
 # Application settings.
 ANNOTATOR_LEASE_MINUTES = env_int("ANNOTATOR_LEASE_MINUTES", 30)
 ANNOTATOR_UPLOAD_MAX_BYTES = env_int("ANNOTATOR_UPLOAD_MAX_MB", 50) * 1024 * 1024
+# Uploaded files wait here between the preview and the confirm step (removed after a day).
+ANNOTATOR_UPLOAD_DIR = Path(os.environ.get("ANNOTATOR_UPLOAD_DIR", "") or VAR_DIR / "uploads")
 ANNOTATOR_DEFAULT_RUBRIC = BASE_DIR / "fixtures" / "rubrics" / "hcs.json"
 # Uploads are read in memory up to the upload limit, then checked in one piece.
 DATA_UPLOAD_MAX_MEMORY_SIZE = ANNOTATOR_UPLOAD_MAX_BYTES + 1024 * 1024

@@ -28,7 +28,7 @@ TEMPLATE_CSV = settings.BASE_DIR / "templates" / "annotation_template.csv"
 
 
 def _store() -> UploadStore:
-    return UploadStore(getattr(settings, "ANNOTATOR_UPLOAD_DIR", settings.BASE_DIR / "var" / "uploads"))
+    return UploadStore(settings.ANNOTATOR_UPLOAD_DIR)
 
 
 def _page(request, form: UploadForm | None = None, status: int = 200):
