@@ -143,6 +143,8 @@ def _header_errors(columns: list[str]) -> list[RowError]:
     for index, name in enumerate(columns, start=1):
         if not name:
             errors.append(RowError(1, None, f"column {index} of the header has no name"))
+        elif name == ROW:
+            errors.append(RowError(1, name, "is a reserved name; rename the column"))
         elif name in seen:
             errors.append(RowError(1, name, f"appears twice in the header (columns {seen[name]} and {index})"))
         seen.setdefault(name, index)
@@ -238,6 +240,9 @@ def read_jsonl(text: str) -> Table:
             errors.append(RowError(number, None, "must be a JSON object like {\"item_id\": ...}", "line"))
             continue
         record = {}
+        if any(str(key).strip().lower() == ROW for key in value):
+            errors.append(RowError(number, ROW, "is a reserved name; rename the key", "line"))
+            continue
         for key, cell in value.items():
             name = str(key).strip().lower()
             columns.setdefault(name, None)
