@@ -40,6 +40,79 @@ def _corr(kind: str, x: np.ndarray, y: np.ndarray) -> float:
     return float(stats.pearsonr(x, y).statistic)
 
 
+MAX_TABLE_CELLS = 2500  # Kendall via contingency tables when x and y take at most this many value pairs
+
+
+def _row_ranks(a: np.ndarray) -> np.ndarray:
+    """Average ranks (ties share the mean rank) within each row of a 2-D array, without a Python loop.
+
+    Rows are shifted apart by more than their range so one sort and two searches rank every row.
+    """
+    b, n = a.shape
+    span = float(np.ptp(a)) + 1.0 if a.size else 1.0
+    shifted = a + (np.arange(b) * span)[:, None]
+    flat = np.sort(shifted, axis=None)
+    start = (np.arange(b) * n)[:, None]
+    left = np.searchsorted(flat, shifted, side="left") - start
+    right = np.searchsorted(flat, shifted, side="right") - start
+    return (left + 1 + right) / 2.0
+
+
+def _resample_ranks(values: np.ndarray, idx: np.ndarray) -> np.ndarray:
+    """Average ranks of ``values[idx]`` within each resample (row of ``idx``).
+
+    From per-resample counts of each distinct value: a value's average rank is the count of smaller
+    values plus (its own count + 1) / 2. Falls back to sorting when the count table would be large.
+    """
+    distinct, codes = np.unique(values, return_inverse=True)
+    n_boot, n = idx.shape
+    if n_boot * len(distinct) > 5_000_000:
+        return _row_ranks(values[idx])
+    coded = codes[idx]
+    counts = np.bincount((coded + (np.arange(n_boot) * len(distinct))[:, None]).ravel(),
+                         minlength=n_boot * len(distinct)).reshape(n_boot, len(distinct))
+    below = np.cumsum(counts, axis=1) - counts
+    rank_of_code = below + (counts + 1) / 2.0
+    return np.take_along_axis(rank_of_code, coded, axis=1)
+
+
+def _pearson_rows(a: np.ndarray, b: np.ndarray) -> np.ndarray:
+    a = a - a.mean(axis=1, keepdims=True)
+    b = b - b.mean(axis=1, keepdims=True)
+    with np.errstate(invalid="ignore", divide="ignore"):
+        return (a * b).sum(axis=1) / np.sqrt((a**2).sum(axis=1) * (b**2).sum(axis=1))
+
+
+def _kendall_resamples(x: np.ndarray, y: np.ndarray, idx: np.ndarray) -> np.ndarray | None:
+    """Kendall's τ-b of every resample ``idx`` (B × n) from its contingency table of (x, y) values.
+
+    C − D = Σ T_ij (T below-right − T below-left); ties from the margins. ``None`` when x and y take
+    too many distinct value pairs for tables (the caller then loops over scipy).
+    """
+    xv, xc = np.unique(x, return_inverse=True)
+    yv, yc = np.unique(y, return_inverse=True)
+    dx, dy = len(xv), len(yv)
+    if dx * dy > MAX_TABLE_CELLS:
+        return None
+    n_boot, n = idx.shape
+    cells = (xc * dy + yc)[idx] + (np.arange(n_boot) * dx * dy)[:, None]
+    t = np.bincount(cells.ravel(), minlength=n_boot * dx * dy).reshape(n_boot, dx, dy).astype(float)
+    # below_right[i, j] = Σ_{i' > i, j' > j} T;  below_left[i, j] = Σ_{i' > i, j' < j} T
+    ge_ge = t[:, ::-1, ::-1].cumsum(axis=1).cumsum(axis=2)[:, ::-1, ::-1]
+    below_right = np.zeros_like(t)
+    below_right[:, :-1, :-1] = ge_ge[:, 1:, 1:]
+    ge_le = t[:, ::-1, :].cumsum(axis=1)[:, ::-1, :].cumsum(axis=2)
+    below_left = np.zeros_like(t)
+    below_left[:, :-1, 1:] = ge_le[:, 1:, :-1]
+    s = (t * (below_right - below_left)).sum(axis=(1, 2))
+    n0 = n * (n - 1) / 2.0
+    rows, cols = t.sum(axis=2), t.sum(axis=1)
+    n1 = (rows * (rows - 1) / 2.0).sum(axis=1)
+    n2 = (cols * (cols - 1) / 2.0).sum(axis=1)
+    with np.errstate(invalid="ignore", divide="ignore"):
+        return s / np.sqrt((n0 - n1) * (n0 - n2))
+
+
 def bootstrap_ci(
     x,
     y,
@@ -49,22 +122,23 @@ def bootstrap_ci(
     seed: int = 0,
     level: float = 0.95,
 ) -> tuple[float, float]:
-    """Percentile bootstrap CI of ``statistic(x, y)`` (or ``"spearman"``), resampling items with replacement.
+    """Percentile bootstrap CI of ``statistic(x, y)``, resampling items (pairs) with replacement.
 
-    Resamples where the statistic is undefined (e.g. all scores equal) are dropped.
+    ``statistic`` is ``"spearman"``, ``"kendall"`` (τ-b; both computed for all resamples at once) or
+    any function of two arrays. Resamples where the statistic is undefined (all scores equal) are dropped.
     """
     x, y = np.asarray(x, dtype=float), np.asarray(y, dtype=float)
     if len(x) < 3:
         return (math.nan, math.nan)
     rng = np.random.default_rng(seed)
     idx = rng.integers(0, len(x), size=(n_boot, len(x)))
+    values = None
     if statistic == "spearman":
-        # Vectorised: Pearson on the ranks of every resample at once.
-        rx, ry = stats.rankdata(x[idx], axis=1), stats.rankdata(y[idx], axis=1)
-        rx -= rx.mean(axis=1, keepdims=True)
-        ry -= ry.mean(axis=1, keepdims=True)
-        with np.errstate(invalid="ignore", divide="ignore"):
-            values = (rx * ry).sum(axis=1) / np.sqrt((rx**2).sum(axis=1) * (ry**2).sum(axis=1))
+        values = _pearson_rows(_resample_ranks(x, idx), _resample_ranks(y, idx))
+    elif statistic == "kendall":
+        values = _kendall_resamples(x, y, idx)
+        if values is None:
+            values = np.array([_corr("kendall", x[i], y[i]) for i in idx])
     else:
         values = np.array([statistic(x[i], y[i]) for i in idx])
     values = values[np.isfinite(values)]
@@ -206,9 +280,7 @@ def calibrate_judge(
         spearman=_nan_to_none(_corr("spearman", judge_values, human_mean)),
         spearman_ci95=pair(bootstrap_ci(judge_values, human_mean, "spearman", n_boot=n_boot, seed=seed)),
         kendall=_nan_to_none(_corr("kendall", judge_values, human_mean)),
-        kendall_ci95=pair(
-            bootstrap_ci(judge_values, human_mean, lambda a, b: _corr("kendall", a, b), n_boot=n_boot, seed=seed)
-        ),
+        kendall_ci95=pair(bootstrap_ci(judge_values, human_mean, "kendall", n_boot=n_boot, seed=seed)),
         pearson=_nan_to_none(_corr("pearson", judge_values, human_mean)),
         mae=_nan_to_none(float(np.mean(np.abs(errors)))) if n else None,
         bias=_nan_to_none(float(np.mean(errors))) if n else None,
