@@ -8,13 +8,14 @@ checks against stored items and annotations are in ``annotator.selectors.imports
 
 from __future__ import annotations
 
+import json
 import re
 from dataclasses import dataclass, field
 from typing import Any
 
 import pandas as pd
 
-from annotator.imports.batch_file import ID_MAX_LENGTH, _constraints, _conversation, _prompt_id
+from annotator.imports.batch_file import ID_MAX_LENGTH, parse_constraints, parse_conversation, prompt_id_for
 from annotator.imports.errors import RowError
 from annotator.imports.reading import ROW, Table, read_table
 from hcs.rubric import Rubric, parse_score
@@ -185,12 +186,12 @@ def _collect_item(parsed, item_cells, i, row, item_id, row_errors, table) -> Non
         for name, value in given.items():
             if name == "constraints":
                 try:
-                    record[name] = _constraints(value)
+                    record[name] = parse_constraints(value)
                 except ValueError as exc:
                     row_errors.append(table.error(row, name, str(exc)))
             elif name == "conversation":
                 try:
-                    record[name] = _conversation(value)
+                    record[name] = parse_conversation(value)
                 except ValueError as exc:
                     row_errors.append(table.error(row, name, str(exc)))
             elif name in ("system_id", "prompt_id"):
@@ -211,15 +212,13 @@ def _collect_item(parsed, item_cells, i, row, item_id, row_errors, table) -> Non
 
 def new_item_frame(records: list[tuple[str, dict[str, Any]]]) -> pd.DataFrame:
     """Rows for ``annotator.services.bulk.items_insert`` from ``ParsedAnnotations.items`` records."""
-    import json
-
     out = []
     for position, (item_id, record) in enumerate(records):
         prompt = record.get("prompt", "")
         out.append(
             {
                 "item_id": item_id,
-                "prompt_id": record.get("prompt_id") or _prompt_id(prompt),
+                "prompt_id": record.get("prompt_id") or prompt_id_for(prompt),
                 "position": position,
                 "prompt": prompt,
                 "response": record.get("response", ""),

@@ -127,7 +127,7 @@ def parse_batch_table(table: Table) -> ParsedBatch:
              f"is longer than {ID_MAX_LENGTH} characters")
         short[name] = values
     by_prompt: dict[str, str] = {}
-    prompt_ids = [pid or by_prompt.get(p) or by_prompt.setdefault(p, _prompt_id(p))
+    prompt_ids = [pid or by_prompt.get(p) or by_prompt.setdefault(p, prompt_id_for(p))
                   for pid, p in zip(short["prompt_id"], prompts)]
 
     out = {
@@ -138,9 +138,9 @@ def parse_batch_table(table: Table) -> ParsedBatch:
         "response": responses,
         "context": text("context"),
         "expected_output": text("expected_output"),
-        "constraints": _json_column(text("constraints"), rows, table, errors, "constraints", _constraints),
+        "constraints": _json_column(text("constraints"), rows, table, errors, "constraints", parse_constraints),
         "system_id": short["system_id"],
-        "conversation": _json_column(text("conversation"), rows, table, errors, "conversation", _conversation),
+        "conversation": _json_column(text("conversation"), rows, table, errors, "conversation", parse_conversation),
         "metadata": _metadata(frame, text("metadata"), extra, rows, table, errors),
     }
     result = pd.DataFrame({k: (v if isinstance(v, np.ndarray) else np.array(v, dtype=object)) for k, v in out.items()})
@@ -149,7 +149,7 @@ def parse_batch_table(table: Table) -> ParsedBatch:
     return ParsedBatch(table.format, n, table.columns, extra, errors, result)
 
 
-def _prompt_id(prompt: str) -> str:
+def prompt_id_for(prompt: str) -> str:
     """One id per distinct prompt text, the same in every file (so later imports group alike)."""
     return "p-" + hashlib.sha1(prompt.strip().encode("utf-8")).hexdigest()[:12]
 
@@ -179,7 +179,7 @@ def _json_column(values, rows, table, errors, column, parse) -> list[str]:
     return out
 
 
-def _constraints(cell: str) -> list[str]:
+def parse_constraints(cell: str) -> list[str]:
     text = cell.strip()
     if text.startswith("["):
         try:
@@ -194,7 +194,7 @@ def _constraints(cell: str) -> list[str]:
     return [p.strip() for p in parts if p.strip()]
 
 
-def _conversation(cell: str) -> list[dict[str, str]]:
+def parse_conversation(cell: str) -> list[dict[str, str]]:
     try:
         value = json.loads(cell)
     except json.JSONDecodeError as exc:
