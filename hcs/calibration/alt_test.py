@@ -69,12 +69,13 @@ class AltTestResult:
 
 
 def neg_rmse(label: float, others: Sequence[float]) -> float:
-    others = np.asarray(others, dtype=float)
-    return -math.sqrt(float(np.mean((float(label) - others) ** 2)))
+    """Negative root-mean-square difference of ``label`` to ``others`` (plain Python: lists are short)."""
+    label = float(label)
+    return -math.sqrt(sum((label - float(o)) ** 2 for o in others) / len(others))
 
 
 def accuracy(label, others: Sequence) -> float:
-    return float(np.mean([label == other for other in others]))
+    return sum(label == other for other in others) / len(others)
 
 
 def benjamini_yekutieli(p_values: Sequence[float], q: float = DEFAULT_Q) -> list[bool]:

@@ -8,6 +8,7 @@ Inputs are plain mappings so a notebook can feed an exported CSV:
 from __future__ import annotations
 
 import math
+import statistics
 from collections.abc import Callable, Hashable, Mapping
 from dataclasses import dataclass, field
 
@@ -265,8 +266,8 @@ def calibrate_judge(
 ) -> JudgeCalibration:
     """Everything the report shows for one judge × dimension, over the items both people and judge scored."""
     items = [i for i in human if i in judge and judge[i] is not None and len(human[i]) > 0]
-    human_mean = np.array([np.mean(list(human[i].values())) for i in items], dtype=float)
-    human_median = np.array([np.median(list(human[i].values())) for i in items], dtype=float)
+    human_mean = np.array([statistics.fmean(human[i].values()) for i in items], dtype=float)
+    human_median = np.array([statistics.median(human[i].values()) for i in items], dtype=float)
     judge_values = np.array([float(judge[i]) for i in items], dtype=float)
     n = len(items)
     lo, hi = scale
