@@ -168,11 +168,11 @@ def parse_score(
 def _parse_plain(text: str, cause: JudgeOutputError) -> ParsedScore:
     bare = _BARE_NUMBER.match(text)
     if bare:
-        return ParsedScore(float(bare.group(1)), (bare.group(2) or "").strip())
+        return ParsedScore(_number(bare.group(1), "the score"), (bare.group(2) or "").strip())
     labelled = _LABELLED.search(text)
     if labelled:
         rest = (text[: labelled.start()] + text[labelled.end() :]).strip(" \n\t.:-")
-        return ParsedScore(float(labelled.group(1)), rest)
+        return ParsedScore(_number(labelled.group(1), "the score"), rest)
     if str(cause) == "the judge output is empty":
         raise cause
     raise JudgeOutputError("no JSON object and no 'score: N' line in the judge output")

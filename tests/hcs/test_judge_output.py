@@ -176,3 +176,47 @@ def test_scale_spec_errors(spec):
 
 def test_scale_label():
     assert JudgeScale.parse("0-1", higher_is_better=False).label == "0–1, lower is better"
+
+
+# ------------------------------------------------------------------ any text: a score or a clear error
+from hypothesis import given, settings  # noqa: E402
+from hypothesis import strategies as st  # noqa: E402
+
+json_values = st.recursive(
+    st.none() | st.booleans() | st.floats(allow_nan=True) | st.integers() | st.text(max_size=8),
+    lambda inner: st.lists(inner, max_size=3) | st.dictionaries(st.text(max_size=8), inner, max_size=3),
+    max_leaves=8,
+)
+
+
+@settings(max_examples=300, deadline=None)
+@given(st.text(max_size=200), st.sampled_from([None, "overall", "coherence", "User frustration"]))
+def test_any_text_gives_a_score_or_a_judge_output_error(text, dimension):
+    try:
+        parsed = parse_score(text, dimension=dimension)
+    except JudgeOutputError:
+        return
+    assert isinstance(parsed.value, float)
+
+
+@settings(max_examples=300, deadline=None)
+@given(json_values, st.sampled_from(["", "Verdict: ", "```json\n"]))
+def test_any_json_gives_a_score_or_a_judge_output_error(value, prefix):
+    import json
+    import math
+
+    text = prefix + json.dumps(value)
+    try:
+        parsed = parse_score(text, dimension="coherence")
+    except JudgeOutputError:
+        return
+    assert math.isfinite(parsed.value)
+    try:
+        parse_verdict(text)
+    except JudgeOutputError:
+        pass
+
+
+def test_a_number_too_large_for_a_float_is_refused():
+    with pytest.raises(JudgeOutputError, match="not a finite number"):
+        parse_score("9" * 400)
