@@ -85,17 +85,20 @@ def extract_json(text: str) -> Any:
 def _number(value: Any, where: str) -> float:
     if isinstance(value, bool):
         raise JudgeOutputError(f"{where} is {value!r}, not a number")
-    if isinstance(value, (int, float)):
-        number = float(value)
-    elif isinstance(value, str):
-        try:
+    shown = repr(value) if len(repr(value)) <= 40 else repr(value)[:37] + "..."
+    try:
+        if isinstance(value, (int, float)):
+            number = float(value)
+        elif isinstance(value, str):
             number = float(value.strip().split("/")[0])
-        except ValueError:
-            raise JudgeOutputError(f"{where} is {value!r}, not a number") from None
-    else:
-        raise JudgeOutputError(f"{where} is {type(value).__name__}, not a number")
+        else:
+            raise JudgeOutputError(f"{where} is {type(value).__name__}, not a number")
+    except ValueError:
+        raise JudgeOutputError(f"{where} is {shown}, not a number") from None
+    except OverflowError:
+        number = math.inf
     if not math.isfinite(number):
-        raise JudgeOutputError(f"{where} is {value!r}, not a finite number")
+        raise JudgeOutputError(f"{where} is {shown}, not a finite number")
     return number
 
 

@@ -220,3 +220,8 @@ def test_any_json_gives_a_score_or_a_judge_output_error(value, prefix):
 def test_a_number_too_large_for_a_float_is_refused():
     with pytest.raises(JudgeOutputError, match="not a finite number"):
         parse_score("9" * 400)
+
+
+def test_a_huge_json_integer_is_refused_not_crashed():
+    with pytest.raises(JudgeOutputError, match=r"'score' is 9999.*\.\.\., not a finite number"):
+        parse_score('{"score": ' + "9" * 400 + "}")
