@@ -153,3 +153,42 @@ def test_pairwise_errors():
     assert PairwiseVerdict.objects.count() == 0
     with pytest.raises(ImportRefused, match="needs the baseline system"):
         pairwise_verdicts_import(batch=batch, judge_name="pw", data=b"prompt_id,winner\np0,tie\n", filename="v.csv")
+
+
+# ------------------------------------------------------------------ any bytes: rows or errors, never a crash
+from hypothesis import given, settings  # noqa: E402
+from hypothesis import strategies as st  # noqa: E402
+
+from annotator.imports.errors import FileRefused  # noqa: E402
+from annotator.imports.judge_file import parse_judge_file  # noqa: E402
+from annotator.imports.verdict_file import parse_verdict_file  # noqa: E402
+
+cells = st.sampled_from(["b-0", "coherence", "overall", "0.5", "9" * 400, "nan", "-1", '{"score": 1}', "", "x,y", '"'])
+
+
+@settings(max_examples=200, deadline=None)
+@given(st.lists(st.lists(cells, min_size=1, max_size=4), max_size=5), st.sampled_from(["s.csv", "s.jsonl"]))
+def test_any_judge_file_gives_rows_or_errors(rows, filename):
+    header = "item_id,dimension,score,raw_output\n"
+    data = (header + "\n".join(",".join(r) for r in rows)).encode()
+    try:
+        parsed = parse_judge_file(data, filename=filename, item_ids={"b-0"}, dimensions=("coherence",),
+                                  scale=JudgeScale.parse("0-1"))
+    except FileRefused:
+        return
+    for row in parsed.rows:
+        assert 1.0 <= row.value <= 5.0
+
+
+@settings(max_examples=200, deadline=None)
+@given(st.binary(max_size=300))
+def test_any_bytes_give_rows_errors_or_a_refusal(data):
+    for parse in (
+        lambda: parse_judge_file(data, filename="x.csv", item_ids={"b-0"}, dimensions=("coherence",),
+                                 scale=JudgeScale.parse("1-5")),
+        lambda: parse_verdict_file(data, filename="x.jsonl", item_ids={"b-0"}, prompt_pairs={}),
+    ):
+        try:
+            parse()
+        except FileRefused:
+            pass
