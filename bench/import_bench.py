@@ -1,6 +1,6 @@
 """Import benchmark: generate a batch file and import it through the upload's code path.
 
-    .venv/bin/python bench/import_bench.py [--rows 100000] [--databases sqlite,postgresql]
+    .venv/bin/python bench/import_bench.py [--rows 100000] [--databases sqlite,postgresql] [--format csv|jsonl]
 
 Each database runs in a fresh child process on a fresh database (SQLite file under /tmp;
 PostgreSQL database ``imports_bench``, dropped and re-created). The child reads the file and
@@ -33,12 +33,17 @@ CONSTRAINTS = ("avoid tolls", "arrive before 8AM", "wheelchair accessible", "avo
                "one charging stop", "no busy arterials", "step-free access", "truck route")
 
 
+COLUMNS = ["item_id", "prompt", "response", "system_id", "context", "constraints", "conversation"]
+
+
 def generate(path: Path, rows: int, seed: int = 7) -> None:
     """A realistic batch file: three systems per prompt, some context, constraints and conversations."""
     rng = random.Random(seed)
+    jsonl = path.suffix == ".jsonl"
     with path.open("w", newline="", encoding="utf-8") as handle:
         writer = csv.writer(handle)
-        writer.writerow(["item_id", "prompt", "response", "system_id", "context", "constraints", "conversation"])
+        if not jsonl:
+            writer.writerow(COLUMNS)
         for i in range(rows):
             prompt_no = i // len(SYSTEMS)
             place = PLACES[prompt_no % len(PLACES)]
@@ -56,8 +61,14 @@ def generate(path: Path, rows: int, seed: int = 7) -> None:
                 if i % 10 == 0
                 else ""
             )
-            writer.writerow([f"item-{i:07d}", prompt, response, SYSTEMS[i % len(SYSTEMS)], context, "; ".join(cons),
-                             conversation])
+            row = [f"item-{i:07d}", prompt, response, SYSTEMS[i % len(SYSTEMS)], context, "; ".join(cons),
+                   conversation]
+            if jsonl:
+                record = dict(zip(COLUMNS, row), constraints=cons)
+                record["conversation"] = json.loads(conversation) if conversation else []
+                handle.write(json.dumps(record, ensure_ascii=False) + "\n")
+            else:
+                writer.writerow(row)
 
 
 def child(file: Path, name: str) -> None:
@@ -112,16 +123,17 @@ def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     parser.add_argument("--rows", type=int, default=100_000)
     parser.add_argument("--databases", default="sqlite,postgresql")
+    parser.add_argument("--format", choices=["csv", "jsonl"], default="csv")
     parser.add_argument("--child", help=argparse.SUPPRESS)
     args = parser.parse_args()
     if args.child:
         sys.path.insert(0, str(ROOT))
         child(Path(args.child), name="bench")
         return
-    file = Path(f"/tmp/imports_bench_{args.rows}.csv")
+    file = Path(f"/tmp/imports_bench_{args.rows}.{args.format}")
     if not file.exists():
         generate(file, args.rows)
-    print(f"file: {file} ({file.stat().st_size / 2**20:.1f} MB, {args.rows} items)")
+    print(f"file: {file} ({args.format}, {file.stat().st_size / 2**20:.1f} MB, {args.rows} items)")
     print(f"{'database':<12} {'rows':>8} {'seconds':>8} {'rows/s':>9} {'peak RSS MB':>12}")
     for database in args.databases.split(","):
         r = run(database.strip(), file)
