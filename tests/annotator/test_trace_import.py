@@ -118,3 +118,28 @@ def test_command(tmp_path, capsys):
     assert Item.objects.get(item_id="7").prompt == "weak: timing"
     with pytest.raises(CommandError, match="key `response`: `output.text`"):
         call_command("import_traces", str(path), "--name", "studio2", "--map", "prompt = id", "--map", "response = output.text")
+
+
+from hypothesis import given, settings  # noqa: E402
+from hypothesis import strategies as st  # noqa: E402
+
+from annotator.imports.errors import FileRefused  # noqa: E402
+from annotator.imports.trace_file import parse_trace_file  # noqa: E402
+
+json_values = st.recursive(
+    st.none() | st.booleans() | st.integers() | st.text(max_size=6),
+    lambda inner: st.lists(inner, max_size=3) | st.dictionaries(st.sampled_from(["id", "input", "output", "messages", "content", "thread_id"]), inner, max_size=3),
+    max_leaves=10,
+)
+
+
+@settings(max_examples=200, deadline=None)
+@given(st.lists(json_values, min_size=1, max_size=4), st.booleans())
+def test_any_traces_give_items_or_errors(traces, threaded):
+    mapping = parse_mapping(HUB_MAPPING + ("thread = thread_id\n" if threaded else ""))
+    data = "\n".join(json.dumps(t) for t in traces).encode()
+    try:
+        parsed = parse_trace_file(data, mapping=mapping)
+    except FileRefused:
+        return
+    assert parsed.errors or len(parsed.rows) >= 1
