@@ -221,3 +221,12 @@ def test_hanna_chatgpt_coherence_is_plausible():
     assert len(result.alt_test.comparisons) == 3
     assert result.alt_test.winning_rate in (0.0, 1 / 3, 2 / 3, 1.0)
     assert sum(sum(row) for row in result.confusion) == 1056
+
+
+def test_no_overlap_with_people_gives_empty_not_an_error():
+    # A judge that scored items nobody has rated yet: n = 0, every statistic undefined.
+    result = calibrate_judge({}, {"a": 3.0}, n_boot=10)
+    assert result.n == 0
+    assert result.spearman is None and result.qwk is None and result.mae is None
+    assert result.alt_test.winning_rate is None and not result.alt_test.passed
+    assert sum(map(sum, result.confusion)) == 0
