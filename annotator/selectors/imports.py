@@ -134,6 +134,7 @@ def _check_against_database(plan: AnnotationImportPlan) -> None:
 # ---------------------------------------------------------------------------- upload preview
 MAX_ERRORS_SHOWN = 1000
 PREVIEW_ROWS = 5
+LONG_TEXT = {"prompt", "response", "context", "expected_output", "comment"}
 
 
 @dataclass
@@ -155,6 +156,11 @@ class UploadPreview:
     @property
     def ok(self) -> bool:
         return not self.errors
+
+    @property
+    def table(self) -> list[list[tuple[str, str, bool]]]:
+        """The first rows as (column, text, is_long_text) cells for the template."""
+        return [[(h, cell, h in LONG_TEXT) for h, cell in zip(self.headers, row)] for row in self.rows]
 
     @property
     def errors_shown(self) -> list[RowError]:

@@ -1,0 +1,77 @@
+"""A real browser: an admin uploads a bad batch file, reads the errors, then uploads a good one and confirms.
+
+Drives Debian's Chromium with Playwright against the live server.
+"""
+
+import os
+import shutil
+from pathlib import Path
+
+import pytest
+
+from annotator.models import Batch
+from tests.factories import PASSWORD, make_user
+
+os.environ["DJANGO_ALLOW_ASYNC_UNSAFE"] = "true"
+
+CHROMIUM = shutil.which("chromium")
+OUTPUT = Path(__file__).resolve().parents[2] / "test-output" / "browser"
+DEMO_ITEMS = Path(__file__).resolve().parents[2] / "fixtures" / "demo" / "items.jsonl"
+
+pytestmark = [
+    pytest.mark.browser,
+    pytest.mark.skipif(CHROMIUM is None, reason="chromium is not installed (apt-get install chromium)"),
+]
+
+
+@pytest.fixture
+def page(live_server, settings, tmp_path):
+    from playwright.sync_api import sync_playwright
+
+    settings.ANNOTATOR_UPLOAD_DIR = tmp_path / "uploads"
+    with sync_playwright() as p:
+        browser = p.chromium.launch(
+            executable_path=CHROMIUM,
+            headless=True,
+            args=["--no-sandbox", "--disable-gpu", "--disable-background-networking", "--disable-component-update"],
+        )
+        page = browser.new_context(viewport={"width": 1360, "height": 1000}).new_page()
+        page.set_default_timeout(10_000)
+        yield page
+        browser.close()
+
+
+@pytest.mark.django_db(transaction=True)
+def test_admin_uploads_a_batch_with_preview_and_confirm(page, live_server, tmp_path):
+    admin = make_user("upload-admin", role="admin")
+    page.goto(f"{live_server.url}/login/")
+    page.fill("#id_username", admin.username)
+    page.fill("#id_password", PASSWORD)
+    page.click("button[type=submit]")
+    page.click("text=Upload a batch or offline annotations")
+
+    bad = tmp_path / "bad.csv"
+    bad.write_text("item_id,prompt,response,system_id\nr1,Avoid tolls to the airport,Route 9,a\nr1,Avoid tolls,,b\n")
+    form = page.locator("#upload-batch form")
+    form.locator("input[name=name]").fill("browser batch")
+    form.locator("input[name=file]").set_input_files(str(bad))
+    form.locator("button[type=submit]").click()
+    errors = page.locator("#upload-errors tr.row-error")
+    assert errors.count() == 2
+    assert errors.nth(0).inner_text().split("\t")[:2] == ["3", "item_id"]
+    assert "nothing will be saved" in page.locator("#upload-errors h2").inner_text()
+    assert page.locator("text=Confirm and save").count() == 0
+    OUTPUT.mkdir(parents=True, exist_ok=True)
+    page.screenshot(path=str(OUTPUT / "upload_errors.png"), full_page=True)
+
+    page.goto(f"{live_server.url}/uploads/")
+    form = page.locator("#upload-batch form")
+    form.locator("input[name=name]").fill("browser batch")
+    form.locator("input[name=file]").set_input_files(str(DEMO_ITEMS))
+    form.locator("button[type=submit]").click()
+    assert "navigator-v2 (12)" in page.locator("table.facts").inner_text()
+    page.screenshot(path=str(OUTPUT / "upload_preview.png"), full_page=True)
+    assert Batch.objects.count() == 0
+    page.click("text=Confirm and save 36 rows")
+    assert "created with 36 items" in page.locator(".messages").inner_text()
+    assert Batch.objects.get(name="browser batch").items.count() == 36
