@@ -7,7 +7,7 @@ from collections import Counter
 from django.contrib.auth import get_user_model
 from django.contrib.auth.hashers import make_password
 from django.contrib.auth.models import Group
-from django.db import transaction
+from django.db import IntegrityError, transaction
 from django.db.models import F, Max
 from django.utils import timezone
 
@@ -51,6 +51,18 @@ def annotations_import(*, plan: AnnotationImportPlan, created_by=None) -> int:
         errors.append(RowError(None, None, "The file has no annotations."))
     if errors:
         raise ImportRefused(errors)
+    try:
+        with transaction.atomic():
+            return _write(plan=plan, created_by=created_by)
+    except IntegrityError:
+        # Someone rated one of these items in the browser between the checks and the insert.
+        raise ImportRefused(
+            ["The batch changed while the file was being saved (an annotation for one of these item and "
+             "annotator pairs was just submitted); nothing was saved. Upload the file again to see which."]
+        ) from None
+
+
+def _write(*, plan: AnnotationImportPlan, created_by) -> int:
     now = timezone.now()
     batch = plan.batch or batch_create(name=plan.batch_name, k=plan.k, rubric=plan.rubric, created_by=created_by)
     users = _users(plan.parsed.annotators)

@@ -268,3 +268,19 @@ def test_json_fields_round_trip_for_new_items_from_annotation_files():
     item = Item.objects.get(item_id="x")
     assert item.constraints == ["avoid tolls"] and item.conversation == [{"role": "user", "content": "hi"}]
     assert json.dumps(item.metadata) == "{}"
+
+
+def test_an_annotation_submitted_between_check_and_save_refuses_the_file():
+    from annotator.selectors.imports import annotation_import_plan
+    from annotator.services.annotation_imports import annotations_import
+
+    batch = make_batch("study", n_items=2)
+    alice = make_user("alice")
+    text = ANN_HEADER + "study-0,,,,alice,5,5,5,5,5,,,\nstudy-1,,,,alice,5,5,5,5,5,,,\n"
+    plan = annotation_import_plan(data=text.encode(), filename="a.csv", batch_name="study")
+    assert plan.ok
+    make_annotation(batch.items.get(item_id="study-1"), alice, {"coherence": 3})  # the web, meanwhile
+    before = counts()
+    with pytest.raises(ImportRefused, match="The batch changed while the file was being saved"):
+        annotations_import(plan=plan)
+    assert counts() == before
