@@ -24,6 +24,7 @@ from annotator.services.batches import batch_import_file
 from hcs.rubric import Rubric
 
 SESSION_KEY = "pending_uploads"
+MAX_PENDING = 5
 TEMPLATE_CSV = settings.BASE_DIR / "templates" / "annotation_template.csv"
 
 
@@ -83,10 +84,7 @@ def preview(request):
     except FileRefused as exc:
         form.add_error("file", str(exc))
         return _page(request, form, status=400)
-    token = _store().save(data) if result.ok else ""
-    if token:
-        request.session.setdefault(SESSION_KEY, {})[token] = pending
-        request.session.modified = True
+    token = _remember(request, data, pending) if result.ok else ""
     return render(request, "annotator/upload_preview.html", {"preview": result, "token": token})
 
 
@@ -123,6 +121,17 @@ def cancel(request):
 def annotation_template(request):
     return FileResponse(TEMPLATE_CSV.open("rb"), as_attachment=True, filename="annotation_template.csv",
                         content_type="text/csv; charset=utf-8")
+
+
+def _remember(request, data: bytes, pending: dict) -> str:
+    """Keep the file for the confirm step; an admin has at most MAX_PENDING files waiting."""
+    waiting = request.session.setdefault(SESSION_KEY, {})
+    for old in list(waiting)[: max(0, len(waiting) - MAX_PENDING + 1)]:
+        _forget(request, old)
+    token = _store().save(data)
+    waiting[token] = pending
+    request.session.modified = True
+    return token
 
 
 def _forget(request, token: str) -> None:

@@ -214,3 +214,15 @@ def test_annotation_upload_with_a_broken_cap_shows_the_row(admin_client):
     errors = [str(e) for e in response.context["preview"].errors]
     assert len(errors) == 1 and errors[0].startswith("row 2, column `instruction_following`:")
     assert response.context["token"] == ""
+
+
+def test_an_admin_has_at_most_a_few_files_waiting(admin_client, upload_dir):
+    from annotator.views.uploads import MAX_PENDING
+
+    tokens = [_post_preview(admin_client, GOOD, name=f"b{i}").context["token"] for i in range(MAX_PENDING + 2)]
+    assert sorted(p.stem for p in upload_dir.glob("*.upload")) == sorted(tokens[-MAX_PENDING:])
+    assert list(admin_client.session["pending_uploads"]) == tokens[-MAX_PENDING:]
+    response = admin_client.post(reverse("upload_confirm"), {"token": tokens[0]}, follow=True)
+    assert "no longer waiting" in response.content.decode()
+    admin_client.post(reverse("upload_confirm"), {"token": tokens[-1]})
+    assert Batch.objects.get().name == f"b{MAX_PENDING + 1}"
