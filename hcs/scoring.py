@@ -97,8 +97,12 @@ def rank_systems(
         mean = float(values.mean()) if n else None
         ci = None
         if n >= 2 and n_resamples > 0:
-            mult = rng.multinomial(n, np.full(n, 1 / n), size=n_resamples)
-            ci = percentile_interval(mult @ values / n)
+            # Items with the same mean are interchangeable: draw multiplicities of distinct values.
+            # Means of scores on a fixed grid take few distinct values; rounding away float noise
+            # keeps them few (the CI is unchanged at this precision).
+            distinct, frequency = np.unique(np.round(values, 9), return_counts=True)
+            mult = rng.multinomial(n, frequency / n, size=n_resamples)
+            ci = percentile_interval(mult @ distinct / n)
         out.append(SystemScore(system=name, rank=0, mean=mean, ci95=ci, n_items=n))
     ordered = sorted(out, key=lambda s: (s.mean is None, -(s.mean or 0.0), s.system))
     return [
@@ -131,12 +135,21 @@ def _others_mean(item_index: IntArray, values: FloatArray, n_items: int) -> Floa
     return others
 
 
-def _spearman(x: FloatArray, y: FloatArray) -> float | None:
-    from scipy.stats import spearmanr
+def _average_ranks(x: FloatArray) -> FloatArray:
+    """Ranks 1..n with ties given their average rank (as ``scipy.stats.rankdata``)."""
+    distinct, inverse, counts = np.unique(x, return_inverse=True, return_counts=True)
+    upper = np.cumsum(counts)
+    return ((upper - counts + 1 + upper) / 2.0)[inverse.ravel()]
 
+
+def _spearman(x: FloatArray, y: FloatArray) -> float | None:
+    """Spearman's ρ (Pearson on average ranks, as ``scipy.stats.spearmanr``); None if undefined."""
     if len(x) < 3 or np.ptp(x) == 0 or np.ptp(y) == 0:
         return None
-    return _opt(spearmanr(x, y).statistic)
+    rx, ry = _average_ranks(x), _average_ranks(y)
+    rx -= rx.mean()
+    ry -= ry.mean()
+    return _opt(float((rx @ ry) / np.sqrt((rx @ rx) * (ry @ ry))))
 
 
 def _robust_z(values: list[float | None]) -> list[float | None]:

@@ -10,6 +10,7 @@ Views, exports and the ``export_report`` command all call :func:`batch_report`.
 from __future__ import annotations
 
 from collections.abc import Callable, Iterator
+from itertools import chain
 from dataclasses import dataclass, field, replace
 from typing import Any
 
@@ -66,13 +67,14 @@ def _dimension_case(column: str, keys: tuple[str, ...]) -> tuple[str, list[str]]
 
 
 def _fetch(sql: str, params: list[Any], width: int) -> np.ndarray:
-    """Run ``sql`` and return its integer rows as an (n, width) array, read in chunks."""
+    """Run ``sql`` and return its integer rows (no NULLs) as an (n, width) array, read in chunks."""
     chunks = []
     with connection.cursor() as cursor:
         cursor.execute(sql, params)
         while rows := cursor.fetchmany(FETCH):
-            chunks.append(np.array(rows, dtype=np.float64).reshape(-1, width))
-    return np.concatenate(chunks) if chunks else np.zeros((0, width))
+            flat = np.fromiter(chain.from_iterable(rows), dtype=np.int64, count=len(rows) * width)
+            chunks.append(flat.reshape(-1, width))
+    return np.concatenate(chunks) if chunks else np.zeros((0, width), dtype=np.int64)
 
 
 def _count_matrix(rows: np.ndarray, row_of_item: dict[int, int] | np.ndarray, shape: tuple[int, int, int],
@@ -90,7 +92,11 @@ def report_arrays(*, batch: Batch) -> ReportArrays:
     rubric = batch.rubric_obj
     dims = rubric.dimension_keys
     t = _tables()
-    items = list(Item.objects.filter(batch=batch).order_by("position", "id").values_list("id", "item_id", "system_id"))
+    with connection.cursor() as cursor:
+        cursor.execute(
+            f"SELECT id, item_id, system_id FROM {t['item']} WHERE batch_id = %s ORDER BY position, id", [batch.pk]
+        )
+        items = cursor.fetchall()
     item_pk = np.array([i[0] for i in items], dtype=np.int64)
     systems = sorted({i[2] for i in items})
     system_index = {s: n for n, s in enumerate(systems)}
@@ -126,16 +132,30 @@ def report_arrays(*, batch: Batch) -> ReportArrays:
         fleiss = counts.copy()
     fleiss[fleiss.sum(axis=2) != batch.k] = 0
 
-    # 2. One row per annotation with its scores per dimension.
-    pivots = ", ".join(f"MAX(CASE WHEN s.dimension = %s THEN s.value END)" for _ in dims)
+    # 2. One row per annotation with its scores per dimension, packed into integers in base
+    # (scale max + 1), 0 = not rated; as many dimensions per column as fit in 31 bits.
+    base = rubric.scale_max + 1
+    per_column = max(1, int(31 / np.log2(base)))
+    groups = [dims[g:g + per_column] for g in range(0, len(dims), per_column)]
+    sums = ", ".join(
+        "COALESCE(SUM(s.value * CASE s.dimension "
+        + " ".join(f"WHEN %s THEN {base ** j}" for j in range(len(g)))
+        + " ELSE 0 END), 0)"
+        for g in groups
+    )
     annotations_sql = (
-        f"SELECT a.item_id, a.annotator_id, {pivots} FROM {t['annotation']} a "
-        f"JOIN {t['item']} i ON i.id = a.item_id LEFT JOIN {t['score']} s ON s.annotation_id = a.id "
+        f"SELECT a.item_id, a.annotator_id, {sums} "
+        f"FROM {t['annotation']} a JOIN {t['item']} i ON i.id = a.item_id "
+        f"LEFT JOIN {t['score']} s ON s.annotation_id = a.id "
         f"WHERE i.batch_id = %s GROUP BY a.id, a.item_id, a.annotator_id"
     )
-    rows = _fetch(annotations_sql, [*dims, batch.pk], 2 + len(dims))
-    annotation_item = lookup[1][np.searchsorted(lookup[0], rows[:, 0].astype(np.int64))]
-    user_pks, annotation_annotator = np.unique(rows[:, 1].astype(np.int64), return_inverse=True)
+    rows = _fetch(annotations_sql, [*(d for g in groups for d in g), batch.pk], 2 + len(groups))
+    digits = np.concatenate(
+        [(rows[:, 2 + n, None] // (base ** np.arange(len(g)))[None, :]) % base for n, g in enumerate(groups)], axis=1
+    ) if len(rows) else np.zeros((0, len(dims)), dtype=np.int64)
+    scores = np.where(digits > 0, digits, np.nan)
+    annotation_item = lookup[1][np.searchsorted(lookup[0], rows[:, 0])]
+    user_pks, annotation_annotator = np.unique(rows[:, 1], return_inverse=True)
     names = dict(
         get_user_model().objects.filter(pk__in=user_pks.tolist()).values_list("pk", get_user_model().USERNAME_FIELD)
     )
@@ -148,7 +168,7 @@ def report_arrays(*, batch: Batch) -> ReportArrays:
         fleiss_counts=fleiss,
         annotation_item=annotation_item.astype(np.int64),
         annotation_annotator=annotation_annotator.ravel().astype(np.int64),
-        annotation_scores=rows[:, 2:],
+        annotation_scores=scores,
         annotator_names=[names.get(int(pk), f"user {pk}") for pk in user_pks],
     )
 

@@ -31,13 +31,30 @@ class Resamples:
     @classmethod
     def draw(cls, counts: npt.ArrayLike, *, n_resamples: int, seed: int) -> Resamples:
         table = np.asarray(counts, dtype=np.int64)
-        patterns, frequency = np.unique(table, axis=0, return_counts=True)
+        patterns, frequency = unique_rows(table)
         rng = np.random.default_rng(seed)
         n = int(frequency.sum())
         if n == 0 or n_resamples <= 0:
             return cls(patterns, np.zeros((0, len(patterns))))
         multiplicity = rng.multinomial(n, frequency / n, size=n_resamples).astype(float)
         return cls(patterns, multiplicity)
+
+
+def unique_rows(table: npt.NDArray[np.int64]) -> tuple[npt.NDArray[np.int64], npt.NDArray[np.int64]]:
+    """Distinct rows of a non-negative integer matrix and how often each occurs.
+
+    Same result as ``np.unique(table, axis=0, return_counts=True)``, but each row is first
+    packed into one integer, which sorts an order of magnitude faster.
+    """
+    if table.size == 0:
+        return np.unique(table, axis=0, return_counts=True)
+    base = int(table.max()) + 1
+    q = table.shape[1]
+    if table.min() < 0 or q * np.log2(base) >= 62:
+        return np.unique(table, axis=0, return_counts=True)
+    place = base ** np.arange(q - 1, -1, -1, dtype=np.int64)
+    keys, first, frequency = np.unique(table @ place, return_index=True, return_counts=True)
+    return table[first], frequency
 
 
 def percentile_interval(values: npt.ArrayLike, level: float = 0.95) -> tuple[float, float] | None:

@@ -148,3 +148,29 @@ def test_annotation_rows_in_submission_order_with_overall():
     assert [r["annotator"] for r in rows] == ["early", "late"]
     assert rows[0]["overall_hcs"] is None and rows[0]["flags"] == ["unsafe_suggestion"]
     assert rows[1]["overall_hcs"] == 3.7 and rows[1]["prompt"] == item.prompt
+
+
+@pytest.mark.django_db
+def test_scores_survive_packing_with_many_dimensions():
+    # 12 dimensions on 1–5: base 6 packs 11 per column, so two packed columns per annotation.
+    from annotator.models import Batch
+    from hcs.rubric import Rubric
+
+    data = Rubric.default().to_dict()
+    levels = {str(v): f"level {v}" for v in range(1, 6)}
+    data["dimensions"] = [{"key": f"d{n}", "label": f"D{n}", "weight": 1 / 12, "levels": levels} for n in range(12)]
+    data["rules"], data["flags"], data["exclusive_flags"], data["examples"] = [], [], [], []
+    batch = Batch.objects.create(name="long-scale", rubric=data, k=3)
+    Item.objects.create(batch=batch, item_id="x", prompt="p", response="r")
+    item = Item.objects.get(batch=batch)
+    expected = []
+    for j in range(3):
+        scores = {f"d{n}": 1 + (n * 3 + j * 7) % 5 for n in range(12)}
+        if j == 2:
+            scores["d5"] = None  # not rated
+        make_annotation(item, make_user(f"long{j}"), scores)
+        expected.append([np.nan if scores[f"d{n}"] is None else scores[f"d{n}"] for n in range(12)])
+    arrays = report_arrays(batch=batch)
+    got = arrays.annotation_scores[np.argsort(arrays.annotation_annotator)]
+    np.testing.assert_array_equal(got, np.array(expected, dtype=float))
+    assert arrays.counts.shape == (12, 1, 5)

@@ -285,3 +285,13 @@ def test_landis_koch_bands():
         "poor", "slight", "fair", "fair", "moderate", "substantial", "substantial", "almost perfect",
         "almost perfect",
     ]
+
+
+def test_unique_rows_equals_numpy_unique():
+    from hcs.agreement.bootstrap import unique_rows
+
+    rng = np.random.default_rng(2)
+    table = rng.integers(0, 4, size=(500, 5))
+    patterns, freq = unique_rows(table)
+    expected_patterns, expected_freq = np.unique(table, axis=0, return_counts=True)
+    assert (patterns == expected_patterns).all() and (freq == expected_freq).all()

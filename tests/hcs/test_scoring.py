@@ -90,3 +90,12 @@ def test_widest_spread_orders_by_range_then_sd():
     rows = widest_spread(counts, np.array([10, 11, 12, 13]), [1, 2, 3, 4, 5], "coherence", limit=3)
     assert [(d.item, d.spread) for d in rows] == [(10, 4), (12, 4), (13, 2)]  # 1,5,5 has a larger SD than 1,3,5
     assert rows[1].distribution == (1, 0, 1, 0, 1)
+
+
+def test_spearman_equals_scipy_with_ties():
+    from hcs.scoring import _spearman
+
+    rng = np.random.default_rng(3)
+    x = rng.integers(1, 6, size=300).astype(float)
+    y = np.clip(x + rng.normal(0, 1.2, size=300), 1, 5).round(1)
+    assert _spearman(x, y) == pytest.approx(spearmanr(x, y).statistic, abs=1e-12)

@@ -1,0 +1,281 @@
+"""Report benchmark: 40,000 items × 5 annotators × 5 dimensions (1,000,000 scores).
+
+    .venv/bin/python bench/report_bench.py [--items 40000] [--databases sqlite,postgresql] [--repeat 3]
+
+Each database is loaded once in a child process (PostgreSQL: database ``reports_bench``, dropped
+and re-created, rows sent with COPY; SQLite: a file under /tmp, executemany in one transaction).
+Then, each in a fresh child process so peak RSS is its own:
+
+- floor: the bare grouped SQL query (counts per item × dimension × score), the count matrices,
+  and the library calls on them (statsmodels Fleiss' κ, krippendorff α ordinal and interval,
+  irrCAC AC2) — what any report must at least do;
+- report: ``batch_report`` exactly as the page and ``export_report`` run it, bootstrap on
+  (1,000 resamples), and the same with bootstrap off.
+
+Printed: median seconds over --repeat runs, peak RSS, and report / floor. Targets: report ≤ 2 ×
+floor and ≤ 5 s with bootstrap on; peak RSS ≤ 500 MB. Not part of the test suite.
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import os
+import resource
+import statistics
+import subprocess
+import sys
+import time
+from pathlib import Path
+
+ROOT = Path(__file__).resolve().parent.parent
+PG_ADMIN_URL = "postgres://postgres@127.0.0.1:5432/postgres"
+PG_URL = "postgres://postgres@127.0.0.1:5432/reports_bench"
+SQLITE_PATH = Path("/tmp/reports_bench.sqlite3")
+BATCH = "report-bench"
+N_ANNOTATORS = 5
+SYSTEMS = ("navigator-v2", "navigator-v1", "baseline-chat", "baseline-rules")
+
+
+def _setup_django(url: str) -> None:
+    os.environ["DATABASE_URL"] = url
+    os.environ.setdefault("DEBUG", "1")
+    os.environ.setdefault("DJANGO_SETTINGS_MODULE", "annotator.settings")
+    sys.path.insert(0, str(ROOT))
+    import django
+
+    django.setup()
+
+
+def _peak_mb() -> float:
+    return resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 1024
+
+
+# ------------------------------------------------------------------ loading
+def _rows_for(model, fixed: dict, varying: list[str]):
+    """Column names in table order, and a function turning the varying values into a full row."""
+    from django.db import connection
+
+    fields = list(model._meta.concrete_fields)
+    consts = {}
+    for f in fields:
+        if f.attname in varying:
+            continue
+        value = fixed[f.attname] if f.attname in fixed else f.get_default()
+        if f.get_internal_type() == "JSONField":
+            consts[f.attname] = json.dumps(value)
+        elif hasattr(value, "isoformat") and connection.vendor == "sqlite":
+            consts[f.attname] = connection.ops.adapt_datetimefield_value(value)
+        else:
+            consts[f.attname] = value
+    columns = [f.column for f in fields]
+    order = [(f.attname in varying, varying.index(f.attname) if f.attname in varying else f.attname) for f in fields]
+
+    def make(values):
+        return tuple(values[i] if is_var else consts[i] for is_var, i in order)
+
+    return columns, make
+
+
+def _insert(model, columns, rows) -> None:
+    from django.db import connection
+
+    table = model._meta.db_table
+    if connection.vendor == "postgresql":
+        with connection.cursor() as cursor:
+            raw = cursor.cursor
+            with raw.copy(f'COPY "{table}" ({", ".join(columns)}) FROM STDIN') as copy:
+                for row in rows:
+                    copy.write_row(row)
+            cursor.execute(
+                f"SELECT setval(pg_get_serial_sequence('\"{table}\"', 'id'), (SELECT MAX(id) FROM \"{table}\"))"
+            )
+    else:
+        marks = ", ".join(["%s"] * len(columns))
+        with connection.cursor() as cursor:
+            cursor.executemany(f'INSERT INTO "{table}" ({", ".join(columns)}) VALUES ({marks})', rows)
+
+
+def load(url: str, n_items: int, seed: int = 11) -> None:
+    _setup_django(url)
+    import numpy as np
+    from django.contrib.auth import get_user_model
+    from django.core.management import call_command
+    from django.db import connection, transaction
+    from django.utils import timezone
+
+    from annotator.models import Annotation, Batch, Item, Score
+    from hcs.rubric import Rubric
+
+    t0 = time.perf_counter()
+    call_command("migrate", verbosity=0)
+    rubric = Rubric.default()
+    dims = rubric.dimension_keys
+    rng = np.random.default_rng(seed)
+    now = timezone.now()
+    with transaction.atomic():
+        batch = Batch.objects.create(name=BATCH, rubric=rubric.to_dict(), k=N_ANNOTATORS)
+        User = get_user_model()
+        users = [User.objects.create_user(username=f"bench-annotator-{j}") for j in range(N_ANNOTATORS)]
+        cols, make = _rows_for(Item, {"batch_id": batch.pk, "n_annotations": N_ANNOTATORS},
+                               ["id", "item_id", "position", "prompt", "response", "system_id", "prompt_id"])
+        _insert(Item, cols, (
+            make((i + 1, f"item-{i:06d}", i, f"Plan a route to stop {i // len(SYSTEMS)} avoiding tolls.",
+                  f"Response {i}: take Route {i % 97} and allow extra time.", SYSTEMS[i % len(SYSTEMS)],
+                  f"p{i // len(SYSTEMS)}"))
+            for i in range(n_items)
+        ))
+        cols, make = _rows_for(Annotation, {"submitted_at": now, "updated_at": now, "source": "import"}, ["id", "item_id", "annotator_id"])
+        _insert(Annotation, cols, (
+            make((i * N_ANNOTATORS + j + 1, i + 1, users[j].pk)) for i in range(n_items) for j in range(N_ANNOTATORS)
+        ))
+        # Scores pile up on 4–5 with item-level quality and some annotator noise.
+        quality = rng.choice([2, 3, 4, 4, 5, 5], size=(n_items, len(dims)))
+        noise = rng.choice([-1, 0, 0, 0, 1], size=(n_items, N_ANNOTATORS, len(dims)))
+        values = np.clip(quality[:, None, :] + noise, 1, 5)
+        cols, make = _rows_for(Score, {}, ["id", "annotation_id", "item_id", "dimension", "value"])
+
+        def scores():
+            sid = 0
+            for i in range(n_items):
+                for j in range(N_ANNOTATORS):
+                    aid = i * N_ANNOTATORS + j + 1
+                    for d, key in enumerate(dims):
+                        sid += 1
+                        yield make((sid, aid, i + 1, key, int(values[i, j, d])))
+
+        _insert(Score, cols, scores())
+    with connection.cursor() as cursor:
+        cursor.execute("ANALYZE")
+    print(f"  loaded {n_items:,} items, {n_items * N_ANNOTATORS * len(dims):,} scores "
+          f"in {time.perf_counter() - t0:.1f} s", file=sys.stderr)
+
+
+# ------------------------------------------------------------------ measuring
+def floor(url: str) -> dict:
+    _setup_django(url)
+    import numpy as np
+    from annotator.models import Batch
+    from annotator.selectors.reports import _dimension_case, _fetch, _tables
+    from hcs.agreement import fleiss_kappa, gwet_ac2, krippendorff_alpha
+
+    batch = Batch.objects.get(name=BATCH)
+    rubric = batch.rubric_obj
+    cats = list(rubric.levels)
+    t = _tables()
+    case, params = _dimension_case("s.dimension", rubric.dimension_keys)
+    sql = (f"SELECT s.item_id, {case} AS d, s.value, COUNT(*) FROM {t['score']} s "
+           f"JOIN {t['item']} i ON i.id = s.item_id WHERE i.batch_id = %s GROUP BY s.item_id, s.dimension, s.value")
+    fleiss_kappa(np.array([[1, 1], [2, 0]]))  # import the libraries outside the timing
+    krippendorff_alpha(np.array([[1, 1], [2, 0]]), [1, 2], "ordinal")
+    gwet_ac2(np.array([[1, 1], [2, 0], [0, 2]]), [1, 2])
+    start = time.perf_counter()
+    rows = _fetch(sql, [*params, batch.pk], 4)
+    query_s = time.perf_counter() - start
+    items, item_row = np.unique(rows[:, 0], return_inverse=True)
+    counts = np.zeros((len(rubric.dimension_keys), len(items), len(cats)), dtype=np.int64)
+    counts[rows[:, 1], item_row.ravel(), rows[:, 2] - rubric.scale_min] = rows[:, 3]
+    for j in range(len(counts)):
+        fleiss_kappa(counts[j])
+        krippendorff_alpha(counts[j], cats, "ordinal")
+        krippendorff_alpha(counts[j], cats, "interval")
+        gwet_ac2(counts[j], cats)
+    return {"seconds": time.perf_counter() - start, "query_s": query_s, "peak_mb": _peak_mb()}
+
+
+def report(url: str, resamples: int) -> dict:
+    _setup_django(url)
+    import numpy as np
+
+    from annotator.models import Batch
+    from annotator.selectors.reports import batch_report
+    from hcs.agreement import fleiss_kappa, gwet_ac2, krippendorff_alpha
+
+    fleiss_kappa(np.array([[1, 1], [2, 0]]))  # same warm-up as the floor
+    krippendorff_alpha(np.array([[1, 1], [2, 0]]), [1, 2], "ordinal")
+    gwet_ac2(np.array([[1, 1], [2, 0], [0, 2]]), [1, 2])
+    batch = Batch.objects.get(name=BATCH)
+    start = time.perf_counter()
+    result = batch_report(batch=batch, n_resamples=resamples)
+    seconds = time.perf_counter() - start
+    assert result.n_annotations == result.n_items * N_ANNOTATORS
+    return {"seconds": seconds, "peak_mb": _peak_mb(), "kappa": result.dimensions[0].agreement.fleiss_kappa}
+
+
+def _child(mode: str, url: str, *extra: str) -> dict:
+    out = subprocess.run(
+        [sys.executable, __file__, "--child", mode, "--url", url, *extra],
+        capture_output=True, text=True, cwd=ROOT,
+    )
+    if out.returncode != 0:
+        raise SystemExit(f"{mode} on {url} failed:\n{out.stderr}")
+    if out.stderr.strip():
+        print(out.stderr.strip(), file=sys.stderr)
+    return json.loads(out.stdout.strip().splitlines()[-1])
+
+
+def _prepare_postgres() -> str:
+    import psycopg
+
+    with psycopg.connect(PG_ADMIN_URL.replace("postgres://", "postgresql://"), autocommit=True) as conn:
+        conn.execute("DROP DATABASE IF EXISTS reports_bench")
+        conn.execute("CREATE DATABASE reports_bench")
+    return PG_URL
+
+
+def _prepare_sqlite() -> str:
+    for suffix in ("", "-wal", "-shm"):
+        Path(str(SQLITE_PATH) + suffix).unlink(missing_ok=True)
+    return f"sqlite:///{SQLITE_PATH}"
+
+
+def main() -> None:
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser.add_argument("--items", type=int, default=40_000)
+    parser.add_argument("--databases", default="postgresql,sqlite")
+    parser.add_argument("--repeat", type=int, default=3)
+    parser.add_argument("--child")
+    parser.add_argument("--url")
+    parser.add_argument("--resamples", type=int, default=1000)
+    parser.add_argument("--reuse", action="store_true", help="keep the databases loaded by an earlier run")
+    args = parser.parse_args()
+
+    if args.child:
+        result = {"load": lambda: load(args.url, args.items) or {},
+                  "floor": lambda: floor(args.url),
+                  "report": lambda: report(args.url, args.resamples)}[args.child]()
+        print(json.dumps(result))
+        return
+
+    rows = []
+    for name in args.databases.split(","):
+        if args.reuse:
+            url = {"postgresql": PG_URL, "sqlite": f"sqlite:///{SQLITE_PATH}"}[name]
+        else:
+            url = {"postgresql": _prepare_postgres, "sqlite": _prepare_sqlite}[name]()
+            print(f"{name}: loading…", file=sys.stderr)
+            _child("load", url, "--items", str(args.items))
+        runs = {
+            "floor (grouped query + libraries)": [_child("floor", url) for _ in range(args.repeat)],
+            "report, bootstrap 1,000": [_child("report", url) for _ in range(args.repeat)],
+            "report, bootstrap off": [_child("report", url, "--resamples", "0") for _ in range(args.repeat)],
+        }
+        floor_s = statistics.median(r["seconds"] for r in runs["floor (grouped query + libraries)"])
+        for label, results in runs.items():
+            seconds = statistics.median(r["seconds"] for r in results)
+            peak = max(r["peak_mb"] for r in results)
+            rows.append((name, label, seconds, peak, seconds / floor_s))
+        query = statistics.median(r["query_s"] for r in runs["floor (grouped query + libraries)"])
+        rows.append((name, "  of which the grouped query", query, float("nan"), query / floor_s))
+
+    scores = args.items * N_ANNOTATORS * 5
+    print(f"\n{args.items:,} items × {N_ANNOTATORS} annotators × 5 dimensions = {scores:,} scores; "
+          f"median of {args.repeat} runs, each in a fresh process")
+    print(f"{'database':<11} {'what':<36} {'seconds':>8} {'peak RSS MB':>12} {'× floor':>8}")
+    for name, label, seconds, peak, ratio in rows:
+        peak_text = "" if peak != peak else f"{peak:.0f}"
+        print(f"{name:<11} {label:<36} {seconds:>8.2f} {peak_text:>12} {ratio:>8.2f}")
+
+
+if __name__ == "__main__":
+    main()
