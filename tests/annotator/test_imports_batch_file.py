@@ -208,3 +208,14 @@ def test_jsonl_nul_escape_is_refused():
 def test_format_is_detected_from_content_when_the_name_says_nothing():
     assert parse('{"item_id": "1", "prompt": "p", "response": "r"}\n', filename="upload").format == "jsonl"
     assert parse("item_id,prompt,response\n1,p,r\n", filename="upload").format == "csv"
+
+
+def test_bom_is_tolerated_in_jsonl_too():
+    data = '\ufeff{"item_id": "1", "prompt": "p", "response": "r"}\n'.encode("utf-8")
+    parsed = parse_batch_file(data, filename="x.jsonl")
+    assert parsed.ok and list(parsed.rows["item_id"]) == ["1"]
+
+
+def test_utf16_from_a_spreadsheet_is_refused_as_not_utf8():
+    with pytest.raises(FileRefused, match="not UTF-8 text: byte 0xff on line 1"):
+        parse_batch_file("item_id,prompt,response\n1,p,r\n".encode("utf-16"), filename="x.csv")
