@@ -226,7 +226,9 @@ def read_jsonl(text: str) -> Table:
     errors: list[RowError] = []
     records: list[dict[str, str]] = []
     rows: list[int] = []
-    columns: dict[str, None] = {}
+    names: dict[str, str] = {}  # key as written -> column name
+    columns: dict[str, None] = {}  # column names in order of first appearance
+    lists: dict[tuple[str, ...], str] = {}
     for number, line in enumerate(_lines(text), start=1):
         line = line.strip()
         if not line:
@@ -240,19 +242,31 @@ def read_jsonl(text: str) -> Table:
             errors.append(RowError(number, None, "must be a JSON object like {\"item_id\": ...}", "line"))
             continue
         record = {}
-        if any(str(key).strip().lower() == ROW for key in value):
+        for key, cell in value.items():
+            name = names.get(key)
+            if name is None:
+                name = names[key] = key.strip().lower()
+                columns.setdefault(name, None)
+            if type(cell) is str:
+                record[name] = cell
+            elif type(cell) is list and all(type(x) is str for x in cell):
+                key = tuple(cell)  # lists of constraints repeat across the systems of a prompt
+                text_list = lists.get(key)
+                record[name] = text_list if text_list is not None else lists.setdefault(key, _cell(cell))
+            else:
+                record[name] = _cell(cell)
+        if len(record) < len(value):
+            errors.append(RowError(number, None, "has the same key twice (keys ignore case)", "line"))
+            continue
+        if ROW in record:
             errors.append(RowError(number, ROW, "is a reserved name; rename the key", "line"))
             continue
-        for key, cell in value.items():
-            name = str(key).strip().lower()
-            columns.setdefault(name, None)
-            record[name] = _cell(cell)
         records.append(record)
         rows.append(number)
-    names = list(columns)
-    frame = pd.DataFrame.from_records(records, columns=names) if records else pd.DataFrame(columns=names)
+    header = list(columns)
+    frame = pd.DataFrame.from_records(records, columns=header) if records else pd.DataFrame(columns=header)
     frame = frame.fillna("").astype(object)
     frame[ROW] = pd.Series(rows, dtype="int64")
     if not records and not errors:
         raise FileRefused("The file has no JSON lines.")
-    return Table(JSONL, frame, names, errors)
+    return Table(JSONL, frame, header, errors)

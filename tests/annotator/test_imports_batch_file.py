@@ -219,3 +219,8 @@ def test_bom_is_tolerated_in_jsonl_too():
 def test_utf16_from_a_spreadsheet_is_refused_as_not_utf8():
     with pytest.raises(FileRefused, match="not UTF-8 text: byte 0xff on line 1"):
         parse_batch_file("item_id,prompt,response\n1,p,r\n".encode("utf-16"), filename="x.csv")
+
+
+def test_jsonl_key_given_twice_is_named():
+    errors = messages(parse('{"item_id": "1", "Prompt": "a", "prompt": "b", "response": "r"}\n', filename="x.jsonl"))
+    assert errors == ["line 1: has the same key twice (keys ignore case)"]
