@@ -84,6 +84,8 @@ class Item(models.Model):
             models.Index(fields=["batch", "system_id"], name="item_batch_system"),
             models.Index(fields=["batch", "prompt_id"], name="item_batch_prompt"),
             models.Index(fields=["batch", "n_annotations"], name="item_batch_progress"),
+            # The order the assignment service reads items in: closest to completion first.
+            models.Index(fields=["batch", "-n_annotations", "-n_leased", "position"], name="item_next_order"),
         ]
 
     def __str__(self) -> str:

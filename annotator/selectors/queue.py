@@ -8,7 +8,9 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 
-from django.db.models import Count, Exists, IntegerField, OuterRef, Q, QuerySet, Subquery
+from django.db import connection
+from django.db.models import BooleanField, Count, Exists, IntegerField, OuterRef, Q, QuerySet, Subquery
+from django.db.models.expressions import RawSQL
 from django.db.models.functions import Coalesce
 
 from annotator.models import Annotation, Assignment, Batch, Item
@@ -19,16 +21,32 @@ def _open_to(user) -> Q:
     return Q(~Exists(restricted)) | Q(Exists(restricted.filter(user_id=user.pk)))
 
 
+def _may_rate(batch_column: str, user) -> RawSQL:
+    """True when the batch names no annotators or names this one (cheap to build: it runs
+    on every rating request)."""
+    through = connection.ops.quote_name(Batch.annotators.through._meta.db_table)
+    sql = (
+        f"(NOT EXISTS (SELECT 1 FROM {through} r WHERE r.batch_id = {batch_column})"
+        f" OR EXISTS (SELECT 1 FROM {through} r WHERE r.batch_id = {batch_column} AND r.user_id = %s))"
+    )
+    return RawSQL(sql, (user.pk,), output_field=BooleanField())
+
+
 def batches_open_to(*, user) -> QuerySet[Batch]:
     """Open batches this annotator may rate: all of them unless an admin named annotators."""
     return Batch.objects.filter(is_open=True).filter(_open_to(user))
 
 
-def items_open_to(*, user) -> QuerySet[Item]:
-    restricted = Batch.annotators.through.objects.filter(batch_id=OuterRef("batch_id"))
-    return Item.objects.filter(batch__is_open=True).filter(
-        Q(~Exists(restricted)) | Q(Exists(restricted.filter(user_id=user.pk)))
-    )
+def batch_open_to(*, user, batch_id: int) -> Batch | None:
+    table = connection.ops.quote_name(Batch._meta.db_table)
+    return Batch.objects.filter(pk=batch_id, is_open=True).filter(_may_rate(f"{table}.id", user)).first()
+
+
+def item_open_to(*, user, item_pk: int) -> Item | None:
+    """The item with its batch, if the batch is open to this annotator."""
+    table = connection.ops.quote_name(Item._meta.db_table)
+    items = Item.objects.select_related("batch").filter(pk=item_pk, batch__is_open=True)
+    return items.filter(_may_rate(f"{table}.batch_id", user)).first()
 
 
 @dataclass(frozen=True)

@@ -12,6 +12,7 @@ from django.db.models import F
 from django.utils import timezone
 
 from annotator.models import Annotation, AnnotationRevision, Assignment, Item, Score
+from annotator.services.assignment_sql import assignment_mark_submitted
 from hcs.rubric import Rubric
 
 MAX_COMMENT = 5000
@@ -62,22 +63,27 @@ def annotation_submit(
     now = now or timezone.now()
     rubric = item.batch.rubric_obj
     _check(rubric, scores, flags, comment)
-    assignment = Assignment.objects.select_for_update().filter(item=item, annotator=annotator).first()
-    if assignment is None:
-        raise SubmissionRefused("This item was not given to you, so nothing was saved.")
-    if assignment.state == Assignment.State.SUBMITTED:
-        existing = Annotation.objects.get(item=item, annotator=annotator)
-        return SubmitResult(annotation=existing, created=False)
-    if assignment.state == Assignment.State.SKIPPED:
-        raise SubmissionRefused("You skipped this item, so this rating was not saved.")
-    held_slot = assignment.state == Assignment.State.LEASED
+    # The usual case in one statement: the live lease becomes a submission.
+    leased_at = assignment_mark_submitted(item_id=item.pk, annotator_id=annotator.pk, now=now)
+    held_slot = leased_at is not None
     if not held_slot:
+        assignment = Assignment.objects.select_for_update().filter(item=item, annotator=annotator).first()
+        if assignment is None:
+            raise SubmissionRefused("This item was not given to you, so nothing was saved.")
+        if assignment.state == Assignment.State.SUBMITTED:
+            existing = Annotation.objects.get(item=item, annotator=annotator)
+            return SubmitResult(annotation=existing, created=False)
+        if assignment.state == Assignment.State.SKIPPED:
+            raise SubmissionRefused("You skipped this item, so this rating was not saved.")
+        # The lease ran out or an admin released it: honoured only while a slot is free.
         locked = Item.objects.select_for_update().only("n_annotations", "n_leased").get(pk=item.pk)
         if locked.n_annotations + locked.n_leased >= item.batch.k:
             raise SubmissionRefused(
                 "Your time on this item ran out and it has been given to other annotators, "
                 "so this rating was not saved."
             )
+        Assignment.objects.filter(pk=assignment.pk).update(state=Assignment.State.SUBMITTED, finished_at=now)
+        leased_at = assignment.leased_at
     annotation = Annotation.objects.create(
         item=item,
         annotator=annotator,
@@ -85,11 +91,10 @@ def annotation_submit(
         comment=comment,
         constraints_met=[bool(m) for m in constraints_met],
         source=Annotation.Source.WEB,
-        started_at=assignment.leased_at,
+        started_at=leased_at,
         submitted_at=now,
     )
     Score.objects.bulk_create(_scores(annotation, item.pk, scores))
-    Assignment.objects.filter(pk=assignment.pk).update(state=Assignment.State.SUBMITTED, finished_at=now)
     Item.objects.filter(pk=item.pk).update(
         n_annotations=F("n_annotations") + 1,
         n_leased=F("n_leased") - (1 if held_slot else 0),

@@ -21,12 +21,15 @@ from datetime import datetime, timedelta
 
 from django.conf import settings
 from django.db import IntegrityError, connection, transaction
-from django.db.models import Exists, F, OuterRef, Q
+from django.db.models import F
 from django.utils import timezone
 
 from annotator.models import Assignment, Batch, Item
+from annotator.services import assignment_sql as sql
 
 LEASED = Assignment.State.LEASED
+SWEEP_EVERY = timedelta(seconds=20)
+WINDOW = 64  # free items the random tie-break draws from
 _RELOOK_DELAYS = (0.002, 0.005, 0.01, 0.02, 0.05, 0.1, 0.2)
 
 
@@ -75,21 +78,17 @@ def _expire_overdue(*, now: datetime) -> int:
     return len(overdue)
 
 
-def _candidates(*, batch: Batch, annotator) -> object:
-    given_to_me = Assignment.objects.filter(item=OuterRef("pk"), annotator=annotator)
-    items = (
-        Item.objects.filter(batch=batch)
-        .alias(taken=F("n_annotations") + F("n_leased"))
-        .filter(taken__lt=batch.k)
-        .exclude(Exists(given_to_me))
-    )
-    if batch.one_system_per_prompt:
-        same_prompt = Assignment.objects.filter(
-            annotator=annotator, item__batch=batch, item__prompt_id=OuterRef("prompt_id")
-        )
-        items = items.filter(Q(prompt_id="") | ~Exists(same_prompt))
-    # Closest to completion first, so finished items accumulate; random among equals.
-    return items.order_by("-n_annotations", "-n_leased", "?")
+_last_sweep = {"at": None}
+
+
+def _sweep_due(now: datetime) -> bool:
+    """Expired leases are swept at most every SWEEP_EVERY per process (and whenever nothing
+    free is found), which saves a query on most leases; a lease runs for many minutes."""
+    last = _last_sweep["at"]
+    if last is not None and timedelta(0) <= now - last < SWEEP_EVERY:
+        return False
+    _last_sweep["at"] = now
+    return True
 
 
 @transaction.atomic
@@ -102,28 +101,30 @@ def _lease_once(*, batch: Batch, annotator, now: datetime) -> Assignment | None:
     )
     if current is not None:
         return current
-    _expire_overdue(now=now)
-    candidates = _candidates(batch=batch, annotator=annotator)
-    item = candidates.select_for_update(skip_locked=True).first()
+    sql.relax_commit_durability()
+    swept = _sweep_due(now)
+    if swept:
+        _expire_overdue(now=now)
+    item = sql.take_best_item(batch=batch, annotator_id=annotator.pk, window=WINDOW)
+    if item is None and not swept and _expire_overdue(now=now):
+        # Slots were held by leases that ran out since the last sweep.
+        item = sql.take_best_item(batch=batch, annotator_id=annotator.pk, window=WINDOW)
     if item is None and connection.features.has_select_for_update_skip_locked:
         # Every free item may just be locked by other annotators' leases, which commit in
         # milliseconds: look again rather than tell this annotator nothing is left.
         for delay in _RELOOK_DELAYS:
-            if not candidates.exists():
+            if not sql.any_candidate(batch=batch, annotator_id=annotator.pk):
                 break
             time.sleep(delay)
-            item = candidates.select_for_update(skip_locked=True).first()
+            item = sql.take_best_item(batch=batch, annotator_id=annotator.pk, window=WINDOW)
             if item is not None:
                 break
     if item is None:
         return None
-    Item.objects.filter(pk=item.pk).update(n_leased=F("n_leased") + 1)
-    item.n_leased += 1
-    assignment = Assignment.objects.create(
+    item.batch = batch
+    return Assignment.objects.create(
         item=item, annotator=annotator, leased_at=now, lease_expires_at=now + lease_duration()
     )
-    item.batch = batch
-    return assignment
 
 
 def item_next_for_annotator(*, batch: Batch, annotator, now: datetime | None = None) -> Assignment | None:

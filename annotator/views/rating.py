@@ -2,8 +2,13 @@
 
 from __future__ import annotations
 
+import json
+from functools import lru_cache
+
 from django.contrib import messages
+from django.http import Http404
 from django.shortcuts import get_object_or_404, redirect, render
+from django.template.loader import render_to_string
 from django.urls import reverse
 from django.views.decorators.http import require_GET, require_http_methods, require_POST
 
@@ -12,9 +17,9 @@ from annotator.roles import annotator_required
 from annotator.selectors.queue import (
     annotation_of,
     annotations_of,
-    batches_open_to,
+    batch_open_to,
     conversation_turns,
-    items_open_to,
+    item_open_to,
 )
 from annotator.services.annotations import SubmissionRefused, annotation_submit, annotation_update
 from annotator.services.assignment import AssignmentError, assignment_skip, item_next_for_annotator
@@ -23,6 +28,19 @@ ALREADY_SUBMITTED = (
     "You had already submitted this item (from another tab or a retry); "
     "your first submission was kept and nothing was added."
 )
+
+
+@lru_cache(maxsize=64)
+def _rubric_panel_html(rubric_json: str) -> str:
+    # The same for every item of a batch and half the page's rendering time: render it once.
+    from hcs.rubric import Rubric
+
+    rubric = Rubric.from_dict(json.loads(rubric_json))
+    return render_to_string("annotator/_rubric_panel.html", {"rubric": rubric})  # a SafeString
+
+
+def _rubric_panel(batch) -> str:
+    return _rubric_panel_html(json.dumps(batch.rubric, sort_keys=True))
 
 
 def _form(item, data=None, initial=None) -> RatingForm:
@@ -36,6 +54,7 @@ def _render_rate(request, *, batch, item=None, form=None, mode="new", errors=(),
         context.update(
             form=form,
             rubric=batch.rubric_obj,
+            rubric_panel=_rubric_panel(batch),
             turns=conversation_turns(item),
             action=reverse("annotate_submit", args=[item.pk]) if mode == "new" else request.path,
             skip_action=reverse("annotate_skip", args=[item.pk]),
@@ -52,14 +71,20 @@ def _next(request, batch):
     return _render_rate(request, batch=batch, item=assignment.item if assignment else None)
 
 
+def _found(obj):
+    if obj is None:
+        raise Http404("Not found, or not open to you.")
+    return obj
+
+
 def _open_item(request, item_pk):
-    return get_object_or_404(items_open_to(user=request.user).select_related("batch"), pk=item_pk)
+    return _found(item_open_to(user=request.user, item_pk=item_pk))
 
 
 @require_GET
 @annotator_required
 def next_item(request, batch_id):
-    batch = get_object_or_404(batches_open_to(user=request.user), pk=batch_id)
+    batch = _found(batch_open_to(user=request.user, batch_id=batch_id))
     assignment = item_next_for_annotator(batch=batch, annotator=request.user)
     return _render_rate(request, batch=batch, item=assignment.item if assignment else None)
 
@@ -103,7 +128,7 @@ def skip(request, item_pk):
 @require_GET
 @annotator_required
 def mine(request, batch_id):
-    batch = get_object_or_404(batches_open_to(user=request.user), pk=batch_id)
+    batch = _found(batch_open_to(user=request.user, batch_id=batch_id))
     annotations = annotations_of(user=request.user, batch=batch)
     return render(request, "annotator/mine.html", {"batch": batch, "annotations": annotations})
 

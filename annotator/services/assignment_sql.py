@@ -1,0 +1,114 @@
+"""The two hot statements of assignment, in portable SQL (PostgreSQL and SQLite).
+
+Written by hand because they run on every round trip and the ORM spends more time
+building them than the database spends running them. Everything else stays in the ORM.
+"""
+
+from __future__ import annotations
+
+from datetime import datetime
+
+from django.db import connection
+
+from annotator.models import Assignment, Item
+
+_ITEM_FIELDS = [f for f in Item._meta.concrete_fields]
+_ITEM_COLUMNS = ", ".join(f.column for f in _ITEM_FIELDS)
+
+
+def _tables() -> tuple[str, str]:
+    qn = connection.ops.quote_name
+    return qn(Item._meta.db_table), qn(Assignment._meta.db_table)
+
+
+def _candidate_filter(*, batch, annotator_id: int) -> tuple[str, list]:
+    """WHERE clause (on alias ``c``) of the items with a free slot this annotator may get."""
+    item, assignment = _tables()
+    sql = (
+        "c.batch_id = %s AND c.n_annotations < %s AND c.n_annotations + c.n_leased < %s"
+        f" AND NOT EXISTS (SELECT 1 FROM {assignment} a WHERE a.item_id = c.id AND a.annotator_id = %s)"
+    )
+    params = [batch.pk, batch.k, batch.k, annotator_id]
+    if batch.one_system_per_prompt:
+        sql += (
+            f" AND (c.prompt_id = '' OR NOT EXISTS (SELECT 1 FROM {assignment} a2"
+            f" INNER JOIN {item} i2 ON i2.id = a2.item_id"
+            " WHERE a2.annotator_id = %s AND i2.batch_id = %s AND i2.prompt_id = c.prompt_id))"
+        )
+        params += [annotator_id, batch.pk]
+    return sql, params
+
+
+def relax_commit_durability() -> None:
+    """On PostgreSQL, let this transaction commit without waiting for its WAL flush.
+
+    Used only for handing out leases: a crash could forget a lease from the last moment
+    (the slot and the lease row go together, so the counters stay right), which costs
+    nothing but a re-offer, and it saves a disk flush on every "next item" page.
+    """
+    if connection.vendor == "postgresql":
+        with connection.cursor() as cursor:
+            cursor.execute("SET LOCAL synchronous_commit TO OFF")
+
+
+def any_candidate(*, batch, annotator_id: int) -> bool:
+    item, _ = _tables()
+    where, params = _candidate_filter(batch=batch, annotator_id=annotator_id)
+    with connection.cursor() as cursor:
+        cursor.execute(f"SELECT 1 FROM {item} c WHERE {where} LIMIT 1", params)
+        return cursor.fetchone() is not None
+
+
+def take_best_item(*, batch, annotator_id: int, window: int) -> Item | None:
+    """Lock the best free item and count a lease on it, in one statement; None if none is free.
+
+    Best: most submitted annotations, then most live leases (closest to completion), random
+    among equals. The inner query walks the ``item_next_order`` index and stops after
+    ``window`` rows, so its cost does not grow with the batch; the random draw is among those.
+    On PostgreSQL the chosen row is taken with FOR UPDATE SKIP LOCKED and the slot filter is
+    re-checked on it, so a row another lease changed meanwhile is skipped, never overfilled.
+    """
+    item, _ = _tables()
+    where, params = _candidate_filter(batch=batch, annotator_id=annotator_id)
+    lock = " FOR UPDATE SKIP LOCKED" if connection.features.has_select_for_update_skip_locked else ""
+    sql = (
+        f"UPDATE {item} SET n_leased = n_leased + 1 WHERE id = ("
+        f"SELECT p.id FROM {item} p WHERE p.id IN ("
+        f"SELECT c.id FROM {item} c WHERE {where}"
+        f" ORDER BY c.n_annotations DESC, c.n_leased DESC, c.position LIMIT {int(window)})"
+        " AND p.n_annotations + p.n_leased < %s"
+        f" ORDER BY p.n_annotations DESC, p.n_leased DESC, RANDOM() LIMIT 1{lock})"
+        f" RETURNING {_ITEM_COLUMNS}"
+    )
+    with connection.cursor() as cursor:
+        cursor.execute(sql, [*params, batch.k])
+        row = cursor.fetchone()
+    if row is None:
+        return None
+    return Item.from_db(connection.alias, [f.attname for f in _ITEM_FIELDS], _convert(Item, _ITEM_FIELDS, row))
+
+
+def assignment_mark_submitted(*, item_id: int, annotator_id: int, now: datetime) -> datetime | None:
+    """Turn a live lease into a submission; returns its ``leased_at``, or None if not leased."""
+    _, assignment = _tables()
+    with connection.cursor() as cursor:
+        cursor.execute(
+            f"UPDATE {assignment} SET state = %s, finished_at = %s"
+            " WHERE item_id = %s AND annotator_id = %s AND state = %s RETURNING leased_at",
+            [Assignment.State.SUBMITTED, now, item_id, annotator_id, Assignment.State.LEASED],
+        )
+        row = cursor.fetchone()
+    if row is None:
+        return None
+    return _convert(Assignment, [Assignment._meta.get_field("leased_at")], row)[0]
+
+
+def _convert(model, fields, row) -> list:
+    """Database values to Python ones, as the ORM converts them (dates on SQLite, JSON)."""
+    values = []
+    for field, value in zip(fields, row, strict=True):
+        col = field.get_col(model._meta.db_table)
+        for converter in connection.ops.get_db_converters(col) + col.get_db_converters(connection):
+            value = converter(value, col, connection)
+        values.append(value)
+    return values
