@@ -11,19 +11,33 @@ from collections.abc import Sequence
 from typing import Any
 
 from django import forms
+from django.template.loader import render_to_string
 
 from hcs.checklist import CHECKLIST_FLAGS, checklist_flags
 from hcs.rubric import Rubric
 
 MET, NOT_MET = "met", "not_met"
+SCORES_TEMPLATE = "annotator/_score_rows.html"
+_scores_cache: dict[tuple, str] = {}
+
+
+def _cached_scores_html(cache_key: str, chosen: tuple, rows: list) -> str:
+    key = (cache_key, chosen)
+    html = _scores_cache.get(key)
+    if html is None:
+        if len(_scores_cache) > 2048:
+            _scores_cache.clear()
+        html = _scores_cache[key] = render_to_string(SCORES_TEMPLATE, {"rows": rows})
+    return html
 
 
 class RatingForm(forms.Form):
     comment = forms.CharField(required=False, max_length=5000, strip=True)
 
-    def __init__(self, *args, rubric: Rubric, constraints: Sequence[str] = (), **kwargs):
+    def __init__(self, *args, rubric: Rubric, constraints: Sequence[str] = (), cache_key: str = "", **kwargs):
         super().__init__(*args, **kwargs)
         self.rubric = rubric
+        self.cache_key = cache_key  # names the rubric, for caching its rendered score rows
         self.constraints = [str(c) for c in constraints]
         for dim in rubric.dimensions:
             self.fields[f"score_{dim.key}"] = forms.TypedChoiceField(
@@ -100,6 +114,15 @@ class RatingForm(forms.Form):
                 }
             )
         return rows
+
+    def scores_html(self) -> str:
+        """The score rows, rendered; the same HTML for every item of a batch with the same
+        scores chosen (none, on a new item), so it is cached by rubric and choice."""
+        rows = self.dimension_rows()
+        if not self.cache_key:
+            return render_to_string(SCORES_TEMPLATE, {"rows": rows})
+        chosen = tuple(next((lv["value"] for lv in r["levels"] if lv["checked"]), None) for r in rows)
+        return _cached_scores_html(self.cache_key, chosen, rows)
 
     def constraint_rows(self) -> list[dict[str, Any]]:
         rows = []

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import hashlib
 import json
 from functools import lru_cache
 
@@ -13,6 +14,7 @@ from django.urls import reverse
 from django.views.decorators.http import require_GET, require_http_methods, require_POST
 
 from annotator.forms.rating import RatingForm, initial_from_annotation
+from hcs.rubric import Rubric
 from annotator.roles import annotator_required
 from annotator.selectors.queue import (
     annotation_of,
@@ -31,20 +33,25 @@ ALREADY_SUBMITTED = (
 
 
 @lru_cache(maxsize=64)
-def _rubric_panel_html(rubric_json: str) -> str:
+def _rubric_panel_html(rubric_key: str, rubric_json: str) -> str:
     # The same for every item of a batch and half the page's rendering time: render it once.
-    from hcs.rubric import Rubric
-
     rubric = Rubric.from_dict(json.loads(rubric_json))
     return render_to_string("annotator/_rubric_panel.html", {"rubric": rubric})  # a SafeString
 
 
-def _rubric_panel(batch) -> str:
-    return _rubric_panel_html(json.dumps(batch.rubric, sort_keys=True))
+def _rubric_key(batch) -> tuple[str, str]:
+    cached = getattr(batch, "_rubric_key", None)
+    if cached is None:
+        text = json.dumps(batch.rubric, sort_keys=True)
+        cached = batch._rubric_key = (hashlib.sha1(text.encode(), usedforsecurity=False).hexdigest(), text)
+    return cached
 
 
 def _form(item, data=None, initial=None) -> RatingForm:
-    return RatingForm(data, initial=initial, rubric=item.batch.rubric_obj, constraints=item.constraints)
+    key, _ = _rubric_key(item.batch)
+    return RatingForm(
+        data, initial=initial, rubric=item.batch.rubric_obj, constraints=item.constraints, cache_key=key
+    )
 
 
 def _render_rate(request, *, batch, item=None, form=None, mode="new", errors=(), status=200, **extra):
@@ -54,7 +61,7 @@ def _render_rate(request, *, batch, item=None, form=None, mode="new", errors=(),
         context.update(
             form=form,
             rubric=batch.rubric_obj,
-            rubric_panel=_rubric_panel(batch),
+            rubric_panel=_rubric_panel_html(*_rubric_key(batch)),
             turns=conversation_turns(item),
             action=reverse("annotate_submit", args=[item.pk]) if mode == "new" else request.path,
             skip_action=reverse("annotate_skip", args=[item.pk]),
