@@ -135,21 +135,44 @@ def _others_mean(item_index: IntArray, values: FloatArray, n_items: int) -> Floa
     return others
 
 
-def _average_ranks(x: FloatArray) -> FloatArray:
-    """Ranks 1..n with ties given their average rank (as ``scipy.stats.rankdata``)."""
-    distinct, inverse, counts = np.unique(x, return_inverse=True, return_counts=True)
+def _codes(values: FloatArray) -> tuple[IntArray, int]:
+    """Each value's position among the distinct finite values (−1 for NaN), and how many there are."""
+    ok = np.isfinite(values)
+    codes = np.full(len(values), -1, dtype=np.int64)
+    finite = values[ok]
+    if len(finite) and np.array_equal(finite, np.round(finite)) and np.ptp(finite) < 1_000:
+        # Whole-number scores: codes by a lookup table, no sort.
+        shifted = (finite - finite.min()).astype(np.int64)
+        present = np.bincount(shifted) > 0
+        codes[ok] = (np.cumsum(present) - 1)[shifted]
+        return codes, int(present.sum())
+    distinct, inverse = np.unique(finite, return_inverse=True)
+    codes[ok] = inverse.ravel()
+    return codes, len(distinct)
+
+
+def _average_ranks(codes: IntArray, n_distinct: int) -> FloatArray:
+    """Ranks 1..n with ties given their average rank (as ``scipy.stats.rankdata``), in O(n)
+    from value codes that are already in sorted order."""
+    counts = np.bincount(codes, minlength=n_distinct)
     upper = np.cumsum(counts)
-    return ((upper - counts + 1 + upper) / 2.0)[inverse.ravel()]
+    return ((upper - counts + 1 + upper) / 2.0)[codes]
 
 
-def _spearman(x: FloatArray, y: FloatArray) -> float | None:
+def _spearman_coded(cx: IntArray, nx: int, cy: IntArray, ny: int) -> float | None:
     """Spearman's ρ (Pearson on average ranks, as ``scipy.stats.spearmanr``); None if undefined."""
-    if len(x) < 3 or np.ptp(x) == 0 or np.ptp(y) == 0:
+    if len(cx) < 3 or cx.min() == cx.max() or cy.min() == cy.max():
         return None
-    rx, ry = _average_ranks(x), _average_ranks(y)
+    rx, ry = _average_ranks(cx, nx), _average_ranks(cy, ny)
     rx -= rx.mean()
     ry -= ry.mean()
     return _opt(float((rx @ ry) / np.sqrt((rx @ rx) * (ry @ ry))))
+
+
+def _spearman(x: FloatArray, y: FloatArray) -> float | None:
+    cx, nx = _codes(np.asarray(x, dtype=float))
+    cy, ny = _codes(np.asarray(y, dtype=float))
+    return _spearman_coded(cx, nx, cy, ny)
 
 
 def _robust_z(values: list[float | None]) -> list[float | None]:
@@ -177,6 +200,8 @@ def annotator_quality(
     columns = {d: scores[:, j] for j, d in enumerate(dimensions)}
     columns["overall"] = overall
     others = {d: _others_mean(item_index, v, n_items) for d, v in columns.items()}
+    # Value codes computed once over everyone; each annotator's ranks are then a bincount.
+    codes = {d: (_codes(v), _codes(others[d])) for d, v in columns.items()}
     rows = []
     for a, name in enumerate(annotator_names):
         mine = annotator_index == a
@@ -187,8 +212,9 @@ def annotator_quality(
             shared = np.isfinite(own) & np.isfinite(ref)
             mean[d] = _opt(np.nanmean(own)) if np.isfinite(own).any() else None
             bias[d] = _opt((own[shared] - ref[shared]).mean()) if shared.any() else None
-            rho[d] = _spearman(own[shared], ref[shared])
-        rows.append((name, int(len(np.unique(item_index[mine]))), mean, bias, rho))
+            (cx, nx), (cy, ny) = codes[d]
+            rho[d] = _spearman_coded(cx[mine][shared], nx, cy[mine][shared], ny)
+        rows.append((name, int(np.count_nonzero(np.bincount(item_index[mine]))), mean, bias, rho))
     z_bias = _robust_z([r[3]["overall"] for r in rows])
     z_rho = _robust_z([r[4]["overall"] for r in rows])
     out = []

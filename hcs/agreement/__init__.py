@@ -134,11 +134,13 @@ def bootstrap_intervals(
     *,
     n_resamples: int = DEFAULT_RESAMPLES,
     seed: int = DEFAULT_SEED,
+    resamples: Resamples | None = None,
 ) -> dict[str, npt.NDArray[np.float64]]:
     """Bootstrap distributions of α (ordinal, interval) and AC2, items resampled together."""
-    table = np.asarray(counts, dtype=np.int64)
-    table = table[table.sum(axis=1) > 0]
-    resamples = Resamples.draw(table, n_resamples=n_resamples, seed=seed)
+    if resamples is None:
+        table = np.asarray(counts, dtype=np.int64)
+        table = table[table.sum(axis=1) > 0]
+        resamples = Resamples.draw(table, n_resamples=n_resamples, seed=seed)
     w = weight_matrix(categories, "ordinal")
     coincidences = _coincidence_features(resamples.patterns)
     return {
@@ -149,14 +151,19 @@ def bootstrap_intervals(
 
 
 def fleiss_bootstrap(
-    fleiss_counts: npt.ArrayLike, *, n_resamples: int = DEFAULT_RESAMPLES, seed: int = DEFAULT_SEED
+    fleiss_counts: npt.ArrayLike,
+    *,
+    n_resamples: int = DEFAULT_RESAMPLES,
+    seed: int = DEFAULT_SEED,
+    resamples: Resamples | None = None,
 ) -> npt.NDArray[np.float64]:
     """Bootstrap distribution of Fleiss' κ over the items it uses (all with the same k)."""
     table = np.asarray(fleiss_counts, dtype=np.int64)
     if len(table) == 0:
         return np.zeros(0)
     m = int(table[0].sum())
-    resamples = Resamples.draw(table, n_resamples=n_resamples, seed=seed)
+    if resamples is None:
+        resamples = Resamples.draw(table, n_resamples=n_resamples, seed=seed)
     return _fleiss_batched(resamples.multiplicity, _fleiss_features(resamples.patterns), m)
 
 
@@ -198,10 +205,14 @@ def dimension_agreement(
 
     kappa_ci = alpha_ord_ci = alpha_int_ci = ac2_ci = None
     if n_resamples > 0:
+        full = Resamples.draw(table, n_resamples=n_resamples, seed=seed) if pairable else None
+        # When every item has exactly k ratings, κ uses the same items: the same draw serves both.
+        same = full is not None and fleiss_table.shape == table.shape and np.array_equal(fleiss_table, table)
         if kappa is not None:
-            kappa_ci = percentile_interval(fleiss_bootstrap(fleiss_table, n_resamples=n_resamples, seed=seed))
-        if pairable:
-            boot = bootstrap_intervals(table, categories, n_resamples=n_resamples, seed=seed)
+            boot = fleiss_bootstrap(fleiss_table, n_resamples=n_resamples, seed=seed, resamples=full if same else None)
+            kappa_ci = percentile_interval(boot)
+        if full is not None:
+            boot = bootstrap_intervals(table, categories, resamples=full)
             alpha_ord_ci = percentile_interval(boot["alpha_ordinal"]) if alpha_ord is not None else None
             alpha_int_ci = percentile_interval(boot["alpha_interval"]) if alpha_int is not None else None
             ac2_ci = percentile_interval(boot["gwet_ac2"]) if ac2 is not None else None

@@ -99,3 +99,11 @@ def test_spearman_equals_scipy_with_ties():
     x = rng.integers(1, 6, size=300).astype(float)
     y = np.clip(x + rng.normal(0, 1.2, size=300), 1, 5).round(1)
     assert _spearman(x, y) == pytest.approx(spearmanr(x, y).statistic, abs=1e-12)
+
+
+def test_spearman_equals_scipy_on_whole_numbers_with_gaps():
+    from hcs.scoring import _spearman
+
+    x = np.array([1, 5, 5, 2, 9, 1, 5, 2], dtype=float)
+    y = np.array([2, 4, 5, 1, 5, 2, 3, 2.5])
+    assert _spearman(x, y) == pytest.approx(spearmanr(x, y).statistic, abs=1e-12)
