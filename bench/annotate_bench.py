@@ -218,7 +218,24 @@ class Annotator:
         return None
 
 
-def run_clients(port: int, batch_id: int, annotators: list[Annotator], rounds: int) -> dict:
+def process_cpu_seconds(root_pid: int) -> float:
+    """CPU time (user + system) of a process and its children, from /proc (Linux only)."""
+    ticks = os.sysconf("SC_CLK_TCK")
+    total = 0.0
+    for entry in Path("/proc").iterdir():
+        if not entry.name.isdigit():
+            continue
+        try:
+            fields = (entry / "stat").read_text().rsplit(")", 1)[1].split()
+        except OSError:
+            continue
+        pid, ppid = int(entry.name), int(fields[1])
+        if pid == root_pid or ppid == root_pid:
+            total += (int(fields[11]) + int(fields[12])) / ticks
+    return total
+
+
+def run_clients(port: int, batch_id: int, annotators: list[Annotator], rounds: int, server_pid: int = 0) -> dict:
     latencies: list[float] = []
     errors: list[str] = []
     lock = threading.Lock()
@@ -244,12 +261,15 @@ def run_clients(port: int, batch_id: int, annotators: list[Annotator], rounds: i
                     errors.append(error)
 
     threads = [threading.Thread(target=work, args=(a,)) for a in annotators]
+    cpu_before = process_cpu_seconds(server_pid) if server_pid else 0.0
+    load_before = os.getloadavg()[0]
     wall = time.perf_counter()
     for t in threads:
         t.start()
     for t in threads:
         t.join()
     wall = time.perf_counter() - wall
+    cpu = (process_cpu_seconds(server_pid) - cpu_before) if server_pid else 0.0
     latencies.sort()
     return {
         "n": len(latencies),
@@ -257,6 +277,8 @@ def run_clients(port: int, batch_id: int, annotators: list[Annotator], rounds: i
         "p95": latencies[max(0, int(round(0.95 * len(latencies))) - 1)] * 1000,
         "rps": len(latencies) / wall,
         "errors": errors,
+        "server_cpu_ms": cpu * 1000 / max(1, len(latencies)),
+        "load": max(load_before, os.getloadavg()[0]),
     }
 
 
@@ -278,7 +300,7 @@ def bench_database(label: str, database_url: str, args) -> list[dict]:
             a.login()
         run_clients(port, batch_id, annotators[:1], args.warmup)  # warm caches and connections
         for n in args.clients:
-            result = run_clients(port, batch_id, annotators[:n], args.rounds)
+            result = run_clients(port, batch_id, annotators[:n], args.rounds, server.pid)
             rows.append({"db": label, "clients": n, **result, "queries": queries})
     finally:
         server.terminate()
@@ -317,13 +339,18 @@ def main() -> None:
 
     print(f"\nRound trip = GET next item page + POST scores; gunicorn --workers {args.workers}; "
           f"{os.cpu_count()} CPUs; {args.rounds} round trips per row.\n")
-    header = f"{'database':<11} {'clients':>7} {'trips':>6} {'p50 ms':>8} {'p95 ms':>8} {'trips/s':>8} {'errors':>6}  SQL/trip (20 items | 5000 items)"
+    header = (
+        f"{'database':<11} {'clients':>7} {'trips':>6} {'p50 ms':>8} {'p95 ms':>8} {'trips/s':>8} {'errors':>6}"
+        f" {'app CPU ms/trip':>15} {'load':>5}  SQL/trip (20 items | 5000 items)"
+    )
     print(header)
     print("-" * len(header))
     for r in rows:
         q = r["queries"]
         print(f"{r['db']:<11} {r['clients']:>7} {r['n']:>6} {r['p50']:>8.1f} {r['p95']:>8.1f} {r['rps']:>8.1f} "
-              f"{len(r['errors']):>6}  {q['20']} | {q['5000']}")
+              f"{len(r['errors']):>6} {r['server_cpu_ms']:>15.1f} {r['load']:>5.1f}  {q['20']} | {q['5000']}")
+    print("\napp CPU = gunicorn workers' CPU time per round trip (the database server's is not included);"
+          " load = the machine's 1-minute load average during the row (other work shares these CPUs).")
     for r in rows:
         for error in sorted(set(r["errors"]))[:5]:
             print(f"  {r['db']} x{r['clients']} error: {error}")
