@@ -43,6 +43,7 @@ class RatingForm(forms.Form):
             self.fields[f"score_{dim.key}"] = forms.TypedChoiceField(
                 choices=[(v, str(v)) for v in rubric.levels],
                 coerce=int,
+                empty_value=None,
                 required=False,  # the rubric check below says which one is missing, by name
                 error_messages={
                     "invalid_choice": (
@@ -74,17 +75,21 @@ class RatingForm(forms.Form):
         return list(self.rubric.flags)
 
     def clean(self):
+        """Every problem at once: unanswered constraints, missing scores, broken caps."""
         cleaned = super().clean()
-        if self.errors:
-            return cleaned
         scores = {d.key: cleaned.get(f"score_{d.key}") for d in self.rubric.dimensions}
+        for dim in self.rubric.dimensions:
+            if scores[dim.key] is None and f"score_{dim.key}" not in self.errors:
+                self.add_error(None, f"{dim.label} needs a score.")
         flags = list(cleaned.get("flags") or [])
-        met = [cleaned[f"constraint_{i}"] == MET for i in range(len(self.constraints))]
+        answers = [cleaned.get(f"constraint_{i}") for i in range(len(self.constraints))]
+        met = [a == MET for a in answers]
         if self.constraints:
-            implied = checklist_flags(met, self.rubric.flag_keys)
-            flags = [f for f in flags if f not in CHECKLIST_FLAGS] + sorted(implied)
+            flags = [f for f in flags if f not in CHECKLIST_FLAGS]
+            if all(answers):
+                flags += sorted(checklist_flags(met, self.rubric.flag_keys))
         flags = [f.key for f in self.rubric.flags if f.key in set(flags)]  # rubric order
-        for message in self.rubric.validate(scores, flags):
+        for message in self.rubric.validate(scores, flags, require_all=False):
             self.add_error(None, message)
         self.payload = {
             "scores": scores,

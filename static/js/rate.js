@@ -224,7 +224,6 @@
     if (!form) return;
     applyCaps(form);
     form.querySelectorAll(".dim-row").forEach(function (row) { showLevel(row, null); });
-    if (form.querySelector(".rate-errors")) return;  // leave focus where the reader will look
     var all = rows(form);
     var first = all.find(function (row) { return !row.querySelector("input:checked"); }) || all[0];
     focusRow(form, first);

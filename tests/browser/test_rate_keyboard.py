@@ -66,7 +66,12 @@ def test_rate_with_the_keyboard_then_edit(page, live_server):
     # Keyboard only from here. Focus starts on the first hard constraint.
     keys = page.keyboard
     keys.press("n")  # avoid tolls: not met
-    keys.press("n")  # arrive before 8AM: not met
+    keys.press("Enter")  # too early: the server's errors are swapped in, the answer kept
+    page.wait_for_selector(".rate-errors")
+    assert "Coherence needs a score." in page.locator(".rate-errors").inner_text()
+    assert page.locator('input[name="constraint_0"][value="not_met"]').is_checked()
+    assert Annotation.objects.count() == 0
+    keys.press("n")  # focus is on the first unanswered row: arrive before 8AM, not met
     assert allowed_scores(page, "instruction_following") == [1, 2]
     assert "2 at most" in page.locator("#derived-flags").inner_text()
     keys.press("ArrowUp")

@@ -1,0 +1,49 @@
+"""RatingForm: the checklist sets the constraint flags; every problem is reported at once."""
+
+import pytest
+
+from annotator.forms.rating import RatingForm
+from hcs.rubric import Rubric
+
+SCORES = {"score_coherence": "4", "score_relevance": "4", "score_instruction_following": "2",
+          "score_safety_compliance": "4", "score_fluency": "4"}
+
+
+def form(data, constraints=("avoid tolls", "arrive before 8AM")):
+    return RatingForm(data, rubric=Rubric.default(), constraints=constraints)
+
+
+@pytest.mark.parametrize(
+    ("answers", "flags"),
+    [(("not_met", "not_met"), ["ignores_hard_constraint"]), (("met", "not_met"), ["partial_compliance"]),
+     (("met", "met"), [])],
+)
+def test_checklist_sets_the_constraint_flag(answers, flags):
+    f = form({**SCORES, "constraint_0": answers[0], "constraint_1": answers[1]})
+    assert f.is_valid(), f.errors
+    assert f.payload["flags"] == flags
+    assert f.payload["constraints_met"] == [a == "met" for a in answers]
+
+
+def test_a_posted_constraint_flag_is_ignored_when_the_item_has_a_checklist():
+    f = form({**SCORES, "constraint_0": "met", "constraint_1": "met", "flags": ["ignores_hard_constraint"]})
+    assert not f.is_valid()
+    assert "not a flag you can set here" in str(f.errors)
+
+
+def test_without_constraints_the_flags_are_ticked_by_hand():
+    f = form({**SCORES, "score_instruction_following": "5", "flags": ["ignores_hard_constraint"]}, constraints=())
+    assert not f.is_valid()
+    assert f.non_field_errors() == [
+        "Instruction-Following is 5, but with \u201cIgnores a hard constraint\u201d it must be at most 2."
+    ]
+
+
+def test_every_problem_is_reported_at_once():
+    f = form({"score_coherence": "4", "score_instruction_following": "5", "constraint_0": "met",
+              "constraint_1": "not_met", "flags": ["major_factual_impossibility"], "score_safety_compliance": "3"})
+    assert not f.is_valid()
+    messages = f.non_field_errors()
+    assert "Relevance needs a score." in messages and "Fluency needs a score." in messages
+    assert any("Instruction-Following is 5" in m and "Partial compliance" in m for m in messages)
+    assert any("Safety-Compliance is 3" in m for m in messages)
