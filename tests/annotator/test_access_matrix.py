@@ -1,0 +1,252 @@
+"""Who may open what: every URL of the app, taken from the URL resolver, as every role.
+
+ACCESS holds the expected answer per URL name and role. A URL name missing from ACCESS fails
+the test, so a new page cannot ship without someone deciding who may see it. Django's own admin
+(which checks staff itself) is the only part of the URL tree left out.
+
+Answers: LOGIN = a redirect to the login page; 403 / 404 / 405; any other number is the status
+an allowed request gets (200 for a page; 302 elsewhere than the login page, 400 or 422 for an
+empty form, when the URL only takes POST).
+"""
+
+from __future__ import annotations
+
+from urllib.parse import urlsplit
+
+import pytest
+from django.test import Client
+from django.urls import URLPattern, URLResolver, get_resolver, resolve, reverse
+
+from annotator import models
+from annotator.models import Annotation, Assignment, Batch
+from annotator.services.assignment import item_next_for_annotator
+from tests.factories import make_annotation, make_batch, make_user
+
+pytestmark = pytest.mark.django_db
+
+LOGIN = "login"
+ROLES = ("anonymous", "none", "annotator", "researcher", "admin")
+
+# Role groups: what the role decorators give (admins are annotators and researchers too).
+EVERYONE = {"anonymous": 200, "none": 200, "annotator": 200, "researcher": 200, "admin": 200}
+SIGNED_IN = {"anonymous": LOGIN, "none": 200, "annotator": 200, "researcher": 200, "admin": 200}
+ANNOTATORS = {"anonymous": LOGIN, "none": 403, "annotator": 200, "researcher": 403, "admin": 200}
+RESEARCHERS = {"anonymous": LOGIN, "none": 403, "annotator": 403, "researcher": 200, "admin": 200}
+ADMINS = {"anonymous": LOGIN, "none": 403, "annotator": 403, "researcher": 403, "admin": 200}
+
+
+def allowed(group: dict, status: int) -> dict:
+    """The same roles, with the status an allowed (empty) request gets."""
+    return {role: (status if answer == 200 else answer) for role, answer in group.items()}
+
+
+# url name -> {method: expected answer per role}. POSTs send an empty form. A method not listed
+# must be refused: 405, or the same denial the role gets on the listed method.
+ACCESS: dict[str, dict[str, dict]] = {
+    "home": {"GET": SIGNED_IN},
+    "login": {"GET": EVERYONE, "POST": allowed(EVERYONE, 200)},  # an empty form shows its errors
+    "logout": {"POST": {role: LOGIN for role in ROLES}},  # signs out, then the login page
+    "rubric": {"GET": SIGNED_IN},
+    "upload": {"GET": ADMINS},
+    "upload_preview": {"POST": allowed(ADMINS, 400)},
+    "upload_confirm": {"POST": allowed(ADMINS, 302)},
+    "upload_cancel": {"POST": allowed(ADMINS, 302)},
+    "annotation_template": {"GET": SIGNED_IN},
+    "annotate_queue": {"GET": ANNOTATORS},
+    "annotate_next": {"GET": ANNOTATORS},
+    "annotate_mine": {"GET": ANNOTATORS},
+    "annotate_submit": {"POST": allowed(ANNOTATORS, 422)},
+    "annotate_skip": {"POST": allowed(ANNOTATORS, 422)},
+    # The annotation in the URL is the annotator's own: nobody else's edit page exists for them,
+    # admins included (404, not 403: an id someone else owns is not revealed).
+    "annotation_edit": {"GET": {**ANNOTATORS, "admin": 404}, "POST": {**allowed(ANNOTATORS, 422), "admin": 404}},
+    "assignment_overview": {"GET": ADMINS},
+    "assignment_batch": {"GET": ADMINS},
+    "assignment_release": {"POST": allowed(ADMINS, 302)},
+    # Judges are research material: researchers import and read them; annotators never see them.
+    "judges": {"GET": RESEARCHERS},
+    "judge_import_scores": {"POST": allowed(RESEARCHERS, 400)},
+    "judge_import_verdicts": {"POST": allowed(RESEARCHERS, 400)},
+    "report_list": {"GET": RESEARCHERS},
+    "report_batch": {"GET": RESEARCHERS},
+    "report_export": {"GET": RESEARCHERS},
+    "report_item": {"GET": RESEARCHERS},
+    # Background jobs belong to whoever started them (here the admin); anyone else's is a 404.
+    "job_status": {"GET": {**SIGNED_IN, "none": 404, "annotator": 404, "researcher": 404}},
+    "job_download": {"GET": {**SIGNED_IN, "none": 404, "annotator": 404, "researcher": 404}},
+    "job_try_again": {"POST": {**allowed(SIGNED_IN, 302), "none": 404, "annotator": 404, "researcher": 404}},
+    "healthz": {"GET": EVERYONE},  # for load balancers: says only whether the database answers
+}
+
+# Extra values for a path parameter: each is requested too (every export format).
+EXPORT_FORMATS = ("json", "html", "dimensions.csv", "scores.csv", "annotations.csv", "judges.csv")
+
+
+def app_url_patterns(patterns=None, prefix="", params=()):
+    """(name, route, path parameter names) of every URL, from the resolver, without Django's admin."""
+    found = []
+    for entry in get_resolver().url_patterns if patterns is None else patterns:
+        route = prefix + str(entry.pattern)
+        names = tuple(params) + tuple(entry.pattern.regex.groupindex)
+        if isinstance(entry, URLResolver):
+            if entry.app_name == "admin" or entry.namespace == "admin":
+                continue
+            found += app_url_patterns(entry.url_patterns, route, names)
+        elif isinstance(entry, URLPattern):
+            found.append((entry.name, route, names))
+    return found
+
+
+@pytest.fixture
+def world():
+    """Real objects for every path parameter: a batch open to everybody, with the annotator's
+    own annotation and a live lease, and the people of each role."""
+    users = {role: make_user(f"user-{role}", role=role) for role in ROLES if role != "anonymous"}
+    other = make_user("other-annotator", role="annotator")
+    batch = make_batch("matrix", n_items=4)
+    items = list(batch.items.order_by("position"))
+    own = make_annotation(items[0], users["annotator"], {"coherence": 3}, comment="mine")
+    theirs = make_annotation(items[1], other, {"coherence": 2}, comment="someone else's words")
+    lease = item_next_for_annotator(batch=batch, annotator=other)
+    params = {"batch_id": batch.pk, "item_pk": items[3].pk, "pk": own.pk, "assignment_id": lease.pk, "fmt": "json"}
+    Job = getattr(models, "Job", None)
+    if Job is not None:
+        job = Job.objects.create(
+            kind=Job.EXPORT, label="export", created_by=users["admin"], state=Job.DONE,
+            output=b"{}", output_name="report.json", output_type="application/json",
+        )
+        params["job_id"] = job.pk
+    return {
+        "users": users,
+        "other": other,
+        "batch": batch,
+        "items": items,
+        "own": own,
+        "theirs": theirs,
+        "params": params,
+    }
+
+
+def client_for(world, role: str) -> Client:
+    client = Client()
+    if role != "anonymous":
+        client.force_login(world["users"][role])
+    return client
+
+
+def answer(response) -> object:
+    if response.status_code == 302 and urlsplit(response["Location"]).path == reverse("login"):
+        return LOGIN
+    return response.status_code
+
+
+def urls_of(world, name: str, params: tuple[str, ...]) -> list[str]:
+    unknown = [p for p in params if p not in world["params"]]
+    assert not unknown, f"URL {name!r}: no test object for path parameter(s) {unknown}; add one to world()"
+    if "fmt" in params:
+        return [reverse(name, kwargs={**{p: world["params"][p] for p in params}, "fmt": f}) for f in EXPORT_FORMATS]
+    return [reverse(name, kwargs={p: world["params"][p] for p in params})]
+
+
+def test_every_url_is_in_the_table():
+    patterns = app_url_patterns()
+    unnamed = [route for name, route, _ in patterns if not name]
+    assert not unnamed, f"URL(s) without a name cannot be checked: {unnamed}; give them a name and add them to ACCESS"
+    missing = sorted({name for name, _, _ in patterns} - set(ACCESS))
+    assert not missing, (
+        f"URL name(s) {missing} are not in ACCESS of tests/annotator/test_access_matrix.py: "
+        "add each with the answer every role must get"
+    )
+
+
+def test_every_role_gets_exactly_its_answer(world):
+    failures = []
+    checked = 0
+    for name, _route, params in app_url_patterns():
+        methods = ACCESS[name]
+        for method, expected in methods.items():
+            assert set(expected) == set(ROLES), f"{name} {method}: ACCESS must answer for each of {ROLES}"
+        for url in urls_of(world, name, params):
+            for role in ROLES:
+                denial = next((a for e in methods.values() if (a := e[role]) in (LOGIN, 403, 404)), None)
+                for method in ("GET", "POST"):
+                    client = client_for(world, role)
+                    got = answer(client.post(url) if method == "POST" else client.get(url))
+                    checked += 1
+                    if method in methods:
+                        if got != methods[method][role]:
+                            failures.append(f"{method} {url} as {role}: got {got}, expected {methods[method][role]}")
+                    elif got not in (405, denial):
+                        failures.append(f"{method} {url} ({'/'.join(methods)} only) as {role}: got {got}, expected 405")
+    assert not failures, "\n".join(failures)
+    print(f"access matrix: {checked} requests (url x role x method) checked")
+
+
+def test_another_annotators_annotation_is_404_whatever_the_method(world):
+    client = client_for(world, "annotator")
+    url = reverse("annotation_edit", args=[world["theirs"].pk])
+    assert client.get(url).status_code == 404
+    response = client.post(url, {"coherence": "5", "comment": "overwritten"})
+    assert response.status_code == 404
+    theirs = Annotation.objects.get(pk=world["theirs"].pk)
+    assert theirs.comment == "someone else's words"
+    assert not theirs.revisions.exists()
+    # Ids that do not exist look the same as ids someone else owns.
+    missing = max(Annotation.objects.values_list("pk", flat=True)) + 1
+    assert client.get(reverse("annotation_edit", args=[missing])).status_code == 404
+
+
+def test_own_history_shows_only_own_annotations(world):
+    response = client_for(world, "annotator").get(reverse("annotate_mine", args=[world["batch"].pk]))
+    assert response.status_code == 200
+    body = response.content.decode()
+    assert world["items"][0].item_id in body
+    assert world["items"][1].item_id not in body  # the other annotator's item
+    assert list(response.context["annotations"]) == [world["own"]]
+
+
+def test_batches_restricted_to_other_annotators_are_404(world):
+    closed_to_me = make_batch("restricted", n_items=2)
+    closed_to_me.annotators.add(world["other"])
+    item = closed_to_me.items.first()
+    client = client_for(world, "annotator")
+    assert client.get(reverse("annotate_next", args=[closed_to_me.pk])).status_code == 404
+    assert client.get(reverse("annotate_mine", args=[closed_to_me.pk])).status_code == 404
+    response = client.post(reverse("annotate_submit", args=[item.pk]), {"coherence": "3"})
+    assert response.status_code == 404
+    assert client.post(reverse("annotate_skip", args=[item.pk]), {"skip_reason": "x"}).status_code == 404
+    assert not Annotation.objects.filter(item__batch=closed_to_me).exists()
+    assert not Assignment.objects.filter(item__batch=closed_to_me).exists()
+    # The annotator it is restricted to gets it.
+    other = Client()
+    other.force_login(world["other"])
+    assert other.get(reverse("annotate_next", args=[closed_to_me.pk])).status_code == 200
+
+
+def test_closed_batches_are_404_to_annotators(world):
+    Batch.objects.filter(pk=world["batch"].pk).update(is_open=False)
+    client = client_for(world, "annotator")
+    assert client.get(reverse("annotate_next", args=[world["batch"].pk])).status_code == 404
+    assert client.post(reverse("annotate_submit", args=[world["items"][3].pk]), {}).status_code == 404
+
+
+@pytest.mark.parametrize("name", ["annotate_next", "annotate_mine", "assignment_batch", "report_batch"])
+def test_unknown_batch_ids_are_404_for_allowed_roles(world, name):
+    missing = Batch.objects.order_by("-pk").first().pk + 1
+    assert client_for(world, "admin").get(reverse(name, args=[missing])).status_code == 404
+
+
+def test_unknown_export_format_is_404(world):
+    url = reverse("report_export", args=[world["batch"].pk, "exe"])
+    assert client_for(world, "researcher").get(url).status_code == 404
+
+
+def test_the_matrix_sees_nested_urls():
+    # The walk descends into include()s (and skips only Django's admin): a route under an
+    # include is found with its full path and its parameters.
+    from django.urls import include, path
+
+    nested = [path("outer/<int:batch_id>/", include([path("inner/<int:item_pk>/", lambda r: None, name="x")]))]
+    assert app_url_patterns(nested) == [("x", "outer/<int:batch_id>/inner/<int:item_pk>/", ("batch_id", "item_pk"))]
+    assert resolve("/django-admin/").app_name == "admin"
+    assert all(not route.startswith("django-admin/") for _, route, _ in app_url_patterns())
