@@ -58,6 +58,8 @@ INSTALLED_APPS = [
     "django_htmx",
     "template_partials",
     "axes",
+    "django_tasks",
+    "django_tasks_db",
     "annotator",
 ]
 
@@ -161,6 +163,7 @@ HTTPS_ONLY = env_bool("HTTPS_ONLY", default=not DEBUG)
 SESSION_COOKIE_SECURE = HTTPS_ONLY
 CSRF_COOKIE_SECURE = HTTPS_ONLY
 SECURE_SSL_REDIRECT = HTTPS_ONLY
+SECURE_REDIRECT_EXEMPT = [r"^healthz$"]  # load balancers probe over plain HTTP
 SECURE_HSTS_SECONDS = env_int("SECURE_HSTS_SECONDS", 31536000 if HTTPS_ONLY else 0)
 SECURE_HSTS_INCLUDE_SUBDOMAINS = HTTPS_ONLY
 SECURE_HSTS_PRELOAD = HTTPS_ONLY
@@ -171,12 +174,21 @@ X_FRAME_OPTIONS = "DENY"
 if env_bool("BEHIND_TLS_PROXY"):
     SECURE_PROXY_SSL_HEADER = ("HTTP_X_FORWARDED_PROTO", "https")
 
+# Background work (long uploads, report builds of large batches): django-tasks with its database
+# backend; `python manage.py db_worker` (make worker) runs the queued tasks.
+TASKS = {"default": {"BACKEND": "django_tasks_db.DatabaseBackend", "QUEUES": ["default"]}}
+
 # Application settings.
 ANNOTATOR_LEASE_MINUTES = env_int("ANNOTATOR_LEASE_MINUTES", 30)
 ANNOTATOR_UPLOAD_MAX_BYTES = env_int("ANNOTATOR_UPLOAD_MAX_MB", 50) * 1024 * 1024
 # Uploaded files wait here between the preview and the confirm step (removed after a day).
 ANNOTATOR_UPLOAD_DIR = Path(os.environ.get("ANNOTATOR_UPLOAD_DIR", "") or VAR_DIR / "uploads")
 ANNOTATOR_DEFAULT_RUBRIC = BASE_DIR / "fixtures" / "rubrics" / "hcs.json"
+# Confirmed uploads above this size, and HTML/JSON reports of batches with more items than this,
+# are built by the background worker while the page shows their progress; smaller ones stay
+# synchronous (the demo needs no worker).
+ANNOTATOR_BACKGROUND_UPLOAD_BYTES = env_int("ANNOTATOR_BACKGROUND_UPLOAD_KB", 2048) * 1024
+ANNOTATOR_BACKGROUND_REPORT_ITEMS = env_int("ANNOTATOR_BACKGROUND_REPORT_ITEMS", 5000)
 # Uploads are read in memory up to the upload limit, then checked in one piece.
 DATA_UPLOAD_MAX_MEMORY_SIZE = ANNOTATOR_UPLOAD_MAX_BYTES + 1024 * 1024
 FILE_UPLOAD_MAX_MEMORY_SIZE = 5 * 1024 * 1024

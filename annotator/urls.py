@@ -2,7 +2,7 @@ from django.contrib import admin
 from django.contrib.auth import views as auth_views
 from django.urls import path
 
-from annotator.views import assignment_admin, home, judges, queue, rating, reports, uploads
+from annotator.views import assignment_admin, home, jobs, judges, queue, rating, reports, uploads
 
 urlpatterns = [
     path("", home.home, name="home"),
@@ -35,4 +35,8 @@ urlpatterns = [
     path("reports/<int:batch_id>/", reports.report_batch, name="report_batch"),
     path("reports/<int:batch_id>/export/<str:fmt>", reports.report_export, name="report_export"),
     path("reports/item/<int:item_pk>/", reports.report_item, name="report_item"),
+    path("jobs/<uuid:job_id>/", jobs.job_status, name="job_status"),
+    path("jobs/<uuid:job_id>/download/", jobs.job_download, name="job_download"),
+    path("jobs/<uuid:job_id>/try-again/", jobs.job_try_again, name="job_try_again"),
+    path("healthz", jobs.healthz, name="healthz"),
 ]

@@ -15,6 +15,9 @@ PASSWORD_HASHERS = ["django.contrib.auth.hashers.MD5PasswordHasher"]
 # login() passes no request, which django-axes refuses.
 AXES_ENABLED = False
 
+# Background tasks run at once, inside the request that queues them (the worker's code path).
+TASKS = {"default": {"BACKEND": "django_tasks.backends.immediate.ImmediateBackend"}}
+
 # Static files straight from static/ (no collectstatic before tests).
 WHITENOISE_AUTOREFRESH = True
 WHITENOISE_USE_FINDERS = True

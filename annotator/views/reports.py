@@ -1,7 +1,8 @@
 """Researcher pages: the batch list, a batch's report, its exports, and an item for adjudication."""
 
+from django.conf import settings
 from django.http import Http404, HttpResponse, StreamingHttpResponse
-from django.shortcuts import get_object_or_404, render
+from django.shortcuts import get_object_or_404, redirect, render
 from django.utils.text import slugify
 from django.views.decorators.http import require_GET
 
@@ -12,6 +13,8 @@ from annotator.exports.report_json import report_json
 from annotator.models import Batch, Item
 from annotator.roles import researcher_required
 from annotator.selectors.reports import batch_report, batches_for_reports, item_annotations
+from annotator.services.jobs import EXPORT_TYPES as BACKGROUND_EXPORTS
+from annotator.services.jobs import export_job_create
 
 EXPORTS = {
     "json": "application/json",
@@ -43,6 +46,9 @@ def report_export(request, batch_id, fmt):
         raise Http404("Unknown export format.")
     batch = get_object_or_404(Batch, pk=batch_id)
     filename = f"{slugify(batch.name) or 'batch'}-{fmt if '.' in fmt else 'report.' + fmt}"
+    if fmt in BACKGROUND_EXPORTS and batch.items.count() > settings.ANNOTATOR_BACKGROUND_REPORT_ITEMS:
+        job = export_job_create(batch=batch, fmt=fmt, filename=filename, user=request.user)
+        return redirect("job_status", job_id=job.pk)  # built by the worker; the page shows progress
     if fmt == "scores.csv":
         response = StreamingHttpResponse(report_csv.scores_csv(batch=batch), content_type=EXPORTS[fmt])
     elif fmt == "annotations.csv":

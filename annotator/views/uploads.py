@@ -18,10 +18,9 @@ from annotator.forms.uploads import ANNOTATIONS, BATCH, UploadForm
 from annotator.imports.errors import FileRefused, ImportRefused
 from annotator.imports.store import UploadStore
 from annotator.roles import admin_required
-from annotator.selectors.imports import annotation_upload_preview, batch_upload_preview
-from annotator.services.annotation_imports import annotations_import_file
-from annotator.services.batches import batch_import_file
-from hcs.rubric import Rubric
+from annotator.selectors.uploads import pending_upload_preview
+from annotator.services.jobs import upload_job_create
+from annotator.services.uploads import pending_upload_save
 
 SESSION_KEY = "pending_uploads"
 MAX_PENDING = 5
@@ -43,22 +42,7 @@ def _page(request, form: UploadForm | None = None, status: int = 200):
 
 
 def _preview(pending: dict, data: bytes):
-    build = batch_upload_preview if pending["mode"] == BATCH else annotation_upload_preview
-    rubric = Rubric.from_dict(pending["rubric"]) if pending.get("rubric") else None
-    return build(data=data, filename=pending["filename"], name=pending["name"], k=pending["k"],
-                 rubric=rubric, max_bytes=settings.ANNOTATOR_UPLOAD_MAX_BYTES)
-
-
-def _save(pending: dict, data: bytes, user) -> str:
-    rubric = Rubric.from_dict(pending["rubric"]) if pending.get("rubric") else None
-    common = dict(data=data, filename=pending["filename"], k=pending["k"], created_by=user,
-                  max_bytes=settings.ANNOTATOR_UPLOAD_MAX_BYTES)
-    if pending["mode"] == BATCH:
-        batch = batch_import_file(name=pending["name"], rubric=rubric or Rubric.default(), **common)
-        return f"Batch \u201c{batch.name}\u201d created with {batch.items.count()} items."
-    plan = annotations_import_file(batch_name=pending["name"], rubric=rubric, **common)
-    return (f"Imported {len(plan.parsed.annotations)} annotations into \u201c{plan.batch_name}\u201d "
-            f"({len(plan.new_items)} new items, {len(plan.new_users)} new annotator accounts).")
+    return pending_upload_preview(pending=pending, data=data)
 
 
 @require_GET
@@ -97,8 +81,12 @@ def confirm(request):
     if data is None:
         messages.error(request, "This upload is no longer waiting for confirmation; upload the file again.")
         return redirect("upload")
+    if len(data) > settings.ANNOTATOR_BACKGROUND_UPLOAD_BYTES:  # a large file: the worker saves it
+        job = upload_job_create(pending=pending, data=data, user=request.user)
+        _forget(request, token)
+        return redirect("job_status", job_id=job.pk)
     try:
-        message = _save(pending, data, request.user)
+        message = pending_upload_save(pending=pending, data=data, user=request.user)
     except (FileRefused, ImportRefused):
         _forget(request, token)
         return render(request, "annotator/upload_preview.html", {"preview": _preview(pending, data), "token": ""},

@@ -1,0 +1,26 @@
+"""Saving an upload the admin confirmed, in the request or in the background worker."""
+
+from __future__ import annotations
+
+from django.conf import settings
+
+from annotator.forms.uploads import BATCH
+from annotator.services.annotation_imports import annotations_import_file
+from annotator.services.batches import batch_import_file
+from hcs.rubric import Rubric
+
+
+def pending_upload_save(*, pending: dict, data: bytes, user) -> str:
+    """Check the file again and save it in one transaction; returns the message for the admin.
+
+    Raises ``FileRefused`` or ``ImportRefused`` (nothing saved) when it does not pass.
+    """
+    rubric = Rubric.from_dict(pending["rubric"]) if pending.get("rubric") else None
+    common = dict(data=data, filename=pending["filename"], k=pending["k"], created_by=user,
+                  max_bytes=settings.ANNOTATOR_UPLOAD_MAX_BYTES)
+    if pending["mode"] == BATCH:
+        batch = batch_import_file(name=pending["name"], rubric=rubric or Rubric.default(), **common)
+        return f"Batch \u201c{batch.name}\u201d created with {batch.items.count()} items."
+    plan = annotations_import_file(batch_name=pending["name"], rubric=rubric, **common)
+    return (f"Imported {len(plan.parsed.annotations)} annotations into \u201c{plan.batch_name}\u201d "
+            f"({len(plan.new_items)} new items, {len(plan.new_users)} new annotator accounts).")

@@ -1,0 +1,63 @@
+"""Background jobs: the status page (polled by htmx, or refreshed by hand), download, retry; /healthz."""
+
+from __future__ import annotations
+
+from django.contrib import messages
+from django.contrib.auth.decorators import login_required
+from django.db import DatabaseError, connection
+from django.http import Http404, HttpResponse, JsonResponse
+from django.shortcuts import get_object_or_404, redirect, render
+from django.views.decorators.cache import never_cache
+from django.views.decorators.http import require_GET, require_POST
+
+from annotator.models import Job
+from annotator.services.jobs import job_retry
+
+
+def _own_job(request, job_id, *, with_output: bool = False) -> Job:
+    jobs = Job.objects.defer("payload") if with_output else Job.objects.defer("payload", "output")
+    return get_object_or_404(jobs, pk=job_id, created_by=request.user)
+
+
+@require_GET
+@login_required
+@never_cache
+def job_status(request, job_id):
+    job = _own_job(request, job_id)
+    template = "annotator/job.html#job-status" if request.htmx else "annotator/job.html"
+    return render(request, template, {"job": job})
+
+
+@require_GET
+@login_required
+def job_download(request, job_id):
+    job = _own_job(request, job_id, with_output=True)
+    if job.state != Job.DONE or job.output is None:
+        raise Http404("This job has no file to download.")
+    response = HttpResponse(bytes(job.output), content_type=job.output_type or "application/octet-stream")
+    response["Content-Disposition"] = f'attachment; filename="{job.output_name or "download"}"'
+    return response
+
+
+@require_POST
+@login_required
+def job_try_again(request, job_id):
+    job = _own_job(request, job_id)
+    if job.state != Job.FAILED:
+        messages.info(request, "This job has not failed; nothing to try again.")
+    else:
+        job_retry(job=job)
+    return redirect("job_status", job_id=job.pk)
+
+
+@require_GET
+@never_cache
+def healthz(request):
+    """For load balancers: 200 when this app server can query its database, else 503."""
+    try:
+        with connection.cursor() as cursor:
+            cursor.execute("SELECT 1")
+            cursor.fetchone()
+    except DatabaseError as exc:
+        return JsonResponse({"status": "error", "database": type(exc).__name__}, status=503)
+    return JsonResponse({"status": "ok", "database": "ok"})
