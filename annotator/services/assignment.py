@@ -93,12 +93,7 @@ def _sweep_due(now: datetime) -> bool:
 
 @transaction.atomic
 def _lease_once(*, batch: Batch, annotator, now: datetime) -> Assignment | None:
-    current = (
-        Assignment.objects.select_related("item")
-        .filter(annotator=annotator, item__batch=batch, state=LEASED, lease_expires_at__gt=now)
-        .order_by("leased_at", "pk")
-        .first()
-    )
+    current = sql.live_lease(batch=batch, annotator_id=annotator.pk, now=now)
     if current is not None:
         return current
     sql.relax_commit_durability()

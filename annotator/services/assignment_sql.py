@@ -39,6 +39,33 @@ def _candidate_filter(*, batch, annotator_id: int) -> tuple[str, list]:
     return sql, params
 
 
+_ASSIGNMENT_FIELDS = [f for f in Assignment._meta.concrete_fields]
+
+
+def live_lease(*, batch, annotator_id: int, now: datetime) -> Assignment | None:
+    """The annotator's oldest unexpired lease in the batch, with its item loaded."""
+    item, assignment = _tables()
+    a_cols = ", ".join(f"a.{f.column}" for f in _ASSIGNMENT_FIELDS)
+    i_cols = ", ".join(f"i.{f.column}" for f in _ITEM_FIELDS)
+    with connection.cursor() as cursor:
+        cursor.execute(
+            f"SELECT {a_cols}, {i_cols} FROM {assignment} a INNER JOIN {item} i ON i.id = a.item_id"
+            " WHERE a.annotator_id = %s AND a.state = %s AND a.lease_expires_at > %s AND i.batch_id = %s"
+            " ORDER BY a.leased_at, a.id LIMIT 1",
+            [annotator_id, Assignment.State.LEASED, _when(now), batch.pk],
+        )
+        row = cursor.fetchone()
+    if row is None:
+        return None
+    n = len(_ASSIGNMENT_FIELDS)
+    lease = Assignment.from_db(
+        connection.alias, [f.attname for f in _ASSIGNMENT_FIELDS], _convert(Assignment, _ASSIGNMENT_FIELDS, row[:n])
+    )
+    lease.item = Item.from_db(connection.alias, [f.attname for f in _ITEM_FIELDS], _convert(Item, _ITEM_FIELDS, row[n:]))
+    lease.item.batch = batch
+    return lease
+
+
 def relax_commit_durability() -> None:
     """On PostgreSQL, let this transaction commit without waiting for its WAL flush.
 
@@ -95,12 +122,17 @@ def assignment_mark_submitted(*, item_id: int, annotator_id: int, now: datetime)
         cursor.execute(
             f"UPDATE {assignment} SET state = %s, finished_at = %s"
             " WHERE item_id = %s AND annotator_id = %s AND state = %s RETURNING leased_at",
-            [Assignment.State.SUBMITTED, now, item_id, annotator_id, Assignment.State.LEASED],
+            [Assignment.State.SUBMITTED, _when(now), item_id, annotator_id, Assignment.State.LEASED],
         )
         row = cursor.fetchone()
     if row is None:
         return None
     return _convert(Assignment, [Assignment._meta.get_field("leased_at")], row)[0]
+
+
+def _when(moment: datetime):
+    """A datetime parameter in the form the ORM stores it (a UTC string on SQLite)."""
+    return connection.ops.adapt_datetimefield_value(moment)
 
 
 def _convert(model, fields, row) -> list:

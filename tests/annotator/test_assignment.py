@@ -165,3 +165,17 @@ def test_queries_per_lease_do_not_grow_with_the_batch(one_system):
         counts.append(sum(1 for q in ctx.captured_queries if "SAVEPOINT" not in q["sql"]))
     assert counts[0] == counts[1]
     assert counts[0] <= 10
+
+
+def test_a_lease_is_resumed_until_it_expires_and_not_after():
+    batch = make_batch(n_items=3)
+    user = make_user("ann")
+    start = timezone.now() - timedelta(minutes=29, seconds=50)
+    lease = item_next_for_annotator(batch=batch, annotator=user, now=start)
+    assert item_next_for_annotator(batch=batch, annotator=user).pk == lease.pk  # 10 s left
+    later = start + timedelta(minutes=30, seconds=1)
+    fresh = item_next_for_annotator(batch=batch, annotator=user, now=later)
+    assert fresh.pk != lease.pk and fresh.item_id != lease.item_id
+    assert Assignment.objects.get(pk=lease.pk).state == Assignment.State.EXPIRED
+    done = submit(fresh.item, user, now=later + timedelta(seconds=42))
+    assert done.annotation.seconds_on_item == pytest.approx(42)
