@@ -7,7 +7,7 @@ STAMP := $(VENV)/.installed
 HOST ?= 127.0.0.1
 PORT ?= 8000
 
-.PHONY: install demo test test-fast serve migrate bench rubric-md browser-deps clean
+.PHONY: install demo test test-fast serve release web worker migrate bench rubric-md browser-deps clean
 
 $(STAMP): requirements.txt requirements-dev.txt
 	test -x $(PY) || $(PYTHON) -m venv $(VENV)
@@ -40,11 +40,23 @@ test: install browser-deps
 test-fast: install
 	$(PY) -m pytest -m "not browser and not slow"
 
-# Production serving: gunicorn + whitenoise against DATABASE_URL.
-serve: install
+# Production serving: gunicorn + whitenoise against DATABASE_URL (needs SECRET_KEY and ALLOWED_HOSTS;
+# README "Production"). `make serve` = release + web; on a second app server run `make web` only.
+GUNICORN_ARGS ?= --access-logfile - --timeout 120 --graceful-timeout 30
+serve: release web
+
+# Once per deploy, from one machine: apply migrations.
+release: install
 	$(PY) manage.py migrate --noinput
-	$(PY) manage.py collectstatic --noinput
-	$(VENV)/bin/gunicorn annotator.wsgi --bind $(HOST):$(PORT) --workers $${WEB_CONCURRENCY:-2}
+
+# One app server: collect static files (served by whitenoise), then gunicorn with WEB_CONCURRENCY workers.
+web: install
+	$(PY) manage.py collectstatic --noinput -v 0
+	$(VENV)/bin/gunicorn annotator.wsgi --bind $(HOST):$(PORT) --workers $${WEB_CONCURRENCY:-2} $(GUNICORN_ARGS)
+
+# The background worker: large uploads and report builds queued by any app server.
+worker: install
+	$(PY) manage.py db_worker
 
 # Import speed on SQLite and PostgreSQL (needs PostgreSQL on 127.0.0.1:5432); prints a table.
 bench: install
