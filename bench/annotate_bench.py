@@ -17,109 +17,36 @@ pass or fail.
 from __future__ import annotations
 
 import argparse
-import http.client
 import json
 import os
-import re
-import socket
 import statistics
 import subprocess
 import sys
 import tempfile
 import threading
 import time
-from http.cookies import SimpleCookie
 from pathlib import Path
-from urllib.parse import urlencode
 
-ROOT = Path(__file__).resolve().parent.parent
-VENV_BIN = ROOT / ".venv" / "bin"
-PASSWORD = "bench-password-not-secret-42"
-SCORES = {
-    "score_coherence": "4", "score_relevance": "4", "score_instruction_following": "3",
-    "score_safety_compliance": "5", "score_fluency": "4", "constraint_0": "met", "constraint_1": "not_met",
-}
-ACTION = re.compile(r'action="(/annotate/item/(\d+)/submit/)"')
-CSRF = re.compile(r'name="csrfmiddlewaretoken" value="([^"]+)"')
-
-
-# --------------------------------------------------------------------------- server side
-def server_env(database_url: str) -> dict[str, str]:
-    env = dict(os.environ)
-    env.update(
-        DATABASE_URL=database_url,
-        DEBUG="0",
-        SECRET_KEY="bench-only-secret-key-not-for-production-use-0123456789",
-        ALLOWED_HOSTS="127.0.0.1,localhost,testserver",
-        HTTPS_ONLY="0",
-        LOG_LEVEL="ERROR",
-        DJANGO_SETTINGS_MODULE="annotator.settings",
-    )
-    return env
-
-
-def setup_database(env: dict[str, str], n_users: int, n_items: int) -> int:
-    """Migrate, create annotators and a batch (in a child process); returns the batch id."""
-    subprocess.run([str(VENV_BIN / "python"), "manage.py", "migrate", "--noinput", "-v", "0"],
-                   cwd=ROOT, env=env, check=True)
-    out = subprocess.run(
-        [str(VENV_BIN / "python"), __file__, "--_seed", str(n_users), str(n_items)],
-        cwd=ROOT, env=env, check=True, capture_output=True, text=True,
-    ).stdout
-    return int(json.loads(out.strip().splitlines()[-1])["batch"])
-
-
-def _django():
-    sys.path.insert(0, str(ROOT))
-    import django
-
-    django.setup()
-
-
-def _make_batch(name: str, n_items: int) -> int:
-    from annotator.models import Batch, Item
-    from hcs.rubric import Rubric
-
-    batch = Batch.objects.create(name=name, rubric=Rubric.default().to_dict(), k=3)
-    Item.objects.bulk_create(
-        (
-            Item(
-                batch=batch, item_id=f"{name}-{i}", prompt_id=f"p{i // 2}", position=i, system_id=f"s{i % 2}",
-                prompt=f"Plan a route to terminal {i} avoiding tolls; arrive before 8AM.",
-                response="Take the ring road west (no tolls), leave by 6:40.\n" * 8,
-                constraints=["avoid tolls", "arrive before 8AM"],
-            )
-            for i in range(n_items)
-        ),
-        batch_size=1000,
-    )
-    return batch.pk
-
-
-def seed(n_users: int, n_items: int) -> None:
-    _django()
-    from django.contrib.auth import get_user_model
-    from django.contrib.auth.models import Group
-
-    group, _ = Group.objects.get_or_create(name="annotator")
-    User = get_user_model()
-    for i in range(n_users):
-        user = User.objects.create_user(f"bench{i}", password=PASSWORD)
-        user.groups.add(group)
-    batch_id = _make_batch("bench", n_items)
-    # Planner statistics, as autovacuum gathers them within a minute of an upload; without
-    # them PostgreSQL plans the lease query for an empty table.
-    from django.db import connection
-
-    if connection.vendor == "postgresql":
-        with connection.cursor() as cursor:
-            cursor.execute("ANALYZE")
-    print(json.dumps({"batch": batch_id}))
+from annotator_http import (
+    ACTION,
+    PASSWORD,
+    ROOT,
+    SCORES,
+    VENV_BIN,
+    Annotator,
+    django_setup,
+    free_port,
+    make_batch,
+    recreate_postgres,
+    server_env,
+    setup_database,
+    start_gunicorn,
+)
 
 
 def count_queries() -> None:
     """SQL queries for one round trip (GET next + POST), in a small and a large batch."""
-    _django()
+    django_setup()
     from django.contrib.auth import get_user_model
     from django.contrib.auth.models import Group
     from django.db import connection
@@ -129,7 +56,7 @@ def count_queries() -> None:
     group, _ = Group.objects.get_or_create(name="annotator")
     result = {}
     for n_items in (20, 5000):
-        batch_id = _make_batch(f"count-{n_items}-{time.time_ns()}", n_items)
+        batch_id = make_batch(f"count-{n_items}-{time.time_ns()}", n_items)
         user = get_user_model().objects.create_user(f"counter-{n_items}-{time.time_ns()}", password=PASSWORD)
         user.groups.add(group)
         client = Client()
@@ -144,78 +71,6 @@ def count_queries() -> None:
             counts.append(len(ctx.captured_queries))
         result[n_items] = counts[-1]
     print(json.dumps(result))
-
-
-def free_port() -> int:
-    with socket.socket() as s:
-        s.bind(("127.0.0.1", 0))
-        return s.getsockname()[1]
-
-
-def start_gunicorn(env: dict[str, str], port: int, workers: int) -> subprocess.Popen:
-    process = subprocess.Popen(
-        [str(VENV_BIN / "gunicorn"), "annotator.wsgi", "--bind", f"127.0.0.1:{port}",
-         "--workers", str(workers), "--log-level", "warning"],
-        cwd=ROOT, env=env, stdout=subprocess.DEVNULL, stderr=subprocess.PIPE, text=True,
-    )
-    for _ in range(200):
-        try:
-            with socket.create_connection(("127.0.0.1", port), timeout=0.2):
-                return process
-        except OSError:
-            if process.poll() is not None:
-                raise RuntimeError(f"gunicorn exited: {process.stderr.read()}")
-            time.sleep(0.05)
-    process.terminate()
-    raise RuntimeError("gunicorn did not start")
-
-
-# --------------------------------------------------------------------------- client side
-class Annotator:
-    def __init__(self, port: int, username: str):
-        self.port = port
-        self.cookies: dict[str, str] = {}
-        self.username = username
-
-    def request(self, method: str, path: str, body: dict | None = None) -> tuple[int, str, dict]:
-        conn = http.client.HTTPConnection("127.0.0.1", self.port, timeout=60)
-        headers = {"Cookie": "; ".join(f"{k}={v}" for k, v in self.cookies.items())}
-        data = None
-        if body is not None:
-            data = urlencode(body, doseq=True)
-            headers["Content-Type"] = "application/x-www-form-urlencoded"
-        conn.request(method, path, body=data, headers=headers)
-        response = conn.getresponse()
-        text = response.read().decode("utf-8", "replace")
-        for header in response.headers.get_all("Set-Cookie") or []:
-            cookie = SimpleCookie(header)
-            for key, morsel in cookie.items():
-                self.cookies[key] = morsel.value
-        conn.close()
-        return response.status, text, dict(response.headers)
-
-    def login(self) -> None:
-        status, page, _ = self.request("GET", "/login/")
-        token = CSRF.search(page).group(1)
-        status, _, headers = self.request(
-            "POST", "/login/", {"csrfmiddlewaretoken": token, "username": self.username, "password": PASSWORD}
-        )
-        if status != 302 or "sessionid" not in self.cookies:
-            raise RuntimeError(f"login failed for {self.username}: {status}")
-
-    def round_trip(self, batch_id: int) -> str | None:
-        """GET the next item, POST scores. Returns an error description or None."""
-        status, page, _ = self.request("GET", f"/annotate/{batch_id}/next/")
-        if status != 200:
-            return f"GET {status}: {page[:120]!r}"
-        match = ACTION.search(page)
-        if match is None:
-            return "no item offered"
-        token = CSRF.search(page).group(1)
-        status, text, headers = self.request("POST", match.group(1), {**SCORES, "csrfmiddlewaretoken": token})
-        if status != 302:
-            return f"POST {status}: {text[:120]!r}"
-        return None
 
 
 def process_cpu_seconds(root_pid: int) -> float:
@@ -308,17 +163,6 @@ def bench_database(label: str, database_url: str, args) -> list[dict]:
     return rows
 
 
-def postgres_url(args) -> str:
-    import psycopg
-
-    base = args.pg_url.rsplit("/", 1)[0]
-    name = args.pg_url.rsplit("/", 1)[1]
-    with psycopg.connect(f"{base}/postgres", autocommit=True) as conn:
-        conn.execute(f'DROP DATABASE IF EXISTS "{name}" WITH (FORCE)')
-        conn.execute(f'CREATE DATABASE "{name}"')
-    return args.pg_url
-
-
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     parser.add_argument("--db", choices=["postgres", "sqlite", "both"], default="both")
@@ -332,7 +176,7 @@ def main() -> None:
 
     rows = []
     if args.db in ("postgres", "both"):
-        rows += bench_database("PostgreSQL", postgres_url(args), args)
+        rows += bench_database("PostgreSQL", recreate_postgres(args.pg_url), args)
     if args.db in ("sqlite", "both"):
         with tempfile.TemporaryDirectory() as tmp:
             rows += bench_database("SQLite", f"sqlite:///{tmp}/bench.sqlite3", args)
@@ -357,9 +201,7 @@ def main() -> None:
 
 
 if __name__ == "__main__":
-    if len(sys.argv) >= 2 and sys.argv[1] == "--_seed":
-        seed(int(sys.argv[2]), int(sys.argv[3]))
-    elif len(sys.argv) >= 2 and sys.argv[1] == "--_count":
+    if len(sys.argv) >= 2 and sys.argv[1] == "--_count":
         count_queries()
     else:
         main()

@@ -1,0 +1,209 @@
+"""Shared pieces of the HTTP benchmarks: a fresh database, gunicorn on loopback, simulated annotators.
+
+Used by bench/annotate_bench.py (round-trip speed) and bench/load_faults.py (load with faults).
+``python bench/annotator_http.py --seed N_USERS N_ITEMS`` seeds the database named by DATABASE_URL
+(in a child process, so the caller needs no Django) and prints ``{"batch": id}``.
+"""
+
+from __future__ import annotations
+
+import http.client
+import json
+import os
+import re
+import socket
+import subprocess
+import sys
+import time
+from http.cookies import SimpleCookie
+from pathlib import Path
+from urllib.parse import urlencode
+
+ROOT = Path(__file__).resolve().parent.parent
+VENV_BIN = ROOT / ".venv" / "bin"
+PASSWORD = "bench-password-not-secret-42"
+SCORES = {
+    "score_coherence": "4", "score_relevance": "4", "score_instruction_following": "3",
+    "score_safety_compliance": "5", "score_fluency": "4", "constraint_0": "met", "constraint_1": "not_met",
+}
+ACTION = re.compile(r'action="(/annotate/item/(\d+)/submit/)"')
+CSRF = re.compile(r'name="csrfmiddlewaretoken" value="([^"]+)"')
+
+
+# --------------------------------------------------------------------------- server side
+def server_env(database_url: str) -> dict[str, str]:
+    env = dict(os.environ)
+    env.update(
+        DATABASE_URL=database_url,
+        DEBUG="0",
+        SECRET_KEY="bench-only-secret-key-not-for-production-use-0123456789",
+        ALLOWED_HOSTS="127.0.0.1,localhost,testserver",
+        HTTPS_ONLY="0",
+        LOG_LEVEL="ERROR",
+        DJANGO_SETTINGS_MODULE="annotator.settings",
+    )
+    return env
+
+
+def recreate_postgres(url: str) -> str:
+    """Drop and create the database named at the end of a postgres:// URL; returns the URL."""
+    import psycopg
+
+    base, name = url.rsplit("/", 1)
+    with psycopg.connect(f"{base}/postgres", autocommit=True) as conn:
+        conn.execute(f'DROP DATABASE IF EXISTS "{name}" WITH (FORCE)')
+        conn.execute(f'CREATE DATABASE "{name}"')
+    return url
+
+
+def setup_database(env: dict[str, str], n_users: int, n_items: int, k: int = 3) -> int:
+    """Migrate, create annotators bench0.. and a batch (in child processes); returns the batch id."""
+    subprocess.run([str(VENV_BIN / "python"), "manage.py", "migrate", "--noinput", "-v", "0"],
+                   cwd=ROOT, env=env, check=True)
+    out = subprocess.run(
+        [str(VENV_BIN / "python"), __file__, "--seed", str(n_users), str(n_items), str(k)],
+        cwd=ROOT, env=env, check=True, capture_output=True, text=True,
+    ).stdout
+    return int(json.loads(out.strip().splitlines()[-1])["batch"])
+
+
+def django_setup() -> None:
+    sys.path.insert(0, str(ROOT))
+    import django
+
+    django.setup()
+
+
+def make_batch(name: str, n_items: int, k: int = 3) -> int:
+    from annotator.models import Batch, Item
+    from hcs.rubric import Rubric
+
+    batch = Batch.objects.create(name=name, rubric=Rubric.default().to_dict(), k=k)
+    Item.objects.bulk_create(
+        (
+            Item(
+                batch=batch, item_id=f"{name}-{i}", prompt_id=f"p{i // 2}", position=i, system_id=f"s{i % 2}",
+                prompt=f"Plan a route to terminal {i} avoiding tolls; arrive before 8AM.",
+                response="Take the ring road west (no tolls), leave by 6:40.\n" * 8,
+                constraints=["avoid tolls", "arrive before 8AM"],
+            )
+            for i in range(n_items)
+        ),
+        batch_size=1000,
+    )
+    return batch.pk
+
+
+def seed(n_users: int, n_items: int, k: int = 3) -> None:
+    django_setup()
+    from django.contrib.auth import get_user_model
+    from django.contrib.auth.models import Group
+    from django.db import connection
+
+    group, _ = Group.objects.get_or_create(name="annotator")
+    User = get_user_model()
+    for i in range(n_users):
+        user = User.objects.create_user(f"bench{i}", password=PASSWORD)
+        user.groups.add(group)
+    batch_id = make_batch("bench", n_items, k)
+    # Planner statistics, as autovacuum gathers them within a minute of an upload; without
+    # them PostgreSQL plans the lease query for an empty table.
+    if connection.vendor == "postgresql":
+        with connection.cursor() as cursor:
+            cursor.execute("ANALYZE")
+    print(json.dumps({"batch": batch_id}))
+
+
+def free_port() -> int:
+    with socket.socket() as s:
+        s.bind(("127.0.0.1", 0))
+        return s.getsockname()[1]
+
+
+def start_gunicorn(env: dict[str, str], port: int, workers: int, *extra: str) -> subprocess.Popen:
+    """gunicorn on 127.0.0.1:port; returns once it accepts connections (the Popen is the master)."""
+    process = subprocess.Popen(
+        [str(VENV_BIN / "gunicorn"), "annotator.wsgi", "--bind", f"127.0.0.1:{port}",
+         "--workers", str(workers), "--log-level", "warning", *extra],
+        cwd=ROOT, env=env, stdout=subprocess.DEVNULL, stderr=subprocess.PIPE, text=True,
+    )
+    for _ in range(400):
+        try:
+            with socket.create_connection(("127.0.0.1", port), timeout=0.2):
+                return process
+        except OSError:
+            if process.poll() is not None:
+                raise RuntimeError(f"gunicorn exited: {process.stderr.read()}")
+            time.sleep(0.05)
+    process.terminate()
+    raise RuntimeError("gunicorn did not start")
+
+
+def child_pids(parent: int) -> list[int]:
+    """Processes whose parent is ``parent`` (gunicorn's workers under its master), from /proc."""
+    pids = []
+    for entry in Path("/proc").iterdir():
+        if entry.name.isdigit():
+            try:
+                if int((entry / "stat").read_text().rsplit(")", 1)[1].split()[1]) == parent:
+                    pids.append(int(entry.name))
+            except OSError:
+                continue
+    return sorted(pids)
+
+
+# --------------------------------------------------------------------------- client side
+class Annotator:
+    """One browser: a cookie jar and a fresh connection per request."""
+
+    def __init__(self, port: int, username: str, timeout: float = 60):
+        self.port = port
+        self.cookies: dict[str, str] = {}
+        self.username = username
+        self.timeout = timeout
+
+    def request(self, method: str, path: str, body: dict | None = None) -> tuple[int, str, dict]:
+        conn = http.client.HTTPConnection("127.0.0.1", self.port, timeout=self.timeout)
+        headers = {"Cookie": "; ".join(f"{k}={v}" for k, v in self.cookies.items())}
+        data = None
+        if body is not None:
+            data = urlencode(body, doseq=True)
+            headers["Content-Type"] = "application/x-www-form-urlencoded"
+        try:
+            conn.request(method, path, body=data, headers=headers)
+            response = conn.getresponse()
+            text = response.read().decode("utf-8", "replace")
+        finally:
+            conn.close()
+        for header in response.headers.get_all("Set-Cookie") or []:
+            cookie = SimpleCookie(header)
+            for key, morsel in cookie.items():
+                self.cookies[key] = morsel.value
+        return response.status, text, dict(response.headers)
+
+    def login(self) -> None:
+        status, page, _ = self.request("GET", "/login/")
+        token = CSRF.search(page).group(1)
+        status, _, headers = self.request(
+            "POST", "/login/", {"csrfmiddlewaretoken": token, "username": self.username, "password": PASSWORD}
+        )
+        if status != 302 or "sessionid" not in self.cookies:
+            raise RuntimeError(f"login failed for {self.username}: {status}")
+
+    def round_trip(self, batch_id: int) -> str | None:
+        """GET the next item, POST scores. Returns an error description or None."""
+        status, page, _ = self.request("GET", f"/annotate/{batch_id}/next/")
+        if status != 200:
+            return f"GET {status}: {page[:120]!r}"
+        match = ACTION.search(page)
+        if match is None:
+            return "no item offered"
+        token = CSRF.search(page).group(1)
+        status, text, headers = self.request("POST", match.group(1), {**SCORES, "csrfmiddlewaretoken": token})
+        if status != 302:
+            return f"POST {status}: {text[:120]!r}"
+        return None
+
+
+if __name__ == "__main__" and len(sys.argv) >= 4 and sys.argv[1] == "--seed":
+    seed(int(sys.argv[2]), int(sys.argv[3]), int(sys.argv[4]) if len(sys.argv) > 4 else 3)
