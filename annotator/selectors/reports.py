@@ -10,6 +10,7 @@ Views, exports and the ``export_report`` command all call :func:`batch_report`.
 from __future__ import annotations
 
 from collections.abc import Callable, Iterator
+from concurrent.futures import ThreadPoolExecutor
 from itertools import chain
 from dataclasses import dataclass, field, replace
 from typing import Any
@@ -77,6 +78,30 @@ def _fetch(sql: str, params: list[Any], width: int) -> np.ndarray:
     return np.concatenate(chunks) if chunks else np.zeros((0, width), dtype=np.int64)
 
 
+# Run the per-annotation query on a second database connection while the grouped count
+# query runs on this one: the two scans overlap. Not inside a transaction (another
+# connection could not see its uncommitted rows); tests switch it off or on explicitly.
+PARALLEL_QUERIES = True
+
+
+def _alongside(func: Callable[..., Any], *args: Any) -> Callable[[], Any]:
+    """Start ``func(*args)`` in a worker thread with its own connection; call the result to wait."""
+    if not PARALLEL_QUERIES or connection.in_atomic_block:
+        value = func(*args)
+        return lambda: value
+
+    def work():
+        try:
+            return func(*args)
+        finally:
+            connection.close()  # the worker thread's own connection
+
+    pool = ThreadPoolExecutor(max_workers=1)
+    future = pool.submit(work)
+    pool.shutdown(wait=False)
+    return future.result
+
+
 def _count_matrix(rows: np.ndarray, row_of_item: dict[int, int] | np.ndarray, shape: tuple[int, int, int],
                   scale_min: int) -> np.ndarray:
     """(item pk, dimension, value, count) rows → dimensions × items × categories."""
@@ -104,7 +129,27 @@ def report_arrays(*, batch: Batch) -> ReportArrays:
     lookup = (item_pk[sorter], sorter)  # sorted pks and the item row of each
     shape = (len(dims), len(items), rubric.scale_max - rubric.scale_min + 1)
 
-    # 1. The grouped query: counts per item × dimension × score.
+    # Per annotation, its scores packed into integers in base (scale max + 1), 0 = not rated,
+    # as many dimensions per column as fit in 31 bits. Started first, on a second connection
+    # when possible, so it runs while the grouped count query below runs here.
+    base = rubric.scale_max + 1
+    per_column = max(1, int(31 / np.log2(base)))
+    groups = [dims[g:g + per_column] for g in range(0, len(dims), per_column)]
+    sums = ", ".join(
+        "COALESCE(SUM(s.value * CASE s.dimension "
+        + " ".join(f"WHEN %s THEN {base ** j}" for j in range(len(g)))
+        + " ELSE 0 END), 0)"
+        for g in groups
+    )
+    annotations_sql = (
+        f"SELECT a.item_id, a.annotator_id, {sums} "
+        f"FROM {t['annotation']} a JOIN {t['item']} i ON i.id = a.item_id "
+        f"LEFT JOIN {t['score']} s ON s.annotation_id = a.id "
+        f"WHERE i.batch_id = %s GROUP BY a.id, a.item_id, a.annotator_id"
+    )
+    pending = _alongside(_fetch, annotations_sql, [*(d for g in groups for d in g), batch.pk], 2 + len(groups))
+
+    # The grouped query: counts per item × dimension × score.
     case, case_params = _dimension_case("s.dimension", dims)
     counts_sql = (
         f"SELECT s.item_id, {case} AS d, s.value, COUNT(*) FROM {t['score']} s "
@@ -132,24 +177,7 @@ def report_arrays(*, batch: Batch) -> ReportArrays:
         fleiss = counts.copy()
     fleiss[fleiss.sum(axis=2) != batch.k] = 0
 
-    # 2. One row per annotation with its scores per dimension, packed into integers in base
-    # (scale max + 1), 0 = not rated; as many dimensions per column as fit in 31 bits.
-    base = rubric.scale_max + 1
-    per_column = max(1, int(31 / np.log2(base)))
-    groups = [dims[g:g + per_column] for g in range(0, len(dims), per_column)]
-    sums = ", ".join(
-        "COALESCE(SUM(s.value * CASE s.dimension "
-        + " ".join(f"WHEN %s THEN {base ** j}" for j in range(len(g)))
-        + " ELSE 0 END), 0)"
-        for g in groups
-    )
-    annotations_sql = (
-        f"SELECT a.item_id, a.annotator_id, {sums} "
-        f"FROM {t['annotation']} a JOIN {t['item']} i ON i.id = a.item_id "
-        f"LEFT JOIN {t['score']} s ON s.annotation_id = a.id "
-        f"WHERE i.batch_id = %s GROUP BY a.id, a.item_id, a.annotator_id"
-    )
-    rows = _fetch(annotations_sql, [*(d for g in groups for d in g), batch.pk], 2 + len(groups))
+    rows = pending()
     digits = np.concatenate(
         [(rows[:, 2 + n, None] // (base ** np.arange(len(g)))[None, :]) % base for n, g in enumerate(groups)], axis=1
     ) if len(rows) else np.zeros((0, len(dims)), dtype=np.int64)
