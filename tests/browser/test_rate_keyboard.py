@@ -59,6 +59,9 @@ def test_rate_with_the_keyboard_then_edit(page, live_server):
     page.fill("#id_username", user.username)
     page.fill("#id_password", PASSWORD)
     page.press("#id_password", "Enter")
+    OUTPUT.mkdir(parents=True, exist_ok=True)
+    assert "0 / 3 items complete" in page.locator("table.queue").inner_text()
+    page.screenshot(path=str(OUTPUT / "home-queue.png"))
     page.get_by_role("link", name="Start").click()
     page.wait_for_selector("#rate-form")
     first_item = page.locator(".rate-where strong").inner_text()
@@ -86,7 +89,6 @@ def test_rate_with_the_keyboard_then_edit(page, live_server):
     assert page.locator("#help-dialog").is_visible()
     keys.press("Escape")
     assert not page.locator("#help-dialog").is_visible()
-    OUTPUT.mkdir(parents=True, exist_ok=True)
     page.screenshot(path=str(OUTPUT / "rate-page.png"), full_page=True)
     keys.press("Enter")
 
