@@ -42,6 +42,13 @@ def batch_open_to(*, user, batch_id: int) -> Batch | None:
     return Batch.objects.filter(pk=batch_id, is_open=True).filter(_may_rate(f"{table}.id", user)).first()
 
 
+def batch_of_own_work(*, user, batch_id: int) -> Batch | None:
+    """A batch open to the annotator, or one they rated in (to reopen their own work after
+    it closed)."""
+    own = Annotation.objects.filter(item__batch_id=OuterRef("pk"), annotator=user)
+    return Batch.objects.filter(pk=batch_id).filter((Q(is_open=True) & _open_to(user)) | Q(Exists(own))).first()
+
+
 def item_open_to(*, user, item_pk: int) -> Item | None:
     """The item with its batch, if the batch is open to this annotator."""
     table = connection.ops.quote_name(Item._meta.db_table)

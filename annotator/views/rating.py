@@ -19,6 +19,7 @@ from annotator.roles import annotator_required
 from annotator.selectors.queue import (
     annotation_of,
     annotations_of,
+    batch_of_own_work,
     batch_open_to,
     conversation_turns,
     item_open_to,
@@ -135,7 +136,7 @@ def skip(request, item_pk):
 @require_GET
 @annotator_required
 def mine(request, batch_id):
-    batch = _found(batch_open_to(user=request.user, batch_id=batch_id))
+    batch = _found(batch_of_own_work(user=request.user, batch_id=batch_id))
     annotations = annotations_of(user=request.user, batch=batch)
     return render(request, "annotator/mine.html", {"batch": batch, "annotations": annotations})
 

@@ -200,3 +200,25 @@ def test_researchers_without_the_annotator_role_cannot_rate(client):
     batch = make_batch(n_items=1)
     client.force_login(make_user("res", role="researcher"))
     assert client.get(reverse("annotate_next", args=[batch.pk])).status_code == 403
+
+
+def test_own_work_stays_reachable_after_the_batch_closes(client, setup):
+    batch, user = setup
+    client.get(reverse("annotate_next", args=[batch.pk]))
+    item = leased_item(user)
+    client.post(reverse("annotate_submit", args=[item.pk]), {**SCORES, "constraint_0": "met", "constraint_1": "met"})
+    batch.is_open = False
+    batch.save()
+    annotation = Annotation.objects.get()
+    assert client.get(reverse("annotate_mine", args=[batch.pk])).status_code == 200
+    response = client.post(
+        reverse("annotation_edit", args=[annotation.pk]),
+        {**SCORES, "score_fluency": "1", "constraint_0": "met", "constraint_1": "met"},
+        follow=True,
+    )
+    assert response.status_code == 200
+    assert annotation.scores.get(dimension="fluency").value == 1
+    other = make_batch("other-closed", n_items=1)
+    other.is_open = False
+    other.save()
+    assert client.get(reverse("annotate_mine", args=[other.pk])).status_code == 404
