@@ -62,20 +62,22 @@ def extract_json(text: str) -> Any:
     if text is None or not str(text).strip():
         raise JudgeOutputError("the judge output is empty")
     text = str(text)
+    # ValueError covers JSONDecodeError and integers past Python's digit limit; RecursionError
+    # arrays nested deeper than the parser's recursion limit.
     try:
         return json.loads(text)
-    except json.JSONDecodeError:
+    except (ValueError, RecursionError):
         pass
     for block in _FENCE.findall(text):
         try:
             return json.loads(block)
-        except json.JSONDecodeError:
+        except (ValueError, RecursionError):
             continue
     decoder = json.JSONDecoder()
     for match in re.finditer(r"\{", text):
         try:
             value, _ = decoder.raw_decode(text, match.start())
-        except json.JSONDecodeError:
+        except (ValueError, RecursionError):
             continue
         if isinstance(value, dict):
             return value

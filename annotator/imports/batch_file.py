@@ -17,6 +17,7 @@ import numpy as np
 import pandas as pd
 
 from annotator.imports.errors import RowError
+from annotator.imports.json_text import json_loads
 from annotator.imports.reading import JSONL, ROW, Table, read_table
 
 REQUIRED = ("item_id", "prompt", "response")
@@ -71,7 +72,7 @@ class ParsedBatch:
 def _loads_or_raw(text: str) -> Any:
     try:
         return json.loads(text)
-    except (TypeError, ValueError):
+    except (TypeError, ValueError, RecursionError):
         return text
 
 
@@ -183,7 +184,7 @@ def parse_constraints(cell: str) -> list[str]:
     text = cell.strip()
     if text.startswith("["):
         try:
-            value = json.loads(text)
+            value = json_loads(text)
         except json.JSONDecodeError as exc:
             raise ValueError(f"starts like a JSON list but is not valid JSON ({exc.msg} at character {exc.pos + 1})")
         if not isinstance(value, list) or not all(isinstance(v, str) for v in value):
@@ -196,7 +197,7 @@ def parse_constraints(cell: str) -> list[str]:
 
 def parse_conversation(cell: str) -> list[dict[str, str]]:
     try:
-        value = json.loads(cell)
+        value = json_loads(cell)
     except json.JSONDecodeError as exc:
         raise ValueError(f"is not valid JSON ({exc.msg} at character {exc.pos + 1})")
     if not isinstance(value, list):
@@ -225,7 +226,7 @@ def _metadata(frame, given, extra, row, table, errors) -> list[str]:
         meta: dict[str, Any] = {}
         if cell and cell.strip():
             try:
-                value = json.loads(cell)
+                value = json_loads(cell)
             except json.JSONDecodeError as exc:
                 errors.append(table.error(int(r), "metadata", f"is not valid JSON ({exc.msg})"))
                 continue

@@ -21,6 +21,7 @@ import numpy as np
 import pandas as pd
 
 from annotator.imports.errors import FileRefused, RowError
+from annotator.imports.json_text import json_loads
 
 ROW = "__row__"  # the DataFrame column holding each record's row (CSV) or line (JSONL) number
 CSV, JSONL = "csv", "jsonl"
@@ -234,7 +235,7 @@ def read_jsonl(text: str) -> Table:
         if not line:
             continue
         try:
-            value = json.loads(line)
+            value = json_loads(line)
         except json.JSONDecodeError as exc:
             errors.append(RowError(number, None, f"is not valid JSON ({exc.msg} at character {exc.colno})", "line"))
             continue

@@ -22,6 +22,7 @@ import pandas as pd
 
 from annotator.imports.batch_file import COLUMNS, ParsedBatch, parse_batch_table
 from annotator.imports.errors import FileRefused, RowError
+from annotator.imports.json_text import json_loads
 from annotator.imports.reading import JSONL, ROW, Table, check_size, decode_text
 
 _SEGMENT = re.compile(r"([A-Za-z_][\w\-]*)?((?:\[-?\d+\])*)$")
@@ -137,7 +138,7 @@ def parse_trace_file(
         if not line.strip():
             continue
         try:
-            trace = json.loads(line)
+            trace = json_loads(line)
         except json.JSONDecodeError as exc:
             errors.append(RowError(number, None, f"is not valid JSON ({exc.msg} at character {exc.colno})", "line"))
             continue

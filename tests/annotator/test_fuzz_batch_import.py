@@ -1,0 +1,99 @@
+"""Fuzzed batch files through the import service (parse, check, save): every file either makes a
+batch with all its rows or is refused with errors, and a refusal saves nothing."""
+
+import pytest
+from hypothesis import event, given
+from hypothesis import strategies as st
+
+from annotator.imports.batch_file import parse_batch_file
+from annotator.imports.errors import FileRefused, ImportRefused
+from annotator.models import Batch, Item
+from annotator.services.batches import batch_import_file
+from hcs.rubric import Rubric
+from tests.annotator.fuzz_support import FUZZ, FORMULAS, record, rolled_back, row_counts, upload_files
+
+pytestmark = pytest.mark.django_db
+
+COLUMNS = ["item_id", "prompt", "response", "system_id", "prompt_id", "context", "expected_output",
+           "constraints", "conversation", "metadata"]
+GOOD_CELLS = {
+    "item_id": [f"a{i}" for i in range(12)] + ["x" * 201, ""],
+    "prompt": ["Plan a route avoiding tolls.", *FORMULAS],
+    "response": ["Take Route 9.", "<script>alert(1)</script>", "Turn left."],
+    "system_id": ["sys-a", "sys-b", "s" * 201],
+    "prompt_id": ["p1", "p2", "p" * 201],
+    "constraints": ["avoid tolls; arrive before 8AM", '["a", "b"]', "[1, 2]", '{"a": 1}', "[", ""],
+    "conversation": ['[{"role": "user", "content": "hi"}]', "[1]", '[{"role": 5}]', "nope", '"x"', "[]"],
+    "metadata": ['{"a": 1}', "[1]", "{", '{"a": {"b": [1, null]}}'],
+}
+
+
+@FUZZ
+@given(file=upload_files(COLUMNS, GOOD_CELLS, required=3), k=st.sampled_from([3, 5, 2]),
+       max_bytes=st.sampled_from([None, 300, 50 * 1024 * 1024]))
+def test_any_batch_file_imports_whole_or_not_at_all(file, k, max_bytes):
+    record("batch importer")
+    data, filename = file
+    with rolled_back():
+        before = row_counts(Batch, Item)
+        try:
+            batch = batch_import_file(data=data, filename=filename, name="fuzzed", k=k, rubric=Rubric.default(),
+                                      max_bytes=max_bytes)
+        except FileRefused as exc:
+            event("file refused")
+            assert str(exc)
+            assert row_counts(Batch, Item) == before
+        except ImportRefused as exc:
+            event("rows refused")
+            assert exc.errors and all(str(e) for e in exc.errors)
+            assert row_counts(Batch, Item) == before
+        else:
+            event("imported")
+            n = batch.items.count()
+            assert n > 0
+            assert row_counts(Batch, Item) == {"Batch": before["Batch"] + 1, "Item": before["Item"] + n}
+            # Text is stored as given: formulas are defused on the way out (exports), not on the way in.
+            assert all(len(i) <= 200 for i in batch.items.values_list("item_id", flat=True))
+
+
+def test_formula_cells_are_stored_verbatim():
+    data = 'item_id,prompt,response\nf1,"=HYPERLINK(""http://x"")",+SUM(A1)\n'.encode()
+    batch = batch_import_file(data=data, filename="f.csv", name="formulas", k=3, rubric=Rubric.default())
+    item = batch.items.get()
+    assert (item.prompt, item.response) == ('=HYPERLINK("http://x")', "+SUM(A1)")
+
+
+# Found by the fuzz test: JSON cells and lines with an integer of more than 4,300 digits, or nested
+# deeper than the recursion limit, raised ValueError / RecursionError (a server error on upload).
+HOSTILE_JSON = ["9" * 5000, "[" + "9" * 5000 + "]", "[" * 5000 + "]" * 5000, '{"a": ' + "9" * 5000 + "}"]
+
+
+@pytest.mark.parametrize("column", ["constraints", "conversation", "metadata"])
+@pytest.mark.parametrize("cell", HOSTILE_JSON)
+def test_hostile_json_cells_are_row_errors(column, cell):
+    data = f"item_id,prompt,response,{column}\na1,p,r,{cell}\n".encode()
+    parsed = parse_batch_file(data, filename="f.csv")
+    if column == "constraints" and not cell.startswith("["):
+        assert parsed.errors == []  # plain text, `;`-separated: no JSON involved
+    else:
+        assert [(e.row, e.column) for e in parsed.errors] == [(2, column)]
+
+
+@pytest.mark.parametrize("line", HOSTILE_JSON)
+def test_hostile_json_lines_are_line_errors(line):
+    data = ('{"item_id": "a1", "prompt": "p", "response": "r"}\n' + line + "\n").encode()
+    parsed = parse_batch_file(data, filename="f.jsonl")
+    assert [(e.row, e.unit) for e in parsed.errors] == [(2, "line")]
+
+
+@pytest.mark.parametrize("text", HOSTILE_JSON)
+def test_hostile_rubric_file_is_a_form_error(text):
+    from django.core.files.uploadedfile import SimpleUploadedFile
+
+    from annotator.forms.uploads import UploadForm
+
+    form = UploadForm({"mode": "batch", "name": "b", "k": 3},
+                      {"file": SimpleUploadedFile("f.csv", b"item_id,prompt,response\na,p,r\n"),
+                       "rubric_file": SimpleUploadedFile("r.json", text.encode())})
+    assert not form.is_valid()
+    assert "rubric_file" in form.errors
