@@ -9,7 +9,8 @@ from typing import Any
 from annotator.exports.csv_safe import csv_lines
 from annotator.imports.annotation_file import template_columns
 from annotator.models import Batch
-from annotator.selectors.reports import BatchReport, annotation_rows
+from annotator.selectors.report_rows import annotation_rows
+from annotator.selectors.reports import BatchReport
 
 DIMENSION_COLUMNS = [
     "dimension", "label",

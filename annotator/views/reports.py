@@ -12,7 +12,8 @@ from annotator.exports.report_html import report_context, report_html
 from annotator.exports.report_json import report_json
 from annotator.models import Batch, Item
 from annotator.roles import researcher_required
-from annotator.selectors.reports import batch_report, batches_for_reports, item_annotations
+from annotator.selectors.report_rows import batches_for_reports, item_annotations
+from annotator.selectors.reports import batch_report
 from annotator.services.jobs import EXPORT_TYPES as BACKGROUND_EXPORTS
 from annotator.services.jobs import export_job_create
 

@@ -7,7 +7,8 @@ import pytest
 from django.utils import timezone
 
 from annotator.models import Item
-from annotator.selectors.reports import annotation_rows, batch_report, report_arrays, report_from_arrays
+from annotator.selectors.report_rows import annotation_rows
+from annotator.selectors.reports import batch_report, report_arrays, report_from_arrays
 from hcs.agreement import counts_from_ratings, dimension_agreement
 from hcs.agreement.examples import FLEISS_1971_DIAGNOSES, KRIPPENDORFF_2011_RELIABILITY
 from tests.factories import make_annotation, make_batch, make_user
