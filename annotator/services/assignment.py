@@ -9,8 +9,9 @@ Concurrency: on PostgreSQL the candidate item row is taken with ``SELECT … FOR
 LOCKED`` and its counter updated before commit, so two annotators never take the last slot
 of the same item (a row another transaction changed meanwhile is re-checked against the
 filter before it is locked). On SQLite every ``atomic`` block starts with ``BEGIN
-IMMEDIATE`` (see settings), which serialises writers. Lock order everywhere is assignment
-row, then item row.
+IMMEDIATE`` (see settings), which serialises writers. Writers lock an assignment row before
+its item row; the lease never waits for a lock (SKIP LOCKED), and the expiry sweep frees
+slots in ascending item order.
 """
 
 from __future__ import annotations
@@ -42,16 +43,13 @@ def lease_duration() -> timedelta:
 
 
 def _free_slots(item_ids: list[int]) -> None:
-    """Give back one leased slot per occurrence of an item id."""
-    for count, ids in sorted(_group_by_count(item_ids).items()):
-        Item.objects.filter(pk__in=sorted(ids)).update(n_leased=F("n_leased") - count)
+    """Give back one leased slot per occurrence of an item id.
 
-
-def _group_by_count(item_ids: list[int]) -> dict[int, list[int]]:
-    grouped: dict[int, list[int]] = {}
-    for item_id, count in Counter(item_ids).items():
-        grouped.setdefault(count, []).append(item_id)
-    return grouped
+    Items are updated one by one in ascending id order, so two concurrent sweeps lock
+    rows in the same order and cannot deadlock.
+    """
+    for item_id, count in sorted(Counter(item_ids).items()):
+        Item.objects.filter(pk=item_id).update(n_leased=F("n_leased") - count)
 
 
 @transaction.atomic

@@ -7,6 +7,7 @@ DATABASE_URL names it, SQLite (serialised IMMEDIATE write transactions) otherwis
 import threading
 import time
 from collections import Counter
+from datetime import timedelta
 
 import pytest
 from django.db import connections
@@ -66,3 +67,64 @@ def test_sixteen_annotators_race_to_exactly_k():
     assert Score.objects.filter(item__batch=batch).count() == N_ITEMS * K * len(SCORES)
     assert set(Item.objects.filter(batch=batch).values_list("n_annotations", "n_leased")) == {(K, 0)}
     assert not Assignment.objects.filter(state=Assignment.State.LEASED).exists()
+
+
+@pytest.mark.slow
+@pytest.mark.django_db(transaction=True)
+def test_leases_expiring_mid_race_never_overfill_an_item(monkeypatch):
+    """Leases last 150 ms and are swept on every request; a third of the submissions arrive
+    after their lease ran out. Late ones are kept only while a slot is free."""
+    import random
+
+    from annotator.services import assignment as service
+    from annotator.services.annotations import SubmissionRefused
+
+    monkeypatch.setattr(service, "lease_duration", lambda: timedelta(milliseconds=150))
+    monkeypatch.setattr(service, "SWEEP_EVERY", timedelta(0))
+    batch = make_batch("churn", n_items=40, k=K)
+    users = [make_user(f"churn{i}") for i in range(8)]
+    kept: list[tuple[int, int]] = []
+    refused: list[int] = []
+    errors: list[BaseException] = []
+    deadline = time.monotonic() + TIME_LIMIT_S
+    lock = threading.Lock()
+
+    def annotate(user, seed):
+        rng = random.Random(seed)
+        try:
+            while time.monotonic() < deadline:
+                lease = item_next_for_annotator(batch=batch, annotator=user)
+                if lease is None:
+                    return
+                if rng.random() < 1 / 3:
+                    time.sleep(0.2)  # past the lease
+                try:
+                    annotation_submit(item=lease.item, annotator=user, scores=SCORES, constraints_met=[True, True])
+                except SubmissionRefused:
+                    with lock:
+                        refused.append(lease.item_id)
+                else:
+                    with lock:
+                        kept.append((lease.item_id, user.pk))
+        except BaseException as exc:
+            errors.append(exc)
+        finally:
+            connections.close_all()
+
+    threads = [threading.Thread(target=annotate, args=(u, i)) for i, u in enumerate(users)]
+    for t in threads:
+        t.start()
+    for t in threads:
+        t.join(timeout=TIME_LIMIT_S + 30)
+    assert not any(t.is_alive() for t in threads)
+    assert not errors, errors[:3]
+
+    per_item = Counter(Annotation.objects.filter(item__batch=batch).values_list("item_id", flat=True))
+    assert max(per_item.values()) <= K
+    assert set(Annotation.objects.values_list("item_id", "annotator_id")) == set(kept)
+    assert len(kept) == len(set(kept))
+    for item in Item.objects.filter(batch=batch):
+        assert item.n_annotations == per_item.get(item.pk, 0)
+        assert item.n_leased == Assignment.objects.filter(item=item, state=Assignment.State.LEASED).count()
+    # Most items still reach k; a refusal only costs the item one of its possible annotators.
+    assert sum(1 for n in per_item.values() if n == K) >= 0.8 * 40
