@@ -4,6 +4,8 @@ from django.urls import path
 
 from annotator.views import assignment_admin, home, jobs, judges, queue, rating, reports, uploads
 
+handler500 = "annotator.views.errors.server_error"  # a database that does not answer: 503, try again
+
 urlpatterns = [
     path("", home.home, name="home"),
     path("login/", auth_views.LoginView.as_view(), name="login"),

@@ -120,12 +120,18 @@ def free_port() -> int:
         return s.getsockname()[1]
 
 
-def start_gunicorn(env: dict[str, str], port: int, workers: int, *extra: str) -> subprocess.Popen:
-    """gunicorn on 127.0.0.1:port; returns once it accepts connections (the Popen is the master)."""
+def start_gunicorn(env: dict[str, str], port: int, workers: int, *extra: str, log_path: str | Path | None = None
+                   ) -> subprocess.Popen:
+    """gunicorn on 127.0.0.1:port; returns once it accepts connections (the Popen is the master).
+
+    Its stderr (gunicorn's and Django's error log) goes to ``log_path``, or is discarded: a pipe
+    nobody reads would fill up and stall the workers.
+    """
+    log = open(log_path, "a") if log_path else subprocess.DEVNULL  # noqa: SIM115 (closed with the process)
     process = subprocess.Popen(
         [str(VENV_BIN / "gunicorn"), "annotator.wsgi", "--bind", f"127.0.0.1:{port}",
          "--workers", str(workers), "--log-level", "warning", *extra],
-        cwd=ROOT, env=env, stdout=subprocess.DEVNULL, stderr=subprocess.PIPE, text=True,
+        cwd=ROOT, env=env, stdout=subprocess.DEVNULL, stderr=log, text=True,
     )
     for _ in range(400):
         try:
@@ -133,7 +139,8 @@ def start_gunicorn(env: dict[str, str], port: int, workers: int, *extra: str) ->
                 return process
         except OSError:
             if process.poll() is not None:
-                raise RuntimeError(f"gunicorn exited: {process.stderr.read()}")
+                tail = Path(log_path).read_text()[-2000:] if log_path else "(no log kept)"
+                raise RuntimeError(f"gunicorn exited: {tail}")
             time.sleep(0.05)
     process.terminate()
     raise RuntimeError("gunicorn did not start")

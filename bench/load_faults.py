@@ -237,6 +237,40 @@ def stored_state(batch_id: int) -> None:
     }))
 
 
+def timeline(records: list[Record], t0: float, seconds: float, window, step: float = 5.0) -> list[tuple]:
+    """Per ``step`` seconds of the run: requests answered, 5xx, connection errors, p95 ms."""
+    rows = []
+    for i in range(int((seconds + step - 1) // step)):
+        lo, hi = t0 + i * step, t0 + (i + 1) * step
+        part = [r for r in records if lo <= r.end < hi]
+        answered = [r.end - r.start for r in part if r.status is not None and r.status < 500 and r.kind != "login"]
+        rows.append((i * step, len(part), sum(1 for r in part if r.status and r.status >= 500),
+                     sum(1 for r in part if r.status is None), percentile(answered, 0.95) * 1000))
+    return rows
+
+
+def server_log_summary(path: str) -> dict:
+    """Exceptions and gunicorn events in the server's error log, counted by kind."""
+    counts: dict[str, int] = {}
+    lines = open(path, errors="replace").read().splitlines()
+    for i, line in enumerate(lines):
+        key = None
+        if "WORKER TIMEOUT" in line or "was sent SIGKILL" in line or "Booting worker" in line:
+            key = "gunicorn: " + line.split("] ", 2)[-1].split(" (pid")[0].split(" with pid")[0]
+        elif line.startswith("Traceback"):
+            j = i + 1
+            while j < len(lines) and (lines[j].startswith(" ") or lines[j].startswith("Traceback")
+                                      or lines[j].startswith("The above") or lines[j].startswith("During")
+                                      or not lines[j].strip()):
+                j += 1
+            if j < len(lines):
+                key = lines[j][:140]
+        if key:
+            counts[key] = counts.get(key, 0) + 1
+    os.unlink(path)
+    return dict(sorted(counts.items(), key=lambda kv: -kv[1])[:10])
+
+
 def percentile(values: list[float], q: float) -> float:
     if not values:
         return float("nan")
@@ -252,7 +286,9 @@ def run_load(*, database_url: str, clients: int, seconds: float, items: int, wor
     env = server_env(database_url)
     batch_id = setup_database(env, clients, items, k)
     port = free_port()
-    master = start_gunicorn(env, port, workers, "--timeout", "30")
+    server_log = tempfile.NamedTemporaryFile("w+", suffix=".log", prefix="load_faults_", delete=False)
+    server_log.close()
+    master = start_gunicorn(env, port, workers, "--timeout", "30", log_path=server_log.name)
     shared = Shared()
     fault_log: dict = {}
     try:
@@ -336,6 +372,8 @@ def run_load(*, database_url: str, clients: int, seconds: float, items: int, wor
         "errors_5xx": sorted({r.error[:160] for r in records if r.status and r.status >= 500})[:5],
         "errors_connection": sorted({r.error[:160] for r in records if r.status is None})[:5],
         "unexpected": shared.unexpected[:10],
+        "timeline": timeline(records, t0, seconds, window),
+        "server_log": server_log_summary(server_log.name),
         "n_unexpected": len(shared.unexpected),
     }
 
@@ -398,6 +436,13 @@ def print_report(r: dict) -> None:
         print(f"  connection error: {e}")
     for e in r["unexpected"]:
         print(f"  unexpected: {e}")
+    print(f"\n{'second':>6} {'requests':>8} {'5xx':>5} {'conn err':>8} {'p95 ms':>7}")
+    for start, n, n5, nc, p95 in r["timeline"]:
+        print(f"{start:>6.0f} {n:>8} {n5:>5} {nc:>8} {p95:>7.0f}")
+    if r["server_log"]:
+        print("\nserver error log (count  first line of the exception / gunicorn event):")
+        for key, n in r["server_log"].items():
+            print(f"  {n:>4}  {key}")
     failed = failed_checks(r)
     print("\nRESULT: " + ("all checks held" if not failed else "FAILED: " + ", ".join(failed)))
 

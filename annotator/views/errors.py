@@ -1,0 +1,29 @@
+"""Server error pages: a database that does not answer (restart, failover) is a 503 with a way back."""
+
+from __future__ import annotations
+
+import sys
+
+from django.db import InterfaceError, OperationalError
+from django.http import HttpResponse, HttpResponseServerError
+from django.template import loader
+from django.views.decorators.csrf import requires_csrf_token
+
+RETRY_AFTER_S = 5
+
+
+@requires_csrf_token
+def server_error(request):
+    """handler500. Django calls it while handling the exception, so ``sys.exc_info()`` names it.
+
+    A lost database connection is temporary and saved nothing half-way (every write is one
+    transaction), so the page says to send the form again, and the status is 503 with Retry-After
+    for load balancers and scripts. Anything else stays a plain 500.
+    """
+    exc = sys.exc_info()[1]
+    if isinstance(exc, (OperationalError, InterfaceError)):
+        body = loader.render_to_string("503.html", {"retry_after": RETRY_AFTER_S})
+        response = HttpResponse(body, status=503)
+        response["Retry-After"] = str(RETRY_AFTER_S)
+        return response
+    return HttpResponseServerError(loader.render_to_string("500.html"))
