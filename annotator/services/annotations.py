@@ -12,6 +12,7 @@ from django.db.models import F
 from django.utils import timezone
 
 from annotator.models import Annotation, AnnotationRevision, Assignment, Item, Score
+from annotator.services import annotations_sql
 from annotator.services.assignment_sql import assignment_mark_submitted
 from hcs.rubric import Rubric
 
@@ -63,8 +64,18 @@ def annotation_submit(
     now = now or timezone.now()
     rubric = item.batch.rubric_obj
     _check(rubric, scores, flags, comment)
-    # The usual case in one statement: the live lease becomes a submission.
-    leased_at = assignment_mark_submitted(item_id=item.pk, annotator_id=annotator.pk, now=now)
+    # The usual case: the live lease becomes a submission (all of it in one statement on
+    # PostgreSQL; on SQLite the lease in one statement and the rest below).
+    if annotations_sql.available():
+        stored = annotations_sql.submit_leased(
+            item=item, annotator=annotator, scores=scores, flags=flags, comment=comment,
+            constraints_met=constraints_met, now=now,
+        )
+        if stored is not None:
+            return SubmitResult(annotation=stored, created=True)
+        leased_at = None
+    else:
+        leased_at = assignment_mark_submitted(item_id=item.pk, annotator_id=annotator.pk, now=now)
     held_slot = leased_at is not None
     if not held_slot:
         assignment = Assignment.objects.select_for_update().filter(item=item, annotator=annotator).first()

@@ -30,7 +30,6 @@ from annotator.services import assignment_sql as sql
 
 LEASED = Assignment.State.LEASED
 SWEEP_EVERY = timedelta(seconds=20)
-WINDOW = 64  # free items the random tie-break draws from
 _RELOOK_DELAYS = (0.002, 0.005, 0.01, 0.02, 0.05, 0.1, 0.2)
 
 
@@ -94,30 +93,25 @@ def _lease_once(*, batch: Batch, annotator, now: datetime) -> Assignment | None:
     current = sql.live_lease(batch=batch, annotator_id=annotator.pk, now=now)
     if current is not None:
         return current
-    sql.relax_commit_durability()
     swept = _sweep_due(now)
     if swept:
         _expire_overdue(now=now)
-    item = sql.take_best_item(batch=batch, annotator_id=annotator.pk, window=WINDOW)
-    if item is None and not swept and _expire_overdue(now=now):
+    expires = now + lease_duration()
+    lease = sql.lease_best_item(batch=batch, annotator=annotator, now=now, expires=expires)
+    if lease is None and not swept and _expire_overdue(now=now):
         # Slots were held by leases that ran out since the last sweep.
-        item = sql.take_best_item(batch=batch, annotator_id=annotator.pk, window=WINDOW)
-    if item is None and connection.features.has_select_for_update_skip_locked:
+        lease = sql.lease_best_item(batch=batch, annotator=annotator, now=now, expires=expires)
+    if lease is None and connection.features.has_select_for_update_skip_locked:
         # Every free item may just be locked by other annotators' leases, which commit in
         # milliseconds: look again rather than tell this annotator nothing is left.
         for delay in _RELOOK_DELAYS:
             if not sql.any_candidate(batch=batch, annotator_id=annotator.pk):
                 break
             time.sleep(delay)
-            item = sql.take_best_item(batch=batch, annotator_id=annotator.pk, window=WINDOW)
-            if item is not None:
+            lease = sql.lease_best_item(batch=batch, annotator=annotator, now=now, expires=expires)
+            if lease is not None:
                 break
-    if item is None:
-        return None
-    item.batch = batch
-    return Assignment.objects.create(
-        item=item, annotator=annotator, leased_at=now, lease_expires_at=now + lease_duration()
-    )
+    return lease
 
 
 def item_next_for_annotator(*, batch: Batch, annotator, now: datetime | None = None) -> Assignment | None:

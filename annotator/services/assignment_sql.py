@@ -12,6 +12,8 @@ from django.db import connection
 
 from annotator.models import Assignment, Item
 
+WINDOW = 64  # free items the random tie-break draws from
+
 _ITEM_FIELDS = [f for f in Item._meta.concrete_fields]
 _ITEM_COLUMNS = ", ".join(f.column for f in _ITEM_FIELDS)
 
@@ -66,18 +68,6 @@ def live_lease(*, batch, annotator_id: int, now: datetime) -> Assignment | None:
     return lease
 
 
-def relax_commit_durability() -> None:
-    """On PostgreSQL, let this transaction commit without waiting for its WAL flush.
-
-    Used only for handing out leases: a crash could forget a lease from the last moment
-    (the slot and the lease row go together, so the counters stay right), which costs
-    nothing but a re-offer, and it saves a disk flush on every "next item" page.
-    """
-    if connection.vendor == "postgresql":
-        with connection.cursor() as cursor:
-            cursor.execute("SET LOCAL synchronous_commit TO OFF")
-
-
 def any_candidate(*, batch, annotator_id: int) -> bool:
     item, _ = _tables()
     where, params = _candidate_filter(batch=batch, annotator_id=annotator_id)
@@ -86,33 +76,63 @@ def any_candidate(*, batch, annotator_id: int) -> bool:
         return cursor.fetchone() is not None
 
 
-def take_best_item(*, batch, annotator_id: int, window: int) -> Item | None:
-    """Lock the best free item and count a lease on it, in one statement; None if none is free.
+def lease_best_item(*, batch, annotator, now: datetime, expires: datetime) -> Assignment | None:
+    """Lock the best free item, count a lease on it and record the lease; None if none is free.
 
     Best: most submitted annotations, then most live leases (closest to completion), random
     among equals. The inner query walks the ``item_next_order`` index and stops after
-    ``window`` rows, so its cost does not grow with the batch; the random draw is among those.
+    ``WINDOW`` rows, so its cost does not grow with the batch; the random draw is among those.
     On PostgreSQL the chosen row is taken with FOR UPDATE SKIP LOCKED and the slot filter is
-    re-checked on it, so a row another lease changed meanwhile is skipped, never overfilled.
+    re-checked on it, so a row another lease changed meanwhile is skipped, never overfilled;
+    there the whole lease is one statement, which also lets this transaction commit without
+    waiting for its WAL flush (a crash could forget the last moment's leases, slot and lease
+    row together, which only re-offers those items).
     """
-    item, _ = _tables()
-    where, params = _candidate_filter(batch=batch, annotator_id=annotator_id)
+    item_t, assignment_t = _tables()
+    where, params = _candidate_filter(batch=batch, annotator_id=annotator.pk)
+    postgres = connection.vendor == "postgresql"
     lock = " FOR UPDATE SKIP LOCKED" if connection.features.has_select_for_update_skip_locked else ""
-    sql = (
-        f"UPDATE {item} SET n_leased = n_leased + 1 WHERE id = ("
-        f"SELECT p.id FROM {item} p WHERE p.id IN ("
-        f"SELECT c.id FROM {item} c WHERE {where}"
-        f" ORDER BY c.n_annotations DESC, c.n_leased DESC, c.position LIMIT {int(window)})"
+    take = (
+        f"UPDATE {item_t} SET n_leased = n_leased + 1 WHERE id = ("
+        f"SELECT p.id FROM {item_t} p WHERE p.id IN ("
+        f"SELECT c.id FROM {item_t} c WHERE {where}"
+        f" ORDER BY c.n_annotations DESC, c.n_leased DESC, c.position LIMIT {int(WINDOW)})"
         " AND p.n_annotations + p.n_leased < %s"
         f" ORDER BY p.n_annotations DESC, p.n_leased DESC, RANDOM() LIMIT 1{lock})"
         f" RETURNING {_ITEM_COLUMNS}"
     )
+    params = [*params, batch.k]
+    if postgres:
+        sql = (
+            "WITH durability AS (SELECT set_config('synchronous_commit', 'off', true)),"
+            f" picked AS ({take}),"
+            f" lease AS (INSERT INTO {assignment_t}"
+            " (item_id, annotator_id, state, leased_at, lease_expires_at, finished_at, skip_reason)"
+            " SELECT id, %s, %s, %s, %s, NULL, '' FROM picked RETURNING id)"
+            f" SELECT lease.id, {', '.join('picked.' + f.column for f in _ITEM_FIELDS)}"
+            " FROM lease, picked, durability"
+        )
+        params += [annotator.pk, Assignment.State.LEASED, _when(now), _when(expires)]
+    else:
+        sql = take
     with connection.cursor() as cursor:
-        cursor.execute(sql, [*params, batch.k])
+        cursor.execute(sql, params)
         row = cursor.fetchone()
     if row is None:
         return None
-    return Item.from_db(connection.alias, [f.attname for f in _ITEM_FIELDS], _convert(Item, _ITEM_FIELDS, row))
+    if postgres:
+        lease_id, row = row[0], row[1:]
+    item = Item.from_db(connection.alias, [f.attname for f in _ITEM_FIELDS], _convert(Item, _ITEM_FIELDS, row))
+    item.batch = batch
+    if not postgres:
+        return Assignment.objects.create(item=item, annotator=annotator, leased_at=now, lease_expires_at=expires)
+    lease = Assignment(
+        id=lease_id, item=item, annotator=annotator, state=Assignment.State.LEASED,
+        leased_at=now, lease_expires_at=expires, finished_at=None, skip_reason="",
+    )
+    lease._state.adding = False
+    lease._state.db = connection.alias
+    return lease
 
 
 def assignment_mark_submitted(*, item_id: int, annotator_id: int, now: datetime) -> datetime | None:

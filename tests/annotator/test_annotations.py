@@ -25,8 +25,10 @@ def test_submit_stores_scores_flags_and_time_on_item(leased):
         item=leased.item, annotator=leased.annotator, scores=GOOD, flags=["prompt_ambiguous"],
         comment="asks for the date", constraints_met=[True, True],
     )
-    annotation = result.annotation
     assert result.created
+    annotation = Annotation.objects.get(pk=result.annotation.pk)  # as stored, not as returned
+    assert annotation.started_at == result.annotation.started_at
+    assert annotation.source == Annotation.Source.WEB and annotation.comment == "asks for the date"
     assert dict(annotation.scores.values_list("dimension", "value")) == GOOD
     assert annotation.flags == ["prompt_ambiguous"]
     assert annotation.constraints_met == [True, True]
