@@ -25,6 +25,7 @@ import http.client
 import json
 import os
 import random
+import re
 import signal
 import statistics
 import subprocess
@@ -250,23 +251,23 @@ def timeline(records: list[Record], t0: float, seconds: float, window, step: flo
 
 
 def server_log_summary(path: str) -> dict:
-    """Exceptions and gunicorn events in the server's error log, counted by kind."""
+    """Exceptions (the last of each chain) and gunicorn events in the server's error log, by kind."""
     counts: dict[str, int] = {}
-    lines = open(path, errors="replace").read().splitlines()
-    for i, line in enumerate(lines):
-        key = None
-        if "WORKER TIMEOUT" in line or "was sent SIGKILL" in line or "Booting worker" in line:
-            key = "gunicorn: " + line.split("] ", 2)[-1].split(" (pid")[0].split(" with pid")[0]
-        elif line.startswith("Traceback"):
-            j = i + 1
-            while j < len(lines) and (lines[j].startswith(" ") or lines[j].startswith("Traceback")
-                                      or lines[j].startswith("The above") or lines[j].startswith("During")
-                                      or not lines[j].strip()):
-                j += 1
-            if j < len(lines):
-                key = lines[j][:140]
-        if key:
-            counts[key] = counts.get(key, 0) + 1
+    chunks: list[list[str]] = []
+    for line in open(path, errors="replace").read().splitlines():
+        if line.startswith("[") and "] [" in line:  # gunicorn's own log line
+            if "WORKER TIMEOUT" in line or "SIGKILL" in line or "Booting worker" in line:
+                event = "gunicorn: " + re.sub(r"\d+", "N", line.split("] ", 2)[-1])
+                counts[event] = counts.get(event, 0) + 1
+        elif re.match(r"^[A-Z][A-Za-z ]+: /", line):  # Django: "Internal Server Error: /path"
+            chunks.append([])
+        elif chunks:
+            chunks[-1].append(line)
+    skip = ("Traceback", "During handling", "The above exception")
+    for chunk in chunks:
+        lines = [x for x in chunk if x.strip() and not x[0].isspace() and not x.startswith(skip)]
+        if lines:
+            counts[lines[-1][:140]] = counts.get(lines[-1][:140], 0) + 1
     os.unlink(path)
     return dict(sorted(counts.items(), key=lambda kv: -kv[1])[:10])
 
@@ -365,6 +366,8 @@ def run_load(*, database_url: str, clients: int, seconds: float, items: int, wor
         "http_5xx_in_window": sum(1 for r in records if r.status and r.status >= 500 and in_window(r)),
         "http_5xx_outside_window": sum(1 for r in records if r.status and r.status >= 500 and not in_window(r)),
         "connection_errors": sum(1 for r in records if r.status is None),
+        "statuses_5xx": {str(code): sum(1 for r in records if r.status == code)
+                         for code in sorted({r.status for r in records if r.status and r.status >= 500})},
         "p50_ms": percentile([r.end - r.start for r in answered], 0.50) * 1000,
         "p95_ms": percentile([r.end - r.start for r in answered], 0.95) * 1000,
         "p95_outside_window_ms": percentile([r.end - r.start for r in quiet], 0.95) * 1000,
@@ -419,6 +422,7 @@ def print_report(r: dict) -> None:
         ("acknowledged submissions per second", f"{r['acks_per_s']:.1f}"),
         ("5xx inside the restart window", r["http_5xx_in_window"]),
         ("5xx outside the restart window", r["http_5xx_outside_window"]),
+        ("5xx by status", ", ".join(f"{k}: {v}" for k, v in r["statuses_5xx"].items()) or "-"),
         ("connection errors (killed worker, restart)", r["connection_errors"]),
         ("latency p50 ms (GET next / POST submit)", f"{r['p50_ms']:.0f}"),
         ("latency p95 ms (GET next / POST submit)", f"{r['p95_ms']:.0f}"),
