@@ -56,7 +56,7 @@ def build() -> dict:
         "admin": make_user("boss", role="admin"),
     }
     others = [make_user(f"other{i}") for i in range(3)]
-    batch = make_batch(f"batch {SHORT}", n_items=4, k=3, systems=(SHORT, "plain-system"), rubric=hostile_rubric())
+    batch = make_batch(f"batch {SHORT}", n_items=6, k=3, systems=(SHORT, "plain-system"), rubric=hostile_rubric())
     items = list(batch.items.order_by("position"))
     for i, item in enumerate(items):
         Item.objects.filter(pk=item.pk).update(

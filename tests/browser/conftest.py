@@ -1,0 +1,38 @@
+"""Launching Debian's Chromium for the browser tests, and signing a user in without the login form."""
+
+from __future__ import annotations
+
+import os
+import shutil
+
+import pytest
+
+# Playwright's sync API runs an event loop in this thread; the ORM calls in tests are synchronous.
+os.environ.setdefault("DJANGO_ALLOW_ASYNC_UNSAFE", "true")
+
+CHROMIUM = shutil.which("chromium")
+LAUNCH_ARGS = ["--no-sandbox", "--disable-gpu", "--disable-background-networking", "--disable-component-update"]
+
+
+@pytest.fixture
+def chromium():
+    """A headless Chromium (the tests using it skip when it is not installed)."""
+    if CHROMIUM is None:
+        pytest.skip("chromium is not installed (apt-get install chromium)")
+    from playwright.sync_api import sync_playwright
+
+    with sync_playwright() as p:
+        browser = p.chromium.launch(executable_path=CHROMIUM, headless=True, args=LAUNCH_ARGS)
+        yield browser
+        browser.close()
+
+
+def signed_in_context(browser, live_server, user):
+    """A browser context holding a session of ``user`` (as if they had logged in)."""
+    from django.test import Client
+
+    client = Client()
+    client.force_login(user)
+    context = browser.new_context(viewport={"width": 1360, "height": 1000})
+    context.add_cookies([{"name": "sessionid", "value": client.cookies["sessionid"].value, "url": live_server.url}])
+    return context
