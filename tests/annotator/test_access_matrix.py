@@ -20,7 +20,7 @@ from django.urls import URLPattern, URLResolver, get_resolver, resolve, reverse
 from annotator import models
 from annotator.models import Annotation, Assignment, Batch
 from annotator.services.assignment import item_next_for_annotator
-from tests.factories import make_annotation, make_batch, make_user
+from tests.factories import PASSWORD, make_annotation, make_batch, make_user
 
 pytestmark = pytest.mark.django_db
 
@@ -250,3 +250,16 @@ def test_the_matrix_sees_nested_urls():
     assert app_url_patterns(nested) == [("x", "outer/<int:batch_id>/inner/<int:item_pk>/", ("batch_id", "item_pk"))]
     assert resolve("/django-admin/").app_name == "admin"
     assert all(not route.startswith("django-admin/") for _, route, _ in app_url_patterns())
+
+
+@pytest.mark.parametrize("target", ["https://evil.example/", "//evil.example/", "/\\evil.example/", "javascript:alert(1)"])
+def test_login_never_sends_anyone_off_site(world, target):
+    response = Client().post(
+        reverse("login") + "?next=" + target,
+        {"username": "user-annotator", "password": PASSWORD, "next": target},
+    )
+    assert response.status_code == 302
+    assert response["Location"] == reverse("home")
+    # The login redirect for a protected page stays on the site too.
+    anonymous = Client().get(reverse("report_list"))
+    assert urlsplit(anonymous["Location"]).netloc == ""
