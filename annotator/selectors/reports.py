@@ -184,6 +184,11 @@ def report_arrays(*, batch: Batch) -> ReportArrays:
     scores = np.where(digits > 0, digits, np.nan)
     annotation_item = lookup[1][np.searchsorted(lookup[0], rows[:, 0])]
     user_pks, annotation_annotator = np.unique(rows[:, 1], return_inverse=True)
+    annotation_annotator = annotation_annotator.ravel()
+    # GROUP BY returns rows in no particular order; a fixed order (item, then annotator) makes
+    # floating-point sums, and so the report, the same every time for the same ratings.
+    order = np.lexsort((annotation_annotator, annotation_item))
+    annotation_item, annotation_annotator, scores = annotation_item[order], annotation_annotator[order], scores[order]
     names = dict(
         get_user_model().objects.filter(pk__in=user_pks.tolist()).values_list("pk", get_user_model().USERNAME_FIELD)
     )
@@ -195,7 +200,7 @@ def report_arrays(*, batch: Batch) -> ReportArrays:
         counts=counts,
         fleiss_counts=fleiss,
         annotation_item=annotation_item.astype(np.int64),
-        annotation_annotator=annotation_annotator.ravel().astype(np.int64),
+        annotation_annotator=annotation_annotator.astype(np.int64),
         annotation_scores=scores,
         annotator_names=[names.get(int(pk), f"user {pk}") for pk in user_pks],
     )
