@@ -3,11 +3,12 @@
 from unittest import mock
 
 import pytest
-from django.db import InterfaceError, OperationalError
+from django.db import InterfaceError, OperationalError, transaction
 from django.test import Client
 from django.urls import reverse
 
 from annotator.models import Annotation, Score
+from annotator.views import rating
 from tests.factories import make_batch, make_user
 
 pytestmark = pytest.mark.django_db
@@ -36,9 +37,15 @@ def test_a_submit_that_fails_on_the_database_saves_nothing_and_the_resubmit_save
     item = page.context["item"]
     form = {"score_coherence": "4", "score_relevance": "4", "score_instruction_following": "3",
             "score_safety_compliance": "5", "score_fluency": "4", "constraint_0": "met", "constraint_1": "met"}
-    # The connection drops after the annotation row is written, before its scores: all rolled back.
-    with mock.patch.object(Score.objects, "bulk_create",
-                           side_effect=OperationalError("terminating connection due to administrator command")):
+    # The connection drops after everything is written, before the commit: all of it is rolled back.
+    real_submit = rating.annotation_submit
+
+    def submit_then_lose_the_connection(**kwargs):
+        with transaction.atomic():
+            real_submit(**kwargs)
+            raise OperationalError("terminating connection due to administrator command")
+
+    with mock.patch.object(rating, "annotation_submit", submit_then_lose_the_connection):
         failed = annotator_client.post(reverse("annotate_submit", args=[item.pk]), form)
     assert failed.status_code == 503 and not Annotation.objects.exists() and not Score.objects.exists()
     for _ in range(2):  # the user sends the form again, twice
