@@ -14,7 +14,6 @@ from django.urls import reverse
 from django.views.decorators.http import require_GET, require_http_methods, require_POST
 
 from annotator.forms.rating import RatingForm, initial_from_annotation
-from hcs.rubric import Rubric
 from annotator.roles import annotator_required
 from annotator.selectors.queue import (
     annotation_of,
@@ -26,6 +25,7 @@ from annotator.selectors.queue import (
 )
 from annotator.services.annotations import SubmissionRefused, annotation_submit, annotation_update
 from annotator.services.assignment import AssignmentError, assignment_skip, item_next_for_annotator
+from hcs.rubric import Rubric
 
 ALREADY_SUBMITTED = (
     "You had already submitted this item (from another tab or a retry); "
