@@ -61,6 +61,7 @@ worker: install
 # Import speed on SQLite and PostgreSQL (needs PostgreSQL on 127.0.0.1:5432); prints a table.
 bench: install
 	$(PY) bench/import_bench.py
+	$(PY) bench/annotate_bench.py
 
 rubric-md: install
 	$(PY) -m hcs.rubric_markdown > HCS_rubric.md
