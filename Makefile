@@ -58,7 +58,7 @@ web: install
 worker: install
 	$(PY) manage.py db_worker
 
-# Import speed on SQLite and PostgreSQL (needs PostgreSQL on 127.0.0.1:5432); prints a table.
+# Import speed and the rating round trip on SQLite and PostgreSQL (needs PostgreSQL on 127.0.0.1:5432); prints tables.
 bench: install
 	$(PY) bench/import_bench.py
 	$(PY) bench/annotate_bench.py
