@@ -90,8 +90,15 @@ def _insert(model, columns, rows) -> None:
         with connection.cursor() as cursor:
             raw = cursor.cursor
             with raw.copy(f'COPY "{table}" ({", ".join(columns)}) FROM STDIN') as copy:
+                # COPY text format written in large blocks (values here hold no tabs or newlines).
+                block = []
                 for row in rows:
-                    copy.write_row(row)
+                    block.append("\t".join("\\N" if v is None else str(v) for v in row))
+                    if len(block) >= 100_000:
+                        copy.write("\n".join(block) + "\n")
+                        block = []
+                if block:
+                    copy.write("\n".join(block) + "\n")
             cursor.execute(
                 f"SELECT setval(pg_get_serial_sequence('\"{table}\"', 'id'), (SELECT MAX(id) FROM \"{table}\"))"
             )
