@@ -17,7 +17,7 @@ import numpy as np
 import pandas as pd
 
 from annotator.imports.errors import RowError
-from annotator.imports.json_text import json_loads
+from annotator.imports.json_text import has_nul, json_loads
 from annotator.imports.reading import JSONL, ROW, Table, read_table
 
 REQUIRED = ("item_id", "prompt", "response")
@@ -189,6 +189,8 @@ def parse_constraints(cell: str) -> list[str]:
             raise ValueError(f"starts like a JSON list but is not valid JSON ({exc.msg} at character {exc.pos + 1})")
         if not isinstance(value, list) or not all(isinstance(v, str) for v in value):
             raise ValueError("must be a JSON list of texts, e.g. [\"avoid tolls\", \"arrive before 8AM\"]")
+        if has_nul(value):
+            raise ValueError("contains a NUL character")
         parts = value
     else:
         parts = text.split(";")
@@ -232,6 +234,9 @@ def _metadata(frame, given, extra, row, table, errors) -> list[str]:
                 continue
             if not isinstance(value, dict):
                 errors.append(table.error(int(r), "metadata", "must be a JSON object"))
+                continue
+            if has_nul(value):
+                errors.append(table.error(int(r), "metadata", "contains a NUL character"))
                 continue
             meta.update(value)
         for name, values in zip(extra, extra_values):

@@ -4,6 +4,9 @@ The standard parser raises other errors for two kinds of hostile input: an integ
 digits than Python converts (``ValueError``, over 4,300 digits) and arrays or objects nested
 deeper than the recursion limit (``RecursionError``). Callers that catch ``JSONDecodeError`` to
 report a row error would otherwise let those through as a crash.
+
+JSON can also carry a NUL character as ``\\u0000``, which no PostgreSQL text or jsonb value can
+hold: :func:`has_nul` finds one anywhere in a decoded value.
 """
 
 from __future__ import annotations
@@ -21,3 +24,20 @@ def json_loads(text: str) -> Any:
         raise json.JSONDecodeError("a number has too many digits", text, 0) from None
     except RecursionError:
         raise json.JSONDecodeError("nested too deeply", text, 0) from None
+
+
+def has_nul(value: Any) -> bool:
+    """True when a NUL character is in ``value``, its keys, or anything nested in it (iterative:
+    nesting as deep as the parser accepts cannot exhaust the stack)."""
+    stack = [value]
+    while stack:
+        item = stack.pop()
+        if isinstance(item, str):
+            if "\x00" in item:
+                return True
+        elif isinstance(item, dict):
+            stack.extend(item.keys())
+            stack.extend(item.values())
+        elif isinstance(item, list):
+            stack.extend(item)
+    return False

@@ -21,7 +21,7 @@ import numpy as np
 import pandas as pd
 
 from annotator.imports.errors import FileRefused, RowError
-from annotator.imports.json_text import json_loads
+from annotator.imports.json_text import has_nul, json_loads
 
 ROW = "__row__"  # the DataFrame column holding each record's row (CSV) or line (JSONL) number
 CSV, JSONL = "csv", "jsonl"
@@ -261,6 +261,12 @@ def read_jsonl(text: str) -> Table:
             continue
         if ROW in record:
             errors.append(RowError(number, ROW, "is a reserved name; rename the key", "line"))
+            continue
+        if "\\u0000" in line and has_nul(value):  # no database text can hold the NUL that \u0000 makes
+            errors.extend(
+                RowError(number, key.strip().lower().replace("\x00", "\\u0000"), "contains a NUL character", "line")
+                for key, cell in value.items() if has_nul(key) or has_nul(cell)
+            )
             continue
         records.append(record)
         rows.append(number)

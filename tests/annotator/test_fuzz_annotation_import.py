@@ -71,3 +71,14 @@ def test_any_annotation_file_imports_whole_or_not_at_all(existing, file, batch_n
             # Each item's counter matches its stored annotations.
             for item in batch.items.all():
                 assert item.n_annotations == item.annotations.count()
+
+
+def test_nul_in_a_comment_is_a_line_error(existing):
+    # Found on PostgreSQL: JSON's \u0000 escape put a NUL into the comment (a server error).
+    data = (b'{"item_id": "old-2", "annotator": "ann-a", "coherence": 3, "comment": "fine"}\n'
+            b'{"item_id": "old-1", "annotator": "ann-a", "coherence": 3, "comment": "a\\u0000b"}\n')
+    before = row_counts(*MODELS)
+    with pytest.raises(ImportRefused) as refused:
+        annotations_import_file(data=data, filename="f.jsonl", batch_name="old")
+    assert [str(e) for e in refused.value.errors] == ["line 2, key `comment`: contains a NUL character"]
+    assert row_counts(*MODELS) == before

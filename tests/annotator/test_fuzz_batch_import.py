@@ -97,3 +97,33 @@ def test_hostile_rubric_file_is_a_form_error(text):
                        "rubric_file": SimpleUploadedFile("r.json", text.encode())})
     assert not form.is_valid()
     assert "rubric_file" in form.errors
+
+
+# Found with the fuzz strategies on PostgreSQL: JSON's \u0000 escape put a NUL character into
+# metadata, constraint lists, comments and judge reasons, which PostgreSQL refuses (a server error).
+GOOD_LINE = '{"item_id": "ok", "prompt": "p", "response": "r", "metadata": {}, "constraints": []}\n'
+
+
+@pytest.mark.parametrize("line, key", [
+    ('{"item_id": "a", "prompt": "p", "response": "r", "metadata": {"x": "\\u0000"}}', "metadata"),
+    ('{"item_id": "a", "prompt": "p", "response": "r", "constraints": ["ok", "\\u0000"]}', "constraints"),
+    ('{"item_id": "a", "prompt": "p", "response": "r", "extra\\u0000": "x"}', "extra\\u0000"),
+    ('{"item_id": "a", "prompt": "p\\u0000", "response": "r"}', "prompt"),
+])
+def test_nul_smuggled_in_as_json_escape_is_a_line_error(line, key):
+    before = row_counts(Batch, Item)
+    with pytest.raises(ImportRefused) as refused:
+        batch_import_file(data=(GOOD_LINE + line + "\n").encode(), filename="f.jsonl", name="nul", k=3,
+                          rubric=Rubric.default())
+    assert [str(e) for e in refused.value.errors] == [f"line 2, key `{key}`: contains a NUL character"]
+    assert row_counts(Batch, Item) == before
+
+
+@pytest.mark.parametrize("column, cell", [("metadata", '{"x": "\\u0000"}'), ("constraints", '["\\u0000"]')])
+def test_nul_in_a_csv_json_cell_is_a_row_error(column, cell):
+    quoted = '"' + cell.replace('"', '""') + '"'
+    data = f"item_id,prompt,response,{column}\na,p,r,{quoted}\n".encode()
+    with pytest.raises(ImportRefused) as refused:
+        batch_import_file(data=data, filename="f.csv", name="nul", k=3, rubric=Rubric.default())
+    assert [(e.row, e.column) for e in refused.value.errors] == [(2, column)]
+    assert "NUL" in str(refused.value)

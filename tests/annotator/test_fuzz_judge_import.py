@@ -118,3 +118,13 @@ def test_nasty_texts_in_every_field_give_a_page_not_an_error(researcher):
                          {"batch": value, "judge": value, "model": value, "scale": value},
                          (b"item_id,dimension,score\njudged-0,coherence,0.5\n", "s.csv"))
         assert response.status_code == 400
+
+
+def test_nul_in_a_judge_reason_is_a_400_not_a_server_error(researcher):
+    # Found on PostgreSQL: JSON's \u0000 escape put a NUL into the reason (a server error).
+    data = b'{"item_id": "judged-0", "dimension": "coherence", "score": 0.5, "reason": "\\u0000"}\n'
+    response = _post(researcher, reverse("judge_import_scores"),
+                     {"batch": "judged", "judge": "j", "scale": "0-1"}, (data, "s.jsonl"))
+    assert response.status_code == 400
+    assert b"contains a NUL character" in response.content
+    assert not JudgeScore.objects.exists()
