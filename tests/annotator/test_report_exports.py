@@ -243,3 +243,17 @@ def test_hanna_report_equals_direct_library_calls():
         gwet = CAC(wide.reset_index(drop=True), weights="ordinal", categories=[1, 2, 3, 4, 5], digits=15).gwet()
         assert a.gwet_ac2 == pytest.approx(gwet["est"]["coefficient_value"], abs=1e-12)
     assert len(report.systems) == 11 and np.isfinite([s.mean for s in report.systems]).all()
+
+
+# ------------------------------------------------------------------ plots
+def test_plot_svg_escapes_labels_and_makes_no_requests():
+    import re
+
+    from annotator.exports.plots import distribution_svg
+
+    svg = distribution_svg('<script>alert("x")</script> & $\\frac{1}{2}$', [1, 2, 3, 4, 5], [0, 1, 5, 9, 3], mean=3.8)
+    assert svg.startswith("<svg") and svg.rstrip().endswith("</svg>")
+    assert "<script" not in svg and "&lt;script&gt;" in svg
+    assert "$" in svg  # shown as text, not typeset as mathtext
+    assert not re.search(r"""(src|href)\s*=\s*["']https?:""", svg)
+    assert distribution_svg("C", [1, 2], [1, 1]) == distribution_svg("C", [1, 2], [1, 1])  # stable ids
