@@ -36,7 +36,7 @@ def page(live_server):
         )
         context = browser.new_context(viewport={"width": 1360, "height": 1000})
         page = context.new_page()
-        page.set_default_timeout(10_000)
+        page.set_default_timeout(30_000)  # generous: CI machines can be busy
         yield page
         browser.close()
 
