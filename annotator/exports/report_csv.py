@@ -21,6 +21,7 @@ DIMENSION_COLUMNS = [
     "gwet_ac2", "gwet_ac2_ci95_low", "gwet_ac2_ci95_high",
     "percent_agreement", "percent_agreement_within_1", "n_items", "n_items_pairable", "n_ratings",
 ]
+ITEMS_COLUMNS = ["item_id", "system_id", "n_annotations", "overall_hcs_mean", "overall_hcs_sd"]
 SCORES_COLUMNS = ["item_id", "system_id", "annotator", "dimension", "score", "overall_hcs", "submitted_at"]
 
 
@@ -41,6 +42,11 @@ def dimensions_csv(report: BatchReport) -> Iterator[str]:
             a.percent_agreement, a.percent_within_one, a.n_items, a.n_items_pairable, a.n_ratings,
         ])
     return csv_lines(DIMENSION_COLUMNS, rows)
+
+
+def items_csv(report: BatchReport) -> Iterator[str]:
+    """Per item: annotations with every dimension rated, mean overall HCS and its spread (SD)."""
+    return csv_lines(ITEMS_COLUMNS, report.items.rows() if report.items else [])
 
 
 def scores_csv(*, batch: Batch) -> Iterator[str]:

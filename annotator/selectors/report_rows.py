@@ -76,3 +76,21 @@ def item_annotations(*, item: Item) -> list[dict[str, Any]]:
             }
         )
     return rows
+
+
+def item_report(*, item: Item) -> dict[str, Any]:
+    """One item's annotations with its overall HCS mean and spread, as on the batch report."""
+    import numpy as np
+
+    from hcs.scoring import item_summaries
+
+    rows = item_annotations(item=item)
+    values = np.array([np.nan if r["overall_hcs"] is None else r["overall_hcs"] for r in rows], dtype=float)
+    summary = item_summaries(np.zeros(len(rows), dtype=np.int64), values, n_items=1)
+    mean, sd = float(summary.mean[0]), float(summary.sd[0])
+    return {
+        "rows": rows,
+        "overall_mean": None if np.isnan(mean) else mean,
+        "overall_sd": None if np.isnan(sd) else sd,
+        "dimensions": item.batch.rubric_obj.dimensions,
+    }

@@ -9,7 +9,7 @@ Views, exports and the ``export_report`` command all call :func:`batch_report`.
 
 from __future__ import annotations
 
-from collections.abc import Callable
+from collections.abc import Callable, Iterator
 from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass, field, replace
 from itertools import chain
@@ -226,6 +226,23 @@ class DisagreementRow:
     distribution: tuple[int, ...]
 
 
+@dataclass(frozen=True, eq=False)
+class ItemOverall:
+    """Per item: the mean overall HCS over its annotators and the spread (sample SD)."""
+
+    item_id: list[str]
+    system_id: list[str]
+    n: np.ndarray  # complete annotations (every dimension rated)
+    mean: np.ndarray  # NaN when none
+    sd: np.ndarray  # NaN when fewer than two
+
+    def rows(self) -> Iterator[tuple[str, str, int, float | None, float | None]]:
+        for i, item_id in enumerate(self.item_id):
+            mean, sd = float(self.mean[i]), float(self.sd[i])
+            yield (item_id, self.system_id[i], int(self.n[i]),
+                   None if np.isnan(mean) else mean, None if np.isnan(sd) else sd)
+
+
 @dataclass(frozen=True)
 class BatchReport:
     batch_id: int
@@ -245,6 +262,7 @@ class BatchReport:
     seed: int
     # Further sections (e.g. judge calibration), by name; see register_report_section.
     sections: dict[str, Any] = field(default_factory=dict)
+    items: ItemOverall | None = None
 
     @property
     def categories(self) -> tuple[int, ...]:
@@ -340,4 +358,11 @@ def report_from_arrays(*, batch: Batch, arrays: ReportArrays, n_resamples: int, 
         disagreements=tuple(disagreements),
         n_resamples=n_resamples,
         seed=seed,
+        items=ItemOverall(
+            item_id=arrays.item_id,
+            system_id=[arrays.system_names[s] for s in arrays.item_system],
+            n=per_item.n,
+            mean=per_item.mean,
+            sd=per_item.sd,
+        ),
     )

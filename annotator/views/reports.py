@@ -12,7 +12,7 @@ from annotator.exports.report_html import report_context, report_html
 from annotator.exports.report_json import report_json
 from annotator.models import Batch, Item
 from annotator.roles import researcher_required
-from annotator.selectors.report_rows import batches_for_reports, item_annotations
+from annotator.selectors.report_rows import batches_for_reports, item_report
 from annotator.selectors.reports import batch_report
 from annotator.services.jobs import EXPORT_TYPES as BACKGROUND_EXPORTS
 from annotator.services.jobs import export_job_create
@@ -21,6 +21,7 @@ EXPORTS = {
     "json": "application/json",
     "html": "text/html; charset=utf-8",
     "dimensions.csv": "text/csv; charset=utf-8",
+    "items.csv": "text/csv; charset=utf-8",
     "scores.csv": "text/csv; charset=utf-8",
     "annotations.csv": "text/csv; charset=utf-8",
     "judges.csv": "text/csv; charset=utf-8",
@@ -60,6 +61,7 @@ def report_export(request, batch_id, fmt):
             "json": report_json,
             "html": report_html,
             "dimensions.csv": lambda r: "".join(report_csv.dimensions_csv(r)),
+            "items.csv": lambda r: "".join(report_csv.items_csv(r)),
             "judges.csv": lambda r: "".join(judges_csv(r)),
         }[fmt](report)
         response = HttpResponse(body, content_type=EXPORTS[fmt])
@@ -71,5 +73,4 @@ def report_export(request, batch_id, fmt):
 @researcher_required
 def report_item(request, item_pk):
     item = get_object_or_404(Item.objects.select_related("batch"), pk=item_pk)
-    context = {"item": item, "rows": item_annotations(item=item), "dimensions": item.batch.rubric_obj.dimensions}
-    return render(request, "annotator/report_item.html", context)
+    return render(request, "annotator/report_item.html", {"item": item, **item_report(item=item)})

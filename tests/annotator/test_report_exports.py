@@ -257,3 +257,24 @@ def test_plot_svg_escapes_labels_and_makes_no_requests():
     assert "$" in svg  # shown as text, not typeset as mathtext
     assert not re.search(r"""(src|href)\s*=\s*["']https?:""", svg)
     assert distribution_svg("C", [1, 2], [1, 1]) == distribution_svg("C", [1, 2], [1, 1])  # stable ids
+
+
+def test_items_csv_and_item_page_show_overall_mean_and_spread(batch, client, researcher_user):
+    from django.urls import reverse
+
+    from annotator.exports.report_csv import ITEMS_COLUMNS, items_csv
+    from tests.factories import PASSWORD
+
+    table = pd.read_csv(io.StringIO("".join(items_csv(batch_report(batch=batch, n_resamples=0)))))
+    assert list(table.columns) == ITEMS_COLUMNS and len(table) == 6
+    row = table[table.item_id == "exports-0"].iloc[0]
+    # Scores 5, 5, 4 with +1 on every other dimension, capped at 5.
+    rubric = Rubric.default()
+    overall = [rubric.overall({d: min(5, s + (n % 2)) for n, d in enumerate(DIMS)}) for s in (5, 5, 4)]
+    assert row.overall_hcs_mean == pytest.approx(np.mean(overall))
+    assert row.overall_hcs_sd == pytest.approx(np.std(overall, ddof=1))
+    assert row.n_annotations == 3
+    client.login(username=researcher_user.username, password=PASSWORD)
+    item = Item.objects.get(batch=batch, item_id="exports-0")
+    html = client.get(reverse("report_item", args=[item.pk])).content.decode()
+    assert f"overall HCS {np.mean(overall):.2f} (SD {np.std(overall, ddof=1):.2f})" in html

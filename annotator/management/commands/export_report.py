@@ -1,4 +1,4 @@
-"""python manage.py export_report BATCH --format json|csv|html [--table dimensions|scores|annotations] [--out FILE]"""
+"""python manage.py export_report BATCH --format json|csv|html [--table dimensions|items|scores|annotations|judges] [--out FILE]"""
 
 from __future__ import annotations
 
@@ -17,14 +17,15 @@ from hcs.agreement.bootstrap import DEFAULT_RESAMPLES, DEFAULT_SEED
 class Command(BaseCommand):
     help = (
         "Export a batch's agreement report as JSON, CSV or one self-contained HTML file. "
-        "CSV tables: dimensions (agreement per dimension), scores (one row per score, long), "
+        "CSV tables: dimensions (agreement per dimension), items (overall HCS mean and SD per item), "
+        "scores (one row per score, long), "
         "annotations (the annotation template's columns, re-importable with import_annotations)."
     )
 
     def add_arguments(self, parser):
         parser.add_argument("batch", help="batch name (or its numeric id)")
         parser.add_argument("--format", choices=["json", "csv", "html"], default="json")
-        parser.add_argument("--table", choices=["dimensions", "scores", "annotations", "judges"], default="dimensions",
+        parser.add_argument("--table", choices=["dimensions", "items", "scores", "annotations", "judges"], default="dimensions",
                             help="which CSV table (with --format csv)")
         parser.add_argument("--out", help="write to this file instead of standard output")
         parser.add_argument("--resamples", type=int, default=DEFAULT_RESAMPLES, help="bootstrap resamples (0: no CIs)")
@@ -56,6 +57,8 @@ class Command(BaseCommand):
                 chunks = [report_html(report)]
             elif table == "judges":
                 chunks = judges_csv(report)
+            elif table == "items":
+                chunks = report_csv.items_csv(report)
             else:
                 chunks = report_csv.dimensions_csv(report)
         if out:
