@@ -137,6 +137,8 @@ def assignment_skip(*, item: Item, annotator, reason: str, now: datetime | None 
     reason = reason.strip()
     if not reason:
         raise AssignmentError("Say why you skip this item.")
+    if "\x00" in reason:  # no database text can hold it (PostgreSQL refuses the row)
+        raise AssignmentError("The reason contains a NUL character; remove it.")
     now = now or timezone.now()
     assignment = Assignment.objects.select_for_update().filter(item=item, annotator=annotator).first()
     if assignment is None:

@@ -36,7 +36,8 @@ def form_data(draw):
         data.update(constraint_0=draw(st.sampled_from(["met", "not_met"])),
                     constraint_1=draw(st.sampled_from(["met", "not_met"])),
                     flags=draw(st.lists(st.sampled_from(FLAGS), unique=True, max_size=2)),
-                    comment=draw(st.sampled_from(["", "ok", *NASTY, *FORMULAS])))
+                    comment=draw(st.sampled_from(["", "ok", *NASTY, *FORMULAS])),
+                    skip_reason=draw(st.sampled_from(["", "unclear", "a\x00b", *NASTY])))
         n_changes = draw(st.integers(0, 2))
     else:
         n_changes = draw(st.integers(0, len(FIELDS)))
@@ -93,3 +94,14 @@ def test_any_rating_post_is_answered_without_a_server_error(rater, data, htmx, a
             if action == "edit":
                 assert after["Annotation"] == before["Annotation"]
         _assert_stored_scores_in_scale()
+
+
+def test_a_skip_reason_with_a_nul_character_is_refused(rater):
+    # Found on PostgreSQL: the skip reason, read straight from the POST, reached the database with
+    # a NUL character, which PostgreSQL refuses (a server error).
+    before = row_counts(*MODELS)
+    response = rater["client"].post(reverse("annotate_skip", args=[rater["item"].pk]), {"skip_reason": "why\x00"})
+    assert response.status_code == 422
+    assert b"NUL character" in response.content
+    assert row_counts(*MODELS) == before
+    assert Assignment.objects.get(item=rater["item"]).state == Assignment.State.LEASED
