@@ -8,6 +8,7 @@ from django import forms
 from django.conf import settings
 
 from annotator.imports.checks import MAX_K, MIN_K, NAME_MAX_LENGTH
+from annotator.imports.json_text import has_nul
 from annotator.imports.reading import human_size
 from hcs.rubric import Rubric, RubricError
 
@@ -53,7 +54,10 @@ class UploadForm(forms.Form):
         if upload.size > RUBRIC_MAX_BYTES:
             raise forms.ValidationError("The rubric file is too large for a rubric.")
         try:
-            return Rubric.from_dict(json.loads(upload.read().decode("utf-8-sig")))
+            data = json.loads(upload.read().decode("utf-8-sig"))
+            if has_nul(data):  # no database text can hold it (PostgreSQL refuses the batch)
+                raise forms.ValidationError("The rubric file contains a NUL character (\\u0000).")
+            return Rubric.from_dict(data)
         except (UnicodeDecodeError, json.JSONDecodeError) as exc:
             raise forms.ValidationError(f"The rubric file is not UTF-8 JSON: {exc}") from None
         except (ValueError, RecursionError):  # a number past the digit limit, or nesting too deep
