@@ -23,6 +23,9 @@ from typing import Any
 DEFAULT_RUBRIC_PATH = Path(__file__).resolve().parent.parent / "fixtures" / "rubrics" / "hcs.json"
 
 
+KEY_MAX_LENGTH = 64  # dimension and flag keys are stored in columns of this width
+
+
 class RubricError(ValueError):
     """The rubric file itself is malformed."""
 
@@ -138,6 +141,7 @@ class Rubric:
         return rubric
 
     def _check(self) -> None:
+        self._check_shapes()
         if self.scale_min >= self.scale_max:
             raise RubricError("rubric scale min must be below max")
         if not self.dimensions:
@@ -160,6 +164,30 @@ class Rubric:
             for key in group:
                 if key not in flag_keys:
                     raise RubricError(f"exclusive_flags names unknown flag {key!r}")
+
+    def _check_shapes(self) -> None:
+        """Every text is a string and every key a short non-empty one: a rubric file can come from
+        an upload, and the pages, plots and database columns (64 characters) rely on these types."""
+        texts = [("name", self.name), ("title", self.title), ("purpose", self.purpose)]
+        texts += [(f"guidance {i + 1}", g) for i, g in enumerate(self.guidance)]
+        for d in self.dimensions:
+            texts += [(f"dimension {d.key!r} {field}", getattr(d, field))
+                      for field in ("label", "description", "abbreviation")]
+            texts += [(f"dimension {d.key!r} level {i + self.scale_min}", t) for i, t in enumerate(d.levels)]
+        for f in self.flags:
+            texts += [(f"flag {f.key!r} label", f.label), (f"flag {f.key!r} description", f.description)]
+        texts += [(f"rule for {r.flag!r} explanation", r.explanation) for r in self.rules]
+        for where, value in texts:
+            if not isinstance(value, str):
+                raise RubricError(f"rubric {where} must be text, not {type(value).__name__}")
+        for kind, keys in (("dimension", self.dimension_keys), ("flag", self.flag_keys)):
+            for key in keys:
+                if not isinstance(key, str) or not key.strip() or len(key) > KEY_MAX_LENGTH:
+                    raise RubricError(f"rubric {kind} keys must be text of 1 to {KEY_MAX_LENGTH} characters: {key!r}")
+        if not all(isinstance(e, Mapping) for e in self.examples):
+            raise RubricError("rubric examples must be JSON objects")
+        if not all(isinstance(k, str) for group in self.exclusive_flags for k in group):
+            raise RubricError("rubric exclusive_flags must be lists of flag keys")
 
     # ------------------------------------------------------------------ lookups
     @property

@@ -60,10 +60,10 @@ class UploadForm(forms.Form):
             return Rubric.from_dict(data)
         except (UnicodeDecodeError, json.JSONDecodeError) as exc:
             raise forms.ValidationError(f"The rubric file is not UTF-8 JSON: {exc}") from None
-        except (ValueError, RecursionError):  # a number past the digit limit, or nesting too deep
-            raise forms.ValidationError("The rubric file is not a valid rubric: its JSON is too deep or a number too long.") from None
         except (RubricError, AttributeError, TypeError) as exc:
             raise forms.ValidationError(f"The rubric file is not a valid rubric: {exc}") from None
+        except (ValueError, RecursionError):  # a number past the digit limit, or nesting too deep
+            raise forms.ValidationError("The rubric file is not a valid rubric: its JSON is too deep or a number too long.") from None
 
     def clean(self):
         data = super().clean()
