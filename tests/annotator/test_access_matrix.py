@@ -20,6 +20,7 @@ from django.urls import URLPattern, URLResolver, get_resolver, resolve, reverse
 from annotator import models
 from annotator.models import Annotation, Assignment, Batch
 from annotator.services.assignment import item_next_for_annotator
+from annotator.views.reports import EXPORTS
 from tests.factories import PASSWORD, make_annotation, make_batch, make_user
 
 pytestmark = pytest.mark.django_db
@@ -78,8 +79,8 @@ ACCESS: dict[str, dict[str, dict]] = {
     "healthz": {"GET": EVERYONE},  # for load balancers: says only whether the database answers
 }
 
-# Extra values for a path parameter: each is requested too (every export format).
-EXPORT_FORMATS = ("json", "html", "dimensions.csv", "scores.csv", "annotations.csv", "judges.csv")
+# Every export format is requested (taken from the view, so a new format is checked too).
+EXPORT_FORMATS = tuple(EXPORTS)
 
 
 def app_url_patterns(patterns=None, prefix="", params=()):

@@ -15,12 +15,13 @@ from django.utils.html import escape
 
 from annotator.exports.csv_safe import DANGEROUS_START, PLAIN_NUMBER
 from annotator.models import Item, Judge, JudgeScore
+from annotator.views.reports import EXPORTS
 from tests.annotator import hostile
 from tests.factories import make_annotation, make_batch, make_user
 
 pytestmark = pytest.mark.django_db
 
-CSV_EXPORTS = ("dimensions.csv", "scores.csv", "annotations.csv", "judges.csv")
+CSV_EXPORTS = tuple(f for f in EXPORTS if f.endswith(".csv"))  # every CSV export, new ones included
 
 
 @pytest.fixture
