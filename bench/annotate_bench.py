@@ -4,7 +4,8 @@ Starts the app under gunicorn on 127.0.0.1 (a free port) against a fresh databas
 logs in N annotators over HTTP and has them rate concurrently, then prints p50/p95
 latency per round trip and round trips per second for 1 and 8 clients, the errors seen,
 and the SQL queries one round trip costs (counted in-process for a small and a large
-batch, to show the count does not grow with the batch).
+batch, to show the count does not grow with the batch). Further rows (mode htmx) time
+what the page does with JavaScript on: one POST of scores answered by the next item.
 
     .venv/bin/python bench/annotate_bench.py                  # PostgreSQL and SQLite
     .venv/bin/python bench/annotate_bench.py --db sqlite --rounds 200
@@ -17,15 +18,19 @@ pass or fail.
 from __future__ import annotations
 
 import argparse
+import http.client
 import json
 import os
+import re
 import statistics
 import subprocess
 import sys
 import tempfile
 import threading
 import time
+from http.cookies import SimpleCookie
 from pathlib import Path
+from urllib.parse import urlencode
 
 from annotator_http import (
     ACTION,
@@ -90,6 +95,53 @@ def process_cpu_seconds(root_pid: int) -> float:
     return total
 
 
+class HtmxAnnotator(Annotator):
+    """What the browser does with JavaScript on: after the first page, each POST of scores
+    answers with the next item's fragment (one request per item)."""
+
+    CSRF_FIELD = re.compile(r'name="csrfmiddlewaretoken" value="([^"]+)"')
+
+    def __init__(self, port: int, username: str):
+        super().__init__(port, username)
+        self.page = ""
+
+    def request(self, method: str, path: str, body: dict | None = None) -> tuple[int, str, dict]:
+        conn = http.client.HTTPConnection("127.0.0.1", self.port, timeout=self.timeout)
+        headers = {"Cookie": "; ".join(f"{k}={v}" for k, v in self.cookies.items())}
+        if self.page:
+            headers.update({"HX-Request": "true", "HX-Target": "rate-area"})
+        data = None
+        if body is not None:
+            data = urlencode(body, doseq=True)
+            headers["Content-Type"] = "application/x-www-form-urlencoded"
+        try:
+            conn.request(method, path, body=data, headers=headers)
+            response = conn.getresponse()
+            text = response.read().decode("utf-8", "replace")
+        finally:
+            conn.close()
+        for header in response.headers.get_all("Set-Cookie") or []:
+            for key, morsel in SimpleCookie(header).items():
+                self.cookies[key] = morsel.value
+        return response.status, text, dict(response.headers)
+
+    def round_trip(self, batch_id: int) -> str | None:
+        if not self.page:
+            status, self.page, _ = self.request("GET", f"/annotate/{batch_id}/next/")
+            if status != 200:
+                return f"GET {status}"
+        match = ACTION.search(self.page)
+        if match is None:
+            return "no item offered"
+        token = self.CSRF_FIELD.search(self.page).group(1)
+        status, text, _ = self.request("POST", match.group(1), {**SCORES, "csrfmiddlewaretoken": token})
+        if status != 200 or ACTION.search(text) is None:
+            self.page = ""
+            return f"htmx POST {status}: {text[:120]!r}"
+        self.page = text
+        return None
+
+
 def run_clients(port: int, batch_id: int, annotators: list[Annotator], rounds: int, server_pid: int = 0) -> dict:
     latencies: list[float] = []
     errors: list[str] = []
@@ -140,7 +192,8 @@ def run_clients(port: int, batch_id: int, annotators: list[Annotator], rounds: i
 def bench_database(label: str, database_url: str, args) -> list[dict]:
     env = server_env(database_url)
     max_clients = max(args.clients)
-    n_items = max(args.items, (args.rounds * len(args.clients) + args.warmup) // 3 + 100)
+    flows = 2 if args.htmx else 1
+    n_items = max(args.items, (args.rounds * len(args.clients) * flows + args.warmup) // 3 + 100)
     batch_id = setup_database(env, max_clients, n_items)
     queries = json.loads(
         subprocess.run([str(VENV_BIN / "python"), __file__, "--_count"], cwd=ROOT, env=env, check=True,
@@ -156,7 +209,14 @@ def bench_database(label: str, database_url: str, args) -> list[dict]:
         run_clients(port, batch_id, annotators[:1], args.warmup)  # warm caches and connections
         for n in args.clients:
             result = run_clients(port, batch_id, annotators[:n], args.rounds, server.pid)
-            rows.append({"db": label, "clients": n, **result, "queries": queries})
+            rows.append({"db": label, "mode": "page", "clients": n, **result, "queries": queries})
+        if args.htmx:
+            swappers = [HtmxAnnotator(port, a.username) for a in annotators]
+            for fresh, logged_in in zip(swappers, annotators, strict=True):
+                fresh.cookies = dict(logged_in.cookies)
+            for n in args.clients:
+                result = run_clients(port, batch_id, swappers[:n], args.rounds, server.pid)
+                rows.append({"db": label, "mode": "htmx", "clients": n, **result, "queries": queries})
     finally:
         server.terminate()
         server.wait(timeout=10)
@@ -172,6 +232,8 @@ def main() -> None:
     parser.add_argument("--warmup", type=int, default=30)
     parser.add_argument("--items", type=int, default=3000, help="items in the benchmark batch (at least)")
     parser.add_argument("--workers", type=int, default=4, help="gunicorn sync workers")
+    parser.add_argument("--no-htmx", dest="htmx", action="store_false",
+                        help="skip the rows for the htmx flow (one POST per item)")
     args = parser.parse_args()
 
     rows = []
@@ -181,23 +243,24 @@ def main() -> None:
         with tempfile.TemporaryDirectory() as tmp:
             rows += bench_database("SQLite", f"sqlite:///{tmp}/bench.sqlite3", args)
 
-    print(f"\nRound trip = GET next item page + POST scores; gunicorn --workers {args.workers}; "
-          f"{os.cpu_count()} CPUs; {args.rounds} round trips per row.\n")
+    print(f"\nRound trip (mode page) = GET the next item page + POST the scores (redirect); mode htmx = what"
+          f" the page does with JavaScript: one POST of scores answered by the next item's fragment.\n"
+          f"gunicorn --workers {args.workers}; {os.cpu_count()} CPUs; {args.rounds} round trips per row.\n")
     header = (
-        f"{'database':<11} {'clients':>7} {'trips':>6} {'p50 ms':>8} {'p95 ms':>8} {'trips/s':>8} {'errors':>6}"
-        f" {'app CPU ms/trip':>15} {'load':>5}  SQL/trip (20 items | 5000 items)"
+        f"{'database':<11} {'mode':<5} {'clients':>7} {'trips':>6} {'p50 ms':>8} {'p95 ms':>8} {'trips/s':>8} {'errors':>6}"
+        f" {'app CPU ms/trip':>15} {'load':>5}  SQL per page trip (20 | 5000 items)"
     )
     print(header)
     print("-" * len(header))
     for r in rows:
         q = r["queries"]
-        print(f"{r['db']:<11} {r['clients']:>7} {r['n']:>6} {r['p50']:>8.1f} {r['p95']:>8.1f} {r['rps']:>8.1f} "
+        print(f"{r['db']:<11} {r['mode']:<5} {r['clients']:>7} {r['n']:>6} {r['p50']:>8.1f} {r['p95']:>8.1f} {r['rps']:>8.1f} "
               f"{len(r['errors']):>6} {r['server_cpu_ms']:>15.1f} {r['load']:>5.1f}  {q['20']} | {q['5000']}")
     print("\napp CPU = gunicorn workers' CPU time per round trip (the database server's is not included);"
           " load = the machine's 1-minute load average during the row (other work shares these CPUs).")
     for r in rows:
         for error in sorted(set(r["errors"]))[:5]:
-            print(f"  {r['db']} x{r['clients']} error: {error}")
+            print(f"  {r['db']} {r['mode']} x{r['clients']} error: {error}")
 
 
 if __name__ == "__main__":
