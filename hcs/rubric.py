@@ -78,7 +78,7 @@ class Rubric:
     def load(cls, path: str | Path) -> Rubric:
         path = Path(path)
         try:
-            data = json.loads(path.read_text(encoding="utf-8"))
+            data = parse_json(path.read_text(encoding="utf-8"))
         except FileNotFoundError as exc:
             raise RubricError(f"rubric file {path} does not exist") from exc
         except json.JSONDecodeError as exc:
@@ -325,6 +325,15 @@ class Rubric:
             "guidance": list(self.guidance),
             "examples": [dict(example) for example in self.examples],
         }
+
+
+def _refuse_constant(name: str) -> Any:
+    raise json.JSONDecodeError(f"{name} is not a JSON number", name, 0)
+
+
+def parse_json(text: str) -> Any:
+    """Strict JSON: ``NaN`` and ``Infinity``, which Python accepts but JSON and databases do not, are errors."""
+    return json.loads(text, parse_constant=_refuse_constant)
 
 
 def _as_whole_number(value: Any) -> int | None:

@@ -10,7 +10,7 @@ from django.conf import settings
 from annotator.imports.checks import MAX_K, MIN_K, NAME_MAX_LENGTH
 from annotator.imports.json_text import has_nul
 from annotator.imports.reading import human_size
-from hcs.rubric import Rubric, RubricError
+from hcs.rubric import Rubric, RubricError, parse_json
 
 BATCH, ANNOTATIONS = "batch", "annotations"
 RUBRIC_MAX_BYTES = 1024 * 1024
@@ -54,7 +54,7 @@ class UploadForm(forms.Form):
         if upload.size > RUBRIC_MAX_BYTES:
             raise forms.ValidationError("The rubric file is too large for a rubric.")
         try:
-            data = json.loads(upload.read().decode("utf-8-sig"))
+            data = parse_json(upload.read().decode("utf-8-sig"))
             if has_nul(data):  # no database text can hold it (PostgreSQL refuses the batch)
                 raise forms.ValidationError("The rubric file contains a NUL character (\\u0000).")
             return Rubric.from_dict(data)

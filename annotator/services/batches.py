@@ -29,7 +29,10 @@ def batch_create(*, name: str, k: int, rubric: Rubric, created_by=None) -> Batch
     try:
         with transaction.atomic():
             return Batch.objects.create(name=name.strip(), k=k, rubric=rubric.to_dict(), created_by=created_by)
-    except IntegrityError:  # another request took the name between the check and the insert
+    except IntegrityError:
+        if not Batch.objects.filter(name=name.strip()).exists():
+            raise
+        # Another request took the name between the check and the insert.
         raise ImportRefused([f"A batch named \u201c{name.strip()}\u201d already exists; choose another name."]) from None
 
 

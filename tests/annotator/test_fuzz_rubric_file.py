@@ -125,3 +125,14 @@ def test_malformed_parts_of_a_rubric_are_form_errors(path, value, message):
     form = _form(json.dumps(data).encode())
     assert not form.is_valid()
     assert message in str(form.errors["rubric_file"])
+
+
+@pytest.mark.parametrize("constant", ["NaN", "Infinity", "-Infinity"])
+def test_a_rubric_with_nan_or_infinity_is_a_form_error(constant):
+    # Found by the fuzz test: Python's json accepts these, the database's JSON check refused the
+    # batch, and the refusal was misreported as "a batch with that name already exists".
+    text = json.dumps(DEFAULT).replace('"prompt": "Plan a route', f'"prompt": {constant}, "x": "Plan a route', 1)
+    form = _form(text.encode())
+    assert not form.is_valid()
+    assert "not UTF-8 JSON" in str(form.errors["rubric_file"])
+    assert constant in str(form.errors["rubric_file"])
