@@ -105,7 +105,7 @@ def database_config() -> dict:
     config = dj_database_url.parse(url, conn_max_age=env_int("DB_CONN_MAX_AGE", 60))
     if config["ENGINE"] == "django.db.backends.sqlite3":
         # Writers queue behind one lock instead of failing with "database is locked".
-        config["CONN_MAX_AGE"] = 0
+        # (persistent connections: CONN_MAX_AGE applies to SQLite too)
         config["OPTIONS"] = {
             "transaction_mode": "IMMEDIATE",
             "timeout": env_int("SQLITE_BUSY_TIMEOUT_S", 30),
