@@ -18,7 +18,6 @@ pass or fail.
 from __future__ import annotations
 
 import argparse
-import http.client
 import json
 import os
 import re
@@ -28,9 +27,7 @@ import sys
 import tempfile
 import threading
 import time
-from http.cookies import SimpleCookie
 from pathlib import Path
-from urllib.parse import urlencode
 
 from annotator_http import (
     ACTION,
@@ -105,25 +102,8 @@ class HtmxAnnotator(Annotator):
         super().__init__(port, username)
         self.page = ""
 
-    def request(self, method: str, path: str, body: dict | None = None) -> tuple[int, str, dict]:
-        conn = http.client.HTTPConnection("127.0.0.1", self.port, timeout=self.timeout)
-        headers = {"Cookie": "; ".join(f"{k}={v}" for k, v in self.cookies.items())}
-        if self.page:
-            headers.update({"HX-Request": "true", "HX-Target": "rate-area"})
-        data = None
-        if body is not None:
-            data = urlencode(body, doseq=True)
-            headers["Content-Type"] = "application/x-www-form-urlencoded"
-        try:
-            conn.request(method, path, body=data, headers=headers)
-            response = conn.getresponse()
-            text = response.read().decode("utf-8", "replace")
-        finally:
-            conn.close()
-        for header in response.headers.get_all("Set-Cookie") or []:
-            for key, morsel in SimpleCookie(header).items():
-                self.cookies[key] = morsel.value
-        return response.status, text, dict(response.headers)
+    def extra_headers(self) -> dict[str, str]:
+        return {"HX-Request": "true", "HX-Target": "rate-area"} if self.page else {}
 
     def round_trip(self, batch_id: int) -> str | None:
         if not self.page:

@@ -169,9 +169,13 @@ class Annotator:
         self.username = username
         self.timeout = timeout
 
+    def extra_headers(self) -> dict[str, str]:
+        """Headers a subclass adds to every request."""
+        return {}
+
     def request(self, method: str, path: str, body: dict | None = None) -> tuple[int, str, dict]:
         conn = http.client.HTTPConnection("127.0.0.1", self.port, timeout=self.timeout)
-        headers = {"Cookie": "; ".join(f"{k}={v}" for k, v in self.cookies.items())}
+        headers = {"Cookie": "; ".join(f"{k}={v}" for k, v in self.cookies.items()), **self.extra_headers()}
         data = None
         if body is not None:
             data = urlencode(body, doseq=True)
