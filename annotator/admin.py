@@ -1,6 +1,13 @@
 from django.contrib import admin
 
-from annotator.models import Annotation, AnnotationRevision, Assignment, Batch, Item, Score
+from annotator.models import (
+    Annotation,
+    AnnotationRevision,
+    Assignment,
+    Batch,
+    Item,
+    Score,
+)
 
 
 @admin.register(Batch)

@@ -2,7 +2,16 @@ from django.contrib import admin
 from django.contrib.auth import views as auth_views
 from django.urls import path
 
-from annotator.views import assignment_admin, home, jobs, judges, queue, rating, reports, uploads
+from annotator.views import (
+    assignment_admin,
+    home,
+    jobs,
+    judges,
+    queue,
+    rating,
+    reports,
+    uploads,
+)
 
 handler500 = "annotator.views.errors.server_error"  # a database that does not answer: 503, try again
 

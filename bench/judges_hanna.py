@@ -18,7 +18,7 @@ import pandas as pd
 
 sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
 
-from hcs.calibration import calibrate_judge  # noqa: E402
+from hcs.calibration import calibrate_judge
 
 HANNA = Path("/work/shared/datasets/hanna")
 CRITERIA = {"Relevance": "RE", "Coherence": "CH", "Empathy": "EM", "Surprise": "SU", "Engagement": "EG", "Complexity": "CX"}

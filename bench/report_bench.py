@@ -167,6 +167,7 @@ def load(url: str, n_items: int, seed: int = 11) -> None:
 def floor(url: str) -> dict:
     _setup_django(url)
     import numpy as np
+
     from annotator.models import Batch
     from annotator.selectors.reports import _dimension_case, _fetch, _tables
     from hcs.agreement import fleiss_kappa, gwet_ac2, krippendorff_alpha

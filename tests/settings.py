@@ -6,7 +6,7 @@ os.environ.setdefault("SECRET_KEY", "test-only-secret-key-not-for-production")
 os.environ.setdefault("HTTPS_ONLY", "0")
 os.environ.setdefault("ALLOWED_HOSTS", "testserver,127.0.0.1,localhost")
 
-from annotator.settings import *  # noqa: E402,F403
+from annotator.settings import *
 
 # Fast hashing keeps the suite quick; production keeps Django's default.
 PASSWORD_HASHERS = ["django.contrib.auth.hashers.MD5PasswordHasher"]
@@ -25,9 +25,9 @@ WHITENOISE_USE_FINDERS = True
 # On SQLite the test database is a file (one per test run), not shared-cache memory: threads
 # (the assignment race test, the live server) then lock the way production SQLite does, with
 # the busy timeout, instead of failing with "database table is locked".
-if DATABASES["default"]["ENGINE"] == "django.db.backends.sqlite3":  # noqa: F405
+if DATABASES["default"]["ENGINE"] == "django.db.backends.sqlite3":
     import tempfile
 
-    DATABASES["default"]["TEST"] = {  # noqa: F405
+    DATABASES["default"]["TEST"] = {
         "NAME": os.path.join(tempfile.gettempdir(), f"annotator-test-{os.getpid()}.sqlite3")
     }

@@ -12,8 +12,8 @@ import io
 import matplotlib
 
 matplotlib.use("Agg")
-import matplotlib.pyplot as plt  # noqa: E402
-import numpy as np  # noqa: E402
+import matplotlib.pyplot as plt
+import numpy as np
 
 # Stable element ids (the same data gives the same file) and text kept as text; set per figure so
 # the report's other plots keep their own settings.

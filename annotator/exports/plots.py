@@ -14,8 +14,8 @@ import matplotlib
 
 matplotlib.use("Agg")
 
-from matplotlib import rcParams  # noqa: E402
-from matplotlib.figure import Figure  # noqa: E402
+from matplotlib import rcParams
+from matplotlib.figure import Figure
 
 rcParams["svg.fonttype"] = "none"
 rcParams["svg.hashsalt"] = "hcs-report"  # stable element ids, so the same report gives the same SVG

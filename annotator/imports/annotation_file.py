@@ -15,7 +15,12 @@ from typing import Any
 
 import pandas as pd
 
-from annotator.imports.batch_file import ID_MAX_LENGTH, parse_constraints, parse_conversation, prompt_id_for
+from annotator.imports.batch_file import (
+    ID_MAX_LENGTH,
+    parse_constraints,
+    parse_conversation,
+    prompt_id_for,
+)
 from annotator.imports.errors import RowError
 from annotator.imports.reading import ROW, Table, read_table
 from hcs.rubric import Rubric, parse_score

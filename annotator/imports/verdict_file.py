@@ -13,7 +13,12 @@ from dataclasses import dataclass, field
 
 from annotator.imports.errors import RowError
 from annotator.imports.reading import ROW, read_table
-from hcs.judge_output import JudgeOutputError, normalize_winner, parse_confidence, parse_verdict
+from hcs.judge_output import (
+    JudgeOutputError,
+    normalize_winner,
+    parse_confidence,
+    parse_verdict,
+)
 
 
 @dataclass(frozen=True)
@@ -59,7 +64,7 @@ def parse_verdict_file(
     if errors:
         return ParsedVerdicts(table.format, errors)
     known = set(item_ids)
-    get = lambda record, name: str(record.get(name, "") or "").strip() if name in columns else ""  # noqa: E731
+    get = lambda record, name: str(record.get(name, "") or "").strip() if name in columns else ""
     rows: list[VerdictRow] = []
     seen: dict[tuple[str, str], int] = {}
     for record in table.frame.to_dict("records"):

@@ -19,7 +19,13 @@ from django.db.models import Count
 from annotator.models import Batch, Judge, JudgeFailure, JudgeScore, PairwiseVerdict
 from annotator.models.judge import OVERALL
 from annotator.selectors.reports import ReportArrays, register_report_section
-from hcs.calibration import JudgeCalibration, PairwiseComparison, calibrate_judge, compare_verdicts, human_preference
+from hcs.calibration import (
+    JudgeCalibration,
+    PairwiseComparison,
+    calibrate_judge,
+    compare_verdicts,
+    human_preference,
+)
 from hcs.calibration.alt_test import DEFAULT_EPSILON
 from hcs.scoring import item_summaries, overall_per_annotation
 

@@ -5,7 +5,11 @@ from __future__ import annotations
 from django.conf import settings
 
 from annotator.forms.uploads import BATCH
-from annotator.selectors.imports import UploadPreview, annotation_upload_preview, batch_upload_preview
+from annotator.selectors.imports import (
+    UploadPreview,
+    annotation_upload_preview,
+    batch_upload_preview,
+)
 from hcs.rubric import Rubric
 
 

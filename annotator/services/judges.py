@@ -10,7 +10,14 @@ from django.utils import timezone
 from annotator.imports.errors import ImportRefused, RowError
 from annotator.imports.judge_file import parse_judge_file
 from annotator.imports.verdict_file import parse_verdict_file
-from annotator.models import Batch, Item, Judge, JudgeFailure, JudgeScore, PairwiseVerdict
+from annotator.models import (
+    Batch,
+    Item,
+    Judge,
+    JudgeFailure,
+    JudgeScore,
+    PairwiseVerdict,
+)
 from hcs.judge_output import JudgeScale
 
 NAME_MAX_LENGTH = Judge._meta.get_field("name").max_length

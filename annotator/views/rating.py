@@ -23,8 +23,16 @@ from annotator.selectors.queue import (
     conversation_turns,
     item_open_to,
 )
-from annotator.services.annotations import SubmissionRefused, annotation_submit, annotation_update
-from annotator.services.assignment import AssignmentError, assignment_skip, item_next_for_annotator
+from annotator.services.annotations import (
+    SubmissionRefused,
+    annotation_submit,
+    annotation_update,
+)
+from annotator.services.assignment import (
+    AssignmentError,
+    assignment_skip,
+    item_next_for_annotator,
+)
 from hcs.rubric import Rubric
 
 ALREADY_SUBMITTED = (

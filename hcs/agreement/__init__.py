@@ -24,7 +24,12 @@ from dataclasses import dataclass
 import numpy as np
 import numpy.typing as npt
 
-from hcs.agreement.bootstrap import DEFAULT_RESAMPLES, DEFAULT_SEED, Resamples, percentile_interval
+from hcs.agreement.bootstrap import (
+    DEFAULT_RESAMPLES,
+    DEFAULT_SEED,
+    Resamples,
+    percentile_interval,
+)
 from hcs.agreement.coefficients import (
     AgreementError,
     _alpha_batched,

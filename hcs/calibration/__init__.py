@@ -3,7 +3,12 @@ rubric's categories, the human ceiling, Krippendorff's α with and without the j
 Annotator Test, and pairwise verdicts. Pure Python (numpy/scipy/krippendorff); no Django.
 """
 
-from hcs.calibration.alt_test import AltTestResult, AnnotatorComparison, alt_test, benjamini_yekutieli
+from hcs.calibration.alt_test import (
+    AltTestResult,
+    AnnotatorComparison,
+    alt_test,
+    benjamini_yekutieli,
+)
 from hcs.calibration.metrics import (
     JudgeCalibration,
     bootstrap_ci,
@@ -13,7 +18,11 @@ from hcs.calibration.metrics import (
     quadratic_weighted_kappa,
     round_half_up,
 )
-from hcs.calibration.pairwise import PairwiseComparison, compare_verdicts, human_preference
+from hcs.calibration.pairwise import (
+    PairwiseComparison,
+    compare_verdicts,
+    human_preference,
+)
 
 __all__ = [
     "AltTestResult",

@@ -275,7 +275,7 @@ def calibrate_judge(
     human_cat = np.clip(round_half_up(human_median), lo, hi).astype(int)
     errors = judge_values - human_mean
     alphas = alpha_with_and_without_judge({i: human[i] for i in items}, {i: judge[i] for i in items})
-    pair = lambda ci: (_nan_to_none(ci[0]), _nan_to_none(ci[1]))  # noqa: E731
+    pair = lambda ci: (_nan_to_none(ci[0]), _nan_to_none(ci[1]))
     return JudgeCalibration(
         n=n,
         spearman=_nan_to_none(_corr("spearman", judge_values, human_mean)),

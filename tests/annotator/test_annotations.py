@@ -4,7 +4,11 @@ import pytest
 from django.core.exceptions import ValidationError
 
 from annotator.models import Annotation, AnnotationRevision, Assignment, Item, Score
-from annotator.services.annotations import SubmissionRefused, annotation_submit, annotation_update
+from annotator.services.annotations import (
+    SubmissionRefused,
+    annotation_submit,
+    annotation_update,
+)
 from annotator.services.assignment import item_next_for_annotator
 from tests.factories import make_batch, make_user
 

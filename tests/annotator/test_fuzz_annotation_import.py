@@ -7,9 +7,23 @@ from hypothesis import event, given
 from hypothesis import strategies as st
 
 from annotator.imports.errors import FileRefused, ImportRefused
-from annotator.models import Annotation, AnnotationRevision, Assignment, Batch, Item, Score
+from annotator.models import (
+    Annotation,
+    AnnotationRevision,
+    Assignment,
+    Batch,
+    Item,
+    Score,
+)
 from annotator.services.annotation_imports import annotations_import_file
-from tests.annotator.fuzz_support import FORMULAS, FUZZ, record, rolled_back, row_counts, upload_files
+from tests.annotator.fuzz_support import (
+    FORMULAS,
+    FUZZ,
+    record,
+    rolled_back,
+    row_counts,
+    upload_files,
+)
 from tests.factories import make_annotation, make_batch, make_user
 
 pytestmark = pytest.mark.django_db

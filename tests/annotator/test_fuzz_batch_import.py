@@ -10,7 +10,14 @@ from annotator.imports.errors import FileRefused, ImportRefused
 from annotator.models import Batch, Item
 from annotator.services.batches import batch_import_file
 from hcs.rubric import Rubric
-from tests.annotator.fuzz_support import FUZZ, FORMULAS, record, rolled_back, row_counts, upload_files
+from tests.annotator.fuzz_support import (
+    FORMULAS,
+    FUZZ,
+    record,
+    rolled_back,
+    row_counts,
+    upload_files,
+)
 
 pytestmark = pytest.mark.django_db
 
@@ -57,7 +64,7 @@ def test_any_batch_file_imports_whole_or_not_at_all(file, k, max_bytes):
 
 
 def test_formula_cells_are_stored_verbatim():
-    data = 'item_id,prompt,response\nf1,"=HYPERLINK(""http://x"")",+SUM(A1)\n'.encode()
+    data = b'item_id,prompt,response\nf1,"=HYPERLINK(""http://x"")",+SUM(A1)\n'
     batch = batch_import_file(data=data, filename="f.csv", name="formulas", k=3, rubric=Rubric.default())
     item = batch.items.get()
     assert (item.prompt, item.response) == ('=HYPERLINK("http://x")', "+SUM(A1)")

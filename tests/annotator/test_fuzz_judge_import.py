@@ -16,7 +16,15 @@ from hypothesis import strategies as st
 
 from annotator.models import Judge, JudgeScore, PairwiseVerdict
 from hcs.judge_output import JudgeOutputError, extract_json
-from tests.annotator.fuzz_support import FORMULAS, FUZZ, NASTY, record, rolled_back, row_counts, upload_files
+from tests.annotator.fuzz_support import (
+    FORMULAS,
+    FUZZ,
+    NASTY,
+    record,
+    rolled_back,
+    row_counts,
+    upload_files,
+)
 from tests.factories import make_batch, make_user
 
 pytestmark = pytest.mark.django_db

@@ -9,7 +9,14 @@ from hypothesis import strategies as st
 
 from annotator.models import Annotation, AnnotationRevision, Assignment, Item, Score
 from annotator.services.assignment import item_next_for_annotator
-from tests.annotator.fuzz_support import FORMULAS, FUZZ, NASTY, record, rolled_back, row_counts
+from tests.annotator.fuzz_support import (
+    FORMULAS,
+    FUZZ,
+    NASTY,
+    record,
+    rolled_back,
+    row_counts,
+)
 from tests.factories import make_annotation, make_batch, make_user
 
 pytestmark = pytest.mark.django_db

@@ -7,7 +7,11 @@ from pathlib import Path
 
 import pytest
 
-from annotator.imports.annotation_file import parse_annotation_file, parse_flag, template_columns
+from annotator.imports.annotation_file import (
+    parse_annotation_file,
+    parse_flag,
+    template_columns,
+)
 from hcs.rubric import Rubric
 
 ROOT = Path(__file__).resolve().parents[2]
@@ -146,7 +150,7 @@ def test_another_rubric_brings_its_own_columns():
     data["rules"], data["flags"], data["exclusive_flags"] = [], [], []
     rubric = Rubric.from_dict(data)
     assert parse("item_id,annotator,clarity,fluency\ni1,a,5,4\n", rubric=rubric).ok
-    errors = messages(parse(f"item_id,annotator,clarity,fluency,coherence\ni1,a,5,4,3\n", rubric=rubric))
+    errors = messages(parse("item_id,annotator,clarity,fluency,coherence\ni1,a,5,4,3\n", rubric=rubric))
     assert errors and errors[0].startswith("column `coherence`: is not a column")
 
 

@@ -7,7 +7,11 @@ from django.core.management import CommandError, call_command
 
 from annotator.imports.errors import ImportRefused
 from annotator.models import Judge, JudgeScore, PairwiseVerdict
-from annotator.services.judges import judge_get_or_create, judge_scores_import, pairwise_verdicts_import
+from annotator.services.judges import (
+    judge_get_or_create,
+    judge_scores_import,
+    pairwise_verdicts_import,
+)
 from hcs.judge_output import JudgeScale
 from tests.factories import make_batch
 
@@ -156,12 +160,12 @@ def test_pairwise_errors():
 
 
 # ------------------------------------------------------------------ any bytes: rows or errors, never a crash
-from hypothesis import given, settings  # noqa: E402
-from hypothesis import strategies as st  # noqa: E402
+from hypothesis import given, settings
+from hypothesis import strategies as st
 
-from annotator.imports.errors import FileRefused  # noqa: E402
-from annotator.imports.judge_file import parse_judge_file  # noqa: E402
-from annotator.imports.verdict_file import parse_verdict_file  # noqa: E402
+from annotator.imports.errors import FileRefused
+from annotator.imports.judge_file import parse_judge_file
+from annotator.imports.verdict_file import parse_verdict_file
 
 cells = st.sampled_from(["b-0", "coherence", "overall", "0.5", "9" * 400, "nan", "-1", '{"score": 1}', "", "x,y", '"'])
 

@@ -11,7 +11,12 @@ from django.core.management import CommandError, call_command
 from django.utils import timezone
 
 from annotator.exports.csv_safe import SafeWriter, defuse, undefuse
-from annotator.exports.report_csv import DIMENSION_COLUMNS, SCORES_COLUMNS, dimensions_csv, scores_csv
+from annotator.exports.report_csv import (
+    DIMENSION_COLUMNS,
+    SCORES_COLUMNS,
+    dimensions_csv,
+    scores_csv,
+)
 from annotator.exports.report_json import report_json, report_to_dict
 from annotator.models import Batch, Item
 from annotator.selectors.reports import batch_report

@@ -120,11 +120,11 @@ def test_command(tmp_path, capsys):
         call_command("import_traces", str(path), "--name", "studio2", "--map", "prompt = id", "--map", "response = output.text")
 
 
-from hypothesis import given, settings  # noqa: E402
-from hypothesis import strategies as st  # noqa: E402
+from hypothesis import given, settings
+from hypothesis import strategies as st
 
-from annotator.imports.errors import FileRefused  # noqa: E402
-from annotator.imports.trace_file import parse_trace_file  # noqa: E402
+from annotator.imports.errors import FileRefused
+from annotator.imports.trace_file import parse_trace_file
 
 json_values = st.recursive(
     st.none() | st.booleans() | st.integers() | st.text(max_size=6),

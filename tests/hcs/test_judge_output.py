@@ -179,8 +179,8 @@ def test_scale_label():
 
 
 # ------------------------------------------------------------------ any text: a score or a clear error
-from hypothesis import given, settings  # noqa: E402
-from hypothesis import strategies as st  # noqa: E402
+from hypothesis import given, settings
+from hypothesis import strategies as st
 
 json_values = st.recursive(
     st.none() | st.booleans() | st.floats(allow_nan=True) | st.integers() | st.text(max_size=8),

@@ -63,8 +63,7 @@ class Command(BaseCommand):
                 chunks = report_csv.dimensions_csv(report)
         if out:
             with open(out, "w", encoding="utf-8", newline="") as fh:
-                for chunk in chunks:
-                    fh.write(chunk)
+                fh.writelines(chunks)
             self.stderr.write(f"Wrote {out}")
         else:
             for chunk in chunks:

@@ -10,7 +10,11 @@ from django.core.management.base import BaseCommand, CommandError
 from annotator.imports.errors import ImportRefused
 from annotator.judging.client import ChatClient
 from annotator.judging.runner import judge_run
-from annotator.judging.templates import TemplateError, available_templates, load_template
+from annotator.judging.templates import (
+    TemplateError,
+    available_templates,
+    load_template,
+)
 from annotator.models import Batch
 
 
