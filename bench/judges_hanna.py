@@ -20,7 +20,7 @@ sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
 
 from hcs.calibration import calibrate_judge
 
-HANNA = Path("/work/shared/datasets/hanna")
+HANNA = Path(__file__).resolve().parents[1] / "fixtures" / "hanna"
 CRITERIA = {"Relevance": "RE", "Coherence": "CH", "Empathy": "EM", "Surprise": "SU", "Engagement": "EG", "Complexity": "CX"}
 
 

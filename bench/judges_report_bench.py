@@ -18,7 +18,7 @@ import time
 from pathlib import Path
 
 ROOT = Path(__file__).resolve().parent.parent
-HANNA = Path("/work/shared/datasets/hanna")
+HANNA = Path(__file__).resolve().parents[1] / "fixtures" / "hanna"
 DB = Path("/tmp/judges_report_bench.sqlite3")
 CODES = {"Relevance": "RE", "Coherence": "CH", "Empathy": "EM", "Surprise": "SU", "Engagement": "EG", "Complexity": "CX"}
 

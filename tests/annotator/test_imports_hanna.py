@@ -15,14 +15,13 @@ from annotator.services.annotation_imports import annotations_import_file
 from hcs.rubric import Rubric
 
 pytestmark = [pytest.mark.django_db, pytest.mark.slow]
-HANNA = Path("/work/shared/datasets/hanna/hanna_human_long.csv")
+from tests.hanna import HANNA_HUMAN as HANNA
+
 RUBRIC = Path(__file__).resolve().parents[2] / "fixtures" / "rubrics" / "hanna.json"
 
 
 @pytest.fixture(scope="module")
 def hanna_long():
-    if not HANNA.exists():
-        pytest.skip(f"HANNA data set not found at {HANNA}")
     return pd.read_csv(HANNA)
 
 

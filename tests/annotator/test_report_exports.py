@@ -188,7 +188,7 @@ def test_export_then_import_gives_the_same_report(batch, tmp_path):
 
 
 # ------------------------------------------------------------------ HANNA, a real study
-HANNA = Path("/work/shared/datasets/hanna/hanna_human_long.csv")
+from tests.hanna import HANNA_HUMAN as HANNA
 
 
 @pytest.mark.slow
@@ -202,8 +202,6 @@ def test_hanna_report_equals_direct_library_calls():
 
     from annotator.models import Annotation, Score
 
-    if not HANNA.exists():
-        pytest.skip(f"HANNA data set not found at {HANNA}")
     df = pd.read_csv(HANNA)
     criteria = sorted(df.criterion.unique())
     base = Rubric.default().to_dict()

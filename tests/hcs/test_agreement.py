@@ -1,6 +1,5 @@
 """hcs.agreement against published values and the reference libraries."""
 
-from pathlib import Path
 
 import krippendorff
 import numpy as np
@@ -39,7 +38,7 @@ from hcs.agreement.coefficients import (
 from hcs.agreement.examples import FLEISS_1971_DIAGNOSES, KRIPPENDORFF_2011_RELIABILITY
 
 FIVE = [1, 2, 3, 4, 5]
-HANNA = Path("/work/shared/datasets/hanna/hanna_human_long.csv")
+from tests.hanna import HANNA_HUMAN as HANNA
 
 
 def _one(table):
@@ -167,8 +166,6 @@ def _hanna_counts():
 
 @pytest.fixture(scope="module")
 def hanna():
-    if not HANNA.exists():
-        pytest.skip(f"HANNA data set not found at {HANNA}")
     return _hanna_counts()
 
 

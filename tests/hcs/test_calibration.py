@@ -1,7 +1,6 @@
 """Judge calibration: correlations, κ, confusion, ceiling, α — against direct computations and references."""
 
 import math
-from pathlib import Path
 
 import numpy as np
 import pandas as pd
@@ -18,8 +17,7 @@ from hcs.calibration import (
     round_half_up,
 )
 from hcs.calibration.metrics import alpha_with_and_without_judge
-
-HANNA = Path("/work/shared/datasets/hanna")
+from tests.hanna import HANNA_DIR as HANNA
 
 
 def _ranks(values):
@@ -196,7 +194,6 @@ def test_alpha_drops_with_a_random_judge():
     assert with_judge < humans_only
 
 
-@pytest.mark.skipif(not HANNA.exists(), reason="the HANNA dataset is not at /work/shared/datasets/hanna")
 def test_hanna_chatgpt_coherence_is_plausible():
     long = pd.read_csv(HANNA / "hanna_human_long.csv")
     wide = pd.read_csv(HANNA / "hanna_llm_scores_wide.csv")
