@@ -171,8 +171,11 @@ def pairwise_verdicts_import(
         raise ImportRefused(name_errors + parsed.errors)
     judge = judge_get_or_create(name=judge_name, model=model, template=template)
     now = timezone.now()
-    for row in parsed.rows:
-        PairwiseVerdict.objects.filter(judge=judge, baseline_id=items[row.baseline], enhanced_id=items[row.enhanced]).delete()
+    # A new verdict on a pair replaces the judge's earlier one: one read and one delete, not one per row.
+    pairs = {(items[row.baseline], items[row.enhanced]) for row in parsed.rows}
+    earlier = PairwiseVerdict.objects.filter(judge=judge, baseline_id__in={b for b, _ in pairs})
+    replaced = [pk for pk, b, e in earlier.values_list("pk", "baseline_id", "enhanced_id") if (b, e) in pairs]
+    PairwiseVerdict.objects.filter(pk__in=replaced).delete()
     PairwiseVerdict.objects.bulk_create(
         PairwiseVerdict(
             judge=judge,

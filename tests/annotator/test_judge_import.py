@@ -145,6 +145,19 @@ def test_pairwise_verdicts_by_prompt_and_by_items():
 
 
 @pytest.mark.django_db
+def test_pairwise_verdicts_replace_the_judges_earlier_verdicts_on_the_same_pairs_only():
+    batch = make_batch("p", n_items=4, systems=("base", "new"))
+    first = "prompt_id,winner,confidence\np0,enhanced,0.9\np1,tie,\n"
+    pairwise_verdicts_import(batch=batch, judge_name="pw", data=first.encode(), filename="v.csv", baseline_system="base")
+    pairwise_verdicts_import(batch=batch, judge_name="other", data=first.encode(), filename="v.csv", baseline_system="base")
+    again = "prompt_id,winner,confidence\np0,baseline,0.6\n"
+    pairwise_verdicts_import(batch=batch, judge_name="pw", data=again.encode(), filename="v.csv", baseline_system="base")
+    mine = {v.baseline.item_id: v.winner for v in PairwiseVerdict.objects.filter(judge__name="pw")}
+    assert mine == {"p-0": "baseline", "p-2": "tie"}
+    assert PairwiseVerdict.objects.filter(judge__name="other").count() == 2
+
+
+@pytest.mark.django_db
 def test_pairwise_errors():
     batch = make_batch("p", n_items=4, systems=("base", "new"))
     text = "prompt_id,winner,confidence\np0,better,0.9\np9,tie,\np1,tie,1.4\n"
@@ -181,7 +194,7 @@ def test_any_judge_file_gives_rows_or_errors(rows, filename):
     except FileRefused:
         return
     for row in parsed.rows:
-        assert 1.0 <= row.value <= 5.0
+        assert row.value >= 1.0 and row.value <= 5.0, row.value  # noqa: PLR1716 (kept explicit)
 
 
 @settings(max_examples=200, deadline=None)
