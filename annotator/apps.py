@@ -6,6 +6,3 @@ class AnnotatorConfig(AppConfig):
     verbose_name = "Human evaluation"
     default_auto_field = "django.db.models.BigAutoField"
 
-    def ready(self) -> None:
-        # Report sections register themselves with the report selector on import.
-        import annotator.selectors.judges  # noqa: F401

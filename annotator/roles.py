@@ -10,10 +10,16 @@ from functools import wraps
 
 from django.contrib.auth.decorators import login_required
 from django.core.exceptions import PermissionDenied
+from django.urls import reverse
 
 ANNOTATOR = "annotator"
 RESEARCHER = "researcher"
 GROUPS = (ANNOTATOR, RESEARCHER)
+
+
+def remember_roles(user, names) -> None:
+    """Record the user's role groups for this request (read with the session, in its query)."""
+    user._group_names = set(names) & set(GROUPS)
 
 
 def _in_group(user, name: str) -> bool:
@@ -21,7 +27,7 @@ def _in_group(user, name: str) -> bool:
         return False
     cache = getattr(user, "_group_names", None)
     if cache is None:
-        cache = set(user.groups.values_list("name", flat=True))
+        cache = set(user.groups.filter(name__in=GROUPS).values_list("name", flat=True))
         user._group_names = cache
     return name in cache
 
@@ -57,14 +63,26 @@ researcher_required = _requires(is_researcher)
 annotator_required = _requires(is_annotator)
 
 
+# The top bar's links per role (label, URL name), after Home; Rubric is for everyone.
+NAV_LINKS = {
+    "annotator": (("Your queue", "annotate_queue"),),
+    "researcher": (("Reports", "report_list"), ("LLM judges", "judges")),
+    "admin": (("Upload", "upload"), ("Assignment", "assignment_overview")),
+}
+
+
+def nav_links(role: dict[str, bool]) -> list[dict[str, str]]:
+    links = [{"label": label, "url": reverse(name)} for key in NAV_LINKS if role[key] for label, name in NAV_LINKS[key]]
+    return links + [{"label": "Rubric", "url": reverse("rubric")}]
+
+
 def context_processor(request) -> dict:
     user = getattr(request, "user", None)
     if user is None or not user.is_authenticated:
         return {"role": {"admin": False, "researcher": False, "annotator": False}}
-    return {
-        "role": {
-            "admin": is_admin(user),
-            "researcher": is_researcher(user),
-            "annotator": is_annotator(user),
-        }
+    role = {
+        "admin": is_admin(user),
+        "researcher": is_researcher(user),
+        "annotator": is_annotator(user),
     }
+    return {"role": role, "nav_links": nav_links(role)}

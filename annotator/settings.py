@@ -11,29 +11,10 @@ from pathlib import Path
 import dj_database_url
 from django.core.exceptions import ImproperlyConfigured
 
+from annotator.env import env_bool, env_int, env_json_object, env_list, env_rate
+
 BASE_DIR = Path(__file__).resolve().parent.parent
 VAR_DIR = BASE_DIR / "var"
-
-
-def env_bool(name: str, default: bool = False) -> bool:
-    value = os.environ.get(name)
-    if value is None:
-        return default
-    return value.strip().lower() in {"1", "true", "yes", "on"}
-
-
-def env_int(name: str, default: int) -> int:
-    value = os.environ.get(name)
-    if value in (None, ""):
-        return default
-    try:
-        return int(value)
-    except ValueError as exc:
-        raise ImproperlyConfigured(f"{name} must be a whole number, got {value!r}") from exc
-
-
-def env_list(name: str, default: str = "") -> list[str]:
-    return [part.strip() for part in os.environ.get(name, default).split(",") if part.strip()]
 
 
 DEBUG = env_bool("DEBUG", default=False)
@@ -60,6 +41,7 @@ INSTALLED_APPS = [
     "axes",
     "django_tasks",
     "django_tasks_db",
+    "ninja",  # the HTTP API (annotator/api/); listed so its docs page serves Swagger UI from static/
     "annotator",
 ]
 
@@ -69,10 +51,13 @@ MIDDLEWARE = [
     "django.contrib.sessions.middleware.SessionMiddleware",
     "django.middleware.common.CommonMiddleware",
     "django.middleware.csrf.CsrfViewMiddleware",
-    "django.contrib.auth.middleware.AuthenticationMiddleware",
+    # Django's AuthenticationMiddleware, with the user read in the session's own query.
+    "annotator.middleware.SessionUserMiddleware",
     "django.contrib.messages.middleware.MessageMiddleware",
     "django.middleware.clickjacking.XFrameOptionsMiddleware",
     "django_htmx.middleware.HtmxMiddleware",
+    # Errors under /api/ that no API handler wrote (405, an unknown path) become problem details too.
+    "annotator.api.problems.ApiProblemMiddleware",
     # Last, as django-axes asks: it turns a locked-out login into a 429 page.
     "axes.middleware.AxesMiddleware",
 ]
@@ -108,7 +93,7 @@ def database_config() -> dict:
         # (persistent connections: CONN_MAX_AGE applies to SQLite too)
         config["OPTIONS"] = {
             "transaction_mode": "IMMEDIATE",
-            "timeout": env_int("SQLITE_BUSY_TIMEOUT_S", 30),
+            "timeout": env_int("SQLITE_BUSY_TIMEOUT_S", 30, minimum=1),
             "init_command": "PRAGMA journal_mode=WAL; PRAGMA synchronous=NORMAL;",
         }
     else:
@@ -132,7 +117,7 @@ AUTHENTICATION_BACKENDS = [
     "axes.backends.AxesStandaloneBackend",
     "django.contrib.auth.backends.ModelBackend",
 ]
-AXES_FAILURE_LIMIT = env_int("LOGIN_FAILURE_LIMIT", 5)
+AXES_FAILURE_LIMIT = env_int("LOGIN_FAILURE_LIMIT", 5, minimum=1)
 AXES_COOLOFF_TIME = env_int("LOGIN_COOLOFF_MINUTES", 15) / 60
 AXES_LOCKOUT_PARAMETERS = [["username", "ip_address"]]
 AXES_RESET_ON_SUCCESS = True
@@ -168,7 +153,9 @@ SECURE_HSTS_SECONDS = env_int("SECURE_HSTS_SECONDS", 31536000 if HTTPS_ONLY else
 SECURE_HSTS_INCLUDE_SUBDOMAINS = HTTPS_ONLY
 SECURE_HSTS_PRELOAD = HTTPS_ONLY
 SESSION_COOKIE_HTTPONLY = True
-SESSION_ENGINE = "django.contrib.sessions.backends.db"  # shared by every app server
+# Database sessions (shared by every app server, revocable), loaded with their user and roles in
+# one query (annotator/sessions.py).
+SESSION_ENGINE = "annotator.sessions"
 SECURE_CONTENT_TYPE_NOSNIFF = True
 X_FRAME_OPTIONS = "DENY"
 if env_bool("BEHIND_TLS_PROXY"):
@@ -179,16 +166,40 @@ if env_bool("BEHIND_TLS_PROXY"):
 TASKS = {"default": {"BACKEND": "django_tasks_db.DatabaseBackend", "QUEUES": ["default"]}}
 
 # Application settings.
-ANNOTATOR_LEASE_MINUTES = env_int("ANNOTATOR_LEASE_MINUTES", 30)
-ANNOTATOR_UPLOAD_MAX_BYTES = env_int("ANNOTATOR_UPLOAD_MAX_MB", 50) * 1024 * 1024
-# Uploaded files wait here between the preview and the confirm step (removed after a day).
+ANNOTATOR_LEASE_MINUTES = env_int("ANNOTATOR_LEASE_MINUTES", 30, minimum=1)
+# Study, invite and sign-in links: the address printed links start with, and how often one client
+# address may open such links per minute.
+ANNOTATOR_SITE_URL = (os.environ.get("SITE_URL", "").strip().rstrip("/")) or "http://127.0.0.1:8000"
+if not ANNOTATOR_SITE_URL.startswith(("http://", "https://")):
+    raise ImproperlyConfigured(f"SITE_URL={ANNOTATOR_SITE_URL!r} must start with https:// (or http://).")
+ANNOTATOR_LINK_OPENS_PER_MINUTE = env_int("LINK_OPENS_PER_MINUTE", 30, minimum=1)
+ANNOTATOR_UPLOAD_MAX_BYTES = env_int("ANNOTATOR_UPLOAD_MAX_MB", 50, minimum=1) * 1024 * 1024
+# Uploaded files wait between the preview and the confirm step (removed after a day) in the storage
+# STORAGES["uploads"]: this folder by default; ANNOTATOR_UPLOAD_STORAGE names another Django storage
+# backend (e.g. storages.backends.s3.S3Storage) and ANNOTATOR_UPLOAD_STORAGE_OPTIONS its options as
+# a JSON object, so app servers behind a load balancer share no disk.
 ANNOTATOR_UPLOAD_DIR = Path(os.environ.get("ANNOTATOR_UPLOAD_DIR", "") or VAR_DIR / "uploads")
-ANNOTATOR_DEFAULT_RUBRIC = BASE_DIR / "fixtures" / "rubrics" / "hcs.json"
+_UPLOAD_BACKEND = os.environ.get("ANNOTATOR_UPLOAD_STORAGE", "").strip()
+if _UPLOAD_BACKEND:
+    STORAGES["uploads"] = {"BACKEND": _UPLOAD_BACKEND, "OPTIONS": env_json_object("ANNOTATOR_UPLOAD_STORAGE_OPTIONS")}
+else:
+    STORAGES["uploads"] = {
+        "BACKEND": "django.core.files.storage.FileSystemStorage",
+        "OPTIONS": {"location": ANNOTATOR_UPLOAD_DIR, "file_permissions_mode": 0o600,
+                    "directory_permissions_mode": 0o700},
+    }
 # Confirmed uploads above this size, and HTML/JSON reports of batches with more items than this,
 # are built by the background worker while the page shows their progress; smaller ones stay
 # synchronous (the demo needs no worker).
 ANNOTATOR_BACKGROUND_UPLOAD_BYTES = env_int("ANNOTATOR_BACKGROUND_UPLOAD_KB", 2048) * 1024
 ANNOTATOR_BACKGROUND_REPORT_ITEMS = env_int("ANNOTATOR_BACKGROUND_REPORT_ITEMS", 5000)
+# The environment variables a judge run started from the web may read its API key from (the worker's
+# environment). Only these: a researcher must not be able to send any other secret to a URL they name.
+ANNOTATOR_JUDGE_KEY_ENVS = env_list("ANNOTATOR_JUDGE_KEY_ENVS", "OPENAI_API_KEY")
+# The HTTP API: requests per token (or signed-in user) per period, counted in Django's cache
+# (per process unless CACHES points at a shared cache), and the longest token lifetime.
+ANNOTATOR_API_RATE = env_rate("ANNOTATOR_API_RATE", "120/min")
+ANNOTATOR_API_TOKEN_MAX_DAYS = env_int("ANNOTATOR_API_TOKEN_MAX_DAYS", 365, minimum=1)
 # Uploads are read in memory up to the upload limit, then checked in one piece.
 DATA_UPLOAD_MAX_MEMORY_SIZE = ANNOTATOR_UPLOAD_MAX_BYTES + 1024 * 1024
 FILE_UPLOAD_MAX_MEMORY_SIZE = 5 * 1024 * 1024

@@ -2,7 +2,7 @@
 
 from django_tasks import task
 
-from annotator.services.jobs import job_run
+from annotator.services.job_runner import job_run
 
 
 @task()

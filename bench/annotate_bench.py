@@ -7,8 +7,16 @@ and the SQL queries one round trip costs (counted in-process for a small and a l
 batch, to show the count does not grow with the batch). Further rows (mode htmx) time
 what the page does with JavaScript on: one POST of scores answered by the next item.
 
+Side by side (mode bare): the same server also serves a bare Django view (bench/bare_wsgi.py,
+"ok" through the same middleware) and the same clients request it in the same run, block by
+block with the rating rows. On a machine shared with other work the absolute figures swing
+with the load; the ratio of a round trip to a bare request, and the app CPU per round trip
+against the bare view's, do not swing nearly as much. With --repeat N every block runs N times,
+interleaved, and the medians are printed. Each gunicorn worker's resident memory is read at
+the end (after every round trip of the run).
+
     .venv/bin/python bench/annotate_bench.py                  # PostgreSQL and SQLite
-    .venv/bin/python bench/annotate_bench.py --db sqlite --rounds 200
+    .venv/bin/python bench/annotate_bench.py --db sqlite --rounds 200 --repeat 3
 
 PostgreSQL: 127.0.0.1:5432 as postgres (trust), database ``bench_annotate`` (dropped and
 re-created; override with --pg-url). Not part of the test suite: it measures, it does not
@@ -36,10 +44,12 @@ from annotator_http import (
     SCORES,
     VENV_BIN,
     Annotator,
+    child_pids,
     django_setup,
     free_port,
     make_batch,
     recreate_postgres,
+    rss_mb,
     server_env,
     setup_database,
     start_gunicorn,
@@ -57,6 +67,7 @@ def count_queries() -> None:
 
     group, _ = Group.objects.get_or_create(name="annotator")
     result = {}
+    htmx_headers = {"HTTP_HX_REQUEST": "true", "HTTP_HX_TARGET": "rate-area"}
     for n_items in (20, 5000):
         batch_id = make_batch(f"count-{n_items}-{time.time_ns()}", n_items)
         user = get_user_model().objects.create_user(f"counter-{n_items}-{time.time_ns()}", password=PASSWORD)
@@ -70,9 +81,21 @@ def count_queries() -> None:
                 action = ACTION.search(page).group(1)
                 response = client.post(action, SCORES)
             assert response.status_code == 302, response.status_code
-            counts.append(len(ctx.captured_queries))
+            counts.append(statements(ctx))
         result[n_items] = counts[-1]
+        page = client.get(f"/annotate/{batch_id}/next/").content.decode()
+        for _ in range(3):  # the htmx flow: one POST per item, answered by the next item
+            with CaptureQueriesContext(connection) as ctx:
+                response = client.post(ACTION.search(page).group(1), SCORES, **htmx_headers)
+            assert response.status_code == 200, response.status_code
+            page = response.content.decode()
+        result[f"htmx {n_items}"] = statements(ctx)
     print(json.dumps(result))
+
+
+def statements(ctx) -> int:
+    """SQL statements captured, not counting BEGIN/COMMIT (which SQLite and psycopg 3 log too)."""
+    return sum(1 for q in ctx.captured_queries if q["sql"].split(None, 1)[0].upper() not in ("BEGIN", "COMMIT"))
 
 
 def process_cpu_seconds(root_pid: int) -> float:
@@ -120,6 +143,14 @@ class HtmxAnnotator(Annotator):
             return f"htmx POST {status}: {text[:120]!r}"
         self.page = text
         return None
+
+
+class BareClient(Annotator):
+    """One request to the bare view per round trip (same cookies, same middleware)."""
+
+    def round_trip(self, batch_id: int) -> str | None:
+        status, text, _ = self.request("GET", "/bench/bare/")
+        return None if status == 200 and text == "ok" else f"bare GET {status}"
 
 
 def run_clients(port: int, batch_id: int, annotators: list[Annotator], rounds: int, server_pid: int = 0) -> dict:
@@ -173,33 +204,49 @@ def bench_database(label: str, database_url: str, args) -> list[dict]:
     env = server_env(database_url)
     max_clients = max(args.clients)
     flows = 2 if args.htmx else 1
-    n_items = max(args.items, (args.rounds * len(args.clients) * flows + args.warmup) // 3 + 100)
+    n_items = max(args.items, (args.rounds * len(args.clients) * flows * args.repeat + args.warmup) // 3 + 100)
     batch_id = setup_database(env, max_clients, n_items)
     queries = json.loads(
         subprocess.run([str(VENV_BIN / "python"), __file__, "--_count"], cwd=ROOT, env=env, check=True,
                        capture_output=True, text=True).stdout.strip().splitlines()[-1]
     )
     port = free_port()
-    server = start_gunicorn(env, port, args.workers)
-    rows = []
+    server = start_gunicorn(env, port, args.workers, "--pythonpath", str(Path(__file__).parent), app="bare_wsgi")
+    runs: dict[tuple[str, int], list[dict]] = {}
     try:
         annotators = [Annotator(port, f"bench{i}") for i in range(max_clients)]
         for a in annotators:
             a.login()
-        run_clients(port, batch_id, annotators[:1], args.warmup)  # warm caches and connections
-        for n in args.clients:
-            result = run_clients(port, batch_id, annotators[:n], args.rounds, server.pid)
-            rows.append({"db": label, "mode": "page", "clients": n, **result, "queries": queries})
+        clients = {"page": annotators}
         if args.htmx:
-            swappers = [HtmxAnnotator(port, a.username) for a in annotators]
-            for fresh, logged_in in zip(swappers, annotators, strict=True):
+            clients["htmx"] = [HtmxAnnotator(port, a.username) for a in annotators]
+        clients["bare"] = [BareClient(port, a.username) for a in annotators]
+        for mode in ("htmx", "bare"):
+            for fresh, logged_in in zip(clients.get(mode, []), annotators):
                 fresh.cookies = dict(logged_in.cookies)
+        run_clients(port, batch_id, annotators[:1], args.warmup)  # warm caches and connections
+        for _ in range(args.repeat):
             for n in args.clients:
-                result = run_clients(port, batch_id, swappers[:n], args.rounds, server.pid)
-                rows.append({"db": label, "mode": "htmx", "clients": n, **result, "queries": queries})
+                for mode, group in clients.items():  # interleaved: each block sees much the same load
+                    runs.setdefault((mode, n), []).append(run_clients(port, batch_id, group[:n], args.rounds, server.pid))
+        worker_rss = [rss_mb(pid) for pid in child_pids(server.pid)]
     finally:
         server.terminate()
-        server.wait(timeout=10)
+        try:
+            server.wait(timeout=60)  # a busy machine can take a while to stop four workers
+        except subprocess.TimeoutExpired:
+            server.kill()
+            server.wait()
+    rows = []
+    for (mode, n), results in runs.items():
+        row = {key: statistics.median(r[key] for r in results) for key in ("p50", "p95", "rps", "server_cpu_ms", "load")}
+        row.update(db=label, mode=mode, clients=n, n=sum(r["n"] for r in results),
+                   errors=[e for r in results for e in r["errors"]], queries=queries, worker_rss=worker_rss)
+        bare = statistics.median(r["p50"] for r in runs[("bare", n)])
+        bare_cpu = statistics.median(r["server_cpu_ms"] for r in runs[("bare", n)])
+        row["x_bare"] = row["p50"] / bare if bare else 0.0
+        row["cpu_x_bare"] = row["server_cpu_ms"] / bare_cpu if bare_cpu else 0.0
+        rows.append(row)
     return rows
 
 
@@ -208,7 +255,8 @@ def main() -> None:
     parser.add_argument("--db", choices=["postgres", "sqlite", "both"], default="both")
     parser.add_argument("--pg-url", default="postgres://postgres@127.0.0.1:5432/bench_annotate")
     parser.add_argument("--clients", type=lambda s: [int(x) for x in s.split(",")], default=[1, 8])
-    parser.add_argument("--rounds", type=int, default=400, help="round trips per client count")
+    parser.add_argument("--rounds", type=int, default=400, help="round trips per block")
+    parser.add_argument("--repeat", type=int, default=1, help="blocks per row, interleaved; medians are printed")
     parser.add_argument("--warmup", type=int, default=30)
     parser.add_argument("--items", type=int, default=3000, help="items in the benchmark batch (at least)")
     parser.add_argument("--workers", type=int, default=4, help="gunicorn sync workers")
@@ -224,20 +272,29 @@ def main() -> None:
             rows += bench_database("SQLite", f"sqlite:///{tmp}/bench.sqlite3", args)
 
     print(f"\nRound trip (mode page) = GET the next item page + POST the scores (redirect); mode htmx = what"
-          f" the page does with JavaScript: one POST of scores answered by the next item's fragment.\n"
-          f"gunicorn --workers {args.workers}; {os.cpu_count()} CPUs; {args.rounds} round trips per row.\n")
+          f" the page does with JavaScript: one POST of scores answered by the next item's fragment;"
+          f" mode bare = one GET of a bare Django view on the same server (the yardstick).\n"
+          f"gunicorn --workers {args.workers}; {os.cpu_count()} CPUs; {args.rounds} round trips per block,"
+          f" {args.repeat} block(s) per row (medians).\n")
     header = (
-        f"{'database':<11} {'mode':<5} {'clients':>7} {'trips':>6} {'p50 ms':>8} {'p95 ms':>8} {'trips/s':>8} {'errors':>6}"
-        f" {'app CPU ms/trip':>15} {'load':>5}  SQL per page trip (20 | 5000 items)"
+        f"{'database':<11} {'mode':<5} {'clients':>7} {'trips':>6} {'p50 ms':>7} {'p95 ms':>7} {'trips/s':>8}"
+        f" {'errors':>6} {'app CPU ms':>10} {'p50 x bare':>10} {'CPU x bare':>10} {'load':>5}  SQL per trip"
     )
     print(header)
     print("-" * len(header))
     for r in rows:
         q = r["queries"]
-        print(f"{r['db']:<11} {r['mode']:<5} {r['clients']:>7} {r['n']:>6} {r['p50']:>8.1f} {r['p95']:>8.1f} {r['rps']:>8.1f} "
-              f"{len(r['errors']):>6} {r['server_cpu_ms']:>15.1f} {r['load']:>5.1f}  {q['20']} | {q['5000']}")
+        sql = "" if r["mode"] == "bare" else (
+            f"{q['20']} | {q['5000']}" if r["mode"] == "page" else f"{q['htmx 20']} | {q['htmx 5000']}")
+        print(f"{r['db']:<11} {r['mode']:<5} {r['clients']:>7} {r['n']:>6} {r['p50']:>7.1f} {r['p95']:>7.1f}"
+              f" {r['rps']:>8.1f} {len(r['errors']):>6} {r['server_cpu_ms']:>10.1f} {r['x_bare']:>10.2f}"
+              f" {r['cpu_x_bare']:>10.2f} {r['load']:>5.1f}  {sql}")
     print("\napp CPU = gunicorn workers' CPU time per round trip (the database server's is not included);"
-          " load = the machine's 1-minute load average during the row (other work shares these CPUs).")
+          " x bare = that figure over the bare view's in the same run; SQL per trip = queries for a batch of"
+          " 20 | 5000 items, not counting BEGIN/COMMIT; load = the machine's 1-minute load average during the block.")
+    for label in dict.fromkeys(r["db"] for r in rows):
+        rss = next(r["worker_rss"] for r in rows if r["db"] == label)
+        print(f"{label}: worker RSS after the run: " + ", ".join(f"{mb:.0f} MB" for mb in rss))
     for r in rows:
         for error in sorted(set(r["errors"]))[:5]:
             print(f"  {r['db']} {r['mode']} x{r['clients']} error: {error}")

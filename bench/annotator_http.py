@@ -120,8 +120,8 @@ def free_port() -> int:
         return s.getsockname()[1]
 
 
-def start_gunicorn(env: dict[str, str], port: int, workers: int, *extra: str, log_path: str | Path | None = None
-                   ) -> subprocess.Popen:
+def start_gunicorn(env: dict[str, str], port: int, workers: int, *extra: str, log_path: str | Path | None = None,
+                   app: str = "annotator.wsgi") -> subprocess.Popen:
     """gunicorn on 127.0.0.1:port; returns once it accepts connections (the Popen is the master).
 
     Its stderr (gunicorn's and Django's error log) goes to ``log_path``, or is discarded: a pipe
@@ -129,7 +129,7 @@ def start_gunicorn(env: dict[str, str], port: int, workers: int, *extra: str, lo
     """
     log = open(log_path, "a") if log_path else subprocess.DEVNULL  # noqa: SIM115 (closed with the process)
     process = subprocess.Popen(
-        [str(VENV_BIN / "gunicorn"), "annotator.wsgi", "--bind", f"127.0.0.1:{port}",
+        [str(VENV_BIN / "gunicorn"), app, "--bind", f"127.0.0.1:{port}",
          "--workers", str(workers), "--log-level", "warning", *extra],
         cwd=ROOT, env=env, stdout=subprocess.DEVNULL, stderr=log, text=True,
     )
@@ -144,6 +144,17 @@ def start_gunicorn(env: dict[str, str], port: int, workers: int, *extra: str, lo
             time.sleep(0.05)
     process.terminate()
     raise RuntimeError("gunicorn did not start")
+
+
+def rss_mb(pid: int) -> float:
+    """Resident memory of one process, from /proc (Linux only); 0 if it is gone."""
+    try:
+        for line in Path(f"/proc/{pid}/status").read_text().splitlines():
+            if line.startswith("VmRSS:"):
+                return int(line.split()[1]) / 1024
+    except OSError:
+        pass
+    return 0.0
 
 
 def child_pids(parent: int) -> list[int]:

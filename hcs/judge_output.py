@@ -19,7 +19,7 @@ import json
 import math
 import re
 from collections.abc import Mapping
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from typing import Any
 
 SCORE_KEYS = ("score", "value", "rating", "verdict")
@@ -27,8 +27,11 @@ REASON_KEYS = ("reason", "reasoning", "explanation", "rationale", "justification
 WINNERS = ("baseline", "enhanced", "tie")
 
 _FENCE = re.compile(r"```[ \t]*(?:json|JSON)?[ \t]*\n?(.*?)```", re.DOTALL)
-_LABELLED = re.compile(r"\b(?:score|rating)\b\s*(?:is|[:=])?\s*\**\s*(-?\d+(?:\.\d+)?)", re.IGNORECASE)
-_BARE_NUMBER = re.compile(r"^\s*(-?\d+(?:\.\d+)?)[ \t]*(?:(?:[-–—:]|\n)\s*(.*))?$", re.DOTALL)
+_NUMBER = r"(-?\d+(?:\.\d+)?)(?:\s*/\s*(\d+(?:\.\d+)?))?"
+_LABELLED = re.compile(r"\b(?:score|rating)\b\s*(?:is|[:=])?\s*\**\s*" + _NUMBER, re.IGNORECASE)
+_LABELLED_WORD = re.compile(r"\b(?:score|rating|verdict)\b\s*(?:is|[:=])?\s*\**\s*([A-Za-z][^\n*.,;]*)", re.IGNORECASE)
+_BARE_NUMBER = re.compile(r"^\s*" + _NUMBER + r"[ \t]*(?:(?:[-–—:]|\n)\s*(.*))?$", re.DOTALL)
+_TEXT_NUMBER = re.compile(r"^\s*\**\s*" + _NUMBER + r"\s*\**\s*(?:\(([^()]*)\))?\s*$")
 
 
 class JudgeOutputError(ValueError):
@@ -49,15 +52,49 @@ class ParsedVerdict:
     enhanced_score: float | None = None
 
 
+@dataclass(frozen=True)
+class OutputSpec:
+    """How to read one judge's answers: its scale, verdict and reason keys, and verdict labels."""
+
+    scale: JudgeScale | None = None
+    verdict_key: str | None = None
+    reason_key: str | None = None
+    labels: Mapping[str, float] = field(default_factory=dict)
+
+    def label_value(self, text: str) -> float | None:
+        return {normalize_key(k): float(v) for k, v in self.labels.items()}.get(normalize_key(text))
+
+
+def parse_labels(text: str) -> dict[str, float]:
+    """``"Excellent=4, Very Good=3, Good=2, Bad=1"`` as a label map. Raises ValueError naming the bad part."""
+    labels: dict[str, float] = {}
+    for part in str(text or "").split(","):
+        if not part.strip():
+            continue
+        label, sep, number = part.rpartition("=")
+        if not sep or not label.strip():
+            raise ValueError(f"`{part.strip()}` is not of the form label=number")
+        try:
+            labels[label.strip()] = float(number)
+        except ValueError:
+            raise ValueError(f"`{part.strip()}`: `{number.strip()}` is not a number") from None
+    return labels
+
+
+def read_value(value: Any, spec: OutputSpec, where: str = "the score") -> float:
+    """A score cell: a number, a verdict label of ``spec``, or a fraction out of the scale's maximum."""
+    return _number(value, where, spec)
+
+
 def normalize_key(key: str) -> str:
     """``"User frustration"``, ``"user-frustration"`` and ``"user_frustration"`` are the same key."""
     return re.sub(r"[^a-z0-9]+", "_", str(key).strip().lower()).strip("_")
 
 
 def extract_json(text: str) -> Any:
-    """The JSON value in ``text``: the whole text, else a fenced block, else the first object in prose.
-
-    Raises JudgeOutputError when there is none.
+    """The JSON value in ``text``: the whole text, else the last fenced block that parses, else the last
+    top-level object in prose (a judge that echoes the prompt's example before its answer is read by
+    its answer). Raises JudgeOutputError when there is none.
     """
     if text is None or not str(text).strip():
         raise JudgeOutputError("the judge output is empty")
@@ -68,35 +105,60 @@ def extract_json(text: str) -> Any:
         return json.loads(text)
     except (ValueError, RecursionError):
         pass
+    found: list[Any] = []
     for block in _FENCE.findall(text):
         try:
-            return json.loads(block)
+            found.append(json.loads(block))
         except (ValueError, RecursionError):
             continue
+    if found:
+        return found[-1]
     decoder = json.JSONDecoder()
+    last, end = None, 0
     for match in re.finditer(r"\{", text):
+        if match.start() < end:
+            continue
         try:
-            value, _ = decoder.raw_decode(text, match.start())
+            value, stop = decoder.raw_decode(text, match.start())
         except (ValueError, RecursionError):
             continue
         if isinstance(value, dict):
-            return value
+            last, end = value, stop
+    if last is not None:
+        return last
     raise JudgeOutputError("no JSON object found in the judge output")
 
 
-def _number(value: Any, where: str) -> float:
+def _fraction(number: float, denominator: str | None, shown: str, scale: JudgeScale | None) -> float:
+    if denominator is None:
+        return number
+    out_of = float(denominator)
+    if scale is None or out_of != scale.max:
+        expected = f"; this judge's scale is {scale.label}" if scale else ""
+        raise JudgeOutputError(f"{shown} is a score out of {out_of:g}{expected}")
+    return number
+
+
+def _number(value: Any, where: str, spec: OutputSpec | None = None) -> float:
     if isinstance(value, bool):
         raise JudgeOutputError(f"{where} is {value!r}, not a number")
     shown = repr(value) if len(repr(value)) <= 40 else repr(value)[:37] + "..."
+    scale = spec.scale if spec else None
     try:
         if isinstance(value, (int, float)):
             number = float(value)
         elif isinstance(value, str):
-            number = float(value.strip().split("/")[0])
+            labelled = spec.label_value(value) if spec and spec.labels else None
+            match = _TEXT_NUMBER.match(value)
+            if labelled is not None:
+                number = labelled
+            elif match:
+                number = _fraction(float(match.group(1)), match.group(2), f"{where} {shown}", scale)
+            else:
+                known = f" (labels: {', '.join(spec.labels)})" if spec and spec.labels else ""
+                raise JudgeOutputError(f"{where} is {shown}, not a number{known}")
         else:
             raise JudgeOutputError(f"{where} is {type(value).__name__}, not a number")
-    except ValueError:
-        raise JudgeOutputError(f"{where} is {shown}, not a number") from None
     except OverflowError:
         number = math.inf
     if not math.isfinite(number):
@@ -113,12 +175,22 @@ def _reason(obj: Mapping[str, Any], extra_keys: tuple[str, ...] = ()) -> str:
     return ""
 
 
-def _from_object(obj: Mapping[str, Any], where: str, score_keys: tuple[str, ...], reason_keys) -> ParsedScore | None:
+def _from_object(obj: Mapping[str, Any], where: str, score_keys, reason_keys, spec) -> ParsedScore | None:
     keys = {normalize_key(k): k for k in obj}
     for key in score_keys:
         original = keys.get(normalize_key(key))
         if original is not None and not isinstance(obj[original], (dict, list)):
-            return ParsedScore(_number(obj[original], f"{where}{original!r}"), _reason(obj, reason_keys))
+            return ParsedScore(_number(obj[original], f"{where}{original!r}", spec), _reason(obj, reason_keys))
+    return None
+
+
+def _flat_named(obj: Mapping[str, Any], reason_keys, spec) -> ParsedScore | None:
+    """``{"hub_answer_correctness": 0.8, "reason": "..."}``: the one number beside text fields."""
+    reasons = {normalize_key(k) for k in (*reason_keys, *REASON_KEYS)}
+    others = [k for k in obj if normalize_key(k) not in reasons]
+    numbers = [k for k in others if isinstance(obj[k], (int, float)) and not isinstance(obj[k], bool)]
+    if len(numbers) == 1 and all(isinstance(obj[k], str) for k in others if k != numbers[0]):
+        return ParsedScore(_number(obj[numbers[0]], f"{numbers[0]!r}", spec), _reason(obj, reason_keys))
     return None
 
 
@@ -128,20 +200,24 @@ def parse_score(
     dimension: str | None = None,
     verdict_key: str | None = None,
     reason_key: str | None = None,
+    spec: OutputSpec | None = None,
 ) -> ParsedScore:
     """The score (and reason) a judge gave, for ``dimension`` when its output covers several.
 
-    ``verdict_key``/``reason_key`` name the keys a template asked for (the reference-answer template's
-    ``{VERDICT_KEY}``/``{REASON_KEY}``); ``score``, ``value``, ``rating`` and ``verdict`` are always tried.
+    ``spec`` (or ``verdict_key``/``reason_key``) names the keys a template asked for (the reference-answer
+    template's ``{VERDICT_KEY}``/``{REASON_KEY}``), its verdict labels and its scale; ``score``, ``value``,
+    ``rating`` and ``verdict`` are always tried, then a lone number beside text fields. A fraction is
+    read only when its denominator is the scale's maximum (``3/10`` is refused on a 1–5 judge).
     """
-    score_keys = tuple(k for k in (verdict_key, *SCORE_KEYS) if k)
-    reason_keys = (reason_key,) if reason_key else ()
+    spec = spec or OutputSpec(verdict_key=verdict_key, reason_key=reason_key)
+    score_keys = tuple(k for k in (spec.verdict_key, *SCORE_KEYS) if k)
+    reason_keys = (spec.reason_key,) if spec.reason_key else ()
     try:
         obj = extract_json(text)
     except JudgeOutputError as exc:
-        return _parse_plain(str(text or ""), exc)
+        return _parse_plain(str(text or ""), exc, spec)
     if isinstance(obj, (int, float)) and not isinstance(obj, bool):
-        return ParsedScore(_number(obj, "the output"))
+        return ParsedScore(_number(obj, "the output", spec))
     if not isinstance(obj, dict):
         raise JudgeOutputError(f"the judge output is a JSON {type(obj).__name__}, not an object with a score")
     keys = {normalize_key(k): k for k in obj}
@@ -149,35 +225,49 @@ def parse_score(
         original = keys[normalize_key(dimension)]
         inner = obj[original]
         if isinstance(inner, dict):
-            found = _from_object(inner, f"{original!r} → ", score_keys, reason_keys)
+            found = _from_object(inner, f"{original!r} → ", score_keys, reason_keys, spec)
             if found is None:
                 raise JudgeOutputError(
                     f"the object for {original!r} has no score (keys: {', '.join(map(str, inner)) or 'none'})"
                 )
             return found
-        return ParsedScore(_number(inner, f"{original!r}"), _reason(obj, reason_keys))
-    found = _from_object(obj, "", score_keys, reason_keys)
+        return ParsedScore(_number(inner, f"{original!r}", spec), _reason(obj, reason_keys))
+    found = _from_object(obj, "", score_keys, reason_keys, spec)
     if found is not None:
         return found
-    nested = [k for k, v in obj.items() if isinstance(v, dict) and _from_object(v, "", score_keys, ()) is not None]
+    nested = [k for k, v in obj.items() if isinstance(v, dict) and _from_object(v, "", score_keys, (), spec) is not None]
     if len(nested) == 1:
-        return _from_object(obj[nested[0]], f"{nested[0]!r} → ", score_keys, reason_keys)
+        return _from_object(obj[nested[0]], f"{nested[0]!r} → ", score_keys, reason_keys, spec)
     available = ", ".join(map(str, obj)) or "none"
-    if dimension is not None:
+    if dimension is not None and dimension != "overall":
         raise JudgeOutputError(f"no score for dimension {dimension!r} in the judge output (keys: {available})")
     if len(nested) > 1:
         raise JudgeOutputError(f"the judge output scores several dimensions ({available}); name one")
+    flat = _flat_named(obj, reason_keys, spec)
+    if flat is not None:
+        return flat
     raise JudgeOutputError(f"the judge output has no score key (keys: {available})")
 
 
-def _parse_plain(text: str, cause: JudgeOutputError) -> ParsedScore:
+def _parse_plain(text: str, cause: JudgeOutputError, spec: OutputSpec) -> ParsedScore:
     bare = _BARE_NUMBER.match(text)
     if bare:
-        return ParsedScore(_number(bare.group(1), "the score"), (bare.group(2) or "").strip())
+        value = _fraction(float(bare.group(1)), bare.group(2), f"the score {bare.group(0).split()[0]}", spec.scale)
+        return ParsedScore(_number(value, "the score"), (bare.group(3) or "").strip())
     labelled = _LABELLED.search(text)
     if labelled:
+        shown = f"the score {labelled.group(1)}/{labelled.group(2)}"
+        value = _fraction(float(labelled.group(1)), labelled.group(2), shown, spec.scale)
         rest = (text[: labelled.start()] + text[labelled.end() :]).strip(" \n\t.:-")
-        return ParsedScore(_number(labelled.group(1), "the score"), rest)
+        return ParsedScore(_number(value, "the score"), rest)
+    if spec.labels:
+        for match in _LABELLED_WORD.finditer(text):
+            words = match.group(1).split()
+            for n in range(len(words), 0, -1):  # the longest label first: "Very Good" before "Good"
+                value = spec.label_value(" ".join(words[:n]))
+                if value is not None:
+                    rest = (text[: match.start()] + text[match.end() :]).strip(" \n\t.:-")
+                    return ParsedScore(value, rest)
     if str(cause) == "the judge output is empty":
         raise cause
     raise JudgeOutputError("no JSON object and no 'score: N' line in the judge output")

@@ -1,6 +1,6 @@
 """A rubric as data: dimensions, weights, flags and the score rules (caps) they trigger.
 
-The HCS rubric lives in ``fixtures/rubrics/hcs.json``; a study with other dimensions
+The HCS rubric lives in ``hcs/rubrics/hcs.json`` (installed with the package); a study with other dimensions
 brings another JSON file of the same schema and needs no code.
 
 >>> rubric = Rubric.default()
@@ -20,7 +20,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
-DEFAULT_RUBRIC_PATH = Path(__file__).resolve().parent.parent / "fixtures" / "rubrics" / "hcs.json"
+DEFAULT_RUBRIC_PATH = Path(__file__).resolve().parent / "rubrics" / "hcs.json"
 
 
 KEY_MAX_LENGTH = 64  # dimension and flag keys are stored in columns of this width

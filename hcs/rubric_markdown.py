@@ -7,6 +7,7 @@ checks the committed file matches the JSON so the two never drift.
 from __future__ import annotations
 
 import sys
+from collections.abc import Mapping
 
 from hcs.rubric import DEFAULT_RUBRIC_PATH, Rubric
 
@@ -15,18 +16,71 @@ def _percent(weight: float) -> str:
     return f"{weight:.2f}"
 
 
+def _scale_sentence(rubric: Rubric) -> str:
+    return f"Rate every dimension with a whole number from {rubric.scale_min} (worst) to {rubric.scale_max} (best)."
+
+
+def _example_lines(rubric: Rubric, example) -> list[str]:
+    """One worked example; parts a rubric file got wrong (unknown keys, non-numeric scores) are
+    left out rather than failing the page that shows it."""
+    if not isinstance(example, Mapping) or "prompt" not in example or "response" not in example:
+        return []
+    raw_scores = example.get("scores")
+    scores = {
+        k: v for k, v in (raw_scores.items() if isinstance(raw_scores, Mapping) else ())
+        if k in rubric.dimension_keys and isinstance(v, int | float) and not isinstance(v, bool)
+    }
+    score_text = ", ".join(f"{rubric.dimension(k).abbreviation or k}={v}" for k, v in scores.items())
+    overall = rubric.overall(scores) if len(scores) == len(rubric.dimensions) else None
+    raw_flags = example.get("flags")
+    flag_keys = [k for k in (raw_flags if isinstance(raw_flags, list) else []) if k in rubric.flag_keys]
+    flags = ", ".join(rubric.flag(k).label for k in flag_keys)
+    suffix = f"; flags: {flags}" if flags else ""
+    overall_text = f" \u2192 overall {overall:.2f}" if overall is not None else ""
+    return [
+        f"- Prompt: *\u201c{example['prompt']}\u201d*",
+        f"  - Response: {example['response']}",
+        f"  - Scores: {score_text}{suffix}{overall_text}. {example.get('note', '')}".rstrip(),
+    ]
+
+
+def _guidance_and_examples(rubric: Rubric) -> list[str]:
+    lines: list[str] = []
+    if rubric.guidance:
+        lines += ["", "## General instructions", ""]
+        lines += [f"- {g}" for g in rubric.guidance]
+    examples = [_example_lines(rubric, e) for e in rubric.examples]
+    if any(examples):
+        lines += ["", "## Examples", ""]
+        lines += [line for example in examples for line in example]
+    return lines
+
+
+def render_instructions(rubric: Rubric) -> str:
+    """What an annotator reads before the first item when the batch has no instructions of its
+    own: the rubric's purpose, general instructions and worked examples."""
+    lines = [f"# How to rate: {rubric.title}", ""]
+    if rubric.purpose:
+        lines += [rubric.purpose, ""]
+    lines.append(_scale_sentence(rubric) + " The rubric with every level is one key away on each item (press r).")
+    return "\n".join(lines + _guidance_and_examples(rubric)) + "\n"
+
+
+def _source(rubric: Rubric) -> str:
+    return "hcs/rubrics/hcs.json" if rubric.name == "hcs" else f"{rubric.name}.json"
+
+
 def render_markdown(rubric: Rubric) -> str:
     lines: list[str] = [f"# {rubric.title} \u2014 rubric", ""]
     lines.append(
-        f"<!-- Generated from fixtures/rubrics/{rubric.name}.json by `python -m hcs.rubric_markdown`. "
+        f"<!-- Generated from {_source(rubric)} by `python -m hcs.rubric_markdown`. "
         "Edit the JSON, not this file. -->"
     )
     lines.append("")
     if rubric.purpose:
         lines += [rubric.purpose, ""]
     lines += [
-        f"Rate every dimension with a whole number from {rubric.scale_min} (worst) "
-        f"to {rubric.scale_max} (best).",
+        _scale_sentence(rubric),
         "",
         "## Overall score",
         "",
@@ -50,23 +104,7 @@ def render_markdown(rubric: Rubric) -> str:
     for group in rubric.exclusive_flags:
         labels = " and ".join(rubric.flag(k).label for k in group)
         lines += ["", f"{labels} exclude each other: set at most one."]
-    if rubric.guidance:
-        lines += ["", "## General instructions", ""]
-        lines += [f"- {g}" for g in rubric.guidance]
-    if rubric.examples:
-        lines += ["", "## Examples", ""]
-        for example in rubric.examples:
-            scores = example.get("scores", {})
-            score_text = ", ".join(
-                f"{rubric.dimension(k).abbreviation or k}={v}" for k, v in scores.items()
-            )
-            overall = rubric.overall(scores)
-            lines.append(f"- Prompt: *\u201c{example['prompt']}\u201d*")
-            lines.append(f"  - Response: {example['response']}")
-            flags = ", ".join(rubric.flag(k).label for k in example.get("flags", []))
-            suffix = f"; flags: {flags}" if flags else ""
-            overall_text = f" \u2192 overall {overall:.2f}" if overall is not None else ""
-            lines.append(f"  - Scores: {score_text}{suffix}{overall_text}. {example.get('note', '')}".rstrip())
+    lines += _guidance_and_examples(rubric)
     lines += ["", "## Procedure", ""]
     lines.append(
         "Each item receives k \u2265 3 independent annotations from distinct annotators; agreement is "

@@ -14,7 +14,6 @@ scores per dimension, NaN where a dimension was not rated).
 
 from __future__ import annotations
 
-import math
 from collections.abc import Sequence
 from dataclasses import dataclass
 
@@ -22,6 +21,7 @@ import numpy as np
 import numpy.typing as npt
 
 from hcs.agreement.bootstrap import DEFAULT_RESAMPLES, DEFAULT_SEED, percentile_interval
+from hcs.numbers import finite_or_none
 
 FloatArray = npt.NDArray[np.float64]
 IntArray = npt.NDArray[np.int64]
@@ -35,12 +35,25 @@ ROBUST_Z = 3.5
 MIN_ANNOTATORS_FOR_Z = 4
 
 
-def _opt(value: float) -> float | None:
-    return float(value) if value is not None and math.isfinite(value) else None
-
-
 def overall_per_annotation(scores: FloatArray, weights: FloatArray) -> FloatArray:
-    """Weighted overall score of each annotation; NaN when any dimension is unrated."""
+    """Weighted overall score of each annotation; NaN when any dimension is unrated.
+
+    Parameters
+    ----------
+    scores : numpy.ndarray, shape (annotations, dimensions)
+        NaN where a dimension was not rated.
+    weights : numpy.ndarray, shape (dimensions,)
+        The rubric's weights (HCS: 0.40, 0.20, 0.20, 0.10, 0.10).
+
+    Returns
+    -------
+    numpy.ndarray
+        Rounded to 10 decimals, so equal scores give equal overall values.
+
+    References
+    ----------
+    The HCS rubric (``hcs/rubrics/hcs.json``, ``HCS_rubric.md``): Overall = Σ weight × score.
+    """
     return np.round(np.asarray(scores, dtype=float) @ np.asarray(weights, dtype=float), 10)
 
 
@@ -52,7 +65,22 @@ class ItemSummaries:
 
 
 def item_summaries(item_index: IntArray, values: FloatArray, *, n_items: int) -> ItemSummaries:
-    """Mean and spread of ``values`` per item (annotations with NaN values skipped)."""
+    """Mean and spread of ``values`` per item (annotations with NaN values skipped).
+
+    Parameters
+    ----------
+    item_index : numpy.ndarray of int
+        The item row of each annotation.
+    values : numpy.ndarray
+        One value per annotation (e.g. its overall score).
+    n_items : int
+
+    Returns
+    -------
+    ItemSummaries
+        Per item: mean (NaN if none), sample standard deviation (ddof = 1; NaN if fewer than two)
+        and count.
+    """
     ok = np.isfinite(values)
     idx, vals = item_index[ok], values[ok]
     n = np.bincount(idx, minlength=n_items)
@@ -88,6 +116,25 @@ def rank_systems(
     Resampling draws, for every resample, item multiplicities from a multinomial
     (the same resampling as drawing items with replacement) and takes the
     weighted mean: one matrix product per system.
+
+    Parameters
+    ----------
+    item_means : numpy.ndarray
+        Mean overall score per item (NaN: not rated completely).
+    item_system : numpy.ndarray of int
+        System index per item.
+    system_names : sequence of str
+    n_resamples, seed : int
+        Bootstrap resamples (0: no intervals) and their seed.
+
+    Returns
+    -------
+    list of SystemScore
+        Highest mean first (systems without a mean last), each with its 95 % percentile interval.
+
+    References
+    ----------
+    Efron, B. and Tibshirani, R. J. (1993). *An Introduction to the Bootstrap*. Chapman & Hall, ch. 13.
     """
     rng = np.random.default_rng(seed)
     out = []
@@ -135,17 +182,26 @@ def _others_mean(item_index: IntArray, values: FloatArray, n_items: int) -> Floa
     return others
 
 
+# Scores are whole numbers, overall scores carry weights in tenths, and a mean of up to ten of them
+# has a denominator dividing 2520: every such value is a whole multiple of 1 / GRID.
+GRID = 25_200
+
+
 def _codes(values: FloatArray) -> tuple[IntArray, int]:
     """Each value's position among the distinct finite values (−1 for NaN), and how many there are."""
     ok = np.isfinite(values)
     codes = np.full(len(values), -1, dtype=np.int64)
     finite = values[ok]
-    if len(finite) and np.array_equal(finite, np.round(finite)) and np.ptp(finite) < 1_000:
-        # Whole-number scores: codes by a lookup table, no sort.
-        shifted = (finite - finite.min()).astype(np.int64)
-        present = np.bincount(shifted) > 0
-        codes[ok] = (np.cumsum(present) - 1)[shifted]
-        return codes, int(present.sum())
+    if len(finite) and np.ptp(finite) < 100:
+        # Values on the grid of means of scores (float noise aside): codes by a lookup table, no sort.
+        # Distinct grid values lie 1 / GRID apart, far beyond the tolerance, so none are merged.
+        low = finite.min()
+        steps = np.rint((finite - low) * GRID)
+        if np.abs(steps / GRID + low - finite).max() <= 1e-9:
+            shifted = steps.astype(np.int64)
+            present = np.bincount(shifted) > 0
+            codes[ok] = (np.cumsum(present) - 1)[shifted]
+            return codes, int(present.sum())
     distinct, inverse = np.unique(finite, return_inverse=True)
     codes[ok] = inverse.ravel()
     return codes, len(distinct)
@@ -166,7 +222,7 @@ def _spearman_coded(cx: IntArray, nx: int, cy: IntArray, ny: int) -> float | Non
     rx, ry = _average_ranks(cx, nx), _average_ranks(cy, ny)
     rx -= rx.mean()
     ry -= ry.mean()
-    return _opt(float((rx @ ry) / np.sqrt((rx @ rx) * (ry @ ry))))
+    return finite_or_none(float((rx @ ry) / np.sqrt((rx @ rx) * (ry @ ry))))
 
 
 def _spearman(x: FloatArray, y: FloatArray) -> float | None:
@@ -196,25 +252,60 @@ def annotator_quality(
     annotator_names: Sequence[str],
     n_items: int,
 ) -> list[AnnotatorQuality]:
-    """Per annotator: items rated, means, bias and leave-one-out Spearman, outlier flag."""
+    """Per annotator: items rated, means, bias and leave-one-out Spearman, outlier flag.
+
+    Parameters
+    ----------
+    item_index, annotator_index : numpy.ndarray of int
+        Item row and annotator index of each annotation.
+    scores : numpy.ndarray, shape (annotations, dimensions)
+        NaN where not rated.
+    overall : numpy.ndarray
+        Overall score per annotation (:func:`overall_per_annotation`).
+    dimensions : sequence of str
+    annotator_names : sequence of str
+        Indexed by ``annotator_index``.
+    n_items : int
+
+    Returns
+    -------
+    list of AnnotatorQuality
+        An annotator is an outlier when their overall bias is at least ``BIAS_POINTS`` from the
+        others', or when a robust z-score (median and MAD over annotators) of their bias or their
+        leave-one-out Spearman is beyond ``ROBUST_Z`` (with at least ``MIN_ANNOTATORS_FOR_Z``).
+
+    References
+    ----------
+    Iglewicz, B. and Hoaglin, D. C. (1993). *How to Detect and Handle Outliers*. ASQC Quality Press
+    (the modified z-score, median ± 3.5 MAD-based units). Spearman, C. (1904). The proof and
+    measurement of association between two things. *American Journal of Psychology* 15(1), 72–101.
+    """
     columns = {d: scores[:, j] for j, d in enumerate(dimensions)}
     columns["overall"] = overall
     others = {d: _others_mean(item_index, v, n_items) for d, v in columns.items()}
     # Value codes computed once over everyone; each annotator's ranks are then a bincount.
     codes = {d: (_codes(v), _codes(others[d])) for d, v in columns.items()}
+    # Every array put in annotator order once (stable: each annotator's rows keep their order),
+    # so each annotator's rows are one slice.
+    order = np.argsort(annotator_index, kind="stable")
+    bounds = np.searchsorted(np.asarray(annotator_index)[order], np.arange(len(annotator_names) + 1))
+    columns = {d: v[order] for d, v in columns.items()}
+    others = {d: v[order] for d, v in others.items()}
+    codes = {d: ((cx[order], nx), (cy[order], ny)) for d, ((cx, nx), (cy, ny)) in codes.items()}
+    items = np.asarray(item_index)[order]
     rows = []
     for a, name in enumerate(annotator_names):
-        mine = annotator_index == a
+        mine = slice(bounds[a], bounds[a + 1])
         mean, bias, rho = {}, {}, {}
         for d, v in columns.items():
             own = v[mine]
             ref = others[d][mine]
             shared = np.isfinite(own) & np.isfinite(ref)
-            mean[d] = _opt(np.nanmean(own)) if np.isfinite(own).any() else None
-            bias[d] = _opt((own[shared] - ref[shared]).mean()) if shared.any() else None
+            mean[d] = finite_or_none(np.nanmean(own)) if np.isfinite(own).any() else None
+            bias[d] = finite_or_none((own[shared] - ref[shared]).mean()) if shared.any() else None
             (cx, nx), (cy, ny) = codes[d]
             rho[d] = _spearman_coded(cx[mine][shared], nx, cy[mine][shared], ny)
-        rows.append((name, int(np.count_nonzero(np.bincount(item_index[mine]))), mean, bias, rho))
+        rows.append((name, int(np.count_nonzero(np.bincount(items[mine]))), mean, bias, rho))
     z_bias = _robust_z([r[3]["overall"] for r in rows])
     z_rho = _robust_z([r[4]["overall"] for r in rows])
     out = []
@@ -251,8 +342,21 @@ def widest_spread(
 ) -> list[Disagreement]:
     """The items with the widest score range on one dimension (ties: larger SD first).
 
-    ``counts`` is items × categories for this dimension; ``item_rows`` maps its rows
-    to item indices. Items with a spread of 0 are never listed.
+    Parameters
+    ----------
+    counts : numpy.ndarray, shape (items, categories)
+        Ratings of this dimension.
+    item_rows : numpy.ndarray of int
+        The item index of each row of ``counts``.
+    categories : sequence of int
+    dimension : str
+    limit : int
+        How many to list.
+
+    Returns
+    -------
+    list of Disagreement
+        Items with a spread of 0 are never listed.
     """
     table = np.asarray(counts, dtype=float)
     if len(table) == 0:

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 from collections.abc import Mapping, Sequence
+from pathlib import Path
 
 from django.contrib.auth import get_user_model
 from django.contrib.auth.models import Group
@@ -72,3 +73,12 @@ def make_annotation(
     )
     Item.objects.filter(pk=item.pk).update(n_annotations=F("n_annotations") + 1)
     return annotation
+
+
+def upload_storage_at(settings, folder) -> Path:
+    """Point the storage of uploads waiting for confirmation (``STORAGES["uploads"]``) at ``folder``."""
+    settings.STORAGES = {
+        **settings.STORAGES,
+        "uploads": {"BACKEND": "django.core.files.storage.FileSystemStorage", "OPTIONS": {"location": folder}},
+    }
+    return Path(folder)

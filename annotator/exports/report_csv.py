@@ -7,9 +7,8 @@ from collections.abc import Iterator
 from typing import Any
 
 from annotator.exports.csv_safe import csv_lines
-from annotator.imports.annotation_file import template_columns
 from annotator.models import Batch
-from annotator.selectors.report_rows import annotation_rows
+from annotator.selectors.report_rows import annotation_rows, score_rows
 from annotator.selectors.reports import BatchReport
 
 DIMENSION_COLUMNS = [
@@ -51,20 +50,19 @@ def items_csv(report: BatchReport) -> Iterator[str]:
 
 def scores_csv(*, batch: Batch) -> Iterator[str]:
     """One row per score: loads unchanged in pandas (``pd.read_csv``) and R (``read.csv``)."""
-    dims = batch.rubric_obj.dimension_keys
-
-    def rows() -> Iterator[list[Any]]:
-        for a in annotation_rows(batch=batch):
-            when = a["submitted_at"].isoformat()
-            for d in dims:
-                if a["scores"][d] is not None:
-                    yield [a["item_id"], a["system_id"], a["annotator"], d, a["scores"][d], a["overall_hcs"], when]
-
-    return csv_lines(SCORES_COLUMNS, rows())
+    rows = score_rows(annotation_rows(batch=batch), batch.rubric_obj.dimension_keys)
+    return csv_lines(SCORES_COLUMNS, ([*row[:-1], row[-1].isoformat()] for row in rows))
 
 
 def annotations_csv(*, batch: Batch) -> Iterator[str]:
     """The annotations in the annotation template's columns, ready for ``import_annotations``."""
+    # Imported here: the file parser pulls in pandas, which a worker serving only rating pages
+    # (this module is reachable from the job status page) never needs.
+    from annotator.imports.annotation_file import (
+        format_constraints_met,
+        template_columns,
+    )
+
     rubric = batch.rubric_obj
     columns = template_columns(rubric)
     flag_columns = [c for c in columns if c in rubric.flag_keys]
@@ -76,6 +74,7 @@ def annotations_csv(*, batch: Batch) -> Iterator[str]:
                 a["item_id"], a["system_id"], a["prompt"], a["response"], a["annotator"],
                 *(a["scores"][d] for d in rubric.dimension_keys),
                 *(1 if f in flags else 0 for f in flag_columns),
+                format_constraints_met(a["constraints_met"]),
                 a["comment"],
             ]
 

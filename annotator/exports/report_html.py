@@ -15,13 +15,15 @@ from django.template.loader import render_to_string
 from django.utils import timezone
 from django.utils.safestring import mark_safe
 
-from annotator.exports.plots import distribution_svg
+from annotator.exports.methods import methods_paragraph
+from annotator.exports.report_quality import quality_context
+from annotator.plots import distribution_svg
 from annotator.selectors.reports import BatchReport
 
 CSS_FILES = ("css/app.css", "css/report.css")
 
 
-def report_context(report: BatchReport, *, links: bool = True) -> dict[str, Any]:
+def report_context(report: BatchReport, *, links: bool = True, sort: str = "") -> dict[str, Any]:
     """What the report templates need, with plots drawn and per-dimension values in rubric order."""
     levels = report.categories
     dims = report.rubric.dimensions
@@ -50,11 +52,13 @@ def report_context(report: BatchReport, *, links: bool = True) -> dict[str, Any]
         "annotators": annotators,
         "dimension_abbreviations": [d.abbreviation or d.label for d in dims],
         "disagreements": disagreements,
+        "methods": methods_paragraph(report),
         "links": links,
+        "qc": quality_context(report, sort=sort),
     }
 
 
-def _inline_css() -> str:
+def inline_css() -> str:
     parts = []
     for name in CSS_FILES:
         path = finders.find(name)
@@ -66,5 +70,5 @@ def _inline_css() -> str:
 def report_html(report: BatchReport) -> str:
     """One self-contained HTML file of the report."""
     context = report_context(report, links=False)
-    context.update(css=mark_safe(_inline_css()), generated_at=timezone.now())
+    context.update(css=mark_safe(inline_css()), generated_at=timezone.now())
     return render_to_string("annotator/report_export.html", context)

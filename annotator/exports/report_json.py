@@ -6,69 +6,109 @@ Undefined values are ``null``; ``json.dumps(..., allow_nan=False)`` guarantees n
 from __future__ import annotations
 
 import json
-import math
 from dataclasses import asdict, is_dataclass
 from typing import Any
 
+from annotator.exports.methods import methods_paragraph
+from annotator.selectors.annotation_facts import annotation_facts
 from annotator.selectors.reports import BatchReport
+from hcs.numbers import finite_or_none
 
 SCHEMA_VERSION = 1
 
 
-def _num(value: Any) -> Any:
-    if value is None:
-        return None
-    if isinstance(value, float) and not math.isfinite(value):
-        return None
-    return value
-
-
 def _ci(ci: tuple[float, float] | None) -> list[float] | None:
-    return None if ci is None else [_num(ci[0]), _num(ci[1])]
+    return None if ci is None else [finite_or_none(ci[0]), finite_or_none(ci[1])]
 
 
-def _clean(value: Any) -> Any:
+def clean(value: Any) -> Any:
     """Dataclasses, tuples and dicts to plain JSON values, non-finite floats to null."""
     if hasattr(value, "to_json"):  # a report section's own JSON shape comes first
-        return _clean(value.to_json())
+        return clean(value.to_json())
     if is_dataclass(value) and not isinstance(value, type):
-        return _clean(asdict(value))
+        return clean(asdict(value))
     if isinstance(value, dict):
-        return {str(k): _clean(v) for k, v in value.items()}
+        return {str(k): clean(v) for k, v in value.items()}
     if isinstance(value, (list, tuple)):
-        return [_clean(v) for v in value]
+        return [clean(v) for v in value]
     if isinstance(value, float):
-        return _num(value)
+        return finite_or_none(value)
     if hasattr(value, "item") and callable(value.item):  # numpy scalars
-        return _clean(value.item())
+        return clean(value.item())
     return value
 
 
-def report_to_dict(report: BatchReport) -> dict[str, Any]:
-    levels = [str(v) for v in report.categories]
+def _dimensions(rows, levels: list[str]) -> dict[str, Any]:
     dimensions = {}
-    for row in report.dimensions:
+    for row in rows:
         a = row.agreement
         dimensions[row.key] = {
             "label": row.label,
-            "fleiss_kappa": _num(a.fleiss_kappa),
+            "fleiss_kappa": finite_or_none(a.fleiss_kappa),
             "fleiss_kappa_ci95": _ci(a.fleiss_kappa_ci95),
             "fleiss_kappa_label": a.fleiss_label or None,
             "fleiss_items_used": a.fleiss_items_used,
             "fleiss_items_left_out": a.fleiss_items_left_out,
-            "krippendorff_alpha_ordinal": _num(a.alpha_ordinal),
+            "krippendorff_alpha_ordinal": finite_or_none(a.alpha_ordinal),
             "krippendorff_alpha_ordinal_ci95": _ci(a.alpha_ordinal_ci95),
-            "krippendorff_alpha_interval": _num(a.alpha_interval),
+            "krippendorff_alpha_interval": finite_or_none(a.alpha_interval),
             "krippendorff_alpha_interval_ci95": _ci(a.alpha_interval_ci95),
-            "gwet_ac2": _num(a.gwet_ac2),
+            "gwet_ac2": finite_or_none(a.gwet_ac2),
             "gwet_ac2_ci95": _ci(a.gwet_ac2_ci95),
-            "percent_agreement": _num(a.percent_agreement),
-            "percent_agreement_within_1": _num(a.percent_within_one),
+            "percent_agreement": finite_or_none(a.percent_agreement),
+            "percent_agreement_within_1": finite_or_none(a.percent_within_one),
             "n_items": a.n_items,
             "n_items_pairable": a.n_items_pairable,
             "n_ratings": a.n_ratings,
             "distribution": dict(zip(levels, a.distribution)),
         }
+    return dimensions
+
+
+def _annotator_quality(report: BatchReport, name: str) -> dict[str, Any]:
+    """The quality-control keys of one ``annotators`` entry."""
+    s = report.quality.annotators.get(name) if report.quality is not None else None
+    if s is None:
+        return {"gold_accuracy": None, "checks_passed": 0, "checks_failed": 0, "excluded": False,
+                "exclusion_reason": None, "median_seconds": None, "straightlining": None}
+    return {
+        "gold_accuracy": s.gold_accuracy, "checks_passed": s.checks_passed, "checks_failed": s.checks_failed,
+        "excluded": s.excluded, "exclusion_reason": s.exclusion_reason or None,
+        "median_seconds": s.median_seconds, "straightlining": s.straightlining,
+        "longest_identical_run": s.longest_run, "share_under_min_seconds": s.fast_share,
+        "loo_spearman": s.loo_spearman, "edits": s.edits, "skips": s.skips, "blocked": s.blocked,
+        "warned": s.warned, "training": s.training or None,
+        "adjudication_agreement": {"n": s.adjudicated[0], "exact": s.adjudicated[1], "mae": s.adjudicated[2]},
+        "flags": {sig.name: {"value": sig.value, "threshold": sig.threshold, "rule": sig.rule,
+                             "flagged": sig.flagged} for sig in s.signals},
+    }
+
+
+def _quality_keys(report: BatchReport, levels: list[str], dimensions: dict[str, Any]) -> dict[str, Any]:
+    quality = report.quality
+    if quality is None:
+        return {"exclusions": [], "dimensions_all_annotators": dimensions, "agreement_over_time": None,
+                "adjudications": []}
+    return {
+        "exclusions": [
+            {"annotator": e.annotator, "rule": e.rule, "reason": e.reason,
+             "excluded_at": e.excluded_at.isoformat() if e.excluded_at else None}
+            for e in quality.exclusions
+        ],
+        "dimensions_all_annotators": _dimensions(quality.dimensions_all, levels),
+        "agreement_over_time": quality.over_time.to_json() if quality.over_time is not None else None,
+        "adjudications": [
+            {"item_id": a.item.item_id, "system_id": a.item.system_id, "scores": a.scores, "flags": a.flags,
+             "overall_hcs": report.rubric.overall(a.scores), "note": a.note,
+             "adjudicator": a.adjudicator.get_username(), "at": a.updated_at.isoformat()}
+            for a in quality.adjudications
+        ],
+    }
+
+
+def report_to_dict(report: BatchReport) -> dict[str, Any]:
+    levels = [str(v) for v in report.categories]
+    dimensions = _dimensions(report.dimensions, levels)
     data: dict[str, Any] = {
         "schema_version": SCHEMA_VERSION,
         "batch": report.batch_name,
@@ -79,12 +119,13 @@ def report_to_dict(report: BatchReport) -> dict[str, Any]:
         "n_annotations": report.n_annotations,
         "bootstrap": {"resamples": report.n_resamples, "seed": report.seed, "level": 0.95},
         "dimensions": dimensions,
+        "methods": methods_paragraph(report),
         "overall_hcs": {
-            "mean": _num(report.overall_mean),
+            "mean": finite_or_none(report.overall_mean),
             "n_items": report.overall_n_items,
             "weights": report.rubric.weights,
             "by_system": {
-                s.system: {"rank": s.rank, "mean": _num(s.mean), "ci95": _ci(s.ci95), "n_items": s.n_items}
+                s.system: {"rank": s.rank, "mean": finite_or_none(s.mean), "ci95": _ci(s.ci95), "n_items": s.n_items}
                 for s in report.systems
             },
         },
@@ -97,6 +138,7 @@ def report_to_dict(report: BatchReport) -> dict[str, Any]:
                 "spearman_loo": a.spearman_loo,
                 "outlier": a.outlier,
                 "reasons": list(a.reasons),
+                **_annotator_quality(report, a.annotator),
             }
             for a in report.annotators
         ],
@@ -112,9 +154,11 @@ def report_to_dict(report: BatchReport) -> dict[str, Any]:
             for d in report.disagreements
         ],
     }
+    data.update(_quality_keys(report, levels, dimensions))
+    data.update(annotation_facts(batch_id=report.batch_id, rubric=report.rubric))
     for name, section in report.sections.items():
         data[name] = section
-    return _clean(data)
+    return clean(data)
 
 
 def report_json(report: BatchReport) -> str:

@@ -5,12 +5,11 @@ from __future__ import annotations
 import json
 
 from django import forms
-from django.conf import settings
 
-from annotator.imports.checks import MAX_K, MIN_K, NAME_MAX_LENGTH
-from annotator.imports.json_text import has_nul
-from annotator.imports.reading import human_size
-from hcs.rubric import Rubric, RubricError, parse_json
+from annotator.imports.checks import MAX_K, MIN_K, NAME_MAX_LENGTH, rubric_from_data
+from annotator.imports.errors import FileRefused
+from annotator.imports.reading import check_size
+from hcs.rubric import parse_json
 
 BATCH, ANNOTATIONS = "batch", "annotations"
 RUBRIC_MAX_BYTES = 1024 * 1024
@@ -35,16 +34,15 @@ class UploadForm(forms.Form):
     rubric_file = forms.FileField(
         required=False,
         label="Rubric (optional)",
-        help_text="A rubric JSON file of the same schema as fixtures/rubrics/hcs.json; default HCS.",
+        help_text="A rubric JSON file of the same schema as hcs/rubrics/hcs.json; default HCS.",
     )
 
     def clean_file(self):
         upload = self.cleaned_data["file"]
-        limit = settings.ANNOTATOR_UPLOAD_MAX_BYTES
-        if upload.size > limit:
-            raise forms.ValidationError(
-                f"The file is {human_size(upload.size)}; the largest file accepted is {human_size(limit)}."
-            )
+        try:
+            check_size(upload.size)
+        except FileRefused as exc:
+            raise forms.ValidationError(str(exc)) from None
         return upload
 
     def clean_rubric_file(self):
@@ -55,15 +53,14 @@ class UploadForm(forms.Form):
             raise forms.ValidationError("The rubric file is too large for a rubric.")
         try:
             data = parse_json(upload.read().decode("utf-8-sig"))
-            if has_nul(data):  # no database text can hold it (PostgreSQL refuses the batch)
-                raise forms.ValidationError("The rubric file contains a NUL character (\\u0000).")
-            return Rubric.from_dict(data)
         except (UnicodeDecodeError, json.JSONDecodeError) as exc:
             raise forms.ValidationError(f"The rubric file is not UTF-8 JSON: {exc}") from None
-        except (RubricError, AttributeError, TypeError) as exc:
-            raise forms.ValidationError(f"The rubric file is not a valid rubric: {exc}") from None
         except (ValueError, RecursionError):  # a number past the digit limit, or nesting too deep
             raise forms.ValidationError("The rubric file is not a valid rubric: its JSON is too deep or a number too long.") from None
+        try:
+            return rubric_from_data(data)
+        except ValueError as exc:
+            raise forms.ValidationError(str(exc).replace("The rubric", "The rubric file", 1)) from None
 
     def clean(self):
         data = super().clean()

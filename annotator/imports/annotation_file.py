@@ -11,18 +11,20 @@ from __future__ import annotations
 import json
 import re
 from dataclasses import dataclass, field
+from functools import cache
 from typing import Any
 
 import pandas as pd
 
 from annotator.imports.batch_file import (
     ID_MAX_LENGTH,
-    parse_constraints,
     parse_conversation,
     prompt_id_for,
 )
 from annotator.imports.errors import RowError
+from annotator.imports.json_text import parse_constraints
 from annotator.imports.reading import ROW, Table, read_table
+from hcs.checklist import CHECKLIST_FLAGS, checklist_flags
 from hcs.rubric import Rubric, parse_score
 
 ITEM_TEXT = ("system_id", "prompt", "response", "prompt_id", "context", "expected_output", "constraints", "conversation")
@@ -32,10 +34,28 @@ USERNAME = re.compile(r"^[\w.@+-]+\Z")
 USERNAME_MAX_LENGTH = 150
 
 
+CONSTRAINTS_MET = "constraints_met"
+MET_WORDS = {"met": True, "1": True, "yes": True, "true": True,
+             "not met": False, "not_met": False, "0": False, "no": False, "false": False}
+
+
 def template_columns(rubric: Rubric) -> list[str]:
-    """The columns of ``templates/annotation_template.csv`` for ``rubric``."""
-    flags = [f for f in rubric.flag_keys if f in {r.flag for r in rubric.rules}]
-    return ["item_id", "system_id", "prompt", "response", "annotator", *rubric.dimension_keys, *flags, "comment"]
+    """The columns of ``templates/annotation_template.csv`` for ``rubric``: every flag, and the
+    per-constraint answers (``met;not_met``, in the order of the item's constraints)."""
+    return ["item_id", "system_id", "prompt", "response", "annotator", *rubric.dimension_keys,
+            *rubric.flag_keys, CONSTRAINTS_MET, "comment"]
+
+
+def format_constraints_met(met) -> str:
+    return ";".join("met" if m else "not_met" for m in met or [])
+
+
+def parse_constraints_met(cell: str) -> list[bool] | None:
+    """``met;not_met;...`` (also 1/0, yes/no) to booleans; [] for blank; None if unreadable."""
+    if not cell.strip():
+        return []
+    answers = [MET_WORDS.get(part.strip().lower()) for part in cell.split(";")]
+    return None if None in answers else answers
 
 
 @dataclass
@@ -46,6 +66,7 @@ class AnnotationRow:
     scores: dict[str, int]  # only the rated dimensions
     flags: list[str]
     comment: str
+    constraints_met: list[bool] = field(default_factory=list)  # per hard constraint of the item
 
 
 @dataclass
@@ -58,6 +79,8 @@ class ParsedAnnotations:
     # The item text given in the file, first row per item_id: item_id -> {column: value, "row": n}.
     items: dict[str, dict[str, Any]] = field(default_factory=dict, repr=False)
     unit: str = "row"
+    # Every annotator named in the file, rows with problems included (for the preview's summary).
+    annotator_names: set[str] = field(default_factory=set, repr=False)
 
     @property
     def ok(self) -> bool:
@@ -82,10 +105,10 @@ def parse_flag(cell: str) -> bool | None:
 
 
 def parse_annotation_file(
-    data: bytes, *, rubric: Rubric, filename: str = "", max_bytes: int | None = None
+    data: bytes, *, rubric: Rubric, filename: str = ""
 ) -> ParsedAnnotations:
     """Read and check an annotation file. Raises ``FileRefused`` when the file is unreadable."""
-    table = read_table(data, filename=filename, max_bytes=max_bytes)
+    table = read_table(data, filename=filename)
     return parse_annotation_table(table, rubric=rubric)
 
 
@@ -94,7 +117,8 @@ def parse_annotation_table(table: Table, *, rubric: Rubric) -> ParsedAnnotations
     errors = list(table.errors)
     dims = [d for d in rubric.dimension_keys if d in table.columns]
     flags = [f for f in rubric.flag_keys if f in table.columns]
-    known = {"item_id", "annotator", "comment", *ITEM_TEXT, *rubric.dimension_keys, *rubric.flag_keys}
+    known = {"item_id", "annotator", "comment", CONSTRAINTS_MET, *ITEM_TEXT, *rubric.dimension_keys,
+             *rubric.flag_keys}
     for name in ("item_id", "annotator"):
         if name not in table.columns:
             errors.append(table.error(None, name, "is missing: every row needs an item_id and an annotator"))
@@ -120,10 +144,12 @@ def parse_annotation_table(table: Table, *, rubric: Rubric) -> ParsedAnnotations
     item_ids = [v.strip() for v in column("item_id")]
     annotators = [v.strip() for v in column("annotator")]
     comments = column("comment")
+    met_cells = column(CONSTRAINTS_MET)
     dim_cells = {d: column(d) for d in dims}
     flag_cells = {f: column(f) for f in flags}
     item_cells = {c: column(c) for c in ITEM_TEXT if c in frame.columns}
     seen: dict[tuple[str, str], int] = {}
+    check_flags, check_score = _rubric_checks(rubric)
     for i, row in enumerate(rows):
         item_id, annotator = item_ids[i], annotators[i]
         row_errors: list[RowError] = []
@@ -148,7 +174,23 @@ def parse_annotation_table(table: Table, *, rubric: Rubric) -> ParsedAnnotations
                 )
             elif value:
                 active.append(name)
-        flag_problems = rubric.validate({}, active, require_all=False)
+        met = parse_constraints_met(met_cells[i])
+        if met is None:
+            met = []
+            row_errors.append(
+                table.error(row, CONSTRAINTS_MET, f"`{met_cells[i].strip()}` is not a list of answers; write "
+                            "met or not_met per hard constraint, separated by `;` (or leave it blank)")
+            )
+        elif met:
+            implied = checklist_flags(met, rubric.flag_keys)
+            stated = set(active) & CHECKLIST_FLAGS
+            if implied != stated:
+                row_errors.append(
+                    table.error(row, CONSTRAINTS_MET, "the answers imply the flags "
+                                f"{', '.join(sorted(implied)) or 'none'} but the row sets "
+                                f"{', '.join(sorted(stated)) or 'none'}; make them agree")
+                )
+        flag_problems = check_flags(tuple(active))
         for message in flag_problems:
             row_errors.append(table.error(row, ", ".join(active), message))
         scores: dict[str, int] = {}
@@ -156,13 +198,15 @@ def parse_annotation_table(table: Table, *, rubric: Rubric) -> ParsedAnnotations
             cell = cells[i].strip()
             if not cell:
                 continue
-            problems = [m for m in rubric.validate({name: cell}, active, require_all=False) if m not in flag_problems]
+            problems, score = check_score(name, cell, tuple(active))
             if problems:
                 row_errors.extend(table.error(row, name, message) for message in problems)
             else:
-                scores[name] = parse_score(cell)
+                scores[name] = score
         if not scores and not any(e.column in dim_cells for e in row_errors):
             row_errors.append(table.error(row, None, "has no scores: rate at least one dimension"))
+        if annotator:
+            parsed.annotator_names.add(annotator)
         if item_id and annotator:
             first = seen.setdefault((item_id, annotator), row)
             if first != row:
@@ -174,12 +218,61 @@ def parse_annotation_table(table: Table, *, rubric: Rubric) -> ParsedAnnotations
             _collect_item(parsed, item_cells, i, row, item_id, row_errors, table)
         errors.extend(row_errors)
         if not row_errors:
-            parsed.annotations.append(AnnotationRow(row, item_id, annotator, scores, active, comments[i]))
+            parsed.annotations.append(AnnotationRow(row, item_id, annotator, scores, active, comments[i], met))
+    errors[:] = _one_error_for_another_scale(errors, dim_cells, rows, rubric, table)  # parsed.errors too
     order = {name: n for n, name in enumerate(table.columns)}
     errors.sort(key=lambda e: (e.sort_key[0], order.get(e.column, -1)))
     if errors:
         parsed.annotations = []
     return parsed
+
+
+def _rubric_checks(rubric: Rubric):
+    """``rubric.validate`` for one row's flags and for one score cell under those flags, remembered:
+    a file repeats the same few (cell, flags) combinations on every row."""
+
+    @cache
+    def check_flags(active: tuple[str, ...]) -> tuple[str, ...]:
+        return tuple(rubric.validate({}, active, require_all=False))
+
+    @cache
+    def check_score(name: str, cell: str, active: tuple[str, ...]) -> tuple[tuple[str, ...], int | None]:
+        flag_problems = check_flags(active)
+        problems = tuple(m for m in rubric.validate({name: cell}, active, require_all=False) if m not in flag_problems)
+        return problems, (None if problems else parse_score(cell))
+
+    return check_flags, check_score
+
+
+# This many score cells outside the rubric's scale reads as a file on another scale, not as typos.
+ANOTHER_SCALE_CELLS = 3
+
+
+def _one_error_for_another_scale(errors, dim_cells, rows, rubric: Rubric, table: Table) -> list[RowError]:
+    """Replace a line per out-of-scale score with one message when the file uses another scale."""
+    outside = {}
+    for name, cells in dim_cells.items():
+        for row, cell in zip(rows, cells, strict=True):
+            value = parse_score(cell.strip()) if cell.strip() else None
+            if value is not None and not rubric.scale_min <= value <= rubric.scale_max:
+                outside[(row, name)] = value
+    if len(outside) < ANOTHER_SCALE_CELLS:
+        return errors
+    values = [parse_score(c.strip()) for cells in dim_cells.values() for c in cells if c.strip()]
+    values = [v for v in values if v is not None]
+    scale = f"{rubric.scale_min}–{rubric.scale_max}"
+    kept = [e for e in errors if not ((e.row, e.column) in outside and "is outside" in e.message)]
+    first = min(outside)
+    kept.append(
+        table.error(
+            None, None,
+            f"The scores run from {min(values)} to {max(values)}: {len(outside)} score cells are outside the "
+            f"rubric's {scale} scale (the first on {table.unit} {first[0]}, column `{first[1]}`), so the file looks "
+            f"like it uses another scale. Convert the scores to {scale}, or import the file into a batch whose "
+            "rubric has that scale.",
+        )
+    )
+    return kept
 
 
 def _collect_item(parsed, item_cells, i, row, item_id, row_errors, table) -> None:

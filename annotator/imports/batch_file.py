@@ -17,8 +17,15 @@ import numpy as np
 import pandas as pd
 
 from annotator.imports.errors import RowError
-from annotator.imports.json_text import has_nul, json_loads
+from annotator.imports.gold_columns import (
+    GoldRow,
+    gold_rows,
+    gold_summary,
+    is_gold_column,
+)
+from annotator.imports.json_text import has_nul, json_loads, parse_constraints
 from annotator.imports.reading import JSONL, ROW, Table, read_table
+from hcs.rubric import Rubric
 
 REQUIRED = ("item_id", "prompt", "response")
 OPTIONAL = ("system_id", "prompt_id", "context", "expected_output", "constraints", "conversation", "metadata")
@@ -44,6 +51,18 @@ class ParsedBatch:
     extra_columns: list[str]
     errors: list[RowError]
     rows: pd.DataFrame = field(repr=False)
+    row_numbers: list[int] = field(default_factory=list, repr=False)  # the file row (or line) of each of ``rows``
+
+    @property
+    def unit(self) -> str:
+        return "line" if self.format == JSONL else "row"
+    # Gold items (training and check), taken out of ``rows``; ``gold_frame`` holds their item text.
+    gold: list[GoldRow] = field(default_factory=list)
+    gold_frame: pd.DataFrame | None = field(default=None, repr=False)
+
+    @property
+    def gold_counts(self) -> dict[str, int]:
+        return gold_summary(self.gold)
 
     @property
     def ok(self) -> bool:
@@ -76,19 +95,21 @@ def _loads_or_raw(text: str) -> Any:
         return text
 
 
-def parse_batch_file(data: bytes, *, filename: str = "", max_bytes: int | None = None) -> ParsedBatch:
-    """Read and check a batch file. Raises ``FileRefused`` when the file as a whole is unreadable."""
-    table = read_table(data, filename=filename, max_bytes=max_bytes)
-    return parse_batch_table(table)
+def parse_batch_file(data: bytes, *, filename: str = "", rubric: Rubric | None = None) -> ParsedBatch:
+    """Read and check a batch file. Raises ``FileRefused`` when the file as a whole is unreadable.
+
+    Gold columns are checked against ``rubric`` (the default rubric when None)."""
+    table = read_table(data, filename=filename)
+    return parse_batch_table(table, rubric=rubric)
 
 
-def parse_batch_table(table: Table) -> ParsedBatch:
+def parse_batch_table(table: Table, *, rubric: Rubric | None = None) -> ParsedBatch:
     frame = table.frame
     errors = list(table.errors)
     missing = [c for c in REQUIRED if c not in table.columns]
     for name in missing:
         errors.append(table.error(None, name, "is missing: the file needs the columns item_id, prompt and response"))
-    extra = [c for c in table.columns if c and c not in COLUMNS]
+    extra = [c for c in table.columns if c and c not in COLUMNS and not is_gold_column(c)]
     if missing or any(e.row == 1 for e in errors):
         return ParsedBatch(table.format, len(frame), table.columns, extra, errors, frame.iloc[0:0])
 
@@ -145,9 +166,21 @@ def parse_batch_table(table: Table) -> ParsedBatch:
         "metadata": _metadata(frame, text("metadata"), extra, rows, table, errors),
     }
     result = pd.DataFrame({k: (v if isinstance(v, np.ndarray) else np.array(v, dtype=object)) for k, v in out.items()})
+    gold_cells = {c: frame[c].tolist() for c in table.columns if is_gold_column(c)}
+    gold: list[GoldRow] = []
+    gold_frame = None
+    if gold_cells:
+        gold = gold_rows(gold_cells, rows, rubric or Rubric.default(),
+                         lambda r, c, m: errors.append(table.error(r, c, m)))
+        is_gold = np.zeros(n, dtype=bool)
+        is_gold[[g.index for g in gold]] = True
+        gold_frame = result[is_gold].reset_index(drop=True)
+        result = result[~is_gold].reset_index(drop=True)
+        result["position"] = np.arange(len(result), dtype="int64")
     order = {name: i for i, name in enumerate(table.columns)}
     errors.sort(key=lambda e: (e.sort_key[0], order.get(e.column, -1)))
-    return ParsedBatch(table.format, n, table.columns, extra, errors, result)
+    kept_rows = [int(r) for r, g in zip(rows, is_gold) if not g] if gold_cells else [int(r) for r in rows]
+    return ParsedBatch(table.format, n, table.columns, extra, errors, result, kept_rows, gold, gold_frame)
 
 
 def prompt_id_for(prompt: str) -> str:
@@ -178,23 +211,6 @@ def _json_column(values, rows, table, errors, column, parse) -> list[str]:
             result = "[]"
         out.append(result)
     return out
-
-
-def parse_constraints(cell: str) -> list[str]:
-    text = cell.strip()
-    if text.startswith("["):
-        try:
-            value = json_loads(text)
-        except json.JSONDecodeError as exc:
-            raise ValueError(f"starts like a JSON list but is not valid JSON ({exc.msg} at character {exc.pos + 1})")
-        if not isinstance(value, list) or not all(isinstance(v, str) for v in value):
-            raise ValueError("must be a JSON list of texts, e.g. [\"avoid tolls\", \"arrive before 8AM\"]")
-        if has_nul(value):
-            raise ValueError("contains a NUL character")
-        parts = value
-    else:
-        parts = text.split(";")
-    return [p.strip() for p in parts if p.strip()]
 
 
 def parse_conversation(cell: str) -> list[dict[str, str]]:

@@ -1,10 +1,16 @@
-"""Checks of the settings that come with an import: the batch name and k."""
+"""Checks of the settings that come with an import: the batch name, k and the rubric's scale."""
 
 from __future__ import annotations
 
-from annotator.imports.errors import RowError
+from typing import Any
 
-MIN_K = 3  # the guideline: each item receives k >= 3 independent annotations
+from annotator.imports.errors import RowError
+from annotator.imports.json_text import has_nul
+from annotator.models.annotation import SCORE_MAX, SCORE_MIN
+from annotator.models.batch import MIN_K
+from hcs.rubric import Rubric, RubricError
+
+__all__ = ["MAX_K", "MIN_K", "NAME_MAX_LENGTH", "k_errors", "name_errors", "rubric_errors"]
 MAX_K = 1000
 NAME_MAX_LENGTH = 200
 
@@ -18,9 +24,25 @@ def name_errors(name: str | None) -> list[RowError]:
     return []
 
 
+def rubric_errors(rubric: Rubric) -> list[RowError]:
+    """A rubric on a scale other than the stored one is refused, naming both scales.
+
+    ``hcs`` computes on any scale, but this app stores, checks, reports and calibrates scores on
+    one: the database check, the report query, the judge calibration (QWK, confusion table) and
+    its charts are written for it.
+    """
+    if (rubric.scale_min, rubric.scale_max) == (SCORE_MIN, SCORE_MAX):
+        return []
+    return [RowError(None, None, (
+        f"The rubric \u201c{rubric.title}\u201d rates on a {rubric.scale_min}\u2013{rubric.scale_max} scale; "
+        f"this app stores and reports scores on the {SCORE_MIN}\u2013{SCORE_MAX} scale only. Give the rubric a "
+        f"{SCORE_MIN}\u2013{SCORE_MAX} scale (levels \"{SCORE_MIN}\" to \"{SCORE_MAX}\") and import again."
+    ))]
+
+
 def k_errors(k: int | None) -> list[RowError]:
     if k is None or isinstance(k, bool) or not isinstance(k, int):
-        return [RowError(None, None, "k (annotations per item) must be a whole number, at least 3.")]
+        return [RowError(None, None, f"k (annotations per item) must be a whole number, at least {MIN_K}.")]
     if k < MIN_K:
         return [
             RowError(
@@ -33,3 +55,15 @@ def k_errors(k: int | None) -> list[RowError]:
     if k > MAX_K:
         return [RowError(None, None, f"k = {k} is too large; at most {MAX_K} annotations per item.")]
     return []
+
+
+def rubric_from_data(data: Any) -> Rubric:
+    """A rubric from decoded JSON (a file's, or a request's); ``ValueError`` saying what is wrong."""
+    if has_nul(data):  # no database text can hold it (PostgreSQL refuses the batch)
+        raise ValueError("The rubric contains a NUL character (\\u0000).")
+    try:
+        return Rubric.from_dict(data)
+    except (RubricError, AttributeError, TypeError) as exc:
+        raise ValueError(f"The rubric is not a valid rubric: {exc}") from None
+    except (ValueError, RecursionError):  # a number too long to convert, or nesting too deep
+        raise ValueError("The rubric is not a valid rubric: a value is too deep or a number too long.") from None

@@ -41,3 +41,21 @@ def has_nul(value: Any) -> bool:
         elif isinstance(item, list):
             stack.extend(item)
     return False
+
+
+def parse_constraints(cell: str) -> list[str]:
+    """A cell listing texts: ``;``-separated, or a JSON list of texts. Raises ``ValueError``."""
+    text = cell.strip()
+    if text.startswith("["):
+        try:
+            value = json_loads(text)
+        except json.JSONDecodeError as exc:
+            raise ValueError(f"starts like a JSON list but is not valid JSON ({exc.msg} at character {exc.pos + 1})")
+        if not isinstance(value, list) or not all(isinstance(v, str) for v in value):
+            raise ValueError("must be a JSON list of texts, e.g. [\"avoid tolls\", \"arrive before 8AM\"]")
+        if has_nul(value):
+            raise ValueError("contains a NUL character")
+        parts = value
+    else:
+        parts = text.split(";")
+    return [p.strip() for p in parts if p.strip()]

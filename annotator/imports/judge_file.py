@@ -3,17 +3,25 @@
 Columns: ``item_id``, ``dimension`` (a rubric dimension key or ``overall``), and either ``score`` (a number
 on the declared judge scale) or ``raw_output`` (the judge's own text, from which the score is read);
 optionally ``reason``. When both ``score`` and ``raw_output`` are given, ``score`` wins and the text is kept.
+An ``OutputSpec`` names the verdict key and reason key the judge was asked for and its verdict labels
+(``Very Good`` → 3); a fraction is read only out of the scale's maximum. A refused row quotes its raw text.
 Nothing here touches the database: the caller passes the batch's item ids and dimensions.
 """
 
 from __future__ import annotations
 
-from collections.abc import Collection
+from collections.abc import Collection, Mapping
 from dataclasses import dataclass, field
 
 from annotator.imports.errors import RowError
 from annotator.imports.reading import ROW, Table, read_table
-from hcs.judge_output import JudgeOutputError, JudgeScale, parse_score
+from hcs.judge_output import (
+    JudgeOutputError,
+    JudgeScale,
+    OutputSpec,
+    parse_score,
+    read_value,
+)
 
 OVERALL = "overall"
 
@@ -27,6 +35,7 @@ class JudgeRow:
     value: float
     reason: str
     raw_output: str
+    criterion: str = ""  # the judge's own criterion this row scores ("" for a rubric dimension or overall)
 
 
 @dataclass
@@ -55,16 +64,24 @@ def parse_judge_file(
     dimensions: Collection[str],
     scale: JudgeScale,
     rubric_scale: tuple[int, int] = (1, 5),
-    max_bytes: int | None = None,
+    output: OutputSpec | None = None,
+    criteria: Mapping[str, str] | None = None,
 ) -> ParsedJudgeScores:
     """Read and check every row; ``errors`` lists each bad row by number. Raises ``FileRefused``."""
     return parse_judge_table(
-        read_table(data, filename=filename, max_bytes=max_bytes),
+        read_table(data, filename=filename),
         item_ids=item_ids,
         dimensions=dimensions,
         scale=scale,
         rubric_scale=rubric_scale,
+        output=output,
+        criteria=criteria,
     )
+
+
+def _quoted(text: str, limit: int = 120) -> str:
+    flat = " ".join(str(text).split())
+    return f" (the text: \u201c{flat[:limit]}{'…' if len(flat) > limit else ''}\u201d)"
 
 
 def parse_judge_table(
@@ -74,7 +91,13 @@ def parse_judge_table(
     dimensions: Collection[str],
     scale: JudgeScale,
     rubric_scale: tuple[int, int] = (1, 5),
+    output: OutputSpec | None = None,
+    criteria: Mapping[str, str] | None = None,
 ) -> ParsedJudgeScores:
+    """``criteria`` (when given) accepts the judge's own criteria as dimensions, each kept under its own
+    name and, when it maps onto a rubric dimension, scored on that dimension too."""
+    spec = OutputSpec(scale=scale, verdict_key=output.verdict_key, reason_key=output.reason_key,
+                      labels=output.labels) if output else OutputSpec(scale=scale)
     errors = list(table.errors)
     columns = set(table.columns)
     for name in ("item_id", "dimension"):
@@ -99,32 +122,38 @@ def parse_judge_table(
             problems.append(table.error(number, "item_id", "is empty"))
         elif item_id not in known:
             problems.append(table.error(number, "item_id", f"`{item_id}` is not an item of this batch"))
-        if not dimension:
+        criterion = ""
+        if criteria is not None and dimension and dimension not in allowed:
+            criterion, dimension = dimension, criteria.get(dimension, "")
+            if dimension and dimension not in allowed:
+                problems.append(table.error(number, "dimension", f"`{criterion}` maps onto `{dimension}`, not a rubric dimension"))
+        if not dimension and not criterion:
             problems.append(table.error(number, "dimension", "is empty"))
-        elif dimension not in allowed:
+        elif dimension and dimension not in allowed:
             problems.append(
                 table.error(number, "dimension", f"`{dimension}` is not one of {', '.join(sorted(allowed))}")
             )
-        key = (item_id, dimension)
-        if item_id and dimension and key in seen:
-            problems.append(
-                table.error(number, "dimension", f"`{item_id}` × `{dimension}` already appears on {table.unit} {seen[key]}")
-            )
-        seen.setdefault(key, number)
+        for what in filter(None, (dimension, criterion)):
+            key = (item_id, what if what == dimension else f"criterion:{what}")
+            if item_id and key in seen:
+                problems.append(
+                    table.error(number, "dimension", f"`{item_id}` × `{what}` already appears on {table.unit} {seen[key]}")
+                )
+            seen.setdefault(key, number)
         score_text = get(record, "score")
         reason = get(record, "reason")
         raw_value = None
         if score_text:
             try:
-                raw_value = float(score_text)
-            except ValueError:
-                problems.append(table.error(number, "score", f"`{score_text}` is not a number"))
+                raw_value = read_value(score_text, spec, f"`{score_text}`")
+            except JudgeOutputError as exc:
+                problems.append(table.error(number, "score", str(exc)))
         elif raw_output.strip():
             try:
-                parsed = parse_score(raw_output, dimension=dimension or None)
+                parsed = parse_score(raw_output, dimension=criterion or dimension or None, spec=spec)
                 raw_value, reason = parsed.value, reason or parsed.reason
             except JudgeOutputError as exc:
-                problems.append(table.error(number, "raw_output", f"no score could be read: {exc}"))
+                problems.append(table.error(number, "raw_output", f"no score could be read: {exc}{_quoted(raw_output)}"))
         else:
             problems.append(table.error(number, "score", "is empty and there is no raw_output to read it from"))
         value = None
@@ -133,11 +162,11 @@ def parse_judge_table(
                 value = scale.to_rubric(raw_value, *rubric_scale)
             except JudgeOutputError as exc:
                 column = "score" if score_text else "raw_output"
-                problems.append(table.error(number, column, str(exc)))
+                problems.append(table.error(number, column, str(exc) + ("" if score_text else _quoted(raw_output))))
         if problems:
             errors.extend(problems)
             continue
-        rows.append(JudgeRow(number, item_id, dimension, raw_value, value, reason, raw_output))
+        rows.append(JudgeRow(number, item_id, dimension, raw_value, value, reason, raw_output, criterion))
     if not rows and not errors:
         errors.append(table.error(None, None, "The file has no scores."))
     return ParsedJudgeScores(table.format, sorted(errors, key=lambda e: e.sort_key), rows)

@@ -12,6 +12,7 @@ from __future__ import annotations
 import csv
 import io
 import json
+import re
 import warnings
 from collections.abc import Iterator
 from dataclasses import dataclass, field
@@ -19,7 +20,9 @@ from pathlib import PurePath
 
 import numpy as np
 import pandas as pd
+from django.conf import settings
 
+from annotator.exports.csv_safe import DEFUSED
 from annotator.imports.errors import FileRefused, RowError
 from annotator.imports.json_text import has_nul, json_loads
 
@@ -27,6 +30,10 @@ ROW = "__row__"  # the DataFrame column holding each record's row (CSV) or line 
 CSV, JSONL = "csv", "jsonl"
 JSONL_SUFFIXES = {".jsonl", ".ndjson", ".json"}
 CSV_SUFFIXES = {".csv", ".tsv", ".txt"}
+
+# A cheap test on the raw bytes: only a file with an apostrophe right before a formula character can
+# hold a cell the app's CSV writer defused (``''=x`` holds ``'=`` too).
+MAYBE_DEFUSED = re.compile(rb"'[=+\-@\t\r\n]")
 
 csv.field_size_limit(2**31 - 1)
 
@@ -56,10 +63,18 @@ def human_size(n_bytes: int) -> str:
     return f"{n_bytes} bytes"
 
 
-def check_size(n_bytes: int, max_bytes: int | None) -> None:
-    if max_bytes is not None and n_bytes > max_bytes:
+def upload_limit() -> int:
+    """The largest file accepted, in bytes: the one reading of ``ANNOTATOR_UPLOAD_MAX_MB`` for every door
+    (upload pages, judge files, import commands, background jobs)."""
+    return settings.ANNOTATOR_UPLOAD_MAX_BYTES
+
+
+def check_size(n_bytes: int) -> None:
+    """Refuse a file larger than :func:`upload_limit`."""
+    limit = upload_limit()
+    if n_bytes > limit:
         raise FileRefused(
-            f"The file is {human_size(n_bytes)}; the largest file accepted is {human_size(max_bytes)}. "
+            f"The file is {human_size(n_bytes)}; the largest file accepted is {human_size(limit)}. "
             "Split it into smaller files."
         )
 
@@ -86,9 +101,9 @@ def detect_format(filename: str, text: str) -> str:
     return JSONL if text.lstrip().startswith("{") else CSV
 
 
-def read_table(data: bytes, *, filename: str = "", max_bytes: int | None = None) -> Table:
+def read_table(data: bytes, *, filename: str = "") -> Table:
     """Check size and encoding, then read CSV or JSONL (chosen by the file name, else by content)."""
-    check_size(len(data), max_bytes)
+    check_size(len(data))
     text = decode_text(data)
     if not text.strip():
         raise FileRefused("The file is empty.")
@@ -133,9 +148,21 @@ def read_csv(data: bytes, delimiter: str, header: list[str]) -> Table:
     if errors:
         return Table(CSV, pd.DataFrame({ROW: pd.Series([], dtype="int64")}), [c for c in columns if c], errors)
     frame = _read_regular_csv(data, delimiter, columns)
-    if frame is None:
-        return _read_irregular_csv(decode_text(data), delimiter, columns)
-    return Table(CSV, frame, columns, [])
+    table = Table(CSV, frame, columns, []) if frame is not None else _read_irregular_csv(
+        decode_text(data), delimiter, columns
+    )
+    if MAYBE_DEFUSED.search(data):
+        _undefuse(table.frame, columns)
+    return table
+
+
+def _undefuse(frame: pd.DataFrame, columns: list[str]) -> None:
+    """Take off the apostrophe the app's CSV writer puts before formula-like text, so an export
+    imports back unchanged (``annotator.exports.csv_safe``); in place."""
+    for name in columns:
+        starts = frame[name].str.startswith("'")
+        if starts.any():
+            frame.loc[starts, name] = frame.loc[starts, name].str.replace(DEFUSED, "", n=1, regex=True)
 
 
 def _header_errors(columns: list[str]) -> list[RowError]:
@@ -270,7 +297,7 @@ def read_jsonl(text: str) -> Table:
             continue
         records.append(record)
         rows.append(number)
-    header = list(columns)
+    header = [c for c in columns if c != ROW]  # a line naming the reserved key was refused above
     frame = pd.DataFrame.from_records(records, columns=header) if records else pd.DataFrame(columns=header)
     frame = frame.fillna("").astype(object)
     frame[ROW] = pd.Series(rows, dtype="int64")

@@ -1,54 +1,70 @@
-"""Uploaded files kept on disk between the preview and the confirm step.
+"""Uploaded files kept between the preview and the confirm step, in Django's storage ``uploads``.
 
-A file is named by a random token; the token is only accepted when it has the expected shape,
-so it can never name a path outside the upload folder. Files older than a day are removed.
+The storage is ``STORAGES["uploads"]``: a folder on this server by default
+(``ANNOTATOR_UPLOAD_DIR``), or any Django storage backend such as django-storages' S3 by setting
+(``ANNOTATOR_UPLOAD_STORAGE``), so several app servers behind a load balancer need no shared disk.
+A file is named by a random token; the token is only accepted when it has the expected shape, so it
+can never name anything outside the store. Files older than a day are removed.
 """
 
 from __future__ import annotations
 
 import re
 import secrets
-import time
-from pathlib import Path
+from datetime import timedelta
+
+from django.core.files.base import ContentFile
+from django.core.files.storage import Storage, storages
+from django.utils import timezone
 
 TOKEN = re.compile(r"^[A-Za-z0-9_-]{32}\Z")
 MAX_AGE_SECONDS = 24 * 3600
+SUFFIX = ".upload"
+STORAGE = "uploads"  # the key in settings.STORAGES
 
 
 class UploadStore:
-    def __init__(self, folder: str | Path):
-        self.folder = Path(folder)
+    def __init__(self, storage: Storage | None = None):
+        self.storage = storage if storage is not None else storages[STORAGE]
 
-    def _path(self, token: str) -> Path | None:
+    def _name(self, token: str) -> str | None:
         if not isinstance(token, str) or not TOKEN.match(token):
             return None
-        return self.folder / f"{token}.upload"
+        return f"{token}{SUFFIX}"
 
     def save(self, data: bytes) -> str:
-        self.folder.mkdir(parents=True, exist_ok=True)
         self.purge()
-        token = secrets.token_urlsafe(24)
-        path = self._path(token)
-        path.write_bytes(data)
-        path.chmod(0o600)
+        while True:
+            token = secrets.token_urlsafe(24)
+            name = self._name(token)
+            if not self.storage.exists(name):
+                break
+        self.storage.save(name, ContentFile(data))
         return token
 
     def load(self, token: str) -> bytes | None:
-        path = self._path(token)
-        if path is None or not path.is_file():
+        name = self._name(token)
+        if name is None or not self.storage.exists(name):
             return None
-        return path.read_bytes()
+        with self.storage.open(name, "rb") as fh:
+            return fh.read()
 
     def delete(self, token: str) -> None:
-        path = self._path(token)
-        if path is not None:
-            path.unlink(missing_ok=True)
+        name = self._name(token)
+        if name is not None:
+            self.storage.delete(name)
 
     def purge(self, max_age: float = MAX_AGE_SECONDS) -> None:
-        cutoff = time.time() - max_age
-        for path in self.folder.glob("*.upload"):
+        cutoff = timezone.now() - timedelta(seconds=max_age)
+        try:
+            _, files = self.storage.listdir("")
+        except FileNotFoundError:  # nothing stored yet
+            return
+        for name in files:
+            if not (name.endswith(SUFFIX) and TOKEN.match(name[: -len(SUFFIX)])):
+                continue
             try:
-                if path.stat().st_mtime < cutoff:
-                    path.unlink()
-            except FileNotFoundError:
+                if self.storage.get_modified_time(name) < cutoff:
+                    self.storage.delete(name)
+            except FileNotFoundError:  # removed meanwhile by another server
                 pass

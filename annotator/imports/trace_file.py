@@ -3,7 +3,9 @@
 A mapping line is ``field = path``: ``prompt = input.messages[-1].content``,
 ``context = output.messages[-2].content``, ``response = output.output``,
 ``input = input.messages[0][1].content`` (negative indexes count from the end). Fields are the batch
-file's columns (``prompt`` and ``response`` required; ``item_id`` defaults to the trace's ``id``).
+file's columns (``prompt`` and ``response`` required; ``input`` and ``output`` name them as the judge
+rules do; ``item_id`` defaults to the trace's ``id``). Any other name (``more-context =
+output.messages[-3].content``) is kept in the item's metadata, where judge templates find it.
 
 Thread-level traces: with ``thread = <path>`` in the mapping, traces sharing that value become one item,
 in file order; every trace contributes its user turn (``prompt``) and assistant turn (``response``) to the
@@ -24,11 +26,14 @@ from annotator.imports.batch_file import COLUMNS, ParsedBatch, parse_batch_table
 from annotator.imports.errors import FileRefused, RowError
 from annotator.imports.json_text import json_loads
 from annotator.imports.reading import JSONL, ROW, Table, check_size, decode_text
+from annotator.turns import as_text, normalise_turns
 
 _SEGMENT = re.compile(r"([A-Za-z_][\w\-]*)?((?:\[-?\d+\])*)$")
 _INDEX = re.compile(r"\[(-?\d+)\]")
 THREAD = "thread"
 TARGETS = (*COLUMNS, THREAD)
+ALIASES = {"input": "prompt", "output": "response"}  # the judge rules' names for an item's prompt and response
+_FIELD = re.compile(r"[A-Za-z_][A-Za-z0-9_\-]*")
 
 
 class PathError(ValueError):
@@ -74,6 +79,13 @@ class TracePath:
         return value
 
 
+def field_name(text: str) -> str:
+    """A mapping line's field: ``input``/``output`` are the prompt and response; item columns in lower case."""
+    field = text.strip()
+    lower = field.lower()
+    return ALIASES.get(lower, lower if lower in TARGETS else field)
+
+
 def parse_mapping(text: str | Mapping[str, str]) -> dict[str, TracePath]:
     """``field = path`` lines (blank lines and ``#`` comments ignored), or a dict of the same."""
     pairs: list[tuple[int, str, str]] = []
@@ -90,9 +102,12 @@ def parse_mapping(text: str | Mapping[str, str]) -> dict[str, TracePath]:
             pairs.append((number, field, path))
     mapping: dict[str, TracePath] = {}
     for number, field, path in pairs:
-        field = field.strip().lower()
-        if field not in TARGETS:
-            raise PathError(f"mapping line {number}: `{field}` is not one of {', '.join(TARGETS)}")
+        field = field_name(field)
+        if not _FIELD.fullmatch(field):
+            raise PathError(
+                f"mapping line {number}: `{field}` is not a field name (letters, digits, _ and -); "
+                f"item fields are {', '.join(TARGETS)}, any other name is kept in the item's metadata"
+            )
         if field in mapping:
             raise PathError(f"mapping line {number}: `{field}` is mapped twice")
         try:
@@ -105,30 +120,11 @@ def parse_mapping(text: str | Mapping[str, str]) -> dict[str, TracePath]:
     return mapping
 
 
-def _text(value: Any) -> str:
-    if value is None:
-        return ""
-    if isinstance(value, str):
-        return value
-    return json.dumps(value, ensure_ascii=False)
-
-
-def _turns(value: Any) -> list[dict[str, str]]:
-    """A mapped conversation: a list of messages, kept as role/content turns."""
-    turns = []
-    for message in value if isinstance(value, list) else []:
-        if isinstance(message, dict):
-            turns.append({"role": str(message.get("role") or message.get("type") or "turn"), "content": _text(message.get("content", ""))})
-        else:
-            turns.append({"role": "turn", "content": _text(message)})
-    return turns
-
-
 def parse_trace_file(
-    data: bytes, *, mapping: Mapping[str, TracePath], max_bytes: int | None = None
+    data: bytes, *, mapping: Mapping[str, TracePath]
 ) -> ParsedBatch:
     """Resolve the mapping in every trace and check the resulting items like a batch file."""
-    check_size(len(data), max_bytes)
+    check_size(len(data))
     text = decode_text(data)
     if not text.strip():
         raise FileRefused("The file is empty.")
@@ -154,32 +150,33 @@ def parse_trace_file(
     if errors:
         return ParsedBatch(JSONL, len(records), list(mapping), [], errors, pd.DataFrame())
     rows = _threads(records) if THREAD in mapping else [_single(r) for r in records]
-    columns = sorted({k for r in rows for k in r if k != ROW}, key=lambda c: COLUMNS.index(c))
+    names = {k for r in rows for k in r if k != ROW}
+    columns = [c for c in COLUMNS if c in names] + sorted(names - set(COLUMNS))
     frame = pd.DataFrame([{c: r.get(c, "") for c in columns} for r in rows], columns=columns, dtype=object)
     frame[ROW] = pd.Series([r[ROW] for r in rows], dtype="int64")
     return parse_batch_table(Table(JSONL, frame, columns))
 
 
 def _single(record: dict[str, Any]) -> dict[str, Any]:
-    out = {k: _text(v) for k, v in record.items() if k not in (ROW, "conversation")}
+    out = {k: as_text(v) for k, v in record.items() if k not in (ROW, "conversation")}
     out[ROW] = record[ROW]
     if "conversation" in record:
-        out["conversation"] = json.dumps(_turns(record["conversation"]), ensure_ascii=False)
+        out["conversation"] = json.dumps(normalise_turns(record["conversation"]), ensure_ascii=False)
     return out
 
 
 def _threads(records: list[dict[str, Any]]) -> list[dict[str, Any]]:
     groups: dict[str, list[dict[str, Any]]] = {}
     for record in records:
-        groups.setdefault(_text(record[THREAD]), []).append(record)
+        groups.setdefault(as_text(record[THREAD]), []).append(record)
     rows = []
     for thread, traces in groups.items():
         last = traces[-1]
         turns = []
         for trace in traces:
-            turns.append({"role": "user", "content": _text(trace["prompt"])})
-            turns.append({"role": "assistant", "content": _text(trace["response"])})
-        row = {k: _text(v) for k, v in last.items() if k not in (ROW, THREAD, "conversation")}
+            turns.append({"role": "user", "content": as_text(trace["prompt"])})
+            turns.append({"role": "assistant", "content": as_text(trace["response"])})
+        row = {k: as_text(v) for k, v in last.items() if k not in (ROW, THREAD, "conversation")}
         row["item_id"] = thread
         row["conversation"] = json.dumps(turns, ensure_ascii=False)
         row[ROW] = traces[0][ROW]

@@ -49,10 +49,9 @@ def parse_verdict_file(
     filename: str = "",
     item_ids: Collection[str],
     prompt_pairs: Mapping[str, tuple[str, str] | str],
-    max_bytes: int | None = None,
 ) -> ParsedVerdicts:
     """``prompt_pairs`` maps a prompt id to its (baseline, enhanced) item ids, or to why it has none."""
-    table = read_table(data, filename=filename, max_bytes=max_bytes)
+    table = read_table(data, filename=filename)
     errors = list(table.errors)
     columns = set(table.columns)
     by_prompt = "prompt_id" in columns

@@ -1,9 +1,38 @@
 """Database models, one module per concern; import them from here."""
 
+from annotator.models.adjudication import Adjudication, AdjudicatorGrant
 from annotator.models.annotation import Annotation, AnnotationRevision, Score
+from annotator.models.api_token import ApiToken
 from annotator.models.assignment import Assignment
 from annotator.models.batch import Batch, Item
 from annotator.models.job import Job
-from annotator.models.judge import Judge, JudgeFailure, JudgeScore, PairwiseVerdict
+from annotator.models.judge import (
+    Judge,
+    JudgeCriterionScore,
+    JudgeFailure,
+    JudgeScore,
+    PairwiseVerdict,
+)
+from annotator.models.judge_call import JudgeCall
+from annotator.models.quality import (
+    AnnotatorStanding,
+    GoldAnswer,
+    GoldItem,
+    QualityRule,
+)
+from annotator.models.session import UserSession
+from annotator.models.study import (
+    AccountScope,
+    Enrolment,
+    InviteLink,
+    RateBucket,
+    SignInLink,
+    StudyLink,
+)
 
-__all__ = ["Annotation", "AnnotationRevision", "Assignment", "Batch", "Item", "Job", "Judge", "JudgeFailure", "JudgeScore", "PairwiseVerdict", "Score"]
+__all__ = [
+    "AccountScope", "Adjudication", "AdjudicatorGrant", "Annotation", "AnnotationRevision", "AnnotatorStanding",
+    "ApiToken", "Assignment", "Batch", "Enrolment", "GoldAnswer", "GoldItem", "InviteLink", "Item", "Job", "Judge",
+    "JudgeCall", "JudgeCriterionScore", "JudgeFailure", "JudgeScore", "PairwiseVerdict", "QualityRule",
+    "RateBucket", "Score", "SignInLink", "StudyLink", "UserSession",
+]

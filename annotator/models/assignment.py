@@ -18,8 +18,12 @@ class Assignment(models.Model):
         EXPIRED = "expired", "Expired"
         RELEASED = "released", "Released by an admin"
 
-    item = models.ForeignKey(Item, on_delete=models.CASCADE, related_name="assignments")
-    annotator = models.ForeignKey(settings.AUTH_USER_MODEL, on_delete=models.CASCADE, related_name="assignments")
+    # No single-column indexes on the foreign keys: the unique (item, annotator) and the
+    # (annotator, state) indexes below lead with them.
+    item = models.ForeignKey(Item, on_delete=models.CASCADE, related_name="assignments", db_index=False)
+    annotator = models.ForeignKey(
+        settings.AUTH_USER_MODEL, on_delete=models.CASCADE, related_name="assignments", db_index=False
+    )
     state = models.CharField(max_length=10, choices=State.choices, default=State.LEASED)
     leased_at = models.DateTimeField()
     lease_expires_at = models.DateTimeField()

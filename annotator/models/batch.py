@@ -2,13 +2,22 @@
 
 from __future__ import annotations
 
+import json
+from functools import lru_cache
+
 from django.conf import settings
 from django.core.validators import MinValueValidator
 from django.db import models
 
 from hcs.rubric import Rubric
 
-MIN_K = 3
+MIN_K = 3  # the guideline: each item receives k >= 3 independent annotations (the one definition)
+
+
+@lru_cache(maxsize=64)
+def _parsed_rubric(text: str) -> Rubric:
+    """Rubrics parsed once per process (a Rubric is immutable): every rating request reads one."""
+    return Rubric.from_dict(json.loads(text))
 
 
 class Batch(models.Model):
@@ -18,7 +27,7 @@ class Batch(models.Model):
     k = models.PositiveSmallIntegerField(
         default=MIN_K,
         validators=[MinValueValidator(MIN_K)],
-        help_text="Independent annotations each item receives (at least 3).",
+        help_text=f"Independent annotations each item receives (at least {MIN_K}).",
     )
     is_open = models.BooleanField(default=True)
     one_system_per_prompt = models.BooleanField(
@@ -31,6 +40,15 @@ class Batch(models.Model):
         related_name="restricted_batches",
         help_text="Leave empty to open the batch to every annotator.",
     )
+    # What an annotator reads before the first item (README "Running a study on Prolific").
+    consent_text = models.TextField(
+        blank=True, default="", help_text="Markdown. When set, annotators must accept it before rating."
+    )
+    instructions = models.TextField(
+        blank=True, default="", help_text="Markdown. Empty: the rubric's guidance and examples."
+    )
+    max_items_per_annotator = models.PositiveIntegerField(null=True, blank=True, validators=[MinValueValidator(1)])
+    max_session_minutes = models.PositiveIntegerField(null=True, blank=True, validators=[MinValueValidator(1)])
     created_by = models.ForeignKey(
         settings.AUTH_USER_MODEL, null=True, blank=True, on_delete=models.SET_NULL, related_name="+"
     )
@@ -49,13 +67,14 @@ class Batch(models.Model):
     def rubric_obj(self) -> Rubric:
         cached = getattr(self, "_rubric_obj", None)
         if cached is None:
-            cached = Rubric.from_dict(self.rubric)
+            cached = _parsed_rubric(json.dumps(self.rubric, sort_keys=True))
             self._rubric_obj = cached
         return cached
 
 
 class Item(models.Model):
-    batch = models.ForeignKey(Batch, on_delete=models.CASCADE, related_name="items")
+    # No index of its own: every index of the item table leads with the batch.
+    batch = models.ForeignKey(Batch, on_delete=models.CASCADE, related_name="items", db_index=False)
     item_id = models.CharField(max_length=200)
     prompt_id = models.CharField(max_length=200, blank=True, default="")
     position = models.PositiveIntegerField(default=0, help_text="Order in the uploaded file.")
@@ -67,7 +86,8 @@ class Item(models.Model):
     system_id = models.CharField(max_length=200, blank=True, default="")
     conversation = models.JSONField(default=list, blank=True)
     metadata = models.JSONField(default=dict, blank=True)
-    # Submitted annotations, kept in step by the services that write annotations; the
+    # Valid submitted annotations (an excluded annotator's stop counting, see
+    # annotator.services.exclusion), kept in step by the services that write annotations; the
     # assignment query orders and filters on it without counting rows.
     n_annotations = models.PositiveIntegerField(default=0)
     # Live leases (Assignment.state == leased), kept in step by the assignment services. The
@@ -83,8 +103,8 @@ class Item(models.Model):
         indexes = [
             models.Index(fields=["batch", "system_id"], name="item_batch_system"),
             models.Index(fields=["batch", "prompt_id"], name="item_batch_prompt"),
-            models.Index(fields=["batch", "n_annotations"], name="item_batch_progress"),
-            # The order the assignment service reads items in: closest to completion first.
+            # The order the assignment service reads items in: closest to completion first. It also
+            # serves the per-batch progress counts (n_annotations >= k), so no second index on those.
             models.Index(fields=["batch", "-n_annotations", "-n_leased", "position"], name="item_next_order"),
         ]
 

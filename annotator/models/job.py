@@ -16,13 +16,15 @@ from django.db import models
 class Job(models.Model):
     UPLOAD = "upload"
     EXPORT = "export"
-    KINDS = [(UPLOAD, "Upload"), (EXPORT, "Report export")]
+    JUDGE_RUN = "judge_run"
+    KINDS = [(UPLOAD, "Upload"), (EXPORT, "Report export"), (JUDGE_RUN, "Judge run")]
 
     QUEUED = "queued"
     RUNNING = "running"
     DONE = "done"
     FAILED = "failed"
-    STATES = [(QUEUED, "Queued"), (RUNNING, "Running"), (DONE, "Done"), (FAILED, "Failed")]
+    CANCELLED = "cancelled"
+    STATES = [(QUEUED, "Queued"), (RUNNING, "Running"), (DONE, "Done"), (FAILED, "Failed"), (CANCELLED, "Cancelled")]
 
     id = models.UUIDField(primary_key=True, default=uuid.uuid4, editable=False)
     kind = models.CharField(max_length=20, choices=KINDS)
@@ -43,6 +45,10 @@ class Job(models.Model):
     output = models.BinaryField(null=True, blank=True)
     output_name = models.CharField(max_length=300, blank=True)
     output_type = models.CharField(max_length=100, blank=True)
+    # A judge run: its counters as it goes (done, total, failed, retries, tokens, cost, ETA), and the
+    # researcher's request to stop it, which the worker reads between calls.
+    progress = models.JSONField(default=dict, blank=True)
+    cancel_requested = models.BooleanField(default=False)
 
     class Meta:
         ordering = ["-created_at"]
@@ -53,4 +59,4 @@ class Job(models.Model):
 
     @property
     def finished(self) -> bool:
-        return self.state in (self.DONE, self.FAILED)
+        return self.state in (self.DONE, self.FAILED, self.CANCELLED)

@@ -18,6 +18,11 @@ class Judge(models.Model):
     model = models.CharField(max_length=200, blank=True, default="", help_text="e.g. gpt-4o-2024-08-06")
     template = models.CharField(max_length=200, blank=True, default="", help_text="prompt template name")
     template_version = models.CharField(max_length=100, blank=True, default="")
+    template_hash = models.CharField(
+        max_length=64, blank=True, default="",
+        help_text="sha256 of the template text run_judge used; changed text without a new version is a new judge",
+    )
+    params = models.JSONField(default=dict, blank=True, help_text="model parameters run_judge sent (never the key)")
     created_at = models.DateTimeField(auto_now_add=True)
 
     class Meta:
@@ -71,6 +76,8 @@ class PairwiseVerdict(models.Model):
     enhanced = models.ForeignKey(Item, on_delete=models.CASCADE, related_name="+")
     winner = models.CharField(max_length=10, choices=Winner.choices)
     confidence = models.FloatField(null=True, blank=True)
+    baseline_score = models.FloatField(null=True, blank=True, help_text="the judge's overall score of the baseline")
+    enhanced_score = models.FloatField(null=True, blank=True, help_text="the judge's overall score of the enhanced")
     reason = models.TextField(blank=True, default="")
     raw_output = models.TextField(blank=True, default="")
     imported_at = models.DateTimeField(default=timezone.now)
@@ -105,3 +112,38 @@ class JudgeFailure(models.Model):
 
     def __str__(self) -> str:
         return f"{self.judge} {self.item}: {self.error}"
+
+
+class JudgeCriterionScore(models.Model):
+    """A score on one of the judge's own criteria (G-Eval's accuracy, completeness, ...), kept under the
+    judge's name for it; ``rubric_dimension`` says which rubric dimension it stands for in calibration,
+    when the template maps it onto one."""
+
+    judge = models.ForeignKey(Judge, on_delete=models.CASCADE, related_name="criterion_scores")
+    item = models.ForeignKey(Item, on_delete=models.CASCADE, related_name="+", help_text="the item, or a pair's baseline")
+    enhanced = models.ForeignKey(Item, null=True, blank=True, on_delete=models.CASCADE, related_name="+")
+    criterion = models.CharField(max_length=100)
+    rubric_dimension = models.CharField(max_length=64, blank=True, default="")
+    raw_value = models.FloatField()
+    scale_min = models.FloatField()
+    scale_max = models.FloatField()
+    higher_is_better = models.BooleanField(default=True)
+    reason = models.TextField(blank=True, default="")
+    evidence = models.JSONField(default=list, blank=True)
+    created_at = models.DateTimeField(default=timezone.now)
+
+    class Meta:
+        ordering = ["judge", "item", "enhanced", "criterion"]
+        constraints = [
+            models.UniqueConstraint(fields=["judge", "item", "criterion"], condition=Q(enhanced__isnull=True),
+                                    name="criterion_one_per_item"),
+            models.UniqueConstraint(fields=["judge", "item", "enhanced", "criterion"], condition=Q(enhanced__isnull=False),
+                                    name="criterion_one_per_pair"),
+            models.CheckConstraint(
+                condition=Q(raw_value__gte=F("scale_min")) & Q(raw_value__lte=F("scale_max")),
+                name="criterion_raw_within_scale",
+            ),
+        ]
+
+    def __str__(self) -> str:
+        return f"{self.judge} {self.item} {self.criterion}={self.raw_value:g}"

@@ -5,7 +5,7 @@ from __future__ import annotations
 from dataclasses import dataclass
 
 from django.contrib.auth import get_user_model
-from django.db.models import Count, F, Max, Q, QuerySet
+from django.db.models import Count, F, Max, Q, QuerySet, Sum
 
 from annotator.models import Assignment, Batch, Item
 from annotator.roles import ANNOTATOR
@@ -18,6 +18,8 @@ class ItemStates:
     open: int  # has a free slot
     leased: int  # no free slot, waiting on live leases
     complete: int  # k submitted annotations
+    held: int = 0  # items with at least one live lease, whatever their state
+    leases: int = 0  # live leases
 
     @property
     def total(self) -> int:
@@ -42,9 +44,15 @@ def item_states(*, batch: Batch) -> ItemStates:
         complete=Count("pk", filter=Q(n_annotations__gte=batch.k)),
         open=Count("pk", filter=Q(n_annotations__lt=batch.k - F("n_leased"))),
         total=Count("pk"),
+        held=Count("pk", filter=Q(n_leased__gt=0)),
+        leases=Sum("n_leased"),
     )
     return ItemStates(
-        open=counts["open"], complete=counts["complete"], leased=counts["total"] - counts["open"] - counts["complete"]
+        open=counts["open"],
+        complete=counts["complete"],
+        leased=counts["total"] - counts["open"] - counts["complete"],
+        held=counts["held"],
+        leases=counts["leases"] or 0,
     )
 
 

@@ -2,15 +2,21 @@
 
 from __future__ import annotations
 
+import difflib
 from dataclasses import dataclass, field
 
 from django.contrib.auth import get_user_model
 
-from annotator.imports.annotation_file import ParsedAnnotations, parse_annotation_file
-from annotator.imports.batch_file import parse_batch_file
-from annotator.imports.checks import k_errors, name_errors
+from annotator.imports.annotation_file import (
+    CONSTRAINTS_MET,
+    ParsedAnnotations,
+    parse_annotation_file,
+)
+from annotator.imports.batch_file import ParsedBatch, parse_batch_file
+from annotator.imports.checks import k_errors, name_errors, rubric_errors
 from annotator.imports.errors import RowError
 from annotator.models import Annotation, Assignment, Batch, Item
+from annotator.models.batch import MIN_K
 from hcs.rubric import Rubric
 
 
@@ -31,8 +37,30 @@ class AnnotationImportPlan:
         return not self.errors
 
 
+def batch_names() -> list[str]:
+    """Every batch's name, for the upload page to offer (offline annotations join a batch by name)."""
+    return list(Batch.objects.order_by("name").values_list("name", flat=True))
+
+
 def batch_by_name(name: str) -> Batch | None:
     return Batch.objects.filter(name=(name or "").strip()).first()
+
+
+def batch_settings_errors(*, name: str, k: int | None, rubric: Rubric) -> list[RowError]:
+    """Why ``name``, ``k`` and ``rubric`` cannot make a new batch (empty when they can). Reads the database."""
+    errors = name_errors(name)
+    if not errors and batch_by_name(name) is not None:
+        errors.append(RowError(None, None, f"A batch named \u201c{name.strip()}\u201d already exists; choose another name."))
+    return errors + k_errors(k) + rubric_errors(rubric)
+
+
+def batch_file_errors(*, name: str, k: int | None, rubric: Rubric, parsed: ParsedBatch) -> list[RowError]:
+    """Every reason a parsed batch file cannot become the new batch ``name``: the one list of checks
+    that both the upload preview and the save (``batch_import``, inside its transaction) run."""
+    errors = batch_settings_errors(name=name, k=k, rubric=rubric)
+    if parsed.row_count == 0 and not parsed.errors:
+        errors.append(RowError(None, None, "The file has no items."))
+    return errors + list(parsed.errors)
 
 
 def annotation_import_plan(
@@ -42,7 +70,6 @@ def annotation_import_plan(
     batch_name: str,
     k: int | None = None,
     rubric: Rubric | None = None,
-    max_bytes: int | None = None,
 ) -> AnnotationImportPlan:
     """Parse the file with the batch's rubric and check it against the database.
 
@@ -62,10 +89,12 @@ def annotation_import_plan(
         k_value = batch.k
     else:
         used = rubric or Rubric.default()
-        k_value = 3 if k is None else k
-        errors.extend(k_errors(k_value))
-    parsed = parse_annotation_file(data, rubric=used, filename=filename, max_bytes=max_bytes)
+        k_value = MIN_K if k is None else k
+        errors.extend(k_errors(k_value) + rubric_errors(used))
+    parsed = parse_annotation_file(data, rubric=used, filename=filename)
     errors.extend(parsed.errors)
+    if parsed.ok and not parsed.annotations:
+        errors.append(RowError(None, None, "The file has no annotations."))
     plan = AnnotationImportPlan(name, batch, k_value, used, parsed, errors)
     if parsed.ok:
         _check_against_database(plan)
@@ -79,7 +108,7 @@ def _check_against_database(plan: AnnotationImportPlan) -> None:
         stored = {
             row["item_id"]: row
             for row in Item.objects.filter(batch=plan.batch, item_id__in=list(parsed.items)).values(
-                "pk", "item_id", "prompt", "response", "system_id"
+                "pk", "item_id", "prompt", "response", "system_id", "constraints"
             )
         }
     for item_id, record in parsed.items.items():
@@ -100,6 +129,7 @@ def _check_against_database(plan: AnnotationImportPlan) -> None:
                 plan.errors.append(
                     parsed.error(record["row"], name, f"differs from the stored {name} of item `{item_id}`")
                 )
+    _check_constraint_answers(plan, stored)
     User = get_user_model()
     names = parsed.annotators
     users = dict(User.objects.filter(username__in=names).values_list("username", "pk"))
@@ -131,6 +161,21 @@ def _check_against_database(plan: AnnotationImportPlan) -> None:
     plan.errors.sort(key=lambda e: e.sort_key)
 
 
+def _check_constraint_answers(plan: AnnotationImportPlan, stored: dict[str, dict]) -> None:
+    """Per-constraint answers must give one answer per hard constraint of their item."""
+    parsed = plan.parsed
+    for row in parsed.annotations:
+        if not row.constraints_met:
+            continue
+        item = stored.get(row.item_id) or parsed.items.get(row.item_id) or {}
+        constraints = item.get("constraints") or []
+        if len(row.constraints_met) != len(constraints):
+            plan.errors.append(
+                parsed.error(row.row, CONSTRAINTS_MET, f"gives {len(row.constraints_met)} answer(s) but item "
+                             f"`{row.item_id}` has {len(constraints)} hard constraint(s)")
+            )
+
+
 # ---------------------------------------------------------------------------- upload preview
 MAX_ERRORS_SHOWN = 1000
 PREVIEW_ROWS = 5
@@ -152,6 +197,7 @@ class UploadPreview:
     facts: list[tuple[str, str]]  # (label, value) lines of the summary
     headers: list[str]
     rows: list[list[str]]
+    warnings: list[str] = field(default_factory=list)  # worth a look, but nothing wrong
 
     @property
     def ok(self) -> bool:
@@ -172,16 +218,11 @@ class UploadPreview:
 
 
 def batch_upload_preview(
-    *, data: bytes, filename: str, name: str, k: int, rubric: Rubric | None, max_bytes: int | None
+    *, data: bytes, filename: str, name: str, k: int, rubric: Rubric | None
 ) -> UploadPreview:
     rubric = rubric or Rubric.default()
-    parsed = parse_batch_file(data, filename=filename, max_bytes=max_bytes)
-    errors = name_errors(name) + k_errors(k)
-    if not errors and batch_by_name(name) is not None:
-        errors.append(RowError(None, None, f"A batch named \u201c{name.strip()}\u201d already exists; choose another name."))
-    if parsed.row_count == 0 and not parsed.errors:
-        errors.append(RowError(None, None, "The file has no items."))
-    errors += parsed.errors
+    parsed = parse_batch_file(data, filename=filename, rubric=rubric)
+    errors = batch_file_errors(name=name, k=k, rubric=rubric, parsed=parsed)
     systems = ", ".join(f"{s} ({n})" for s, n in parsed.systems.items()) or "\u2014"
     facts = [
         ("Items", str(parsed.row_count)),
@@ -190,6 +231,10 @@ def batch_upload_preview(
         ("Rubric", rubric.title),
         ("Annotations per item (k)", str(k)),
     ]
+    if parsed.gold:
+        counts = parsed.gold_counts
+        facts.append(("Gold items (not rated for agreement)",
+                      f"{counts['training']} training, {counts['check']} check"))
     if parsed.extra_columns:
         facts.append(("Extra columns kept as metadata", ", ".join(parsed.extra_columns)))
     headers = ["item_id", "system_id", "prompt_id", "prompt", "response", "context", "expected_output",
@@ -206,24 +251,27 @@ def batch_upload_preview(
 
 
 def annotation_upload_preview(
-    *, data: bytes, filename: str, name: str, k: int | None, rubric: Rubric | None, max_bytes: int | None
+    *, data: bytes, filename: str, name: str, k: int | None, rubric: Rubric | None
 ) -> UploadPreview:
     plan = annotation_import_plan(
-        data=data, filename=filename, batch_name=name, k=k, rubric=rubric, max_bytes=max_bytes
+        data=data, filename=filename, batch_name=name, k=k, rubric=rubric
     )
     parsed = plan.parsed
     errors = list(plan.errors)
-    if parsed.ok and not parsed.annotations:
-        errors.append(RowError(None, None, "The file has no annotations."))
+    # With problems in the file the database checks did not run: count from what was read.
+    existing = len(plan.existing_items)
+    if not (plan.existing_items or plan.new_items) and plan.batch is not None:
+        existing = Item.objects.filter(batch=plan.batch, item_id__in=list(parsed.items)).count()
+    new_items = len(plan.new_items) if (plan.existing_items or plan.new_items) else len(parsed.items) - existing
     facts = [
         ("Annotation rows", str(parsed.row_count)),
         ("Batch", f"{plan.batch_name} ({'exists' if plan.batch else 'will be created'})"),
         ("Rubric", plan.rubric.title),
         ("Annotations per item (k)", str(plan.k)),
-        ("Annotators", ", ".join(parsed.annotators) or "\u2014"),
-        ("Items already in the batch", str(len(plan.existing_items))),
-        ("New items", str(len(plan.new_items))),
-        ("New annotator accounts", ", ".join(plan.new_users) or "none"),
+        ("Annotators", ", ".join(sorted(parsed.annotator_names)) or "\u2014"),
+        ("Items already in the batch", str(existing)),
+        ("New items", str(new_items)),
+        ("New annotator accounts", ", ".join(plan.new_users) or ("none" if parsed.ok else "\u2014")),
     ]
     dims = list(plan.rubric.dimension_keys)
     headers = ["row", "item_id", "annotator", *dims, "flags", "comment"]
@@ -232,4 +280,20 @@ def annotation_upload_preview(
         for a in parsed.annotations[:PREVIEW_ROWS]
     ]
     return UploadPreview("annotations", filename, parsed.format, plan.batch_name, plan.k, plan.rubric,
-                         parsed.row_count, errors, facts, headers, rows)
+                         parsed.row_count, errors, facts, headers, rows, warnings=new_batch_warnings(plan.batch_name))
+
+
+def new_batch_warnings(name: str) -> list[str]:
+    """A batch name that is not in use but close to one that is: probably a typo."""
+    name = (name or "").strip()
+    if not name or batch_by_name(name) is not None:
+        return []
+    names = list(Batch.objects.values_list("name", flat=True))
+    close = difflib.get_close_matches(name, names, n=3, cutoff=0.75)
+    close += [n for n in names if n.casefold() == name.casefold() and n not in close]
+    if not close:
+        return []
+    listed = ", ".join(f"\u201c{n}\u201d" for n in close)
+    warning = (f"There is no batch \u201c{name}\u201d, so saving creates a new one. Did you mean {listed}? "
+               "If so, upload the file again with that name.")
+    return [warning]

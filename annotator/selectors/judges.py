@@ -1,16 +1,14 @@
 """Judge calibration for a batch report: database rows → ``hcs.calibration`` → a frozen section.
 
-Registered with the report selector as the sections ``"judges"`` (per judge × dimension) and
+``batch_report`` calls these for its sections ``"judges"`` (per judge × dimension) and
 ``"judge_pairwise"`` (pairwise verdicts against the human preference). The human side comes from the
 report's arrays, so judges are read against exactly the annotations the report shows.
 """
 
 from __future__ import annotations
 
-import contextlib
-import contextvars
-from collections.abc import Iterator
-from dataclasses import dataclass
+import math
+from dataclasses import dataclass, field
 from typing import Any, ClassVar
 
 import numpy as np
@@ -18,7 +16,15 @@ from django.db.models import Count
 
 from annotator.models import Batch, Judge, JudgeFailure, JudgeScore, PairwiseVerdict
 from annotator.models.judge import OVERALL
-from annotator.selectors.reports import ReportArrays, register_report_section
+from annotator.selectors.judge_probes import (
+    DimensionProbes,
+    PositionResult,
+    dimension_probes,
+    item_lengths,
+    judge_samples,
+    position_results,
+)
+from annotator.selectors.report_arrays import ReportArrays
 from hcs.calibration import (
     JudgeCalibration,
     PairwiseComparison,
@@ -27,25 +33,13 @@ from hcs.calibration import (
     human_preference,
 )
 from hcs.calibration.alt_test import DEFAULT_EPSILON
+from hcs.calibration.confidence import Reliability, reliability
 from hcs.scoring import item_summaries, overall_per_annotation
 
-_EPSILON: contextvars.ContextVar[float] = contextvars.ContextVar("alt_test_epsilon", default=DEFAULT_EPSILON)
 
-
-@contextlib.contextmanager
-def alt_test_epsilon(epsilon: float) -> Iterator[None]:
-    """Reports built inside this block run the alt-test with margin ``epsilon`` (``export_report --epsilon``)."""
-    if not 0 <= epsilon < 1:
-        raise ValueError(f"epsilon must lie in [0, 1), not {epsilon}")
-    token = _EPSILON.set(epsilon)
-    try:
-        yield
-    finally:
-        _EPSILON.reset(token)
-
-
-def _r(value: float | None, digits: int = 4) -> float | None:
-    return None if value is None else round(float(value), digits)
+def _r(value: float | None) -> float | None:
+    """A statistic as a plain float at full precision (machine-readable exports never round; pages do)."""
+    return None if value is None else float(value)
 
 
 @dataclass(frozen=True)
@@ -55,10 +49,12 @@ class JudgeDimensionRow:
     label: str
     scales: tuple[str, ...]  # declared raw scales seen for this judge × dimension
     calibration: JudgeCalibration
+    probes: DimensionProbes | None = None
 
     def to_json(self) -> dict[str, Any]:
         c, alt = self.calibration, self.calibration.alt_test
         return {
+            **(self.probes.to_json() if self.probes else {}),
             "n": c.n,
             "spearman": _r(c.spearman),
             "spearman_ci95": [_r(c.spearman_ci95[0]), _r(c.spearman_ci95[1])],
@@ -96,9 +92,10 @@ class JudgesSection:
     epsilon: float
     judges: tuple[dict[str, Any], ...]  # name, model, template, template_version, n_scores, n_failures
     rows: tuple[JudgeDimensionRow, ...]
+    positions: dict[str, PositionResult] = field(default_factory=dict)  # pairwise judges run in both orders
 
     def __bool__(self) -> bool:
-        return bool(self.judges)
+        return bool(self.judges) or bool(self.positions)
 
     def for_judge(self, name: str) -> list[JudgeDimensionRow]:
         return [r for r in self.rows if r.judge == name]
@@ -107,12 +104,22 @@ class JudgesSection:
         out: dict[str, dict[str, dict[str, Any]]] = {j["name"]: {} for j in self.judges}
         for row in self.rows:
             out[row.judge][row.dimension] = row.to_json()
+        for name, position in self.positions.items():
+            out.setdefault(name, {}).setdefault(OVERALL, {})["position"] = position.to_json()
         return out
 
 
 def _human_overall(batch: Batch, arrays: ReportArrays) -> np.ndarray:
     weights = np.array([d.weight for d in batch.rubric_obj.dimensions])
     return overall_per_annotation(arrays.annotation_scores, weights)
+
+
+def human_item_mean(batch: Batch, arrays: ReportArrays, dimension: str = OVERALL) -> np.ndarray:
+    """Mean of each item row on ``dimension`` (a rubric key or ``overall`` HCS) over the people who rated it
+    (NaN when nobody has)."""
+    values = (_human_overall(batch, arrays) if dimension == OVERALL
+              else arrays.annotation_scores[:, batch.rubric_obj.dimension_keys.index(dimension)])
+    return item_summaries(arrays.annotation_item, values, n_items=len(arrays.item_pk)).mean
 
 
 def _human_ratings(arrays: ReportArrays, values: np.ndarray) -> dict[int, dict[int, float]]:
@@ -124,9 +131,11 @@ def _human_ratings(arrays: ReportArrays, values: np.ndarray) -> dict[int, dict[i
     return ratings
 
 
-def judges_report(*, batch: Batch, arrays: ReportArrays, epsilon: float | None = None, n_boot: int = 1000,
+def judges_report(*, batch: Batch, arrays: ReportArrays, epsilon: float = DEFAULT_EPSILON, n_boot: int = 1000,
                   seed: int = 0) -> JudgesSection:
-    epsilon = _EPSILON.get() if epsilon is None else epsilon
+    """Each judge × dimension (and overall) calibrated against the report's human ratings."""
+    if not 0 <= epsilon < 1:
+        raise ValueError(f"epsilon must lie in [0, 1), not {epsilon}")
     rubric = batch.rubric_obj
     judges = list(
         Judge.objects.filter(scores__item__batch=batch).distinct().order_by("name")
@@ -139,6 +148,10 @@ def judges_report(*, batch: Batch, arrays: ReportArrays, epsilon: float | None =
         JudgeFailure.objects.filter(item__batch=batch).values("judge").annotate(n=Count("id")).values_list("judge", "n")
     )
     row_of_pk = {int(pk): row for row, pk in enumerate(arrays.item_pk)}
+    lengths = {row_of_pk[pk]: n for pk, n in item_lengths(batch).items() if pk in row_of_pk}
+    samples = {key: {row_of_pk[pk]: v for pk, v in by_item.items() if pk in row_of_pk}
+               for key, by_item in judge_samples(batch).items()}
+    scale = (rubric.scale_min, rubric.scale_max)
     dimension_index = {key: j for j, key in enumerate(rubric.dimension_keys)}
     human_cache: dict[str, dict[int, dict[int, float]]] = {}
     scores: dict[tuple[int, str], dict[int, float]] = {}
@@ -162,16 +175,24 @@ def judges_report(*, batch: Batch, arrays: ReportArrays, epsilon: float | None =
                     else arrays.annotation_scores[:, dimension_index[dimension]]
                 )
                 human_cache[dimension] = _human_ratings(arrays, values)
-            calibration = calibrate_judge(human_cache[dimension], judged, epsilon=epsilon, n_boot=n_boot, seed=seed)
+            calibration = calibrate_judge(human_cache[dimension], judged, epsilon=epsilon, n_boot=n_boot, seed=seed,
+                                          scale=scale)
+            probes = dimension_probes(human_cache[dimension], judged, lengths, scale=scale, n_boot=n_boot, seed=seed,
+                                      samples=samples.get((judge["pk"], dimension)), item_ids=arrays.item_id)
             label = "Overall HCS" if dimension == OVERALL else rubric.dimension(dimension).label
-            rows.append(JudgeDimensionRow(judge["name"], dimension, label, tuple(sorted(scales[(judge["pk"], dimension)])), calibration))
-    return JudgesSection(epsilon=epsilon, judges=tuple(judges), rows=tuple(rows))
+            rows.append(JudgeDimensionRow(judge["name"], dimension, label,
+                                          tuple(sorted(scales[(judge["pk"], dimension)])), calibration, probes))
+    mean = human_item_mean(batch, arrays)
+    positions = position_results(batch, {int(pk): float(mean[row]) for row, pk in enumerate(arrays.item_pk)},
+                                 n_boot=n_boot, seed=seed)
+    return JudgesSection(epsilon=epsilon, judges=tuple(judges), rows=tuple(rows), positions=positions)
 
 
 @dataclass(frozen=True)
 class PairwiseRow:
     judge: str
     comparison: PairwiseComparison
+    confidence: Reliability | None = None  # stated confidence against being right (verdicts with one)
 
     def to_json(self) -> dict[str, Any]:
         c = self.comparison
@@ -183,6 +204,11 @@ class PairwiseRow:
             "n_confident": c.n_confident,
             "confident_accuracy": _r(c.confident_accuracy),
             "table": c.table,
+            "confidence_calibration": None if self.confidence is None else {
+                "n": self.confidence.n, "ece": _r(self.confidence.ece),
+                "bins": [{"lo": b.lo, "hi": b.hi, "n": b.n, "confidence": _r(b.confidence), "accuracy": _r(b.accuracy)}
+                         for b in self.confidence.bins],
+            },
         }
 
 
@@ -207,7 +233,7 @@ def pairwise_report(*, batch: Batch, arrays: ReportArrays) -> PairwiseSection:
     )
     if not verdicts:
         return PairwiseSection(rows=())
-    mean = item_summaries(arrays.annotation_item, _human_overall(batch, arrays), n_items=len(arrays.item_pk)).mean
+    mean = human_item_mean(batch, arrays)
     row_of_pk = {int(pk): row for row, pk in enumerate(arrays.item_pk)}
     by_judge: dict[str, tuple[list[str], list[str], list[float | None]]] = {}
     for judge, baseline, enhanced, winner, confidence in verdicts:
@@ -218,13 +244,14 @@ def pairwise_report(*, batch: Batch, arrays: ReportArrays) -> PairwiseSection:
         j.append(winner)
         h.append(human_preference(float(b), float(e)))
         c.append(confidence)
-    return PairwiseSection(rows=tuple(PairwiseRow(name, compare_verdicts(j, h, c)) for name, (j, h, c) in by_judge.items()))
+    return PairwiseSection(rows=tuple(
+        PairwiseRow(name, compare_verdicts(j, h, c), _confidence_reliability(j, h, c)) for name, (j, h, c) in by_judge.items()
+    ))
 
 
-register_report_section(
-    "judges",
-    lambda batch, arrays, report: judges_report(
-        batch=batch, arrays=arrays, n_boot=report.n_resamples, seed=report.seed
-    ),
-)
-register_report_section("judge_pairwise", lambda batch, arrays, report: pairwise_report(batch=batch, arrays=arrays))
+def _confidence_reliability(judge: list[str], human: list[str], confidence: list[float | None]) -> Reliability | None:
+    stated = [math.nan if c is None else c for c in confidence]
+    if all(c is None for c in confidence):
+        return None
+    return reliability(stated, [j == h for j, h in zip(judge, human)])
+

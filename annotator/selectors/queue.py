@@ -10,35 +10,28 @@ from dataclasses import dataclass
 
 from django.db import connection
 from django.db.models import (
-    BooleanField,
     Count,
     Exists,
     IntegerField,
+    Max,
     OuterRef,
     Q,
     QuerySet,
     Subquery,
 )
-from django.db.models.expressions import RawSQL
 from django.db.models.functions import Coalesce
+from django.utils import timezone
 
-from annotator.models import Annotation, Assignment, Batch, Item
+from annotator.models import AccountScope, Annotation, Assignment, Batch, Item
+from annotator.selectors.rows import columns, instance_from_row
+from annotator.turns import NO_ROLE, is_user, normalise_turns
 
 
 def _open_to(user) -> Q:
     restricted = Batch.annotators.through.objects.filter(batch_id=OuterRef("pk"))
-    return Q(~Exists(restricted)) | Q(Exists(restricted.filter(user_id=user.pk)))
-
-
-def _may_rate(batch_column: str, user) -> RawSQL:
-    """True when the batch names no annotators or names this one (cheap to build: it runs
-    on every rating request)."""
-    through = connection.ops.quote_name(Batch.annotators.through._meta.db_table)
-    sql = (
-        f"(NOT EXISTS (SELECT 1 FROM {through} r WHERE r.batch_id = {batch_column})"
-        f" OR EXISTS (SELECT 1 FROM {through} r WHERE r.batch_id = {batch_column} AND r.user_id = %s))"
-    )
-    return RawSQL(sql, (user.pk,), output_field=BooleanField())
+    scoped = AccountScope.batches.through.objects.filter(accountscope__user_id=user.pk)
+    in_scope = Q(~Exists(AccountScope.objects.filter(user_id=user.pk))) | Q(Exists(scoped.filter(batch_id=OuterRef("pk"))))
+    return (Q(~Exists(restricted)) | Q(Exists(restricted.filter(user_id=user.pk)))) & in_scope
 
 
 def batches_open_to(*, user) -> QuerySet[Batch]:
@@ -46,9 +39,39 @@ def batches_open_to(*, user) -> QuerySet[Batch]:
     return Batch.objects.filter(is_open=True).filter(_open_to(user))
 
 
+def _may_rate_sql(batch_column: str, user) -> tuple[str, list]:
+    """SQL true when the batch names no annotators or names this one, and the account is not
+    limited to other batches (a link-made account: AccountScope), with its parameters."""
+    q = connection.ops.quote_name
+    through = q(Batch.annotators.through._meta.db_table)
+    scope, scope_batches = q(AccountScope._meta.db_table), q(AccountScope.batches.through._meta.db_table)
+    sql = (
+        f"((NOT EXISTS (SELECT 1 FROM {through} r WHERE r.batch_id = {batch_column})"
+        f" OR EXISTS (SELECT 1 FROM {through} r WHERE r.batch_id = {batch_column} AND r.user_id = %s))"
+        f" AND (NOT EXISTS (SELECT 1 FROM {scope} s WHERE s.user_id = %s)"
+        f" OR EXISTS (SELECT 1 FROM {scope_batches} sb JOIN {scope} s ON s.id = sb.accountscope_id"
+        f" WHERE s.user_id = %s AND sb.batch_id = {batch_column})))"
+    )
+    return sql, [user.pk, user.pk, user.pk]
+
+
+def _fetch_one(sql: str, params: list):
+    with connection.cursor() as cursor:
+        cursor.execute(sql, params)
+        return cursor.fetchone()
+
+
+# The two reads below run on every rating request, so they are written by hand: building them
+# with the ORM cost several times what running them does.
 def batch_open_to(*, user, batch_id: int) -> Batch | None:
+    """The open batch with this id, if this annotator may rate it."""
     table = connection.ops.quote_name(Batch._meta.db_table)
-    return Batch.objects.filter(pk=batch_id, is_open=True).filter(_may_rate(f"{table}.id", user)).first()
+    may_rate, params = _may_rate_sql("b.id", user)
+    row = _fetch_one(
+        f"SELECT {columns(Batch, 'b')} FROM {table} b WHERE b.id = %s AND b.is_open AND {may_rate}",
+        [batch_id, *params],
+    )
+    return None if row is None else instance_from_row(Batch, row)
 
 
 def batch_of_own_work(*, user, batch_id: int) -> Batch | None:
@@ -60,9 +83,28 @@ def batch_of_own_work(*, user, batch_id: int) -> Batch | None:
 
 def item_open_to(*, user, item_pk: int) -> Item | None:
     """The item with its batch, if the batch is open to this annotator."""
-    table = connection.ops.quote_name(Item._meta.db_table)
-    items = Item.objects.select_related("batch").filter(pk=item_pk, batch__is_open=True)
-    return items.filter(_may_rate(f"{table}.batch_id", user)).first()
+    qn = connection.ops.quote_name
+    may_rate, params = _may_rate_sql("i.batch_id", user)
+    row = _fetch_one(
+        f"SELECT {columns(Item, 'i')}, {columns(Batch, 'b')} FROM {qn(Item._meta.db_table)} i"
+        f" INNER JOIN {qn(Batch._meta.db_table)} b ON b.id = i.batch_id"
+        f" WHERE i.id = %s AND b.is_open AND {may_rate}",
+        [item_pk, *params],
+    )
+    if row is None:
+        return None
+    n = len(Item._meta.concrete_fields)
+    item = instance_from_row(Item, row[:n])
+    item.batch = instance_from_row(Batch, row[n:])
+    return item
+
+
+def holds_live_lease(*, user, item: Item) -> bool:
+    """Whether ``user`` holds an unexpired lease on ``item``: only then may a page show it to them
+    again (a form sent back with errors, a skip without a reason)."""
+    return Assignment.objects.filter(
+        item=item, annotator=user, state=Assignment.State.LEASED, lease_expires_at__gt=timezone.now()
+    ).exists()
 
 
 @dataclass(frozen=True)
@@ -112,14 +154,38 @@ def queue_for_annotator(*, user) -> list[BatchProgress]:
     ]
 
 
-def annotations_of(*, user, batch: Batch) -> QuerySet[Annotation]:
-    """The annotator's own annotations in a batch, newest first, with their scores."""
-    return (
+def annotations_of(*, user, batch: Batch) -> list[dict]:
+    """The annotator's own annotations in a batch, newest first, ready to list: a neutral
+    number (their n-th, oldest first; never the file's item id), the prompt, scores and flags
+    by their rubric labels, and when they last changed it."""
+    rubric = batch.rubric_obj
+    dimensions = {d.key: d for d in rubric.dimensions}
+    flag_labels = {f.key: f.label for f in rubric.flags}
+    annotations = list(
         Annotation.objects.filter(annotator=user, item__batch=batch)
         .select_related("item")
         .prefetch_related("scores")
+        .annotate(n_changes=Count("revisions"), last_changed=Max("revisions__changed_at"))
         .order_by("-submitted_at", "-pk")
     )
+    rows = []
+    for i, a in enumerate(annotations):
+        scores = {s.dimension: s.value for s in a.scores.all()}
+        rows.append(
+            {
+                "annotation": a,
+                "number": len(annotations) - i,
+                "prompt": a.item.prompt,
+                "scores": [
+                    {"label": d.label, "abbreviation": d.abbreviation or d.label[:1], "value": scores.get(key)}
+                    for key, d in dimensions.items()
+                ],
+                "flags": [flag_labels.get(f, f) for f in a.flags],
+                "n_changes": a.n_changes,
+                "last_changed": a.last_changed,
+            }
+        )
+    return rows
 
 
 def annotation_of(*, user, pk: int) -> QuerySet[Annotation]:
@@ -129,14 +195,9 @@ def annotation_of(*, user, pk: int) -> QuerySet[Annotation]:
 
 
 def conversation_turns(item: Item) -> list[dict[str, str]]:
-    """The item's conversation as (role, content) turns, whatever shape the upload used."""
-    turns = []
-    for turn in item.conversation or []:
-        if isinstance(turn, dict):
-            role = str(turn.get("role") or turn.get("speaker") or turn.get("from") or "")
-            content = turn.get("content", turn.get("text", turn.get("value", "")))
-        else:
-            role, content = "", turn
-        kind = "user" if role.lower() in {"user", "human", "customer"} else "assistant" if role else "other"
-        turns.append({"role": role or "turn", "content": str(content), "kind": kind})
-    return turns
+    """The item's conversation as (role, content) turns, whatever shape the upload used, each with
+    its ``kind`` for the page: ``user``, ``assistant``, or ``other`` when the turn names no role."""
+    return [
+        {**turn, "kind": "user" if is_user(turn) else "other" if turn["role"] == NO_ROLE else "assistant"}
+        for turn in normalise_turns(item.conversation or [])
+    ]

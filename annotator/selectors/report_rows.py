@@ -3,12 +3,16 @@ batch in submission order (streamed), and one item's annotations for adjudicatio
 
 from __future__ import annotations
 
-from collections.abc import Iterator
+from collections.abc import Iterable, Iterator
+from datetime import datetime
 from typing import Any
 
-from django.db.models import Count
+from django.db import connection
+from django.db.models import BooleanField, Count
+from django.db.models.expressions import RawSQL
 
-from annotator.models import Annotation, Batch, Item
+from annotator.models import Annotation, Batch, Item, Score
+from annotator.selectors.queue import conversation_turns
 from hcs.rubric import Rubric
 
 
@@ -19,38 +23,71 @@ def batches_for_reports():
     ).order_by("-created_at", "name")
 
 
-def annotation_rows(*, batch: Batch, with_text: bool = False) -> Iterator[dict[str, Any]]:
+def annotation_rows(
+    *, batch: Batch, with_text: bool = False, after: tuple[datetime, int] | None = None, limit: int | None = None
+) -> Iterator[dict[str, Any]]:
     """Every annotation of the batch with its item, annotator, scores, flags and overall score,
-    in submission order (imported rows keep file order by id). Streams from the database:
-    one joined row per score, grouped back into annotations as they arrive."""
+    in submission order (imported rows keep file order by id).
+
+    Streams from the database in two queries walked side by side, both in submission order: the
+    annotations (one row each, so their dates and flags are converted once, not once per score)
+    and their scores (plain numbers and text, no conversion).
+
+    ``after`` (submitted_at, id) and ``limit`` give one page: the ``limit`` annotations after that one.
+    """
     rubric = batch.rubric_obj
     dims = rubric.dimension_keys
     text = ("item__prompt", "item__response") if with_text else ()
-    qs = (
-        Annotation.objects.filter(item__batch=batch)
-        .order_by("submitted_at", "id")
-        .values_list(
-            "id", "item__item_id", "item__system_id", "annotator__username", "flags", "comment",
-            "submitted_at", "scores__dimension", "scores__value", *text,
-        )
+    annotations = Annotation.objects.filter(item__batch=batch)
+    scores = Score.objects.filter(annotation__item__batch=batch)
+    if after is not None:
+        annotations = annotations.filter(_after(*after))
+        scores = scores.filter(_after(*after))  # on the joined annotation table, which keeps its name
+    if limit is not None:  # the page's ids first: a walk along the submission-order index that stops at ``limit``
+        page = list(annotations.order_by("submitted_at", "id").values_list("pk", flat=True)[:limit])
+        annotations = Annotation.objects.filter(pk__in=page)
+        scores = Score.objects.filter(annotation_id__in=page)
+    annotations = annotations.order_by("submitted_at", "id").values_list(
+        "id", "item__item_id", "item__system_id", "annotator__username", "flags", "comment", "submitted_at",
+        "constraints_met", *text,
     )
-    current: dict[str, Any] | None = None
-    current_pk = None
-    for row in qs.iterator(chunk_size=10_000):
+    score_rows = scores.order_by("annotation__submitted_at", "annotation_id").values_list(
+        "annotation_id", "dimension", "value"
+    ).iterator(chunk_size=10_000)
+    pending = next(score_rows, None)
+    for row in annotations.iterator(chunk_size=5_000):
         pk = row[0]
-        if pk != current_pk:
-            if current is not None:
-                yield _finish(current, rubric)
-            current_pk = pk
-            current = {
-                "item_id": row[1], "system_id": row[2], "annotator": row[3], "flags": list(row[4] or []),
-                "comment": row[5], "submitted_at": row[6], "scores": dict.fromkeys(dims),
-                "prompt": row[9] if with_text else "", "response": row[10] if with_text else "",
-            }
-        if row[7] in current["scores"]:
-            current["scores"][row[7]] = row[8]
-    if current is not None:
-        yield _finish(current, rubric)
+        values = dict.fromkeys(dims)
+        while pending is not None and pending[0] == pk:
+            if pending[1] in values:
+                values[pending[1]] = pending[2]
+            pending = next(score_rows, None)
+        yield _finish(
+            {
+                "annotation_id": pk, "item_id": row[1], "system_id": row[2], "annotator": row[3],
+                "flags": list(row[4] or []), "comment": row[5], "submitted_at": row[6], "scores": values,
+                "constraints_met": list(row[7] or []),
+                "prompt": row[8] if with_text else "", "response": row[9] if with_text else "",
+            },
+            rubric,
+        )
+
+
+def _after(submitted_at: datetime, pk: int) -> RawSQL:
+    """(submitted_at, id) > (the cursor's): a row-value comparison, which PostgreSQL and SQLite answer
+    from the (submitted_at, id) index; the ORM's equivalent OR of two conditions scans every tie."""
+    table = connection.ops.quote_name(Annotation._meta.db_table)
+    when = Annotation._meta.get_field("submitted_at").get_db_prep_value(submitted_at, connection)  # as stored
+    return RawSQL(f"({table}.submitted_at, {table}.id) > (%s, %s)", [when, pk], output_field=BooleanField())
+
+
+def score_rows(annotations: Iterable[dict[str, Any]], dimensions: tuple[str, ...]) -> Iterator[list[Any]]:
+    """The long format: one row per score of ``annotation_rows``, as
+    (item_id, system_id, annotator, dimension, score, overall_hcs, submitted_at)."""
+    for a in annotations:
+        for d in dimensions:
+            if a["scores"][d] is not None:
+                yield [a["item_id"], a["system_id"], a["annotator"], d, a["scores"][d], a["overall_hcs"], a["submitted_at"]]
 
 
 def _finish(row: dict[str, Any], rubric: Rubric) -> dict[str, Any]:
@@ -73,24 +110,36 @@ def item_annotations(*, item: Item) -> list[dict[str, Any]]:
                 "flag_labels": [flag_labels.get(f, f) for f in a.flags or []],
                 "comment": a.comment,
                 "submitted_at": a.submitted_at,
+                "seconds_on_item": a.seconds_on_item,
+                "constraints": constraint_answers(item.constraints, a.constraints_met),
             }
         )
     return rows
+
+
+def constraint_answers(constraints, met) -> list[dict[str, Any]]:
+    """The annotator's met / not-met answer per hard constraint; empty when none were stored
+    (imported annotations, items without constraints)."""
+    met = list(met or [])
+    if not constraints or len(met) != len(constraints):
+        return []
+    return [{"text": str(text), "met": bool(m)} for text, m in zip(constraints, met, strict=True)]
 
 
 def item_report(*, item: Item) -> dict[str, Any]:
     """One item's annotations with its overall HCS mean and spread, as on the batch report."""
     import numpy as np
 
+    from hcs.numbers import finite_or_none
     from hcs.scoring import item_summaries
 
     rows = item_annotations(item=item)
     values = np.array([np.nan if r["overall_hcs"] is None else r["overall_hcs"] for r in rows], dtype=float)
     summary = item_summaries(np.zeros(len(rows), dtype=np.int64), values, n_items=1)
-    mean, sd = float(summary.mean[0]), float(summary.sd[0])
     return {
         "rows": rows,
-        "overall_mean": None if np.isnan(mean) else mean,
-        "overall_sd": None if np.isnan(sd) else sd,
+        "turns": conversation_turns(item),
+        "overall_mean": finite_or_none(summary.mean[0]),
+        "overall_sd": finite_or_none(summary.sd[0]),
         "dimensions": item.batch.rubric_obj.dimensions,
     }

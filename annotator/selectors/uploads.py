@@ -2,8 +2,6 @@
 
 from __future__ import annotations
 
-from django.conf import settings
-
 from annotator.forms.uploads import BATCH
 from annotator.selectors.imports import (
     UploadPreview,
@@ -18,4 +16,4 @@ def pending_upload_preview(*, pending: dict, data: bytes) -> UploadPreview:
     build = batch_upload_preview if pending["mode"] == BATCH else annotation_upload_preview
     rubric = Rubric.from_dict(pending["rubric"]) if pending.get("rubric") else None
     return build(data=data, filename=pending["filename"], name=pending["name"], k=pending["k"],
-                 rubric=rubric, max_bytes=settings.ANNOTATOR_UPLOAD_MAX_BYTES)
+                 rubric=rubric)

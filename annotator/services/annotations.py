@@ -12,8 +12,7 @@ from django.db.models import F
 from django.utils import timezone
 
 from annotator.models import Annotation, AnnotationRevision, Assignment, Item, Score
-from annotator.services import annotations_sql
-from annotator.services.assignment_sql import assignment_mark_submitted
+from annotator.services.assignment_sql import lock_annotator, may_rate
 from hcs.rubric import Rubric
 
 MAX_COMMENT = 5000
@@ -60,32 +59,28 @@ def annotation_submit(
     A repeat (two tabs, a retry after a timeout) returns the stored annotation with
     ``created=False`` and changes nothing. A lease that ran out or was released is honoured
     only while the item still has a free slot, so no item ever exceeds k annotations.
+
+    One path for every case and database: the assignment row is locked first, then the item
+    row (the lock order of every writer; see ``annotator.services.assignment``).
     """
     now = now or timezone.now()
     rubric = item.batch.rubric_obj
     _check(rubric, scores, flags, comment)
-    # The usual case: the live lease becomes a submission (all of it in one statement on
-    # PostgreSQL; on SQLite the lease in one statement and the rest below).
-    if annotations_sql.available():
-        stored = annotations_sql.submit_leased(
-            item=item, annotator=annotator, scores=scores, flags=flags, comment=comment,
-            constraints_met=constraints_met, now=now,
-        )
-        if stored is not None:
-            return SubmitResult(annotation=stored, created=True)
-        leased_at = None
-    else:
-        leased_at = assignment_mark_submitted(item_id=item.pk, annotator_id=annotator.pk, now=now)
-    held_slot = leased_at is not None
+    lock_annotator(annotator_id=annotator.pk)  # before the assignment row: see exclusion's lock order
+    assignment = Assignment.objects.select_for_update().filter(item=item, annotator=annotator).first()
+    if assignment is None:
+        raise SubmissionRefused("This item was not given to you, so nothing was saved.")
+    if assignment.state == Assignment.State.SUBMITTED:
+        existing = Annotation.objects.get(item=item, annotator=annotator)
+        return SubmitResult(annotation=existing, created=False)
+    if assignment.state == Assignment.State.SKIPPED:
+        raise SubmissionRefused("You skipped this item, so this rating was not saved.")
+    held_slot = assignment.state == Assignment.State.LEASED
     if not held_slot:
-        assignment = Assignment.objects.select_for_update().filter(item=item, annotator=annotator).first()
-        if assignment is None:
-            raise SubmissionRefused("This item was not given to you, so nothing was saved.")
-        if assignment.state == Assignment.State.SUBMITTED:
-            existing = Annotation.objects.get(item=item, annotator=annotator)
-            return SubmitResult(annotation=existing, created=False)
-        if assignment.state == Assignment.State.SKIPPED:
-            raise SubmissionRefused("You skipped this item, so this rating was not saved.")
+        # A live lease always belongs to someone who may rate (an exclusion releases the leases
+        # it finds, and no lease is given after it); a lapsed or released one is checked here.
+        if not may_rate(batch_id=item.batch_id, annotator_id=annotator.pk):
+            raise SubmissionRefused("You are no longer rating in this batch, so this rating was not saved.")
         # The lease ran out or an admin released it: honoured only while a slot is free.
         locked = Item.objects.select_for_update().only("n_annotations", "n_leased").get(pk=item.pk)
         if locked.n_annotations + locked.n_leased >= item.batch.k:
@@ -93,8 +88,7 @@ def annotation_submit(
                 "Your time on this item ran out and it has been given to other annotators, "
                 "so this rating was not saved."
             )
-        Assignment.objects.filter(pk=assignment.pk).update(state=Assignment.State.SUBMITTED, finished_at=now)
-        leased_at = assignment.leased_at
+    Assignment.objects.filter(pk=assignment.pk).update(state=Assignment.State.SUBMITTED, finished_at=now)
     annotation = Annotation.objects.create(
         item=item,
         annotator=annotator,
@@ -102,7 +96,7 @@ def annotation_submit(
         comment=comment,
         constraints_met=[bool(m) for m in constraints_met],
         source=Annotation.Source.WEB,
-        started_at=leased_at,
+        started_at=assignment.leased_at,
         submitted_at=now,
     )
     Score.objects.bulk_create(_scores(annotation, item.pk, scores))

@@ -27,6 +27,7 @@ from django.utils import timezone
 
 from annotator.models import Assignment, Batch, Item
 from annotator.services import assignment_sql as sql
+from annotator.services.integrity import violated_constraint
 
 LEASED = Assignment.State.LEASED
 SWEEP_EVERY = timedelta(seconds=20)
@@ -90,6 +91,8 @@ def _sweep_due(now: datetime) -> bool:
 
 @transaction.atomic
 def _lease_once(*, batch: Batch, annotator, now: datetime) -> Assignment | None:
+    if not sql.may_rate(batch_id=batch.pk, annotator_id=annotator.pk):
+        return None  # excluded, blocked or screened out of this batch
     current = sql.live_lease(batch=batch, annotator_id=annotator.pk, now=now)
     if current is not None:
         return current
@@ -124,7 +127,9 @@ def item_next_for_annotator(*, batch: Batch, annotator, now: datetime | None = N
     for _attempt in range(3):
         try:
             return _lease_once(batch=batch, annotator=annotator, now=now)
-        except IntegrityError:
+        except IntegrityError as exc:
+            if violated_constraint(exc) != "assignment_once_per_item_annotator":
+                raise
             # The same annotator leased the same item from another tab a moment ago; retry
             # and resume that lease instead.
             continue

@@ -1,20 +1,26 @@
-"""The two hot statements of assignment, in portable SQL (PostgreSQL and SQLite).
+"""The lease statement, in SQL written by hand: the one place assignment needs what the ORM cannot say.
 
-Written by hand because they run on every round trip and the ORM spends more time
-building them than the database spends running them. Everything else stays in the ORM.
+``lease_best_item`` takes the best free item with ``FOR UPDATE SKIP LOCKED`` inside an
+``UPDATE … RETURNING`` (on PostgreSQL with the lease row inserted by the same statement). Which
+items are candidates is an ORM query (:func:`candidates`), embedded here as SQL; the live-lease
+lookup and the "anything left?" check are ORM queries too.
 """
 
 from __future__ import annotations
 
 from datetime import datetime
 
+from django.contrib.auth import get_user_model
 from django.db import connection
+from django.db.models import Exists, F, OuterRef, Q, QuerySet
 
-from annotator.models import Assignment, Item
+from annotator.models import AnnotatorStanding, Assignment, Item
+from annotator.selectors.rows import python_values
 
 WINDOW = 64  # free items the random tie-break draws from
+NEXT_ORDER = ("-n_annotations", "-n_leased", "position")  # closest to completion first (index item_next_order)
 
-_ITEM_FIELDS = [f for f in Item._meta.concrete_fields]
+_ITEM_FIELDS = list(Item._meta.concrete_fields)
 _ITEM_COLUMNS = ", ".join(f.column for f in _ITEM_FIELDS)
 
 
@@ -23,57 +29,37 @@ def _tables() -> tuple[str, str]:
     return qn(Item._meta.db_table), qn(Assignment._meta.db_table)
 
 
-def _candidate_filter(*, batch, annotator_id: int) -> tuple[str, list]:
-    """WHERE clause (on alias ``c``) of the items with a free slot this annotator may get."""
-    item, assignment = _tables()
-    sql = (
-        "c.batch_id = %s AND c.n_annotations < %s AND c.n_annotations + c.n_leased < %s"
-        f" AND NOT EXISTS (SELECT 1 FROM {assignment} a WHERE a.item_id = c.id AND a.annotator_id = %s)"
+def candidates(*, batch, annotator_id: int) -> QuerySet[Item]:
+    """The items of ``batch`` with a free slot (submitted + leased < k) that this annotator may get:
+    never given to them before and, with one system per prompt, sharing no prompt with one that was."""
+    items = (
+        Item.objects.filter(batch=batch, n_annotations__lt=batch.k)
+        .filter(n_annotations__lt=batch.k - F("n_leased"))
+        .exclude(Exists(Assignment.objects.filter(item_id=OuterRef("pk"), annotator_id=annotator_id)))
     )
-    params = [batch.pk, batch.k, batch.k, annotator_id]
     if batch.one_system_per_prompt:
-        sql += (
-            f" AND (c.prompt_id = '' OR NOT EXISTS (SELECT 1 FROM {assignment} a2"
-            f" INNER JOIN {item} i2 ON i2.id = a2.item_id"
-            " WHERE a2.annotator_id = %s AND i2.batch_id = %s AND i2.prompt_id = c.prompt_id))"
+        same_prompt = Assignment.objects.filter(
+            annotator_id=annotator_id, item__batch=batch, item__prompt_id=OuterRef("prompt_id")
         )
-        params += [annotator_id, batch.pk]
-    return sql, params
-
-
-_ASSIGNMENT_FIELDS = [f for f in Assignment._meta.concrete_fields]
+        items = items.filter(Q(prompt_id="") | ~Exists(same_prompt))
+    return items
 
 
 def live_lease(*, batch, annotator_id: int, now: datetime) -> Assignment | None:
     """The annotator's oldest unexpired lease in the batch, with its item loaded."""
-    item, assignment = _tables()
-    a_cols = ", ".join(f"a.{f.column}" for f in _ASSIGNMENT_FIELDS)
-    i_cols = ", ".join(f"i.{f.column}" for f in _ITEM_FIELDS)
-    with connection.cursor() as cursor:
-        cursor.execute(
-            f"SELECT {a_cols}, {i_cols} FROM {assignment} a INNER JOIN {item} i ON i.id = a.item_id"
-            " WHERE a.annotator_id = %s AND a.state = %s AND a.lease_expires_at > %s AND i.batch_id = %s"
-            " ORDER BY a.leased_at, a.id LIMIT 1",
-            [annotator_id, Assignment.State.LEASED, _when(now), batch.pk],
-        )
-        row = cursor.fetchone()
-    if row is None:
-        return None
-    n = len(_ASSIGNMENT_FIELDS)
-    lease = Assignment.from_db(
-        connection.alias, [f.attname for f in _ASSIGNMENT_FIELDS], _convert(Assignment, _ASSIGNMENT_FIELDS, row[:n])
+    lease = (
+        Assignment.objects.select_related("item")
+        .filter(annotator_id=annotator_id, state=Assignment.State.LEASED, lease_expires_at__gt=now, item__batch=batch)
+        .order_by("leased_at", "id")
+        .first()
     )
-    lease.item = Item.from_db(connection.alias, [f.attname for f in _ITEM_FIELDS], _convert(Item, _ITEM_FIELDS, row[n:]))
-    lease.item.batch = batch
+    if lease is not None:
+        lease.item.batch = batch
     return lease
 
 
 def any_candidate(*, batch, annotator_id: int) -> bool:
-    item, _ = _tables()
-    where, params = _candidate_filter(batch=batch, annotator_id=annotator_id)
-    with connection.cursor() as cursor:
-        cursor.execute(f"SELECT 1 FROM {item} c WHERE {where} LIMIT 1", params)
-        return cursor.fetchone() is not None
+    return candidates(batch=batch, annotator_id=annotator_id).exists()
 
 
 def lease_best_item(*, batch, annotator, now: datetime, expires: datetime) -> Assignment | None:
@@ -89,14 +75,13 @@ def lease_best_item(*, batch, annotator, now: datetime, expires: datetime) -> As
     row together, which only re-offers those items).
     """
     item_t, assignment_t = _tables()
-    where, params = _candidate_filter(batch=batch, annotator_id=annotator.pk)
+    window = candidates(batch=batch, annotator_id=annotator.pk).order_by(*NEXT_ORDER).values("id")[:WINDOW]
+    window_sql, params = window.query.sql_with_params()
     postgres = connection.vendor == "postgresql"
     lock = " FOR UPDATE SKIP LOCKED" if connection.features.has_select_for_update_skip_locked else ""
     take = (
         f"UPDATE {item_t} SET n_leased = n_leased + 1 WHERE id = ("
-        f"SELECT p.id FROM {item_t} p WHERE p.id IN ("
-        f"SELECT c.id FROM {item_t} c WHERE {where}"
-        f" ORDER BY c.n_annotations DESC, c.n_leased DESC, c.position LIMIT {int(WINDOW)})"
+        f"SELECT p.id FROM {item_t} p WHERE p.id IN ({window_sql})"
         " AND p.n_annotations + p.n_leased < %s"
         f" ORDER BY p.n_annotations DESC, p.n_leased DESC, RANDOM() LIMIT 1{lock})"
         f" RETURNING {_ITEM_COLUMNS}"
@@ -135,19 +120,42 @@ def lease_best_item(*, batch, annotator, now: datetime, expires: datetime) -> As
     return lease
 
 
-def assignment_mark_submitted(*, item_id: int, annotator_id: int, now: datetime) -> datetime | None:
-    """Turn a live lease into a submission; returns its ``leased_at``, or None if not leased."""
-    _, assignment = _tables()
+def lock_annotator(*, annotator_id: int) -> None:
+    """On PostgreSQL, key-share lock the user's row for the rest of the transaction.
+
+    An exclusion locks that row for update first (``annotator.services.exclusion``). Leases and
+    submissions take this lock before any other, so they queue behind an exclusion instead of
+    deadlocking with it (the foreign-key check of a new row would otherwise take the same lock
+    at commit, after the assignment row).
+    """
+    if connection.vendor == "postgresql":
+        qn = connection.ops.quote_name
+        with connection.cursor() as cursor:
+            cursor.execute(
+                f"SELECT 1 FROM {qn(get_user_model()._meta.db_table)} WHERE id = %s FOR KEY SHARE", [annotator_id]
+            )
+
+
+def may_rate(*, batch_id: int, annotator_id: int) -> bool:
+    """False when the annotator is excluded, blocked or screened out of the batch.
+
+    Takes :func:`lock_annotator` first, then reads the standing in a second statement: after
+    waiting for an exclusion's lock, only a new statement sees the standing it committed (READ
+    COMMITTED takes a snapshot per statement).
+    """
+    lock_annotator(annotator_id=annotator_id)
+    qn = connection.ops.quote_name
     with connection.cursor() as cursor:
         cursor.execute(
-            f"UPDATE {assignment} SET state = %s, finished_at = %s"
-            " WHERE item_id = %s AND annotator_id = %s AND state = %s RETURNING leased_at",
-            [Assignment.State.SUBMITTED, _when(now), item_id, annotator_id, Assignment.State.LEASED],
+            f"SELECT excluded, blocked_at, screened_out_at, training FROM {qn(AnnotatorStanding._meta.db_table)}"
+            " WHERE batch_id = %s AND annotator_id = %s",
+            [batch_id, annotator_id],
         )
         row = cursor.fetchone()
     if row is None:
-        return None
-    return _convert(Assignment, [Assignment._meta.get_field("leased_at")], row)[0]
+        return True
+    excluded, blocked_at, screened_out_at, training = row
+    return not (excluded or blocked_at or screened_out_at or training == AnnotatorStanding.Training.FAILED)
 
 
 def _when(moment: datetime):
@@ -155,12 +163,4 @@ def _when(moment: datetime):
     return connection.ops.adapt_datetimefield_value(moment)
 
 
-def _convert(model, fields, row) -> list:
-    """Database values to Python ones, as the ORM converts them (dates on SQLite, JSON)."""
-    values = []
-    for field, value in zip(fields, row, strict=True):
-        col = field.get_col(model._meta.db_table)
-        for converter in connection.ops.get_db_converters(col) + col.get_db_converters(connection):
-            value = converter(value, col, connection)
-        values.append(value)
-    return values
+_convert = python_values  # database values to Python ones, as the ORM converts them

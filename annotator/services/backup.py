@@ -18,6 +18,8 @@ from django.core.management.color import no_style
 from django.core.serializers.json import DjangoJSONEncoder
 from django.db import connection, transaction
 
+from annotator.services.bulk import analyze_after_commit
+
 MANIFEST = "manifest.json"
 FORMAT_VERSION = 1
 
@@ -96,6 +98,7 @@ def installation_import(*, in_dir: Path) -> dict[str, int]:
             raise RestoreError(f"{path.name} holds {n} rows, the manifest says {manifest['counts'][label]}")
         counts[label] = n
     _reset_sequences(models)
+    analyze_after_commit(*models)  # a restored database starts with no planner statistics
     return counts
 
 

@@ -5,25 +5,18 @@ from __future__ import annotations
 from django.db import IntegrityError, transaction
 
 from annotator.imports.batch_file import ParsedBatch, parse_batch_file
-from annotator.imports.checks import k_errors, name_errors
 from annotator.imports.errors import ImportRefused, RowError
-from annotator.models import Batch
-from annotator.services.bulk import items_insert
+from annotator.models import Batch, Item
+from annotator.selectors.imports import batch_file_errors, batch_settings_errors
+from annotator.services.bulk import analyze_after_commit, items_insert, next_position
+from annotator.services.gold import gold_items_create
 from hcs.rubric import Rubric
-
-
-def batch_settings_errors(*, name: str, k: int | None) -> list[RowError]:
-    """Why ``name`` and ``k`` cannot make a new batch (empty when they can). Reads the database."""
-    errors = name_errors(name)
-    if not errors and Batch.objects.filter(name=name.strip()).exists():
-        errors.append(RowError(None, None, f"A batch named \u201c{name.strip()}\u201d already exists; choose another name."))
-    return errors + k_errors(k)
 
 
 @transaction.atomic
 def batch_create(*, name: str, k: int, rubric: Rubric, created_by=None) -> Batch:
     """A new empty batch. Raises ``ImportRefused`` for a taken name or k < 3."""
-    errors = batch_settings_errors(name=name, k=k)
+    errors = batch_settings_errors(name=name, k=k, rubric=rubric)
     if errors:
         raise ImportRefused(errors)
     try:
@@ -39,14 +32,50 @@ def batch_create(*, name: str, k: int, rubric: Rubric, created_by=None) -> Batch
 @transaction.atomic
 def batch_import(*, name: str, k: int, rubric: Rubric, parsed: ParsedBatch, created_by=None) -> Batch:
     """Create the batch and every item of ``parsed`` in one transaction; nothing if anything is wrong."""
-    errors = batch_settings_errors(name=name, k=k) + list(parsed.errors)
-    if not errors and parsed.row_count == 0:
-        errors.append(RowError(None, None, "The file has no items."))
+    errors = batch_file_errors(name=name, k=k, rubric=rubric, parsed=parsed)
+    if errors:
+        raise ImportRefused(errors)
+    if not errors and parsed.rows.empty:
+        errors.append(RowError(None, None, "The file has only gold items; it needs items to rate too."))
     if errors:
         raise ImportRefused(errors)
     batch = batch_create(name=name, k=k, rubric=rubric, created_by=created_by)
     items_insert(batch_id=batch.pk, frame=parsed.rows)
+    if parsed.gold:
+        gold_items_create(batch=batch, gold=parsed.gold, frame=parsed.gold_frame)
+    analyze_after_commit(Item)
     return batch
+
+
+class BatchClosed(ImportRefused):
+    """The batch is closed: it takes no new items."""
+
+    def __init__(self, batch: Batch):
+        super().__init__([f"The batch \u201c{batch.name}\u201d is closed; it takes no new items."])
+
+
+@transaction.atomic
+def batch_items_add(*, batch: Batch, parsed: ParsedBatch) -> int:
+    """Add every item of ``parsed`` to an open batch, after its last item; nothing if anything is wrong.
+
+    Item ids already in the batch are row errors, like duplicates within the file.
+    """
+    batch = Batch.objects.select_for_update().get(pk=batch.pk)  # one writer at a time: positions follow on
+    if not batch.is_open:
+        raise BatchClosed(batch)
+    errors = list(parsed.errors)
+    if not errors and parsed.row_count == 0:
+        errors.append(RowError(None, None, "The file has no items."))
+    if not errors:
+        ids = parsed.rows["item_id"].tolist()
+        taken = set(Item.objects.filter(batch=batch).values_list("item_id", flat=True))  # no huge IN list
+        errors.extend(RowError(row, "item_id", f"`{item_id}` is already in the batch", parsed.unit)
+                      for item_id, row in zip(ids, parsed.row_numbers) if item_id in taken)
+    if errors:
+        raise ImportRefused(errors)
+    added = items_insert(batch_id=batch.pk, frame=parsed.rows, start_position=next_position(batch_id=batch.pk))
+    analyze_after_commit(Item)
+    return added
 
 
 def batch_import_file(
@@ -57,11 +86,10 @@ def batch_import_file(
     k: int,
     rubric: Rubric,
     created_by=None,
-    max_bytes: int | None = None,
 ) -> Batch:
     """Parse and import a batch file: the path the upload page, the command and the benchmark share.
 
     Raises ``FileRefused`` for an unreadable file and ``ImportRefused`` for bad rows or settings.
     """
-    parsed = parse_batch_file(data, filename=filename, max_bytes=max_bytes)
+    parsed = parse_batch_file(data, filename=filename, rubric=rubric)
     return batch_import(name=name, k=k, rubric=rubric, parsed=parsed, created_by=created_by)

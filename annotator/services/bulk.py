@@ -1,40 +1,107 @@
-"""Fast inserts of many items: PostgreSQL COPY, one executemany on SQLite, bulk_create elsewhere.
+"""Fast inserts of many rows: PostgreSQL COPY, one executemany on SQLite, bulk_create elsewhere.
 
-Rows arrive already validated (``annotator.imports``); these functions only move them.
+Rows arrive already validated (``annotator.imports``); these functions only move them, and
+then refresh the planner's statistics of the tables they filled (``analyze``).
 """
 
 from __future__ import annotations
 
 import json
-from collections.abc import Iterable, Sequence
+from collections.abc import Iterable, Mapping, Sequence
+from typing import Any
 
 import pandas as pd
-from django.db import connection
+from django.db import connection, models, transaction
+from django.db.models import Max
+from django.utils import timezone
 
 from annotator.imports.batch_file import OUTPUT_COLUMNS
 from annotator.models import Item
 
-_JSON_FIELDS = ("constraints", "conversation", "metadata")
+
+def _db_value(field: models.Field, value: Any) -> Any:
+    """One Python value as the database takes it (JSON as text, dates as SQLite stores them)."""
+    if isinstance(field, models.JSONField):
+        return json.dumps(value, ensure_ascii=False)
+    return field.get_db_prep_save(value, connection)
 
 
-def _other_fields() -> list:
-    """Item's other concrete fields (counters and anything added later), written as their defaults."""
-    given = {"id", "batch", *OUTPUT_COLUMNS}
-    return [f for f in Item._meta.concrete_fields if f.name not in given]
+def rows_insert(
+    *, model: type[models.Model], fields: Sequence[str], rows: Iterable[Sequence], constants: Mapping[str, Any] = {}
+) -> None:
+    """Insert ``rows`` into ``model``'s table. Call inside a transaction.
+
+    ``rows`` hold database-ready values for ``fields`` (numbers, text, JSON as text); ``constants``
+    gives one Python value for every row of another field; every other field but the id gets its
+    default. Values are converted once per column, not once per row.
+    """
+    opts = model._meta
+    given = [opts.get_field(name) for name in fields]
+    fixed = [(opts.get_field(name), value) for name, value in constants.items()]
+    named = {f.name for f in given} | {f.name for f, _ in fixed}
+    now = timezone.now()
+    defaults = [
+        (f, now if getattr(f, "auto_now", False) or getattr(f, "auto_now_add", False) else f.get_default())
+        for f in opts.concrete_fields
+        if f.name not in named and not f.primary_key
+    ]
+    tail = tuple(_db_value(f, v) for f, v in [*fixed, *defaults])
+    columns = [f.column for f in given] + [f.column for f, _ in [*fixed, *defaults]]
+    table = connection.ops.quote_name(opts.db_table)
+    quoted = ", ".join(connection.ops.quote_name(c) for c in columns)
+    if connection.vendor == "postgresql":
+        # wrap_database_errors: a constraint broken by the COPY raises Django's IntegrityError, as
+        # any other write does, so callers can catch the one constraint they mean.
+        with connection.wrap_database_errors, connection.cursor() as cursor, \
+                cursor.cursor.copy(f"COPY {table} ({quoted}) FROM STDIN") as copy:
+            for row in rows:
+                copy.write_row((*row, *tail))
+    elif connection.vendor == "sqlite":
+        placeholders = ", ".join(["%s"] * len(columns))
+        with connection.cursor() as cursor:
+            cursor.executemany(f"INSERT INTO {table} ({quoted}) VALUES ({placeholders})", [(*r, *tail) for r in rows])
+    else:  # other databases: the ORM's bulk insert
+        attnames = [f.attname for f in given]
+        objects = []
+        for row in rows:
+            values = dict(zip(attnames, row, strict=True))
+            for f in given:
+                if isinstance(f, models.JSONField):
+                    values[f.attname] = json.loads(values[f.attname])
+            objects.append(model(**values, **{f.attname: v for f, v in fixed}))
+        model.objects.bulk_create(objects, batch_size=2000)
 
 
-def _columns() -> list[str]:
-    names = [Item._meta.get_field(name).column for name in ("batch", *OUTPUT_COLUMNS)]
-    return names + [f.column for f in _other_fields()]
+def analyze_after_commit(*models_: type[models.Model]) -> None:
+    """Refresh the planner statistics of the tables a bulk write filled, once it commits.
+
+    Without them PostgreSQL plans for the tables as they were before the upload until autovacuum
+    (which may be off or late) gets there; on a fresh database the next-item query then scanned
+    a whole batch. Run after the commit, so the brief lock ANALYZE takes never makes another
+    upload wait for this one. (SQLite has no statistics unless asked, and its plans use the indexes.)
+    """
+    if connection.vendor != "postgresql":
+        return
+    tables = ", ".join(connection.ops.quote_name(m._meta.db_table) for m in models_)
+
+    def run() -> None:
+        with connection.cursor() as cursor:
+            cursor.execute(f"ANALYZE {tables}")
+
+    transaction.on_commit(run)
 
 
-def _rows(batch_id: int, frame: pd.DataFrame, start_position: int) -> Iterable[Sequence]:
+def _item_rows(batch_id: int, frame: pd.DataFrame, start_position: int) -> Iterable[Sequence]:
     values = [frame[name].tolist() for name in OUTPUT_COLUMNS]
     position_index = OUTPUT_COLUMNS.index("position")
     values[position_index] = range(start_position, start_position + len(frame))
-    n = len(frame)
-    defaults = [[f.get_db_prep_save(f.get_default(), connection)] * n for f in _other_fields()]
-    return zip([batch_id] * n, *values, *defaults)
+    return zip([batch_id] * len(frame), *values)
+
+
+def next_position(*, batch_id: int) -> int:
+    """The position after the batch's last item (new items go after the ones it has)."""
+    last = Item.objects.filter(batch_id=batch_id).aggregate(m=Max("position"))["m"]
+    return 0 if last is None else last + 1
 
 
 def items_insert(*, batch_id: int, frame: pd.DataFrame, start_position: int = 0) -> int:
@@ -44,26 +111,5 @@ def items_insert(*, batch_id: int, frame: pd.DataFrame, start_position: int = 0)
     """
     if frame.empty:
         return 0
-    table = connection.ops.quote_name(Item._meta.db_table)
-    columns = _columns()
-    quoted = ", ".join(connection.ops.quote_name(c) for c in columns)
-    rows = _rows(batch_id, frame, start_position)
-    if connection.vendor == "postgresql":
-        with connection.cursor() as cursor:
-            with cursor.cursor.copy(f"COPY {table} ({quoted}) FROM STDIN") as copy:
-                for row in rows:
-                    copy.write_row(row)
-    elif connection.vendor == "sqlite":
-        placeholders = ", ".join(["%s"] * len(columns))
-        with connection.cursor() as cursor:
-            cursor.executemany(f"INSERT INTO {table} ({quoted}) VALUES ({placeholders})", list(rows))
-    else:  # other databases: the ORM's bulk insert
-        names = ("batch_id", *OUTPUT_COLUMNS)
-        objects = []
-        for row in rows:
-            fields = dict(zip(names, row[: len(names)]))
-            for key in _JSON_FIELDS:
-                fields[key] = json.loads(fields[key])
-            objects.append(Item(**fields))
-        Item.objects.bulk_create(objects, batch_size=2000)
+    rows_insert(model=Item, fields=("batch", *OUTPUT_COLUMNS), rows=_item_rows(batch_id, frame, start_position))
     return len(frame)

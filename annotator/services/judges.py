@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from collections.abc import Iterable
+from collections.abc import Iterable, Mapping
 
 from django.db import transaction
 from django.utils import timezone
@@ -14,11 +14,12 @@ from annotator.models import (
     Batch,
     Item,
     Judge,
+    JudgeCriterionScore,
     JudgeFailure,
     JudgeScore,
     PairwiseVerdict,
 )
-from hcs.judge_output import JudgeScale
+from hcs.judge_output import JudgeScale, OutputSpec
 
 NAME_MAX_LENGTH = Judge._meta.get_field("name").max_length
 
@@ -45,8 +46,8 @@ def judge_get_or_create(*, name: str, model: str = "", template: str = "", templ
         current = getattr(judge, field)
         if value and current and value != current:
             raise ImportRefused(
-                [f"Judge \u201c{judge.name}\u201d already has {field} \u201c{current}\u201d, not \u201c{value}\u201d; "
-                 "use another judge name for another configuration."]
+                [(f"Judge \u201c{judge.name}\u201d already has {field} \u201c{current}\u201d, not \u201c{value}\u201d; "
+                  "use another judge name for another configuration.")]
             )
         if value and not current:
             setattr(judge, field, value)
@@ -72,7 +73,8 @@ def judge_scores_import(
     model: str = "",
     template: str = "",
     template_version: str = "",
-    max_bytes: int | None = None,
+    output: OutputSpec | None = None,
+    criteria: Mapping[str, str] | None = None,
 ) -> int:
     """Import a judge score file into ``batch``; replaces the judge's earlier scores of the same item × dimension.
 
@@ -87,7 +89,8 @@ def judge_scores_import(
         dimensions=batch.rubric_obj.dimension_keys,
         scale=scale,
         rubric_scale=_rubric_scale(batch),
-        max_bytes=max_bytes,
+        output=output,
+        criteria=criteria,
     )
     if name_errors or parsed.errors:
         raise ImportRefused(name_errors + parsed.errors)
@@ -108,9 +111,26 @@ def judge_scores_import(
             imported_at=now,
         )
         for row in parsed.rows
+        if row.dimension
     ]
     judge_scores_save(judge=judge, scores=objects)
-    return len(objects)
+    _criteria_save(judge, [r for r in parsed.rows if r.criterion], items, scale, now)
+    return len(parsed.rows)
+
+
+def _criteria_save(judge: Judge, rows, items: dict[str, int], scale: JudgeScale, now) -> None:
+    """The judge's own criteria, under their own names, replacing the judge's earlier ones."""
+    for criterion in {r.criterion for r in rows}:
+        item_ids = [items[r.item_id] for r in rows if r.criterion == criterion]
+        JudgeCriterionScore.objects.filter(judge=judge, criterion=criterion, enhanced=None, item_id__in=item_ids).delete()
+    JudgeCriterionScore.objects.bulk_create(
+        JudgeCriterionScore(
+            judge=judge, item_id=items[r.item_id], criterion=r.criterion, rubric_dimension=r.dimension,
+            raw_value=r.raw_value, scale_min=scale.min, scale_max=scale.max, higher_is_better=scale.higher_is_better,
+            reason=r.reason, created_at=now,
+        )
+        for r in rows
+    )
 
 
 def judge_scores_save(*, judge: Judge, scores: list[JudgeScore]) -> None:
@@ -155,7 +175,6 @@ def pairwise_verdicts_import(
     baseline_system: str | None = None,
     model: str = "",
     template: str = "",
-    max_bytes: int | None = None,
 ) -> int:
     """Import pairwise verdicts; replaces the judge's earlier verdicts on the same pairs. All or nothing."""
     name_errors = _judge_errors(judge_name)
@@ -165,7 +184,6 @@ def pairwise_verdicts_import(
         filename=filename,
         item_ids=items.keys(),
         prompt_pairs=prompt_pairs(batch=batch, baseline_system=baseline_system),
-        max_bytes=max_bytes,
     )
     if name_errors or parsed.errors:
         raise ImportRefused(name_errors + parsed.errors)

@@ -22,7 +22,6 @@ def batch_import_traces(
     k: int,
     rubric: Rubric,
     created_by=None,
-    max_bytes: int | None = None,
 ) -> Batch:
     """A new batch with one item per trace (or per thread). All or nothing.
 
@@ -33,5 +32,5 @@ def batch_import_traces(
         paths = parse_mapping(mapping)
     except PathError as exc:
         raise ImportRefused([str(exc)]) from None
-    parsed = parse_trace_file(data, mapping=paths, max_bytes=max_bytes)
+    parsed = parse_trace_file(data, mapping=paths)
     return batch_import(name=name, k=k, rubric=rubric, parsed=parsed, created_by=created_by)

@@ -2,12 +2,14 @@
 
 from __future__ import annotations
 
-from django.conf import settings
-
 from annotator.forms.uploads import BATCH
+from annotator.imports.batch_file import parse_batch_file
+from annotator.models import Batch
 from annotator.services.annotation_imports import annotations_import_file
-from annotator.services.batches import batch_import_file
+from annotator.services.batches import batch_import_file, batch_items_add
 from hcs.rubric import Rubric
+
+ITEMS = "items"
 
 
 def pending_upload_save(*, pending: dict, data: bytes, user) -> str:
@@ -15,9 +17,12 @@ def pending_upload_save(*, pending: dict, data: bytes, user) -> str:
 
     Raises ``FileRefused`` or ``ImportRefused`` (nothing saved) when it does not pass.
     """
+    if pending["mode"] == ITEMS:  # items added to an existing batch (the API)
+        batch = Batch.objects.get(pk=pending["batch_id"])
+        count = batch_items_add(batch=batch, parsed=parse_batch_file(data, filename=pending["filename"]))
+        return f"Added {count} items to \u201c{batch.name}\u201d."
     rubric = Rubric.from_dict(pending["rubric"]) if pending.get("rubric") else None
-    common = dict(data=data, filename=pending["filename"], k=pending["k"], created_by=user,
-                  max_bytes=settings.ANNOTATOR_UPLOAD_MAX_BYTES)
+    common = {"data": data, "filename": pending["filename"], "k": pending["k"], "created_by": user}
     if pending["mode"] == BATCH:
         batch = batch_import_file(name=pending["name"], rubric=rubric or Rubric.default(), **common)
         return f"Batch \u201c{batch.name}\u201d created with {batch.items.count()} items."

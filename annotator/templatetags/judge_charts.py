@@ -1,20 +1,53 @@
-"""``{% judge_scatter row %}`` and ``{% judge_confusion row %}``: calibration figures as <img> data URIs."""
+"""``{% judge_scatter row %}`` and ``{% judge_confusion row %}``: calibration figures as <img> data URIs.
 
+Drawing is most of the judge section's time, so each figure is kept by its data: the same
+numbers (a report viewed again, or by a colleague) give the same figure without redrawing.
+"""
+
+from functools import lru_cache
+
+import numpy as np
 from django import template
 from django.utils.html import format_html
 
-from annotator.charts.judges import confusion_svg, data_uri, scatter_svg
+from annotator.plots import confusion_svg, data_uri, reliability_svg, scatter_svg
 
 register = template.Library()
+
+
+def _key(values) -> tuple:
+    return tuple(map(tuple, np.asarray(values, dtype=float).reshape(len(values), -1).tolist())) if len(values) else ()
+
+
+@lru_cache(maxsize=512)
+def _scatter_uri(pairs: tuple) -> str:
+    return data_uri(scatter_svg(pairs))
+
+
+@lru_cache(maxsize=512)
+def _confusion_uri(matrix: tuple) -> str:
+    return data_uri(confusion_svg(np.asarray(matrix, dtype=int)))
 
 
 @register.simple_tag
 def judge_scatter(row):
     alt = f"Scatter of judge scores against the human mean, {row.calibration.n} items"
-    return format_html('<img class="chart" src="{}" alt="{}">', data_uri(scatter_svg(row.calibration.pairs)), alt)
+    return format_html('<img class="chart" src="{}" alt="{}">', _scatter_uri(_key(row.calibration.pairs)), alt)
 
 
 @register.simple_tag
 def judge_confusion(row):
     alt = "Confusion matrix: rounded human median (rows) against rounded judge score (columns)"
-    return format_html('<img class="chart" src="{}" alt="{}">', data_uri(confusion_svg(row.calibration.confusion)), alt)
+    return format_html('<img class="chart" src="{}" alt="{}">', _confusion_uri(_key(row.calibration.confusion)), alt)
+
+
+@register.filter
+def judge_rows(section, name):
+    """The rows of one judge in a JudgesSection: ``{{ section|judge_rows:judge.name }}``."""
+    return section.for_judge(name)
+
+
+@register.simple_tag
+def judge_reliability(reliability):
+    alt = f"Reliability diagram of the judge's stated confidence, {reliability.n} verdicts"
+    return format_html('<img class="chart" src="{}" alt="{}">', data_uri(reliability_svg(reliability.bins)), alt)

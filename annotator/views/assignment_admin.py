@@ -7,6 +7,7 @@ from django.views.decorators.http import require_GET, require_POST
 from annotator.models import Batch
 from annotator.roles import admin_required
 from annotator.selectors import assignment_admin as sel
+from annotator.selectors.study import worker_progress
 from annotator.services.assignment import AssignmentError, assignment_release
 
 
@@ -28,6 +29,7 @@ def batch_assignment(request, batch_id):
         "annotators": sel.annotator_counts(batch=batch),
         "capacity": sel.capacity(batch=batch),
         "skips": sel.recent_skips(batch=batch),
+        "workers": worker_progress(batch=batch),
     }
     return render(request, "annotator/assignment_admin.html", context)
 

@@ -6,17 +6,17 @@ from django.contrib import messages
 from django.contrib.auth.decorators import login_required
 from django.db import DatabaseError, connection
 from django.http import Http404, HttpResponse, JsonResponse
-from django.shortcuts import get_object_or_404, redirect, render
+from django.shortcuts import redirect, render
 from django.views.decorators.cache import never_cache
 from django.views.decorators.http import require_GET, require_POST
 
 from annotator.models import Job
-from annotator.services.jobs import job_retry
+from annotator.selectors.jobs import job_of
+from annotator.services.jobs import job_cancel, job_retry
 
 
 def _own_job(request, job_id, *, with_output: bool = False) -> Job:
-    jobs = Job.objects.defer("payload") if with_output else Job.objects.defer("payload", "output")
-    return get_object_or_404(jobs, pk=job_id, created_by=request.user)
+    return job_of(user=request.user, job_id=job_id, with_output=with_output)
 
 
 @require_GET
@@ -43,10 +43,22 @@ def job_download(request, job_id):
 @login_required
 def job_try_again(request, job_id):
     job = _own_job(request, job_id)
-    if job.state != Job.FAILED:
+    if job.state not in (Job.FAILED, Job.CANCELLED):
         messages.info(request, "This job has not failed; nothing to try again.")
     else:
         job_retry(job=job)
+    return redirect("job_status", job_id=job.pk)
+
+
+@require_POST
+@login_required
+def job_stop(request, job_id):
+    job = _own_job(request, job_id)
+    if job.finished:
+        messages.info(request, "This job has already finished.")
+    else:
+        job_cancel(job=job)
+        messages.info(request, "Stopping: no new calls; the calls in flight finish and are saved.")
     return redirect("job_status", job_id=job.pk)
 
 

@@ -7,22 +7,31 @@ import json
 from functools import lru_cache
 
 from django.contrib import messages
+from django.core.exceptions import ValidationError
 from django.http import Http404
 from django.shortcuts import get_object_or_404, redirect, render
 from django.template.loader import render_to_string
 from django.urls import reverse
 from django.views.decorators.http import require_GET, require_http_methods, require_POST
 
-from annotator.forms.rating import RatingForm, initial_from_annotation
+from annotator.forms.rating import (
+    RatingForm,
+    initial_from_annotation,
+    stored_checklist_flags,
+)
+from annotator.models import GoldItem
 from annotator.roles import annotator_required
+from annotator.selectors.quality import gold_answer_of, training_feedback
 from annotator.selectors.queue import (
     annotation_of,
     annotations_of,
     batch_of_own_work,
     batch_open_to,
     conversation_turns,
+    holds_live_lease,
     item_open_to,
 )
+from annotator.selectors.rating_progress import rating_progress
 from annotator.services.annotations import (
     SubmissionRefused,
     annotation_submit,
@@ -31,10 +40,25 @@ from annotator.services.annotations import (
 from annotator.services.assignment import (
     AssignmentError,
     assignment_skip,
-    item_next_for_annotator,
 )
+from annotator.services.gold import gold_answer_skip, gold_answer_submit
+from annotator.services.rating_flow import ENDED_TRAINING, rating_next
+from annotator.views.study_flow import (
+    instructions_html,
+    study_detour,
+    study_nothing_left,
+)
+from hcs.quality import WARN
 from hcs.rubric import Rubric
 
+NOT_HELD = (
+    "This item is not given to you right now (it was never yours, your time on it ran out, or you "
+    "already submitted or skipped it), so it is not shown and nothing was saved."
+)
+CHECK_WARNING = (
+    "Some of your recent ratings differ a lot from what careful reading gives. "
+    "Please read each prompt and response in full before you score."
+)
 ALREADY_SUBMITTED = (
     "You had already submitted this item (from another tab or a retry); "
     "your first submission was kept and nothing was added."
@@ -56,35 +80,75 @@ def _rubric_key(batch) -> tuple[str, str]:
     return cached
 
 
-def _form(item, data=None, initial=None) -> RatingForm:
+def _form(item, data=None, initial=None, annotation=None) -> RatingForm:
     key, _ = _rubric_key(item.batch)
+    stored = stored_checklist_flags(annotation, item.constraints) if annotation is not None else None
     return RatingForm(
-        data, initial=initial, rubric=item.batch.rubric_obj, constraints=item.constraints, cache_key=key
+        data, initial=initial, rubric=item.batch.rubric_obj, constraints=item.constraints, cache_key=key,
+        stored_checklist_flags=stored,
     )
 
 
-def _render_rate(request, *, batch, item=None, form=None, mode="new", errors=(), status=200, **extra):
+def _render_rate(request, *, batch, item=None, form=None, mode="new", errors=(), status=200, answer=None, **extra):
     context = {"batch": batch, "item": item, "mode": mode, "errors": list(errors), **extra}
     if item is not None:
         form = form or _form(item)
+        if answer is not None:  # a gold item: the same page, its own form targets
+            action = reverse("gold_submit", args=[answer.pk])
+            skip_action = reverse("gold_skip", args=[answer.pk])
+            context["training"] = item.kind == "training"
+        else:
+            action = reverse("annotate_submit", args=[item.pk]) if mode == "new" else request.path
+            skip_action = reverse("annotate_skip", args=[item.pk])
         context.update(
             form=form,
             rubric=batch.rubric_obj,
             rubric_panel=_rubric_panel_html(*_rubric_key(batch)),
             turns=conversation_turns(item),
-            action=reverse("annotate_submit", args=[item.pk]) if mode == "new" else request.path,
-            skip_action=reverse("annotate_skip", args=[item.pk]),
+            action=action,
+            skip_action=skip_action,
+            instructions_html=instructions_html(batch),
         )
+        if mode == "new":
+            context["progress"] = rating_progress(
+                batch=batch, item=item, annotator=request.user, lease=extra.get("lease"),
+                gold_shown_at=answer.shown_at if answer is not None else None, count_gold=extra.get("has_gold", False),
+            )
     template = "annotator/rate.html#rate-area" if request.htmx else "annotator/rate.html"
     return render(request, template, context, status=status)
+
+
+def _refuse_not_held(request, item, errors=()):
+    """A POST about an item the annotator does not hold: say so, without the item's text."""
+    return _render_rate(request, batch=item.batch, errors=[NOT_HELD, *errors], refused=True, status=409)
+
+
+def _render_step(request, batch):
+    """What comes next, once the study's steps (consent, instructions, limits) allow it: the end
+    (blocked, or failed training: a crowd worker then leaves with the screen-out code), a gold item,
+    or an item on lease; a crowd worker with nothing left gets the completion page."""
+    if (detour := study_detour(request, batch)) is not None:
+        return detour
+    step = rating_next(batch=batch, annotator=request.user)
+    if step.ended == ENDED_TRAINING and (detour := study_detour(request, batch)) is not None:
+        return detour
+    if step.item is None and not step.ended and (finished := study_nothing_left(request, batch)) is not None:
+        return finished
+    return _render_rate(
+        request, batch=batch, item=step.item, answer=step.answer, ended=step.ended, lease=step.assignment,
+        has_gold=step.has_gold,
+    )
 
 
 def _next(request, batch):
     """After a submit or skip: the next item swapped in (htmx) or a redirect to it."""
     if not request.htmx:
         return redirect("annotate_next", batch_id=batch.pk)
-    assignment = item_next_for_annotator(batch=batch, annotator=request.user)
-    return _render_rate(request, batch=batch, item=assignment.item if assignment else None)
+    return _render_step(request, batch)
+
+
+def _form_errors(form) -> list[str]:
+    return [e for field_errors in form.errors.values() for e in field_errors]
 
 
 def _found(obj):
@@ -101,17 +165,23 @@ def _open_item(request, item_pk):
 @annotator_required
 def next_item(request, batch_id):
     batch = _found(batch_open_to(user=request.user, batch_id=batch_id))
-    assignment = item_next_for_annotator(batch=batch, annotator=request.user)
-    return _render_rate(request, batch=batch, item=assignment.item if assignment else None)
+    return _render_step(request, batch)
 
 
 @require_POST
 @annotator_required
 def submit(request, item_pk):
     item = _open_item(request, item_pk)
+    if (detour := study_detour(request, item.batch)) is not None:
+        return detour
     form = _form(item, data=request.POST)
     if not form.is_valid():
+        if not holds_live_lease(user=request.user, item=item):
+            return _refuse_not_held(request, item)
         errors = [e for field_errors in form.errors.values() for e in field_errors]
+
+
+        errors = _form_errors(form)
         return _render_rate(request, batch=item.batch, item=item, form=form, errors=errors, status=422)
     try:
         result = annotation_submit(item=item, annotator=request.user, **form.payload)
@@ -119,7 +189,7 @@ def submit(request, item_pk):
         messages.error(request, str(exc))
     else:
         if result.created:
-            messages.success(request, f"Saved your rating of {item.item_id}.")
+            messages.success(request, "Saved your rating.")
         else:
             messages.warning(request, ALREADY_SUBMITTED)
     return _next(request, item.batch)
@@ -129,15 +199,19 @@ def submit(request, item_pk):
 @annotator_required
 def skip(request, item_pk):
     item = _open_item(request, item_pk)
+    if (detour := study_detour(request, item.batch)) is not None:
+        return detour
     reason = request.POST.get("skip_reason", "")
     try:
         assignment_skip(item=item, annotator=request.user, reason=reason)
     except AssignmentError as exc:
+        if not holds_live_lease(user=request.user, item=item):
+            return _refuse_not_held(request, item, [str(exc)])
         form = _form(item, data=request.POST)
         return _render_rate(
             request, batch=item.batch, item=item, form=form, errors=[str(exc)], status=422, skip_open=True
         )
-    messages.info(request, f"Skipped {item.item_id}.")
+    messages.info(request, "Skipped that item.")
     return _next(request, item.batch)
 
 
@@ -155,15 +229,56 @@ def edit(request, pk):
     annotation = get_object_or_404(annotation_of(user=request.user, pk=pk))
     item = annotation.item
     if request.method == "GET":
-        form = _form(item, initial=initial_from_annotation(annotation, item.constraints))
+        form = _form(item, initial=initial_from_annotation(annotation, item.constraints), annotation=annotation)
         return _render_rate(request, batch=item.batch, item=item, form=form, mode="edit", annotation=annotation)
-    form = _form(item, data=request.POST)
+    form = _form(item, data=request.POST, annotation=annotation)
     if not form.is_valid():
-        errors = [e for field_errors in form.errors.values() for e in field_errors]
+        errors = _form_errors(form)
         return _render_rate(
             request, batch=item.batch, item=item, form=form, mode="edit", errors=errors, status=422,
             annotation=annotation,
         )
     annotation_update(annotation=annotation, changed_by=request.user, **form.payload)
-    messages.success(request, f"Saved your changes to {item.item_id}.")
+    messages.success(request, "Saved your changes.")
     return redirect("annotate_mine", batch_id=item.batch_id)
+
+
+def _own_answer(request, answer_pk):
+    answer = _found(gold_answer_of(user=request.user, pk=answer_pk))
+    _found(batch_open_to(user=request.user, batch_id=answer.gold_item.batch_id))
+    return answer
+
+
+@require_POST
+@annotator_required
+def gold_submit(request, answer_pk):
+    answer = _own_answer(request, answer_pk)
+    gold = answer.gold_item
+    form = _form(gold, data=request.POST)
+    if not form.is_valid():
+        errors = _form_errors(form)
+        return _render_rate(request, batch=gold.batch, item=gold, form=form, errors=errors, status=422, answer=answer)
+    step = gold_answer_submit(answer=answer, annotator=request.user, **form.payload)
+    if gold.kind == GoldItem.Kind.TRAINING:
+        context = {"batch": gold.batch, "feedback": training_feedback(step=step)}
+        template = "annotator/training_feedback.html#feedback" if request.htmx else "annotator/training_feedback.html"
+        return render(request, template, context)
+    messages.success(request, "Saved your rating.")
+    if step.standing == WARN:
+        messages.warning(request, CHECK_WARNING)
+    return _next(request, gold.batch)
+
+
+@require_POST
+@annotator_required
+def gold_skip(request, answer_pk):
+    answer = _own_answer(request, answer_pk)
+    gold = answer.gold_item
+    try:
+        gold_answer_skip(answer=answer, annotator=request.user, reason=request.POST.get("skip_reason", ""))
+    except ValidationError as exc:
+        form = _form(gold, data=request.POST)
+        return _render_rate(request, batch=gold.batch, item=gold, form=form, errors=exc.messages, status=422,
+                            answer=answer, skip_open=True)
+    messages.info(request, "Skipped.")
+    return _next(request, gold.batch)

@@ -7,6 +7,8 @@ transaction that saves it.
 
 from __future__ import annotations
 
+from urllib.parse import urlencode
+
 from django.conf import settings
 from django.contrib import messages
 from django.contrib.auth.decorators import login_required
@@ -16,8 +18,11 @@ from django.views.decorators.http import require_GET, require_POST
 
 from annotator.forms.uploads import ANNOTATIONS, BATCH, UploadForm
 from annotator.imports.errors import FileRefused, ImportRefused
+from annotator.imports.reading import upload_limit
 from annotator.imports.store import UploadStore
+from annotator.models.batch import MIN_K
 from annotator.roles import admin_required
+from annotator.selectors.imports import batch_names
 from annotator.selectors.uploads import pending_upload_preview
 from annotator.services.jobs import upload_job_create
 from annotator.services.uploads import pending_upload_save
@@ -28,16 +33,22 @@ TEMPLATE_CSV = settings.BASE_DIR / "templates" / "annotation_template.csv"
 
 
 def _store() -> UploadStore:
-    return UploadStore(settings.ANNOTATOR_UPLOAD_DIR)
+    return UploadStore()
 
 
 def _page(request, form: UploadForm | None = None, status: int = 200):
-    forms = {mode: UploadForm(initial={"mode": mode, "k": 3 if mode == BATCH else None}, auto_id=f"{mode}_%s")
-             for mode in (BATCH, ANNOTATIONS)}
+    again = request.GET  # "Upload another file" keeps the name and k of the last preview
+    forms = {}
+    for mode in (BATCH, ANNOTATIONS):
+        initial = {"mode": mode, "k": MIN_K if mode == BATCH else None}
+        if again.get("mode") == mode:
+            initial.update({key: again[key] for key in ("name", "k") if again.get(key)})
+        forms[mode] = UploadForm(initial=initial, auto_id=f"{mode}_%s")
     if form is not None:
         forms[ANNOTATIONS if form.data.get("mode") == ANNOTATIONS else BATCH] = form
+    forms[ANNOTATIONS].fields["name"].widget.attrs["list"] = "batch-names"  # offline annotations join a batch
     context = {"batch_form": forms[BATCH], "annotation_form": forms[ANNOTATIONS],
-               "max_bytes": settings.ANNOTATOR_UPLOAD_MAX_BYTES}
+               "max_bytes": upload_limit(), "batch_names": batch_names()}
     return render(request, "annotator/upload.html", context, status=status)
 
 
@@ -69,7 +80,8 @@ def preview(request):
         form.add_error("file", str(exc))
         return _page(request, form, status=400)
     token = _remember(request, data, pending) if result.ok else ""
-    return render(request, "annotator/upload_preview.html", {"preview": result, "token": token})
+    return render(request, "annotator/upload_preview.html", {"preview": result, "token": token,
+                                                             "again_query": _again_query(pending)})
 
 
 @require_POST
@@ -89,7 +101,8 @@ def confirm(request):
         message = pending_upload_save(pending=pending, data=data, user=request.user)
     except (FileRefused, ImportRefused):
         _forget(request, token)
-        return render(request, "annotator/upload_preview.html", {"preview": _preview(pending, data), "token": ""},
+        return render(request, "annotator/upload_preview.html",
+                      {"preview": _preview(pending, data), "token": "", "again_query": _again_query(pending)},
                       status=400)
     _forget(request, token)
     messages.success(request, message)
@@ -109,6 +122,10 @@ def cancel(request):
 def annotation_template(request):
     return FileResponse(TEMPLATE_CSV.open("rb"), as_attachment=True, filename="annotation_template.csv",
                         content_type="text/csv; charset=utf-8")
+
+
+def _again_query(pending: dict) -> str:
+    return urlencode({key: pending[key] for key in ("mode", "name", "k") if pending.get(key) is not None})
 
 
 def _remember(request, data: bytes, pending: dict) -> str:

@@ -17,7 +17,6 @@ from an exported long CSV with :func:`counts_from_long` and get the app's number
 
 from __future__ import annotations
 
-import math
 from collections.abc import Sequence
 from dataclasses import dataclass
 
@@ -47,6 +46,7 @@ from hcs.agreement.coefficients import (
     weight_matrix,
 )
 from hcs.agreement.labels import landis_koch
+from hcs.numbers import finite_or_none
 
 __all__ = [
     "AgreementError",
@@ -91,16 +91,34 @@ class DimensionAgreement:
     distribution: tuple[int, ...]  # ratings per category
 
 
-def _finite(value: float | None) -> float | None:
-    if value is None or not math.isfinite(value):
-        return None
-    return float(value)
-
-
 def counts_from_long(
     items: npt.ArrayLike, scores: npt.ArrayLike, categories: Sequence[int]
 ) -> npt.NDArray[np.int64]:
-    """Long rows (item, score) → items × categories counts, items in first-seen order."""
+    """Long rows (item, score) → items × categories counts, items in first-seen order.
+
+    Parameters
+    ----------
+    items : array_like
+        The item of each rating (one entry per rating, e.g. the long CSV's ``item_id``).
+    scores : array_like
+        The score of each rating.
+    categories : sequence of int
+        The scale, in order.
+
+    Returns
+    -------
+    numpy.ndarray of int, shape (distinct items, categories)
+
+    Raises
+    ------
+    AgreementError
+        When a score is not one of ``categories``.
+
+    References
+    ----------
+    Fleiss, J. L. (1971). Measuring nominal scale agreement among many raters. *Psychological
+    Bulletin* 76(5), 378–382 (the items × categories layout).
+    """
     items = np.asarray(items)
     scores = np.asarray(scores)
     cats = np.asarray(categories)
@@ -116,11 +134,40 @@ def counts_from_long(
 
 
 def first_k_counts(
-    items: npt.ArrayLike, scores: npt.ArrayLike, categories: Sequence[int], k: int
+    items: npt.ArrayLike, scores: npt.ArrayLike, categories: Sequence[int], k: int, *, order: npt.ArrayLike
 ) -> npt.NDArray[np.int64]:
-    """Counts over the first ``k`` ratings of each item with at least ``k`` (rows in rating order)."""
-    items = np.asarray(items)
-    scores = np.asarray(scores)
+    """Counts over the first ``k`` ratings of each item rated at least ``k`` times (Fleiss' κ input).
+
+    Parameters
+    ----------
+    items, scores : array_like
+        One entry per rating (long format), in any row order.
+    categories : sequence of int
+        The rating scale, e.g. ``[1, 2, 3, 4, 5]``.
+    k : int
+        Ratings per item that Fleiss' κ uses.
+    order : array_like
+        When each rating was made (datetimes, sequence numbers, or ISO 8601 strings in one time
+        zone, such as the ``submitted_at`` column of the long CSV export). The rows are sorted by
+        it first, stably, so ratings made at the same moment keep their row order.
+
+    Returns
+    -------
+    numpy.ndarray
+        Items × categories counts, one row per item with at least ``k`` ratings, in first-seen
+        order (after sorting); each row sums to ``k``.
+
+    Examples
+    --------
+    >>> first_k_counts(["a", "a", "a", "a"], [5, 1, 5, 5], [1, 2, 3, 4, 5], k=3, order=[4, 1, 2, 3]).tolist()
+    [[1, 0, 0, 0, 2]]
+    """
+    when = np.asarray(order)
+    if when.shape != np.shape(items):
+        raise AgreementError(f"order has {when.size} entries for {np.size(items)} ratings")
+    by_time = np.argsort(when, kind="stable")
+    items = np.asarray(items)[by_time]
+    scores = np.asarray(scores)[by_time]
     _, inverse = np.unique(items, return_inverse=True)
     inverse = inverse.ravel()
     order = np.argsort(inverse, kind="stable")
@@ -141,7 +188,29 @@ def bootstrap_intervals(
     seed: int = DEFAULT_SEED,
     resamples: Resamples | None = None,
 ) -> dict[str, npt.NDArray[np.float64]]:
-    """Bootstrap distributions of α (ordinal, interval) and AC2, items resampled together."""
+    """Bootstrap distributions of α (ordinal, interval) and AC2, items resampled together.
+
+    Parameters
+    ----------
+    counts : array_like, shape (items, categories)
+    categories : sequence of int
+    n_resamples, seed : int
+        How many resamples, and the seed of ``numpy.random.default_rng`` (see the seed rule in
+        :mod:`hcs.agreement.bootstrap`).
+    resamples : Resamples, optional
+        A draw to reuse (so several statistics see the same resamples).
+
+    Returns
+    -------
+    dict of str to numpy.ndarray
+        ``"alpha_ordinal"``, ``"alpha_interval"`` and ``"gwet_ac2"``: one value per resample (NaN
+        where undefined); :func:`hcs.agreement.bootstrap.percentile_interval` turns each into a CI.
+
+    References
+    ----------
+    Efron, B. and Tibshirani, R. J. (1993). *An Introduction to the Bootstrap*. Chapman & Hall,
+    ch. 13 (the percentile interval).
+    """
     if resamples is None:
         table = np.asarray(counts, dtype=np.int64)
         table = table[table.sum(axis=1) > 0]
@@ -162,7 +231,27 @@ def fleiss_bootstrap(
     seed: int = DEFAULT_SEED,
     resamples: Resamples | None = None,
 ) -> npt.NDArray[np.float64]:
-    """Bootstrap distribution of Fleiss' κ over the items it uses (all with the same k)."""
+    """Bootstrap distribution of Fleiss' κ over the items it uses (all with the same k).
+
+    Parameters
+    ----------
+    fleiss_counts : array_like, shape (items, categories)
+        Rows summing to the same k (see :func:`first_k_counts`).
+    n_resamples, seed : int
+        As in :func:`bootstrap_intervals`.
+    resamples : Resamples, optional
+        A draw to reuse.
+
+    Returns
+    -------
+    numpy.ndarray
+        κ per resample (NaN where undefined).
+
+    References
+    ----------
+    Efron, B. and Tibshirani, R. J. (1993). *An Introduction to the Bootstrap*. Chapman & Hall,
+    ch. 13 (the percentile interval).
+    """
     table = np.asarray(fleiss_counts, dtype=np.int64)
     if len(table) == 0:
         return np.zeros(0)
@@ -174,7 +263,7 @@ def fleiss_bootstrap(
 
 def _safe(func, *args) -> float | None:
     try:
-        return _finite(func(*args))
+        return finite_or_none(func(*args))
     except AgreementError:
         return None
 
@@ -190,9 +279,35 @@ def dimension_agreement(
 ) -> DimensionAgreement:
     """Every coefficient for one dimension, with 95 % bootstrap intervals.
 
-    ``counts``: all ratings, items × categories. ``fleiss_counts``: the first ``k``
-    ratings of the items rated at least ``k`` times (rows summing to ``k``).
-    ``n_resamples=0`` skips the intervals.
+    Parameters
+    ----------
+    counts : array_like, shape (items, categories)
+        All ratings.
+    fleiss_counts : array_like, shape (items, categories)
+        The first ``k`` ratings of the items rated at least ``k`` times (rows summing to ``k``;
+        :func:`first_k_counts`).
+    categories : sequence of int
+        The scale, in order.
+    k : int
+        Ratings per item the study asked for.
+    n_resamples : int
+        Bootstrap resamples; 0 skips the intervals.
+    seed : int
+        Seed of the resampling (see the seed rule in :mod:`hcs.agreement.bootstrap`).
+
+    Returns
+    -------
+    DimensionAgreement
+        Fleiss' κ with its Landis–Koch label, Krippendorff's α (ordinal and interval), Gwet's AC2,
+        percent agreement (exact and within one level), each interval by the percentile rule;
+        undefined values are ``None``.
+
+    References
+    ----------
+    Fleiss (1971), Krippendorff (2011) and Gwet (2014), as for :func:`fleiss_kappa`,
+    :func:`krippendorff_alpha` and :func:`gwet_ac2`. Landis, J. R. and Koch, G. G. (1977). The
+    measurement of observer agreement for categorical data. *Biometrics* 33(1), 159–174.
+    Efron and Tibshirani (1993) for the percentile bootstrap.
     """
     table = np.asarray(counts, dtype=np.int64).reshape(-1, len(categories))
     table = table[table.sum(axis=1) > 0]

@@ -63,6 +63,30 @@ def counts_from_ratings(ratings: npt.ArrayLike, categories: Sequence[float]) -> 
     Like ``statsmodels.stats.inter_rater.aggregate_raters`` but with the category
     columns fixed (unused levels stay as zero columns) and missing ratings allowed.
 
+    Parameters
+    ----------
+    ratings : array_like, shape (items, raters)
+        Scores, NaN where a rater did not rate an item.
+    categories : sequence of float
+        Every possible score, in order.
+
+    Returns
+    -------
+    numpy.ndarray of int, shape (items, categories)
+
+    Raises
+    ------
+    AgreementError
+        When ``ratings`` is not 2-D or holds a value outside ``categories``.
+
+    References
+    ----------
+    Fleiss, J. L. (1971). Measuring nominal scale agreement among many raters. *Psychological
+    Bulletin* 76(5), 378–382 (the items × categories layout).
+
+    Examples
+    --------
+
     >>> counts_from_ratings([[1, 1, 2], [3, float("nan"), 3]], categories=[1, 2, 3])
     array([[2, 1, 0],
            [0, 0, 2]])
@@ -80,9 +104,23 @@ def counts_from_ratings(ratings: npt.ArrayLike, categories: Sequence[float]) -> 
 
 
 def weight_matrix(categories: Sequence[float], weights: str = "ordinal") -> npt.NDArray[np.float64]:
-    """Gwet's agreement weights (``irrCAC.weights.Weights``), or ``within_one``.
+    """Agreement weights between categories: Gwet's (``irrCAC.weights.Weights``) or ``within_one``.
 
-    ``within_one`` gives credit 1 to scores at most one level apart, 0 otherwise.
+    Parameters
+    ----------
+    categories : sequence of float
+        The scale, in order.
+    weights : str
+        An ``irrCAC`` weight name (``"identity"``, ``"ordinal"``, ``"linear"``, ``"quadratic"``, …) or
+        ``"within_one"``: credit 1 to scores at most one level apart, 0 otherwise.
+
+    Returns
+    -------
+    numpy.ndarray, shape (categories, categories)
+
+    References
+    ----------
+    Gwet, K. L. (2014). *Handbook of Inter-Rater Reliability*, 4th ed., Advanced Analytics, ch. 3.
     """
     if weights == "within_one":
         idx = np.arange(len(categories))
@@ -94,9 +132,28 @@ def weight_matrix(categories: Sequence[float], weights: str = "ordinal") -> npt.
 
 # ---------------------------------------------------------------- library calls
 def fleiss_kappa(counts: npt.ArrayLike) -> float:
-    """Fleiss' κ by ``statsmodels``; every row must hold the same number of ratings.
+    """Fleiss' κ by ``statsmodels.stats.inter_rater.fleiss_kappa``.
 
-    Returns NaN when chance agreement is 1 (every rating in one category).
+    Parameters
+    ----------
+    counts : array_like, shape (items, categories)
+        How many raters gave each category to each item; every row must sum to the same n ≥ 2.
+
+    Returns
+    -------
+    float
+        κ; NaN when chance agreement is 1 (every rating in one category).
+
+    Raises
+    ------
+    AgreementError
+        For no items, unequal row sums or fewer than two ratings per item.
+
+    References
+    ----------
+    Fleiss, J. L. (1971). Measuring nominal scale agreement among many raters. *Psychological
+    Bulletin* 76(5), 378–382. Its 30 patients × 6 psychiatrists give κ = 0.4302445
+    (``hcs.agreement.examples.FLEISS_1971_DIAGNOSES``).
     """
     from statsmodels.stats.inter_rater import fleiss_kappa as sm_fleiss_kappa
 
@@ -114,10 +171,33 @@ def fleiss_kappa(counts: npt.ArrayLike) -> float:
 
 
 def krippendorff_alpha(counts: npt.ArrayLike, categories: Sequence[float], level: str) -> float:
-    """Krippendorff's α by the ``krippendorff`` package from value counts.
+    """Krippendorff's α by the ``krippendorff`` package, from value counts.
 
-    Items with fewer than two ratings are unpairable and ignored. NaN when there
-    is no variation to measure (all pairable values equal).
+    Parameters
+    ----------
+    counts : array_like, shape (items, categories)
+        Ratings per item and category; items may have different numbers of ratings. Items with
+        fewer than two are unpairable and ignored.
+    categories : sequence of float
+        The values of the categories (they set the distances for ``"interval"``).
+    level : {"nominal", "ordinal", "interval", "ratio"}
+        Level of measurement.
+
+    Returns
+    -------
+    float
+        α; NaN when there is no variation to measure (all pairable values equal).
+
+    Raises
+    ------
+    AgreementError
+        When no item was rated twice.
+
+    References
+    ----------
+    Krippendorff, K. (2011). Computing Krippendorff's alpha-reliability. Annenberg School for
+    Communication, University of Pennsylvania. Its 4 observers × 12 units give α = 0.815 (ordinal)
+    and 0.849 (interval) (``hcs.agreement.examples.KRIPPENDORFF_2011_RELIABILITY``).
     """
     import krippendorff
 
@@ -137,6 +217,18 @@ def krippendorff_alpha(counts: npt.ArrayLike, categories: Sequence[float], level
 def ratings_from_counts(counts: npt.ArrayLike, categories: Sequence[float]) -> npt.NDArray[np.float64]:
     """Counts back to an items × max-ratings array (NaN padded); rater order is arbitrary.
 
+    Parameters
+    ----------
+    counts : array_like, shape (items, categories)
+    categories : sequence of float
+
+    Returns
+    -------
+    numpy.ndarray, shape (items, max ratings per item)
+
+    Examples
+    --------
+
     >>> ratings_from_counts([[2, 1, 0], [0, 0, 1]], [1, 2, 3])
     array([[ 1.,  1.,  2.],
            [ 3., nan, nan]])
@@ -154,7 +246,34 @@ def ratings_from_counts(counts: npt.ArrayLike, categories: Sequence[float]) -> n
 
 
 def gwet_ac2(counts: npt.ArrayLike, categories: Sequence[float], weights: str = "ordinal") -> float:
-    """Gwet's AC2 (AC1 with ``weights="identity"``) by ``irrCAC`` over the full category set."""
+    """Gwet's AC2 (AC1 with ``weights="identity"``) by ``irrCAC``, over the full category set.
+
+    Parameters
+    ----------
+    counts : array_like, shape (items, categories)
+        Ratings per item and category; unequal numbers of ratings per item are fine.
+    categories : sequence of float
+        Every category, used or not (chance agreement depends on the full scale).
+    weights : str
+        ``irrCAC`` weights; ``"ordinal"`` for the rubric's scores.
+
+    Returns
+    -------
+    float
+        The chance-corrected agreement, computed on every category of the scale.
+
+    Raises
+    ------
+    AgreementError
+        When no item has two ratings or more.
+
+    References
+    ----------
+    Gwet, K. L. (2008). Computing inter-rater reliability and its variance in the presence of high
+    agreement. *British Journal of Mathematical and Statistical Psychology* 61(1), 29–48.
+    Gwet, K. L. (2014). *Handbook of Inter-Rater Reliability*, 4th ed.: AC2 = 0.899 with ordinal
+    weights on Krippendorff's (2011) example.
+    """
     import pandas as pd
     from irrCAC.raw import CAC
 
@@ -178,6 +297,23 @@ def percent_agreement(counts: npt.ArrayLike, within: int = 0) -> float:
 
     For each item, the share of ordered rater pairs whose scores differ by at
     most ``within`` levels; then the mean over items (Fleiss' P̄ when ``within=0``).
+
+    Parameters
+    ----------
+    counts : array_like, shape (items, categories)
+    within : int
+        Largest difference, in levels, that still counts as agreeing.
+
+    Returns
+    -------
+    float
+
+    References
+    ----------
+    Fleiss, J. L. (1971), as for :func:`fleiss_kappa` (P̄, the observed agreement).
+
+    Examples
+    --------
 
     >>> percent_agreement([[3, 0, 0], [1, 1, 0]])
     50.0

@@ -25,12 +25,26 @@ from collections.abc import Hashable, Mapping, Sequence
 from dataclasses import dataclass
 
 import numpy as np
-from scipy import stats
 
 MIN_ITEMS = 30
 MIN_HUMANS_PER_ITEM = 2
 DEFAULT_EPSILON = 0.2
 DEFAULT_Q = 0.05
+# Below these the verdict is reported with a warning: with fewer items or annotators the test has little
+# power and one annotator decides ω (the judge card's evidence rule).
+RECOMMENDED_ITEMS = 50
+RECOMMENDED_ANNOTATORS = 3
+
+
+def evidence_warnings(n_items: int, n_annotators: int) -> list[str]:
+    """Why an alt-test verdict rests on thin evidence: n < 50 items or k < 3 annotators tested."""
+    warnings = []
+    if n_items < RECOMMENDED_ITEMS:
+        warnings.append(f"only {n_items} item(s) (n < {RECOMMENDED_ITEMS}): the verdict is weak evidence")
+    if n_annotators < RECOMMENDED_ANNOTATORS:
+        warnings.append(f"only {n_annotators} annotator(s) tested (k < {RECOMMENDED_ANNOTATORS}): "
+                        "ω rests on too few comparisons")
+    return warnings
 
 
 @dataclass(frozen=True)
@@ -52,6 +66,11 @@ class AltTestResult:
     skipped: tuple[tuple[Hashable, int], ...]  # annotators with fewer than min_items shared items
     winning_rate: float | None  # ω; None when no annotator qualifies
     advantage_probability: float | None  # ρ
+    min_items: int = MIN_ITEMS  # shared items an annotator needs to be tested
+
+    @property
+    def warnings(self) -> list[str]:
+        return evidence_warnings(self.n_items, len(self.comparisons))
 
     @property
     def passed(self) -> bool:
@@ -60,12 +79,28 @@ class AltTestResult:
     @property
     def verdict(self) -> str:
         if self.winning_rate is None:
-            return (
-                f"not testable: no annotator shares {MIN_ITEMS} or more items with the judge "
-                "on items rated by at least two people"
-            )
+            return self.missing
+
         can = "can" if self.passed else "cannot"
         return f"the judge {can} replace an annotator at ε = {self.epsilon:g}"
+
+    @property
+    def missing(self) -> str:
+        """Why the test could not run, and what more data would let it: not a failed judge."""
+        need = self.min_items
+        if self.n_items < need:
+            return (
+                f"not testable yet: {self.n_items} item{'s' if self.n_items != 1 else ''} have this judge's score "
+                f"and at least two people's ratings; the test needs {need}, so "
+                f"{need - self.n_items} more such item{'s' if need - self.n_items != 1 else ''} (and an annotator "
+                f"who rated {need} of them)"
+            )
+        best = max((n for _, n in self.skipped), default=0)
+        return (
+            f"not testable yet: {len(self.skipped)} annotator{'s' if len(self.skipped) != 1 else ''} rated "
+            f"at most {best} of the {self.n_items} items with this judge's score and at least two ratings; "
+            f"the test needs one who rated {need}, so {need - best} more from the closest annotator"
+        )
 
 
 def neg_rmse(label: float, others: Sequence[float]) -> float:
@@ -82,24 +117,27 @@ def benjamini_yekutieli(p_values: Sequence[float], q: float = DEFAULT_Q) -> list
     """Which hypotheses the Benjamini–Yekutieli step-up procedure rejects at FDR ``q``.
 
     Reject the hypotheses with the k smallest p-values, k the largest rank with
-    ``p_(k) ≤ k / (m · H_m) · q`` and ``H_m = Σ 1/i``; valid under any dependence.
+    ``p_(k) ≤ k / (m · H_m) · q`` and ``H_m = Σ 1/i``; valid under any dependence. Computed by
+    ``statsmodels.stats.multitest.multipletests(method="fdr_by")``.
+
+    References
+    ----------
+    Benjamini, Y. and Yekutieli, D. (2001). The control of the false discovery rate in multiple
+    testing under dependency. *Annals of Statistics* 29(4), 1165–1188.
     """
-    p = np.asarray(p_values, dtype=float)
-    m = len(p)
-    if m == 0:
+    if len(p_values) == 0:
         return []
-    order = np.argsort(p, kind="stable")
-    harmonic = float(np.sum(1.0 / np.arange(1, m + 1)))
-    thresholds = np.arange(1, m + 1) / (m * harmonic) * q
-    below = np.nonzero(p[order] <= thresholds)[0]
-    rejected = np.zeros(m, dtype=bool)
-    if below.size:
-        rejected[order[: below[-1] + 1]] = True
-    return rejected.tolist()
+    # Imported on first use: the web app's rating workers never need statsmodels.
+    from statsmodels.stats.multitest import multipletests
+
+    return multipletests(np.asarray(p_values, dtype=float), alpha=q, method="fdr_by")[0].tolist()
 
 
 def _one_sided_p(differences: np.ndarray, epsilon: float) -> float:
     """p-value of H0 mean(d) ≥ ε vs H1 mean(d) < ε (one-sample t-test, i.e. the paired test)."""
+    # imported on first use: the web app's rating workers never need scipy
+    from scipy import stats
+
     if np.ptp(differences) == 0:
         # No spread: the t statistic is ±∞ (or undefined at equality); decide by the mean alone.
         return 0.0 if differences[0] < epsilon else 1.0
@@ -116,13 +154,36 @@ def alt_test(
     min_items: int = MIN_ITEMS,
     min_humans_per_item: int = MIN_HUMANS_PER_ITEM,
 ) -> AltTestResult:
-    """Run the alt-test.
+    """Run the alt-test: may the judge replace the annotators on this dimension?
 
     Parameters
     ----------
-    human : {item: {annotator: label}}
-    judge : {item: label}, the judge's label on the same scale as the humans' (mapped onto 1–5).
-    metric : ``"neg_rmse"`` for numeric scores, ``"accuracy"`` for categories.
+    human : mapping
+        ``{item: {annotator: label}}``.
+    judge : mapping
+        ``{item: label}``, the judge's label on the same scale as the humans' (mapped onto 1–5).
+    epsilon : float
+        The cost-benefit margin ε granted to the judge, in [0, 1).
+    q : float
+        False discovery rate of the Benjamini–Yekutieli correction.
+    metric : {"neg_rmse", "accuracy"}
+        ``"neg_rmse"`` for numeric scores, ``"accuracy"`` for categories.
+    min_items : int
+        Annotators with fewer shared items are left out (listed in ``skipped``).
+    min_humans_per_item : int
+        Items need this many annotators (one is left out, the rest are the reference).
+
+    Returns
+    -------
+    AltTestResult
+        The winning rate ω, the advantage probability ρ, ``passed`` (ω ≥ 0.5) and the per-annotator
+        comparisons.
+
+    References
+    ----------
+    Calderon, N., Reichart, R. and Dror, R. (2025). The Alternative Annotator Test for
+    LLM-as-a-Judge: How to Statistically Justify Replacing Human Annotators with LLMs.
+    arXiv:2501.10970.
     """
     if metric not in ("neg_rmse", "accuracy"):
         raise ValueError(f"metric must be 'neg_rmse' or 'accuracy', not {metric!r}")
@@ -174,4 +235,5 @@ def alt_test(
         skipped=tuple(skipped),
         winning_rate=winning_rate,
         advantage_probability=advantage,
+        min_items=min_items,
     )

@@ -12,11 +12,11 @@ import statistics
 from collections.abc import Callable, Hashable, Mapping
 from dataclasses import dataclass, field
 
-import krippendorff
 import numpy as np
-from scipy import stats
 
+from hcs.agreement.bootstrap import percentile_interval
 from hcs.calibration.alt_test import DEFAULT_EPSILON, AltTestResult, alt_test
+from hcs.numbers import finite_or_none
 
 SCALE = (1, 5)
 N_BOOT = 1000
@@ -27,11 +27,10 @@ def round_half_up(values) -> np.ndarray:
     return np.floor(np.asarray(values, dtype=float) + 0.5)
 
 
-def _nan_to_none(value: float) -> float | None:
-    return None if value is None or not math.isfinite(value) else float(value)
-
-
 def _corr(kind: str, x: np.ndarray, y: np.ndarray) -> float:
+    # imported on first use: the web app's rating workers never need scipy
+    from scipy import stats
+
     if len(x) < 3 or np.ptp(x) == 0 or np.ptp(y) == 0:
         return math.nan
     if kind == "spearman":
@@ -66,7 +65,7 @@ def _resample_ranks(values: np.ndarray, idx: np.ndarray) -> np.ndarray:
     values plus (its own count + 1) / 2. Falls back to sorting when the count table would be large.
     """
     distinct, codes = np.unique(values, return_inverse=True)
-    n_boot, n = idx.shape
+    n_boot = idx.shape[0]
     if n_boot * len(distinct) > 5_000_000:
         return _row_ranks(values[idx])
     coded = codes[idx]
@@ -125,8 +124,28 @@ def bootstrap_ci(
 ) -> tuple[float, float]:
     """Percentile bootstrap CI of ``statistic(x, y)``, resampling items (pairs) with replacement.
 
-    ``statistic`` is ``"spearman"``, ``"kendall"`` (τ-b; both computed for all resamples at once) or
-    any function of two arrays. Resamples where the statistic is undefined (all scores equal) are dropped.
+    Parameters
+    ----------
+    x, y : array_like
+        Paired values, one pair per item.
+    statistic : {"spearman", "kendall"} or callable
+        Spearman's ρ or Kendall's τ-b (both computed for all resamples at once), or any function
+        of two arrays.
+    n_boot, seed : int
+        Resamples and the seed of ``numpy.random.default_rng``.
+    level : float
+        Coverage of the interval.
+
+    Returns
+    -------
+    tuple of float
+        The interval by the one percentile rule of :func:`hcs.agreement.bootstrap.percentile_interval`
+        (undefined resamples dropped; no interval when more than half are undefined), here
+        ``(nan, nan)`` when there is none or fewer than three pairs.
+
+    References
+    ----------
+    Efron, B. and Tibshirani, R. J. (1993). *An Introduction to the Bootstrap*. Chapman & Hall, ch. 13.
     """
     x, y = np.asarray(x, dtype=float), np.asarray(y, dtype=float)
     if len(x) < 3:
@@ -142,16 +161,27 @@ def bootstrap_ci(
             values = np.array([_corr("kendall", x[i], y[i]) for i in idx])
     else:
         values = np.array([statistic(x[i], y[i]) for i in idx])
-    values = values[np.isfinite(values)]
-    if values.size == 0:
-        return (math.nan, math.nan)
-    tail = (1 - level) / 2 * 100
-    lo, hi = np.percentile(values, [tail, 100 - tail])
-    return (float(lo), float(hi))
+    interval = percentile_interval(values, level)
+    return interval if interval is not None else (math.nan, math.nan)
 
 
 def confusion_matrix(human, judge, scale: tuple[int, int] = SCALE) -> list[list[int]]:
-    """Counts with rows = human category, columns = judge category (both whole numbers on ``scale``)."""
+    """Counts with rows = human category, columns = judge category (both whole numbers on ``scale``).
+
+    Parameters
+    ----------
+    human, judge : array_like of int
+    scale : tuple of int
+
+    Returns
+    -------
+    list of list of int
+
+    Raises
+    ------
+    ValueError
+        When a category lies outside ``scale``.
+    """
     lo, hi = scale
     size = hi - lo + 1
     matrix = np.zeros((size, size), dtype=int)
@@ -162,20 +192,57 @@ def confusion_matrix(human, judge, scale: tuple[int, int] = SCALE) -> list[list[
     return matrix.tolist()
 
 
+def kappa_of_table(table: np.ndarray, *, weights: str | None = None) -> float:
+    """Cohen's κ of a square contingency table, by ``statsmodels.stats.inter_rater.cohens_kappa``.
+
+    Parameters
+    ----------
+    table : array_like, shape (K, K)
+        Counts, rows = one rater's category, columns = the other's.
+    weights : {None, "linear", "quadratic"}
+        None for Cohen's κ, ``"quadratic"`` for the quadratic-weighted κ.
+
+    Returns
+    -------
+    float
+        κ; NaN when undefined (no ratings, or chance agreement of 1).
+
+    References
+    ----------
+    Cohen, J. (1960). A coefficient of agreement for nominal scales. *Educational and Psychological
+    Measurement* 20(1), 37–46. Cohen, J. (1968). Weighted kappa. *Psychological Bulletin* 70(4), 213–220.
+    """
+    # Imported on first use: the web app's rating workers never need statsmodels.
+    from statsmodels.stats.inter_rater import cohens_kappa
+
+    table = np.asarray(table, dtype=float)
+    if table.sum() == 0:
+        return math.nan
+    with np.errstate(divide="ignore", invalid="ignore"):
+        value = float(cohens_kappa(table, wt=weights).kappa)
+    return value if math.isfinite(value) else math.nan
+
+
 def quadratic_weighted_kappa(human, judge, scale: tuple[int, int] = SCALE) -> float:
-    """Cohen's κ with quadratic weights ``(i − j)² / (K − 1)²`` over the categories of ``scale``."""
-    observed = np.asarray(confusion_matrix(human, judge, scale), dtype=float)
-    n = observed.sum()
-    if n == 0:
-        return math.nan
-    k = observed.shape[0]
-    i, j = np.indices((k, k))
-    weights = (i - j) ** 2 / (k - 1) ** 2
-    expected = np.outer(observed.sum(axis=1), observed.sum(axis=0)) / n
-    denominator = (weights * expected).sum()
-    if denominator == 0:
-        return math.nan
-    return float(1 - (weights * observed).sum() / denominator)
+    """Cohen's κ with quadratic weights ``(i − j)² / (K − 1)²`` over the categories of ``scale``.
+
+    Parameters
+    ----------
+    human, judge : array_like of int
+        Paired whole-number categories on ``scale``.
+    scale : tuple of int
+        Lowest and highest category.
+
+    Returns
+    -------
+    float
+        NaN when undefined.
+
+    References
+    ----------
+    Cohen, J. (1968). Weighted kappa. *Psychological Bulletin* 70(4), 213–220.
+    """
+    return kappa_of_table(np.asarray(confusion_matrix(human, judge, scale), dtype=float), weights="quadratic")
 
 
 def human_ceiling(
@@ -186,6 +253,24 @@ def human_ceiling(
     For each annotator, the correlation of their scores with the mean of the *other* annotators on the
     items they rated (items with at least one other rating); the result is the mean over annotators
     with at least ``min_items`` such items and a defined correlation.
+
+    Parameters
+    ----------
+    human : mapping
+        ``{item: {annotator: score}}``.
+    kind : {"spearman", "kendall", "pearson"}
+    min_items : int
+
+    Returns
+    -------
+    float
+        NaN when no annotator qualifies.
+
+    References
+    ----------
+    Spearman, C. (1904). The proof and measurement of association between two things. *American
+    Journal of Psychology* 15(1), 72–101. Kendall, M. G. (1945). The treatment of ties in ranking
+    problems. *Biometrika* 33(3), 239–251 (τ-b).
     """
     per_annotator: dict[Hashable, tuple[list[float], list[float]]] = {}
     for ratings in human.values():
@@ -206,6 +291,8 @@ def human_ceiling(
 
 
 def _alpha(rows: list[list[float]]) -> float:
+    import krippendorff
+
     data = np.asarray(rows, dtype=float)
     if data.shape[0] < 2 or np.sum(np.sum(np.isfinite(data), axis=0) >= 2) == 0:
         return math.nan
@@ -221,6 +308,22 @@ def alpha_with_and_without_judge(
     """Krippendorff's α (interval) of the annotators alone, and with the judge as one more rater.
 
     Both over the items the judge scored, so the two numbers differ only by the judge.
+
+    Parameters
+    ----------
+    human : mapping
+        ``{item: {annotator: score}}``.
+    judge : mapping
+        ``{item: score}`` on the same scale.
+
+    Returns
+    -------
+    tuple of float
+        (α without the judge, α with the judge); NaN where undefined.
+
+    References
+    ----------
+    Krippendorff, K. (2011). Computing Krippendorff's alpha-reliability. University of Pennsylvania.
     """
     items = [i for i in human if i in judge]
     annotators = sorted({a for i in items for a in human[i]}, key=str)
@@ -251,8 +354,11 @@ class JudgeCalibration:
 
     @property
     def possibly_inverted(self) -> bool:
-        """A negative correlation with people: the judge's scale may be declared the wrong way round."""
-        return self.spearman is not None and self.spearman < 0
+        """A negative correlation with people whose 95% CI excludes 0: the judge's scale may be declared the
+        wrong way round. A negative point estimate alone is not enough: a random judge gives one half the
+        time on a dozen items."""
+        high = self.spearman_ci95[1]
+        return self.spearman is not None and self.spearman < 0 and high is not None and high < 0
 
 
 def calibrate_judge(
@@ -264,7 +370,33 @@ def calibrate_judge(
     seed: int = 0,
     scale: tuple[int, int] = SCALE,
 ) -> JudgeCalibration:
-    """Everything the report shows for one judge × dimension, over the items both people and judge scored."""
+    """Everything the report shows for one judge × dimension, over the items both people and judge scored.
+
+    Parameters
+    ----------
+    human : mapping
+        ``{item: {annotator: score}}`` on the rubric scale.
+    judge : mapping
+        ``{item: score}``, already mapped onto the rubric scale.
+    epsilon : float
+        The alt-test's margin ε.
+    n_boot, seed : int
+        Bootstrap resamples for the correlation intervals, and their seed.
+    scale : tuple of int
+        The rubric scale, for the confusion matrix and the quadratic-weighted κ.
+
+    Returns
+    -------
+    JudgeCalibration
+        Spearman's ρ and Kendall's τ-b with bootstrap CIs, Pearson's r, MAE and bias, QWK of the
+        rounded judge against the rounded human median, the human ceiling, α with and without the
+        judge, the alt-test, a possibly-inverted flag and the confusion matrix; undefined → None.
+
+    References
+    ----------
+    Calderon, Reichart and Dror (2025) for the alt-test; Cohen (1968) for QWK; Krippendorff (2011)
+    for α; Efron and Tibshirani (1993) for the bootstrap.
+    """
     items = [i for i in human if i in judge and judge[i] is not None and len(human[i]) > 0]
     human_mean = np.array([statistics.fmean(human[i].values()) for i in items], dtype=float)
     human_median = np.array([statistics.median(human[i].values()) for i in items], dtype=float)
@@ -275,22 +407,22 @@ def calibrate_judge(
     human_cat = np.clip(round_half_up(human_median), lo, hi).astype(int)
     errors = judge_values - human_mean
     alphas = alpha_with_and_without_judge({i: human[i] for i in items}, {i: judge[i] for i in items})
-    pair = lambda ci: (_nan_to_none(ci[0]), _nan_to_none(ci[1]))
+    pair = lambda ci: (finite_or_none(ci[0]), finite_or_none(ci[1]))
     return JudgeCalibration(
         n=n,
-        spearman=_nan_to_none(_corr("spearman", judge_values, human_mean)),
+        spearman=finite_or_none(_corr("spearman", judge_values, human_mean)),
         spearman_ci95=pair(bootstrap_ci(judge_values, human_mean, "spearman", n_boot=n_boot, seed=seed)),
-        kendall=_nan_to_none(_corr("kendall", judge_values, human_mean)),
+        kendall=finite_or_none(_corr("kendall", judge_values, human_mean)),
         kendall_ci95=pair(bootstrap_ci(judge_values, human_mean, "kendall", n_boot=n_boot, seed=seed)),
-        pearson=_nan_to_none(_corr("pearson", judge_values, human_mean)),
-        mae=_nan_to_none(float(np.mean(np.abs(errors)))) if n else None,
-        bias=_nan_to_none(float(np.mean(errors))) if n else None,
-        qwk=_nan_to_none(quadratic_weighted_kappa(human_cat, judge_cat, scale)) if n else None,
+        pearson=finite_or_none(_corr("pearson", judge_values, human_mean)),
+        mae=finite_or_none(float(np.mean(np.abs(errors)))) if n else None,
+        bias=finite_or_none(float(np.mean(errors))) if n else None,
+        qwk=finite_or_none(quadratic_weighted_kappa(human_cat, judge_cat, scale)) if n else None,
         confusion=confusion_matrix(human_cat, judge_cat, scale),
-        human_ceiling_spearman=_nan_to_none(human_ceiling({i: human[i] for i in items}, "spearman")),
-        human_ceiling_kendall=_nan_to_none(human_ceiling({i: human[i] for i in items}, "kendall")),
-        alpha_humans=_nan_to_none(alphas[0]),
-        alpha_with_judge=_nan_to_none(alphas[1]),
+        human_ceiling_spearman=finite_or_none(human_ceiling({i: human[i] for i in items}, "spearman")),
+        human_ceiling_kendall=finite_or_none(human_ceiling({i: human[i] for i in items}, "kendall")),
+        alpha_humans=finite_or_none(alphas[0]),
+        alpha_with_judge=finite_or_none(alphas[1]),
         alt_test=alt_test({i: human[i] for i in items}, {i: judge[i] for i in items}, epsilon=epsilon),
         pairs=tuple(zip(human_mean.tolist(), judge_values.tolist())),
     )

@@ -12,6 +12,9 @@ from dataclasses import dataclass
 
 import numpy as np
 
+from hcs.calibration.metrics import kappa_of_table
+from hcs.numbers import finite_or_none
+
 OUTCOMES = ("baseline", "enhanced", "tie")
 DEFAULT_TIE_MARGIN = 0.25
 DEFAULT_CONFIDENT = 0.8
@@ -19,6 +22,20 @@ DEFAULT_CONFIDENT = 0.8
 
 def human_preference(baseline_hcs: float, enhanced_hcs: float, *, tie_margin: float = DEFAULT_TIE_MARGIN) -> str:
     """``"baseline"``, ``"enhanced"`` or ``"tie"`` from the two items' mean overall HCS.
+
+    Parameters
+    ----------
+    baseline_hcs, enhanced_hcs : float
+        The people's mean overall score of each item.
+    tie_margin : float
+        Differences smaller than this are a tie.
+
+    Returns
+    -------
+    str
+
+    Examples
+    --------
 
     >>> human_preference(3.4, 4.1)
     'enhanced'
@@ -32,19 +49,20 @@ def human_preference(baseline_hcs: float, enhanced_hcs: float, *, tie_margin: fl
 
 
 def cohen_kappa(a: Sequence[str], b: Sequence[str], categories: Sequence[str] = OUTCOMES) -> float:
-    """Unweighted Cohen's κ of two label sequences over fixed ``categories``."""
+    """Unweighted Cohen's κ of two label sequences over fixed ``categories``; NaN when undefined.
+
+    The contingency table is counted here; κ comes from ``statsmodels.stats.inter_rater.cohens_kappa``.
+
+    References
+    ----------
+    Cohen, J. (1960). A coefficient of agreement for nominal scales. *Educational and Psychological
+    Measurement* 20(1), 37–46.
+    """
     index = {c: n for n, c in enumerate(categories)}
     table = np.zeros((len(categories), len(categories)))
     for x, y in zip(a, b):
         table[index[x], index[y]] += 1
-    n = table.sum()
-    if n == 0:
-        return math.nan
-    p_observed = np.trace(table) / n
-    p_expected = float(table.sum(axis=1) @ table.sum(axis=0)) / n**2
-    if p_expected == 1:
-        return math.nan
-    return float((p_observed - p_expected) / (1 - p_expected))
+    return kappa_of_table(table)
 
 
 @dataclass(frozen=True)
@@ -65,7 +83,26 @@ def compare_verdicts(
     *,
     confident_threshold: float = DEFAULT_CONFIDENT,
 ) -> PairwiseComparison:
-    """Agreement rate, Cohen's κ over the three outcomes, and accuracy of the confident verdicts."""
+    """Agreement rate, Cohen's κ over the three outcomes, and accuracy of the confident verdicts.
+
+    Parameters
+    ----------
+    judge, human : sequence of str
+        Paired verdicts, each ``"baseline"``, ``"enhanced"`` or ``"tie"``.
+    confidence : sequence of float or None, optional
+        The judge's stated confidence per verdict.
+    confident_threshold : float
+        Verdicts at or above it count as confident.
+
+    Returns
+    -------
+    PairwiseComparison
+
+    References
+    ----------
+    Cohen, J. (1960). A coefficient of agreement for nominal scales. *Educational and Psychological
+    Measurement* 20(1), 37–46.
+    """
     if len(judge) != len(human):
         raise ValueError("judge and human verdicts differ in length")
     for label in (*judge, *human):
@@ -82,7 +119,7 @@ def compare_verdicts(
     return PairwiseComparison(
         n=n,
         agreement=float(np.mean(matches)) if n else None,
-        kappa=None if not math.isfinite(kappa) else kappa,
+        kappa=finite_or_none(kappa),
         confident_threshold=confident_threshold,
         n_confident=len(confident),
         confident_accuracy=float(np.mean(confident)) if confident else None,

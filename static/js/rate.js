@@ -18,6 +18,7 @@
   }
   function rows(form) { return Array.prototype.slice.call(form.querySelectorAll(".kb-row")); }
   function radios(row) { return Array.prototype.slice.call(row.querySelectorAll("input[type=radio]")); }
+  function inputs(row) { return Array.prototype.slice.call(row.querySelectorAll("input")); }
 
   function currentRow(form) {
     var active = document.activeElement;
@@ -30,14 +31,15 @@
     rows(form).forEach(function (r) { r.classList.toggle("is-current", r === row); });
   }
 
-  function focusRow(form, row) {
+  function focusRow(form, row, quiet) {
     if (!row) return;
-    var inputs = radios(row);
-    var target = inputs.find(function (i) { return i.checked && !i.disabled; }) ||
-      inputs.find(function (i) { return !i.disabled; }) || inputs[0];
-    if (target) target.focus();
+    var all = row.dataset.kind === "flags" ? inputs(row) : radios(row);
+    var target = all.find(function (i) { return i.checked && !i.disabled; }) ||
+      all.find(function (i) { return !i.disabled; }) || all[0];
+    // quiet: on page load, keep the item in view from its top (the prompt comes first).
+    if (target) target.focus({ preventScroll: !!quiet });
     markCurrent(form, row);
-    row.scrollIntoView({ block: "nearest" });
+    if (!quiet) row.scrollIntoView({ block: "nearest" });
   }
 
   function move(form, row, step) {
@@ -68,6 +70,10 @@
     var state = checklistState(form);
     if (state.total) {
       data.checklist_flags.forEach(function (key) { flags.delete(key); });
+      if (data.stored_checklist_flags && state.met + state.notMet === 0) {
+        // An annotation stored without answers: its flags hold until the checklist is answered.
+        data.stored_checklist_flags.forEach(function (key) { flags.add(key); });
+      }
       var implied = null;
       if (state.met && state.notMet) implied = PARTIAL;  // the guideline's partial compliance
       else if (state.complete && state.met === 0) implied = IGNORES;
@@ -90,7 +96,8 @@
 
   function applyCaps(form) {
     var data = rubricData();
-    if (!data) return;
+    var clearedRows = [];
+    if (!data) return clearedRows;
     var flags = activeFlags(form, data);
     form.querySelectorAll(".dim-row").forEach(function (row) {
       var range = allowedRange(data, row.dataset.dimension, flags);
@@ -109,7 +116,7 @@
         var span = range.lo === range.hi ? "only " + range.lo : range.lo + "\u2013" + range.hi + " only";
         note.textContent = span + " (" + range.why.join(", ") + ")" + (cleared ? " \u00b7 choice cleared" : "");
       }
-      if (cleared) showLevel(row, null);
+      if (cleared) { showLevel(row, null); clearedRows.push(row); }
     });
     var derived = document.getElementById("derived-flags");
     if (derived) {
@@ -121,6 +128,7 @@
       else if (state.complete) derived.textContent = "All met: no cap on Instruction-Following.";
       else derived.textContent = "";
     }
+    return clearedRows;
   }
 
   // ------------------------------------------------------------------ level descriptions
@@ -139,10 +147,43 @@
   }
 
   // ------------------------------------------------------------------ actions
+  var focusBeforeHelp = null;
+
   function toggleHelp(show) {
     var help = document.getElementById("help-dialog");
     if (!help) return;
-    help.hidden = show === undefined ? !help.hidden : !show;
+    var open = show === undefined ? help.hidden : show;
+    if (open === !help.hidden) return;
+    help.hidden = !open;
+    if (open) {
+      focusBeforeHelp = document.activeElement;
+      help.querySelector(".card").focus();
+    } else if (focusBeforeHelp && document.contains(focusBeforeHelp)) {
+      focusBeforeHelp.focus({ preventScroll: true });
+    }
+  }
+
+  function helpOpen() {
+    var help = document.getElementById("help-dialog");
+    return help && !help.hidden;
+  }
+
+  function toggleFlag(form, key) {
+    var box = form.querySelector('input[name=flags][data-key="' + key + '"]');
+    if (!box) return false;
+    box.checked = !box.checked;
+    var cleared = applyCaps(form);  // what a click's change event does, keeping which scores it cleared
+    // A flag that clears a chosen score sends the annotator back to that score.
+    if (cleared.length) focusRow(form, cleared[0]);
+    else focusRow(form, box.closest(".kb-row"));
+    return true;
+  }
+
+  function openComment(form) {
+    var box = form.querySelector(".comment-box");
+    if (!box) return;
+    box.open = true;
+    document.getElementById("id_comment").focus();
   }
 
   function toggleRubric(form) {
@@ -175,9 +216,15 @@
     var target = event.target;
     var typing = target.matches && target.matches("textarea, input[type=text], input:not([type])");
     if (event.key === "Escape") {
-      toggleHelp(false);
+      if (helpOpen()) { toggleHelp(false); return; }
       var box = document.getElementById("skip-box");
       if (box && box.open && typing) { box.open = false; focusRow(form, currentRow(form)); }
+      if (target.id === "id_comment") focusRow(form, currentRow(form));
+      return;
+    }
+    if (helpOpen()) {
+      if (event.key === "?") { event.preventDefault(); toggleHelp(false); }
+      if (event.key === "Tab") event.preventDefault();  // a modal dialog keeps the focus
       return;
     }
     if (typing) {
@@ -193,6 +240,11 @@
     }
     if (event.key === "s") { event.preventDefault(); openSkip(); return; }
     if (event.key === "r") { event.preventDefault(); toggleRubric(form); return; }
+    if (event.key === "c") { event.preventDefault(); openComment(form); return; }
+    if (/^[a-z]$/.test(event.key) && event.key !== "y" && event.key !== "n" && toggleFlag(form, event.key)) {
+      event.preventDefault();
+      return;
+    }
     var row = currentRow(form);
     if (!row) return;
     if (event.key === "ArrowDown" || event.key === "ArrowUp") {
@@ -219,14 +271,33 @@
     move(form, row, 1);
   }
 
+  function tick() {
+    var timer = document.querySelector(".item-timer");
+    if (!timer || !timer.dataset.since) return;
+    var seconds = Math.max(0, Math.round((Date.now() - Date.parse(timer.dataset.since)) / 1000));
+    var m = Math.floor(seconds / 60), s = seconds % 60;
+    timer.textContent = m + ":" + (s < 10 ? "0" : "") + s;
+  }
+
+  function localTimes() {
+    document.querySelectorAll("time.lease-until").forEach(function (el) {
+      var at = new Date(el.getAttribute("datetime"));
+      if (!isNaN(at)) el.textContent = at.toLocaleTimeString([], { hour: "2-digit", minute: "2-digit" });
+    });
+  }
+
   function init() {
     var form = rateForm();
+    tick();
+    localTimes();
     if (!form) return;
     applyCaps(form);
     form.querySelectorAll(".dim-row").forEach(function (row) { showLevel(row, null); });
-    var all = rows(form);
+    var all = rows(form).filter(function (row) { return row.dataset.kind !== "flags"; });
     var first = all.find(function (row) { return !row.querySelector("input:checked"); }) || all[0];
-    focusRow(form, first);
+    focusRow(form, first, true);
+    var summary = document.getElementById("error-summary");
+    if (summary) summary.focus();  // announced first; the keys still act on the marked row
   }
 
   document.addEventListener("keydown", onKey);
@@ -256,8 +327,10 @@
     var button = event.target.closest ? event.target.closest("[data-action]") : null;
     if (!button) return;
     if (button.dataset.action === "help") toggleHelp();
+    if (button.dataset.action === "help-close") toggleHelp(false);
     if (button.dataset.action === "rubric") toggleRubric(rateForm());
   });
+  setInterval(tick, 1000);
   document.addEventListener("DOMContentLoaded", init);
   document.addEventListener("htmx:afterSettle", init);
 })();

@@ -14,6 +14,7 @@ from django.utils import timezone
 from django.utils.html import escape
 
 from annotator.models import Assignment, Batch, Item, Judge, JudgeScore, PairwiseVerdict
+from annotator.services.api_tokens import api_token_create
 from annotator.services.assignment import item_next_for_annotator
 from hcs.rubric import Rubric
 from tests.factories import make_annotation, make_batch, make_user
@@ -97,6 +98,7 @@ def build() -> dict:
                                    winner="enhanced", confidence=0.7, reason=text("verdict reason"),
                                    raw_output=HOSTILE)
     lease = item_next_for_annotator(batch=batch, annotator=users["annotator"])
+    api_token_create(user=users["researcher"], name=f"token {SHORT}", days=30)
     return {"users": users, "batch": Batch.objects.get(pk=batch.pk), "items": items, "own": own, "lease": lease}
 
 

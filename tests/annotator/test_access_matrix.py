@@ -7,6 +7,9 @@ the test, so a new page cannot ship without someone deciding who may see it. Dja
 Answers: LOGIN = a redirect to the login page; 403 / 404 / 405; any other number is the status
 an allowed request gets (200 for a page; 302 elsewhere than the login page, 400 or 422 for an
 empty form, when the URL only takes POST).
+
+The HTTP API (names ``api-v1:...``) is walked the same way, each role calling it with its own API
+token (anonymous: none, so 401): a token has exactly its user's role.
 """
 
 from __future__ import annotations
@@ -18,9 +21,11 @@ from django.test import Client
 from django.urls import URLPattern, URLResolver, get_resolver, resolve, reverse
 
 from annotator import models
+from annotator.exports.formats import EXPORT_FORMATS as EXPORTS
 from annotator.models import Annotation, Assignment, Batch
+from annotator.services.api_tokens import api_token_create
 from annotator.services.assignment import item_next_for_annotator
-from annotator.views.reports import EXPORTS
+from annotator.services.links import annotators_add, invite_create, study_link_create
 from tests.factories import PASSWORD, make_annotation, make_batch, make_user
 
 pytestmark = pytest.mark.django_db
@@ -36,6 +41,13 @@ RESEARCHERS = {"anonymous": LOGIN, "none": 403, "annotator": 403, "researcher": 
 ADMINS = {"anonymous": LOGIN, "none": 403, "annotator": 403, "researcher": 403, "admin": 200}
 
 
+# The API answers 401 (a problem, not a redirect) when no valid token comes with the request.
+API_EVERYONE = EVERYONE
+API_SIGNED_IN = {**SIGNED_IN, "anonymous": 401}
+API_RESEARCHERS = {**RESEARCHERS, "anonymous": 401}
+API_ADMINS = {**ADMINS, "anonymous": 401}
+
+
 def allowed(group: dict, status: int) -> dict:
     """The same roles, with the status an allowed (empty) request gets."""
     return {role: (status if answer == 200 else answer) for role, answer in group.items()}
@@ -48,6 +60,7 @@ ACCESS: dict[str, dict[str, dict]] = {
     "login": {"GET": EVERYONE, "POST": allowed(EVERYONE, 200)},  # an empty form shows its errors
     "logout": {"POST": {role: LOGIN for role in ROLES}},  # signs out, then the login page
     "rubric": {"GET": SIGNED_IN},
+    "favicon": {"GET": allowed(EVERYONE, 301)},  # to the static icon
     "upload": {"GET": ADMINS},
     "upload_preview": {"POST": allowed(ADMINS, 400)},
     "upload_confirm": {"POST": allowed(ADMINS, 302)},
@@ -56,11 +69,23 @@ ACCESS: dict[str, dict[str, dict]] = {
     "annotate_queue": {"GET": ANNOTATORS},
     "annotate_next": {"GET": ANNOTATORS},
     "annotate_mine": {"GET": ANNOTATORS},
-    "annotate_submit": {"POST": allowed(ANNOTATORS, 422)},
-    "annotate_skip": {"POST": allowed(ANNOTATORS, 422)},
+    # An empty form about an item the annotator holds no lease on: refused without the item (409).
+    "annotate_submit": {"POST": allowed(ANNOTATORS, 409)},
+    "annotate_skip": {"POST": allowed(ANNOTATORS, 409)},
     # The annotation in the URL is the annotator's own: nobody else's edit page exists for them,
     # admins included (404, not 403: an id someone else owns is not revealed).
     "annotation_edit": {"GET": {**ANNOTATORS, "admin": 404}, "POST": {**allowed(ANNOTATORS, 422), "admin": 404}},
+    # A gold item shown to the annotator: only they may answer it (anyone else: 404).
+    "gold_submit": {"POST": {**allowed(ANNOTATORS, 422), "admin": 404}},
+    "gold_skip": {"POST": {**allowed(ANNOTATORS, 422), "admin": 404}},
+    # Excluding an annotator from a batch's statistics is the researcher's call.
+    "annotator_exclude": {"POST": allowed(RESEARCHERS, 302)},
+    "annotator_include": {"POST": allowed(RESEARCHERS, 302)},
+    # Adjudication: researchers, or users a researcher granted the batch to (tested apart).
+    "adjudication_queue": {"GET": RESEARCHERS},
+    "adjudication_item": {"GET": RESEARCHERS, "POST": allowed(RESEARCHERS, 422)},
+    "adjudication_to_gold": {"POST": allowed(RESEARCHERS, 404)},  # the item has no adjudication yet
+    "adjudicator_grant": {"POST": allowed(RESEARCHERS, 302)},
     "assignment_overview": {"GET": ADMINS},
     "assignment_batch": {"GET": ADMINS},
     "assignment_release": {"POST": allowed(ADMINS, 302)},
@@ -68,23 +93,69 @@ ACCESS: dict[str, dict[str, dict]] = {
     "judges": {"GET": RESEARCHERS},
     "judge_import_scores": {"POST": allowed(RESEARCHERS, 400)},
     "judge_import_verdicts": {"POST": allowed(RESEARCHERS, 400)},
+    "judge_run": {"POST": allowed(RESEARCHERS, 400)},  # an empty form: refused, nothing queued
     "report_list": {"GET": RESEARCHERS},
     "report_batch": {"GET": RESEARCHERS},
+    "report_judges": {"GET": RESEARCHERS},
     "report_export": {"GET": RESEARCHERS},
     "report_item": {"GET": RESEARCHERS},
+    "judge_card": {"GET": RESEARCHERS},
+    "judge_card_export": {"GET": RESEARCHERS},
+    "judge_disagreements": {"GET": RESEARCHERS},
     # Background jobs belong to whoever started them (here the admin); anyone else's is a 404.
     "job_status": {"GET": {**SIGNED_IN, "none": 404, "annotator": 404, "researcher": 404}},
     "job_download": {"GET": {**SIGNED_IN, "none": 404, "annotator": 404, "researcher": 404}},
     "job_try_again": {"POST": {**allowed(SIGNED_IN, 302), "none": 404, "annotator": 404, "researcher": 404}},
+    "job_stop": {"POST": {**allowed(SIGNED_IN, 302), "none": 404, "annotator": 404, "researcher": 404}},
     "healthz": {"GET": EVERYONE},  # for load balancers: says only whether the database answers
+    # Each user's own API tokens; another user's token id is a 404 (a 302 back to the list for one's own).
+    "api_tokens": {"GET": SIGNED_IN},
+    "api_token_new": {"POST": allowed(SIGNED_IN, 400)},  # an empty form: name and days are missing
+    "api_token_revoke": {"POST": {**allowed(SIGNED_IN, 404), "admin": 302}},
+    # The HTTP API. The schema and its docs page are public; a POST with an empty (non-JSON) body is a 400.
+    "api-v1:openapi-json": {"GET": API_EVERYONE},
+    "api-v1:openapi-view": {"GET": API_EVERYONE},
+    "api-v1:api-root": {"GET": {role: 404 for role in ROLES}},
+    "api-v1:me": {"GET": API_SIGNED_IN},
+    "api-v1:batches": {"GET": API_RESEARCHERS, "POST": allowed(API_ADMINS, 400)},
+    "api-v1:batches_create": {"GET": API_RESEARCHERS, "POST": allowed(API_ADMINS, 400)},
+    "api-v1:batch": {"GET": API_RESEARCHERS},
+    "api-v1:batch_items": {"POST": allowed(API_ADMINS, 400)},
+    "api-v1:batch_progress": {"GET": API_RESEARCHERS},
+    "api-v1:annotations": {"GET": API_RESEARCHERS},
+    "api-v1:report": {"GET": API_RESEARCHERS},
+    "api-v1:calibration": {"GET": API_RESEARCHERS},
+    "api-v1:judges": {"GET": API_RESEARCHERS},
+    "api-v1:judge_scores": {"POST": allowed(API_RESEARCHERS, 400)},
+    "api-v1:judge_verdicts": {"POST": allowed(API_RESEARCHERS, 400)},
+    # API jobs belong to whoever started them (here the admin), as on the job page.
+    "api-v1:job": {"GET": {**API_SIGNED_IN, "none": 404, "annotator": 404, "researcher": 404}},
+    "api-v1:job_result": {"GET": {**API_SIGNED_IN, "none": 404, "annotator": 404, "researcher": 404}},
+    # Studies. The matrix batch has no consent text and no limits, so consent and the end page send
+    # an annotator on to the next item; the instructions are always readable.
+    "study_consent": {"GET": allowed(ANNOTATORS, 302), "POST": allowed(ANNOTATORS, 302)},
+    "study_instructions": {"GET": ANNOTATORS, "POST": allowed(ANNOTATORS, 302)},
+    "study_done": {"GET": allowed(ANNOTATORS, 302)},
+    # Public link pages: the token is the credential. The study link here carries no worker id (403).
+    "study_entry": {"GET": allowed(EVERYONE, 403)},
+    "invite": {"GET": EVERYONE, "POST": allowed(EVERYONE, 422)},
+    "signin_link": {"GET": EVERYONE, "POST": allowed(EVERYONE, 422)},
+    "studies": {"GET": ADMINS},
+    "study_link_new": {"POST": allowed(ADMINS, 422)},
+    "invite_link_new": {"POST": allowed(ADMINS, 422)},
+    "annotators_new": {"POST": allowed(ADMINS, 422)},
+    "link_revoke": {"POST": allowed(ADMINS, 302)},
+    "study_settings": {"POST": allowed(ADMINS, 302)},
+    "study_workers_csv": {"GET": ADMINS},
 }
 
 # Every export format is requested (taken from the view, so a new format is checked too).
 EXPORT_FORMATS = tuple(EXPORTS)
 
 
-def app_url_patterns(patterns=None, prefix="", params=()):
-    """(name, route, path parameter names) of every URL, from the resolver, without Django's admin."""
+def app_url_patterns(patterns=None, prefix="", params=(), namespace=""):
+    """(name, route, path parameter names) of every URL, from the resolver, without Django's admin.
+    Names inside a namespaced include are given as ``namespace:name``, as ``reverse`` takes them."""
     found = []
     for entry in get_resolver().url_patterns if patterns is None else patterns:
         route = prefix + str(entry.pattern)
@@ -92,9 +163,10 @@ def app_url_patterns(patterns=None, prefix="", params=()):
         if isinstance(entry, URLResolver):
             if entry.app_name == "admin" or entry.namespace == "admin":
                 continue
-            found += app_url_patterns(entry.url_patterns, route, names)
+            inner = ":".join(n for n in (namespace, entry.namespace) if n)
+            found += app_url_patterns(entry.url_patterns, route, names, inner)
         elif isinstance(entry, URLPattern):
-            found.append((entry.name, route, names))
+            found.append((f"{namespace}:{entry.name}" if namespace and entry.name else entry.name, route, names))
     return found
 
 
@@ -109,7 +181,19 @@ def world():
     own = make_annotation(items[0], users["annotator"], {"coherence": 3}, comment="mine")
     theirs = make_annotation(items[1], other, {"coherence": 2}, comment="someone else's words")
     lease = item_next_for_annotator(batch=batch, annotator=other)
-    params = {"batch_id": batch.pk, "item_pk": items[3].pk, "pk": own.pk, "assignment_id": lease.pk, "fmt": "json"}
+    token, _ = api_token_create(user=users["admin"], name="admin's", days=1)
+    gold = models.GoldItem.objects.create(batch=batch, item_id="g1", kind="check", prompt="p", response="r",
+                                          scores={"coherence": 2})
+    answer = models.GoldAnswer.objects.create(gold_item=gold, annotator=users["annotator"], shown_at=lease.leased_at)
+    models.AnnotatorStanding.objects.create(batch=batch, annotator=other)
+    params = {"batch_id": batch.pk, "item_pk": items[3].pk, "pk": own.pk, "assignment_id": lease.pk, "fmt": "json",
+              "token_id": token.pk, "answer_pk": answer.pk, "user_pk": other.pk}
+    params.update(study_link_params(batch, users["admin"]))
+    judge = models.Judge.objects.create(name="matrix-judge")
+    models.JudgeScore.objects.create(judge=judge, item=items[0], dimension="coherence", raw_value=3, scale_min=1,
+                                     scale_max=5, value=3)
+    params["judge_id"] = judge.pk
+    params["card_fmt"] = "html"
     Job = getattr(models, "Job", None)
     if Job is not None:
         job = Job.objects.create(
@@ -117,8 +201,10 @@ def world():
             output=b"{}", output_name="report.json", output_type="application/json",
         )
         params["job_id"] = job.pk
+    keys = {role: api_token_create(user=user, name="matrix", days=1)[1] for role, user in users.items()}
     return {
         "users": users,
+        "keys": keys,
         "other": other,
         "batch": batch,
         "items": items,
@@ -128,7 +214,22 @@ def world():
     }
 
 
-def client_for(world, role: str) -> Client:
+def study_link_params(batch, admin) -> dict:
+    """Live links of each kind (their tokens are the path parameters of the public link pages)."""
+    _study, study_token = study_link_create(batch=batch, platform="prolific", quota=2, completion_code="C0DE")
+    invite, invite_token = invite_create(batches=[batch])
+    [account] = annotators_add(rows=[("bulk-person", "bulk@example.org")], batch=batch)
+    return {
+        "study_token": study_token, "invite_token": invite_token, "signin_token": account.token,
+        "kind": "invite", "link_id": invite.pk,
+    }
+
+
+def client_for(world, role: str, name: str = "") -> Client:
+    """A session for the pages; for the API (``api-v1:`` names), the role's own API token instead."""
+    if name.startswith("api-v1:"):
+        key = world["keys"].get(role)
+        return Client(headers={"Authorization": f"Bearer {key}"} if key else {})
     client = Client()
     if role != "anonymous":
         client.force_login(world["users"][role])
@@ -171,7 +272,7 @@ def test_every_role_gets_exactly_its_answer(world):
             for role in ROLES:
                 denial = next((a for e in methods.values() if (a := e[role]) in (LOGIN, 403, 404)), None)
                 for method in ("GET", "POST"):
-                    client = client_for(world, role)
+                    client = client_for(world, role, name)
                     got = answer(client.post(url) if method == "POST" else client.get(url))
                     checked += 1
                     if method in methods:
@@ -201,9 +302,10 @@ def test_own_history_shows_only_own_annotations(world):
     response = client_for(world, "annotator").get(reverse("annotate_mine", args=[world["batch"].pk]))
     assert response.status_code == 200
     body = response.content.decode()
-    assert world["items"][0].item_id in body
-    assert world["items"][1].item_id not in body  # the other annotator's item
-    assert list(response.context["annotations"]) == [world["own"]]
+    assert world["items"][0].prompt in body
+    assert world["items"][0].item_id not in body  # a neutral number, never the file's item id
+    assert world["items"][1].prompt not in body  # the other annotator's item
+    assert [row["annotation"] for row in response.context["annotations"]] == [world["own"]]
 
 
 def test_batches_restricted_to_other_annotators_are_404(world):

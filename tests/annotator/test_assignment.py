@@ -164,7 +164,9 @@ def test_queries_per_lease_do_not_grow_with_the_batch(one_system):
         # Savepoints only appear because the test runs inside a transaction.
         counts.append(sum(1 for q in ctx.captured_queries if "SAVEPOINT" not in q["sql"]))
     assert counts[0] == counts[1]
-    assert counts[0] <= 10
+    # Lease: user-row lock, standing, live lease, expiry sweep, the lease statement. Submit (ORM):
+    # user-row lock, assignment lock, its update, annotation, scores, item counters.
+    assert counts[0] <= 11
 
 
 def test_a_lease_is_resumed_until_it_expires_and_not_after():

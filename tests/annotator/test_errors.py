@@ -25,7 +25,7 @@ def annotator_client():
                                    InterfaceError("connection already closed")])
 def test_lost_database_is_503_with_retry_after(annotator_client, error):
     batch = make_batch("b", n_items=2)
-    with mock.patch("annotator.views.rating.item_next_for_annotator", side_effect=error):
+    with mock.patch("annotator.views.rating.rating_next", side_effect=error):
         response = annotator_client.get(reverse("annotate_next", args=[batch.pk]))
     assert response.status_code == 503 and response["Retry-After"] == "5"
     assert "database is not answering" in response.content.decode()
@@ -55,7 +55,7 @@ def test_a_submit_that_fails_on_the_database_saves_nothing_and_the_resubmit_save
 
 def test_other_errors_stay_500(annotator_client):
     batch = make_batch("b", n_items=2)
-    with mock.patch("annotator.views.rating.item_next_for_annotator", side_effect=ValueError("bug")):
+    with mock.patch("annotator.views.rating.rating_next", side_effect=ValueError("bug")):
         response = annotator_client.get(reverse("annotate_next", args=[batch.pk]))
     assert response.status_code == 500 and "Retry-After" not in response
     assert "Server error" in response.content.decode()

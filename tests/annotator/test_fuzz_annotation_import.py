@@ -3,6 +3,7 @@ annotations (with their items, accounts and scores) or is refused with errors an
 
 import pytest
 from django.contrib.auth import get_user_model
+from django.test import override_settings
 from hypothesis import event, given
 from hypothesis import strategies as st
 
@@ -56,15 +57,14 @@ def existing(db):
 
 @FUZZ
 @given(file=upload_files(COLUMNS, GOOD_CELLS, required=3), batch_name=st.sampled_from(["old", "old", "new batch", "new batch", "", "b" * 201]),
-       k=st.sampled_from([None, None, 3, 2]), max_bytes=st.sampled_from([None, None, 50 * 1024 * 1024, 300]))
+       k=st.sampled_from([None, None, 3, 2]), max_bytes=st.sampled_from([50 * 1024 * 1024, 50 * 1024 * 1024, 300]))
 def test_any_annotation_file_imports_whole_or_not_at_all(existing, file, batch_name, k, max_bytes):
     record("annotation importer")
     data, filename = file
-    with rolled_back():
+    with rolled_back(), override_settings(ANNOTATOR_UPLOAD_MAX_BYTES=max_bytes):
         before = row_counts(*MODELS)
         try:
-            plan = annotations_import_file(data=data, filename=filename, batch_name=batch_name, k=k,
-                                           max_bytes=max_bytes)
+            plan = annotations_import_file(data=data, filename=filename, batch_name=batch_name, k=k)
         except FileRefused as exc:
             event("file refused")
             assert str(exc)

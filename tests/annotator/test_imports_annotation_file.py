@@ -28,12 +28,13 @@ def messages(parsed) -> list[str]:
     return [str(e) for e in parsed.errors]
 
 
-def test_template_has_exactly_the_guideline_columns_plus_partial_compliance():
+def test_template_has_the_guideline_columns_plus_every_flag_and_the_constraint_answers():
     header = next(csv.reader(io.StringIO(TEMPLATE.read_text(encoding="utf-8"))))
     assert header == [
         "item_id", "system_id", "prompt", "response", "annotator", "coherence", "relevance",
         "instruction_following", "safety_compliance", "fluency", "ignores_hard_constraint",
-        "major_factual_impossibility", "unsafe_suggestion", "partial_compliance", "comment",
+        "major_factual_impossibility", "unsafe_suggestion", "partial_compliance", "prompt_ambiguous",
+        "constraints_met", "comment",
     ]
     assert header == template_columns(Rubric.default())
 

@@ -112,9 +112,10 @@ def test_wrong_encoding_is_refused_with_the_line():
         parse_batch_file(data, filename="x.csv")
 
 
-def test_oversized_file_is_refused():
+def test_oversized_file_is_refused(settings):
+    settings.ANNOTATOR_UPLOAD_MAX_BYTES = 10
     with pytest.raises(FileRefused, match=r"the largest file accepted is 10 bytes"):
-        parse("item_id,prompt,response\n1,p,r\n", max_bytes=10)
+        parse("item_id,prompt,response\n1,p,r\n")
 
 
 @pytest.mark.parametrize("text", ["", "  \n\n"])
@@ -224,3 +225,11 @@ def test_utf16_from_a_spreadsheet_is_refused_as_not_utf8():
 def test_jsonl_key_given_twice_is_named():
     errors = messages(parse('{"item_id": "1", "Prompt": "a", "prompt": "b", "response": "r"}\n', filename="x.jsonl"))
     assert errors == ["line 1: has the same key twice (keys ignore case)"]
+
+
+def test_a_jsonl_line_with_the_reserved_row_key_is_an_error_not_a_crash():
+    # Found by the API fuzz test: the refused line's key used to stay a column, filled with row numbers.
+    data = b'{"item_id": "a", "prompt": "p", "response": "r"}\n{"item_id": "b", "prompt": "p", "__row__": 1}\n'
+    parsed = parse_batch_file(data, filename="x.jsonl")
+    assert [str(e) for e in parsed.errors] == ["line 2, key `__row__`: is a reserved name; rename the key"]
+    assert parsed.columns == ["item_id", "prompt", "response"]

@@ -8,7 +8,7 @@ import pytest
 from django.contrib.auth import get_user_model
 from django.core.management import CommandError, call_command
 
-from annotator.models import Annotation, Batch, Item, Score
+from annotator.models import Annotation, Batch, Item, JudgeScore, Score
 from hcs.rubric import Rubric
 
 pytestmark = pytest.mark.django_db
@@ -122,12 +122,42 @@ def test_load_demo_is_realistic_and_idempotent():
     assert all(len({i.system_id for i in items if i.prompt_id == p}) == 3 for p in {i.prompt_id for i in items})
     annotations = Annotation.objects.filter(item__batch=batch)
     assert annotations.count() > 0
+    # the constructed demo judge scores every item, so the report has a judge card to show
+    assert JudgeScore.objects.filter(item__batch=batch, judge__name="demo-judge (constructed)").count() == len(items) * 5
     rubric = batch.rubric_obj
     for a in annotations.prefetch_related("scores"):
         assert rubric.validate({s.dimension: s.value for s in a.scores.all()}, a.flags) == []
     for item in items:
         assert item.n_annotations == item.annotations.count() <= batch.k
     assert batch.items.filter(n_annotations=0).count() >= 20, "most items wait to be rated"
-    before = (Item.objects.count(), Annotation.objects.count(), Score.objects.count())
+    # Quality control shows without extra steps: training first, then checks in the queue.
+    assert batch.gold_items.filter(kind="training").count() == 2 and batch.gold_items.filter(kind="check").count() == 3
+    assert batch.quality_rule.training_items == 2 and "2 training items" in out
+    before = (Item.objects.count(), Annotation.objects.count(), Score.objects.count(), JudgeScore.objects.count())
     assert "already exists" in run("load_demo")
-    assert (Item.objects.count(), Annotation.objects.count(), Score.objects.count()) == before
+    assert (Item.objects.count(), Annotation.objects.count(), Score.objects.count(),
+            JudgeScore.objects.count()) == before
+
+
+def test_the_demo_prints_a_working_study_link_and_invite_link():
+    from urllib.parse import urlsplit
+
+    from django.test import Client
+
+    from annotator.models import InviteLink, StudyLink
+
+    run("load_demo")
+    batch = Batch.objects.get(name="Demo: route planning")
+    assert batch.consent_text.startswith("## Consent")
+    out = run("create_demo_users")
+    urls = [line.strip() for line in out.splitlines() if line.strip().startswith("http")]
+    template, try_it, invite = urls
+    assert "PROLIFIC_PID={{%PROLIFIC_PID%}}" in template and "/invite/" in invite
+    response = Client().get(urlsplit(try_it).path + "?" + urlsplit(try_it).query)
+    assert response.status_code == 302 and response["Location"] == f"/annotate/{batch.pk}/next/"
+    assert Client().get(urlsplit(invite).path).status_code == 200
+    # A second run revokes the first run's demo links and prints new ones.
+    run("create_demo_users")
+    assert StudyLink.objects.filter(revoked_at__isnull=True).count() == 1
+    assert InviteLink.objects.filter(revoked_at__isnull=True).count() == 1
+    assert Client().get(urlsplit(invite).path).status_code == 403

@@ -284,3 +284,39 @@ def test_an_annotation_submitted_between_check_and_save_refuses_the_file():
     with pytest.raises(ImportRefused, match="The batch changed while the file was being saved"):
         annotations_import(plan=plan)
     assert counts() == before
+
+
+@pytest.mark.parametrize(
+    ("name", "k", "data"),
+    [
+        ("taken", 3, ITEMS),  # a batch of that name exists
+        ("fresh", 2, ITEMS),  # k below the minimum
+        ("fresh", 3, "item_id,prompt,response\n"),  # no items
+        ("", 3, "item_id,prompt,response\nx,,r\nx,p,r\n"),  # no name, an empty prompt, a repeated id
+    ],
+)
+def test_batch_preview_and_save_refuse_with_the_same_errors(name, k, data):
+    from annotator.selectors.imports import batch_upload_preview
+
+    make_batch("taken")
+    preview = batch_upload_preview(data=data.encode(), filename="f.csv", name=name, k=k, rubric=None)
+    with pytest.raises(ImportRefused) as refused:
+        batch_import_file(data=data.encode(), filename="f.csv", name=name, k=k, rubric=Rubric.default())
+    assert preview.errors and preview.errors == refused.value.errors
+
+
+@pytest.mark.parametrize(
+    "data",
+    [
+        ANN_HEADER,  # no annotations
+        ANN_HEADER + "a1,sys-a,p,r,ann1,9,4,4,4,4,0,0,\n",  # a score off the scale
+    ],
+)
+def test_annotation_preview_and_save_refuse_with_the_same_errors(data):
+    from annotator.selectors.imports import annotation_upload_preview
+
+    preview = annotation_upload_preview(data=data.encode(), filename="f.csv", name="offline", k=None, rubric=None)
+    with pytest.raises(ImportRefused) as refused:
+        annotations_import_file(data=data.encode(), filename="f.csv", batch_name="offline")
+    assert preview.errors and preview.errors == refused.value.errors
+    assert not Batch.objects.filter(name="offline").exists()

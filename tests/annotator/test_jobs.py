@@ -13,7 +13,7 @@ from django.db import OperationalError
 from django.urls import reverse
 
 from annotator.models import Batch, Item, Job
-from tests.factories import make_annotation, make_batch, make_user
+from tests.factories import make_annotation, make_batch, make_user, upload_storage_at
 
 pytestmark = pytest.mark.django_db
 
@@ -28,7 +28,7 @@ SCORES = {"coherence": 4, "relevance": 3, "instruction_following": 4, "safety_co
 
 @pytest.fixture(autouse=True)
 def small_thresholds(settings, tmp_path):
-    settings.ANNOTATOR_UPLOAD_DIR = tmp_path / "uploads"
+    upload_storage_at(settings, tmp_path / "uploads")
     settings.ANNOTATOR_BACKGROUND_UPLOAD_BYTES = 100  # GOOD is larger: it goes to the worker
     settings.ANNOTATOR_BACKGROUND_REPORT_ITEMS = 3
 
@@ -85,9 +85,11 @@ def test_refused_upload_shows_row_errors_saves_nothing_and_keeps_the_file(
 def test_crashed_upload_shows_its_error_and_succeeds_when_tried_again(
     admin_client, django_capture_on_commit_callbacks
 ):
-    with mock.patch("annotator.services.uploads.batch_import_file", side_effect=RuntimeError("disk on fire")):
-        with django_capture_on_commit_callbacks(execute=True):
-            response = _confirm(admin_client, GOOD)
+    with (
+        mock.patch("annotator.services.uploads.batch_import_file", side_effect=RuntimeError("disk on fire")),
+        django_capture_on_commit_callbacks(execute=True),
+    ):
+        response = _confirm(admin_client, GOOD)
     job = Job.objects.get()
     assert job.state == Job.FAILED and "RuntimeError: disk on fire" in job.message
     assert not Batch.objects.filter(name="bg-batch").exists()

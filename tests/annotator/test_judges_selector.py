@@ -4,7 +4,7 @@ import numpy as np
 import pytest
 
 from annotator.models import Judge, JudgeScore, PairwiseVerdict
-from annotator.selectors.judges import alt_test_epsilon, judges_report, pairwise_report
+from annotator.selectors.judges import judges_report, pairwise_report
 from annotator.selectors.reports import batch_report, report_arrays
 from hcs.calibration import calibrate_judge, compare_verdicts, human_preference
 from tests.factories import make_annotation, make_batch, make_user
@@ -41,7 +41,7 @@ def _add_scores(judge_name, batch, values, dimension="coherence"):
 
 @pytest.mark.django_db
 def test_section_matches_hcs_on_the_same_data():
-    batch, truth, human = _study()
+    batch, _truth, human = _study()
     consensus = {i: float(np.mean(list(r.values()))) for i, r in human.items()}
     _add_scores("consensus", batch, consensus)
     section = judges_report(batch=batch, arrays=report_arrays(batch=batch), n_boot=100)
@@ -61,11 +61,10 @@ def test_section_matches_hcs_on_the_same_data():
 
 
 @pytest.mark.django_db
-def test_inverted_judge_and_epsilon_context():
-    batch, truth, human = _study()
+def test_inverted_judge_and_epsilon_argument():
+    batch, truth, _human = _study()
     _add_scores("inverted", batch, {i: 6.0 - v for i, v in truth.items()})
-    with alt_test_epsilon(0.1):
-        section = judges_report(batch=batch, arrays=report_arrays(batch=batch), n_boot=50)
+    section = judges_report(batch=batch, arrays=report_arrays(batch=batch), epsilon=0.1, n_boot=50)
     data = section.to_json()["inverted"]["coherence"]
     assert data["possibly_inverted"] is True
     assert data["alt_test"]["epsilon"] == 0.1
@@ -85,7 +84,7 @@ def test_overall_dimension_uses_the_weighted_hcs():
 
 @pytest.mark.django_db
 def test_batch_report_carries_the_sections():
-    batch, truth, human = _study()
+    batch, truth, _human = _study()
     _add_scores("consensus", batch, {i: float(v) for i, v in truth.items()})
     report = batch_report(batch=batch, n_resamples=50)
     assert "consensus" in report.sections["judges"].to_json()
@@ -94,7 +93,7 @@ def test_batch_report_carries_the_sections():
 
 @pytest.mark.django_db
 def test_pairwise_section_against_human_preference():
-    batch, truth, human = _study(n_items=12, systems=("base", "new"))
+    batch, _truth, human = _study(n_items=12, systems=("base", "new"))
     judge = Judge.objects.create(name="pw")
     items = list(batch.items.order_by("position"))
     expected_j, expected_h, conf = [], [], []
@@ -110,3 +109,30 @@ def test_pairwise_section_against_human_preference():
     direct = compare_verdicts(expected_j, expected_h, conf)
     assert row.comparison == direct
     assert section.to_json()["pw"]["n"] == 6
+
+
+@pytest.mark.django_db
+def test_pairwise_confidence_calibration_matches_hcs(client, researcher_user):
+    from django.urls import reverse
+
+    from hcs.calibration.confidence import reliability
+    from tests.factories import PASSWORD
+
+    batch, _, human = _study(n_items=12, systems=("base", "new"))
+    judge = Judge.objects.create(name="pw")
+    items = list(batch.items.order_by("position"))
+    right, stated = [], []
+    for n, (base, new) in enumerate(zip(items[::2], items[1::2])):
+        preference = human_preference(np.mean(list(human[base.item_id].values())), np.mean(list(human[new.item_id].values())))
+        confidence = (0.95, 0.55, None)[n % 3]
+        PairwiseVerdict.objects.create(judge=judge, baseline=base, enhanced=new, winner="enhanced", confidence=confidence)
+        right.append(preference == "enhanced")
+        stated.append(np.nan if confidence is None else confidence)
+    row = pairwise_report(batch=batch, arrays=report_arrays(batch=batch)).rows[0]
+    direct = reliability(stated, right)
+    assert row.confidence.n == 4 and row.confidence.ece == pytest.approx(direct.ece)
+    data = row.to_json()["confidence_calibration"]
+    assert data["n"] == 4 and data["ece"] == pytest.approx(direct.ece, abs=1e-4) and len(data["bins"]) == 10
+    assert client.login(username=researcher_user.username, password=PASSWORD)
+    page = client.get(reverse("report_judges", args=[batch.pk])).content.decode()
+    assert "pw: stated confidence" in page and "pw: reliability diagram" in page

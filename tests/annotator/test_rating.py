@@ -44,7 +44,7 @@ def test_next_shows_one_item_with_checklist_and_rubric_data(client, setup):
 
 
 def test_untrusted_text_is_escaped(client, setup):
-    batch, user = setup
+    batch, _user = setup
     Item.objects.filter(batch=batch).update(response="<script>alert(1)</script>\nline two")
     html = client.get(reverse("annotate_next", args=[batch.pk])).content.decode()
     assert "<script>alert(1)</script>" not in html
@@ -52,7 +52,7 @@ def test_untrusted_text_is_escaped(client, setup):
 
 
 def test_conversation_turns_are_shown_as_a_transcript(client, setup):
-    batch, user = setup
+    batch, _user = setup
     Item.objects.filter(batch=batch).update(
         conversation=[{"role": "user", "content": "I need the airport"}, {"role": "assistant", "content": "Which one?"}]
     )
@@ -82,12 +82,14 @@ def test_htmx_submit_swaps_in_the_next_item(client, setup):
     response = client.post(reverse("annotate_submit", args=[first.pk]), data, HTTP_HX_REQUEST="true")
     assert response.status_code == 200
     html = response.content.decode()
-    assert html.lstrip().startswith('<div id="rate-area"')
+    # A top-level <title> (htmx sets the tab's title from it), then the rating area.
+    assert html.lstrip().startswith("<title>Rate item 2 · HCS annotator</title>\n<div id=\"rate-area\"")
     assert "<html" not in html
     second = leased_item(user)
     assert second.pk != first.pk
     assert reverse("annotate_submit", args=[second.pk]) in html
-    assert f"Saved your rating of {first.item_id}" in html
+    assert "Saved your rating." in html
+    assert first.item_id not in html and second.item_id not in html
 
 
 def test_a_crafted_post_gets_a_clear_error_and_keeps_what_was_entered(client, setup):
@@ -189,7 +191,7 @@ def test_closed_or_restricted_batches_are_not_served(client, setup):
 
 
 def test_home_lists_open_batches_with_progress(client, setup):
-    batch, user = setup
+    batch, _user = setup
     html = client.get(reverse("home")).content.decode()
     assert batch.name in html and "0 / 4 items complete" in html
     assert reverse("annotate_next", args=[batch.pk]) in html
@@ -222,3 +224,68 @@ def test_own_work_stays_reachable_after_the_batch_closes(client, setup):
     other.is_open = False
     other.save()
     assert client.get(reverse("annotate_mine", args=[other.pk])).status_code == 404
+
+
+# Issue 10, defect 6: an item's text is shown only to the annotator who holds a live lease on it.
+def _not_given(batch, user):
+    return Item.objects.filter(batch=batch).exclude(assignments__annotator=user).order_by("position").first()
+
+
+def _assert_refused_without_text(response, item):
+    assert response.status_code == 409
+    html = response.content.decode()
+    assert "not given to you right now" in html
+    assert item.response not in html and item.prompt not in html and item.item_id not in html
+    return html
+
+
+@pytest.mark.parametrize("htmx", [False, True])
+def test_an_invalid_post_to_an_item_not_given_to_you_does_not_show_it(client, setup, htmx):
+    batch, user = setup
+    Item.objects.filter(batch=batch).update(prompt="secret prompt", response="secret response")
+    client.get(reverse("annotate_next", args=[batch.pk]))
+    other = _not_given(batch, user)
+    headers = {"HTTP_HX_REQUEST": "true"} if htmx else {}
+    response = client.post(reverse("annotate_submit", args=[other.pk]), {"score_fluency": "9"}, **headers)
+    html = _assert_refused_without_text(response, other)
+    if htmx:  # the tab's title (htmx takes it from a top-level <title>), then the rating area
+        assert html.lstrip().startswith('<title>Not yours to rate · HCS annotator</title>\n<div id="rate-area"')
+    assert reverse("annotate_next", args=[batch.pk]) in html
+    assert Annotation.objects.count() == 0
+    assert not Assignment.objects.filter(item=other, annotator=user).exists()
+
+
+def test_a_skip_of_an_item_not_given_to_you_does_not_show_it(client, setup):
+    batch, user = setup
+    Item.objects.filter(batch=batch).update(prompt="secret prompt", response="secret response")
+    client.get(reverse("annotate_next", args=[batch.pk]))
+    other = _not_given(batch, user)
+    for reason in ("", "because"):
+        response = client.post(reverse("annotate_skip", args=[other.pk]), {"skip_reason": reason, **SCORES})
+        _assert_refused_without_text(response, other)
+    assert not Assignment.objects.filter(item=other, annotator=user).exists()
+
+
+def test_an_invalid_post_after_the_lease_ran_out_or_after_submitting_does_not_show_the_item(client, setup):
+    batch, user = setup
+    client.get(reverse("annotate_next", args=[batch.pk]))
+    item = leased_item(user)
+    Assignment.objects.filter(item=item, annotator=user).update(lease_expires_at="2000-01-01T00:00:00Z")
+    _assert_refused_without_text(client.post(reverse("annotate_submit", args=[item.pk]), {"score_fluency": "9"}), item)
+    # A valid form is still honoured while the item has a free slot (the service's rule).
+    response = client.post(reverse("annotate_submit", args=[item.pk]), {**SCORES, "constraint_0": "met",
+                                                                        "constraint_1": "met"}, follow=True)
+    html = response.content.decode()
+    assert "Saved your rating." in html and item.item_id not in html  # a neutral label, never the item id
+    assert Annotation.objects.filter(item=item, annotator=user).exists()
+    _assert_refused_without_text(client.post(reverse("annotate_submit", args=[item.pk]), {"score_fluency": "9"}), item)
+
+
+def test_a_valid_post_to_an_item_not_given_to_you_saves_nothing(client, setup):
+    batch, user = setup
+    client.get(reverse("annotate_next", args=[batch.pk]))
+    other = _not_given(batch, user)
+    data = {**SCORES, "constraint_0": "met", "constraint_1": "met"}
+    response = client.post(reverse("annotate_submit", args=[other.pk]), data, follow=True)
+    assert "This item was not given to you, so nothing was saved." in response.content.decode()
+    assert Annotation.objects.count() == 0

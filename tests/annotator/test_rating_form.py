@@ -47,3 +47,19 @@ def test_every_problem_is_reported_at_once():
     assert "Relevance needs a score." in messages and "Fluency needs a score." in messages
     assert any("Instruction-Following is 5" in m and "Partial compliance" in m for m in messages)
     assert any("Safety-Compliance is 3" in m for m in messages)
+
+
+def test_forms_of_one_rubric_share_their_fields_but_not_their_results():
+    """Fields are built once per rubric (cache_key) and shared; each form keeps its own data and errors."""
+    bad = RatingForm({**SCORES, "score_fluency": "9"}, rubric=Rubric.default(), constraints=("a", "b"), cache_key="k")
+    good = RatingForm({**SCORES, "constraint_0": "met", "constraint_1": "met"}, rubric=Rubric.default(),
+                      constraints=("a", "b"), cache_key="k")
+    assert bad.fields["score_fluency"] is good.fields["score_fluency"]
+    assert not bad.is_valid() and "9 is not a score" in str(bad.errors)
+    assert good.is_valid(), good.errors
+    assert good.payload["scores"]["fluency"] == 4
+    # The same field order as a form built from scratch, and no checklist flags without constraints.
+    assert list(good.fields) == list(form({}).fields)
+    plain = RatingForm({}, rubric=Rubric.default(), cache_key="k")
+    assert "ignores_hard_constraint" in dict(plain.fields["flags"].choices)
+    assert "ignores_hard_constraint" not in dict(good.fields["flags"].choices)

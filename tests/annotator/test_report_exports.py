@@ -86,7 +86,8 @@ def test_json_equals_hcs_on_the_exported_long_csv(batch):
     for j, dim in enumerate(DIMS):
         rows = long[long.dimension == dim]
         counts = counts_from_long(rows.item_id.to_numpy(), rows.score.to_numpy(), [1, 2, 3, 4, 5])
-        fleiss = first_k_counts(rows.item_id.to_numpy(), rows.score.to_numpy(), [1, 2, 3, 4, 5], k=3)
+        fleiss = first_k_counts(rows.item_id.to_numpy(), rows.score.to_numpy(), [1, 2, 3, 4, 5], k=3,
+                                order=pd.to_datetime(rows.submitted_at).to_numpy())
         expected = dimension_agreement(counts, fleiss, [1, 2, 3, 4, 5], k=3, n_resamples=300, seed=4 + j)
         got = data["dimensions"][dim]
         assert got["fleiss_kappa"] == pytest.approx(expected.fleiss_kappa)
@@ -119,7 +120,7 @@ def test_undefuse_reverses_defuse():
 def test_safe_writer_defuses_every_cell():
     out = io.StringIO()
     SafeWriter(out).writerow(["=HYPERLINK(1)", -2, "ok"])
-    assert out.getvalue() == "'=HYPERLINK(1),-2,ok\n"
+    assert out.getvalue() == "'=HYPERLINK(1),-2,ok\r\n"
 
 
 def test_dimension_table_csv(batch):
@@ -252,7 +253,7 @@ def test_hanna_report_equals_direct_library_calls():
 def test_plot_svg_escapes_labels_and_makes_no_requests():
     import re
 
-    from annotator.exports.plots import distribution_svg
+    from annotator.plots import distribution_svg
 
     svg = distribution_svg('<script>alert("x")</script> & $\\frac{1}{2}$', [1, 2, 3, 4, 5], [0, 1, 5, 9, 3], mean=3.8)
     assert svg.startswith("<svg") and svg.rstrip().endswith("</svg>")

@@ -129,9 +129,9 @@ def test_empty_batch_gives_an_empty_report():
 
 @pytest.mark.django_db
 def test_report_uses_a_fixed_number_of_queries(django_assert_num_queries):
-    # Items, grouped counts, first-k counts (6 ratings > k=3), per-annotation pivot, usernames.
+    # Items, the one ordered per-annotation query, usernames (first-k counts come from numpy).
     batch = load_ratings("queries", FLEISS_1971_DIAGNOSES.astype(float), k=3)
-    with django_assert_num_queries(5):
+    with django_assert_num_queries(3):
         arrays = report_arrays(batch=batch)
     with django_assert_num_queries(0):
         report_from_arrays(batch=batch, arrays=arrays, n_resamples=10, seed=1)
@@ -175,29 +175,3 @@ def test_scores_survive_packing_with_many_dimensions():
     got = arrays.annotation_scores[np.argsort(arrays.annotation_annotator)]
     np.testing.assert_array_equal(got, np.array(expected, dtype=float))
     assert arrays.counts.shape == (12, 1, 5)
-
-
-@pytest.mark.django_db(transaction=True)
-def test_parallel_queries_give_the_same_arrays(monkeypatch):
-    """Outside a transaction the per-annotation query runs on a second connection."""
-    import threading
-
-    from annotator.selectors import reports
-
-    batch = load_ratings("parallel", FLEISS_1971_DIAGNOSES.astype(float), k=4)
-    threads = []
-    original = reports._fetch
-
-    def spy(*args):
-        threads.append(threading.get_ident())
-        return original(*args)
-
-    monkeypatch.setattr(reports, "_fetch", spy)
-    parallel = report_arrays(batch=batch)
-    assert len(set(threads)) == 2  # the pivot ran in a worker thread
-    monkeypatch.setattr(reports, "PARALLEL_QUERIES", False)
-    threads.clear()
-    sequential = report_arrays(batch=batch)
-    assert len(set(threads)) == 1
-    for field in ("counts", "fleiss_counts", "annotation_item", "annotation_annotator", "annotation_scores"):
-        np.testing.assert_array_equal(getattr(parallel, field), getattr(sequential, field))

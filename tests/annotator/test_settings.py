@@ -15,7 +15,7 @@ def _load_settings(**env: str) -> subprocess.CompletedProcess:
     clean = {k: v for k, v in os.environ.items() if k not in {"SECRET_KEY", "DEBUG", "DATABASE_URL"}}
     clean.update(env)
     code = "import annotator.settings as s; print(s.DATABASES['default']['ENGINE'], s.DEBUG)"
-    return subprocess.run([sys.executable, "-c", code], cwd=ROOT, env=clean, capture_output=True, text=True)
+    return subprocess.run([sys.executable, "-c", code], check=False, cwd=ROOT, env=clean, capture_output=True, text=True)
 
 
 def test_refuses_to_start_without_secret_key_when_debug_is_off():
@@ -47,3 +47,109 @@ def test_sqlite_uses_immediate_transactions_and_a_busy_timeout():
 def test_app_settings_have_defaults():
     assert settings.ANNOTATOR_LEASE_MINUTES == 30
     assert settings.ANNOTATOR_UPLOAD_MAX_BYTES == 50 * 1024 * 1024
+
+
+# Settings are read strictly: a typo stops start-up instead of switching a protection off.
+def test_a_mistyped_boolean_stops_start_up_naming_the_variable_and_the_accepted_values():
+    result = _load_settings(SECRET_KEY="x", HTTPS_ONLY="O")
+    assert result.returncode != 0
+    assert "ImproperlyConfigured" in result.stderr
+    assert "HTTPS_ONLY='O' is not a boolean" in result.stderr
+    assert "1/0, true/false, yes/no or on/off" in result.stderr
+
+
+@pytest.mark.parametrize("name", ["DEBUG", "HTTPS_ONLY", "BEHIND_TLS_PROXY"])
+@pytest.mark.parametrize("value", ["O", "enabled", "2", "tru", "y"])
+def test_env_bool_refuses_anything_but_the_documented_values(monkeypatch, name, value):
+    from django.core.exceptions import ImproperlyConfigured
+
+    from annotator.env import env_bool
+
+    monkeypatch.setenv(name, value)
+    with pytest.raises(ImproperlyConfigured, match=rf"^{name}='{value}' is not a boolean; accepted values: 1/0"):
+        env_bool(name)
+
+
+@pytest.mark.parametrize(("value", "expected"), [
+    ("1", True), ("TRUE", True), ("Yes", True), ("on", True), (" true ", True),
+    ("0", False), ("False", False), ("NO", False), ("off", False),
+])
+def test_env_bool_reads_every_documented_value_in_any_case(monkeypatch, value, expected):
+    from annotator.env import env_bool
+
+    monkeypatch.setenv("HCS_TEST_FLAG", value)
+    assert env_bool("HCS_TEST_FLAG", default=not expected) is expected
+
+
+def test_unset_or_blank_settings_take_their_default(monkeypatch):
+    from annotator.env import env_bool, env_int
+
+    monkeypatch.delenv("HCS_TEST_FLAG", raising=False)
+    assert env_bool("HCS_TEST_FLAG", default=True) is True
+    monkeypatch.setenv("HCS_TEST_FLAG", "  ")
+    assert env_bool("HCS_TEST_FLAG", default=True) is True
+    assert env_int("HCS_TEST_FLAG", 7) == 7
+
+
+@pytest.mark.parametrize("value", ["3.5", "30m", "1e3", "ten", "٣", "0x10"])
+def test_env_int_refuses_what_is_not_a_whole_number(monkeypatch, value):
+    from django.core.exceptions import ImproperlyConfigured
+
+    from annotator.env import env_int
+
+    monkeypatch.setenv("ANNOTATOR_LEASE_MINUTES", value)
+    with pytest.raises(ImproperlyConfigured, match=r"^ANNOTATOR_LEASE_MINUTES=.* is not a whole number; accepted "
+                                                   r"values: whole numbers from 1 up\.$"):
+        env_int("ANNOTATOR_LEASE_MINUTES", 30, minimum=1)
+
+
+def test_env_int_refuses_a_number_below_its_minimum(monkeypatch):
+    from django.core.exceptions import ImproperlyConfigured
+
+    from annotator.env import env_int
+
+    monkeypatch.setenv("ANNOTATOR_UPLOAD_MAX_MB", "0")
+    with pytest.raises(ImproperlyConfigured, match=r"ANNOTATOR_UPLOAD_MAX_MB='0' is below 1"):
+        env_int("ANNOTATOR_UPLOAD_MAX_MB", 50, minimum=1)
+    monkeypatch.setenv("ANNOTATOR_UPLOAD_MAX_MB", " 12 ")
+    assert env_int("ANNOTATOR_UPLOAD_MAX_MB", 50, minimum=1) == 12
+
+
+def test_a_mistyped_whole_number_stops_start_up():
+    result = _load_settings(SECRET_KEY="x", ANNOTATOR_LEASE_MINUTES="30min")
+    assert result.returncode != 0
+    assert "ANNOTATOR_LEASE_MINUTES='30min' is not a whole number" in result.stderr
+
+
+@pytest.mark.parametrize("value", ["120", "0/min", "10/fortnight", "ten/min", "1.5/s", "120/MIN "])
+def test_env_rate_refuses_what_is_not_a_rate(monkeypatch, value):
+    from django.core.exceptions import ImproperlyConfigured
+
+    from annotator.env import env_rate
+
+    monkeypatch.setenv("ANNOTATOR_API_RATE", value)
+    with pytest.raises(ImproperlyConfigured, match=r"^ANNOTATOR_API_RATE=.* is not a rate; accepted values: N/unit"):
+        env_rate("ANNOTATOR_API_RATE", "120/min")
+
+
+@pytest.mark.parametrize("value", ["1/s", "120/min", "5000/hour", "100000/day"])
+def test_env_rate_reads_rates_the_throttle_understands(monkeypatch, value):
+    from ninja.throttling import SimpleRateThrottle
+
+    from annotator.env import env_rate
+
+    monkeypatch.setenv("ANNOTATOR_API_RATE", value)
+    rate = env_rate("ANNOTATOR_API_RATE", "120/min")
+    count, seconds = SimpleRateThrottle(rate).parse_rate(rate)
+    assert (rate, count) == (value, int(value.split("/")[0])) and seconds in (1, 60, 3600, 86400)
+
+
+def test_upload_storage_is_chosen_by_setting():
+    storage = "django.core.files.storage.InMemoryStorage"
+    ok = _load_settings(DEBUG="1", ANNOTATOR_UPLOAD_STORAGE=storage, ANNOTATOR_UPLOAD_STORAGE_OPTIONS='{"location": "x"}')
+    assert ok.returncode == 0, ok.stderr
+    bad = _load_settings(DEBUG="1", ANNOTATOR_UPLOAD_STORAGE=storage, ANNOTATOR_UPLOAD_STORAGE_OPTIONS="bucket=x")
+    assert bad.returncode != 0 and "ANNOTATOR_UPLOAD_STORAGE_OPTIONS must be a JSON object" in bad.stderr
+    default = settings.STORAGES["uploads"]
+    assert default["BACKEND"] == "django.core.files.storage.FileSystemStorage"
+    assert default["OPTIONS"]["file_permissions_mode"] == 0o600

@@ -55,8 +55,8 @@ def test_unresolved_paths_say_where(path, message):
 
 
 def test_malformed_mapping():
-    with pytest.raises(PathError, match="mapping line 1: `answer` is not one of"):
-        parse_mapping("answer = output.output\n")
+    with pytest.raises(PathError, match="mapping line 1: `an swer` is not a field name"):
+        parse_mapping("an swer = output.output\n")
     with pytest.raises(PathError, match="needs `response = <path>`"):
         parse_mapping("prompt = input.x")
     with pytest.raises(PathError, match=r"mapping line 2: `input..x`: `` is not a key"):

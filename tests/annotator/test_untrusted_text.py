@@ -14,10 +14,10 @@ from django.utils import timezone
 from django.utils.html import escape
 
 from annotator.exports.csv_safe import DANGEROUS_START, PLAIN_NUMBER
+from annotator.exports.formats import EXPORT_FORMATS as EXPORTS
 from annotator.models import Item, Judge, JudgeScore
-from annotator.views.reports import EXPORTS
 from tests.annotator import hostile
-from tests.factories import make_annotation, make_batch, make_user
+from tests.factories import make_annotation, make_batch, make_user, upload_storage_at
 
 pytestmark = pytest.mark.django_db
 
@@ -49,8 +49,11 @@ def page_urls(world) -> list[tuple[str, str]]:
         *[("researcher", reverse("report_item", args=[item.pk])) for item in items],
         ("researcher", reverse("judges")),
         ("researcher", reverse("report_export", args=[batch.pk, "html"])),
+        ("researcher", reverse("adjudication_queue", args=[batch.pk])),
+        ("researcher", reverse("adjudication_item", args=[items[0].pk])),
         ("admin", reverse("assignment_overview")),
         ("admin", reverse("assignment_batch", args=[batch.pk])),
+        ("researcher", reverse("api_tokens")),
     ]
 
 
@@ -74,8 +77,29 @@ def test_the_rating_page_shows_every_hostile_field(world):
         assert escape(hostile.text(field)) in body, field
 
 
+def test_gold_items_and_training_feedback_show_hostile_text_escaped(world):
+    from annotator.models import GoldAnswer, GoldItem, QualityRule
+
+    batch = world["batch"]
+    QualityRule.objects.create(batch=batch, training_items=1)
+    dims = batch.rubric_obj.dimension_keys
+    GoldItem.objects.create(batch=batch, item_id="t" + hostile.SHORT, kind="training", prompt=hostile.text("gold prompt"),
+                            response=hostile.HOSTILE, scores=dict.fromkeys(dims, 3), flags=[],
+                            explanation=hostile.text("explanation"))
+    c = client(world, "annotator")
+    user = world["users"]["annotator"]
+    GoldAnswer.objects.filter(annotator=user).delete()
+    body = c.get(reverse("annotate_next", args=[batch.pk])).content.decode()
+    assert_inert(body, "training item")
+    assert escape(hostile.text("gold prompt")) in body
+    answer = GoldAnswer.objects.get(annotator=user, submitted_at__isnull=True)
+    feedback = c.post(reverse("gold_submit", args=[answer.pk]), {f"score_{d}": "3" for d in dims}).content.decode()
+    assert_inert(feedback, "training feedback")
+    assert escape(hostile.text("explanation")) in feedback
+
+
 def test_upload_preview_shows_hostile_cells_and_errors_escaped(world, settings, tmp_path):
-    settings.ANNOTATOR_UPLOAD_DIR = tmp_path
+    upload_storage_at(settings, tmp_path)
     response = client(world, "admin").post(reverse("upload_preview"), {
         "mode": "batch", "name": "upload " + hostile.SHORT, "k": 3,
         "file": SimpleUploadedFile("hostile.csv", hostile.hostile_upload_csv()),

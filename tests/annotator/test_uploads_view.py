@@ -5,7 +5,7 @@ from django.core.files.uploadedfile import SimpleUploadedFile
 from django.urls import reverse
 
 from annotator.models import Annotation, Batch, Item, Score
-from tests.factories import make_batch, make_user
+from tests.factories import make_batch, make_user, upload_storage_at
 
 pytestmark = pytest.mark.django_db
 
@@ -19,8 +19,7 @@ GOOD = (
 
 @pytest.fixture(autouse=True)
 def upload_dir(settings, tmp_path):
-    settings.ANNOTATOR_UPLOAD_DIR = tmp_path / "uploads"
-    return settings.ANNOTATOR_UPLOAD_DIR
+    return upload_storage_at(settings, tmp_path / "uploads")
 
 
 @pytest.fixture
@@ -226,3 +225,17 @@ def test_an_admin_has_at_most_a_few_files_waiting(admin_client, upload_dir):
     assert "no longer waiting" in response.content.decode()
     admin_client.post(reverse("upload_confirm"), {"token": tokens[-1]})
     assert Batch.objects.get().name == f"b{MAX_PENDING + 1}"
+
+
+def test_waiting_files_go_through_the_uploads_storage(admin_client, settings):
+    """Any Django storage backend can hold the waiting files: here an in-memory one (no disk at all),
+    as an S3 bucket would be behind a load balancer."""
+    from django.core.files.storage import storages
+
+    settings.STORAGES = {**settings.STORAGES, "uploads": {"BACKEND": "django.core.files.storage.InMemoryStorage"}}
+    response = _post_preview(admin_client, GOOD)
+    token = response.context["token"]
+    assert storages["uploads"].listdir("")[1] == [f"{token}.upload"]
+    response = admin_client.post(reverse("upload_confirm"), {"token": token})
+    assert response.status_code == 302 and Batch.objects.filter(name="new-batch").exists()
+    assert storages["uploads"].listdir("")[1] == []

@@ -27,12 +27,12 @@ def chromium():
         browser.close()
 
 
-def signed_in_context(browser, live_server, user):
+def signed_in_context(browser, live_server, user, viewport=None):
     """A browser context holding a session of ``user`` (as if they had logged in)."""
     from django.test import Client
 
     client = Client()
     client.force_login(user)
-    context = browser.new_context(viewport={"width": 1360, "height": 1000})
+    context = browser.new_context(viewport=viewport or {"width": 1360, "height": 1000})
     context.add_cookies([{"name": "sessionid", "value": client.cookies["sessionid"].value, "url": live_server.url}])
     return context

@@ -17,6 +17,7 @@ from django.urls import reverse
 from annotator.models import Annotation
 from tests.annotator import hostile
 from tests.browser.conftest import signed_in_context
+from tests.factories import upload_storage_at
 
 pytestmark = pytest.mark.browser
 
@@ -66,7 +67,7 @@ def check(page, watch: Watch, where: str, *, shows_payload: bool = True) -> None
 
 @pytest.mark.django_db(transaction=True)
 def test_hostile_text_is_inert_on_every_page(chromium, live_server, settings, tmp_path):
-    settings.ANNOTATOR_UPLOAD_DIR = tmp_path / "uploads"
+    upload_storage_at(settings, tmp_path / "uploads")
     world = hostile.build()
     batch, items = world["batch"], world["items"]
     url = live_server.url
@@ -75,7 +76,7 @@ def test_hostile_text_is_inert_on_every_page(chromium, live_server, settings, tm
     # The annotator: queue, rating page, a submit that swaps in the next hostile item, history, edit.
     context = signed_in_context(chromium, live_server, world["users"]["annotator"])
     page = context.new_page()
-    page.set_default_timeout(10_000)
+    page.set_default_timeout(30_000)  # generous: CI machines can be busy
     watch = Watch(page)
     page.goto(url + reverse("annotate_queue"))
     check(page, watch, "queue")
@@ -102,7 +103,7 @@ def test_hostile_text_is_inert_on_every_page(chromium, live_server, settings, tm
     # The researcher: report, every item's adjudication page, judges page, the HTML export.
     context = signed_in_context(chromium, live_server, world["users"]["researcher"])
     page = context.new_page()
-    page.set_default_timeout(10_000)
+    page.set_default_timeout(30_000)  # generous: CI machines can be busy
     watch = Watch(page)
     for where, path in [
         ("report list", reverse("report_list")),
@@ -123,7 +124,7 @@ def test_hostile_text_is_inert_on_every_page(chromium, live_server, settings, tm
     # The admin: assignment pages (skip reasons) and the upload preview of a hostile file.
     context = signed_in_context(chromium, live_server, world["users"]["admin"])
     page = context.new_page()
-    page.set_default_timeout(10_000)
+    page.set_default_timeout(30_000)  # generous: CI machines can be busy
     watch = Watch(page)
     page.goto(url + reverse("assignment_batch", args=[batch.pk]))
     check(page, watch, "assignment page")

@@ -10,7 +10,7 @@ from pathlib import Path
 import pytest
 
 from annotator.models import Batch
-from tests.factories import PASSWORD, make_user
+from tests.factories import PASSWORD, make_user, upload_storage_at
 
 os.environ["DJANGO_ALLOW_ASYNC_UNSAFE"] = "true"
 
@@ -28,7 +28,7 @@ pytestmark = [
 def page(live_server, settings, tmp_path):
     from playwright.sync_api import sync_playwright
 
-    settings.ANNOTATOR_UPLOAD_DIR = tmp_path / "uploads"
+    upload_storage_at(settings, tmp_path / "uploads")
     with sync_playwright() as p:
         browser = p.chromium.launch(
             executable_path=CHROMIUM,
@@ -36,7 +36,7 @@ def page(live_server, settings, tmp_path):
             args=["--no-sandbox", "--disable-gpu", "--disable-background-networking", "--disable-component-update"],
         )
         page = browser.new_context(viewport={"width": 1360, "height": 1000}).new_page()
-        page.set_default_timeout(10_000)
+        page.set_default_timeout(30_000)  # generous: CI machines can be busy
         yield page
         browser.close()
 

@@ -262,8 +262,23 @@ def test_percentile_interval_refuses_mostly_undefined_resamples():
 def test_first_k_counts_takes_the_first_k_ratings_in_order():
     items = ["a", "a", "a", "a", "b", "b", "c", "c", "c"]
     scores = [5, 5, 5, 1, 2, 3, 4, 4, 2]
-    counts = first_k_counts(items, scores, FIVE, k=3)
+    counts = first_k_counts(items, scores, FIVE, k=3, order=range(len(items)))
     assert counts.tolist() == [[0, 0, 0, 0, 3], [0, 1, 0, 2, 0]]  # b has only 2: left out
+
+
+def test_first_k_counts_sorts_by_time_itself():
+    items = ["a", "a", "a", "a", "b", "b", "b"]
+    scores = [1, 5, 5, 5, 2, 3, 4]
+    when = ["2024-01-04", "2024-01-01", "2024-01-02", "2024-01-02", "2024-01-01", "2024-01-03", "2024-01-02"]
+    # a: 5 (01), 5 and 5 (02, ties keep row order); the 1 came last. b: 2, 4, 3 in time order.
+    expected = [[0, 0, 0, 0, 3], [0, 1, 1, 1, 0]]
+    assert first_k_counts(items, scores, FIVE, k=3, order=when).tolist() == expected
+    shuffle = [6, 3, 0, 5, 2, 4, 1]
+    shuffled = first_k_counts(np.array(items)[shuffle], np.array(scores)[shuffle], FIVE, k=3,
+                              order=np.array(when)[shuffle])
+    assert sorted(shuffled.tolist()) == sorted(expected)  # the same rows (item order: first seen)
+    with pytest.raises(AgreementError, match="order has 2 entries for 7 ratings"):
+        first_k_counts(items, scores, FIVE, k=3, order=when[:2])
 
 
 def test_counts_from_long_rejects_unknown_scores():

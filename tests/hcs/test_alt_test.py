@@ -109,6 +109,22 @@ def test_not_testable_when_nobody_shares_30_items():
     result = alt_test(human, {i: 3.0 for i in human})
     assert result.winning_rate is None and not result.passed
     assert result.verdict.startswith("not testable")
+    # It says why and what is missing, not just that the judge failed.
+    assert result.verdict == (
+        "not testable yet: 10 items have this judge's score and at least two people's ratings; the test "
+        "needs 30, so 20 more such items (and an annotator who rated 30 of them)"
+    )
+
+
+def test_not_testable_says_how_many_more_items_the_closest_annotator_needs():
+    # 40 items, each rated by two of four annotators; each annotator rated 20 of them.
+    human = {i: {f"a{i % 4}": 3, f"a{(i + 1) % 4}": 4} for i in range(40)}
+    result = alt_test(human, {i: 3.0 for i in human})
+    assert result.winning_rate is None and len(result.skipped) == 4
+    assert result.verdict == (
+        "not testable yet: 4 annotators rated at most 20 of the 40 items with this judge's score and at least "
+        "two ratings; the test needs one who rated 30, so 10 more from the closest annotator"
+    )
 
 
 def test_accuracy_metric_for_categories():
@@ -128,3 +144,24 @@ def test_a_larger_epsilon_never_lowers_the_winning_rate():
     judge = {i: float(np.mean(list(r.values())) + rng.normal(0, 1.0)) for i, r in human.items()}
     rates = [alt_test(human, judge, epsilon=e).winning_rate for e in (0.0, 0.1, 0.2, 0.3)]
     assert rates == sorted(rates)
+
+
+def test_benjamini_yekutieli_by_hand():
+    # m = 10, H_10 = 2.928968…, thresholds k / (10 · H_10) · 0.05 = 0.001707 k. Only p_(1) = 0.001 is
+    # below its threshold (p_(2) = 0.008 > 0.003414, and every later p is above its own too).
+    p = [0.205, 0.001, 0.039, 0.041, 0.008, 0.042, 0.06, 0.074, 0.212, 0.216]
+    assert benjamini_yekutieli(p, 0.05) == [False, True] + [False] * 8
+    # With q = 0.25 the thresholds are 0.008535 k: p_(3) = 0.039 > 0.0256, but p_(5) = 0.042 ≤ 0.04268,
+    # so the step-up rejects the five smallest (later p's all lie above their thresholds).
+    assert benjamini_yekutieli(p, 0.25) == [False, True, True, True, True, True, False, False, False, False]
+
+
+def test_evidence_warnings_name_n_and_k():
+    from hcs.calibration.alt_test import evidence_warnings
+
+    assert evidence_warnings(50, 3) == []
+    (only,) = evidence_warnings(49, 3)
+    assert "49 item(s) (n < 50)" in only
+    (only,) = evidence_warnings(120, 2)
+    assert "2 annotator(s) tested (k < 3)" in only
+    assert len(evidence_warnings(10, 0)) == 2

@@ -82,6 +82,23 @@ def test_inverted_judge_is_flagged():
     assert result.possibly_inverted
 
 
+def test_random_judges_on_a_dozen_items_are_not_called_inverted():
+    # A judge that ignores the items: on n = 12 its ρ is negative about half the time, but its 95% CI
+    # almost always spans 0, and only a CI below 0 is evidence that the scale runs the wrong way.
+    rng = np.random.default_rng(12)
+    negative = flagged = 0
+    for _ in range(40):
+        human = {i: {a: int(rng.integers(1, 6)) for a in "abc"} for i in range(12)}
+        judge = {i: float(rng.integers(1, 6)) for i in range(12)}
+        result = calibrate_judge(human, judge, n_boot=300)
+        negative += result.spearman is not None and result.spearman < 0
+        flagged += result.possibly_inverted
+        if result.possibly_inverted:
+            assert result.spearman_ci95[1] < 0
+    assert negative >= 10  # the old rule (ρ < 0) would have flagged all of these
+    assert flagged <= 4  # about 5% by construction of a 95% interval
+
+
 def test_vectorised_spearman_bootstrap_equals_the_loop():
     human, judge = _small_study()
     x = np.array([judge[i] for i in human])
@@ -227,3 +244,14 @@ def test_no_overlap_with_people_gives_empty_not_an_error():
     assert result.spearman is None and result.qwk is None and result.mae is None
     assert result.alt_test.winning_rate is None and not result.alt_test.passed
     assert sum(map(sum, result.confusion)) == 0
+
+
+def test_qwk_by_the_formula():
+    # κ_w = 1 − Σ w·O / Σ w·E with w = (i − j)² / (K − 1)² (Cohen 1968), written out on a 3-point scale.
+    human, judge = [1, 1, 2, 2, 3, 3], [1, 2, 2, 3, 3, 3]
+    observed = np.array([[1, 1, 0], [0, 1, 1], [0, 0, 2]], dtype=float)
+    i, j = np.indices((3, 3))
+    w = (i - j) ** 2 / 4
+    expected = np.outer(observed.sum(1), observed.sum(0)) / 6
+    assert quadratic_weighted_kappa(human, judge, (1, 3)) == pytest.approx(1 - (w * observed).sum() / (w * expected).sum())
+    assert quadratic_weighted_kappa(human, judge, (1, 3)) == pytest.approx(1 - (2 / 4) / (w * expected).sum())

@@ -48,3 +48,16 @@ def test_compare_verdicts_rejects_unknown_labels():
 def test_no_confident_verdicts():
     result = compare_verdicts(["tie"], ["tie"], [0.2])
     assert result.n_confident == 0 and result.confident_accuracy is None
+
+
+def test_kappa_published_example():
+    # Two readers, 50 proposals: both yes 20, A yes B no 5, A no B yes 10, both no 15.
+    # p_o = 0.7, p_e = 0.5·0.6 + 0.5·0.4 = 0.5, κ = 0.4 (the textbook example of Cohen's κ).
+    a = ["yes"] * 25 + ["no"] * 25
+    b = ["yes"] * 20 + ["no"] * 5 + ["yes"] * 10 + ["no"] * 15
+    assert cohen_kappa(a, b, categories=("yes", "no")) == pytest.approx(0.4, abs=1e-12)
+
+
+def test_kappa_undefined_is_nan():
+    assert np.isnan(cohen_kappa([], []))
+    assert np.isnan(cohen_kappa(["tie", "tie"], ["tie", "tie"]))  # chance agreement is 1

@@ -4,7 +4,6 @@ from __future__ import annotations
 
 from pathlib import Path
 
-from django.conf import settings
 from django.core.management.base import CommandError
 
 from annotator.imports.errors import FileRefused, ImportRefused
@@ -19,7 +18,7 @@ def read_file(path: str) -> bytes:
     if not file.is_file():
         raise CommandError(f"{path}: no such file.")
     try:
-        check_size(file.stat().st_size, settings.ANNOTATOR_UPLOAD_MAX_BYTES)
+        check_size(file.stat().st_size)
     except FileRefused as exc:
         raise CommandError(f"{path}: {exc}") from None
     return file.read_bytes()

@@ -11,7 +11,11 @@ from django.contrib.auth.models import Group
 from django.core.management.base import BaseCommand
 from django.db import transaction
 
+from annotator.link_urls import invite_url, study_url
+from annotator.management.commands.load_demo import DEMO_BATCH
+from annotator.models import Batch, InviteLink, StudyLink
 from annotator.roles import ANNOTATOR, RESEARCHER
+from annotator.services.links import invite_create, link_revoke, study_link_create
 
 DEMO_USERS = [
     ("admin", "admin"),
@@ -20,8 +24,38 @@ DEMO_USERS = [
 ]
 
 
+DEMO_COMPLETION_CODE = "DEMO-DONE"
+DEMO_WORKER = {"PROLIFIC_PID": "5f0c1a2b3c4d5e6f7a8b9c0d", "STUDY_ID": "demo-study", "SESSION_ID": "demo-session-1"}
+
+
 def demo_password(username: str) -> str:
     return f"{username}-demo-pass"
+
+
+def demo_links(admin) -> list[str]:
+    """A Prolific study link and an invite link for the demo batch (earlier demo links revoked)."""
+    batch = Batch.objects.filter(name=DEMO_BATCH).first()
+    if batch is None:
+        return ["(no demo batch: run `manage.py load_demo` first for a study link and an invite link)"]
+    for old in StudyLink.objects.filter(batch=batch, completion_code=DEMO_COMPLETION_CODE, revoked_at__isnull=True):
+        link_revoke(link=old)
+    for old in InviteLink.objects.filter(batches=batch, created_by=admin, revoked_at__isnull=True):
+        link_revoke(link=old)
+    study, study_token = study_link_create(
+        batch=batch, platform="prolific", quota=3, completion_code=DEMO_COMPLETION_CODE,
+        screen_out_code="DEMO-SCREENED", no_consent_code="DEMO-NOCONSENT", days=7, created_by=admin,
+    )
+    _invite, invite_token = invite_create(batches=[batch], uses=5, days=7, created_by=admin)
+    template = study_url(study_token, study.platform)
+    try_it = template.split("?")[0] + "?" + "&".join(f"{k}={v}" for k, v in DEMO_WORKER.items())
+    return [
+        f"Prolific study link for \u201c{DEMO_BATCH}\u201d (quota 3, code {DEMO_COMPLETION_CODE}; paste into Prolific):",
+        f"  {template}",
+        "  try it as a worker (any 24-letter PROLIFIC_PID is a new worker; use a private window):",
+        f"  {try_it}",
+        "Invite link (up to 5 accounts, 7 days):",
+        f"  {invite_url(invite_token)}",
+    ]
 
 
 class Command(BaseCommand):
@@ -39,7 +73,11 @@ class Command(BaseCommand):
             if role in (ANNOTATOR, RESEARCHER):
                 user.groups.add(Group.objects.get_or_create(name=role)[0])
             rows.append((username, demo_password(username), role, "created" if created else "reset"))
+            if role == "admin":
+                admin = user
         self.stdout.write("Demo accounts (for local use only; change or delete them on a real server):")
         width = max(len(r[0]) for r in rows)
         for username, password, role, state in rows:
             self.stdout.write(f"  {username:<{width}}  password: {password:<26} role: {role:<10} ({state})")
+        for line in demo_links(admin):
+            self.stdout.write(line)

@@ -2,11 +2,11 @@
 
 from __future__ import annotations
 
-from django.conf import settings
 from django.core.management.base import BaseCommand
 
 from annotator.imports.errors import FileRefused, ImportRefused
 from annotator.management.commands._import_common import load_rubric, read_file, refused
+from annotator.models.batch import MIN_K
 from annotator.services.annotation_imports import annotations_import_file
 
 
@@ -19,8 +19,8 @@ class Command(BaseCommand):
     def add_arguments(self, parser):
         parser.add_argument("file", help="CSV (UTF-8) or JSONL file of annotations")
         parser.add_argument("--batch", required=True, help="batch name; created if it does not exist")
-        parser.add_argument("--k", type=int, default=None, help="k for a new batch (default 3, at least 3)")
-        parser.add_argument("--rubric", help="rubric JSON for a new batch (default: fixtures/rubrics/hcs.json)")
+        parser.add_argument("--k", type=int, default=None, help=f"k for a new batch (default and least {MIN_K})")
+        parser.add_argument("--rubric", help="rubric JSON for a new batch (default: hcs/rubrics/hcs.json)")
 
     def handle(self, *args, file, batch, k, rubric, **options):
         data = read_file(file)
@@ -32,7 +32,6 @@ class Command(BaseCommand):
                 batch_name=batch,
                 k=k,
                 rubric=rubric_obj,
-                max_bytes=settings.ANNOTATOR_UPLOAD_MAX_BYTES,
             )
         except (FileRefused, ImportRefused) as exc:
             raise refused(file, exc) from None

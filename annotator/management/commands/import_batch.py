@@ -2,11 +2,11 @@
 
 from __future__ import annotations
 
-from django.conf import settings
 from django.core.management.base import BaseCommand
 
 from annotator.imports.errors import FileRefused, ImportRefused
 from annotator.management.commands._import_common import load_rubric, read_file, refused
+from annotator.models.batch import MIN_K
 from annotator.services.batches import batch_import_file
 from hcs.rubric import Rubric
 
@@ -17,8 +17,8 @@ class Command(BaseCommand):
     def add_arguments(self, parser):
         parser.add_argument("file", help="CSV (UTF-8) or JSONL file of items")
         parser.add_argument("--name", required=True, help="name of the new batch (must not exist yet)")
-        parser.add_argument("--k", type=int, default=3, help="annotations each item receives (at least 3)")
-        parser.add_argument("--rubric", help="rubric JSON file (default: fixtures/rubrics/hcs.json)")
+        parser.add_argument("--k", type=int, default=MIN_K, help=f"annotations each item receives (at least {MIN_K})")
+        parser.add_argument("--rubric", help="rubric JSON file (default: hcs/rubrics/hcs.json)")
 
     def handle(self, *args, file, name, k, rubric, **options):
         data = read_file(file)
@@ -30,7 +30,6 @@ class Command(BaseCommand):
                 name=name,
                 k=k,
                 rubric=rubric_obj,
-                max_bytes=settings.ANNOTATOR_UPLOAD_MAX_BYTES,
             )
         except (FileRefused, ImportRefused) as exc:
             raise refused(file, exc) from None

@@ -2,14 +2,13 @@
 
 from __future__ import annotations
 
-from django.conf import settings
 from django.core.management.base import BaseCommand, CommandError
 
 from annotator.imports.errors import FileRefused, ImportRefused
 from annotator.management.commands._import_common import read_file, refused
 from annotator.models import Batch
 from annotator.services.judges import judge_scores_import
-from hcs.judge_output import JudgeScale
+from hcs.judge_output import JudgeScale, OutputSpec, parse_labels
 
 
 class Command(BaseCommand):
@@ -27,12 +26,31 @@ class Command(BaseCommand):
         parser.add_argument("--model", default="", help="the model behind the judge")
         parser.add_argument("--template", default="", help="the prompt template's name")
         parser.add_argument("--template-version", default="", help="the prompt template's version")
+        parser.add_argument("--verdict-key", default=None, help="the key holding the score in raw_output, e.g. answer_match")
+        parser.add_argument("--reason-key", default=None, help="the key holding the reason in raw_output")
+        parser.add_argument("--own-criteria", action="store_true",
+                            help="keep dimensions that are not rubric dimensions as the judge's own criteria")
+        parser.add_argument("--criteria-map", default="",
+                            help="with --own-criteria: criterion=rubric dimension pairs, e.g. 'clarity=fluency'")
+        parser.add_argument("--labels", default="", help="verdict labels as numbers: 'Excellent=4, Very Good=3, Good=2, Bad=1'")
 
     def handle(self, *args, file, batch, judge, scale, lower_is_better, model, template, template_version, **options):
         try:
             judge_scale = JudgeScale.parse(scale, higher_is_better=not lower_is_better)
         except ValueError as exc:
             raise CommandError(f"--scale: {exc}") from None
+        try:
+            labels = parse_labels(options.get("labels", ""))
+        except ValueError as exc:
+            raise CommandError(f"--labels: {exc}") from None
+        criteria = None
+        if options.get("own_criteria") or options.get("criteria_map"):
+            pairs = [p.partition("=") for p in options.get("criteria_map", "").split(",") if p.strip()]
+            if any(not sep for _, sep, _ in pairs):
+                raise CommandError("--criteria-map: give criterion=dimension pairs separated by commas.")
+            criteria = {k.strip().lower(): v.strip().lower() for k, _, v in pairs}
+        output = OutputSpec(scale=judge_scale, verdict_key=options.get("verdict_key"),
+                            reason_key=options.get("reason_key"), labels=labels)
         batch_obj = Batch.objects.filter(name=batch).first()
         if batch_obj is None:
             raise CommandError(f"--batch: there is no batch named \u201c{batch}\u201d.")
@@ -47,7 +65,8 @@ class Command(BaseCommand):
                 model=model,
                 template=template,
                 template_version=template_version,
-                max_bytes=settings.ANNOTATOR_UPLOAD_MAX_BYTES,
+                output=output,
+                criteria=criteria,
             )
         except (FileRefused, ImportRefused) as exc:
             raise refused(file, exc) from None

@@ -4,11 +4,13 @@ from __future__ import annotations
 
 from pathlib import Path
 
-from django.conf import settings
 from django.core.management.base import BaseCommand, CommandError
 
 from annotator.imports.errors import FileRefused, ImportRefused
+from annotator.imports.trace_file import field_name
+from annotator.judging.templates import TemplateError, load_template
 from annotator.management.commands._import_common import load_rubric, read_file, refused
+from annotator.models.batch import MIN_K
 from annotator.services.traces import batch_import_traces
 from hcs.rubric import Rubric
 
@@ -25,16 +27,21 @@ class Command(BaseCommand):
         parser.add_argument("--name", required=True, help="name of the new batch")
         parser.add_argument("--map", action="append", default=[], dest="maps", help="field = path (repeatable)")
         parser.add_argument("--mapping", help="file of field = path lines")
-        parser.add_argument("--k", type=int, default=3)
-        parser.add_argument("--rubric", help="rubric JSON file (default: fixtures/rubrics/hcs.json)")
+        parser.add_argument(
+            "--template", help="judge template whose trace mapping to use (fixtures/judge_templates/); --map lines override it"
+        )
+        parser.add_argument("--k", type=int, default=MIN_K, help=f"annotations each item receives (at least {MIN_K})")
+        parser.add_argument("--rubric", help="rubric JSON file (default: hcs/rubrics/hcs.json)")
 
-    def handle(self, *args, file, name, maps, mapping, k, rubric, **options):
+    def handle(self, *args, file, name, maps, mapping, k, rubric, template=None, **options):
         lines = list(maps)
         if mapping:
             path = Path(mapping)
             if not path.is_file():
                 raise CommandError(f"--mapping: {mapping}: no such file.")
             lines.extend(path.read_text(encoding="utf-8").splitlines())
+        if template:
+            lines = self._template_lines(template, lines)
         if not lines:
             raise CommandError("give the field mapping with --map 'field = path' or --mapping FILE.")
         data = read_file(file)
@@ -45,8 +52,17 @@ class Command(BaseCommand):
                 name=name,
                 k=k,
                 rubric=load_rubric(rubric) or Rubric.default(),
-                max_bytes=settings.ANNOTATOR_UPLOAD_MAX_BYTES,
             )
         except (FileRefused, ImportRefused) as exc:
             raise refused(file, exc) from None
         self.stdout.write(self.style.SUCCESS(f"Batch \u201c{batch.name}\u201d: {batch.items.count()} items from traces."))
+
+    def _template_lines(self, template: str, lines: list[str]) -> list[str]:
+        """The template's trace mapping, with any field the given lines map replaced by theirs."""
+        try:
+            mapping = load_template(template).trace_mapping
+        except TemplateError as exc:
+            raise CommandError(f"--template: {exc}") from None
+        given = {field_name(line.partition("=")[0]) for line in lines if "=" in line}
+        kept = [f"{k} = {v}" for k, v in mapping.items() if field_name(k) not in given]
+        return kept + lines

@@ -2,7 +2,6 @@
 
 from __future__ import annotations
 
-from django.conf import settings
 from django.core.management.base import BaseCommand, CommandError
 
 from annotator.imports.errors import FileRefused, ImportRefused
@@ -39,7 +38,6 @@ class Command(BaseCommand):
                 baseline_system=baseline_system or None,
                 model=model,
                 template=template,
-                max_bytes=settings.ANNOTATOR_UPLOAD_MAX_BYTES,
             )
         except (FileRefused, ImportRefused) as exc:
             raise refused(file, exc) from None

@@ -1,6 +1,9 @@
-"""python manage.py load_demo: the demo batch of route-planning items and a few offline annotations.
+"""python manage.py load_demo: the demo batch of route-planning items (with training and check items),
+a few offline annotations, and three demo LLM judges' scores of the annotated items: two with made-up
+scores (close and lenient) and a constructed one (``judge_scores.csv``: the rounded human mean, one point
+more for answers over 250 characters and one less under 150, so its judge card shows a length bias).
 
-Idempotent: a second run finds the batch and its annotations and changes nothing.
+Idempotent: a second run finds the batch, its annotations and the judge's scores and changes nothing.
 """
 
 from __future__ import annotations
@@ -8,34 +11,65 @@ from __future__ import annotations
 from django.conf import settings
 from django.core.management.base import BaseCommand
 
-from annotator.models import Annotation, Batch
+from annotator.models import Annotation, Batch, JudgeScore
 from annotator.services.annotation_imports import annotations_import_file
 from annotator.services.batches import batch_import_file
+from annotator.services.judges import judge_scores_import
+from hcs.judge_output import JudgeScale
 from hcs.rubric import Rubric
 
 DEMO_DIR = settings.BASE_DIR / "fixtures" / "demo"
 DEMO_BATCH = "Demo: route planning"
+DEMO_JUDGES = {  # name: (file, model)
+    "demo-judge-close": ("judge_close.csv", "demo (made-up scores)"),
+    "demo-judge-lenient": ("judge_lenient.csv", "demo (made-up scores)"),
+    "demo-judge (constructed)": ("judge_scores.csv", "constructed"),
+}
 
 
 class Command(BaseCommand):
-    help = "Load the demo batch (fixtures/demo/items.jsonl) and its offline annotations (annotations.csv)."
+    help = ("Load the demo batch (fixtures/demo/items.jsonl, with the training and check items of gold.jsonl) "
+            "and its offline annotations (annotations.csv).")
 
     def handle(self, *args, **options):
         items = DEMO_DIR / "items.jsonl"
+        gold = DEMO_DIR / "gold.jsonl"  # training items and gold checks, in the same file format
         batch = Batch.objects.filter(name=DEMO_BATCH).first()
         if batch is None:
             batch = batch_import_file(
-                data=items.read_bytes(), filename=items.name, name=DEMO_BATCH, k=3, rubric=Rubric.default()
+                data=items.read_bytes() + gold.read_bytes(), filename=items.name, name=DEMO_BATCH, k=3, rubric=Rubric.default()
             )
-            self.stdout.write(f"Created batch \u201c{DEMO_BATCH}\u201d with {batch.items.count()} items.")
+            self.stdout.write(
+                f"Created batch \u201c{DEMO_BATCH}\u201d with {batch.items.count()} items, "
+                f"{batch.gold_items.filter(kind='training').count()} training items every annotator does first "
+                f"and {batch.gold_items.filter(kind='check').count()} gold checks mixed into the queue."
+            )
         else:
             self.stdout.write(f"Batch \u201c{DEMO_BATCH}\u201d already exists ({batch.items.count()} items).")
+        if not batch.consent_text:
+            batch.consent_text = (DEMO_DIR / "consent.md").read_text(encoding="utf-8")
+            batch.save(update_fields=["consent_text"])
+            self.stdout.write("Gave it a consent text (fixtures/demo/consent.md), shown before the first item.")
         if Annotation.objects.filter(item__batch=batch, source=Annotation.Source.IMPORT).exists():
             self.stdout.write("Its offline annotations are already loaded.")
-            return
-        annotations = DEMO_DIR / "annotations.csv"
-        plan = annotations_import_file(data=annotations.read_bytes(), filename=annotations.name, batch_name=DEMO_BATCH)
-        self.stdout.write(
-            f"Imported {len(plan.parsed.annotations)} offline annotations by {', '.join(plan.parsed.annotators)} "
-            f"on {len(plan.existing_items)} items; the other items are waiting to be rated."
-        )
+        else:
+            annotations = DEMO_DIR / "annotations.csv"
+            plan = annotations_import_file(
+                data=annotations.read_bytes(), filename=annotations.name, batch_name=DEMO_BATCH
+            )
+            self.stdout.write(
+                f"Imported {len(plan.parsed.annotations)} offline annotations by {', '.join(plan.parsed.annotators)} "
+                f"on {len(plan.existing_items)} items; the other items are waiting to be rated."
+            )
+        self._judges(batch)
+
+    def _judges(self, batch: Batch) -> None:
+        for judge, (filename, model) in DEMO_JUDGES.items():
+            if JudgeScore.objects.filter(judge__name=judge, item__batch=batch).exists():
+                continue
+            path = DEMO_DIR / filename
+            n = judge_scores_import(
+                batch=batch, judge_name=judge, data=path.read_bytes(), filename=path.name,
+                scale=JudgeScale(1, 5), model=model, template="hcs_rubric",
+            )
+            self.stdout.write(f"Imported {n} scores of the demo judge \u201c{judge}\u201d (see its judge card).")

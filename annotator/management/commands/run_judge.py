@@ -1,15 +1,19 @@
-"""python manage.py run_judge BATCH --template NAME --base-url URL --model NAME"""
+"""python manage.py run_judge BATCH --template NAME --base-url URL --model NAME [--show-prompt N]"""
 
 from __future__ import annotations
 
 import os
-import sys
+import signal
+import threading
 
 from django.core.management.base import BaseCommand, CommandError
+from tqdm import tqdm
 
 from annotator.imports.errors import ImportRefused
-from annotator.judging.client import ChatClient
-from annotator.judging.runner import judge_run
+from annotator.judging.client import ChatClient, JudgeRunFatal
+from annotator.judging.pairwise import pair_tasks
+from annotator.judging.progress import Prices, RunProgress
+from annotator.judging.runner import batch_items, judge_run, render_items
 from annotator.judging.templates import (
     TemplateError,
     available_templates,
@@ -17,62 +21,157 @@ from annotator.judging.templates import (
 )
 from annotator.models import Batch
 
+MAX_SAMPLES = 20
+
 
 class Command(BaseCommand):
     help = (
-        "Score a batch with an LLM judge behind any OpenAI-compatible /chat/completions endpoint. "
+        "Score a batch with an LLM judge behind any OpenAI-compatible /chat/completions endpoint. Every call is "
+        "saved as it completes; a rerun calls only what is missing. Ctrl-C or SIGTERM stops new calls at once. "
         f"Shipped templates: {', '.join(available_templates())}."
     )
 
     def add_arguments(self, parser):
         parser.add_argument("batch", help="batch name")
         parser.add_argument("--template", required=True, help="template name under fixtures/judge_templates/, or a path")
-        parser.add_argument("--base-url", required=True, help="e.g. https://api.openai.com/v1 or http://127.0.0.1:8080/v1")
-        parser.add_argument("--model", required=True)
+        parser.add_argument("--base-url", help="e.g. https://api.openai.com/v1 or http://127.0.0.1:8080/v1")
+        parser.add_argument("--model")
         parser.add_argument("--judge", default="", help="judge name (default: TEMPLATE/MODEL)")
         parser.add_argument("--api-key-env", default="OPENAI_API_KEY", help="environment variable holding the API key")
-        parser.add_argument("--concurrency", type=int, default=4, help="requests in flight at once")
-        parser.add_argument("--max-retries", type=int, default=4, help="retries on 429, 5xx and connection errors")
-        parser.add_argument("--backoff", type=float, default=1.0, help="seconds before the first retry (doubles)")
-        parser.add_argument("--timeout", type=float, default=60.0, help="seconds per request")
+        parser.add_argument("--concurrency", type=int, default=8, help="requests in flight at once (default 8)")
+        parser.add_argument("--max-retries", type=int, default=4, help="retries on 429, 5xx, connection errors, bad bodies")
+        parser.add_argument("--backoff", type=float, default=1.0, help="ceiling of the first retry's random wait, seconds (doubles)")
+        parser.add_argument("--timeout", type=float, default=60.0, help="deadline for each whole request, seconds")
+        parser.add_argument("--temperature", type=float, default=0.0)
+        parser.add_argument("--max-tokens", type=int, default=None)
         parser.add_argument("--limit", type=int, default=None, help="only the first N items")
+        parser.add_argument("--retry-failed", action="store_true", help="call again the items whose call failed or was unreadable")
+        parser.add_argument("--force", action="store_true", help="call every item again, replacing its saved call")
+        parser.add_argument("--pairwise", action="store_true", help="one call per prompt_id: baseline vs enhanced system")
+        parser.add_argument("--baseline-system", default="", help="system_id of the baseline responses (with --pairwise)")
+        parser.add_argument("--enhanced-system", default="", help="system_id of the enhanced responses (with --pairwise)")
+        parser.add_argument("--swap", action="store_true",
+                            help="with --pairwise: run each pair in both orders too (the position-swap probe)")
+        parser.add_argument("--samples", type=int, default=1, metavar="N",
+                            help="call every item N times (needs --temperature > 0): the judge's self-consistency")
+        parser.add_argument("--show-prompt", type=int, default=0, metavar="N", help="print N rendered prompts and call nothing")
+        parser.add_argument("--price-in", type=float, default=0.0, help="price per million input tokens, for the cost estimate")
+        parser.add_argument("--price-out", type=float, default=0.0, help="price per million output tokens")
+        parser.add_argument("--prices", help='JSON file {"MODEL": {"input": 2.5, "output": 10}} per million tokens')
 
-    def handle(self, *args, batch, template, base_url, model, judge, api_key_env, concurrency, max_retries,
-               backoff, timeout, limit, **options):
-        if concurrency < 1 or concurrency > 64:
-            raise CommandError("--concurrency must be between 1 and 64.")
+    def handle(self, *args, **o):
         try:
-            tmpl = load_template(template)
+            template = load_template(o["template"])
         except TemplateError as exc:
             raise CommandError(f"--template: {exc}") from None
-        batch_obj = Batch.objects.filter(name=batch).first()
-        if batch_obj is None:
-            raise CommandError(f"there is no batch named \u201c{batch}\u201d.")
+        batch = Batch.objects.filter(name=o["batch"]).first()
+        if batch is None:
+            raise CommandError(f"there is no batch named \u201c{o['batch']}\u201d.")
+        pairwise = None
+        if o["pairwise"]:
+            if not o["baseline_system"] or not o["enhanced_system"] or o["baseline_system"] == o["enhanced_system"]:
+                raise CommandError("--pairwise needs two different systems: --baseline-system A --enhanced-system B.")
+            pairwise = (o["baseline_system"], o["enhanced_system"])
+        elif o["swap"]:
+            raise CommandError("--swap runs each pair in both orders: add --pairwise --baseline-system A --enhanced-system B.")
+        for warning in template.scale_warnings:
+            self.stderr.write(self.style.WARNING(
+                f"Scale conflict in {template.name}: {warning}. Scores are read on the declared scale; check the "
+                "direction before trusting them."
+            ))
+        if o["show_prompt"]:
+            return self._show(batch, template, o["show_prompt"], pairwise, o["swap"])
+        if not o["base_url"] or not o["model"]:
+            raise CommandError("--base-url and --model are required to run a judge (only --show-prompt runs without).")
+        if not 1 <= o["samples"] <= MAX_SAMPLES:
+            raise CommandError(f"--samples must be between 1 and {MAX_SAMPLES}.")
+        if o["samples"] > 1 and o["temperature"] <= 0:
+            raise CommandError("--samples N repeats each call to measure the judge's noise: it needs --temperature > 0.")
+        if not 1 <= o["concurrency"] <= 64:
+            raise CommandError("--concurrency must be between 1 and 64.")
+        if o["timeout"] <= 0 or o["max_retries"] < 0:
+            raise CommandError("--timeout must be positive and --max-retries at least 0.")
+        prices = Prices(o["price_in"], o["price_out"])
+        if o["prices"]:
+            try:
+                prices = Prices.from_file(o["prices"], o["model"])
+            except ValueError as exc:
+                raise CommandError(f"--prices: {exc}") from None
         client = ChatClient(
-            base_url=base_url, model=model, api_key=os.environ.get(api_key_env, ""),
-            timeout=timeout, max_retries=max_retries, backoff=backoff,
+            base_url=o["base_url"], model=o["model"], api_key=os.environ.get(o["api_key_env"], ""),
+            timeout=o["timeout"], max_retries=o["max_retries"], backoff=o["backoff"],
+            temperature=o["temperature"], max_tokens=o["max_tokens"],
         )
+        bar = tqdm(total=0, unit="call", file=getattr(self.stderr, "_out", None), dynamic_ncols=True, leave=True)
+        restore = self._install_stop(client)
         try:
             result = judge_run(
-                batch=batch_obj, template=tmpl, client=client, judge_name=judge or f"{tmpl.name}/{model}",
-                concurrency=concurrency, limit=limit, progress=self._progress,
+                batch=batch, template=template, client=client, judge_name=o["judge"] or f"{template.name}/{o['model']}",
+                concurrency=o["concurrency"], limit=o["limit"], retry_failed=o["retry_failed"], force=o["force"],
+                pairwise=pairwise, swap=o["swap"], samples=o["samples"], prices=prices, progress=lambda state: self._progress(bar, state),
             )
-        except ImportRefused as exc:
+        except (TemplateError, ImportRefused) as exc:
             raise CommandError(str(exc)) from None
-        self.stderr.write("")
-        self.stdout.write(
-            self.style.SUCCESS(
-                f"Judge \u201c{result.judge.name}\u201d: {result.n_scores} scores on {result.n_items} items "
-                f"({tmpl.scale.label}); {result.retries} retries; {len(result.failures)} failure(s)."
-            )
-        )
-        for failure in result.failures:
-            where = f"{failure.item.item_id}" + (f" [{failure.dimension}]" if failure.dimension else "")
-            self.stdout.write(f"  FAILED {where}: {failure.error}")
+        except JudgeRunFatal as exc:
+            raise CommandError(f"the run stopped: {exc}. Calls finished before it are saved.") from None
+        finally:
+            restore()
+            bar.close()
+            client.close()
+        self._report(result, template)
 
-    def _progress(self, done: int, total: int) -> None:
-        width = 30
-        filled = int(width * done / total) if total else width
-        self.stderr.write(f"\r[{'#' * filled}{'.' * (width - filled)}] {done}/{total}", ending="")
-        if hasattr(sys.stderr, "flush"):
-            self.stderr.flush()
+    def _show(self, batch, template, n: int, pairwise, swap: bool = False) -> None:
+        try:
+            if pairwise:
+                tasks = pair_tasks(batch, template, *pairwise, limit=n, swap=swap)[0]
+            else:
+                tasks = render_items(batch_items(batch, n), template, batch.rubric_obj)
+        except TemplateError as exc:
+            raise CommandError(str(exc)) from None
+        for task in tasks:
+            pair = f" vs {task.enhanced.item_id}" if task.enhanced else ""
+            self.stdout.write(f"===== item {task.item.item_id}{pair} =====")
+            for message in task.messages:
+                self.stdout.write(f"--- {message['role']} ---\n{message['content']}")
+
+    def _install_stop(self, client: ChatClient):
+        """First Ctrl-C or SIGTERM: no new calls. A second one also drops the calls in flight."""
+        if threading.current_thread() is not threading.main_thread():
+            return lambda: None
+        previous = {sig: signal.getsignal(sig) for sig in (signal.SIGINT, signal.SIGTERM)}
+
+        def handler(signum, frame):
+            if client.stop.is_set():
+                client.close()
+                return
+            client.stop.set()
+            self.stderr.write("\nStopping: no new calls; calls in flight finish and are saved (again to drop them).")
+
+        for sig in previous:
+            signal.signal(sig, handler)
+        return lambda: [signal.signal(sig, h) for sig, h in previous.items()]
+
+    def _progress(self, bar, state: RunProgress) -> None:
+        if bar.total != state.total:
+            bar.reset(total=state.total)
+        bar.update(state.done - bar.n)
+        postfix = f"failed {state.failed}, retries {state.retries}, tokens {state.tokens_in:,}/{state.tokens_out:,}"
+        if state.prices.known:
+            postfix += f", cost ~{state.cost:.4f}"
+        bar.set_postfix_str(postfix, refresh=True)
+
+    def _report(self, result, template) -> None:
+        state = result.progress
+        if result.note:
+            self.stdout.write(self.style.WARNING(result.note))
+        verb = "stopped early" if result.stopped else "done"
+        self.stdout.write(self.style.SUCCESS(
+            f"Judge \u201c{result.judge.name}\u201d ({template.scale.label}), {verb}: {state.summary()}; "
+            f"{state.skipped} item(s) already called were skipped."
+        ))
+        if result.stopped:
+            self.stdout.write("Run the same command again to call the items that are left.")
+        for item_id, error in result.failures:
+            self.stdout.write(f"  FAILED {item_id}: {error}")
+        if result.failures:
+            self.stdout.write("Rerun with --retry-failed to call the failed items again.")

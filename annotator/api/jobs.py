@@ -1,0 +1,42 @@
+"""Background jobs started through the API (a big batch, a big report): poll one, fetch its result.
+
+A job belongs to whoever started it (``annotator.selectors.jobs``, as on the job page): anyone
+else's is a 404.
+"""
+
+from __future__ import annotations
+
+from typing import Any
+from uuid import UUID
+
+from django.http import HttpResponse
+from ninja import Router
+
+from annotator.api.auth import signed_in
+from annotator.api.batches import batch_out
+from annotator.api.problems import Problem
+from annotator.api.schemas import ERRORS, JobOut, job_out
+from annotator.models import Batch, Job
+from annotator.selectors.jobs import job_of
+
+router = Router(tags=["jobs"])
+
+
+@router.get("/jobs/{uuid:job_id}", response={200: JobOut, **ERRORS}, auth=signed_in, url_name="job",
+            summary="A background job's state; poll until `state` is done or failed")
+def job(request, job_id: UUID):
+    return job_out(request, job_of(user=request.user, job_id=job_id))
+
+
+@router.get("/jobs/{uuid:job_id}/result", response={200: dict[str, Any], **ERRORS}, auth=signed_in,
+            url_name="job_result", summary="What a finished job made: the report JSON, or the batch it saved")
+def job_result(request, job_id: UUID):
+    found = job_of(user=request.user, job_id=job_id, with_output=True)
+    if found.state != Job.DONE:
+        raise Problem(409, f"The job is {found.state}: " + (found.message or "it has not finished; poll its URL."))
+    if found.kind == Job.EXPORT:
+        return HttpResponse(bytes(found.output or b"{}"), content_type="application/json")
+    batch = Batch.objects.filter(name=found.params.get("name")).first()
+    if batch is None:
+        raise Problem(404, "The batch this job saved no longer exists.")
+    return {"message": found.message, "batch": batch_out(request, batch)}

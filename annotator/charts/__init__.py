@@ -1,1 +1,0 @@
-"""Figures rendered server-side with matplotlib as SVG text."""

@@ -1,0 +1,91 @@
+"""Crowd platforms: the query parameters a platform adds to the study URL, and where it takes
+workers back to. One table; the study link command, the admin page and the entry view read it.
+"""
+
+from __future__ import annotations
+
+import re
+from dataclasses import dataclass
+from urllib.parse import quote
+
+SAFE_ID = re.compile(r"^[A-Za-z0-9_-]{1,64}$")
+PROLIFIC_ID = re.compile(r"^[A-Za-z0-9]{24}$")
+
+
+@dataclass(frozen=True)
+class Platform:
+    key: str
+    label: str
+    worker_param: str
+    study_param: str
+    session_param: str
+    placeholders: tuple[str, str, str]  # what the platform replaces with the worker's, study's, session's id
+    worker_id_pattern: re.Pattern
+    # Where a worker is sent back with a code ({code}); empty: the worker types the code in.
+    return_url: str = ""
+
+    @property
+    def params(self) -> tuple[str, str, str]:
+        return (self.worker_param, self.study_param, self.session_param)
+
+    def query_template(self) -> str:
+        return "&".join(f"{p}={ph}" for p, ph in zip(self.params, self.placeholders, strict=True))
+
+    def return_url_for(self, code: str) -> str:
+        return self.return_url.format(code=quote(code, safe="")) if self.return_url and code else ""
+
+
+PLATFORMS: dict[str, Platform] = {
+    p.key: p
+    for p in (
+        Platform(
+            key="prolific",
+            label="Prolific",
+            worker_param="PROLIFIC_PID",
+            study_param="STUDY_ID",
+            session_param="SESSION_ID",
+            placeholders=("{{%PROLIFIC_PID%}}", "{{%STUDY_ID%}}", "{{%SESSION_ID%}}"),
+            worker_id_pattern=PROLIFIC_ID,
+            return_url="https://app.prolific.com/submissions/complete?cc={code}",
+        ),
+        # MTurk, CloudResearch and others: the platform (or the researcher's HIT page) fills in the
+        # worker's id; the worker copies the completion code back into the platform.
+        Platform(
+            key="generic",
+            label="Other platform (worker id: MTurk, CloudResearch, ...)",
+            worker_param="worker_id",
+            study_param="study_id",
+            session_param="session_id",
+            placeholders=("WORKER_ID", "STUDY_ID", "SESSION_ID"),
+            worker_id_pattern=SAFE_ID,
+        ),
+    )
+}
+
+
+class BadWorkerIds(ValueError):
+    """The query did not carry a well-formed worker id (or carried malformed study/session ids)."""
+
+
+@dataclass(frozen=True)
+class WorkerIds:
+    worker_id: str
+    study_id: str
+    session_id: str
+
+
+def worker_ids_from_query(platform: Platform, query) -> WorkerIds:
+    """The worker's ids from the request's query parameters, checked; raises BadWorkerIds."""
+    worker_id = (query.get(platform.worker_param) or "").strip()
+    if not platform.worker_id_pattern.match(worker_id):
+        raise BadWorkerIds(
+            f"This link does not carry a valid {platform.label} participant id ({platform.worker_param}). "
+            f"Please open the study again from {platform.label}."
+        )
+    others = []
+    for param in (platform.study_param, platform.session_param):
+        value = (query.get(param) or "").strip()
+        if value and not SAFE_ID.match(value):
+            raise BadWorkerIds(f"The {param} in this link is not valid. Please open the study again from {platform.label}.")
+        others.append(value)
+    return WorkerIds(worker_id, *others)

@@ -1,0 +1,82 @@
+"""What a judge run has done so far: calls, failures, retries, tokens, estimated cost and time left."""
+
+from __future__ import annotations
+
+import json
+import time
+from dataclasses import dataclass, field
+from pathlib import Path
+
+
+@dataclass(frozen=True)
+class Prices:
+    """Prices per million tokens, in whatever currency the user gives them."""
+
+    input_per_million: float = 0.0
+    output_per_million: float = 0.0
+
+    @property
+    def known(self) -> bool:
+        return bool(self.input_per_million or self.output_per_million)
+
+    @classmethod
+    def from_file(cls, path: str | Path, model: str) -> Prices:
+        """A JSON file ``{"<model>": {"input": 2.5, "output": 10.0}, ...}`` (per million tokens)."""
+        try:
+            table = json.loads(Path(path).read_text(encoding="utf-8"))
+        except (OSError, ValueError) as exc:
+            raise ValueError(f"cannot read the prices file {path}: {exc}") from None
+        entry = table.get(model) if isinstance(table, dict) else None
+        if not isinstance(entry, dict):
+            raise ValueError(f"the prices file {path} has no entry for model \u201c{model}\u201d")  # noqa: TRY004
+        try:
+            return cls(float(entry.get("input", 0)), float(entry.get("output", 0)))
+        except (TypeError, ValueError):
+            raise ValueError(f"the prices of \u201c{model}\u201d in {path} are not numbers") from None
+
+
+@dataclass
+class RunProgress:
+    total: int
+    skipped: int = 0
+    done: int = 0
+    scored: int = 0
+    failed: int = 0
+    retries: int = 0
+    tokens_in: int = 0
+    tokens_out: int = 0
+    prices: Prices = field(default_factory=Prices)
+    started: float = field(default_factory=time.monotonic)
+
+    def add(self, *, ok: bool, attempts: int, tokens_in: int | None, tokens_out: int | None) -> None:
+        self.done += 1
+        self.scored += ok
+        self.failed += not ok
+        self.retries += max(0, attempts - 1)
+        self.tokens_in += tokens_in or 0
+        self.tokens_out += tokens_out or 0
+
+    @property
+    def cost(self) -> float:
+        return (self.tokens_in * self.prices.input_per_million + self.tokens_out * self.prices.output_per_million) / 1e6
+
+    @property
+    def eta_seconds(self) -> float | None:
+        if not self.done:
+            return None
+        return (time.monotonic() - self.started) / self.done * (self.total - self.done)
+
+    def as_dict(self) -> dict:
+        return {
+            "total": self.total, "skipped": self.skipped, "done": self.done, "scored": self.scored,
+            "failed": self.failed, "retries": self.retries, "tokens_in": self.tokens_in,
+            "tokens_out": self.tokens_out, "cost": round(self.cost, 4) if self.prices.known else None,
+            "eta_seconds": None if self.eta_seconds is None else round(self.eta_seconds),
+        }
+
+    def summary(self) -> str:
+        parts = [f"{self.done}/{self.total} calls", f"{self.failed} failed", f"{self.retries} retries",
+                 f"{self.tokens_in:,} tokens in / {self.tokens_out:,} out"]
+        if self.prices.known:
+            parts.append(f"estimated cost {self.cost:.4f}")
+        return ", ".join(parts)

@@ -1,0 +1,40 @@
+"""python manage.py add_annotators FILE.csv --batch NAME [--days D]: accounts from a list.
+
+The CSV has the columns username,email. Each account may rate only that batch and gets a
+one-time sign-in link (printed; only its hash is stored) where its owner sets a password.
+"""
+
+from __future__ import annotations
+
+from django.core.management.base import BaseCommand, CommandError
+
+from annotator.exports.csv_safe import SafeWriter
+from annotator.imports.annotator_list import AnnotatorListError, parse_annotator_list
+from annotator.link_urls import signin_url
+from annotator.management.commands._import_common import read_file
+from annotator.management.commands._link_common import add_link_options, batch_named
+from annotator.services.links import DEFAULT_SIGNIN_DAYS, LinkError, annotators_add
+
+
+class Command(BaseCommand):
+    help = "Make annotator accounts from a username,email CSV and print a one-time sign-in link for each."
+
+    def add_arguments(self, parser):
+        parser.add_argument("file", help="CSV with the columns username,email")
+        parser.add_argument("--batch", required=True, help="the batch they may rate")
+        add_link_options(parser, days=DEFAULT_SIGNIN_DAYS)
+
+    def handle(self, *args, **options):
+        batch = batch_named(options["batch"])
+        try:
+            rows = parse_annotator_list(read_file(options["file"]))
+            accounts = annotators_add(rows=rows, batch=batch, days=options["days"])
+        except AnnotatorListError as exc:
+            raise CommandError(f"{options['file']}: nothing was created:\n  " + "\n  ".join(exc.errors)) from None
+        except LinkError as exc:
+            raise CommandError(str(exc)) from None
+        writer = SafeWriter(self.stdout)
+        writer.writerow(("username", "email", "signin_link"))
+        for a in accounts:
+            writer.writerow((a.username, a.email, signin_url(a.token, options["base_url"])))
+        self.stderr.write(f"{len(accounts)} account(s) for {batch.name}; each link works once, for {options['days']} day(s).")

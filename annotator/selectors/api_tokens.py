@@ -1,0 +1,24 @@
+"""Reading API tokens: the one a request presents, and a user's own list."""
+
+from __future__ import annotations
+
+from django.db.models import QuerySet
+from django.utils import timezone
+
+from annotator.models import ApiToken
+from annotator.services.api_tokens import KEY_PREFIX, token_hash
+
+
+def api_token_for_key(key: str) -> ApiToken | None:
+    """The live (not revoked, not expired) token with this key, with its user; None otherwise."""
+    if not key or not key.startswith(KEY_PREFIX) or len(key) > 200:
+        return None
+    return (
+        ApiToken.objects.select_related("user")
+        .filter(key_hash=token_hash(key), revoked_at__isnull=True, expires_at__gt=timezone.now(), user__is_active=True)
+        .first()
+    )
+
+
+def api_tokens_of(*, user) -> QuerySet[ApiToken]:
+    return ApiToken.objects.filter(user=user).order_by("-created_at")

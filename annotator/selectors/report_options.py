@@ -1,0 +1,40 @@
+"""A batch's report with the options a researcher can set: bootstrap resamples, seed and the
+alt-test's margin ε. The export command, the background job and the API all build reports here,
+so an option means the same whichever door it comes through."""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+from annotator.models import Batch
+from annotator.selectors.reports import BatchReport, batch_report
+from hcs.agreement.bootstrap import DEFAULT_RESAMPLES, DEFAULT_SEED
+from hcs.calibration.alt_test import DEFAULT_EPSILON
+
+MAX_RESAMPLES = 100_000
+
+
+@dataclass(frozen=True)
+class ReportOptions:
+    n_resamples: int = DEFAULT_RESAMPLES
+    seed: int = DEFAULT_SEED
+    epsilon: float = DEFAULT_EPSILON
+
+    def errors(self) -> list[str]:
+        problems = []
+        if not 0 <= self.n_resamples <= MAX_RESAMPLES:
+            problems.append(f"resamples must lie between 0 (no intervals) and {MAX_RESAMPLES:,}")
+        if not 0 <= self.epsilon < 1:
+            problems.append("epsilon must lie in [0, 1)")
+        return problems
+
+    def to_params(self) -> dict:
+        return {"n_resamples": self.n_resamples, "seed": self.seed, "epsilon": self.epsilon}
+
+
+def report_with_options(*, batch: Batch, options: ReportOptions | None = None) -> BatchReport:
+    options = options or ReportOptions()
+    errors = options.errors()
+    if errors:
+        raise ValueError("; ".join(errors))
+    return batch_report(batch=batch, n_resamples=options.n_resamples, seed=options.seed, epsilon=options.epsilon)

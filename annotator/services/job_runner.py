@@ -1,0 +1,87 @@
+"""Carrying out a queued job in the worker: an upload saved in one transaction, or a report built.
+
+Progress and outcome go to the ``Job`` row, which the status page polls. Queued by
+``annotator.services.jobs``; called by the task ``annotator.tasks.run_job``.
+"""
+
+from __future__ import annotations
+
+import logging
+
+from django.utils import timezone
+
+from annotator.exports.formats import EXPORT_FORMATS, export_chunks
+from annotator.imports.errors import FileRefused, ImportRefused
+from annotator.models import Batch, Job
+from annotator.selectors.report_options import ReportOptions, report_with_options
+from annotator.services.judge_jobs import judge_job_run
+from annotator.services.uploads import pending_upload_save
+
+log = logging.getLogger(__name__)
+MAX_ERRORS_KEPT = 200
+
+
+def _update(job: Job, **fields) -> None:
+    for key, value in fields.items():
+        setattr(job, key, value)
+    Job.objects.filter(pk=job.pk).update(**fields)
+
+
+def job_run(*, job_id: str) -> str:
+    """Carry out a queued job (in the worker). Returns its final state.
+
+    A refused upload ends as ``failed`` with its row errors; any other exception is recorded on
+    the job and raised again, so the task queue records the failure too.
+    """
+    job = Job.objects.filter(pk=job_id).first()
+    if job is None or job.finished:
+        return job.state if job else "missing"
+    _update(job, state=Job.RUNNING, started_at=timezone.now(), attempts=job.attempts + 1, step="Starting")
+    try:
+        if job.kind == Job.UPLOAD:
+            _run_upload(job)
+        elif job.kind == Job.JUDGE_RUN:
+            judge_job_run(job, _update)
+        else:
+            _run_export(job)
+    except Exception as exc:
+        log.exception("job %s failed", job.pk)
+        _update(job, state=Job.FAILED, finished_at=timezone.now(), step="",
+                message=f"The job stopped with an error ({type(exc).__name__}: {str(exc)[:500]}). "
+                        + ("Nothing was saved; the file is kept, so you can try again."
+                           if job.kind == Job.UPLOAD else "You can try again."))
+        raise
+    return job.state
+
+
+def _run_upload(job: Job) -> None:
+    data = bytes(job.payload or b"")
+    _update(job, step=f"Checking and saving {len(data):,} bytes in one transaction")
+    try:
+        message = pending_upload_save(pending=job.params, data=data, user=job.created_by)
+    except FileRefused as exc:
+        _refused(job, str(exc), [])
+        return
+    except ImportRefused as exc:
+        ordered = sorted(exc.errors, key=lambda e: e.sort_key)
+        errors = [{"row": e.row, "column": e.column, "message": e.message} for e in ordered]
+        _refused(job, f"{len(errors)} problem{'s' if len(errors) != 1 else ''}: nothing was saved.", errors)
+        return
+    _update(job, state=Job.DONE, finished_at=timezone.now(), step="", message=message, payload=None)
+
+
+def _refused(job: Job, message: str, errors: list[dict]) -> None:
+    _update(job, state=Job.FAILED, finished_at=timezone.now(), step="", message=message,
+            errors=errors[:MAX_ERRORS_KEPT])
+
+
+def _run_export(job: Job) -> None:
+    batch = Batch.objects.get(pk=job.params["batch_id"])
+    fmt = EXPORT_FORMATS[job.params["fmt"]]
+    _update(job, step=f"Computing agreement statistics for {batch.items.count():,} items")
+    options = ReportOptions(**job.params.get("options", {}))
+    report = report_with_options(batch=batch, options=options) if fmt.needs_report else None
+    _update(job, step=f"Writing the {fmt.key.upper()} file")
+    output = "".join(export_chunks(fmt, batch=batch, report=report)).encode("utf-8")
+    _update(job, state=Job.DONE, finished_at=timezone.now(), step="", output=output,
+            message=f"Built {len(output):,} bytes.")

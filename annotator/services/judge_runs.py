@@ -1,0 +1,147 @@
+"""Writes of ``run_judge``: which judge version a run scores into, and each call saved as it completes."""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+from typing import Any
+
+from django.db import transaction
+from django.utils import timezone
+
+from annotator.models import (
+    Item,
+    Judge,
+    JudgeCall,
+    JudgeCriterionScore,
+    JudgeFailure,
+    JudgeScore,
+    PairwiseVerdict,
+)
+from annotator.services.judges import NAME_MAX_LENGTH, judge_get_or_create
+
+
+@dataclass
+class CallOutcome:
+    """What one call produced, built in a worker thread and saved by ``judge_calls_record``."""
+
+    item: Item
+    enhanced: Item | None
+    status: str
+    prompt: list[dict[str, str]]
+    sample: int = 0
+    raw_output: str = ""
+    parsed: dict[str, Any] = field(default_factory=dict)
+    problems: list[tuple[str, str]] = field(default_factory=list)  # (dimension or "", error)
+    http_status: int | None = None
+    tokens_in: int | None = None
+    tokens_out: int | None = None
+    latency: float = 0.0
+    attempts: int = 1
+
+    @property
+    def error(self) -> str:
+        return "; ".join(f"[{d}] {e}" if d else e for d, e in self.problems)
+
+
+def _version_name(name: str, version: str, content_hash: str) -> str:
+    suffix = f" (template {version or 'unversioned'} #{content_hash[:8]})"
+    return name[: NAME_MAX_LENGTH - len(suffix)] + suffix
+
+
+@transaction.atomic
+def judge_for_run(*, name: str, model: str, template, params: dict) -> tuple[Judge, str]:
+    """The judge a run scores into, and a note when it is not the one named.
+
+    A judge keeps the template text it was first run with: when the text (or how its answers are read)
+    changed without a new version, the run goes to a new judge version named after the text's hash, so
+    scores of two prompts are never mixed under one name.
+    """
+    judge = Judge.objects.filter(name=name.strip()).first()
+    note = ""
+    if judge is not None and judge.template_hash and (
+        judge.template_hash != template.content_hash or judge.template_version != template.version
+    ):
+        versioned = _version_name(name.strip(), template.version, template.content_hash)
+        note = (
+            f"\u201c{name}\u201d was run with other template text (version {judge.template_version or 'unversioned'}); "
+            f"this run scores into the judge version \u201c{versioned}\u201d, never mixed with the other."
+        )
+        name = versioned
+    judge = judge_get_or_create(name=name, model=model, template=template.name, template_version=template.version)
+    if not judge.template_hash:
+        judge.template_hash, judge.params = template.content_hash, params
+        judge.save(update_fields=["template_hash", "params"])
+    return judge, note
+
+
+def judge_call_states(*, judge: Judge) -> dict[tuple[int, int | None, int], str]:
+    """(item pk, enhanced pk or None, sample) → status of every call this judge has saved."""
+    return {(i, e, n): s for i, e, n, s in
+            JudgeCall.objects.filter(judge=judge).values_list("item_id", "enhanced_id", "sample", "status")}
+
+
+@transaction.atomic
+def judge_calls_record(*, judge: Judge, template, model: str, params: dict, outcomes: list[CallOutcome]) -> None:
+    """Save completed calls (those that arrived together) in one transaction; see ``_record``."""
+    for outcome in outcomes:
+        _record(judge, template, model, params, outcome)
+
+
+def _record(judge: Judge, template, model: str, params: dict, outcome: CallOutcome) -> JudgeCall:
+    """Save one completed call with its scores (replacing the item's earlier ones) or its failure.
+
+    The item's earlier failure rows go when it is scored; a failed call keeps one failure row per
+    problem with the raw output, so nothing the endpoint answered is lost.
+    """
+    scale = template.scale
+    now = timezone.now()
+    JudgeCall.objects.filter(judge=judge, item=outcome.item, enhanced=outcome.enhanced, sample=outcome.sample).delete()
+    call = JudgeCall.objects.create(
+        judge=judge, item=outcome.item, enhanced=outcome.enhanced, sample=outcome.sample, status=outcome.status,
+        template_name=template.name, template_version=template.version, template_hash=template.content_hash,
+        model=model, params=params, prompt=outcome.prompt, raw_output=outcome.raw_output, parsed=outcome.parsed,
+        error=outcome.error, http_status=outcome.http_status, tokens_in=outcome.tokens_in,
+        tokens_out=outcome.tokens_out, latency_ms=round(outcome.latency * 1000), attempts=outcome.attempts,
+        created_at=now,
+    )
+    if outcome.sample:
+        return call  # a repeat for self-consistency: its parsed values stay on the call, the judge's scores are sample 0's
+    if outcome.enhanced is None:
+        scores = outcome.parsed.get("scores", {})
+        if scores:
+            JudgeScore.objects.filter(judge=judge, item=outcome.item, dimension__in=list(scores)).delete()
+            JudgeScore.objects.bulk_create(
+                JudgeScore(
+                    judge=judge, item=outcome.item, dimension=dimension, raw_value=s["raw"], scale_min=scale.min,
+                    scale_max=scale.max, higher_is_better=scale.higher_is_better, value=s["value"],
+                    reason=s["reason"], raw_output=outcome.raw_output, imported_at=now,
+                )
+                for dimension, s in scores.items()
+            )
+    else:
+        _record_pair(judge, template, outcome, now)
+    JudgeFailure.objects.filter(judge=judge, item=outcome.item).delete()
+    JudgeFailure.objects.bulk_create(
+        JudgeFailure(judge=judge, item=outcome.item, dimension=d, error=e, raw_output=outcome.raw_output, created_at=now)
+        for d, e in outcome.problems
+    )
+    return call
+
+
+def _record_pair(judge: Judge, template, outcome: CallOutcome, now) -> None:
+    """A pairwise call's verdict and criterion scores, replacing the pair's earlier ones."""
+    pair = {"judge": judge, "baseline": outcome.item, "enhanced": outcome.enhanced}
+    PairwiseVerdict.objects.filter(**pair).delete()
+    JudgeCriterionScore.objects.filter(judge=judge, item=outcome.item, enhanced=outcome.enhanced).delete()
+    verdict = outcome.parsed.get("verdict")
+    if verdict:
+        PairwiseVerdict.objects.create(**pair, **verdict, raw_output=outcome.raw_output, imported_at=now)
+    scale = template.scale
+    JudgeCriterionScore.objects.bulk_create(
+        JudgeCriterionScore(
+            judge=judge, item=outcome.item, enhanced=outcome.enhanced, criterion=name,
+            rubric_dimension=c["rubric_dimension"], raw_value=c["raw"], scale_min=scale.min, scale_max=scale.max,
+            higher_is_better=scale.higher_is_better, reason=c["reason"], evidence=c["evidence"], created_at=now,
+        )
+        for name, c in outcome.parsed.get("criteria", {}).items()
+    )

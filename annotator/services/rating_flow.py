@@ -1,0 +1,45 @@
+"""What an annotator gets next in a batch: the end (blocked, excluded, failed training), a gold
+item (training first, then checks mixed into the queue), or a regular item on lease."""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from datetime import datetime
+
+from django.utils import timezone
+
+from annotator.models import Assignment, Batch, GoldAnswer, QualityRule
+from annotator.selectors.quality import standing_of
+from annotator.services.assignment import item_next_for_annotator
+from annotator.services.gold import gold_pending
+
+ENDED_BLOCKED, ENDED_TRAINING = "blocked", "training"
+
+
+@dataclass(frozen=True)
+class NextStep:
+    assignment: Assignment | None = None
+    answer: GoldAnswer | None = None
+    ended: str = ""  # why this annotator gets nothing more: ENDED_BLOCKED or ENDED_TRAINING
+    has_gold: bool = False  # the batch has gold items (training or checks)
+
+    @property
+    def item(self):
+        if self.answer is not None:
+            return self.answer.gold_item
+        return self.assignment.item if self.assignment is not None else None
+
+
+def rating_next(*, batch: Batch, annotator, now: datetime | None = None) -> NextStep:
+    now = now or timezone.now()
+    standing = standing_of(batch=batch, annotator=annotator)
+    if standing is not None and not standing.may_rate:
+        failed_training = standing.screened_out_at is not None and not standing.excluded
+        return NextStep(ended=ENDED_TRAINING if failed_training else ENDED_BLOCKED)
+    rule = QualityRule.objects.filter(batch=batch).first()  # none: the batch has no gold items
+    if rule is not None:
+        answer = gold_pending(batch=batch, annotator=annotator, rule=rule, standing=standing, now=now)
+        if answer is not None:
+            return NextStep(answer=answer, has_gold=True)
+    lease = item_next_for_annotator(batch=batch, annotator=annotator, now=now)
+    return NextStep(assignment=lease, has_gold=rule is not None)

@@ -1,0 +1,74 @@
+"""The session engine (``SESSION_ENGINE = "annotator.sessions"``): Django's database sessions,
+with the session's user and their roles loaded in the same query as the session.
+
+Sessions stay rows in the database, so logging out (or an admin deleting the row) ends a
+session on every app server at once, and a password change still ends the other sessions
+(``annotator.middleware`` checks the session hash exactly as Django does). The query is
+written by hand because it runs on every request and the ORM spends longer building it
+(a join and two EXISTS subqueries) than the database spends running it.
+"""
+
+from __future__ import annotations
+
+from django.contrib.auth import SESSION_KEY, get_user_model
+from django.contrib.auth.models import Group
+from django.contrib.sessions.backends.db import SessionStore as DatabaseSessionStore
+from django.db import connection
+from django.utils import timezone
+
+from annotator.roles import GROUPS, remember_roles
+from annotator.selectors.rows import columns, instance_from_row
+
+
+def _user_pk(value) -> int | None:
+    try:
+        return int(value)
+    except (TypeError, ValueError):
+        return None
+
+
+class SessionStore(DatabaseSessionStore):
+    loaded_user = None  # the signed-in user, read with the session (None: nobody, or not loaded)
+
+    @classmethod
+    def get_model_class(cls):
+        from annotator.models import UserSession
+
+        return UserSession
+
+    def _load_sql(self) -> tuple[str, list]:
+        qn = connection.ops.quote_name
+        User = get_user_model()
+        member, group = qn(User.groups.through._meta.db_table), qn(Group._meta.db_table)
+        roles = ", ".join(
+            f"EXISTS (SELECT 1 FROM {member} m INNER JOIN {group} g ON g.id = m.group_id"
+            " WHERE m.user_id = u.id AND g.name = %s)"
+            for _ in GROUPS
+        )
+        sql = (
+            f"SELECT s.session_data, u.id, {columns(User, 'u')}, {roles}"
+            f" FROM {qn(self.model._meta.db_table)} s LEFT JOIN {qn(User._meta.db_table)} u ON u.id = s.user_id"
+            " WHERE s.session_key = %s AND s.expire_date > %s"
+        )
+        return sql, [*GROUPS, self.session_key, connection.ops.adapt_datetimefield_value(timezone.now())]
+
+    def _get_session_from_db(self):
+        self.loaded_user = None
+        with connection.cursor() as cursor:
+            cursor.execute(*self._load_sql())
+            row = cursor.fetchone()
+        if row is None:
+            self._session_key = None
+            return None
+        session_data, user_id, rest = row[0], row[1], row[2:]
+        if user_id is not None:
+            n = len(get_user_model()._meta.concrete_fields)
+            user = instance_from_row(get_user_model(), rest[:n])
+            remember_roles(user, [name for name, member in zip(GROUPS, rest[n:], strict=True) if member])
+            self.loaded_user = user
+        return self.model(session_key=self.session_key, session_data=session_data)
+
+    def create_model_instance(self, data):
+        session = super().create_model_instance(data)
+        session.user_id = _user_pk(data.get(SESSION_KEY))
+        return session

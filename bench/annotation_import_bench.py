@@ -1,0 +1,160 @@
+"""Offline annotation import and CSV export: a file of N items × K annotators through the upload's
+code path, then the batch's annotations.csv and scores.csv exports of what was imported.
+
+    .venv/bin/python bench/annotation_import_bench.py [--items 10000] [--annotators 3] [--databases sqlite,postgresql]
+    .venv/bin/python bench/annotation_import_bench.py --databases sqlite --profile   # and print where the time goes
+
+Each database runs in a fresh child process on a fresh database (SQLite file under /tmp;
+PostgreSQL database ``annotation_import_bench``, dropped and re-created). The child calls
+``annotations_import_file`` (parse, check against the database, one transaction), the function
+the upload page's confirm step and ``manage.py import_annotations`` call, for a batch that does
+not exist yet (items, users, annotations, scores and assignments are all created). Printed:
+annotation rows, score rows, seconds, rows/s, peak RSS and the SQL statements the import ran
+(the count does not grow with the file, except for the fixed-size chunks on SQLite); then the
+seconds to produce annotations.csv and scores.csv for the batch (the report page's download links).
+Not part of the test suite.
+"""
+
+from __future__ import annotations
+
+import argparse
+import csv
+import json
+import os
+import random
+import subprocess
+import sys
+import time
+from pathlib import Path
+
+ROOT = Path(__file__).resolve().parent.parent
+sys.path.insert(0, str(Path(__file__).resolve().parent))
+from annotator_http import recreate_postgres
+
+PG_URL = "postgres://postgres@127.0.0.1:5432/annotation_import_bench"
+SQLITE_PATH = Path("/tmp/annotation_import_bench.sqlite3")
+DIMENSIONS = ("coherence", "relevance", "instruction_following", "safety_compliance", "fluency")
+FLAGS = ("ignores_hard_constraint", "major_factual_impossibility", "unsafe_suggestion", "partial_compliance")
+
+
+def generate(path: Path, items: int, annotators: int, seed: int = 11) -> None:
+    """The guideline's CSV template: one row per item and annotator, every score in range, no flags."""
+    rng = random.Random(seed)
+    with path.open("w", newline="", encoding="utf-8") as handle:
+        writer = csv.writer(handle)
+        writer.writerow(["item_id", "system_id", "prompt", "response", "annotator", *DIMENSIONS, *FLAGS, "comment"])
+        for i in range(items):
+            prompt = f"Request {i // 2}: plan a route to the depot avoiding tolls."
+            response = f"Route {i}: head north on Main St, then Route {rng.randint(1, 99)} east; no tolls."
+            for a in range(annotators):
+                scores = [rng.randint(3, 5) for _ in DIMENSIONS]
+                writer.writerow([f"item-{i:06d}", f"sys-{i % 2}", prompt, response, f"rater{a:02d}", *scores,
+                                 0, 0, 0, 0, "fine" if rng.random() < 0.3 else ""])
+
+
+def child(file: Path, profile: bool) -> None:
+    import resource
+
+    import django
+
+    django.setup()
+    from django.core.management import call_command
+
+    call_command("migrate", verbosity=0)
+    from django.db import connection
+    from django.test.utils import CaptureQueriesContext
+
+    from annotator.models import Annotation, Score
+    from annotator.services.annotation_imports import annotations_import_file
+
+    data = file.read_bytes()
+    import cProfile
+    import pstats
+
+    profiler = None
+    if profile:
+        profiler = cProfile.Profile()
+        profiler.enable()
+    start, cpu = time.perf_counter(), time.process_time()
+    with CaptureQueriesContext(connection) as queries:
+        annotations_import_file(data=data, filename=file.name, batch_name="offline", k=3)
+    seconds, cpu = time.perf_counter() - start, time.process_time() - cpu
+    if profiler is not None:
+        profiler.disable()
+        pstats.Stats(profiler, stream=sys.stderr).sort_stats("cumulative").print_stats(40)
+    rss_mb = resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 1024
+    from annotator.exports import report_csv
+    from annotator.models import Batch
+
+    batch = Batch.objects.get(name="offline")
+    exports = {}
+    for name in ("annotations_csv", "scores_csv"):
+        profiler = cProfile.Profile() if profile else None
+        start, cpu = time.perf_counter(), time.process_time()
+        if profiler:
+            profiler.enable()
+        size = sum(len(line) for line in getattr(report_csv, name)(batch=batch))
+        exports[name] = time.perf_counter() - start
+        exports[name + "_cpu"] = time.process_time() - cpu
+        if profiler:
+            profiler.disable()
+            pstats.Stats(profiler, stream=sys.stderr).sort_stats("tottime").print_stats(15)
+        exports[name + "_mb"] = size / 2**20
+    print(json.dumps({"annotations": Annotation.objects.count(), "scores": Score.objects.count(),
+                      "seconds": seconds, "cpu": cpu, "load": os.getloadavg()[0], "rss_mb": rss_mb, "queries": len(queries.captured_queries), **exports}))
+
+
+def fresh_database(database: str, pg_url: str) -> str:
+    if database == "sqlite":
+        for suffix in ("", "-wal", "-shm"):
+            Path(f"{SQLITE_PATH}{suffix}").unlink(missing_ok=True)
+        return f"sqlite:///{SQLITE_PATH}"
+    return recreate_postgres(pg_url)
+
+
+def run(database: str, file: Path, profile: bool, pg_url: str = PG_URL) -> dict:
+    env = dict(os.environ, DATABASE_URL=fresh_database(database, pg_url), DJANGO_SETTINGS_MODULE="annotator.settings",
+               SECRET_KEY="bench-only-not-secret", DEBUG="0")
+    command = [sys.executable, __file__, "--child", str(file), *(["--profile"] if profile else [])]
+    result = subprocess.run(command, cwd=ROOT, env=env, capture_output=True, text=True, check=False)
+    if result.returncode != 0:
+        raise SystemExit(f"{database} run failed:\n{result.stderr}")
+    if profile:
+        print(result.stderr)
+    return json.loads(result.stdout.strip().splitlines()[-1])
+
+
+def main() -> None:
+    parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
+    parser.add_argument("--items", type=int, default=10_000)
+    parser.add_argument("--annotators", type=int, default=3)
+    parser.add_argument("--databases", default="sqlite,postgresql")
+    parser.add_argument("--repeat", type=int, default=1, help="runs per database; the median is printed")
+    parser.add_argument("--profile", action="store_true", help="print a cProfile of the import (slower)")
+    parser.add_argument("--pg-url", default=PG_URL, help="PostgreSQL database to drop and re-create")
+    parser.add_argument("--child", help=argparse.SUPPRESS)
+    args = parser.parse_args()
+    if args.child:
+        sys.path.insert(0, str(ROOT))
+        child(Path(args.child), args.profile)
+        return
+    file = Path(f"/tmp/annotation_import_bench_{args.items}x{args.annotators}.csv")
+    if not file.exists():
+        generate(file, args.items, args.annotators)
+    print(f"file: {file} ({file.stat().st_size / 2**20:.1f} MB, {args.items} items × {args.annotators} annotators)")
+    print(f"rows = annotation rows of the file; s = wall seconds, cpu = this process's CPU seconds (the database"
+          f" server's not included); median of {args.repeat} by wall time; load = 1-minute load average\n")
+    print(f"{'database':<11} {'annotations':>11} {'scores':>7} {'s':>6} {'cpu':>5} {'rows/s':>7} {'rows/cpu-s':>10}"
+          f" {'SQL':>4} {'RSS MB':>6} {'annotations.csv s / cpu':>23} {'scores.csv s / cpu':>18} {'load':>5}")
+    for database in args.databases.split(","):
+        runs = sorted((run(database.strip(), file, args.profile, args.pg_url) for _ in range(args.repeat)),
+                      key=lambda r: r["seconds"])
+        r = runs[len(runs) // 2]
+        print(f"{database:<11} {r['annotations']:>11} {r['scores']:>7} {r['seconds']:>6.2f} {r['cpu']:>5.2f}"
+              f" {r['annotations'] / r['seconds']:>7.0f} {r['annotations'] / r['cpu']:>10.0f} {r['queries']:>4}"
+              f" {r['rss_mb']:>6.0f} {r['annotations_csv']:>16.2f} / {r['annotations_csv_cpu']:<4.2f}"
+              f" {r['scores_csv']:>11.2f} / {r['scores_csv_cpu']:<4.2f} {r['load']:>5.1f}")
+
+
+if __name__ == "__main__":
+    main()

@@ -1,0 +1,64 @@
+"""The bulk writer behind every import, and the planner statistics it leaves behind."""
+
+import pytest
+from django.db import connection
+from django.utils import timezone
+
+from annotator.models import Annotation, Item, Score
+from annotator.services.bulk import analyze_after_commit, rows_insert
+from tests.factories import make_batch, make_user
+
+pytestmark = pytest.mark.django_db
+
+
+def test_rows_insert_writes_given_values_constants_and_defaults():
+    batch = make_batch(n_items=2)
+    user = make_user("ann")
+    items = list(Item.objects.filter(batch=batch).order_by("position"))
+    now = timezone.now()
+    rows_insert(
+        model=Annotation,
+        fields=("item", "annotator", "flags", "comment"),
+        rows=[(items[0].pk, user.pk, '["unsafe_suggestion"]', "=1+1"), (items[1].pk, user.pk, "[]", "")],
+        constants={"source": Annotation.Source.IMPORT, "submitted_at": now},
+    )
+    first, second = Annotation.objects.order_by("item__position")
+    assert (first.flags, first.comment, first.source, first.submitted_at) == (["unsafe_suggestion"], "=1+1", "import", now)
+    assert (second.flags, second.constraints_met, second.started_at) == ([], [], None)  # defaults
+    assert second.updated_at is not None  # auto_now is filled in
+    rows_insert(model=Score, fields=("annotation", "item", "dimension", "value"),
+                rows=[(first.pk, items[0].pk, "coherence", 4)])
+    assert list(first.scores.values_list("dimension", "value")) == [("coherence", 4)]
+
+
+def _reltuples(table: str) -> float:
+    with connection.cursor() as cursor:
+        cursor.execute("SELECT reltuples FROM pg_class WHERE relname = %s", [table])
+        return cursor.fetchone()[0]
+
+
+def test_bulk_writes_leave_planner_statistics(django_capture_on_commit_callbacks):
+    with django_capture_on_commit_callbacks(execute=True) as callbacks:
+        make_batch(n_items=40)
+        analyze_after_commit(Item)
+    if connection.vendor == "postgresql":
+        assert len(callbacks) == 1
+        assert _reltuples(Item._meta.db_table) >= 40  # ANALYZE ran: -1 means never analysed
+    else:
+        assert callbacks == []  # SQLite keeps no statistics unless asked; its plans use the indexes
+
+
+def test_annotation_import_analyzes_what_it_wrote(django_capture_on_commit_callbacks):
+    from annotator.services.annotation_imports import annotations_import_file
+
+    data = (
+        "item_id,prompt,response,annotator,coherence,relevance,instruction_following,safety_compliance,fluency\n"
+        + "".join(f"i{n},p,r,rater{a},4,4,4,4,4\n" for n in range(10) for a in range(3))
+    ).encode()
+    with django_capture_on_commit_callbacks(execute=True) as callbacks:
+        annotations_import_file(data=data, filename="a.csv", batch_name="offline")
+    assert Score.objects.count() == 150 and Annotation.objects.count() == 30
+    assert Item.objects.filter(n_annotations=3).count() == 10
+    if connection.vendor == "postgresql":
+        assert len(callbacks) == 1
+        assert _reltuples(Score._meta.db_table) >= 150

@@ -1,0 +1,140 @@
+"""A local OpenAI-compatible /chat/completions endpoint that answers slowly and breaks on purpose.
+
+Used by the judge tests and ``bench/judge_run_bench.py``; binds 127.0.0.1 on a free port. ``fault``
+decides, per call number (1-based, in arrival order) and prompt, what goes wrong: an HTTP status
+(``429`` with ``Retry-After: 0``, ``500``, ``401``, ``404``), ``"truncated"`` (the body stops halfway and
+the connection closes), ``"malformed"`` (a 200 that is not a chat completion) or ``"trickle"`` (one
+byte of the body every ``trickle`` seconds). ``answered`` counts, per prompt, the 200 answers sent.
+"""
+
+from __future__ import annotations
+
+import json
+import threading
+import time
+from collections import Counter
+from collections.abc import Callable
+from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
+
+
+def every_fifth(number: int, prompt: str) -> str | int | None:
+    """A 429, a 500 and a truncated body in turn on every 5th call."""
+    if number % 5:
+        return None
+    return (429, 500, "truncated")[(number // 5 - 1) % 3]
+
+
+class FakeJudge:
+    def __init__(
+        self,
+        reply: Callable[[str], str] = lambda prompt: '{"score": 0.75, "reason": "Mostly answers the request."}',
+        *,
+        latency: float = 0.0,
+        fault: Callable[[int, str], str | int | None] | None = None,
+        trickle: float = 1.0,
+    ):
+        self.reply, self.latency, self.fault, self.trickle = reply, latency, fault, trickle
+        self.calls = 0
+        self.requests: list[dict] = []
+        self.answered: Counter[str] = Counter()
+        self.lock = threading.Lock()
+        self.server = ThreadingHTTPServer(("127.0.0.1", 0), self._handler())
+        self.server.daemon_threads = True
+        self.thread = threading.Thread(target=self.server.serve_forever, daemon=True)
+
+    @property
+    def url(self) -> str:
+        return f"http://127.0.0.1:{self.server.server_address[1]}/v1"
+
+    def __enter__(self):
+        self.thread.start()
+        return self
+
+    def __exit__(self, *exc) -> None:
+        self.server.shutdown()
+        self.server.server_close()
+
+    def _handler(self):
+        fake = self
+
+        class Handler(BaseHTTPRequestHandler):
+            protocol_version = "HTTP/1.1"
+
+            def log_message(self, *args):
+                pass
+
+            def _send(self, status: int, body: bytes, headers: dict | None = None, length: int | None = None):
+                self.send_response(status)
+                self.send_header("Content-Type", "application/json")
+                self.send_header("Content-Length", str(len(body) if length is None else length))
+                for key, value in (headers or {}).items():
+                    self.send_header(key, value)
+                self.end_headers()
+
+            def do_GET(self):  # /stats: what the endpoint has seen, for a client in another process
+                with fake.lock:
+                    stats = json.dumps({"calls": fake.calls, "answered": dict(fake.answered)}).encode()
+                self._send(200, stats)
+                self.wfile.write(stats)
+
+            def do_POST(self):
+                body = json.loads(self.rfile.read(int(self.headers["Content-Length"])))
+                prompt = body["messages"][-1]["content"]
+                with fake.lock:
+                    fake.calls += 1
+                    number = fake.calls
+                    fake.requests.append({"path": self.path, "auth": self.headers.get("Authorization"), "body": body})
+                fault = fake.fault(number, prompt) if fake.fault else None
+                if fake.latency:
+                    time.sleep(fake.latency)
+                text = fake.reply(prompt)
+                answer = json.dumps({
+                    "choices": [{"message": {"role": "assistant", "content": text}}],
+                    "usage": {"prompt_tokens": len(prompt) // 4, "completion_tokens": len(text) // 4},
+                }).encode()
+                if isinstance(fault, int):
+                    error = json.dumps({"error": {"message": f"fault {fault}", "echo": "sk-secret-in-body-123"}}).encode()
+                    self._send(fault, error, {"Retry-After": "0"} if fault == 429 else None)
+                    self.wfile.write(error)
+                elif fault == "truncated":
+                    self._send(200, answer)
+                    self.wfile.write(answer[: len(answer) // 2])
+                    self.wfile.flush()
+                    self.close_connection = True
+                elif fault == "malformed":
+                    page = b"<html>Bad gateway</html>"
+                    self._send(200, page)
+                    self.wfile.write(page)
+                elif fault == "trickle":
+                    self._send(200, answer)
+                    try:
+                        for byte in answer:
+                            self.wfile.write(bytes([byte]))
+                            self.wfile.flush()
+                            time.sleep(fake.trickle)
+                    except OSError:  # the client gave up, as it should
+                        self.close_connection = True
+                else:
+                    self._send(200, answer)
+                    self.wfile.write(answer)
+                    with fake.lock:
+                        fake.answered[prompt] += 1
+
+        return Handler
+
+
+def main() -> None:
+    """Serve in a process of its own: ``python tests/fake_judge.py --latency 0.2 --faults``; prints the URL."""
+    import argparse
+
+    parser = argparse.ArgumentParser()
+    parser.add_argument("--latency", type=float, default=0.2)
+    parser.add_argument("--faults", action="store_true", help="a 429, a 500 and a truncated body every 5th call")
+    args = parser.parse_args()
+    fake = FakeJudge(latency=args.latency, fault=every_fifth if args.faults else None)
+    print(fake.url, flush=True)
+    fake.server.serve_forever()
+
+
+if __name__ == "__main__":
+    main()
