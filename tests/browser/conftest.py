@@ -27,6 +27,16 @@ def chromium():
         browser.close()
 
 
+@pytest.fixture
+def page(chromium, live_server):
+    """A desktop-sized page with generous timeouts (CI machines can be busy)."""
+    context = chromium.new_context(viewport={"width": 1360, "height": 1000})
+    page = context.new_page()
+    page.set_default_timeout(30_000)
+    yield page
+    context.close()
+
+
 def signed_in_context(browser, live_server, user, viewport=None):
     """A browser context holding a session of ``user`` (as if they had logged in)."""
     from django.test import Client
@@ -36,3 +46,16 @@ def signed_in_context(browser, live_server, user, viewport=None):
     context = browser.new_context(viewport=viewport or {"width": 1360, "height": 1000})
     context.add_cookies([{"name": "sessionid", "value": client.cookies["sessionid"].value, "url": live_server.url}])
     return context
+
+
+def htmx_settled(page, selector: str, timeout: float = 30_000) -> None:
+    """Wait for ``selector`` to appear and for htmx to finish settling the swap that brought it.
+
+    The page's scripts (focus, caps, the current row) run on ``htmx:afterSettle``, a moment after
+    the new content is in the page; asserting on them before that is a race on a busy machine.
+    """
+    page.wait_for_selector(selector, timeout=timeout)
+    page.wait_for_function(
+        "!document.querySelector('.htmx-request, .htmx-swapping, .htmx-settling, .htmx-added')",
+        timeout=timeout,
+    )

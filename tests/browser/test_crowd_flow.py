@@ -7,7 +7,7 @@ import pytest
 
 from annotator.models import Annotation, Enrolment
 from tests.annotator.study_support import PID_A, prolific_link
-from tests.browser.conftest import CHROMIUM
+from tests.browser.conftest import CHROMIUM, htmx_settled
 from tests.factories import make_batch
 
 pytestmark = [
@@ -43,7 +43,7 @@ def test_link_consent_instructions_two_items_completion_code(chromium, live_serv
     page.click("#instructions-start")
 
     rate_with_keys(page)
-    page.wait_for_selector(".message.success")
+    htmx_settled(page, ".message.success")
     # The instructions are one key away on the next item.
     drawer = page.locator("#instructions-drawer")
     assert not drawer.evaluate("d => d.open")

@@ -3,42 +3,20 @@
 Drives Debian's Chromium with Playwright against the live server.
 """
 
-import os
-import shutil
 from pathlib import Path
 
 import pytest
 
 from annotator.models import Annotation, AnnotationRevision
+from tests.browser.conftest import CHROMIUM, htmx_settled
 from tests.factories import PASSWORD, make_batch, make_user
 
-# Playwright's sync API runs an event loop in this thread; the ORM calls here are synchronous.
-os.environ["DJANGO_ALLOW_ASYNC_UNSAFE"] = "true"
-
-CHROMIUM = shutil.which("chromium")
 OUTPUT = Path(__file__).resolve().parents[2] / "test-output" / "browser"
 
 pytestmark = [
     pytest.mark.browser,
     pytest.mark.skipif(CHROMIUM is None, reason="chromium is not installed (apt-get install chromium)"),
 ]
-
-
-@pytest.fixture
-def page(live_server):
-    from playwright.sync_api import sync_playwright
-
-    with sync_playwright() as p:
-        browser = p.chromium.launch(
-            executable_path=CHROMIUM,
-            headless=True,
-            args=["--no-sandbox", "--disable-gpu", "--disable-background-networking", "--disable-component-update"],
-        )
-        context = browser.new_context(viewport={"width": 1360, "height": 1000})
-        page = context.new_page()
-        page.set_default_timeout(30_000)  # generous: CI machines can be busy
-        yield page
-        browser.close()
 
 
 def allowed_scores(page, dimension: str) -> list[int]:
@@ -71,7 +49,7 @@ def test_rate_with_the_keyboard_then_edit(page, live_server):
     keys = page.keyboard
     keys.press("n")  # avoid tolls: not met
     keys.press("Enter")  # too early: the server's errors are swapped in, the answer kept
-    page.wait_for_selector(".rate-errors")
+    htmx_settled(page, ".rate-errors")
     assert "Coherence needs a score." in page.locator(".rate-errors").inner_text()
     assert page.locator('input[name="constraint_0"][value="not_met"]').is_checked()
     assert Annotation.objects.count() == 0
@@ -93,7 +71,7 @@ def test_rate_with_the_keyboard_then_edit(page, live_server):
     page.screenshot(path=str(OUTPUT / "rate-page.png"), full_page=True)
     keys.press("Enter")
 
-    page.wait_for_selector(".message.success")
+    htmx_settled(page, ".message.success")
     assert "Saved your rating." in page.locator(".message.success").inner_text()
     assert page.locator(".rate-where strong").inner_text() == "Item 2"
     assert page.title().startswith("Rate item 2")
@@ -109,7 +87,7 @@ def test_rate_with_the_keyboard_then_edit(page, live_server):
     keys.press("s")
     keys.type("not my region")
     keys.press("Enter")
-    page.wait_for_selector(".message.info")
+    htmx_settled(page, ".message.info")
     assert page.locator(".rate-where strong").inner_text() == "Item 3"
 
     # Reopen the first annotation and change it.

@@ -19,7 +19,7 @@ from django.urls import reverse
 from annotator.models import Annotation, Item
 from annotator.services.judges import judge_scores_import
 from hcs.judge_output import JudgeScale
-from tests.browser.conftest import signed_in_context
+from tests.browser.conftest import htmx_settled, signed_in_context
 from tests.factories import make_annotation, make_batch, make_user
 
 pytestmark = pytest.mark.browser
@@ -68,13 +68,16 @@ def test_flags_are_in_the_keyboard_path_and_dialogs_take_focus(chromium, live_se
     assert page.locator("#help-dialog").is_hidden()
     assert _focused(page, "outerHTML") == before
     keys.press("Enter")
-    page.wait_for_selector(".message.success")
+    htmx_settled(page, ".message.success")
     annotation = Annotation.objects.get(annotator=user)
     assert annotation.flags == ["unsafe_suggestion"]
     assert annotation.scores.get(dimension="safety_compliance").value == 2
     # Too early a submit: the error summary comes back and takes the focus.
     keys.press("Enter")
-    page.wait_for_selector("#error-summary")
+    htmx_settled(page, "#error-summary")
+    # The page's script moves the focus once htmx has settled the swap, a moment after the
+    # summary is in the page; wait for it (and fail after 10 s if it never comes).
+    page.wait_for_function("document.activeElement && document.activeElement.id === 'error-summary'", timeout=10_000)
     assert _focused(page, "id") == "error-summary"
     keys.press("y")  # the keys still act on the first unanswered row
     assert page.locator('input[name="constraint_0"][value="met"]').is_checked()

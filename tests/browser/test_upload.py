@@ -3,18 +3,14 @@
 Drives Debian's Chromium with Playwright against the live server.
 """
 
-import os
-import shutil
 from pathlib import Path
 
 import pytest
 
 from annotator.models import Batch
+from tests.browser.conftest import CHROMIUM
 from tests.factories import PASSWORD, make_user, upload_storage_at
 
-os.environ["DJANGO_ALLOW_ASYNC_UNSAFE"] = "true"
-
-CHROMIUM = shutil.which("chromium")
 OUTPUT = Path(__file__).resolve().parents[2] / "test-output" / "browser"
 DEMO_ITEMS = Path(__file__).resolve().parents[2] / "fixtures" / "demo" / "items.jsonl"
 
@@ -24,21 +20,9 @@ pytestmark = [
 ]
 
 
-@pytest.fixture
-def page(live_server, settings, tmp_path):
-    from playwright.sync_api import sync_playwright
-
+@pytest.fixture(autouse=True)
+def uploads(settings, tmp_path):
     upload_storage_at(settings, tmp_path / "uploads")
-    with sync_playwright() as p:
-        browser = p.chromium.launch(
-            executable_path=CHROMIUM,
-            headless=True,
-            args=["--no-sandbox", "--disable-gpu", "--disable-background-networking", "--disable-component-update"],
-        )
-        page = browser.new_context(viewport={"width": 1360, "height": 1000}).new_page()
-        page.set_default_timeout(30_000)  # generous: CI machines can be busy
-        yield page
-        browser.close()
 
 
 @pytest.mark.django_db(transaction=True)
@@ -56,6 +40,7 @@ def test_admin_uploads_a_batch_with_preview_and_confirm(page, live_server, tmp_p
     form.locator("input[name=name]").fill("browser batch")
     form.locator("input[name=file]").set_input_files(str(bad))
     form.locator("button[type=submit]").click()
+    page.wait_for_selector("#upload-errors tr.row-error")
     errors = page.locator("#upload-errors tr.row-error")
     assert errors.count() == 2
     assert errors.nth(0).inner_text().split("\t")[:2] == ["3", "item_id"]
