@@ -1,5 +1,6 @@
 """The session engine (``SESSION_ENGINE = "annotator.sessions"``): Django's database sessions,
-with the session's user and their roles loaded in the same query as the session.
+with the session's user, their roles and whether the account is limited to some batches
+(``AccountScope``) loaded in the same query as the session.
 
 Sessions stay rows in the database, so logging out (or an admin deleting the row) ends a
 session on every app server at once, and a password change still ends the other sessions
@@ -18,6 +19,7 @@ from django.utils import timezone
 
 from annotator.roles import GROUPS, remember_roles
 from annotator.selectors.rows import columns, instance_from_row
+from annotator.selectors.study import remember_scoped
 
 
 def _user_pk(value) -> int | None:
@@ -36,6 +38,12 @@ class SessionStore(DatabaseSessionStore):
 
         return UserSession
 
+    @staticmethod
+    def _scope_table() -> str:
+        from annotator.models import AccountScope
+
+        return connection.ops.quote_name(AccountScope._meta.db_table)
+
     def _load_sql(self) -> tuple[str, list]:
         qn = connection.ops.quote_name
         User = get_user_model()
@@ -45,8 +53,9 @@ class SessionStore(DatabaseSessionStore):
             " WHERE m.user_id = u.id AND g.name = %s)"
             for _ in GROUPS
         )
+        scoped = f"EXISTS (SELECT 1 FROM {self._scope_table()} a WHERE a.user_id = u.id)"
         sql = (
-            f"SELECT s.session_data, u.id, {columns(User, 'u')}, {roles}"
+            f"SELECT s.session_data, u.id, {columns(User, 'u')}, {roles}, {scoped}"
             f" FROM {qn(self.model._meta.db_table)} s LEFT JOIN {qn(User._meta.db_table)} u ON u.id = s.user_id"
             " WHERE s.session_key = %s AND s.expire_date > %s"
         )
@@ -64,7 +73,9 @@ class SessionStore(DatabaseSessionStore):
         if user_id is not None:
             n = len(get_user_model()._meta.concrete_fields)
             user = instance_from_row(get_user_model(), rest[:n])
-            remember_roles(user, [name for name, member in zip(GROUPS, rest[n:], strict=True) if member])
+            roles, scoped = rest[n:-1], rest[-1]
+            remember_roles(user, [name for name, member in zip(GROUPS, roles, strict=True) if member])
+            remember_scoped(user, bool(scoped))
             self.loaded_user = user
         return self.model(session_key=self.session_key, session_data=session_data)
 

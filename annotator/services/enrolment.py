@@ -22,7 +22,7 @@ from annotator.models import Assignment, Batch, Enrolment
 from annotator.selectors.study import (
     is_study_batch,
     limits_for,
-    scope_of,
+    is_scoped,
     submitted_count,
 )
 from annotator.services.assignment import AssignmentError, assignment_release
@@ -52,14 +52,19 @@ def enrolment_for(*, user, batch: Batch) -> Enrolment:
         return Enrolment.objects.get(user=user, batch=batch)
 
 
-def study_gate(*, user, batch: Batch, now: datetime | None = None) -> Gate:
+UNREAD = object()  # study_gate's enrolment argument when the caller has not read it
+
+
+def study_gate(*, user, batch: Batch, now: datetime | None = None, enrolment: Enrolment | None | object = UNREAD) -> Gate:
     """Where the annotator stands: consent, instructions, rating, or ended (which it may record:
-    a session past its length ends as timed out, a reached quota as done)."""
-    if not is_study_batch(batch) and scope_of(user) is None:
-        enrolment = Enrolment.objects.filter(user=user, batch=batch).first()
+    a session past its length ends as timed out, a reached quota as done). ``enrolment``: the
+    user's enrolment in the batch (with its study link) or None, when the caller read it already."""
+    if not is_study_batch(batch) and not is_scoped(user):
+        if enrolment is UNREAD:
+            enrolment = Enrolment.objects.filter(user=user, batch=batch).first()
         if enrolment is None or not enrolment.end:
             return Gate(Stage.RATE, enrolment)
-    else:
+    elif enrolment is UNREAD or enrolment is None:
         enrolment = enrolment_for(user=user, batch=batch)
     if enrolment.end:
         return Gate(Stage.ENDED, enrolment)

@@ -8,7 +8,7 @@ from datetime import datetime
 
 from django.utils import timezone
 
-from annotator.models import Assignment, Batch, GoldAnswer, QualityRule
+from annotator.models import AnnotatorStanding, Assignment, Batch, GoldAnswer, QualityRule
 from annotator.selectors.quality import standing_of
 from annotator.services.assignment import item_next_for_annotator
 from annotator.services.gold import gold_pending
@@ -30,13 +30,24 @@ class NextStep:
         return self.assignment.item if self.assignment is not None else None
 
 
-def rating_next(*, batch: Batch, annotator, now: datetime | None = None) -> NextStep:
+UNREAD = object()
+
+
+def rating_next(
+    *, batch: Batch, annotator, now: datetime | None = None,
+    standing: AnnotatorStanding | None | object = UNREAD, rule: QualityRule | None | object = UNREAD,
+) -> NextStep:
+    """``standing`` and ``rule``: the annotator's standing in the batch and the batch's quality rule
+    (None: there is none), when the caller read them already (``annotator.selectors.rating_facts``);
+    the lease checks the standing again in its own transaction."""
     now = now or timezone.now()
-    standing = standing_of(batch=batch, annotator=annotator)
+    if standing is UNREAD:
+        standing = standing_of(batch=batch, annotator=annotator)
     if standing is not None and not standing.may_rate:
         failed_training = standing.screened_out_at is not None and not standing.excluded
         return NextStep(ended=ENDED_TRAINING if failed_training else ENDED_BLOCKED)
-    rule = QualityRule.objects.filter(batch=batch).first()  # none: the batch has no gold items
+    if rule is UNREAD:
+        rule = QualityRule.objects.filter(batch=batch).first()  # none: the batch has no gold items
     if rule is not None:
         answer = gold_pending(batch=batch, annotator=annotator, rule=rule, standing=standing, now=now)
         if answer is not None:
