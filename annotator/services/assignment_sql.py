@@ -62,8 +62,21 @@ def any_candidate(*, batch, annotator_id: int) -> bool:
     return candidates(batch=batch, annotator_id=annotator_id).exists()
 
 
+def _guards(*, batch, annotator_id: int, now: datetime) -> tuple[str, list]:
+    """SQL true when the annotator may rate in the batch and holds no live lease in it."""
+    item_t, assignment_t = _tables()
+    forbidden, params = _forbidden_sql(batch_id=batch.pk, annotator_id=annotator_id)
+    sql = (
+        f" AND NOT {forbidden}"
+        f" AND NOT EXISTS (SELECT 1 FROM {assignment_t} a INNER JOIN {item_t} ai ON ai.id = a.item_id"
+        f" WHERE a.annotator_id = %s AND a.state = %s AND a.lease_expires_at > %s AND ai.batch_id = %s)"
+    )
+    return sql, [*params, annotator_id, Assignment.State.LEASED, _when(now), batch.pk]
+
+
 def lease_best_item(*, batch, annotator, now: datetime, expires: datetime) -> Assignment | None:
-    """Lock the best free item, count a lease on it and record the lease; None if none is free.
+    """Lock the best free item, count a lease on it and record the lease; None if none is free,
+    or the annotator may not rate in the batch, or already holds a live lease in it.
 
     Best: most submitted annotations, then most live leases (closest to completion), random
     among equals. The inner query walks the ``item_next_order`` index and stops after
@@ -73,20 +86,26 @@ def lease_best_item(*, batch, annotator, now: datetime, expires: datetime) -> As
     there the whole lease is one statement, which also lets this transaction commit without
     waiting for its WAL flush (a crash could forget the last moment's leases, slot and lease
     row together, which only re-offers those items).
+
+    The statement itself checks the annotator's standing and that they hold no live lease in the
+    batch (the caller looks for the reason only when nothing was leased). On PostgreSQL the caller
+    has key-share locked the user's row in an earlier statement (:func:`lock_annotator`), so this
+    statement's snapshot sees an exclusion that committed while it waited.
     """
     item_t, assignment_t = _tables()
     window = candidates(batch=batch, annotator_id=annotator.pk).order_by(*NEXT_ORDER).values("id")[:WINDOW]
     window_sql, params = window.query.sql_with_params()
+    guards, guard_params = _guards(batch=batch, annotator_id=annotator.pk, now=now)
     postgres = connection.vendor == "postgresql"
     lock = " FOR UPDATE SKIP LOCKED" if connection.features.has_select_for_update_skip_locked else ""
     take = (
         f"UPDATE {item_t} SET n_leased = n_leased + 1 WHERE id = ("
         f"SELECT p.id FROM {item_t} p WHERE p.id IN ({window_sql})"
         " AND p.n_annotations + p.n_leased < %s"
-        f" ORDER BY p.n_annotations DESC, p.n_leased DESC, RANDOM() LIMIT 1{lock})"
+        f" ORDER BY p.n_annotations DESC, p.n_leased DESC, RANDOM() LIMIT 1{lock}){guards}"
         f" RETURNING {_ITEM_COLUMNS}"
     )
-    params = [*params, batch.k]
+    params = [*params, batch.k, *guard_params]
     if postgres:
         sql = (
             "WITH durability AS (SELECT set_config('synchronous_commit', 'off', true)),"
@@ -136,26 +155,30 @@ def lock_annotator(*, annotator_id: int) -> None:
             )
 
 
-def may_rate(*, batch_id: int, annotator_id: int) -> bool:
+def _forbidden_sql(*, batch_id: int, annotator_id: int) -> tuple[str, list]:
+    """SQL true when the annotator's standing in the batch forbids rating: excluded, blocked,
+    screened out or failed training (``AnnotatorStanding.may_rate``)."""
+    table = connection.ops.quote_name(AnnotatorStanding._meta.db_table)
+    sql = (
+        f"EXISTS (SELECT 1 FROM {table} st WHERE st.batch_id = %s AND st.annotator_id = %s AND (st.excluded"
+        " OR st.blocked_at IS NOT NULL OR st.screened_out_at IS NOT NULL OR st.training = %s))"
+    )
+    return sql, [batch_id, annotator_id, AnnotatorStanding.Training.FAILED]
+
+
+def may_rate(*, batch_id: int, annotator_id: int, lock: bool = True) -> bool:
     """False when the annotator is excluded, blocked or screened out of the batch.
 
-    Takes :func:`lock_annotator` first, then reads the standing in a second statement: after
-    waiting for an exclusion's lock, only a new statement sees the standing it committed (READ
-    COMMITTED takes a snapshot per statement).
+    Takes :func:`lock_annotator` first (unless the caller did: ``lock=False``), then reads the
+    standing in a second statement: after waiting for an exclusion's lock, only a new statement
+    sees the standing it committed (READ COMMITTED takes a snapshot per statement).
     """
-    lock_annotator(annotator_id=annotator_id)
-    qn = connection.ops.quote_name
+    if lock:
+        lock_annotator(annotator_id=annotator_id)
+    forbidden, params = _forbidden_sql(batch_id=batch_id, annotator_id=annotator_id)
     with connection.cursor() as cursor:
-        cursor.execute(
-            f"SELECT excluded, blocked_at, screened_out_at, training FROM {qn(AnnotatorStanding._meta.db_table)}"
-            " WHERE batch_id = %s AND annotator_id = %s",
-            [batch_id, annotator_id],
-        )
-        row = cursor.fetchone()
-    if row is None:
-        return True
-    excluded, blocked_at, screened_out_at, training = row
-    return not (excluded or blocked_at or screened_out_at or training == AnnotatorStanding.Training.FAILED)
+        cursor.execute(f"SELECT {forbidden}", params)
+        return not cursor.fetchone()[0]
 
 
 def _when(moment: datetime):
