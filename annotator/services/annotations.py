@@ -13,6 +13,7 @@ from django.utils import timezone
 
 from annotator.models import Annotation, AnnotationRevision, Assignment, Item, Score
 from annotator.services.assignment_sql import lock_annotator, may_rate
+from annotator.services.submission_sql import submit_leased
 from hcs.rubric import Rubric
 
 MAX_COMMENT = 5000
@@ -60,13 +61,21 @@ def annotation_submit(
     ``created=False`` and changes nothing. A lease that ran out or was released is honoured
     only while the item still has a free slot, so no item ever exceeds k annotations.
 
-    One path for every case and database: the assignment row is locked first, then the item
-    row (the lock order of every writer; see ``annotator.services.assignment``).
+    The common case (the annotator holds the lease) is written by hand
+    (``annotator.services.submission_sql``: one statement on PostgreSQL); every other case takes
+    the ORM path below. Both lock the assignment row first, then the item row (the lock order of
+    every writer; see ``annotator.services.assignment``).
     """
     now = now or timezone.now()
     rubric = item.batch.rubric_obj
     _check(rubric, scores, flags, comment)
     lock_annotator(annotator_id=annotator.pk)  # before the assignment row: see exclusion's lock order
+    annotation = submit_leased(
+        item_id=item.pk, annotator_id=annotator.pk, scores=scores, flags=flags, comment=comment,
+        constraints_met=constraints_met, now=now,
+    )
+    if annotation is not None:  # the common case: the lease was live and is now a submission
+        return SubmitResult(annotation=annotation, created=True)
     assignment = Assignment.objects.select_for_update().filter(item=item, annotator=annotator).first()
     if assignment is None:
         raise SubmissionRefused("This item was not given to you, so nothing was saved.")
