@@ -8,8 +8,9 @@ CTEs, in four, inside the caller's ``BEGIN IMMEDIATE``. It returns None when the
 no lease on the item (submitted already, skipped, released, never given): the caller then takes
 the general ORM path, which tells these cases apart.
 
-Lock order, as every writer: the user row (the caller's :func:`lock_annotator`), the lease row,
-then the item row.
+Lock order, as every writer: the user row (key share: on SQLite the caller's ``BEGIN IMMEDIATE``
+serialises writers instead; on PostgreSQL the statement's first step), the lease row, then the
+item row.
 """
 
 from __future__ import annotations
@@ -17,10 +18,14 @@ from __future__ import annotations
 from collections.abc import Mapping, Sequence
 from datetime import datetime
 
+from django.contrib.auth import get_user_model
 from django.db import connection
 
 from annotator.models import Annotation, Assignment, Item, Score
 from annotator.selectors.rows import instance_from_row
+
+# Where submit_leased is one statement, so it can run as its own transaction.
+ONE_STATEMENT = {"postgresql": True, "sqlite": False}
 
 _ANNOTATION_FIELDS = [f for f in Annotation._meta.concrete_fields if not f.primary_key]
 _RETURNED = ", ".join(f.column for f in Annotation._meta.concrete_fields)
@@ -33,7 +38,8 @@ def _prep(field_name: str, value):
 def _tables() -> dict[str, str]:
     qn = connection.ops.quote_name
     return {name: qn(model._meta.db_table) for name, model in
-            (("assignment", Assignment), ("annotation", Annotation), ("score", Score), ("item", Item))}
+            (("assignment", Assignment), ("annotation", Annotation), ("score", Score), ("item", Item),
+             ("user", get_user_model()))}
 
 
 def submit_leased(
@@ -50,7 +56,7 @@ def submit_leased(
     columns = ", ".join(f.column for f in _ANNOTATION_FIELDS)
     take = (
         f"UPDATE {t['assignment']} SET state = %s, finished_at = %s"
-        " WHERE item_id = %s AND annotator_id = %s AND state = %s RETURNING leased_at"
+        " WHERE item_id = %s AND annotator_id = %s AND state = %s"
     )
     take_params = [Assignment.State.SUBMITTED, when, item_id, annotator_id, Assignment.State.LEASED]
     score_rows = [(key, int(value)) for key, value in scores.items()]
@@ -63,8 +69,13 @@ def submit_leased(
             placeholders = ", ".join("taken.leased_at" if f.attname == "started_at" else "%s" for f in _ANNOTATION_FIELDS)
             params = [*take_params, *(values[f.attname] for f in _ANNOTATION_FIELDS if f.attname != "started_at")]
             score_values = ", ".join("(%s::text, %s::integer)" for _ in score_rows)
+            # The user row first (key share, as :func:`lock_annotator`): the lease row's UPDATE
+            # waits on it through an init plan, so an exclusion holding it is waited for before
+            # the lease row is touched; the lease row it released then fails the re-check
+            # (state = leased) and nothing is submitted here.
             cursor.execute(
-                f"WITH taken AS ({take}),"
+                f"WITH locked AS (SELECT id FROM {t['user']} WHERE id = %s FOR KEY SHARE),"
+                f" taken AS ({take} AND EXISTS (SELECT 1 FROM locked) RETURNING leased_at),"
                 f" annotation AS (INSERT INTO {t['annotation']} ({columns}) SELECT {placeholders} FROM taken"
                 f" RETURNING {_RETURNED}),"
                 f" scores AS (INSERT INTO {t['score']} (annotation_id, item_id, dimension, value)"
@@ -72,11 +83,11 @@ def submit_leased(
                 f" (VALUES {score_values}) AS v (dimension, value)),"
                 f" counted AS ({count} AND EXISTS (SELECT 1 FROM taken))"
                 " SELECT * FROM annotation",
-                [*params, item_id, *(x for row in score_rows for x in row), item_id],
+                [annotator_id, *params, item_id, *(x for row in score_rows for x in row), item_id],
             )
             row = cursor.fetchone()
             return None if row is None else instance_from_row(Annotation, row)
-        cursor.execute(take, take_params)
+        cursor.execute(f"{take} RETURNING leased_at", take_params)
         taken = cursor.fetchone()
         if taken is None:
             return None
