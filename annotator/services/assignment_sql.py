@@ -62,6 +62,36 @@ def any_candidate(*, batch, annotator_id: int) -> bool:
     return candidates(batch=batch, annotator_id=annotator_id).exists()
 
 
+def _levels(k: int) -> list[tuple[int, int]]:
+    """The (n_annotations, n_leased) pairs of an item with a free slot, closest to completion first."""
+    return [(a, n) for a in range(k - 1, -1, -1) for n in range(k - 1 - a, -1, -1)]
+
+
+def _window(*, batch, annotator_id: int) -> tuple[str, list]:
+    """The first ``WINDOW`` candidate ids in ``NEXT_ORDER``, as SQL and its parameters.
+
+    On PostgreSQL one index range per progress level (``n_annotations``, ``n_leased``), each read
+    in ``position`` order and stopped at ``WINDOW`` rows: the ``item_next_order`` index gives
+    that order whatever the planner estimates. The plain ``ORDER BY … LIMIT`` is planned from
+    the table's statistics; a batch imported since the last ANALYZE has none, and PostgreSQL then
+    sorted the whole batch (48 ms for 20,000 items, against 0.2 ms this way). SQLite walks the
+    index for the plain form.
+    """
+    items = candidates(batch=batch, annotator_id=annotator_id).order_by()
+    if connection.vendor != "postgresql":
+        return items.order_by(*NEXT_ORDER).values("id")[:WINDOW].query.sql_with_params()
+    level_sql, params = items.values("id").query.sql_with_params()
+    table = connection.ops.quote_name(Item._meta.db_table)
+    levels = _levels(batch.k)
+    values = ", ".join("(%s, %s)" for _ in levels)
+    sql = (
+        f"SELECT w.id FROM (VALUES {values}) AS level (a, n) CROSS JOIN LATERAL ({level_sql}"
+        f" AND {table}.n_annotations = level.a AND {table}.n_leased = level.n"
+        f" ORDER BY {table}.position LIMIT {WINDOW}) AS w LIMIT {WINDOW}"
+    )
+    return sql, [*(x for level in levels for x in level), *params]
+
+
 def _guards(*, batch, annotator_id: int, now: datetime) -> tuple[str, list]:
     """SQL true when the annotator may rate in the batch and holds no live lease in it."""
     item_t, assignment_t = _tables()
@@ -93,8 +123,7 @@ def lease_best_item(*, batch, annotator, now: datetime, expires: datetime) -> As
     statement's snapshot sees an exclusion that committed while it waited.
     """
     item_t, assignment_t = _tables()
-    window = candidates(batch=batch, annotator_id=annotator.pk).order_by(*NEXT_ORDER).values("id")[:WINDOW]
-    window_sql, params = window.query.sql_with_params()
+    window_sql, params = _window(batch=batch, annotator_id=annotator.pk)
     guards, guard_params = _guards(batch=batch, annotator_id=annotator.pk, now=now)
     postgres = connection.vendor == "postgresql"
     lock = " FOR UPDATE SKIP LOCKED" if connection.features.has_select_for_update_skip_locked else ""
