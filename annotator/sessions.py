@@ -11,6 +11,8 @@ written by hand because it runs on every request and the ORM spends longer build
 
 from __future__ import annotations
 
+from functools import lru_cache
+
 from django.contrib.auth import SESSION_KEY, get_user_model
 from django.contrib.auth.models import Group
 from django.contrib.sessions.backends.db import SessionStore as DatabaseSessionStore
@@ -29,6 +31,27 @@ def _user_pk(value) -> int | None:
         return None
 
 
+@lru_cache(maxsize=4)
+def _session_sql(vendor: str) -> str:
+    """The session's query text, built once per process (and database)."""
+    from annotator.models import AccountScope, UserSession
+
+    qn = connection.ops.quote_name
+    User = get_user_model()
+    member, group = qn(User.groups.through._meta.db_table), qn(Group._meta.db_table)
+    roles = ", ".join(
+        f"EXISTS (SELECT 1 FROM {member} m INNER JOIN {group} g ON g.id = m.group_id"
+        " WHERE m.user_id = u.id AND g.name = %s)"
+        for _ in GROUPS
+    )
+    scoped = f"EXISTS (SELECT 1 FROM {qn(AccountScope._meta.db_table)} a WHERE a.user_id = u.id)"
+    return (
+        f"SELECT s.session_data, u.id, {columns(User, 'u')}, {roles}, {scoped}"
+        f" FROM {qn(UserSession._meta.db_table)} s LEFT JOIN {qn(User._meta.db_table)} u ON u.id = s.user_id"
+        " WHERE s.session_key = %s AND s.expire_date > %s"
+    )
+
+
 class SessionStore(DatabaseSessionStore):
     loaded_user = None  # the signed-in user, read with the session (None: nobody, or not loaded)
 
@@ -38,28 +61,8 @@ class SessionStore(DatabaseSessionStore):
 
         return UserSession
 
-    @staticmethod
-    def _scope_table() -> str:
-        from annotator.models import AccountScope
-
-        return connection.ops.quote_name(AccountScope._meta.db_table)
-
     def _load_sql(self) -> tuple[str, list]:
-        qn = connection.ops.quote_name
-        User = get_user_model()
-        member, group = qn(User.groups.through._meta.db_table), qn(Group._meta.db_table)
-        roles = ", ".join(
-            f"EXISTS (SELECT 1 FROM {member} m INNER JOIN {group} g ON g.id = m.group_id"
-            " WHERE m.user_id = u.id AND g.name = %s)"
-            for _ in GROUPS
-        )
-        scoped = f"EXISTS (SELECT 1 FROM {self._scope_table()} a WHERE a.user_id = u.id)"
-        sql = (
-            f"SELECT s.session_data, u.id, {columns(User, 'u')}, {roles}, {scoped}"
-            f" FROM {qn(self.model._meta.db_table)} s LEFT JOIN {qn(User._meta.db_table)} u ON u.id = s.user_id"
-            " WHERE s.session_key = %s AND s.expire_date > %s"
-        )
-        return sql, [*GROUPS, self.session_key, connection.ops.adapt_datetimefield_value(timezone.now())]
+        return _session_sql(connection.vendor), [*GROUPS, self.session_key, connection.ops.adapt_datetimefield_value(timezone.now())]
 
     def _get_session_from_db(self):
         self.loaded_user = None

@@ -41,7 +41,8 @@ def batches_open_to(*, user) -> QuerySet[Batch]:
 
 def may_rate_sql(batch_column: str, user) -> tuple[str, list]:
     """SQL true when the batch names no annotators or names this one, and the account is not
-    limited to other batches (a link-made account: AccountScope), with its parameters."""
+    limited to other batches (a link-made account: AccountScope), with its parameters (none for
+    ``user=None``: the text alone)."""
     q = connection.ops.quote_name
     through = q(Batch.annotators.through._meta.db_table)
     scope, scope_batches = q(AccountScope._meta.db_table), q(AccountScope.batches.through._meta.db_table)
@@ -52,7 +53,7 @@ def may_rate_sql(batch_column: str, user) -> tuple[str, list]:
         f" OR EXISTS (SELECT 1 FROM {scope_batches} sb JOIN {scope} s ON s.id = sb.accountscope_id"
         f" WHERE s.user_id = %s AND sb.batch_id = {batch_column})))"
     )
-    return sql, [user.pk, user.pk, user.pk]
+    return sql, [] if user is None else [user.pk, user.pk, user.pk]
 
 
 def _fetch_one(sql: str, params: list):

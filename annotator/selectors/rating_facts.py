@@ -12,6 +12,7 @@ its transaction (``annotator.services.assignment_sql``), which is what keeps exc
 from __future__ import annotations
 
 from dataclasses import dataclass
+from functools import lru_cache
 
 from django.db import connection, models
 
@@ -36,15 +37,17 @@ def _joined(model: type[models.Model], row, start: int) -> tuple[models.Model | 
     return (None if part[0] is None else instance_from_row(model, part)), start + n
 
 
-def _read(*, user, item_pk: int | None = None, batch_id: int | None = None) -> RatingFacts | None:
+@lru_cache(maxsize=8)
+def _sql(vendor: str, by_item: bool) -> str:
+    """The statement's text, built once per process (and database)."""
     qn = connection.ops.quote_name
     table = lambda model: qn(model._meta.db_table)  # noqa: E731
-    if item_pk is not None:
-        select, source, where, key = f"{columns(Item, 'i')}, ", f"{table(Item)} i INNER JOIN {table(Batch)} b ON b.id = i.batch_id", "i.id = %s", item_pk
+    if by_item:
+        select, source, where = f"{columns(Item, 'i')}, ", f"{table(Item)} i INNER JOIN {table(Batch)} b ON b.id = i.batch_id", "i.id = %s"
     else:
-        select, source, where, key = "", f"{table(Batch)} b", "b.id = %s", batch_id
-    may_rate, may_params = may_rate_sql("b.id", user)
-    sql = (
+        select, source, where = "", f"{table(Batch)} b", "b.id = %s"
+    may_rate, _ = may_rate_sql("b.id", None)
+    return (
         f"SELECT {select}{columns(Batch, 'b')}, {columns(Enrolment, 'e')}, {columns(StudyLink, 'sl')},"
         f" {columns(AnnotatorStanding, 'st')}, {columns(QualityRule, 'qr')}"
         f" FROM {source}"
@@ -54,6 +57,12 @@ def _read(*, user, item_pk: int | None = None, batch_id: int | None = None) -> R
         f" LEFT JOIN {table(QualityRule)} qr ON qr.batch_id = b.id"
         f" WHERE {where} AND b.is_open AND {may_rate}"
     )
+
+
+def _read(*, user, item_pk: int | None = None, batch_id: int | None = None) -> RatingFacts | None:
+    sql = _sql(connection.vendor, item_pk is not None)
+    key = item_pk if item_pk is not None else batch_id
+    _, may_params = may_rate_sql("b.id", user)
     with connection.cursor() as cursor:
         cursor.execute(sql, [user.pk, user.pk, key, *may_params])
         row = cursor.fetchone()
