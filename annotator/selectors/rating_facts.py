@@ -2,8 +2,10 @@
 
 Every rating request (next item, submit, skip) reads the batch, checks that it is open to the
 annotator, and then asks the study gate (their enrolment and the study link it came by) and
-quality control (their standing and the batch's rule) what to do. Read one by one that was five
-ORM queries; here it is one hand-written query whose building costs less than its running.
+quality control (their standing and the batch's rule) what to do; a quota and the check schedule
+need the annotator's count of annotations, quality control their open gold answer and checks
+shown. Read one by one that was five to eight ORM queries; here it is one hand-written statement,
+whose text is built once.
 
 The standing read here only decides what to show; the lease statement checks it again inside
 its transaction (``annotator.services.assignment_sql``), which is what keeps exclusions exact.
@@ -16,7 +18,17 @@ from functools import lru_cache
 
 from django.db import connection, models
 
-from annotator.models import AnnotatorStanding, Batch, Enrolment, Item, QualityRule, StudyLink
+from annotator.models import (
+    Annotation,
+    AnnotatorStanding,
+    Batch,
+    Enrolment,
+    GoldAnswer,
+    GoldItem,
+    Item,
+    QualityRule,
+    StudyLink,
+)
 from annotator.selectors.queue import may_rate_sql
 from annotator.selectors.rows import columns, instance_from_row
 
@@ -28,6 +40,15 @@ class RatingFacts:
     enrolment: Enrolment | None  # with its study link loaded
     standing: AnnotatorStanding | None
     rule: QualityRule | None  # None: the batch has no gold items
+    # Read only where a limit or quality control needs them (None: not read):
+    submitted: int | None = None  # the annotator's annotations in the batch (quota, check schedule)
+    open_gold_answer_id: int | None = None  # a gold item shown to them and not answered yet
+    checks_shown: int | None = None  # check items shown to them
+
+    def note_submitted(self) -> None:
+        """The request stored one more annotation since the facts were read."""
+        if self.submitted is not None:
+            self.submitted += 1
 
 
 def _joined(model: type[models.Model], row, start: int) -> tuple[models.Model | None, int]:
@@ -47,9 +68,20 @@ def _sql(vendor: str, by_item: bool) -> str:
     else:
         select, source, where = "", f"{table(Batch)} b", "b.id = %s"
     may_rate, _ = may_rate_sql("b.id", None)
+    answers = f"{table(GoldAnswer)} ga INNER JOIN {table(GoldItem)} gi ON gi.id = ga.gold_item_id"
+    # Evaluated only when a quota or the batch's quality rule needs them (CASE: lazily, on both databases).
+    counts = (
+        "CASE WHEN b.max_items_per_annotator IS NOT NULL OR sl.quota IS NOT NULL OR qr.id IS NOT NULL THEN"
+        f" (SELECT COUNT(*) FROM {table(Annotation)} an INNER JOIN {table(Item)} ai ON ai.id = an.item_id"
+        " WHERE an.annotator_id = %s AND ai.batch_id = b.id) END,"
+        f" CASE WHEN qr.id IS NOT NULL THEN (SELECT ga.id FROM {answers} WHERE gi.batch_id = b.id"
+        " AND ga.annotator_id = %s AND ga.submitted_at IS NULL ORDER BY ga.shown_at, ga.id LIMIT 1) END,"
+        f" CASE WHEN qr.id IS NOT NULL THEN (SELECT COUNT(*) FROM {answers} WHERE gi.batch_id = b.id"
+        " AND gi.kind = %s AND ga.annotator_id = %s) END"
+    )
     return (
         f"SELECT {select}{columns(Batch, 'b')}, {columns(Enrolment, 'e')}, {columns(StudyLink, 'sl')},"
-        f" {columns(AnnotatorStanding, 'st')}, {columns(QualityRule, 'qr')}"
+        f" {columns(AnnotatorStanding, 'st')}, {columns(QualityRule, 'qr')}, {counts}"
         f" FROM {source}"
         f" LEFT JOIN {table(Enrolment)} e ON e.batch_id = b.id AND e.user_id = %s"
         f" LEFT JOIN {table(StudyLink)} sl ON sl.id = e.study_link_id"
@@ -64,7 +96,7 @@ def _read(*, user, item_pk: int | None = None, batch_id: int | None = None) -> R
     key = item_pk if item_pk is not None else batch_id
     _, may_params = may_rate_sql("b.id", user)
     with connection.cursor() as cursor:
-        cursor.execute(sql, [user.pk, user.pk, key, *may_params])
+        cursor.execute(sql, [user.pk, user.pk, GoldItem.Kind.CHECK, user.pk, user.pk, user.pk, key, *may_params])
         row = cursor.fetchone()
     if row is None:
         return None
@@ -74,11 +106,15 @@ def _read(*, user, item_pk: int | None = None, batch_id: int | None = None) -> R
     link, at = _joined(StudyLink, row, at)
     standing, at = _joined(AnnotatorStanding, row, at)
     rule, at = _joined(QualityRule, row, at)
+    submitted, open_answer_id, checks_shown = row[at:]
     if item is not None:
         item.batch = batch
     if enrolment is not None:
         enrolment.batch, enrolment.study_link = batch, link
-    return RatingFacts(batch=batch, item=item, enrolment=enrolment, standing=standing, rule=rule)
+    return RatingFacts(
+        batch=batch, item=item, enrolment=enrolment, standing=standing, rule=rule, submitted=submitted,
+        open_gold_answer_id=open_answer_id, checks_shown=checks_shown,
+    )
 
 
 def rating_facts_for_batch(*, user, batch_id: int) -> RatingFacts | None:

@@ -55,10 +55,12 @@ def enrolment_for(*, user, batch: Batch) -> Enrolment:
 UNREAD = object()  # study_gate's enrolment argument when the caller has not read it
 
 
-def study_gate(*, user, batch: Batch, now: datetime | None = None, enrolment: Enrolment | None | object = UNREAD) -> Gate:
+def study_gate(*, user, batch: Batch, now: datetime | None = None, enrolment: Enrolment | None | object = UNREAD,
+               submitted: int | None = None) -> Gate:
     """Where the annotator stands: consent, instructions, rating, or ended (which it may record:
     a session past its length ends as timed out, a reached quota as done). ``enrolment``: the
-    user's enrolment in the batch (with its study link) or None, when the caller read it already."""
+    user's enrolment in the batch (with its study link) or None, and ``submitted``: their count of
+    annotations in it, when the caller read them already."""
     if not is_study_batch(batch) and not is_scoped(user):
         if enrolment is UNREAD:
             enrolment = Enrolment.objects.filter(user=user, batch=batch).first()
@@ -77,7 +79,9 @@ def study_gate(*, user, batch: Batch, now: datetime | None = None, enrolment: En
     deadline = limits.deadline(enrolment.started_at)
     if deadline is not None and now >= deadline:
         return Gate(Stage.ENDED, enrolment_end(enrolment=enrolment, end=End.TIMED_OUT, now=deadline))
-    if limits.quota is not None and submitted_count(user=user, batch=batch) >= limits.quota:
+    if submitted is None and limits.quota is not None:
+        submitted = submitted_count(user=user, batch=batch)
+    if limits.quota is not None and submitted >= limits.quota:
         return Gate(Stage.ENDED, enrolment_end(enrolment=enrolment, end=End.DONE, now=now))
     return Gate(Stage.RATE, enrolment)
 

@@ -128,10 +128,10 @@ def _render_step(request, facts: RatingFacts):
     (blocked, or failed training: a crowd worker then leaves with the screen-out code), a gold item,
     or an item on lease; a crowd worker with nothing left gets the completion page."""
     batch = facts.batch
-    if (detour := study_detour(request, batch, facts.enrolment)) is not None:
+    if (detour := study_detour(request, batch, facts.enrolment, facts.submitted)) is not None:
         return detour
-    step = rating_next(batch=batch, annotator=request.user, standing=facts.standing, rule=facts.rule)
-    if step.ended == ENDED_TRAINING and (detour := study_detour(request, batch, facts.enrolment)) is not None:
+    step = rating_next(batch=batch, annotator=request.user, facts=facts)
+    if step.ended == ENDED_TRAINING and (detour := study_detour(request, batch, facts.enrolment, facts.submitted)) is not None:
         return detour
     if step.item is None and not step.ended and (finished := study_nothing_left(request, batch)) is not None:
         return finished
@@ -182,7 +182,7 @@ def next_item(request, batch_id):
 def submit(request, item_pk):
     facts = _open_item(request, item_pk)
     item = facts.item
-    if (detour := study_detour(request, item.batch, facts.enrolment)) is not None:
+    if (detour := study_detour(request, item.batch, facts.enrolment, facts.submitted)) is not None:
         return detour
     form = _form(item, data=request.POST)
     if not form.is_valid():
@@ -196,6 +196,7 @@ def submit(request, item_pk):
         messages.error(request, str(exc))
     else:
         if result.created:
+            facts.note_submitted()
             messages.success(request, "Saved your rating.")
         else:
             messages.warning(request, ALREADY_SUBMITTED)
@@ -207,7 +208,7 @@ def submit(request, item_pk):
 def skip(request, item_pk):
     facts = _open_item(request, item_pk)
     item = facts.item
-    if (detour := study_detour(request, item.batch, facts.enrolment)) is not None:
+    if (detour := study_detour(request, item.batch, facts.enrolment, facts.submitted)) is not None:
         return detour
     reason = request.POST.get("skip_reason", "")
     try:

@@ -40,10 +40,11 @@ def _go(request, url_name: str, batch: Batch) -> HttpResponse:
     return HttpResponseClientRedirect(url) if request.htmx else redirect(url)
 
 
-def study_detour(request, batch: Batch, enrolment=UNREAD) -> HttpResponse | None:
+def study_detour(request, batch: Batch, enrolment=UNREAD, submitted: int | None = None) -> HttpResponse | None:
     """Where the annotator must go before rating in this batch (None: rate); ``enrolment``: theirs
-    in the batch, when already read (``annotator.selectors.rating_facts``)."""
-    gate = study_gate(user=request.user, batch=batch, enrolment=enrolment)
+    in the batch, and ``submitted``: their count of annotations in it, when already read
+    (``annotator.selectors.rating_facts``)."""
+    gate = study_gate(user=request.user, batch=batch, enrolment=enrolment, submitted=submitted)
     return None if gate.stage == Stage.RATE else _go(request, STAGE_URLS[gate.stage], batch)
 
 
