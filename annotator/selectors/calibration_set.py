@@ -81,7 +81,7 @@ class SetCalibration:
 
     def series(self) -> tuple[list[str], dict[str, list[float | None]]]:
         """Spearman ρ per dimension, one value per version (oldest first): the over-time plot."""
-        names = [f"{v.judge.created_at:%Y-%m-%d} {v.judge.name[-24:]}" for v in self.versions]
+        names = [f"v{n} {v.judge.created_at:%Y-%m-%d}" for n, v in enumerate(self.versions, 1)]
         return names, {self.labels[d]: [finite_or_none(v.calibration[d].spearman) if d in v.calibration else None
                                         for v in self.versions] for d in self.dimensions}
 

@@ -11,10 +11,10 @@ from django.core.management import CommandError, call_command
 from django.urls import reverse
 from scipy.stats import spearmanr
 
-from annotator.models import CalibrationSet, Judge, JudgeCall
+from annotator.models import CalibrationSet, Job, Judge, JudgeCall
 from annotator.services.calibration_set import CalibrationSetError, calibration_set_mark, calibration_set_retire
 from tests.annotator.test_judges_selector import _add_scores, _study
-from tests.factories import PASSWORD, make_batch
+from tests.factories import PASSWORD, make_batch, make_user
 from tests.fake_judge import FakeJudge
 
 RULE = "hub_answer_correctness"
@@ -168,3 +168,21 @@ def test_card_without_a_set_says_how_to_mark_one(logged_in):
     assert "This batch has no calibration set" in page and reverse("calibration_set", args=[batch.pk]) in page
     card = json.loads(logged_in.get(reverse("judge_card_export", args=[batch.pk, judge.pk, "json"])).content)
     assert card["calibration_set"] is None
+
+
+@pytest.mark.django_db
+def test_a_run_from_the_judges_page_can_take_only_the_set(client, django_capture_on_commit_callbacks, monkeypatch):
+    monkeypatch.setenv("OPENAI_API_KEY", "sk-web-123456789")
+    batch = make_batch("web", n_items=6)
+    client.force_login(make_user("res", role="researcher"))
+    form = {"batch": "web", "template": RULE, "base_url": "http://127.0.0.1:9", "model": "fake-1",
+            "key_env": "OPENAI_API_KEY", "concurrency": "2", "calibration_set": "on"}
+    refused = client.post("/judges/run/", form)
+    assert refused.status_code == 400 and "has no calibration set yet" in refused.content.decode()
+    assert not Job.objects.exists()
+    calibration_set_mark(batch=batch, item_ids=["web-1", "web-4"])
+    with FakeJudge() as fake, django_capture_on_commit_callbacks(execute=True):
+        client.post("/judges/run/", {**form, "base_url": fake.url})
+    job = Job.objects.get()
+    assert job.state == Job.DONE and job.label.endswith("(calibration set)") and fake.calls == 2
+    assert set(JudgeCall.objects.values_list("item__item_id", flat=True)) == {"web-1", "web-4"}
