@@ -6,24 +6,16 @@ Marks the batch's frozen calibration set: the items every version of a judge is 
 
 from __future__ import annotations
 
-from pathlib import Path
-
 from django.core.management.base import BaseCommand, CommandError
 
+from annotator.management.commands._import_common import read_text
 from annotator.management.commands._link_common import batch_named
 from annotator.selectors.calibration_set import calibration_set_of
 from annotator.services.calibration_set import CalibrationSetError, calibration_set_mark, calibration_set_retire
 
 
 def _ids(path: str) -> list[str]:
-    file = Path(path)
-    if not file.is_file():
-        raise CommandError(f"--items {path}: no such file.")
-    try:
-        text = file.read_text(encoding="utf-8-sig")
-    except UnicodeDecodeError:
-        raise CommandError(f"--items {path}: not UTF-8 text.") from None
-    lines = [line.split(",")[0].strip().strip('"') for line in text.splitlines()]
+    lines = [line.split(",")[0].strip().strip('"') for line in read_text(path).splitlines()]
     return [i for n, i in enumerate(lines) if i and not (n == 0 and i == "item_id")]  # a CSV's header is skipped
 
 
