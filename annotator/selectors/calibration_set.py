@@ -111,7 +111,9 @@ def set_calibration(
         if dimension in labels:
             scores.setdefault((judge_pk, dimension), {})[row_of_pk[item_pk]] = value
             scored.setdefault(judge_pk, set()).add(item_pk)
-    humans = {d: {row: r for row, r in human_ratings(batch, arrays, d).items() if row in rows} for d in labels}
+    scored_dimensions = {d for _, d in scores}
+    humans = {d: {row: r for row, r in human_ratings(batch, arrays, d).items() if row in rows}
+              for d in labels if d in scored_dimensions}
     out = []
     for judge in sorted(versions, key=lambda j: (j.created_at, j.pk)):
         calibration = {
@@ -121,5 +123,5 @@ def set_calibration(
         }
         out.append(VersionOnSet(judge=judge, current=current is not None and judge.pk == current.pk,
                                 scored=len(scored.get(judge.pk, ())), calibration=calibration))
-    n_rated = len([row for row in rows if any(row in humans[d] for d in labels)])
+    n_rated = len(rows & {int(row) for row in arrays.annotation_item})
     return SetCalibration(chosen=chosen, n_items=len(in_set), n_rated=n_rated, labels=labels, versions=tuple(out))
