@@ -24,7 +24,7 @@ from annotator.judging.client import (
 from annotator.judging.pairwise import pair_tasks, parse_pairwise
 from annotator.judging.progress import Prices, RunProgress
 from annotator.judging.templates import JudgeTemplate, TemplateError, item_fields
-from annotator.models import Batch, Item, Judge, JudgeCall
+from annotator.models import Batch, CalibrationSet, Item, Judge, JudgeCall
 from annotator.services.judge_runs import (
     CallOutcome,
     judge_call_states,
@@ -57,8 +57,23 @@ def render_items(items: list[Item], template: JudgeTemplate, rubric: Rubric) -> 
     return tasks
 
 
-def batch_items(batch: Batch, limit: int | None = None) -> list[Item]:
-    return list(Item.objects.filter(batch=batch).order_by("position", "id")[: limit or None])
+def batch_items(batch: Batch, limit: int | None = None, only: list[int] | None = None) -> list[Item]:
+    """The batch's items in file order; ``only``: just these pks (the calibration set)."""
+    items = Item.objects.filter(batch=batch).order_by("position", "id")
+    if only is not None:
+        items = items.filter(pk__in=only)
+    return list(items[: limit or None])
+
+
+def calibration_only(batch: Batch) -> list[int]:
+    """The pks of the batch's frozen calibration set; TemplateError (before any call) when it has none."""
+    chosen = CalibrationSet.objects.filter(batch=batch).first()
+    if chosen is None:
+        raise TemplateError(
+            f"batch \u201c{batch.name}\u201d has no calibration set: mark one first "
+            f"(python manage.py calibration_set \"{batch.name}\" --sample 50, or on its report's calibration set page)"
+        )
+    return list(chosen.items.values_list("pk", flat=True))
 
 
 def tasks_to_call(tasks: list[Task], states: dict, *, retry_failed: bool, force: bool) -> list[Task]:
@@ -182,6 +197,7 @@ def judge_run(
     pairwise: tuple[str, str] | None = None,
     swap: bool = False,
     samples: int = 1,
+    calibration_set: bool = False,
     prices: Prices | None = None,
     progress: Callable[[RunProgress], None] | None = None,
     should_stop: Callable[[], bool] | None = None,
@@ -191,6 +207,7 @@ def judge_run(
     ``pairwise`` is (baseline system, enhanced system) for a pairwise template: one call per prompt_id;
     ``swap`` adds a second call per prompt_id with the two responses in the other order. ``samples`` > 1
     calls every item that many times (sample 0 gives the judge's scores; the repeats measure its noise).
+    ``calibration_set`` calls only the items of the batch's frozen calibration set (a pair: both of its items).
     """
     rubric = batch.rubric_obj
     dimensions = template.dimension_keys(rubric)
@@ -205,12 +222,13 @@ def judge_run(
     if pairwise and not template.pairwise:
         raise TemplateError(f"{template.name} scores one response at a time; --pairwise needs a pairwise "
                             "template such as geval_pairwise")
+    only = calibration_only(batch) if calibration_set else None
     if pairwise:
-        tasks, unpaired = pair_tasks(batch, template, *pairwise, limit=limit, swap=swap)
+        tasks, unpaired = pair_tasks(batch, template, *pairwise, limit=limit, swap=swap, only=only)
         notes += [f"{len(unpaired)} prompt(s) without a pair were left out, e.g. {unpaired[0]}."] if unpaired else []
         parse = lambda text: parse_pairwise(text, template, dimensions)
     else:
-        tasks = render_items(batch_items(batch, limit), template, rubric)
+        tasks = render_items(batch_items(batch, limit, only), template, rubric)
         tasks += [replace(t, sample=n) for n in range(1, samples) for t in tasks]
         parse = lambda text: parse_call(text, template, dimensions, rubric)
     judge, note = judge_for_run(name=judge_name, model=client.model, template=template,

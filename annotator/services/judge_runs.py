@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+import hashlib
+import json
 from dataclasses import dataclass, field
 from typing import Any
 
@@ -43,29 +45,50 @@ class CallOutcome:
         return "; ".join(f"[{d}] {e}" if d else e for d, e in self.problems)
 
 
-def _version_name(name: str, version: str, content_hash: str) -> str:
-    suffix = f" (template {version or 'unversioned'} #{content_hash[:8]})"
+def _version_name(name: str, version: str, key: str) -> str:
+    suffix = f" (template {version or 'unversioned'} #{key[:8]})"
     return name[: NAME_MAX_LENGTH - len(suffix)] + suffix
+
+
+def _identity(params: dict) -> dict:
+    """The parameters that make a judge what it is (not the template's scale warnings, which follow from its text)."""
+    return {k: v for k, v in params.items() if k != "scale_warnings"}
+
+
+def version_key(template, model: str, params: dict) -> str:
+    """sha256 of everything a judge version is: template text and version, model, parameters."""
+    blob = json.dumps([template.content_hash, template.version, model, _identity(params)], sort_keys=True, default=str)
+    return hashlib.sha256(blob.encode()).hexdigest()
+
+
+def _changes(judge: Judge, template, model: str, params: dict) -> list[str]:
+    changes = []
+    if judge.template_hash != template.content_hash or judge.template_version != template.version:
+        changes.append(f"other template text (version {judge.template_version or 'unversioned'} before)")
+    if judge.model != model:
+        changes.append(f"another model ({judge.model or 'none'} before, {model} now)")
+    if _identity(judge.params) != _identity(params):
+        changes.append(f"other parameters ({json.dumps(_identity(judge.params), sort_keys=True)} before, "
+                       f"{json.dumps(_identity(params), sort_keys=True)} now)")
+    return changes
 
 
 @transaction.atomic
 def judge_for_run(*, name: str, model: str, template, params: dict) -> tuple[Judge, str]:
     """The judge a run scores into, and a note when it is not the one named.
 
-    A judge keeps the template text it was first run with: when the text (or how its answers are read)
-    changed without a new version, the run goes to a new judge version named after the text's hash, so
-    scores of two prompts are never mixed under one name.
+    A judge keeps the template text, model and parameters it was first run with: when any of them
+    changed, the run goes to a new judge version named after a hash of all of them, so scores of two
+    configurations are never mixed under one name (the judge card lists the versions side by side).
     """
-    judge = Judge.objects.filter(name=name.strip()).first()
+    name = name.strip()
+    judge = Judge.objects.filter(name=name).first()
     note = ""
-    if judge is not None and judge.template_hash and (
-        judge.template_hash != template.content_hash or judge.template_version != template.version
-    ):
-        versioned = _version_name(name.strip(), template.version, template.content_hash)
-        note = (
-            f"\u201c{name}\u201d was run with other template text (version {judge.template_version or 'unversioned'}); "
-            f"this run scores into the judge version \u201c{versioned}\u201d, never mixed with the other."
-        )
+    changes = _changes(judge, template, model, params) if judge is not None and judge.template_hash else []
+    if changes:
+        versioned = _version_name(name, template.version, version_key(template, model, params))
+        note = (f"\u201c{name}\u201d was run with {'; '.join(changes)}: this run scores into the judge version "
+                f"\u201c{versioned}\u201d, never mixed with the other.")
         name = versioned
     judge = judge_get_or_create(name=name, model=model, template=template.name, template_version=template.version)
     if not judge.template_hash:

@@ -102,6 +102,8 @@ ACCESS: dict[str, dict[str, dict]] = {
     "judge_card": {"GET": RESEARCHERS},
     "judge_card_export": {"GET": RESEARCHERS},
     "judge_disagreements": {"GET": RESEARCHERS},
+    "calibration_set": {"GET": RESEARCHERS, "POST": allowed(RESEARCHERS, 400)},  # an empty form: 400
+    "calibration_set_retire": {"POST": allowed(RESEARCHERS, 302)},
     # Background jobs belong to whoever started them (here the admin); anyone else's is a 404.
     "job_status": {"GET": {**SIGNED_IN, "none": 404, "annotator": 404, "researcher": 404}},
     "job_download": {"GET": {**SIGNED_IN, "none": 404, "annotator": 404, "researcher": 404}},
