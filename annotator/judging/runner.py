@@ -10,6 +10,7 @@ saved, calls waiting to retry give up and are left for the next run.
 
 from __future__ import annotations
 
+import time
 from collections.abc import Callable
 from concurrent.futures import FIRST_COMPLETED, ThreadPoolExecutor, wait
 from dataclasses import dataclass, field, replace
@@ -26,10 +27,14 @@ from annotator.judging.progress import Prices, RunProgress
 from annotator.judging.templates import JudgeTemplate, TemplateError, item_fields
 from annotator.models import Batch, CalibrationSet, Item, Judge, JudgeCall
 from annotator.services.judge_runs import (
+    CLAIM_RENEW_SECONDS,
     CallOutcome,
     judge_call_states,
     judge_calls_record,
     judge_for_run,
+    judge_run_claim,
+    judge_run_release,
+    judge_run_renew,
 )
 from hcs.judge_output import JudgeOutputError, parse_score
 from hcs.rubric import Rubric
@@ -233,16 +238,27 @@ def judge_run(
         parse = lambda text: parse_call(text, template, dimensions, rubric)
     judge, note = judge_for_run(name=judge_name, model=client.model, template=template,
                                 params={**client.params, "scale_warnings": template.scale_warnings})
-    todo = tasks_to_call(tasks, judge_call_states(judge=judge), retry_failed=retry_failed, force=force)
-    state = RunProgress(total=len(todo), skipped=len(tasks) - len(todo), prices=prices or Prices())
+    claim = judge_run_claim(judge)  # one run per judge at a time: none pays for an item another is calling
+    renewed = [time.monotonic()]
+
+    def stop_or_renew() -> bool:
+        if time.monotonic() - renewed[0] >= CLAIM_RENEW_SECONDS:
+            judge_run_renew(judge, claim)
+            renewed[0] = time.monotonic()
+        return should_stop() if should_stop is not None else False
 
     def save(outcomes: list[CallOutcome]) -> None:
         judge_calls_record(judge=judge, template=template, model=client.model, params=client.params, outcomes=outcomes)
 
-    stopped, failed = run_tasks(
-        todo, client=client, concurrency=concurrency, parse=parse, save=save, progress=state,
-        on_progress=progress, should_stop=should_stop,
-    )
+    try:
+        todo = tasks_to_call(tasks, judge_call_states(judge=judge), retry_failed=retry_failed, force=force)
+        state = RunProgress(total=len(todo), skipped=len(tasks) - len(todo), prices=prices or Prices())
+        stopped, failed = run_tasks(
+            todo, client=client, concurrency=concurrency, parse=parse, save=save, progress=state,
+            on_progress=progress, should_stop=stop_or_renew,
+        )
+    finally:
+        judge_run_release(judge, claim)
     failures = [(o.item.item_id + (f" vs {o.enhanced.item_id}" if o.enhanced else ""), o.error) for o in failed]
     return RunResult(judge=judge, note=" ".join([note, *notes]).strip(), progress=state, stopped=stopped,
                      failures=failures)

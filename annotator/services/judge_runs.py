@@ -4,10 +4,13 @@ from __future__ import annotations
 
 import hashlib
 import json
+import secrets
 from dataclasses import dataclass, field
+from datetime import timedelta
 from typing import Any
 
 from django.db import transaction
+from django.db.models import Q
 from django.utils import timezone
 
 from annotator.models import (
@@ -19,6 +22,7 @@ from annotator.models import (
     JudgeScore,
     PairwiseVerdict,
 )
+from annotator.judging.templates import TemplateError
 from annotator.services.judges import NAME_MAX_LENGTH, judge_get_or_create
 
 
@@ -95,6 +99,37 @@ def judge_for_run(*, name: str, model: str, template, params: dict) -> tuple[Jud
         judge.template_hash, judge.params = template.content_hash, params
         judge.save(update_fields=["template_hash", "params"])
     return judge, note
+
+
+CLAIM_STALE_AFTER = timedelta(minutes=2)  # a run renews its claim every CLAIM_RENEW_SECONDS while it runs
+CLAIM_RENEW_SECONDS = 20.0
+
+
+class JudgeBusy(TemplateError):
+    """Another run of the same judge is going on: refused before any call, so no item is paid for twice."""
+
+
+def judge_run_claim(judge: Judge) -> str:
+    """Claim ``judge`` for one run; returns the claim's token. Raises JudgeBusy while another run holds it
+    (a claim not renewed for CLAIM_STALE_AFTER is taken over: its process stopped without releasing it)."""
+    token, now = secrets.token_hex(16), timezone.now()
+    free = Q(run_claim="") | Q(run_claimed_at__lt=now - CLAIM_STALE_AFTER) | Q(run_claimed_at__isnull=True)
+    if not Judge.objects.filter(free, pk=judge.pk).update(run_claim=token, run_claimed_at=now):
+        since = Judge.objects.filter(pk=judge.pk).values_list("run_claimed_at", flat=True).first()
+        raise JudgeBusy(
+            f"judge \u201c{judge.name}\u201d is being run by another process (last seen "
+            f"{since:%Y-%m-%d %H:%M:%S} UTC): wait for it to finish, or stop it, then run again; "
+            "a rerun calls only what is still missing"
+        )
+    return token
+
+
+def judge_run_renew(judge: Judge, token: str) -> None:
+    Judge.objects.filter(pk=judge.pk, run_claim=token).update(run_claimed_at=timezone.now())
+
+
+def judge_run_release(judge: Judge, token: str) -> None:
+    Judge.objects.filter(pk=judge.pk, run_claim=token).update(run_claim="", run_claimed_at=None)
 
 
 def judge_call_states(*, judge: Judge) -> dict[tuple[int, int | None, int], str]:
