@@ -48,7 +48,7 @@ class VersionOnSet:
                     "spearman_ci95": [finite_or_none(c.spearman_ci95[0]), finite_or_none(c.spearman_ci95[1])],
                     "mae": finite_or_none(c.mae), "bias": finite_or_none(c.bias),
                     "human_ceiling_spearman": finite_or_none(c.human_ceiling_spearman),
-                    "alt_test_passed": c.alt_test.passed, "alt_test_winning_rate": finite_or_none(c.alt_test.winning_rate)}
+                    "alt_test_passed": c.alt_test.outcome, "alt_test_winning_rate": finite_or_none(c.alt_test.winning_rate)}
                 for d, c in self.calibration.items()
             },
         }

@@ -99,7 +99,11 @@ def test_demo_shows_a_judge_card_with_a_length_bias(logged_in, db):
     card = json.loads(logged_in.get(reverse("judge_card_export", args=[batch.pk, judge.pk, "json"])).content)
     coherence = card["dimensions"]["coherence"]
     assert coherence["length_bias"]["spearman"] > 0  # it adds a point to long answers
-    assert any("n < 50" in w for w in coherence["alt_test_warnings"])
+    # 12 items: the alt-test cannot run (it needs 30); the card says so, never "fails" (k = 0 is no verdict).
+    assert coherence["alt_test"]["passed"] is None and coherence["alt_test_warnings"] == []
+    assert coherence["alt_test"]["verdict"].startswith("not testable yet: 12 items")
+    page = logged_in.get(reverse("judge_card", args=[batch.pk, judge.pk])).content.decode()
+    assert "not testable yet: 12 items" in page and "fails" not in page
 
 
 def test_methods_paragraph_names_who_was_excluded_and_counts_only_the_rest(db):
