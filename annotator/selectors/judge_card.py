@@ -116,3 +116,9 @@ def judge_card(*, report: BatchReport, judge: Judge) -> JudgeCard | None:
         )
     return JudgeCard(judge=judge, batch_id=report.batch_id, batch_name=report.batch_name, k=report.k, rows=rows,
                      position=position, versions=versions, methods=methods_paragraph(report), calibration_set=on_set)
+
+
+def judge_has_work(*, batch: Batch, judge: Judge) -> bool:
+    """Whether ``judge`` has scores or verdicts in ``batch`` (two indexed existence checks, before a card is built)."""
+    return (JudgeScore.objects.filter(judge=judge, item__batch=batch).exists()
+            or PairwiseVerdict.objects.filter(judge=judge, baseline__batch=batch).exists())

@@ -13,7 +13,7 @@ from annotator.forms.judges import DisagreementFilterForm
 from annotator.models import Batch, Item, Judge
 from annotator.models.judge import OVERALL
 from annotator.roles import researcher_required
-from annotator.selectors.judge_card import judge_card
+from annotator.selectors.judge_card import judge_card, judge_has_work
 from annotator.selectors.judge_disagreements import (
     MAX_ROWS,
     judge_dimensions,
@@ -83,7 +83,10 @@ def report_item(request, item_pk):
 
 def _card(batch_id, judge_id):
     batch = get_object_or_404(Batch, pk=batch_id)
-    card = judge_card(report=batch_report(batch=batch), judge=get_object_or_404(Judge, pk=judge_id))
+    judge = get_object_or_404(Judge, pk=judge_id)
+    if not judge_has_work(batch=batch, judge=judge):  # before the report is computed: a wrong id is a quick 404
+        raise Http404("This judge has no scores or verdicts in this batch.")
+    card = judge_card(report=batch_report(batch=batch), judge=judge)
     if card is None:
         raise Http404("This judge has no scores or verdicts in this batch.")
     return card
