@@ -123,3 +123,10 @@ def test_methods_paragraph_names_who_was_excluded_and_counts_only_the_rest(db):
     assert text.startswith("1 annotator rated 12 of 12 items (12 annotations)")
     assert ("2 further annotators were excluded (1 by a researcher's decision, 1 by the batch's gold-check block rule)"
             in text)
+
+
+def test_methods_paragraph_of_a_batch_nobody_rated_says_so(db):
+    from tests.factories import make_batch
+
+    text = methods_paragraph(batch_report(batch=make_batch("empty", n_items=4), n_resamples=50))
+    assert text.startswith("No item of this batch (4 items, k = 3") and "undefined" not in text
