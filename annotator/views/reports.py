@@ -124,5 +124,5 @@ def report_judge_disagreements(request, batch_id, judge_id):
     valid = form.is_valid() if form.is_bound else True
     filters = form.cleaned_data if form.is_bound and valid else {}
     rows = judge_disagreements(batch=batch, judge=judge, **filters) if valid else []
-    context = {"batch": batch, "judge": judge, "form": form, "rows": rows, "max_rows": MAX_ROWS}
+    context = {"batch": batch, "judge": judge, "form": form, "rows": rows, "max_rows": MAX_ROWS, "labels": dict(labels)}
     return render(request, "annotator/judge_disagreements.html", context, status=200 if valid else 400)
