@@ -16,19 +16,12 @@ from django.db.models import Count, Max, Min, Q
 
 from annotator.exports.methods import methods_paragraph
 from annotator.models import Batch, Judge, JudgeCall, JudgeScore, PairwiseVerdict
-from annotator.models.judge import OVERALL
+from annotator.models.judge import OVERALL, VERSION_MARK
 from annotator.selectors.calibration_set import SetCalibration, set_calibration
 from annotator.selectors.judge_probes import PositionResult
 from annotator.selectors.judges import JudgeDimensionRow
 from annotator.selectors.reports import BatchReport
 from hcs.calibration.alt_test import DEFAULT_EPSILON
-
-VERSION_MARK = " (template "  # how judge_for_run names a judge version run with changed template text
-
-
-def base_name(name: str) -> str:
-    return name.split(VERSION_MARK, 1)[0]
-
 
 def _stamp(value) -> str | None:
     return value.isoformat() if value else None
@@ -96,7 +89,7 @@ def judge_card(*, report: BatchReport, judge: Judge) -> JudgeCard | None:
     position = section.positions.get(judge.name) if section else None
     if not rows and position is None:
         return None
-    base = base_name(judge.name)
+    base = judge.base_name
     siblings = Judge.objects.filter(Q(name=base) | Q(name__startswith=base + VERSION_MARK)).order_by("created_at", "id")
     counts = dict(JudgeScore.objects.filter(item__batch_id=report.batch_id, judge__in=siblings)
                   .values("judge").annotate(n=Count("id")).values_list("judge", "n"))
