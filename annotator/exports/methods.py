@@ -49,13 +49,18 @@ def methods_paragraph(report: BatchReport) -> str:
         for row in report.dimensions
     )
     rubric = report.rubric
+    if report.n_annotations == 0:
+        return (f"No item of this batch ({report.n_items} items, k = {report.k} annotations planned per item) has been "
+                "rated yet: there is no agreement to report.")
+    fewer = (f"up to {left_out} item{'s' if left_out != 1 else ''} with fewer ratings left out" if left_out
+             else "every rated item had at least k")
     return (
         f"{annotators} annotator{'s' if annotators != 1 else ''} rated {report.n_items_rated} of {report.n_items} "
         f"items ({report.n_annotations} annotations) on the {len(rubric.dimensions)}-dimension {rubric.title} "
         f"rubric (version {rubric.version}, scale {rubric.scale_min}–{rubric.scale_max}), with k = {report.k} "
         "independent annotations planned per item. "
         f"Fleiss' κ was computed on the items with at least k ratings, using the first k by submission time "
-        f"(up to {left_out} item{'s' if left_out != 1 else ''} with fewer ratings left out); Krippendorff's α "
+        f"({fewer}); Krippendorff's α "
         f"(ordinal) used every rating. {_exclusion_policy(report, outliers)}"
         + ". 95% confidence intervals are percentile bootstrap intervals over items "
         f"({report.n_resamples} resamples, seed {report.seed}). "

@@ -9,6 +9,9 @@ from django.utils import timezone
 from annotator.models.batch import Item
 
 OVERALL = "overall"
+# A judge version's name: the judge's name, then this, the template version and a hash of the configuration
+# ("NAME (template 2 #abcd1234)"); run_judge makes one when template text, model or parameters change.
+VERSION_MARK = " (template "
 
 
 class Judge(models.Model):
@@ -34,6 +37,11 @@ class Judge(models.Model):
 
     def __str__(self) -> str:
         return self.name
+
+    @property
+    def base_name(self) -> str:
+        """The name shared by all versions of this judge."""
+        return self.name.split(VERSION_MARK, 1)[0]
 
 
 class JudgeScore(models.Model):

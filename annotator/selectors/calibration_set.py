@@ -25,6 +25,15 @@ def calibration_set_of(batch: Batch) -> CalibrationSet | None:
     return CalibrationSet.objects.filter(batch=batch).select_related("marked_by").first()
 
 
+def judge_families(batch: Batch) -> list[tuple[str, Judge, int]]:
+    """The judges with scores in ``batch``, one row per judge and its versions: (name, newest version,
+    number of versions), by name."""
+    families: dict[str, list[Judge]] = {}
+    for judge in Judge.objects.filter(scores__item__batch=batch).distinct().order_by("created_at", "pk"):
+        families.setdefault(judge.base_name, []).append(judge)
+    return [(name, versions[-1], len(versions)) for name, versions in sorted(families.items())]
+
+
 def set_facts(chosen: CalibrationSet, n_items: int) -> dict[str, Any]:
     return {"fingerprint": chosen.fingerprint, "n_items": n_items, "how": chosen.how, "note": chosen.note,
             "frozen_at": chosen.frozen_at.isoformat(),
@@ -48,7 +57,7 @@ class VersionOnSet:
                     "spearman_ci95": [finite_or_none(c.spearman_ci95[0]), finite_or_none(c.spearman_ci95[1])],
                     "mae": finite_or_none(c.mae), "bias": finite_or_none(c.bias),
                     "human_ceiling_spearman": finite_or_none(c.human_ceiling_spearman),
-                    "alt_test_passed": c.alt_test.passed, "alt_test_winning_rate": finite_or_none(c.alt_test.winning_rate)}
+                    "alt_test_passed": c.alt_test.outcome, "alt_test_winning_rate": finite_or_none(c.alt_test.winning_rate)}
                 for d, c in self.calibration.items()
             },
         }

@@ -74,7 +74,7 @@ class JudgeDimensionRow:
             "alt_test": {
                 "winning_rate": _r(alt.winning_rate),
                 "advantage_probability": _r(alt.advantage_probability),
-                "passed": alt.passed,
+                "passed": alt.outcome,  # null: not testable
                 "epsilon": alt.epsilon,
                 "q": alt.q,
                 "n_items": alt.n_items,

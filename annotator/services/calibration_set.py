@@ -39,7 +39,7 @@ def _chosen(batch: Batch, item_ids: Sequence[str] | None, sample: int | None, se
         shown = ", ".join(f"\u201c{i}\u201d" for i in unknown[:MAX_LISTED])
         more = f" and {len(unknown) - MAX_LISTED} more" if len(unknown) > MAX_LISTED else ""
         raise CalibrationSetError(f"{len(unknown)} item id(s) are not in batch \u201c{batch.name}\u201d: {shown}{more}.")
-    return [by_id[i] for i in wanted], f"{len(wanted)} items listed"
+    return [by_id[i] for i in wanted], f"{len(wanted)} items chosen by id"
 
 
 def calibration_set_mark(

@@ -13,6 +13,7 @@ from django.db import transaction
 from django.db.models import Q
 from django.utils import timezone
 
+from annotator.judging.templates import TemplateError
 from annotator.models import (
     Item,
     Judge,
@@ -22,7 +23,7 @@ from annotator.models import (
     JudgeScore,
     PairwiseVerdict,
 )
-from annotator.judging.templates import TemplateError
+from annotator.models.judge import VERSION_MARK
 from annotator.services.judges import NAME_MAX_LENGTH, judge_get_or_create
 
 
@@ -50,7 +51,7 @@ class CallOutcome:
 
 
 def _version_name(name: str, version: str, key: str) -> str:
-    suffix = f" (template {version or 'unversioned'} #{key[:8]})"
+    suffix = f"{VERSION_MARK}{version or 'unversioned'} #{key[:8]})"
     return name[: NAME_MAX_LENGTH - len(suffix)] + suffix
 
 

@@ -5,9 +5,9 @@ from django.shortcuts import get_object_or_404, redirect, render
 from django.views.decorators.http import require_http_methods, require_POST
 
 from annotator.forms.calibration_set import CalibrationSetForm
-from annotator.models import Batch, Judge
+from annotator.models import Batch
 from annotator.roles import researcher_required
-from annotator.selectors.calibration_set import calibration_set_of
+from annotator.selectors.calibration_set import calibration_set_of, judge_families
 from annotator.services.calibration_set import CalibrationSetError, calibration_set_mark, calibration_set_retire
 
 
@@ -31,7 +31,7 @@ def calibration_set(request, batch_id):
         status = 400
     chosen = calibration_set_of(batch)
     items = list(chosen.items.order_by("position", "id").values_list("item_id", flat=True)) if chosen else []
-    judges = Judge.objects.filter(scores__item__batch=batch).distinct().order_by("name") if chosen else []
+    judges = judge_families(batch) if chosen else []
     context = {"batch": batch, "form": form, "chosen": chosen, "items": items, "judges": judges,
                "n_batch_items": batch.items.count()}
     return render(request, "annotator/calibration_set.html", context, status=status)

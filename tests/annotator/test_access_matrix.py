@@ -144,8 +144,9 @@ ACCESS: dict[str, dict[str, dict]] = {
     "study_done": {"GET": allowed(ANNOTATORS, 302)},
     # Public link pages: the token is the credential. The study link here carries no worker id (403).
     "study_entry": {"GET": allowed(EVERYONE, 403)},
-    "invite": {"GET": EVERYONE, "POST": allowed(EVERYONE, 422)},
-    "signin_link": {"GET": EVERYONE, "POST": allowed(EVERYONE, 422)},
+    # Someone signed in gets no second account from a link (409); an empty form from anyone else is a 422.
+    "invite": {"GET": EVERYONE, "POST": {**allowed(SIGNED_IN, 409), "anonymous": 422}},
+    "signin_link": {"GET": EVERYONE, "POST": {**allowed(SIGNED_IN, 409), "anonymous": 422}},
     "studies": {"GET": ADMINS},
     "study_link_new": {"POST": allowed(ADMINS, 422)},
     "invite_link_new": {"POST": allowed(ADMINS, 422)},

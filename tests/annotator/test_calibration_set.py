@@ -158,6 +158,9 @@ def test_card_puts_versions_side_by_side_on_the_set_against_scipy(logged_in):
     assert "Versions on the calibration set" in page and "20 / 20" in page and 'alt="Spearman correlation' in page
     html = logged_in.get(reverse("judge_card_export", args=[batch.pk, v2.pk, "html"])).content.decode()
     assert "Versions on the calibration set" in html and "data:image/svg+xml" in html
+    listing = logged_in.get(reverse("calibration_set", args=[batch.pk])).content.decode()
+    assert f'{reverse("judge_card", args=[batch.pk, v2.pk])}#calibration-set">rubric/m</a>: its 2 versions' in listing
+    assert listing.count("#calibration-set\">") == 1  # one row for the judge and its versions
 
 
 @pytest.mark.django_db
