@@ -54,12 +54,13 @@ def rows_insert(
         # any other write does, so callers can catch the one constraint they mean.
         with connection.wrap_database_errors, connection.cursor() as cursor, \
                 cursor.cursor.copy(f"COPY {table} ({quoted}) FROM STDIN") as copy:
-            for row in rows:
-                copy.write_row((*row, *tail))
+            for row in ((*r, *tail) for r in rows) if tail else rows:
+                copy.write_row(row)
     elif connection.vendor == "sqlite":
         placeholders = ", ".join(["%s"] * len(columns))
-        with connection.cursor() as cursor:
-            cursor.executemany(f"INSERT INTO {table} ({quoted}) VALUES ({placeholders})", [(*r, *tail) for r in rows])
+        with connection.cursor() as cursor:  # sqlite3 reads the rows as it inserts them: no list of them all
+            cursor.executemany(f"INSERT INTO {table} ({quoted}) VALUES ({placeholders})",
+                               ((*r, *tail) for r in rows) if tail else rows)
     else:  # other databases: the ORM's bulk insert
         attnames = [f.attname for f in given]
         objects = []
