@@ -8,6 +8,7 @@ from __future__ import annotations
 
 import json
 from collections.abc import Iterable, Mapping, Sequence
+from datetime import datetime
 from typing import Any
 
 import pandas as pd
@@ -50,6 +51,8 @@ def rows_insert(
     table = connection.ops.quote_name(opts.db_table)
     quoted = ", ".join(connection.ops.quote_name(c) for c in columns)
     if connection.vendor == "postgresql":
+        # The constant timestamps as text, once: psycopg's datetime dumper costs ~2 µs a value.
+        tail = tuple(v.isoformat() if isinstance(v, datetime) else v for v in tail)
         # wrap_database_errors: a constraint broken by the COPY raises Django's IntegrityError, as
         # any other write does, so callers can catch the one constraint they mean.
         with connection.wrap_database_errors, connection.cursor() as cursor, \
