@@ -24,6 +24,10 @@ class Judge(models.Model):
     )
     params = models.JSONField(default=dict, blank=True, help_text="model parameters run_judge sent (never the key)")
     created_at = models.DateTimeField(auto_now_add=True)
+    # One run at a time per judge: a run claims the judge (a random token) and renews the claim while it
+    # runs; a second run is refused before any call, unless the claim went stale (its process died).
+    run_claim = models.CharField(max_length=32, blank=True, default="")
+    run_claimed_at = models.DateTimeField(null=True, blank=True)
 
     class Meta:
         ordering = ["name"]

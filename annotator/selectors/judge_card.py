@@ -15,10 +15,12 @@ from typing import Any
 from django.db.models import Count, Max, Min, Q
 
 from annotator.exports.methods import methods_paragraph
-from annotator.models import Judge, JudgeCall, JudgeScore, PairwiseVerdict
+from annotator.models import Batch, Judge, JudgeCall, JudgeScore, PairwiseVerdict
+from annotator.selectors.calibration_set import SetCalibration, set_calibration
 from annotator.selectors.judge_probes import PositionResult
 from annotator.selectors.judges import JudgeDimensionRow
 from annotator.selectors.reports import BatchReport
+from hcs.calibration.alt_test import DEFAULT_EPSILON
 
 VERSION_MARK = " (template "  # how judge_for_run names a judge version run with changed template text
 
@@ -58,6 +60,7 @@ class JudgeCard:
     position: PositionResult | None
     versions: tuple[JudgeVersion, ...]
     methods: str
+    calibration_set: SetCalibration | None = None  # the versions side by side on the frozen set
 
     def to_json(self) -> dict[str, Any]:
         current = next(v for v in self.versions if v.current).to_json()
@@ -73,6 +76,7 @@ class JudgeCard:
             "dimensions": dimensions,
             "position": self.position.to_json() if self.position else None,
             "versions": [v.to_json() for v in self.versions],
+            "calibration_set": self.calibration_set.to_json() if self.calibration_set else None,
             "methods": self.methods,
         }
 
@@ -104,5 +108,11 @@ def judge_card(*, report: BatchReport, judge: Judge) -> JudgeCard | None:
         )
         for s in siblings
     )
+    on_set = None
+    if report.arrays is not None:
+        on_set = set_calibration(
+            batch=Batch.objects.get(pk=report.batch_id), arrays=report.arrays, versions=list(siblings), current=judge,
+            epsilon=section.epsilon if section else DEFAULT_EPSILON, n_boot=report.n_resamples, seed=report.seed,
+        )
     return JudgeCard(judge=judge, batch_id=report.batch_id, batch_name=report.batch_name, k=report.k, rows=rows,
-                     position=position, versions=versions, methods=methods_paragraph(report))
+                     position=position, versions=versions, methods=methods_paragraph(report), calibration_set=on_set)

@@ -100,3 +100,22 @@ def test_demo_shows_a_judge_card_with_a_length_bias(logged_in, db):
     coherence = card["dimensions"]["coherence"]
     assert coherence["length_bias"]["spearman"] > 0  # it adds a point to long answers
     assert any("n < 50" in w for w in coherence["alt_test_warnings"])
+
+
+def test_methods_paragraph_names_who_was_excluded_and_counts_only_the_rest(db):
+    from django.contrib.auth import get_user_model
+
+    from annotator.services.exclusion import annotator_block, annotator_exclude
+
+    batch, _, _ = _study(n_items=12)
+    users = get_user_model().objects.filter(username__in=["u0", "u1"]).order_by("username")
+    annotator_exclude(batch=batch, annotator=users[0], reason="clicks at random")
+    text = methods_paragraph(batch_report(batch=batch, n_resamples=50))
+    assert text.startswith("2 annotators rated 12 of 12 items (24 annotations)")
+    assert "1 further annotator was excluded (1 by a researcher's decision) and left out of every statistic below." in text
+    assert "No annotator was excluded" not in text
+    annotator_block(batch=batch, annotator=users[1], reason="failed checks")
+    text = methods_paragraph(batch_report(batch=batch, n_resamples=50))
+    assert text.startswith("1 annotator rated 12 of 12 items (12 annotations)")
+    assert ("2 further annotators were excluded (1 by a researcher's decision, 1 by the batch's gold-check block rule)"
+            in text)
