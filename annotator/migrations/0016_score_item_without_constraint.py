@@ -7,7 +7,7 @@ from django.db import migrations, models
 class Migration(migrations.Migration):
 
     dependencies = [
-        ('annotator', '0013_fewer_indexes'),
+        ('annotator', '0015_judge_run_claim'),
     ]
 
     operations = [
