@@ -242,3 +242,11 @@ def test_a_crowd_worker_cannot_hold_an_api_token(study):
     assert not worker.api_tokens.exists()
     _, key = api_token_create(user=worker, name="made elsewhere", days=1)  # even one made for it is refused
     assert Client(headers={"Authorization": f"Bearer {key}"}).get("/api/v1/me").status_code == 401
+
+
+def test_the_api_token_command_refuses_a_link_account(study):
+    _batch, _link, token = study
+    arrive(token, PID_A)
+    worker = get_user_model().objects.get(scope__isnull=False)
+    with pytest.raises(CommandError, match="such accounts hold no API token"):
+        call_command("api_token", worker.username, stdout=StringIO(), stderr=StringIO())
