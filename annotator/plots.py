@@ -141,9 +141,10 @@ def confusion_svg(matrix, *, scale: tuple[int, int] = (1, 5)) -> str:
     return _svg(fig, tight=True)
 
 
-def over_time_svg(labels: list[str], series: dict[str, list[float | None]], *, ylabel: str) -> str:
+def over_time_svg(labels: list[str], series: dict[str, list[float | None]], *, ylabel: str,
+                  xlabel: str = "window of submissions") -> str:
     """Agreement over time, one line per dimension. ``series``: dimension label → one value per
-    window of submissions (None = undefined, a gap in the line)."""
+    window of submissions, or per judge version (None = undefined, a gap in the line)."""
     fig = _figure(6.4, 2.8)
     ax = fig.add_subplot()
     x = list(range(len(labels)))
@@ -152,7 +153,7 @@ def over_time_svg(labels: list[str], series: dict[str, list[float | None]], *, y
                 linewidth=1.2, label=_plain(name))
     ax.set_xticks(x, [_plain(label) for label in labels], fontsize=7, rotation=30, ha="right")
     ax.set_ylabel(_plain(ylabel), fontsize=8)
-    ax.set_xlabel("window of submissions", fontsize=8)
+    ax.set_xlabel(_plain(xlabel), fontsize=8)
     ax.axhline(0, color="#999", linewidth=0.6)
     ax.tick_params(labelsize=7)
     ax.legend(fontsize=7, frameon=False, loc="center left", bbox_to_anchor=(1.0, 0.5))

@@ -44,6 +44,7 @@ class _Imported:
 uploads = _Imported("annotator.views.uploads")
 judges = _Imported("annotator.views.judges")
 reports = _Imported("annotator.views.reports")
+calibration_sets = _Imported("annotator.views.calibration_set")
 
 handler500 = "annotator.views.errors.server_error"  # a database that does not answer: 503, try again
 
@@ -107,6 +108,9 @@ urlpatterns = [
          name="judge_card_export"),
     path("reports/<int:batch_id>/judges/<int:judge_id>/disagreements/", reports.report_judge_disagreements,
          name="judge_disagreements"),
+    path("reports/<int:batch_id>/calibration-set/", calibration_sets.calibration_set, name="calibration_set"),
+    path("reports/<int:batch_id>/calibration-set/retire/", calibration_sets.calibration_set_retire_view,
+         name="calibration_set_retire"),
     path("reports/item/<int:item_pk>/", reports.report_item, name="report_item"),
     path("jobs/<uuid:job_id>/", jobs.job_status, name="job_status"),
     path("jobs/<uuid:job_id>/download/", jobs.job_download, name="job_download"),

@@ -14,7 +14,7 @@ from ninja import NinjaAPI
 from ninja.renderers import JSONRenderer
 from ninja.responses import NinjaJSONEncoder
 
-from annotator.api import annotations, batches, jobs, judges, me, reports
+from annotator.api import annotations, batches, calibration_sets, jobs, judges, me, reports
 from annotator.api.auth import TokenRateThrottle, signed_in
 from annotator.api.problems import MEDIA_TYPE, install_handlers
 
@@ -73,5 +73,5 @@ api = Api(
     docs_decorator=require_GET,  # the schema and the docs page only read
 )
 install_handlers(api)
-for module in (me, batches, annotations, reports, judges, jobs):
+for module in (me, batches, annotations, reports, judges, calibration_sets, jobs):
     api.add_router("", module.router)

@@ -5,6 +5,29 @@ JSON export (``methods``) and the judge card all call it."""
 from __future__ import annotations
 
 from annotator.selectors.reports import BatchReport
+from annotator.services.exclusion import BLOCK_RULE, RESEARCHER
+
+
+def _plural(n: int, word: str) -> str:
+    return f"{n} {word}{'' if n == 1 else 's'}"
+
+
+def _exclusion_policy(report: BatchReport, outliers: int) -> str:
+    """Who was left out of the statistics and by what rule (the quality section's exclusions)."""
+    excluded = report.quality.exclusions if report.quality is not None else ()
+    kept = f" ({outliers} flagged as possible outlier{'s' if outliers != 1 else ''} and kept)" if outliers else ""
+    if not excluded:
+        return "No annotator was excluded" + kept
+    by_rule = sum(e.rule == BLOCK_RULE for e in excluded)
+    by_hand = sum(e.rule == RESEARCHER for e in excluded)
+    other = len(excluded) - by_rule - by_hand
+    how = [part for part in (
+        f"{by_hand} by a researcher's decision" if by_hand else "",
+        f"{by_rule} by the batch's gold-check block rule" if by_rule else "",
+        f"{other} by another rule" if other else "",
+    ) if part]
+    return (f"{_plural(len(excluded), 'further annotator')} {'was' if len(excluded) == 1 else 'were'} excluded "
+            f"({', '.join(how)}) and left out of every statistic below" + kept)
 
 
 def _value(value: float | None, ci) -> str:
@@ -16,7 +39,8 @@ def _value(value: float | None, ci) -> str:
 
 
 def methods_paragraph(report: BatchReport) -> str:
-    annotators = len(report.annotators)
+    excluded = len(report.quality.exclusions) if report.quality is not None else 0
+    annotators = len(report.annotators) - excluded  # the annotator table lists everyone; the statistics do not
     outliers = sum(a.outlier for a in report.annotators)
     left_out = max((row.agreement.fleiss_items_left_out for row in report.dimensions), default=0)
     per_dimension = "; ".join(
@@ -25,15 +49,19 @@ def methods_paragraph(report: BatchReport) -> str:
         for row in report.dimensions
     )
     rubric = report.rubric
+    if report.n_annotations == 0:
+        return (f"No item of this batch ({report.n_items} items, k = {report.k} annotations planned per item) has been "
+                "rated yet: there is no agreement to report.")
+    fewer = (f"up to {left_out} item{'s' if left_out != 1 else ''} with fewer ratings left out" if left_out
+             else "every rated item had at least k")
     return (
         f"{annotators} annotator{'s' if annotators != 1 else ''} rated {report.n_items_rated} of {report.n_items} "
         f"items ({report.n_annotations} annotations) on the {len(rubric.dimensions)}-dimension {rubric.title} "
         f"rubric (version {rubric.version}, scale {rubric.scale_min}–{rubric.scale_max}), with k = {report.k} "
         "independent annotations planned per item. "
         f"Fleiss' κ was computed on the items with at least k ratings, using the first k by submission time "
-        f"(up to {left_out} item{'s' if left_out != 1 else ''} with fewer ratings left out); Krippendorff's α "
-        "(ordinal) used every rating. No annotator was excluded"
-        + (f" ({outliers} flagged as possible outlier{'s' if outliers != 1 else ''} and kept)" if outliers else "")
+        f"({fewer}); Krippendorff's α "
+        f"(ordinal) used every rating. {_exclusion_policy(report, outliers)}"
         + ". 95% confidence intervals are percentile bootstrap intervals over items "
         f"({report.n_resamples} resamples, seed {report.seed}). "
         f"Agreement per dimension: {per_dimension}."

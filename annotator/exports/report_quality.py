@@ -20,7 +20,7 @@ COLUMNS: dict[str, tuple[str, Any]] = {
     "straight": ("All equal", lambda s: s.straightlining),
     "run": ("Longest run", lambda s: s.longest_run),
     "loo": ("\u03c1 with consensus", lambda s: s.loo_spearman),
-    "gold": ("Gold accuracy", lambda s: s.gold_accuracy),
+    "gold": ("Gold accuracy (training + checks)", lambda s: s.gold_accuracy),
     "checks": ("Checks passed / failed", lambda s: (s.checks_passed, -s.checks_failed)),
     "edits": ("Edits", lambda s: s.edits),
     "skips": ("Skips", lambda s: s.skips),

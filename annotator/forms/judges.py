@@ -8,7 +8,7 @@ from django.conf import settings
 from annotator.imports.errors import FileRefused
 from annotator.imports.reading import check_size
 from annotator.judging.templates import available_templates, load_template
-from annotator.models import Batch, Judge
+from annotator.models import Batch, CalibrationSet, Judge
 from hcs.judge_output import JudgeScale, OutputSpec, parse_labels
 
 SCALES = [("0-1", "0.0 – 1.0"), ("1-4", "1 – 4"), ("1-5", "1 – 5")]
@@ -80,8 +80,17 @@ class JudgeRunForm(forms.Form):
                                 help_text="The worker reads the key from this environment variable; it is never stored.")
     concurrency = forms.IntegerField(min_value=1, max_value=64, initial=8)
     retry_failed = forms.BooleanField(required=False, label="Call failed items again")
+    calibration_set = forms.BooleanField(required=False, label="Only the batch's calibration set",
+                                         help_text="Compare this judge version with earlier ones on the same frozen items.")
     price_in = forms.FloatField(min_value=0, required=False, label="Price per million input tokens (optional)")
     price_out = forms.FloatField(min_value=0, required=False, label="Price per million output tokens (optional)")
+
+    def clean(self):
+        data = super().clean()
+        batch = data.get("batch")
+        if data.get("calibration_set") and batch is not None and not CalibrationSet.objects.filter(batch=batch).exists():
+            self.add_error("calibration_set", f"Batch \u201c{batch.name}\u201d has no calibration set yet: mark one on its report.")
+        return data
 
     def __init__(self, *args, **kwargs):
         super().__init__(*args, **kwargs)

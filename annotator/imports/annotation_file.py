@@ -144,67 +144,19 @@ def parse_annotation_table(table: Table, *, rubric: Rubric) -> ParsedAnnotations
     item_ids = [v.strip() for v in column("item_id")]
     annotators = [v.strip() for v in column("annotator")]
     comments = column("comment")
-    met_cells = column(CONSTRAINTS_MET)
     dim_cells = {d: column(d) for d in dims}
-    flag_cells = {f: column(f) for f in flags}
     item_cells = {c: column(c) for c in ITEM_TEXT if c in frame.columns}
+    # A row's flags, answers and scores are checked once per distinct combination of its cells:
+    # a file repeats the same few on every row.
+    check_cells = _cell_checks(rubric, flags, dims)
+    cells = zip(*(column(f) for f in flags), column(CONSTRAINTS_MET), *dim_cells.values(), strict=True)
+    check_item_id, check_annotator = cache(_item_id_problems), cache(_annotator_problems)
     seen: dict[tuple[str, str], int] = {}
-    check_flags, check_score = _rubric_checks(rubric)
-    for i, row in enumerate(rows):
+    for i, (row, key) in enumerate(zip(rows, cells, strict=True)):
         item_id, annotator = item_ids[i], annotators[i]
-        row_errors: list[RowError] = []
-        if not item_id:
-            row_errors.append(table.error(row, "item_id", "is empty"))
-        elif len(item_id) > ID_MAX_LENGTH:
-            row_errors.append(table.error(row, "item_id", f"is longer than {ID_MAX_LENGTH} characters"))
-        if not annotator:
-            row_errors.append(table.error(row, "annotator", "is empty"))
-        elif len(annotator) > USERNAME_MAX_LENGTH or not USERNAME.match(annotator):
-            row_errors.append(
-                table.error(row, "annotator", f"`{annotator}` is not a valid user name (letters, digits and "
-                            f"@ . + - _ only, at most {USERNAME_MAX_LENGTH} characters)")
-            )
-        active: list[str] = []
-        for name, cells in flag_cells.items():
-            value = parse_flag(cells[i])
-            if value is None:
-                row_errors.append(
-                    table.error(row, name, f"`{cells[i].strip()}` is not a flag value; use 1/0, true/false, "
-                                "yes/no, or leave it blank")
-                )
-            elif value:
-                active.append(name)
-        met = parse_constraints_met(met_cells[i])
-        if met is None:
-            met = []
-            row_errors.append(
-                table.error(row, CONSTRAINTS_MET, f"`{met_cells[i].strip()}` is not a list of answers; write "
-                            "met or not_met per hard constraint, separated by `;` (or leave it blank)")
-            )
-        elif met:
-            implied = checklist_flags(met, rubric.flag_keys)
-            stated = set(active) & CHECKLIST_FLAGS
-            if implied != stated:
-                row_errors.append(
-                    table.error(row, CONSTRAINTS_MET, "the answers imply the flags "
-                                f"{', '.join(sorted(implied)) or 'none'} but the row sets "
-                                f"{', '.join(sorted(stated)) or 'none'}; make them agree")
-                )
-        flag_problems = check_flags(tuple(active))
-        for message in flag_problems:
-            row_errors.append(table.error(row, ", ".join(active), message))
-        scores: dict[str, int] = {}
-        for name, cells in dim_cells.items():
-            cell = cells[i].strip()
-            if not cell:
-                continue
-            problems, score = check_score(name, cell, tuple(active))
-            if problems:
-                row_errors.extend(table.error(row, name, message) for message in problems)
-            else:
-                scores[name] = score
-        if not scores and not any(e.column in dim_cells for e in row_errors):
-            row_errors.append(table.error(row, None, "has no scores: rate at least one dimension"))
+        problems = check_item_id(item_id) + check_annotator(annotator)
+        active, met, scores, cell_problems = check_cells(key)
+        row_errors = [table.error(row, name, message) for name, message in problems + cell_problems]
         if annotator:
             parsed.annotator_names.add(annotator)
         if item_id and annotator:
@@ -216,9 +168,12 @@ def parse_annotation_table(table: Table, *, rubric: Rubric) -> ParsedAnnotations
                 )
         if item_id:
             _collect_item(parsed, item_cells, i, row, item_id, row_errors, table)
-        errors.extend(row_errors)
-        if not row_errors:
-            parsed.annotations.append(AnnotationRow(row, item_id, annotator, scores, active, comments[i], met))
+        if row_errors:
+            errors.extend(row_errors)
+        else:
+            parsed.annotations.append(
+                AnnotationRow(row, item_id, annotator, dict(scores), list(active), comments[i], list(met))
+            )
     errors[:] = _one_error_for_another_scale(errors, dim_cells, rows, rubric, table)  # parsed.errors too
     order = {name: n for n, name in enumerate(table.columns)}
     errors.sort(key=lambda e: (e.sort_key[0], order.get(e.column, -1)))
@@ -227,9 +182,78 @@ def parse_annotation_table(table: Table, *, rubric: Rubric) -> ParsedAnnotations
     return parsed
 
 
+Problems = tuple[tuple[str | None, str], ...]  # (column, message) pairs, in the order they are reported
+
+
+def _item_id_problems(item_id: str) -> Problems:
+    if not item_id:
+        return (("item_id", "is empty"),)
+    if len(item_id) > ID_MAX_LENGTH:
+        return (("item_id", f"is longer than {ID_MAX_LENGTH} characters"),)
+    return ()
+
+
+def _annotator_problems(annotator: str) -> Problems:
+    if not annotator:
+        return (("annotator", "is empty"),)
+    if len(annotator) > USERNAME_MAX_LENGTH or not USERNAME.match(annotator):
+        return (("annotator", f"`{annotator}` is not a valid user name (letters, digits and @ . + - _ only, at "
+                 f"most {USERNAME_MAX_LENGTH} characters)"),)
+    return ()
+
+
+def _cell_checks(rubric: Rubric, flags: list[str], dims: list[str]):
+    """A remembered check of one row's flag cells, constraint answers and score cells (``key``, in
+    that order), with ``rubric.validate`` for the flags and for each score under those flags.
+    Returns (active flags, answers, scores, problems); the caller copies what it keeps."""
+    check_flags, check_score = _rubric_checks(rubric)
+
+    @cache
+    def check(key: tuple[str, ...]) -> tuple[tuple[str, ...], tuple[bool, ...], dict[str, int], Problems]:
+        flag_cells, met_cell, score_cells = key[: len(flags)], key[len(flags)], key[len(flags) + 1 :]
+        problems: list[tuple[str | None, str]] = []
+        active: list[str] = []
+        for name, cell in zip(flags, flag_cells, strict=True):
+            value = parse_flag(cell)
+            if value is None:
+                problems.append((name, f"`{cell.strip()}` is not a flag value; use 1/0, true/false, yes/no, "
+                                 "or leave it blank"))
+            elif value:
+                active.append(name)
+        met = parse_constraints_met(met_cell)
+        if met is None:
+            met = []
+            problems.append((CONSTRAINTS_MET, f"`{met_cell.strip()}` is not a list of answers; write met or "
+                             "not_met per hard constraint, separated by `;` (or leave it blank)"))
+        elif met:
+            implied = checklist_flags(met, rubric.flag_keys)
+            stated = set(active) & CHECKLIST_FLAGS
+            if implied != stated:
+                problems.append((CONSTRAINTS_MET, "the answers imply the flags "
+                                 f"{', '.join(sorted(implied)) or 'none'} but the row sets "
+                                 f"{', '.join(sorted(stated)) or 'none'}; make them agree"))
+        problems.extend((", ".join(active), message) for message in check_flags(tuple(active)))
+        scores: dict[str, int] = {}
+        score_problem = False
+        for name, cell in zip(dims, score_cells, strict=True):
+            cell = cell.strip()
+            if not cell:
+                continue
+            messages, score = check_score(name, cell, tuple(active))
+            if messages:
+                score_problem = True
+                problems.extend((name, message) for message in messages)
+            else:
+                scores[name] = score
+        if not scores and not score_problem:
+            problems.append((None, "has no scores: rate at least one dimension"))
+        return tuple(active), tuple(met), scores, tuple(problems)
+
+    return check
+
+
 def _rubric_checks(rubric: Rubric):
-    """``rubric.validate`` for one row's flags and for one score cell under those flags, remembered:
-    a file repeats the same few (cell, flags) combinations on every row."""
+    """``rubric.validate`` for one row's flags and for one score cell under those flags, remembered."""
 
     @cache
     def check_flags(active: tuple[str, ...]) -> tuple[str, ...]:
@@ -251,15 +275,15 @@ ANOTHER_SCALE_CELLS = 3
 def _one_error_for_another_scale(errors, dim_cells, rows, rubric: Rubric, table: Table) -> list[RowError]:
     """Replace a line per out-of-scale score with one message when the file uses another scale."""
     outside = {}
+    values: set[int] = set()
     for name, cells in dim_cells.items():
-        for row, cell in zip(rows, cells, strict=True):
-            value = parse_score(cell.strip()) if cell.strip() else None
-            if value is not None and not rubric.scale_min <= value <= rubric.scale_max:
-                outside[(row, name)] = value
+        numbers = {cell: parse_score(cell.strip()) if cell.strip() else None for cell in set(cells)}
+        values.update(v for v in numbers.values() if v is not None)
+        off_scale = {cell for cell, v in numbers.items() if v is not None and not rubric.scale_min <= v <= rubric.scale_max}
+        if off_scale:
+            outside.update({(row, name): numbers[cell] for row, cell in zip(rows, cells, strict=True) if cell in off_scale})
     if len(outside) < ANOTHER_SCALE_CELLS:
         return errors
-    values = [parse_score(c.strip()) for cells in dim_cells.values() for c in cells if c.strip()]
-    values = [v for v in values if v is not None]
     scale = f"{rubric.scale_min}–{rubric.scale_max}"
     kept = [e for e in errors if not ((e.row, e.column) in outside and "is outside" in e.message)]
     first = min(outside)
@@ -277,11 +301,13 @@ def _one_error_for_another_scale(errors, dim_cells, rows, rubric: Rubric, table:
 
 def _collect_item(parsed, item_cells, i, row, item_id, row_errors, table) -> None:
     """Remember the item text of the first row of each item; later rows must agree with it."""
-    given = {name: cells[i] for name, cells in item_cells.items() if cells[i].strip()}
     known = parsed.items.get(item_id)
     if known is None:
         record: dict[str, Any] = {"row": row}
-        for name, value in given.items():
+        for name, cells in item_cells.items():
+            value = cells[i]
+            if not value.strip():
+                continue
             if name == "constraints":
                 try:
                     record[name] = parse_constraints(value)
@@ -299,7 +325,7 @@ def _collect_item(parsed, item_cells, i, row, item_id, row_errors, table) -> Non
         parsed.items[item_id] = record
         return
     for name in ("system_id", "prompt", "response"):
-        value = given.get(name, "").strip()
+        value = item_cells[name][i].strip() if name in item_cells else ""
         if value and name in known and value != str(known[name]).strip():
             row_errors.append(
                 table.error(row, name, f"differs from {table.unit} {known['row']} for the same item `{item_id}`")
@@ -310,22 +336,27 @@ def _collect_item(parsed, item_cells, i, row, item_id, row_errors, table) -> Non
 
 def new_item_frame(records: list[tuple[str, dict[str, Any]]]) -> pd.DataFrame:
     """Rows for ``annotator.services.bulk.items_insert`` from ``ParsedAnnotations.items`` records."""
-    out = []
-    for position, (item_id, record) in enumerate(records):
-        prompt = record.get("prompt", "")
-        out.append(
-            {
-                "item_id": item_id,
-                "prompt_id": record.get("prompt_id") or prompt_id_for(prompt),
-                "position": position,
-                "prompt": prompt,
-                "response": record.get("response", ""),
-                "context": record.get("context", ""),
-                "expected_output": record.get("expected_output", ""),
-                "constraints": json.dumps(record.get("constraints", []), ensure_ascii=False),
-                "system_id": record.get("system_id", ""),
-                "conversation": json.dumps(record.get("conversation", []), ensure_ascii=False),
-                "metadata": "{}",
-            }
-        )
-    return pd.DataFrame(out)
+    as_json = cache(lambda value: json.dumps(value, ensure_ascii=False))  # "[]" for nearly every item
+
+    def text(name: str) -> list[str]:
+        return [record.get(name, "") for _, record in records]
+
+    prompts = text("prompt")
+    return pd.DataFrame(
+        {
+            "item_id": [item_id for item_id, _ in records],
+            "prompt_id": [record.get("prompt_id") or prompt_id_for(prompt) for (_, record), prompt in zip(records, prompts)],
+            "position": range(len(records)),
+            "prompt": prompts,
+            "response": text("response"),
+            "context": text("context"),
+            "expected_output": text("expected_output"),
+            "constraints": [as_json(tuple(record.get("constraints", ()))) for _, record in records],
+            "system_id": text("system_id"),
+            "conversation": [json.dumps(record["conversation"], ensure_ascii=False) if "conversation" in record
+                             else "[]" for _, record in records],
+            "metadata": "{}",
+        },
+        columns=["item_id", "prompt_id", "position", "prompt", "response", "context", "expected_output",
+                 "constraints", "system_id", "conversation", "metadata"],
+    )

@@ -18,16 +18,20 @@ from hcs.rubric import Rubric
 
 
 def pair_tasks(batch: Batch, template: JudgeTemplate, baseline_system: str, enhanced_system: str,
-               limit: int | None = None, swap: bool = False) -> tuple[list[Task], list[str]]:
+               limit: int | None = None, swap: bool = False,
+               only: list[int] | None = None) -> tuple[list[Task], list[str]]:
     """The calls of a pairwise run, and why each prompt without a pair has none.
 
     ``swap`` adds, after the pairs in their own order, every pair again with the enhanced system's response
-    shown first (its call is saved with that item as ``item``): the position-swap probe.
+    shown first (its call is saved with that item as ``item``): the position-swap probe. ``only``: pairs
+    whose two items are both among these pks (the calibration set).
 
     Raises TemplateError when no prompt has a pair or a variable cannot be filled (before any call).
     """
     by_prompt: dict[str, dict[str, list[Item]]] = {}
     items = Item.objects.filter(batch=batch, system_id__in=[baseline_system, enhanced_system]).order_by("position", "id")
+    if only is not None:
+        items = items.filter(pk__in=only)
     for item in items:
         by_prompt.setdefault(item.prompt_id, {}).setdefault(item.system_id, []).append(item)
     rubric: Rubric = batch.rubric_obj

@@ -10,6 +10,7 @@ saved, calls waiting to retry give up and are left for the next run.
 
 from __future__ import annotations
 
+import time
 from collections.abc import Callable
 from concurrent.futures import FIRST_COMPLETED, ThreadPoolExecutor, wait
 from dataclasses import dataclass, field, replace
@@ -24,12 +25,16 @@ from annotator.judging.client import (
 from annotator.judging.pairwise import pair_tasks, parse_pairwise
 from annotator.judging.progress import Prices, RunProgress
 from annotator.judging.templates import JudgeTemplate, TemplateError, item_fields
-from annotator.models import Batch, Item, Judge, JudgeCall
+from annotator.models import Batch, CalibrationSet, Item, Judge, JudgeCall
 from annotator.services.judge_runs import (
+    CLAIM_RENEW_SECONDS,
     CallOutcome,
     judge_call_states,
     judge_calls_record,
     judge_for_run,
+    judge_run_claim,
+    judge_run_release,
+    judge_run_renew,
 )
 from hcs.judge_output import JudgeOutputError, parse_score
 from hcs.rubric import Rubric
@@ -57,8 +62,23 @@ def render_items(items: list[Item], template: JudgeTemplate, rubric: Rubric) -> 
     return tasks
 
 
-def batch_items(batch: Batch, limit: int | None = None) -> list[Item]:
-    return list(Item.objects.filter(batch=batch).order_by("position", "id")[: limit or None])
+def batch_items(batch: Batch, limit: int | None = None, only: list[int] | None = None) -> list[Item]:
+    """The batch's items in file order; ``only``: just these pks (the calibration set)."""
+    items = Item.objects.filter(batch=batch).order_by("position", "id")
+    if only is not None:
+        items = items.filter(pk__in=only)
+    return list(items[: limit or None])
+
+
+def calibration_only(batch: Batch) -> list[int]:
+    """The pks of the batch's frozen calibration set; TemplateError (before any call) when it has none."""
+    chosen = CalibrationSet.objects.filter(batch=batch).first()
+    if chosen is None:
+        raise TemplateError(
+            f"batch \u201c{batch.name}\u201d has no calibration set: mark one first "
+            f"(python manage.py calibration_set \"{batch.name}\" --sample 50, or on its report's calibration set page)"
+        )
+    return list(chosen.items.values_list("pk", flat=True))
 
 
 def tasks_to_call(tasks: list[Task], states: dict, *, retry_failed: bool, force: bool) -> list[Task]:
@@ -182,6 +202,7 @@ def judge_run(
     pairwise: tuple[str, str] | None = None,
     swap: bool = False,
     samples: int = 1,
+    calibration_set: bool = False,
     prices: Prices | None = None,
     progress: Callable[[RunProgress], None] | None = None,
     should_stop: Callable[[], bool] | None = None,
@@ -191,6 +212,7 @@ def judge_run(
     ``pairwise`` is (baseline system, enhanced system) for a pairwise template: one call per prompt_id;
     ``swap`` adds a second call per prompt_id with the two responses in the other order. ``samples`` > 1
     calls every item that many times (sample 0 gives the judge's scores; the repeats measure its noise).
+    ``calibration_set`` calls only the items of the batch's frozen calibration set (a pair: both of its items).
     """
     rubric = batch.rubric_obj
     dimensions = template.dimension_keys(rubric)
@@ -205,26 +227,38 @@ def judge_run(
     if pairwise and not template.pairwise:
         raise TemplateError(f"{template.name} scores one response at a time; --pairwise needs a pairwise "
                             "template such as geval_pairwise")
+    only = calibration_only(batch) if calibration_set else None
     if pairwise:
-        tasks, unpaired = pair_tasks(batch, template, *pairwise, limit=limit, swap=swap)
+        tasks, unpaired = pair_tasks(batch, template, *pairwise, limit=limit, swap=swap, only=only)
         notes += [f"{len(unpaired)} prompt(s) without a pair were left out, e.g. {unpaired[0]}."] if unpaired else []
         parse = lambda text: parse_pairwise(text, template, dimensions)
     else:
-        tasks = render_items(batch_items(batch, limit), template, rubric)
+        tasks = render_items(batch_items(batch, limit, only), template, rubric)
         tasks += [replace(t, sample=n) for n in range(1, samples) for t in tasks]
         parse = lambda text: parse_call(text, template, dimensions, rubric)
     judge, note = judge_for_run(name=judge_name, model=client.model, template=template,
                                 params={**client.params, "scale_warnings": template.scale_warnings})
-    todo = tasks_to_call(tasks, judge_call_states(judge=judge), retry_failed=retry_failed, force=force)
-    state = RunProgress(total=len(todo), skipped=len(tasks) - len(todo), prices=prices or Prices())
+    claim = judge_run_claim(judge)  # one run per judge at a time: none pays for an item another is calling
+    renewed = [time.monotonic()]
+
+    def stop_or_renew() -> bool:
+        if time.monotonic() - renewed[0] >= CLAIM_RENEW_SECONDS:
+            judge_run_renew(judge, claim)
+            renewed[0] = time.monotonic()
+        return should_stop() if should_stop is not None else False
 
     def save(outcomes: list[CallOutcome]) -> None:
         judge_calls_record(judge=judge, template=template, model=client.model, params=client.params, outcomes=outcomes)
 
-    stopped, failed = run_tasks(
-        todo, client=client, concurrency=concurrency, parse=parse, save=save, progress=state,
-        on_progress=progress, should_stop=should_stop,
-    )
+    try:
+        todo = tasks_to_call(tasks, judge_call_states(judge=judge), retry_failed=retry_failed, force=force)
+        state = RunProgress(total=len(todo), skipped=len(tasks) - len(todo), prices=prices or Prices())
+        stopped, failed = run_tasks(
+            todo, client=client, concurrency=concurrency, parse=parse, save=save, progress=state,
+            on_progress=progress, should_stop=stop_or_renew,
+        )
+    finally:
+        judge_run_release(judge, claim)
     failures = [(o.item.item_id + (f" vs {o.enhanced.item_id}" if o.enhanced else ""), o.error) for o in failed]
     return RunResult(judge=judge, note=" ".join([note, *notes]).strip(), progress=state, stopped=stopped,
                      failures=failures)

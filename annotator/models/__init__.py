@@ -5,6 +5,7 @@ from annotator.models.annotation import Annotation, AnnotationRevision, Score
 from annotator.models.api_token import ApiToken
 from annotator.models.assignment import Assignment
 from annotator.models.batch import Batch, Item
+from annotator.models.calibration_set import CalibrationSet
 from annotator.models.job import Job
 from annotator.models.judge import (
     Judge,
@@ -32,7 +33,7 @@ from annotator.models.study import (
 
 __all__ = [
     "AccountScope", "Adjudication", "AdjudicatorGrant", "Annotation", "AnnotationRevision", "AnnotatorStanding",
-    "ApiToken", "Assignment", "Batch", "Enrolment", "GoldAnswer", "GoldItem", "InviteLink", "Item", "Job", "Judge",
+    "ApiToken", "Assignment", "Batch", "CalibrationSet", "Enrolment", "GoldAnswer", "GoldItem", "InviteLink", "Item", "Job", "Judge",
     "JudgeCall", "JudgeCriterionScore", "JudgeFailure", "JudgeScore", "PairwiseVerdict", "QualityRule",
     "RateBucket", "Score", "SignInLink", "StudyLink", "UserSession",
 ]

@@ -9,6 +9,9 @@ from django.utils import timezone
 from annotator.models.batch import Item
 
 OVERALL = "overall"
+# A judge version's name: the judge's name, then this, the template version and a hash of the configuration
+# ("NAME (template 2 #abcd1234)"); run_judge makes one when template text, model or parameters change.
+VERSION_MARK = " (template "
 
 
 class Judge(models.Model):
@@ -24,12 +27,21 @@ class Judge(models.Model):
     )
     params = models.JSONField(default=dict, blank=True, help_text="model parameters run_judge sent (never the key)")
     created_at = models.DateTimeField(auto_now_add=True)
+    # One run at a time per judge: a run claims the judge (a random token) and renews the claim while it
+    # runs; a second run is refused before any call, unless the claim went stale (its process died).
+    run_claim = models.CharField(max_length=32, blank=True, default="")
+    run_claimed_at = models.DateTimeField(null=True, blank=True)
 
     class Meta:
         ordering = ["name"]
 
     def __str__(self) -> str:
         return self.name
+
+    @property
+    def base_name(self) -> str:
+        """The name shared by all versions of this judge."""
+        return self.name.split(VERSION_MARK, 1)[0]
 
 
 class JudgeScore(models.Model):

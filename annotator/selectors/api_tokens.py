@@ -5,7 +5,7 @@ from __future__ import annotations
 from django.db.models import QuerySet
 from django.utils import timezone
 
-from annotator.models import ApiToken
+from annotator.models import AccountScope, ApiToken
 from annotator.services.api_tokens import KEY_PREFIX, token_hash
 
 
@@ -15,9 +15,16 @@ def api_token_for_key(key: str) -> ApiToken | None:
         return None
     return (
         ApiToken.objects.select_related("user")
-        .filter(key_hash=token_hash(key), revoked_at__isnull=True, expires_at__gt=timezone.now(), user__is_active=True)
+        .filter(key_hash=token_hash(key), revoked_at__isnull=True, expires_at__gt=timezone.now(), user__is_active=True,
+                user__scope__isnull=True)
         .first()
     )
+
+
+def may_hold_api_tokens(user) -> bool:
+    """Accounts an admin made may; accounts made by a link (crowd, invite, bulk) reach only their batches'
+    rating pages, so they hold no token and the API refuses theirs."""
+    return not AccountScope.objects.filter(user_id=user.pk).exists()
 
 
 def api_tokens_of(*, user) -> QuerySet[ApiToken]:

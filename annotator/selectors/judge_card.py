@@ -9,23 +9,19 @@ calls were made with.
 
 from __future__ import annotations
 
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from typing import Any
 
 from django.db.models import Count, Max, Min, Q
 
 from annotator.exports.methods import methods_paragraph
-from annotator.models import Judge, JudgeCall, JudgeScore, PairwiseVerdict
+from annotator.models import Batch, Judge, JudgeCall, JudgeScore, PairwiseVerdict
+from annotator.models.judge import OVERALL, VERSION_MARK
+from annotator.selectors.calibration_set import SetCalibration, set_calibration
 from annotator.selectors.judge_probes import PositionResult
 from annotator.selectors.judges import JudgeDimensionRow
 from annotator.selectors.reports import BatchReport
-
-VERSION_MARK = " (template "  # how judge_for_run names a judge version run with changed template text
-
-
-def base_name(name: str) -> str:
-    return name.split(VERSION_MARK, 1)[0]
-
+from hcs.calibration.alt_test import DEFAULT_EPSILON
 
 def _stamp(value) -> str | None:
     return value.isoformat() if value else None
@@ -58,6 +54,8 @@ class JudgeCard:
     position: PositionResult | None
     versions: tuple[JudgeVersion, ...]
     methods: str
+    calibration_set: SetCalibration | None = None  # the versions side by side on the frozen set
+    labels: dict[str, str] = field(default_factory=dict)  # dimension key → label
 
     def to_json(self) -> dict[str, Any]:
         current = next(v for v in self.versions if v.current).to_json()
@@ -73,6 +71,7 @@ class JudgeCard:
             "dimensions": dimensions,
             "position": self.position.to_json() if self.position else None,
             "versions": [v.to_json() for v in self.versions],
+            "calibration_set": self.calibration_set.to_json() if self.calibration_set else None,
             "methods": self.methods,
         }
 
@@ -90,7 +89,7 @@ def judge_card(*, report: BatchReport, judge: Judge) -> JudgeCard | None:
     position = section.positions.get(judge.name) if section else None
     if not rows and position is None:
         return None
-    base = base_name(judge.name)
+    base = judge.base_name
     siblings = Judge.objects.filter(Q(name=base) | Q(name__startswith=base + VERSION_MARK)).order_by("created_at", "id")
     counts = dict(JudgeScore.objects.filter(item__batch_id=report.batch_id, judge__in=siblings)
                   .values("judge").annotate(n=Count("id")).values_list("judge", "n"))
@@ -104,5 +103,19 @@ def judge_card(*, report: BatchReport, judge: Judge) -> JudgeCard | None:
         )
         for s in siblings
     )
+    on_set = None
+    labels = {**{d.key: d.label for d in report.rubric.dimensions}, OVERALL: "Overall HCS"}
+    if report.arrays is not None:
+        on_set = set_calibration(
+            batch=Batch.objects.get(pk=report.batch_id), arrays=report.arrays, versions=list(siblings), current=judge,
+            epsilon=section.epsilon if section else DEFAULT_EPSILON, n_boot=report.n_resamples, seed=report.seed,
+        )
     return JudgeCard(judge=judge, batch_id=report.batch_id, batch_name=report.batch_name, k=report.k, rows=rows,
-                     position=position, versions=versions, methods=methods_paragraph(report))
+                     position=position, versions=versions, methods=methods_paragraph(report), calibration_set=on_set,
+                     labels=labels)
+
+
+def judge_has_work(*, batch: Batch, judge: Judge) -> bool:
+    """Whether ``judge`` has scores or verdicts in ``batch`` (two indexed existence checks, before a card is built)."""
+    return (JudgeScore.objects.filter(judge=judge, item__batch=batch).exists()
+            or PairwiseVerdict.objects.filter(judge=judge, baseline__batch=batch).exists())

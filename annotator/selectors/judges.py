@@ -74,7 +74,7 @@ class JudgeDimensionRow:
             "alt_test": {
                 "winning_rate": _r(alt.winning_rate),
                 "advantage_probability": _r(alt.advantage_probability),
-                "passed": alt.passed,
+                "passed": alt.outcome,  # null: not testable
                 "epsilon": alt.epsilon,
                 "q": alt.q,
                 "n_items": alt.n_items,
@@ -131,6 +131,13 @@ def _human_ratings(arrays: ReportArrays, values: np.ndarray) -> dict[int, dict[i
     return ratings
 
 
+def human_ratings(batch: Batch, arrays: ReportArrays, dimension: str) -> dict[int, dict[int, float]]:
+    """{item row: {annotator index: value}} on ``dimension`` (a rubric key or ``overall`` HCS)."""
+    values = (_human_overall(batch, arrays) if dimension == OVERALL
+              else arrays.annotation_scores[:, batch.rubric_obj.dimension_keys.index(dimension)])
+    return _human_ratings(arrays, values)
+
+
 def judges_report(*, batch: Batch, arrays: ReportArrays, epsilon: float = DEFAULT_EPSILON, n_boot: int = 1000,
                   seed: int = 0) -> JudgesSection:
     """Each judge × dimension (and overall) calibrated against the report's human ratings."""
@@ -152,7 +159,6 @@ def judges_report(*, batch: Batch, arrays: ReportArrays, epsilon: float = DEFAUL
     samples = {key: {row_of_pk[pk]: v for pk, v in by_item.items() if pk in row_of_pk}
                for key, by_item in judge_samples(batch).items()}
     scale = (rubric.scale_min, rubric.scale_max)
-    dimension_index = {key: j for j, key in enumerate(rubric.dimension_keys)}
     human_cache: dict[str, dict[int, dict[int, float]]] = {}
     scores: dict[tuple[int, str], dict[int, float]] = {}
     scales: dict[tuple[int, str], set[str]] = {}
@@ -170,11 +176,7 @@ def judges_report(*, batch: Batch, arrays: ReportArrays, epsilon: float = DEFAUL
             if not judged:
                 continue
             if dimension not in human_cache:
-                values = (
-                    _human_overall(batch, arrays) if dimension == OVERALL
-                    else arrays.annotation_scores[:, dimension_index[dimension]]
-                )
-                human_cache[dimension] = _human_ratings(arrays, values)
+                human_cache[dimension] = human_ratings(batch, arrays, dimension)
             calibration = calibrate_judge(human_cache[dimension], judged, epsilon=epsilon, n_boot=n_boot, seed=seed,
                                           scale=scale)
             probes = dimension_probes(human_cache[dimension], judged, lengths, scale=scale, n_boot=n_boot, seed=seed,

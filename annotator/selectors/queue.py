@@ -22,7 +22,7 @@ from django.db.models import (
 from django.db.models.functions import Coalesce
 from django.utils import timezone
 
-from annotator.models import AccountScope, Annotation, Assignment, Batch, Item
+from annotator.models import AccountScope, Annotation, AnnotatorStanding, Assignment, Batch, Enrolment, Item
 from annotator.selectors.rows import columns, instance_from_row
 from annotator.turns import NO_ROLE, is_user, normalise_turns
 
@@ -115,6 +115,7 @@ class BatchProgress:
     items_complete: int
     mine_submitted: int
     mine_leased: bool
+    ended: bool = False  # screened out, blocked, excluded, or their study visit is over: no Start button
 
     @property
     def percent_complete(self) -> int:
@@ -142,6 +143,12 @@ def queue_for_annotator(*, user) -> list[BatchProgress]:
         mine_leased=Exists(
             Assignment.objects.filter(item__batch=OuterRef("pk"), annotator=user, state=Assignment.State.LEASED)
         ),
+        stopped=Exists(
+            AnnotatorStanding.objects.filter(batch=OuterRef("pk"), annotator=user).filter(
+                Q(screened_out_at__isnull=False) | Q(blocked_at__isnull=False) | Q(excluded=True)
+            )
+        ),
+        visit_over=Exists(Enrolment.objects.filter(batch=OuterRef("pk"), user=user).exclude(end="")),
     ).order_by("name")
     return [
         BatchProgress(
@@ -150,6 +157,7 @@ def queue_for_annotator(*, user) -> list[BatchProgress]:
             items_complete=b.items_complete,
             mine_submitted=b.mine_submitted,
             mine_leased=b.mine_leased,
+            ended=b.stopped or b.visit_over,
         )
         for b in batches
     ]

@@ -94,6 +94,8 @@ class BatchReport:
     # Quality control (annotator.selectors.quality_report.QualitySection): exclusions, signals,
     # agreement with every annotator. The statistics above leave the excluded annotators out.
     quality: Any = None
+    # The arrays the statistics above read (without excluded annotators), for views that read further.
+    arrays: ReportArrays | None = field(default=None, repr=False, compare=False)
 
     @property
     def categories(self) -> tuple[int, ...]:
@@ -125,7 +127,8 @@ def batch_report(
     if with_sections:
         sections = sections_from_arrays(batch=batch, arrays=arrays, epsilon=epsilon, n_resamples=n_resamples, seed=seed)
         report = replace(report, sections=sections)
-    return replace(report, quality=quality_report.quality_section(batch=batch, inputs=inputs, everyone=everyone))
+    return replace(report, quality=quality_report.quality_section(batch=batch, inputs=inputs, everyone=everyone),
+                   arrays=arrays)
 
 
 def sections_from_arrays(

@@ -17,6 +17,7 @@ from annotator.crowd import PLATFORMS
 from annotator.models import (
     AccountScope,
     Annotation,
+    AnnotatorStanding,
     Batch,
     Enrolment,
     InviteLink,
@@ -86,9 +87,16 @@ class WorkerProgress:
         return self.enrolment.user.get_username()
 
 
-def _state(enrolment: Enrolment, limits: Limits, now: datetime) -> str:
+def _state(enrolment: Enrolment, limits: Limits, now: datetime, standing: AnnotatorStanding | None = None) -> str:
     if enrolment.end:
         return enrolment.get_end_display().lower()
+    if standing is not None:  # an account (not a crowd worker) stopped by quality control
+        if standing.screened_out_at:
+            return End.SCREENED_OUT.label.lower()
+        if standing.blocked_at:
+            return "blocked"
+        if standing.excluded:
+            return "excluded"
     deadline = limits.deadline(enrolment.started_at)
     if deadline is not None and now >= deadline:
         return End.TIMED_OUT.label.lower()
@@ -96,7 +104,7 @@ def _state(enrolment: Enrolment, limits: Limits, now: datetime) -> str:
 
 
 def worker_progress(*, batch: Batch, now: datetime | None = None) -> list[WorkerProgress]:
-    """Every enrolment in the batch with items done, time worked and state (two queries)."""
+    """Every enrolment in the batch with items done, time worked and state (three queries)."""
     now = now or timezone.now()
     enrolments = list(
         Enrolment.objects.filter(batch=batch).select_related("user", "study_link").order_by("started_at", "pk")
@@ -107,6 +115,8 @@ def worker_progress(*, batch: Batch, now: datetime | None = None) -> list[Worker
         .values("annotator_id")
         .annotate(n=Count("pk"), last=Max("submitted_at"))
     }
+    standings = {s.annotator_id: s for s in AnnotatorStanding.objects.filter(
+        batch=batch, annotator_id__in=[e.user_id for e in enrolments])}
     rows = []
     for e in enrolments:
         limits = limits_for(batch=batch, enrolment=e)
@@ -122,7 +132,7 @@ def worker_progress(*, batch: Batch, now: datetime | None = None) -> list[Worker
                 quota=limits.quota,
                 minutes_worked=max(0.0, (end - e.started_at).total_seconds() / 60),
                 last_active_at=mine["last"],
-                state=_state(e, limits, now),
+                state=_state(e, limits, now, standings.get(e.user_id)),
             )
         )
     return rows

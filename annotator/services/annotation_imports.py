@@ -4,11 +4,12 @@ from __future__ import annotations
 
 import json
 from collections import Counter
+from functools import cache
 
 from django.contrib.auth import get_user_model
 from django.contrib.auth.hashers import make_password
 from django.contrib.auth.models import Group
-from django.db import IntegrityError, transaction
+from django.db import IntegrityError, connection, transaction
 from django.db.models import F
 from django.utils import timezone
 
@@ -20,6 +21,7 @@ from annotator.selectors.imports import AnnotationImportPlan, annotation_import_
 from annotator.services.batches import batch_create
 from annotator.services.bulk import (
     analyze_after_commit,
+    ids_reserve,
     items_insert,
     next_position,
     rows_insert,
@@ -79,48 +81,55 @@ def _write(*, plan: AnnotationImportPlan, created_by) -> int:
     now = timezone.now()
     batch = plan.batch or batch_create(name=plan.batch_name, k=plan.k, rubric=plan.rubric, created_by=created_by)
     users = _users(plan.parsed.annotators)
-    if plan.new_items:
-        records = [(item_id, plan.parsed.items[item_id]) for item_id in plan.new_items]
-        items_insert(batch_id=batch.pk, frame=new_item_frame(records), start_position=next_position(batch_id=batch.pk))
-    item_pks = dict(
-        Item.objects.filter(batch=batch, item_id__in=list(plan.parsed.items)).values_list("item_id", "pk")
-    )
     rows = plan.parsed.annotations
+    per_item = Counter(r.item_id for r in rows)
+    item_pks = dict(plan.existing_items)
+    if plan.new_items:
+        # New items are written with their ids and their annotation count: no read-back, no update.
+        ids = ids_reserve(model=Item, count=len(plan.new_items))
+        item_pks.update(zip(plan.new_items, ids, strict=True))
+        frame = new_item_frame([(item_id, plan.parsed.items[item_id]) for item_id in plan.new_items])
+        frame["id"] = ids
+        frame["n_annotations"] = [per_item[item_id] for item_id in plan.new_items]
+        items_insert(batch_id=batch.pk, frame=frame, start_position=next_position(batch_id=batch.pk))
     pairs = [(item_pks[r.item_id], users[r.annotator]) for r in rows]
+    annotation_ids = ids_reserve(model=Annotation, count=len(rows))
+    as_json = cache(lambda values: json.dumps(list(values)))  # a file repeats a few flag sets
     rows_insert(
         model=Annotation,
-        fields=("item", "annotator", "flags", "comment", "constraints_met"),
+        fields=("id", "item", "annotator", "flags", "comment", "constraints_met"),
         rows=(
-            (item, user, json.dumps(r.flags), r.comment, json.dumps(r.constraints_met))
-            for (item, user), r in zip(pairs, rows, strict=True)
+            (pk, item, user, as_json(tuple(r.flags)), r.comment, as_json(tuple(r.constraints_met)))
+            for pk, (item, user), r in zip(annotation_ids, pairs, rows, strict=True)
         ),
         constants={"source": Annotation.Source.IMPORT, "submitted_at": now, "updated_at": now},
     )
-    saved = {
-        (item, user): pk
-        for item, user, pk in Annotation.objects.filter(
-            item__batch=batch, source=Annotation.Source.IMPORT, submitted_at=now
-        ).values_list("item_id", "annotator_id", "pk")
-    }
     rows_insert(
         model=Score,
         fields=("annotation", "item", "dimension", "value"),
         rows=(
-            (saved[pair], pair[0], dimension, value)
-            for pair, r in zip(pairs, rows, strict=True)
+            (pk, item, dimension, value)
+            for pk, (item, _), r in zip(annotation_ids, pairs, rows, strict=True)
             for dimension, value in r.scores.items()
         ),
     )
-    _mark_assignments_submitted(batch, pairs, now)
-    per_item = Counter(item for item, _ in pairs)
-    by_count: dict[int, list[int]] = {}
-    for pk, count in per_item.items():
-        by_count.setdefault(count, []).append(pk)
-    for count, pks in by_count.items():
-        for chunk in range(0, len(pks), 900):  # within SQLite's limit on query parameters
-            Item.objects.filter(pk__in=pks[chunk : chunk + 900]).update(n_annotations=F("n_annotations") + count)
+    _mark_assignments_submitted(batch, pairs, now, new_batch=plan.batch is None)
+    _count_annotations(plan.existing_items, per_item)
     analyze_after_commit(Item, Annotation, Score, Assignment)
     return len(rows)
+
+
+def _count_annotations(existing_items: dict[str, int], per_item: Counter) -> None:
+    """Add the imported annotations to the counts of the items that were already in the batch: one
+    UPDATE per distinct count (and per chunk of ids on a database that limits query parameters)."""
+    by_count: dict[int, list[int]] = {}
+    for item_id, pk in existing_items.items():
+        by_count.setdefault(per_item[item_id], []).append(pk)
+    limit = connection.features.max_query_params  # None: no limit
+    for count, pks in by_count.items():
+        step = len(pks) if limit is None else limit - 1
+        for start in range(0, len(pks), step):
+            Item.objects.filter(pk__in=pks[start : start + step]).update(n_annotations=F("n_annotations") + count)
 
 
 def _users(names: list[str]) -> dict[str, int]:
@@ -138,11 +147,11 @@ def _users(names: list[str]) -> dict[str, int]:
     return existing
 
 
-def _mark_assignments_submitted(batch, pairs: list[tuple[int, int]], now) -> None:
+def _mark_assignments_submitted(batch, pairs: list[tuple[int, int]], now, *, new_batch: bool) -> None:
     """Record each imported (item, annotator) pair as a submitted assignment, so the rating page
     never hands an annotator an item they already rated offline."""
     wanted = set(pairs)
-    have = set(
+    have = set() if new_batch else set(
         Assignment.objects.filter(item__batch=batch, annotator_id__in={user for _, user in wanted})
         .values_list("item_id", "annotator_id")
     ) & wanted

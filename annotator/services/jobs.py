@@ -65,16 +65,18 @@ def job_retry(*, job: Job) -> Job:
 
 @transaction.atomic
 def judge_job_create(*, batch: Batch, template: str, base_url: str, model: str, key_env: str, concurrency: int,
-                     retry_failed: bool, price_in: float, price_out: float, user) -> Job:
+                     retry_failed: bool, price_in: float, price_out: float, user, calibration_set: bool = False) -> Job:
     """Queue a judge run. Raises ValueError for a key variable that is not allowed."""
     if key_env not in settings.ANNOTATOR_JUDGE_KEY_ENVS:
         raise ValueError(f"{key_env} is not one of the API key variables this server allows")
     params = {
         "batch_id": batch.pk, "template": template, "base_url": base_url, "model": model, "key_env": key_env,
         "concurrency": concurrency, "retry_failed": retry_failed, "price_in": price_in, "price_out": price_out,
+        "calibration_set": calibration_set,
     }
     job = Job.objects.create(kind=Job.JUDGE_RUN, created_by=user, params=params,
-                             label=f"Judge {template} with {model} on \u201c{batch.name}\u201d")
+                             label=f"Judge {template} with {model} on \u201c{batch.name}\u201d"
+                                   + (" (calibration set)" if calibration_set else ""))
     job_enqueue(job)
     return job
 

@@ -54,7 +54,7 @@ def judge_job_run(job: Job, update) -> None:
     try:
         result = judge_run(
             batch=batch, template=template, client=client, judge_name=f"{template.name}/{p['model']}",
-            concurrency=p["concurrency"], retry_failed=p["retry_failed"],
+            concurrency=p["concurrency"], retry_failed=p["retry_failed"], calibration_set=p.get("calibration_set", False),
             prices=Prices(p["price_in"], p["price_out"]), progress=progress, should_stop=should_stop,
         )
     except (TemplateError, ImportRefused, JudgeRunFatal) as exc:

@@ -2,12 +2,18 @@
 
 from __future__ import annotations
 
+import hashlib
+import json
+import secrets
 from dataclasses import dataclass, field
+from datetime import timedelta
 from typing import Any
 
 from django.db import transaction
+from django.db.models import Q
 from django.utils import timezone
 
+from annotator.judging.templates import TemplateError
 from annotator.models import (
     Item,
     Judge,
@@ -17,6 +23,7 @@ from annotator.models import (
     JudgeScore,
     PairwiseVerdict,
 )
+from annotator.models.judge import VERSION_MARK
 from annotator.services.judges import NAME_MAX_LENGTH, judge_get_or_create
 
 
@@ -43,35 +50,87 @@ class CallOutcome:
         return "; ".join(f"[{d}] {e}" if d else e for d, e in self.problems)
 
 
-def _version_name(name: str, version: str, content_hash: str) -> str:
-    suffix = f" (template {version or 'unversioned'} #{content_hash[:8]})"
+def _version_name(name: str, version: str, key: str) -> str:
+    suffix = f"{VERSION_MARK}{version or 'unversioned'} #{key[:8]})"
     return name[: NAME_MAX_LENGTH - len(suffix)] + suffix
+
+
+def _identity(params: dict) -> dict:
+    """The parameters that make a judge what it is (not the template's scale warnings, which follow from its text)."""
+    return {k: v for k, v in params.items() if k != "scale_warnings"}
+
+
+def version_key(template, model: str, params: dict) -> str:
+    """sha256 of everything a judge version is: template text and version, model, parameters."""
+    blob = json.dumps([template.content_hash, template.version, model, _identity(params)], sort_keys=True, default=str)
+    return hashlib.sha256(blob.encode()).hexdigest()
+
+
+def _changes(judge: Judge, template, model: str, params: dict) -> list[str]:
+    changes = []
+    if judge.template_hash != template.content_hash or judge.template_version != template.version:
+        changes.append(f"other template text (version {judge.template_version or 'unversioned'} before)")
+    if judge.model != model:
+        changes.append(f"another model ({judge.model or 'none'} before, {model} now)")
+    if _identity(judge.params) != _identity(params):
+        changes.append(f"other parameters ({json.dumps(_identity(judge.params), sort_keys=True)} before, "
+                       f"{json.dumps(_identity(params), sort_keys=True)} now)")
+    return changes
 
 
 @transaction.atomic
 def judge_for_run(*, name: str, model: str, template, params: dict) -> tuple[Judge, str]:
     """The judge a run scores into, and a note when it is not the one named.
 
-    A judge keeps the template text it was first run with: when the text (or how its answers are read)
-    changed without a new version, the run goes to a new judge version named after the text's hash, so
-    scores of two prompts are never mixed under one name.
+    A judge keeps the template text, model and parameters it was first run with: when any of them
+    changed, the run goes to a new judge version named after a hash of all of them, so scores of two
+    configurations are never mixed under one name (the judge card lists the versions side by side).
     """
-    judge = Judge.objects.filter(name=name.strip()).first()
+    name = name.strip()
+    judge = Judge.objects.filter(name=name).first()
     note = ""
-    if judge is not None and judge.template_hash and (
-        judge.template_hash != template.content_hash or judge.template_version != template.version
-    ):
-        versioned = _version_name(name.strip(), template.version, template.content_hash)
-        note = (
-            f"\u201c{name}\u201d was run with other template text (version {judge.template_version or 'unversioned'}); "
-            f"this run scores into the judge version \u201c{versioned}\u201d, never mixed with the other."
-        )
+    changes = _changes(judge, template, model, params) if judge is not None and judge.template_hash else []
+    if changes:
+        versioned = _version_name(name, template.version, version_key(template, model, params))
+        note = (f"\u201c{name}\u201d was run with {'; '.join(changes)}: this run scores into the judge version "
+                f"\u201c{versioned}\u201d, never mixed with the other.")
         name = versioned
     judge = judge_get_or_create(name=name, model=model, template=template.name, template_version=template.version)
     if not judge.template_hash:
         judge.template_hash, judge.params = template.content_hash, params
         judge.save(update_fields=["template_hash", "params"])
     return judge, note
+
+
+CLAIM_STALE_AFTER = timedelta(minutes=2)  # a run renews its claim every CLAIM_RENEW_SECONDS while it runs
+CLAIM_RENEW_SECONDS = 20.0
+
+
+class JudgeBusy(TemplateError):
+    """Another run of the same judge is going on: refused before any call, so no item is paid for twice."""
+
+
+def judge_run_claim(judge: Judge) -> str:
+    """Claim ``judge`` for one run; returns the claim's token. Raises JudgeBusy while another run holds it
+    (a claim not renewed for CLAIM_STALE_AFTER is taken over: its process stopped without releasing it)."""
+    token, now = secrets.token_hex(16), timezone.now()
+    free = Q(run_claim="") | Q(run_claimed_at__lt=now - CLAIM_STALE_AFTER) | Q(run_claimed_at__isnull=True)
+    if not Judge.objects.filter(free, pk=judge.pk).update(run_claim=token, run_claimed_at=now):
+        since = Judge.objects.filter(pk=judge.pk).values_list("run_claimed_at", flat=True).first()
+        raise JudgeBusy(
+            f"judge \u201c{judge.name}\u201d is being run by another process (last seen "
+            f"{since:%Y-%m-%d %H:%M:%S} UTC): wait for it to finish, or stop it, then run again; "
+            "a rerun calls only what is still missing"
+        )
+    return token
+
+
+def judge_run_renew(judge: Judge, token: str) -> None:
+    Judge.objects.filter(pk=judge.pk, run_claim=token).update(run_claimed_at=timezone.now())
+
+
+def judge_run_release(judge: Judge, token: str) -> None:
+    Judge.objects.filter(pk=judge.pk, run_claim=token).update(run_claim="", run_claimed_at=None)
 
 
 def judge_call_states(*, judge: Judge) -> dict[tuple[int, int | None, int], str]:

@@ -10,7 +10,7 @@ import numpy as np
 from django import template
 from django.utils.html import format_html
 
-from annotator.plots import confusion_svg, data_uri, reliability_svg, scatter_svg
+from annotator.plots import confusion_svg, data_uri, over_time_svg, reliability_svg, scatter_svg
 
 register = template.Library()
 
@@ -51,3 +51,12 @@ def judge_rows(section, name):
 def judge_reliability(reliability):
     alt = f"Reliability diagram of the judge's stated confidence, {reliability.n} verdicts"
     return format_html('<img class="chart" src="{}" alt="{}">', data_uri(reliability_svg(reliability.bins)), alt)
+
+
+@register.simple_tag
+def versions_on_set(calibration_set):
+    """Spearman ρ per dimension across the judge's versions on the frozen calibration set."""
+    labels, series = calibration_set.series()
+    svg = over_time_svg(labels, series, ylabel="Spearman \u03c1 with people", xlabel="judge version (oldest first)")
+    alt = f"Spearman correlation with people per dimension, {len(labels)} judge versions on {calibration_set.n_items} items"
+    return format_html('<img class="chart wide" src="{}" alt="{}">', data_uri(svg), alt)

@@ -2,16 +2,30 @@
 
 from __future__ import annotations
 
+from functools import wraps
+
 from django.conf import settings
 from django.contrib import messages
 from django.contrib.auth.decorators import login_required
+from django.core.exceptions import PermissionDenied
 from django.shortcuts import get_object_or_404, redirect, render
 from django.views.decorators.cache import never_cache
 from django.views.decorators.http import require_GET, require_POST
 
 from annotator.forms.api_tokens import ApiTokenForm
-from annotator.selectors.api_tokens import api_tokens_of
+from annotator.selectors.api_tokens import api_tokens_of, may_hold_api_tokens
 from annotator.services.api_tokens import api_token_create, api_token_revoke
+
+
+def _accounts_an_admin_made(view):
+    """Link-made accounts (crowd, invite, bulk) reach only their batches' rating pages: no API tokens."""
+    @wraps(view)
+    def wrapped(request, *args, **kwargs):
+        if not may_hold_api_tokens(request.user):
+            raise PermissionDenied("Accounts made by a study or invite link cannot hold API tokens.")
+        return view(request, *args, **kwargs)
+
+    return wrapped
 
 
 def _page(request, form=None, new_key: str = "", status: int = 200):
@@ -26,6 +40,7 @@ def _page(request, form=None, new_key: str = "", status: int = 200):
 
 @require_GET
 @login_required
+@_accounts_an_admin_made
 @never_cache
 def api_tokens(request):
     return _page(request)
@@ -33,6 +48,7 @@ def api_tokens(request):
 
 @require_POST
 @login_required
+@_accounts_an_admin_made
 @never_cache
 def api_token_new(request):
     form = ApiTokenForm(request.POST)

@@ -6,13 +6,15 @@ from django.templatetags.static import static
 from django.views.decorators.http import require_GET
 
 from annotator.selectors.adjudication import batches_to_adjudicate
+from annotator.selectors.api_tokens import may_hold_api_tokens
 from hcs.rubric import Rubric
 
 
 @require_GET
 @login_required
 def home(request):
-    return render(request, "annotator/home.html", {"adjudicate": batches_to_adjudicate(user=request.user)})
+    return render(request, "annotator/home.html", {"adjudicate": batches_to_adjudicate(user=request.user),
+                                                   "api_tokens": may_hold_api_tokens(request.user)})
 
 
 @require_GET

@@ -9,7 +9,7 @@ from django.views.decorators.http import require_GET, require_POST
 from annotator.forms.judges import JudgeRunForm, JudgeScoresForm, VerdictsForm
 from annotator.imports.errors import FileRefused, ImportRefused
 from annotator.roles import researcher_required
-from annotator.selectors.judge_list import judge_runs_recent, judges_overview
+from annotator.selectors.judge_list import judge_batches, judge_runs_recent, judges_overview
 from annotator.services.jobs import judge_job_create
 from annotator.services.judges import judge_scores_import, pairwise_verdicts_import
 
@@ -21,6 +21,7 @@ def _page(request, scores_form=None, verdicts_form=None, errors=(), status=200, 
         "verdicts_form": verdicts_form or VerdictsForm(auto_id="verdicts_%s"),
         "errors": list(errors),
         "judges": judges_overview(),
+        "judge_batches": judge_batches(),
         "runs": judge_runs_recent(user=request.user),
     }
     return render(request, "annotator/judges.html", context, status=status)
@@ -82,5 +83,6 @@ def start_run(request):
         batch=data["batch"], template=data["template"], base_url=data["base_url"], model=data["model"],
         key_env=data["key_env"], concurrency=data["concurrency"], retry_failed=data["retry_failed"],
         price_in=data["price_in"] or 0.0, price_out=data["price_out"] or 0.0, user=request.user,
+        calibration_set=data["calibration_set"],
     )
     return redirect("job_status", job_id=job.pk)

@@ -13,7 +13,7 @@ from annotator.forms.judges import DisagreementFilterForm
 from annotator.models import Batch, Item, Judge
 from annotator.models.judge import OVERALL
 from annotator.roles import researcher_required
-from annotator.selectors.judge_card import judge_card
+from annotator.selectors.judge_card import judge_card, judge_has_work
 from annotator.selectors.judge_disagreements import (
     MAX_ROWS,
     judge_dimensions,
@@ -83,7 +83,10 @@ def report_item(request, item_pk):
 
 def _card(batch_id, judge_id):
     batch = get_object_or_404(Batch, pk=batch_id)
-    card = judge_card(report=batch_report(batch=batch), judge=get_object_or_404(Judge, pk=judge_id))
+    judge = get_object_or_404(Judge, pk=judge_id)
+    if not judge_has_work(batch=batch, judge=judge):  # before the report is computed: a wrong id is a quick 404
+        raise Http404("This judge has no scores or verdicts in this batch.")
+    card = judge_card(report=batch_report(batch=batch), judge=judge)
     if card is None:
         raise Http404("This judge has no scores or verdicts in this batch.")
     return card
@@ -121,5 +124,5 @@ def report_judge_disagreements(request, batch_id, judge_id):
     valid = form.is_valid() if form.is_bound else True
     filters = form.cleaned_data if form.is_bound and valid else {}
     rows = judge_disagreements(batch=batch, judge=judge, **filters) if valid else []
-    context = {"batch": batch, "judge": judge, "form": form, "rows": rows, "max_rows": MAX_ROWS}
+    context = {"batch": batch, "judge": judge, "form": form, "rows": rows, "max_rows": MAX_ROWS, "labels": dict(labels)}
     return render(request, "annotator/judge_disagreements.html", context, status=200 if valid else 400)

@@ -77,6 +77,9 @@ def _account_page(request, *, model, token, form_for, use, template, context_for
         link = link_find(model, token)
     except LinkError as exc:
         return _problem(request, str(exc), exc.status)
+    if request.user.is_authenticated:  # the link is for someone without an account here: never a second one
+        context = {"form": None, "signed_in_as": request.user, **context_for(link)}
+        return render(request, template, context, status=409 if request.method == "POST" else 200)
     form = form_for(link, request.POST or None)
     if request.method == "POST" and form.is_valid():
         try:

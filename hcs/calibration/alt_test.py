@@ -70,11 +70,17 @@ class AltTestResult:
 
     @property
     def warnings(self) -> list[str]:
-        return evidence_warnings(self.n_items, len(self.comparisons))
+        """Thin evidence behind a verdict (none when there is no verdict: ``missing`` says why)."""
+        return [] if self.winning_rate is None else evidence_warnings(self.n_items, len(self.comparisons))
 
     @property
     def passed(self) -> bool:
         return self.winning_rate is not None and self.winning_rate >= 0.5
+
+    @property
+    def outcome(self) -> bool | None:
+        """True (passes), False (fails), None (not testable: no annotator shares enough items)."""
+        return None if self.winning_rate is None else self.passed
 
     @property
     def verdict(self) -> str:

@@ -261,9 +261,17 @@
     event.preventDefault();
     var input = row.querySelector('input[type=radio][value="' + value + '"]');
     if (!input) return;
-    if (input.disabled) {
+    if (input.disabled) {  // refused: say so where the eye is, and stay on this row
       var note = row.querySelector(".cap-note");
-      if (note) note.textContent = value + " is not allowed with the current flags. " + note.textContent;
+      var refused = row.querySelector(".key-refused");
+      if (!refused) {
+        refused = document.createElement("span");
+        refused.className = "key-refused";
+        refused.setAttribute("role", "alert");
+        (note || row).insertAdjacentElement(note ? "afterend" : "beforeend", refused);
+      }
+      refused.textContent = value + " is not allowed here" + (note && note.textContent ? ": " + note.textContent : "") +
+        ". Press an allowed score.";
       return;
     }
     input.checked = true;
@@ -306,7 +314,12 @@
     if (!form || !form.contains(event.target)) return;
     applyCaps(form);
     var row = event.target.closest(".kb-row");
-    if (row) { markCurrent(form, row); showLevel(row, null); }
+    if (row) {
+      markCurrent(form, row);
+      showLevel(row, null);
+      var refused = row.querySelector(".key-refused");
+      if (refused) refused.remove();
+    }
   });
   document.addEventListener("focusin", function (event) {
     var form = rateForm();

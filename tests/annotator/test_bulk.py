@@ -1,11 +1,11 @@
 """The bulk writer behind every import, and the planner statistics it leaves behind."""
 
 import pytest
-from django.db import connection
+from django.db import connection, transaction
 from django.utils import timezone
 
 from annotator.models import Annotation, Item, Score
-from annotator.services.bulk import analyze_after_commit, rows_insert
+from annotator.services.bulk import analyze_after_commit, ids_reserve, rows_insert
 from tests.factories import make_batch, make_user
 
 pytestmark = pytest.mark.django_db
@@ -29,6 +29,33 @@ def test_rows_insert_writes_given_values_constants_and_defaults():
     rows_insert(model=Score, fields=("annotation", "item", "dimension", "value"),
                 rows=[(first.pk, items[0].pk, "coherence", 4)])
     assert list(first.scores.values_list("dimension", "value")) == [("coherence", 4)]
+
+
+def test_reserved_ids_are_new_and_rows_take_them():
+    batch = make_batch(n_items=3)
+    user = make_user("ann")
+    items = list(Item.objects.filter(batch=batch).order_by("position"))
+    now = timezone.now()
+    made = Annotation.objects.create(item=items[2], annotator=user, submitted_at=now)
+    made_pk = made.pk
+    made.delete()  # a deleted row's id is never handed out again
+    ids = ids_reserve(model=Annotation, count=2)
+    assert len(set(ids)) == 2 and min(ids) > made_pk
+    rows_insert(model=Annotation, fields=("id", "item", "annotator"),
+                rows=[(ids[0], items[0].pk, user.pk), (ids[1], items[1].pk, user.pk)], constants={"submitted_at": now})
+    assert list(Annotation.objects.order_by("id").values_list("id", "item_id")) == [(ids[0], items[0].pk),
+                                                                                   (ids[1], items[1].pk)]
+    later = Annotation.objects.create(item=items[2], annotator=user, submitted_at=now)
+    assert later.pk > max(ids)  # the table's own numbering carries on after them
+    assert ids_reserve(model=Annotation, count=0) == []
+
+
+@pytest.mark.django_db(transaction=True)
+def test_ids_are_reserved_only_inside_a_transaction():
+    with pytest.raises(transaction.TransactionManagementError):
+        ids_reserve(model=Annotation, count=1)  # outside it, another writer could take them first
+    with transaction.atomic():
+        assert len(ids_reserve(model=Annotation, count=1)) == 1
 
 
 def _reltuples(table: str) -> float:

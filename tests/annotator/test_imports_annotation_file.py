@@ -163,3 +163,24 @@ def test_jsonl_annotations():
     assert parsed.annotations[0].flags == ["ignores_hard_constraint"]
     line["instruction_following"] = 4
     assert messages(parse(json.dumps(line), filename="a.jsonl"))[0].startswith("line 1, key `instruction_following`")
+
+
+def test_rows_that_repeat_the_same_bad_cells_are_each_named():
+    # Cells are checked once per distinct combination; every row carrying it is still reported.
+    text = HEADER + "".join(f"i{n},ann,5,5,5,5,4.5,maybe,,,,\n" for n in range(3)) + "i9,ann,5,5,5,5,5,,,,,\n"
+    parsed = parse(text)
+    errors = messages(parsed)
+    assert [e.split(":")[0] for e in errors] == [
+        f"row {row}, column `{column}`" for row in (2, 3, 4) for column in ("fluency", "ignores_hard_constraint")
+    ]
+    assert errors[0:2] == [e.replace("row 3", "row 2") for e in errors[2:4]]
+    assert parsed.annotations == []
+
+
+def test_rows_sharing_cells_get_their_own_scores_and_flags():
+    parsed = parse(HEADER + "i1,a,5,5,5,2,5,,,1,,\ni2,a,5,5,5,2,5,,,1,,\n")
+    first, second = parsed.annotations
+    assert first.scores == second.scores == {**{d: 5 for d in DIMS.split(",")}, "safety_compliance": 2}
+    assert first.flags == second.flags == ["unsafe_suggestion"]
+    first.scores["coherence"], first.flags[:] = 1, []  # a caller may change one row without touching another
+    assert second.scores["coherence"] == 5 and second.flags == ["unsafe_suggestion"]

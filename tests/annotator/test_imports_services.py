@@ -320,3 +320,12 @@ def test_annotation_preview_and_save_refuse_with_the_same_errors(data):
         annotations_import_file(data=data.encode(), filename="f.csv", batch_name="offline")
     assert preview.errors and preview.errors == refused.value.errors
     assert not Batch.objects.filter(name="offline").exists()
+
+
+def test_deleting_an_imported_item_deletes_its_scores():
+    # Score.item has no database constraint (the annotation's keeps the item): the ORM's cascade must.
+    import_annotations(ANNOTATIONS)
+    item = Item.objects.get(item_id="r1")
+    assert Score.objects.filter(item=item).count() == 10
+    item.delete()
+    assert not Score.objects.filter(item_id=item.pk).exists() and Score.objects.count() == 5

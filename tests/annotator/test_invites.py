@@ -186,3 +186,15 @@ def test_django_admin_lists_enrolments_and_links_without_tokens(batches):
     assert client.get("/django-admin/annotator/studylink/add/").status_code == 403
     for model in ("accountscope", "signinlink", "invitelink"):
         assert client.get(f"/django-admin/annotator/{model}/").status_code == 200
+
+
+def test_someone_signed_in_is_not_offered_a_second_account(batches):
+    invite, token = invite_create(batches=[batches[0]], uses=2)
+    client = Client()
+    assert client.post(reverse("invite", args=[token]), NEW).status_code == 302  # signed in as new-person now
+    page = client.get(reverse("invite", args=[token])).content.decode()
+    assert "You are signed in as <strong>new-person</strong>" in page and 'name="password1"' not in page
+    again = client.post(reverse("invite", args=[token]), {**NEW, "username": "second"})
+    assert again.status_code == 409 and not User.objects.filter(username="second").exists()
+    invite.refresh_from_db()
+    assert invite.uses == 1

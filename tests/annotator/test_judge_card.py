@@ -43,7 +43,9 @@ def test_card_warns_on_thin_evidence_and_lists_versions(logged_in, db):
     new = _add_scores("rubric/m (template 2 #abcdef12)", batch, {i: min(5.0, v + 1) for i, v in mean.items()})
     page = logged_in.get(reverse("judge_card", args=[batch.pk, new.pk])).content.decode()
     assert "only 36 item(s) (n &lt; 50): the verdict is weak evidence" in page
-    assert "rubric/m (template 2 #abcdef12) <em>(this card)</em>" in page and "rubric/m</th>" in page
+    assert "rubric/m (template 2 #abcdef12) <em>(this card)</em>" in page
+    assert f'<a href="{reverse("judge_card", args=[batch.pk, old.pk])}">rubric/m</a></th>' in page  # the other version
+    assert "Coherence 0." in page  # labels, not keys
     card = json.loads(logged_in.get(reverse("judge_card_export", args=[batch.pk, old.pk, "json"])).content)
     assert [v["current"] for v in card["versions"]] == [True, False]
     assert card["versions"][0]["spearman"]["coherence"] == pytest.approx(card["dimensions"]["coherence"]["spearman"])
@@ -99,4 +101,41 @@ def test_demo_shows_a_judge_card_with_a_length_bias(logged_in, db):
     card = json.loads(logged_in.get(reverse("judge_card_export", args=[batch.pk, judge.pk, "json"])).content)
     coherence = card["dimensions"]["coherence"]
     assert coherence["length_bias"]["spearman"] > 0  # it adds a point to long answers
-    assert any("n < 50" in w for w in coherence["alt_test_warnings"])
+    # 12 items: the alt-test cannot run (it needs 30); the card says so, never "fails" (k = 0 is no verdict).
+    assert coherence["alt_test"]["passed"] is None and coherence["alt_test_warnings"] == []
+    assert coherence["alt_test"]["verdict"].startswith("not testable yet: 12 items")
+    page = logged_in.get(reverse("judge_card", args=[batch.pk, judge.pk])).content.decode()
+    assert "not testable yet: 12 items" in page and "fails" not in page
+
+
+def test_methods_paragraph_names_who_was_excluded_and_counts_only_the_rest(db):
+    from django.contrib.auth import get_user_model
+
+    from annotator.services.exclusion import annotator_block, annotator_exclude
+
+    batch, _, _ = _study(n_items=12)
+    users = get_user_model().objects.filter(username__in=["u0", "u1"]).order_by("username")
+    annotator_exclude(batch=batch, annotator=users[0], reason="clicks at random")
+    text = methods_paragraph(batch_report(batch=batch, n_resamples=50))
+    assert text.startswith("2 annotators rated 12 of 12 items (24 annotations)")
+    assert "1 further annotator was excluded (1 by a researcher's decision) and left out of every statistic below." in text
+    assert "No annotator was excluded" not in text
+    annotator_block(batch=batch, annotator=users[1], reason="failed checks")
+    text = methods_paragraph(batch_report(batch=batch, n_resamples=50))
+    assert text.startswith("1 annotator rated 12 of 12 items (12 annotations)")
+    assert ("2 further annotators were excluded (1 by a researcher's decision, 1 by the batch's gold-check block rule)"
+            in text)
+
+
+def test_methods_paragraph_of_a_batch_nobody_rated_says_so(db):
+    from tests.factories import make_batch
+
+    text = methods_paragraph(batch_report(batch=make_batch("empty", n_items=4), n_resamples=50))
+    assert text.startswith("No item of this batch (4 items, k = 3") and "undefined" not in text
+
+
+def test_judges_page_links_each_judge_to_its_card_per_batch(logged_in, db):
+    batch, _, human = _study(n_items=6)
+    judge = _add_scores("linked", batch, {i: 3.0 for i in human})
+    page = logged_in.get(reverse("judges")).content.decode()
+    assert f'<a href="{reverse("judge_card", args=[batch.pk, judge.pk])}">{batch.name}</a>' in page

@@ -228,3 +228,25 @@ def test_study_link_command_refuses_bad_options(study, args, message):
         call_command("study_link", batch.name, *args, stdout=StringIO(), stderr=StringIO())
     with pytest.raises(CommandError, match="No batch named"):
         call_command("study_link", "nope", "--quota", "1", "--completion-code", "X", stdout=StringIO())
+
+
+def test_a_crowd_worker_cannot_hold_an_api_token(study):
+    from annotator.services.api_tokens import api_token_create
+
+    batch, _link, token = study
+    client, _ = arrive(token, PID_A)
+    assert client.get(reverse("api_tokens")).status_code == 403
+    assert client.post(reverse("api_token_new"), {"name": "mine", "days": "30"}).status_code == 403
+    assert "API tokens" not in client.get(reverse("home")).content.decode()
+    worker = get_user_model().objects.get(scope__isnull=False)
+    assert not worker.api_tokens.exists()
+    _, key = api_token_create(user=worker, name="made elsewhere", days=1)  # even one made for it is refused
+    assert Client(headers={"Authorization": f"Bearer {key}"}).get("/api/v1/me").status_code == 401
+
+
+def test_the_api_token_command_refuses_a_link_account(study):
+    _batch, _link, token = study
+    arrive(token, PID_A)
+    worker = get_user_model().objects.get(scope__isnull=False)
+    with pytest.raises(CommandError, match="such accounts hold no API token"):
+        call_command("api_token", worker.username, stdout=StringIO(), stderr=StringIO())

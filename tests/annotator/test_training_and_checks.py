@@ -85,6 +85,8 @@ def test_screen_out_hook_releases_the_lease_and_ends_the_queue(client):
     annotator_screen_out(batch=batch, annotator=user, reason="failed an entry question")
     assert Assignment.objects.get(annotator=user).state == "released"
     assert "Thank you for your time" in client.get(reverse("annotate_next", args=[batch.pk])).content.decode()
+    queue = client.get(reverse("annotate_queue")).content.decode()
+    assert "Finished for you" in queue and reverse("annotate_next", args=[batch.pk]) not in queue
 
 
 def test_a_check_looks_like_any_item_and_failing_checks_warns_then_blocks(client):
@@ -176,3 +178,18 @@ def test_checks_take_their_own_number_in_the_annotators_sequence_and_are_held_li
     assert GoldAnswer.objects.filter(annotator=user).exists()
     assert numbers == [1, 2, 3, 4, 5, 6]  # a check neither repeats nor skips a number
     assert all(held)
+
+
+def test_an_account_screened_out_by_training_is_not_listed_as_working(client):
+    from annotator.selectors.study import worker_progress
+    from tests.annotator.study_support import start
+
+    batch = make_batch("visits", n_items=2, constraints=())
+    batch.consent_text = "You agree."
+    batch.save()
+    user = make_user("in-house")
+    client.force_login(user)
+    start(client, batch)
+    assert [w.state for w in worker_progress(batch=batch)] == ["working"]
+    annotator_screen_out(batch=batch, annotator=user, reason="failed training")
+    assert [w.state for w in worker_progress(batch=batch)] == ["screened out"]

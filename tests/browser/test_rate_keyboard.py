@@ -62,8 +62,14 @@ def test_rate_with_the_keyboard_then_edit(page, live_server):
     assert allowed_scores(page, "instruction_following") == [2, 3]
     assert allowed_scores(page, "coherence") == [1, 2, 3, 4, 5]
     keys.press("ArrowDown")  # to Coherence
-    for key in "44354":  # C, R, I, S, F, each moving on to the next
+    keys.press("4")
+    keys.press("4")
+    keys.press("1")  # refused on Instruction-Following (2-3 only): said next to the row, the row stays current
+    refused = page.locator('.dim-row[data-dimension="instruction_following"] .key-refused')
+    assert refused.inner_text().startswith("1 is not allowed here: 2\u20133 only (")
+    for key in "354":  # I, S, F, each moving on to the next
         keys.press(key)
+    assert refused.count() == 0  # gone once the row has an allowed score
     keys.press("?")
     assert page.locator("#help-dialog").is_visible()
     keys.press("Escape")

@@ -92,8 +92,9 @@ def test_flags_are_in_the_keyboard_path_and_dialogs_take_focus(chromium, live_se
 
 
 def _world():
-    """A batch three people rated, one annotation of the phone user, and a judge."""
-    batch = make_batch("phone-batch", n_items=6, systems=("sys-a", "sys-b"))
+    """A batch three people rated, one annotation of the phone user, and a judge. Its name is long and has no
+    spaces (names come from uploads): it must wrap, not widen the pages."""
+    batch = make_batch("phone-batch-" + "N" * 150, n_items=6, systems=("sys-a", "sys-b"))
     Item.objects.filter(batch=batch).update(conversation=[{"role": "user", "content": "An earlier turn " * 20}])
     raters = [make_user(f"rater{i}") for i in range(3)]
     items = list(Item.objects.filter(batch=batch))

@@ -24,6 +24,17 @@ def read_file(path: str) -> bytes:
     return file.read_bytes()
 
 
+def read_text(path: str) -> str:
+    """A UTF-8 text file (a BOM is dropped), or a CommandError naming what is wrong with it."""
+    try:
+        text = read_file(path).decode("utf-8-sig")
+    except UnicodeDecodeError:
+        raise CommandError(f"{path}: not UTF-8 text.") from None
+    if "\x00" in text:
+        raise CommandError(f"{path}: contains NUL characters.")
+    return text
+
+
 def load_rubric(path: str | None) -> Rubric | None:
     if not path:
         return None

@@ -6,6 +6,7 @@ from django.contrib.auth import get_user_model
 from django.core.management.base import BaseCommand, CommandError
 
 from annotator.forms.api_tokens import DEFAULT_DAYS
+from annotator.selectors.api_tokens import may_hold_api_tokens
 from annotator.services.api_tokens import api_token_create
 
 
@@ -21,6 +22,8 @@ class Command(BaseCommand):
         found = get_user_model().objects.filter(username=user).first()
         if found is None:
             raise CommandError(f"No user named {user!r}.")
+        if not may_hold_api_tokens(found):
+            raise CommandError(f"{user!r} was made by a study, invite or bulk link: such accounts hold no API token.")
         try:
             token, key = api_token_create(user=found, name=name, days=days)
         except ValueError as exc:

@@ -8,12 +8,15 @@ Idempotent: a second run finds the batch, its annotations and the judge's scores
 
 from __future__ import annotations
 
+import hashlib
+
 from django.conf import settings
 from django.core.management.base import BaseCommand
 
-from annotator.models import Annotation, Batch, JudgeScore
+from annotator.models import Annotation, Batch, CalibrationSet, JudgeScore
 from annotator.services.annotation_imports import annotations_import_file
 from annotator.services.batches import batch_import_file
+from annotator.services.calibration_set import calibration_set_mark
 from annotator.services.judges import judge_scores_import
 from hcs.judge_output import JudgeScale
 from hcs.rubric import Rubric
@@ -25,6 +28,10 @@ DEMO_JUDGES = {  # name: (file, model)
     "demo-judge-lenient": ("judge_lenient.csv", "demo (made-up scores)"),
     "demo-judge (constructed)": ("judge_scores.csv", "constructed"),
 }
+# A second version of the lenient judge (the close scores): its card shows both versions side by side on
+# the demo's calibration set. Named as run_judge names a version, after a hash of what it is (its scores).
+DEMO_VERSION = (f"demo-judge-lenient (template 2 #{hashlib.sha256((DEMO_DIR / 'judge_close.csv').read_bytes()).hexdigest()[:8]})",
+                "judge_close.csv", "demo v2 (made-up scores)")
 
 
 class Command(BaseCommand):
@@ -62,9 +69,11 @@ class Command(BaseCommand):
                 f"on {len(plan.existing_items)} items; the other items are waiting to be rated."
             )
         self._judges(batch)
+        self._calibration_set(batch)
 
     def _judges(self, batch: Batch) -> None:
-        for judge, (filename, model) in DEMO_JUDGES.items():
+        versions = {**DEMO_JUDGES, DEMO_VERSION[0]: DEMO_VERSION[1:]}
+        for judge, (filename, model) in versions.items():
             if JudgeScore.objects.filter(judge__name=judge, item__batch=batch).exists():
                 continue
             path = DEMO_DIR / filename
@@ -73,3 +82,12 @@ class Command(BaseCommand):
                 scale=JudgeScale(1, 5), model=model, template="hcs_rubric",
             )
             self.stdout.write(f"Imported {n} scores of the demo judge \u201c{judge}\u201d (see its judge card).")
+
+    def _calibration_set(self, batch: Batch) -> None:
+        if CalibrationSet.objects.filter(batch=batch).exists():
+            return
+        rated = Annotation.objects.filter(item__batch=batch, source=Annotation.Source.IMPORT)
+        ids = sorted(set(rated.values_list("item__item_id", flat=True)))
+        calibration_set_mark(batch=batch, item_ids=ids, note="Demo: the items with offline annotations.")
+        self.stdout.write(f"Froze a calibration set of {len(ids)} items: the judge card of \u201cdemo-judge-lenient\u201d "
+                          "compares its two versions on it.")

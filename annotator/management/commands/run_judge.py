@@ -13,7 +13,7 @@ from annotator.imports.errors import ImportRefused
 from annotator.judging.client import ChatClient, JudgeRunFatal
 from annotator.judging.pairwise import pair_tasks
 from annotator.judging.progress import Prices, RunProgress
-from annotator.judging.runner import batch_items, judge_run, render_items
+from annotator.judging.runner import batch_items, calibration_only, judge_run, render_items
 from annotator.judging.templates import (
     TemplateError,
     available_templates,
@@ -54,6 +54,8 @@ class Command(BaseCommand):
                             help="with --pairwise: run each pair in both orders too (the position-swap probe)")
         parser.add_argument("--samples", type=int, default=1, metavar="N",
                             help="call every item N times (needs --temperature > 0): the judge's self-consistency")
+        parser.add_argument("--calibration-set", action="store_true",
+                            help="call only the items of the batch's frozen calibration set (see calibration_set)")
         parser.add_argument("--show-prompt", type=int, default=0, metavar="N", help="print N rendered prompts and call nothing")
         parser.add_argument("--price-in", type=float, default=0.0, help="price per million input tokens, for the cost estimate")
         parser.add_argument("--price-out", type=float, default=0.0, help="price per million output tokens")
@@ -80,7 +82,7 @@ class Command(BaseCommand):
                 "direction before trusting them."
             ))
         if o["show_prompt"]:
-            return self._show(batch, template, o["show_prompt"], pairwise, o["swap"])
+            return self._show(batch, template, o["show_prompt"], pairwise, o["swap"], o["calibration_set"])
         if not o["base_url"] or not o["model"]:
             raise CommandError("--base-url and --model are required to run a judge (only --show-prompt runs without).")
         if not 1 <= o["samples"] <= MAX_SAMPLES:
@@ -108,7 +110,8 @@ class Command(BaseCommand):
             result = judge_run(
                 batch=batch, template=template, client=client, judge_name=o["judge"] or f"{template.name}/{o['model']}",
                 concurrency=o["concurrency"], limit=o["limit"], retry_failed=o["retry_failed"], force=o["force"],
-                pairwise=pairwise, swap=o["swap"], samples=o["samples"], prices=prices, progress=lambda state: self._progress(bar, state),
+                pairwise=pairwise, swap=o["swap"], samples=o["samples"], calibration_set=o["calibration_set"],
+                prices=prices, progress=lambda state: self._progress(bar, state),
             )
         except (TemplateError, ImportRefused) as exc:
             raise CommandError(str(exc)) from None
@@ -120,12 +123,13 @@ class Command(BaseCommand):
             client.close()
         self._report(result, template)
 
-    def _show(self, batch, template, n: int, pairwise, swap: bool = False) -> None:
+    def _show(self, batch, template, n: int, pairwise, swap: bool = False, calibration_set: bool = False) -> None:
         try:
+            only = calibration_only(batch) if calibration_set else None
             if pairwise:
-                tasks = pair_tasks(batch, template, *pairwise, limit=n, swap=swap)[0]
+                tasks = pair_tasks(batch, template, *pairwise, limit=n, swap=swap, only=only)[0]
             else:
-                tasks = render_items(batch_items(batch, n), template, batch.rubric_obj)
+                tasks = render_items(batch_items(batch, n, only), template, batch.rubric_obj)
         except TemplateError as exc:
             raise CommandError(str(exc)) from None
         for task in tasks:

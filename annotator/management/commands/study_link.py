@@ -6,29 +6,17 @@ pseudonymous annotator of this batch, bound to their platform id, with no passwo
 
 from __future__ import annotations
 
-from pathlib import Path
-
 from django.core.management.base import BaseCommand, CommandError
 
 from annotator.crowd import PLATFORMS
 from annotator.link_urls import study_url
+from annotator.management.commands._import_common import read_text
 from annotator.management.commands._link_common import add_link_options, batch_named
 from annotator.services.links import DEFAULT_STUDY_DAYS, LinkError, study_link_create
 
 
 def _text(path: str | None) -> str | None:
-    if path is None:
-        return None
-    file = Path(path)
-    if not file.is_file():
-        raise CommandError(f"{path}: no such file.")
-    try:
-        text = file.read_text(encoding="utf-8-sig")
-    except UnicodeDecodeError:
-        raise CommandError(f"{path}: not UTF-8 text.") from None
-    if "\x00" in text:
-        raise CommandError(f"{path}: contains NUL characters.")
-    return text
+    return None if path is None else read_text(path)
 
 
 class Command(BaseCommand):

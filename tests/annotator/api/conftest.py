@@ -25,6 +25,13 @@ class ApiClient:
         return self.client.post(_url(path), data=json.dumps(body if body is not None else {}),
                                 content_type="application/json")
 
+    def put(self, path: str, body=None):
+        return self.client.put(_url(path), data=json.dumps(body if body is not None else {}),
+                               content_type="application/json")
+
+    def delete(self, path: str):
+        return self.client.delete(_url(path))
+
 
 def _url(path: str) -> str:
     return path if path.startswith(("/api/", "http")) else "/api/v1" + path

@@ -1,0 +1,10 @@
+"""``{{ mapping|get_item:key }}``: a dictionary value by a variable key in a template."""
+
+from django import template
+
+register = template.Library()
+
+
+@register.filter
+def get_item(mapping, key):
+    return mapping.get(key) if mapping else None
