@@ -1,5 +1,6 @@
 """The session engine (``SESSION_ENGINE = "annotator.sessions"``): Django's database sessions,
-with the session's user and their roles loaded in the same query as the session.
+with the session's user, their roles and whether the account is limited to some batches
+(``AccountScope``) loaded in the same query as the session.
 
 Sessions stay rows in the database, so logging out (or an admin deleting the row) ends a
 session on every app server at once, and a password change still ends the other sessions
@@ -10,6 +11,8 @@ written by hand because it runs on every request and the ORM spends longer build
 
 from __future__ import annotations
 
+from functools import lru_cache
+
 from django.contrib.auth import SESSION_KEY, get_user_model
 from django.contrib.auth.models import Group
 from django.contrib.sessions.backends.db import SessionStore as DatabaseSessionStore
@@ -18,6 +21,7 @@ from django.utils import timezone
 
 from annotator.roles import GROUPS, remember_roles
 from annotator.selectors.rows import columns, instance_from_row
+from annotator.selectors.study import remember_scoped
 
 
 def _user_pk(value) -> int | None:
@@ -25,6 +29,27 @@ def _user_pk(value) -> int | None:
         return int(value)
     except (TypeError, ValueError):
         return None
+
+
+@lru_cache(maxsize=4)
+def _session_sql(vendor: str) -> str:
+    """The session's query text, built once per process (and database)."""
+    from annotator.models import AccountScope, UserSession
+
+    qn = connection.ops.quote_name
+    User = get_user_model()
+    member, group = qn(User.groups.through._meta.db_table), qn(Group._meta.db_table)
+    roles = ", ".join(
+        f"EXISTS (SELECT 1 FROM {member} m INNER JOIN {group} g ON g.id = m.group_id"
+        " WHERE m.user_id = u.id AND g.name = %s)"
+        for _ in GROUPS
+    )
+    scoped = f"EXISTS (SELECT 1 FROM {qn(AccountScope._meta.db_table)} a WHERE a.user_id = u.id)"
+    return (
+        f"SELECT s.session_data, u.id, {columns(User, 'u')}, {roles}, {scoped}"
+        f" FROM {qn(UserSession._meta.db_table)} s LEFT JOIN {qn(User._meta.db_table)} u ON u.id = s.user_id"
+        " WHERE s.session_key = %s AND s.expire_date > %s"
+    )
 
 
 class SessionStore(DatabaseSessionStore):
@@ -37,20 +62,7 @@ class SessionStore(DatabaseSessionStore):
         return UserSession
 
     def _load_sql(self) -> tuple[str, list]:
-        qn = connection.ops.quote_name
-        User = get_user_model()
-        member, group = qn(User.groups.through._meta.db_table), qn(Group._meta.db_table)
-        roles = ", ".join(
-            f"EXISTS (SELECT 1 FROM {member} m INNER JOIN {group} g ON g.id = m.group_id"
-            " WHERE m.user_id = u.id AND g.name = %s)"
-            for _ in GROUPS
-        )
-        sql = (
-            f"SELECT s.session_data, u.id, {columns(User, 'u')}, {roles}"
-            f" FROM {qn(self.model._meta.db_table)} s LEFT JOIN {qn(User._meta.db_table)} u ON u.id = s.user_id"
-            " WHERE s.session_key = %s AND s.expire_date > %s"
-        )
-        return sql, [*GROUPS, self.session_key, connection.ops.adapt_datetimefield_value(timezone.now())]
+        return _session_sql(connection.vendor), [*GROUPS, self.session_key, connection.ops.adapt_datetimefield_value(timezone.now())]
 
     def _get_session_from_db(self):
         self.loaded_user = None
@@ -64,7 +76,9 @@ class SessionStore(DatabaseSessionStore):
         if user_id is not None:
             n = len(get_user_model()._meta.concrete_fields)
             user = instance_from_row(get_user_model(), rest[:n])
-            remember_roles(user, [name for name, member in zip(GROUPS, rest[n:], strict=True) if member])
+            roles, scoped = rest[n:-1], rest[-1]
+            remember_roles(user, [name for name, member in zip(GROUPS, roles, strict=True) if member])
+            remember_scoped(user, bool(scoped))
             self.loaded_user = user
         return self.model(session_key=self.session_key, session_data=session_data)
 

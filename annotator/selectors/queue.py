@@ -39,9 +39,10 @@ def batches_open_to(*, user) -> QuerySet[Batch]:
     return Batch.objects.filter(is_open=True).filter(_open_to(user))
 
 
-def _may_rate_sql(batch_column: str, user) -> tuple[str, list]:
+def may_rate_sql(batch_column: str, user) -> tuple[str, list]:
     """SQL true when the batch names no annotators or names this one, and the account is not
-    limited to other batches (a link-made account: AccountScope), with its parameters."""
+    limited to other batches (a link-made account: AccountScope), with its parameters (none for
+    ``user=None``: the text alone)."""
     q = connection.ops.quote_name
     through = q(Batch.annotators.through._meta.db_table)
     scope, scope_batches = q(AccountScope._meta.db_table), q(AccountScope.batches.through._meta.db_table)
@@ -52,7 +53,7 @@ def _may_rate_sql(batch_column: str, user) -> tuple[str, list]:
         f" OR EXISTS (SELECT 1 FROM {scope_batches} sb JOIN {scope} s ON s.id = sb.accountscope_id"
         f" WHERE s.user_id = %s AND sb.batch_id = {batch_column})))"
     )
-    return sql, [user.pk, user.pk, user.pk]
+    return sql, [] if user is None else [user.pk, user.pk, user.pk]
 
 
 def _fetch_one(sql: str, params: list):
@@ -66,7 +67,7 @@ def _fetch_one(sql: str, params: list):
 def batch_open_to(*, user, batch_id: int) -> Batch | None:
     """The open batch with this id, if this annotator may rate it."""
     table = connection.ops.quote_name(Batch._meta.db_table)
-    may_rate, params = _may_rate_sql("b.id", user)
+    may_rate, params = may_rate_sql("b.id", user)
     row = _fetch_one(
         f"SELECT {columns(Batch, 'b')} FROM {table} b WHERE b.id = %s AND b.is_open AND {may_rate}",
         [batch_id, *params],
@@ -84,7 +85,7 @@ def batch_of_own_work(*, user, batch_id: int) -> Batch | None:
 def item_open_to(*, user, item_pk: int) -> Item | None:
     """The item with its batch, if the batch is open to this annotator."""
     qn = connection.ops.quote_name
-    may_rate, params = _may_rate_sql("i.batch_id", user)
+    may_rate, params = may_rate_sql("i.batch_id", user)
     row = _fetch_one(
         f"SELECT {columns(Item, 'i')}, {columns(Batch, 'b')} FROM {qn(Item._meta.db_table)} i"
         f" INNER JOIN {qn(Batch._meta.db_table)} b ON b.id = i.batch_id"

@@ -1,4 +1,4 @@
-"""What the rating page shows about the annotator's progress: three small queries, whatever the batch size.
+"""What the rating page shows about the annotator's progress: one statement, whatever the batch size.
 
 Only the annotator's own counts and the batch's complete/total items: nothing about who else
 rated which item.
@@ -9,9 +9,9 @@ from __future__ import annotations
 from dataclasses import dataclass
 from datetime import datetime
 
-from django.db.models import Count
+from django.db import connection
 
-from annotator.models import Assignment, Batch, GoldAnswer, Item
+from annotator.models import Assignment, Batch, GoldAnswer, GoldItem, Item
 from annotator.services.assignment import lease_duration
 
 
@@ -40,42 +40,66 @@ class RatingProgress:
         return round(100 * self.items_complete / self.items_total) if self.items_total else 0
 
 
+ITEMS, MINE, GOLD = 0, 1, 2
+
+
+def _counts(*, batch_id: int, annotator_id: int, count_gold: bool) -> list[tuple]:
+    """(part, n_annotations, n_leased, state, n) rows: the batch's items grouped by their counters
+    (ITEMS), the annotator's assignments in it grouped by state and their item's counters (MINE),
+    and with ``count_gold`` their submitted gold answers (GOLD). One statement, written by hand:
+    it runs on every rating page, and building it with the ORM cost more than running it."""
+    qn = connection.ops.quote_name
+    item_t, assignment_t = qn(Item._meta.db_table), qn(Assignment._meta.db_table)
+    sql = (
+        f"SELECT {ITEMS}, n_annotations, n_leased, '', COUNT(*) FROM {item_t} WHERE batch_id = %s"
+        " GROUP BY n_annotations, n_leased"
+        f" UNION ALL SELECT {MINE}, i.n_annotations, i.n_leased, a.state, COUNT(*) FROM {assignment_t} a"
+        f" INNER JOIN {item_t} i ON i.id = a.item_id WHERE a.annotator_id = %s AND i.batch_id = %s"
+        " GROUP BY i.n_annotations, i.n_leased, a.state"
+    )
+    params = [batch_id, annotator_id, batch_id]
+    if count_gold:
+        answer_t, gold_t = qn(GoldAnswer._meta.db_table), qn(GoldItem._meta.db_table)
+        sql += (
+            f" UNION ALL SELECT {GOLD}, 0, 0, '', COUNT(*) FROM {answer_t} g INNER JOIN {gold_t} gi"
+            " ON gi.id = g.gold_item_id WHERE g.annotator_id = %s AND gi.batch_id = %s AND g.submitted_at IS NOT NULL"
+        )
+        params += [annotator_id, batch_id]
+    with connection.cursor() as cursor:
+        cursor.execute(sql, params)
+        return cursor.fetchall()
+
+
 def rating_progress(
     *, batch: Batch, item, annotator, lease: Assignment | None = None, gold_shown_at: datetime | None = None,
     count_gold: bool = False,
 ) -> RatingProgress:
     """The annotator's place in ``batch`` while rating ``item`` (``lease``: their assignment of
     it, when the caller has it at hand; ``count_gold``: the batch has gold items, which count in
-    the annotator's sequence, one more query).
+    the annotator's sequence).
 
     Counts grouped by the items' progress counters (a handful of rows: k + 1 values each), so the
-    queries stay cheap to build and to run whatever the batch size; what is left for the annotator
+    statement stays cheap to build and to run whatever the batch size; what is left for the annotator
     is the items with a free slot less those ever given to them (their current item included)."""
     k = batch.k
 
     def free(n_annotations: int, n_leased: int) -> bool:
         return n_annotations + n_leased < k
 
-    total = complete = open_items = 0
-    counters = Item.objects.filter(batch=batch).order_by().values_list("n_annotations", "n_leased")
-    for n_annotations, n_leased, n in counters.annotate(n=Count("pk")):
-        total += n
-        complete += n if n_annotations >= k else 0
-        open_items += n if free(n_annotations, n_leased) else 0
-    submitted = skipped = mine_open = 0
-    mine = Assignment.objects.filter(annotator=annotator, item__batch=batch).order_by()
-    for state, n_annotations, n_leased, n in mine.values_list(
-        "state", "item__n_annotations", "item__n_leased"
-    ).annotate(n=Count("pk")):
-        submitted += n if state == Assignment.State.SUBMITTED else 0  # rated here or imported
-        skipped += n if state == Assignment.State.SKIPPED else 0
-        mine_open += n if free(n_annotations, n_leased) else 0
-    # Gold items (training, checks) count in the annotator's sequence, so a check's number looks
-    # like any other item's and the item after it does not repeat it.
-    if count_gold:
-        submitted += GoldAnswer.objects.filter(
-            annotator=annotator, gold_item__batch=batch, submitted_at__isnull=False
-        ).count()
+    total = complete = open_items = submitted = skipped = mine_open = 0
+    for part, n_annotations, n_leased, state, n in _counts(batch_id=batch.pk, annotator_id=annotator.pk, count_gold=count_gold):
+        if part == ITEMS:
+            total += n
+            complete += n if n_annotations >= k else 0
+            open_items += n if free(n_annotations, n_leased) else 0
+        elif part == MINE:
+            submitted += n if state == Assignment.State.SUBMITTED else 0  # rated here or imported
+            skipped += n if state == Assignment.State.SKIPPED else 0
+            mine_open += n if free(n_annotations, n_leased) else 0
+        else:
+            # Gold items (training, checks) count in the annotator's sequence, so a check's number
+            # looks like any other item's and the item after it does not repeat it.
+            submitted += n
     if not isinstance(item, Item):  # a gold item: held like any item from when it was shown
         held = (gold_shown_at, gold_shown_at + lease_duration()) if gold_shown_at else (None, None)
     elif lease is not None and lease.item_id == item.pk and lease.state == Assignment.State.LEASED:

@@ -17,12 +17,28 @@ def columns(model: type[models.Model], alias: str) -> str:
     return ", ".join(f"{alias}.{qn(f.column)}" for f in model._meta.concrete_fields)
 
 
+_converters: dict[tuple, list] = {}
+
+
+def _converters_of(model: type[models.Model], fields: Sequence[models.Field]) -> list:
+    """Per field, its column and the converters the ORM applies to it; looked up once per process
+    and field list (finding them cost more than applying them)."""
+    key = (connection.vendor, model, tuple(fields))
+    found = _converters.get(key)
+    if found is None:
+        found = []
+        for field in fields:
+            col = field.get_col(model._meta.db_table)
+            found.append((col, connection.ops.get_db_converters(col) + col.get_db_converters(connection)))
+        _converters[key] = found
+    return found
+
+
 def python_values(model: type[models.Model], fields: Sequence[models.Field], row: Sequence) -> list:
     """Database values to Python ones, as the ORM converts them (dates on SQLite, JSON)."""
     values = []
-    for field, value in zip(fields, row, strict=True):
-        col = field.get_col(model._meta.db_table)
-        for converter in connection.ops.get_db_converters(col) + col.get_db_converters(connection):
+    for (col, converters), value in zip(_converters_of(model, fields), row, strict=True):
+        for converter in converters:
             value = converter(value, col, connection)
         values.append(value)
     return values

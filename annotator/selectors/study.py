@@ -28,11 +28,17 @@ End = Enrolment.End
 WORKING = "working"
 
 
-def scope_of(user) -> AccountScope | None:
-    """The user's account scope (None: not limited), cached on the user object for the request."""
-    if not hasattr(user, "_scope_cache"):
-        user._scope_cache = AccountScope.objects.filter(user_id=user.pk).first()
-    return user._scope_cache
+def remember_scoped(user, scoped: bool) -> None:
+    """Record whether the account is limited to some batches (read with the session, in its query)."""
+    user._scoped = scoped
+
+
+def is_scoped(user) -> bool:
+    """Whether the account may rate only the batches its scope lists (a link-made account); cached
+    on the user object for the request."""
+    if not hasattr(user, "_scoped"):
+        user._scoped = AccountScope.objects.filter(user_id=user.pk).exists()
+    return user._scoped
 
 
 @dataclass(frozen=True)

@@ -7,12 +7,13 @@ from dataclasses import dataclass
 from datetime import datetime
 
 from django.core.exceptions import ValidationError
-from django.db import transaction
+from django.db import connection, transaction
 from django.db.models import F
 from django.utils import timezone
 
 from annotator.models import Annotation, AnnotationRevision, Assignment, Item, Score
 from annotator.services.assignment_sql import lock_annotator, may_rate
+from annotator.services.submission_sql import ONE_STATEMENT, submit_leased
 from hcs.rubric import Rubric
 
 MAX_COMMENT = 5000
@@ -43,7 +44,6 @@ def _scores(annotation: Annotation, item_id: int, scores: Mapping[str, int]) -> 
     ]
 
 
-@transaction.atomic
 def annotation_submit(
     *,
     item: Item,
@@ -60,12 +60,32 @@ def annotation_submit(
     ``created=False`` and changes nothing. A lease that ran out or was released is honoured
     only while the item still has a free slot, so no item ever exceeds k annotations.
 
-    One path for every case and database: the assignment row is locked first, then the item
-    row (the lock order of every writer; see ``annotator.services.assignment``).
+    The common case (the annotator holds the lease) is written by hand
+    (``annotator.services.submission_sql``): on PostgreSQL one statement, which is its own
+    transaction when no caller opened one. Every other case takes the ORM path in one
+    transaction. Both lock the assignment row first, then the item row (the lock order of
+    every writer; see ``annotator.services.assignment``).
     """
     now = now or timezone.now()
-    rubric = item.batch.rubric_obj
-    _check(rubric, scores, flags, comment)
+    _check(item.batch.rubric_obj, scores, flags, comment)
+    fields = dict(scores=scores, flags=flags, comment=comment, constraints_met=constraints_met, now=now)
+    alone = ONE_STATEMENT[connection.vendor] and not connection.in_atomic_block
+    if alone:
+        annotation = submit_leased(item_id=item.pk, annotator_id=annotator.pk, **fields)
+        if annotation is not None:
+            return SubmitResult(annotation=annotation, created=True)
+    return _submit(item=item, annotator=annotator, leased_tried=alone, **fields)
+
+
+@transaction.atomic
+def _submit(*, item: Item, annotator, scores, flags, comment, constraints_met, now, leased_tried: bool) -> SubmitResult:
+    if not leased_tried:
+        annotation = submit_leased(  # takes the user-row lock first, as lock_annotator below
+            item_id=item.pk, annotator_id=annotator.pk, scores=scores, flags=flags, comment=comment,
+            constraints_met=constraints_met, now=now,
+        )
+        if annotation is not None:  # the common case: the lease was live and is now a submission
+            return SubmitResult(annotation=annotation, created=True)
     lock_annotator(annotator_id=annotator.pk)  # before the assignment row: see exclusion's lock order
     assignment = Assignment.objects.select_for_update().filter(item=item, annotator=annotator).first()
     if assignment is None:

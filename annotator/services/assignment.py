@@ -91,17 +91,22 @@ def _sweep_due(now: datetime) -> bool:
 
 @transaction.atomic
 def _lease_once(*, batch: Batch, annotator, now: datetime) -> Assignment | None:
-    if not sql.may_rate(batch_id=batch.pk, annotator_id=annotator.pk):
-        return None  # excluded, blocked or screened out of this batch
-    current = sql.live_lease(batch=batch, annotator_id=annotator.pk, now=now)
-    if current is not None:
-        return current
+    sql.lock_annotator(annotator_id=annotator.pk)  # before anything else: see exclusion's lock order
     swept = _sweep_due(now)
     if swept:
         _expire_overdue(now=now)
     expires = now + lease_duration()
+    # The lease statement checks the standing and that no lease is live; the reason is looked
+    # for only when it leased nothing.
     lease = sql.lease_best_item(batch=batch, annotator=annotator, now=now, expires=expires)
-    if lease is None and not swept and _expire_overdue(now=now):
+    if lease is not None:
+        return lease
+    if not sql.may_rate(batch_id=batch.pk, annotator_id=annotator.pk, lock=False):
+        return None  # excluded, blocked or screened out of this batch
+    current = sql.live_lease(batch=batch, annotator_id=annotator.pk, now=now)
+    if current is not None:
+        return current
+    if not swept and _expire_overdue(now=now):
         # Slots were held by leases that ran out since the last sweep.
         lease = sql.lease_best_item(batch=batch, annotator=annotator, now=now, expires=expires)
     if lease is None and connection.features.has_select_for_update_skip_locked:

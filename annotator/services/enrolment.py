@@ -22,7 +22,7 @@ from annotator.models import Assignment, Batch, Enrolment
 from annotator.selectors.study import (
     is_study_batch,
     limits_for,
-    scope_of,
+    is_scoped,
     submitted_count,
 )
 from annotator.services.assignment import AssignmentError, assignment_release
@@ -52,14 +52,21 @@ def enrolment_for(*, user, batch: Batch) -> Enrolment:
         return Enrolment.objects.get(user=user, batch=batch)
 
 
-def study_gate(*, user, batch: Batch, now: datetime | None = None) -> Gate:
+UNREAD = object()  # study_gate's enrolment argument when the caller has not read it
+
+
+def study_gate(*, user, batch: Batch, now: datetime | None = None, enrolment: Enrolment | None | object = UNREAD,
+               submitted: int | None = None) -> Gate:
     """Where the annotator stands: consent, instructions, rating, or ended (which it may record:
-    a session past its length ends as timed out, a reached quota as done)."""
-    if not is_study_batch(batch) and scope_of(user) is None:
-        enrolment = Enrolment.objects.filter(user=user, batch=batch).first()
+    a session past its length ends as timed out, a reached quota as done). ``enrolment``: the
+    user's enrolment in the batch (with its study link) or None, and ``submitted``: their count of
+    annotations in it, when the caller read them already."""
+    if not is_study_batch(batch) and not is_scoped(user):
+        if enrolment is UNREAD:
+            enrolment = Enrolment.objects.filter(user=user, batch=batch).first()
         if enrolment is None or not enrolment.end:
             return Gate(Stage.RATE, enrolment)
-    else:
+    elif enrolment is UNREAD or enrolment is None:
         enrolment = enrolment_for(user=user, batch=batch)
     if enrolment.end:
         return Gate(Stage.ENDED, enrolment)
@@ -72,7 +79,9 @@ def study_gate(*, user, batch: Batch, now: datetime | None = None) -> Gate:
     deadline = limits.deadline(enrolment.started_at)
     if deadline is not None and now >= deadline:
         return Gate(Stage.ENDED, enrolment_end(enrolment=enrolment, end=End.TIMED_OUT, now=deadline))
-    if limits.quota is not None and submitted_count(user=user, batch=batch) >= limits.quota:
+    if submitted is None and limits.quota is not None:
+        submitted = submitted_count(user=user, batch=batch)
+    if limits.quota is not None and submitted >= limits.quota:
         return Gate(Stage.ENDED, enrolment_end(enrolment=enrolment, end=End.DONE, now=now))
     return Gate(Stage.RATE, enrolment)
 

@@ -62,8 +62,17 @@ class GoldStep:
     standing: str  # hcs.quality OK / WARN / BLOCK (checks); "passed" / "failed" / "" (training)
 
 
+@dataclass(frozen=True)
+class GoldCounts:
+    """What gold_pending reads, when the caller read it already (``annotator.selectors.rating_facts``)."""
+
+    open_answer_id: int | None  # a gold item shown and not answered yet
+    rated: int  # the annotator's annotations in the batch
+    checks_shown: int
+
+
 def gold_pending(*, batch: Batch, annotator, rule: QualityRule, standing: AnnotatorStanding | None,
-                 now: datetime | None = None) -> GoldAnswer | None:
+                 now: datetime | None = None, known: GoldCounts | None = None) -> GoldAnswer | None:
     """The gold item to show this annotator now, or None for a regular item.
 
     Training items come first, in file order, until the annotator has done the batch's number
@@ -71,11 +80,11 @@ def gold_pending(*, batch: Batch, annotator, rule: QualityRule, standing: Annota
     they have not seen.
     """
     now = now or timezone.now()
-    open_answer = (
-        GoldAnswer.objects.select_related("gold_item__batch")
-        .filter(gold_item__batch=batch, annotator=annotator, submitted_at__isnull=True)
-        .first()
-    )
+    answers = GoldAnswer.objects.select_related("gold_item__batch")
+    if known is None:
+        open_answer = answers.filter(gold_item__batch=batch, annotator=annotator, submitted_at__isnull=True).first()
+    else:
+        open_answer = answers.filter(pk=known.open_answer_id).first() if known.open_answer_id else None
     if open_answer is not None:
         return open_answer
     if rule.training_items and (standing is None or standing.training != AnnotatorStanding.Training.PASSED):
@@ -86,8 +95,11 @@ def gold_pending(*, batch: Batch, annotator, rule: QualityRule, standing: Annota
                 return _show(nxt, annotator, now)
     if rule.check_every < 2:
         return None
-    rated = Annotation.objects.filter(item__batch=batch, annotator=annotator).count()
-    *_, shown = check_counts(batch=batch, annotator=annotator)
+    if known is None:
+        rated = Annotation.objects.filter(item__batch=batch, annotator=annotator).count()
+        *_, shown = check_counts(batch=batch, annotator=annotator)
+    else:
+        rated, shown = known.rated, known.checks_shown
     if rated < (shown + 1) * (rule.check_every - 1):
         return None
     unseen = list(GoldItem.objects.filter(batch=batch, kind=CHECK).exclude(answers__annotator=annotator)

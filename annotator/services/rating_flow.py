@@ -11,7 +11,8 @@ from django.utils import timezone
 from annotator.models import Assignment, Batch, GoldAnswer, QualityRule
 from annotator.selectors.quality import standing_of
 from annotator.services.assignment import item_next_for_annotator
-from annotator.services.gold import gold_pending
+from annotator.selectors.rating_facts import RatingFacts
+from annotator.services.gold import GoldCounts, gold_pending
 
 ENDED_BLOCKED, ENDED_TRAINING = "blocked", "training"
 
@@ -30,15 +31,24 @@ class NextStep:
         return self.assignment.item if self.assignment is not None else None
 
 
-def rating_next(*, batch: Batch, annotator, now: datetime | None = None) -> NextStep:
+def rating_next(*, batch: Batch, annotator, now: datetime | None = None, facts: RatingFacts | None = None) -> NextStep:
+    """``facts``: what the request read about the batch already (``annotator.selectors.rating_facts``):
+    the annotator's standing, the batch's quality rule and the counts the check schedule needs.
+    The lease checks the standing again in its own transaction."""
     now = now or timezone.now()
-    standing = standing_of(batch=batch, annotator=annotator)
+    standing = facts.standing if facts is not None else standing_of(batch=batch, annotator=annotator)
     if standing is not None and not standing.may_rate:
         failed_training = standing.screened_out_at is not None and not standing.excluded
         return NextStep(ended=ENDED_TRAINING if failed_training else ENDED_BLOCKED)
-    rule = QualityRule.objects.filter(batch=batch).first()  # none: the batch has no gold items
+    if facts is not None:
+        rule = facts.rule
+    else:
+        rule = QualityRule.objects.filter(batch=batch).first()  # none: the batch has no gold items
     if rule is not None:
-        answer = gold_pending(batch=batch, annotator=annotator, rule=rule, standing=standing, now=now)
+        known = None if facts is None else GoldCounts(
+            open_answer_id=facts.open_gold_answer_id, rated=facts.submitted, checks_shown=facts.checks_shown
+        )
+        answer = gold_pending(batch=batch, annotator=annotator, rule=rule, standing=standing, now=now, known=known)
         if answer is not None:
             return NextStep(answer=answer, has_gold=True)
     lease = item_next_for_annotator(batch=batch, annotator=annotator, now=now)

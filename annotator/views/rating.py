@@ -29,8 +29,8 @@ from annotator.selectors.queue import (
     batch_open_to,
     conversation_turns,
     holds_live_lease,
-    item_open_to,
 )
+from annotator.selectors.rating_facts import RatingFacts, rating_facts_for_batch, rating_facts_for_item
 from annotator.selectors.rating_progress import rating_progress
 from annotator.services.annotations import (
     SubmissionRefused,
@@ -123,14 +123,15 @@ def _refuse_not_held(request, item, errors=()):
     return _render_rate(request, batch=item.batch, errors=[NOT_HELD, *errors], refused=True, status=409)
 
 
-def _render_step(request, batch):
+def _render_step(request, facts: RatingFacts):
     """What comes next, once the study's steps (consent, instructions, limits) allow it: the end
     (blocked, or failed training: a crowd worker then leaves with the screen-out code), a gold item,
     or an item on lease; a crowd worker with nothing left gets the completion page."""
-    if (detour := study_detour(request, batch)) is not None:
+    batch = facts.batch
+    if (detour := study_detour(request, batch, facts.enrolment, facts.submitted)) is not None:
         return detour
-    step = rating_next(batch=batch, annotator=request.user)
-    if step.ended == ENDED_TRAINING and (detour := study_detour(request, batch)) is not None:
+    step = rating_next(batch=batch, annotator=request.user, facts=facts)
+    if step.ended == ENDED_TRAINING and (detour := study_detour(request, batch, facts.enrolment, facts.submitted)) is not None:
         return detour
     if step.item is None and not step.ended and (finished := study_nothing_left(request, batch)) is not None:
         return finished
@@ -140,11 +141,20 @@ def _render_step(request, batch):
     )
 
 
-def _next(request, batch):
-    """After a submit or skip: the next item swapped in (htmx) or a redirect to it."""
+def _next(request, facts: RatingFacts):
+    """After a submit or skip: the next item swapped in (htmx) or a redirect to it. ``facts``: the
+    request's own, read before the submit or skip changed nothing in them (the lease re-checks the
+    standing)."""
+    if not request.htmx:
+        return redirect("annotate_next", batch_id=facts.batch.pk)
+    return _render_step(request, facts)
+
+
+def _next_after_gold(request, batch):
+    """After a gold answer, which may have changed the annotator's standing: read the facts again."""
     if not request.htmx:
         return redirect("annotate_next", batch_id=batch.pk)
-    return _render_step(request, batch)
+    return _render_step(request, _found(rating_facts_for_batch(user=request.user, batch_id=batch.pk)))
 
 
 def _form_errors(form) -> list[str]:
@@ -157,30 +167,27 @@ def _found(obj):
     return obj
 
 
-def _open_item(request, item_pk):
-    return _found(item_open_to(user=request.user, item_pk=item_pk))
+def _open_item(request, item_pk) -> RatingFacts:
+    return _found(rating_facts_for_item(user=request.user, item_pk=item_pk))
 
 
 @require_GET
 @annotator_required
 def next_item(request, batch_id):
-    batch = _found(batch_open_to(user=request.user, batch_id=batch_id))
-    return _render_step(request, batch)
+    return _render_step(request, _found(rating_facts_for_batch(user=request.user, batch_id=batch_id)))
 
 
 @require_POST
 @annotator_required
 def submit(request, item_pk):
-    item = _open_item(request, item_pk)
-    if (detour := study_detour(request, item.batch)) is not None:
+    facts = _open_item(request, item_pk)
+    item = facts.item
+    if (detour := study_detour(request, item.batch, facts.enrolment, facts.submitted)) is not None:
         return detour
     form = _form(item, data=request.POST)
     if not form.is_valid():
         if not holds_live_lease(user=request.user, item=item):
             return _refuse_not_held(request, item)
-        errors = [e for field_errors in form.errors.values() for e in field_errors]
-
-
         errors = _form_errors(form)
         return _render_rate(request, batch=item.batch, item=item, form=form, errors=errors, status=422)
     try:
@@ -189,17 +196,19 @@ def submit(request, item_pk):
         messages.error(request, str(exc))
     else:
         if result.created:
+            facts.note_submitted()
             messages.success(request, "Saved your rating.")
         else:
             messages.warning(request, ALREADY_SUBMITTED)
-    return _next(request, item.batch)
+    return _next(request, facts)
 
 
 @require_POST
 @annotator_required
 def skip(request, item_pk):
-    item = _open_item(request, item_pk)
-    if (detour := study_detour(request, item.batch)) is not None:
+    facts = _open_item(request, item_pk)
+    item = facts.item
+    if (detour := study_detour(request, item.batch, facts.enrolment, facts.submitted)) is not None:
         return detour
     reason = request.POST.get("skip_reason", "")
     try:
@@ -212,7 +221,7 @@ def skip(request, item_pk):
             request, batch=item.batch, item=item, form=form, errors=[str(exc)], status=422, skip_open=True
         )
     messages.info(request, "Skipped that item.")
-    return _next(request, item.batch)
+    return _next(request, facts)
 
 
 @require_GET
@@ -266,7 +275,7 @@ def gold_submit(request, answer_pk):
     messages.success(request, "Saved your rating.")
     if step.standing == WARN:
         messages.warning(request, CHECK_WARNING)
-    return _next(request, gold.batch)
+    return _next_after_gold(request, gold.batch)
 
 
 @require_POST
@@ -281,4 +290,4 @@ def gold_skip(request, answer_pk):
         return _render_rate(request, batch=gold.batch, item=gold, form=form, errors=exc.messages, status=422,
                             answer=answer, skip_open=True)
     messages.info(request, "Skipped.")
-    return _next(request, gold.batch)
+    return _next_after_gold(request, gold.batch)

@@ -18,6 +18,7 @@ from annotator.roles import annotator_required
 from annotator.selectors.queue import batch_open_to
 from annotator.selectors.study import ending_for, limits_for, submitted_count
 from annotator.services.enrolment import (
+    UNREAD,
     Stage,
     enrolment_consent,
     enrolment_end,
@@ -39,9 +40,11 @@ def _go(request, url_name: str, batch: Batch) -> HttpResponse:
     return HttpResponseClientRedirect(url) if request.htmx else redirect(url)
 
 
-def study_detour(request, batch: Batch) -> HttpResponse | None:
-    """Where the annotator must go before rating in this batch (None: rate)."""
-    gate = study_gate(user=request.user, batch=batch)
+def study_detour(request, batch: Batch, enrolment=UNREAD, submitted: int | None = None) -> HttpResponse | None:
+    """Where the annotator must go before rating in this batch (None: rate); ``enrolment``: theirs
+    in the batch, and ``submitted``: their count of annotations in it, when already read
+    (``annotator.selectors.rating_facts``)."""
+    gate = study_gate(user=request.user, batch=batch, enrolment=enrolment, submitted=submitted)
     return None if gate.stage == Stage.RATE else _go(request, STAGE_URLS[gate.stage], batch)
 
 

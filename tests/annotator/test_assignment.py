@@ -176,6 +176,7 @@ def test_a_lease_is_resumed_until_it_expires_and_not_after():
     lease = item_next_for_annotator(batch=batch, annotator=user, now=start)
     assert item_next_for_annotator(batch=batch, annotator=user).pk == lease.pk  # 10 s left
     later = start + timedelta(minutes=30, seconds=1)
+    assignment_service._last_sweep["at"] = None  # the expiry sweep is due (it runs at most every 20 s)
     fresh = item_next_for_annotator(batch=batch, annotator=user, now=later)
     assert fresh.pk != lease.pk and fresh.item_id != lease.item_id
     assert Assignment.objects.get(pk=lease.pk).state == Assignment.State.EXPIRED

@@ -105,11 +105,18 @@ def test_exclusion_racing_annotators_still_gives_every_item_k_valid_annotations(
     errors, refused = [], []
     excluded = threading.Event()
     bad_is_rating = threading.Event()
+    bad_has_lease = threading.Event()
 
     def annotate(user):
         try:
+            if user != bad:
+                # The others start once the annotator to exclude holds a lease: SQLite's busy wait is
+                # not fair, and the others could otherwise take every slot before they get one.
+                bad_has_lease.wait(timeout=60)
             for _ in range(n_items):
                 lease = item_next_for_annotator(batch=batch, annotator=user)
+                if user == bad and lease is not None:
+                    bad_has_lease.set()
                 if lease is None:
                     if user == bad and not excluded.is_set():
                         time.sleep(0.01)
