@@ -26,6 +26,10 @@ from annotator.exports.csv_safe import DEFUSED
 from annotator.imports.errors import FileRefused, RowError
 from annotator.imports.json_text import has_nul, json_loads
 
+# pandas' C parser makes every row as wide as the widest: one line of 140,000 commas in a 200-line file
+# asked it for gigabytes (found by the fuzz test; the worker was killed for memory). Past this many
+# cells (lines x widest line), such a file takes the record-by-record path, which names the wide rows.
+MAX_PARSED_CELLS = 10_000_000
 ROW = "__row__"  # the DataFrame column holding each record's row (CSV) or line (JSONL) number
 CSV, JSONL = "csv", "jsonl"
 JSONL_SUFFIXES = {".jsonl", ".ndjson", ".json"}
@@ -185,6 +189,8 @@ def _read_regular_csv(data: bytes, delimiter: str, columns: list[str]) -> pd.Dat
     Returns ``None`` when pandas finds a row it would have to reject or silently truncate; the
     slow path then reports every such row with its number.
     """
+    if _too_wide(data, delimiter, len(columns)):
+        return None
     with warnings.catch_warnings():
         warnings.simplefilter("error", pd.errors.ParserWarning)
         try:
@@ -203,6 +209,19 @@ def _read_regular_csv(data: bytes, delimiter: str, columns: list[str]) -> pd.Dat
     if blank.any():
         frame = frame[~blank].reset_index(drop=True)
     return frame
+
+
+def _too_wide(data: bytes, delimiter: str, width: int) -> bool:
+    """Whether some line has more delimiters than the header and lines x that line's cells exceed
+    MAX_PARSED_CELLS (an upper bound: quoted delimiters count too, so a false alarm only costs speed)."""
+    raw = np.frombuffer(data, dtype=np.uint8)
+    delimiters = np.flatnonzero(raw == ord(delimiter))
+    if len(delimiters) < width:
+        return False
+    newlines = np.flatnonzero(raw == ord("\n"))
+    per_line = np.bincount(np.searchsorted(newlines, delimiters), minlength=len(newlines) + 1)
+    widest = int(per_line.max()) + 1
+    return widest > width and widest * (len(newlines) + 1) > MAX_PARSED_CELLS
 
 
 def _read_irregular_csv(text: str, delimiter: str, columns: list[str]) -> Table:

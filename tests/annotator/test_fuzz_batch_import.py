@@ -1,6 +1,9 @@
 """Fuzzed batch files through the import service (parse, check, save): every file either makes a
 batch with all its rows or is refused with errors, and a refusal saves nothing."""
 
+import os
+import resource
+
 import pytest
 from django.test import override_settings
 from hypothesis import event, given
@@ -8,6 +11,7 @@ from hypothesis import strategies as st
 
 from annotator.imports.batch_file import parse_batch_file
 from annotator.imports.errors import FileRefused, ImportRefused
+from annotator.imports.reading import read_table
 from annotator.models import Batch, Item
 from annotator.services.batches import batch_import_file
 from hcs.rubric import Rubric
@@ -134,3 +138,23 @@ def test_nul_in_a_csv_json_cell_is_a_row_error(column, cell):
         batch_import_file(data=data, filename="f.csv", name="nul", k=3, rubric=Rubric.default())
     assert [(e.row, e.column) for e in refused.value.errors] == [(2, column)]
     assert "NUL" in str(refused.value)
+
+
+def test_one_very_wide_row_is_named_without_exhausting_memory():
+    """Found by the fuzz test: pandas' C parser makes every row as wide as the widest, so a 0.6 MB file
+    with one row of 280,000 cells among 200 asked for gigabytes (the test worker was killed for memory).
+    Such a file is read record by record and the row named. Read in a child process held to 1.5 GB, so
+    that a regression fails this test instead of exhausting the machine."""
+    header = ",".join(COLUMNS).encode()
+    data = header + b"\na1,p,r" + "\u00e9,".encode() * 280_000 + b"\n" + b"".join(b"b%d,p,r\n" % n for n in range(205))
+    pid = os.fork()
+    if pid == 0:  # the child: only the parser, no database
+        resource.setrlimit(resource.RLIMIT_AS, (1_500_000_000, 1_500_000_000))
+        try:
+            table = read_table(data, filename="f.csv")
+            ok = [str(e) for e in table.errors] == ["row 2: has 280003 cells but the header has 10 columns"]
+            os._exit(0 if ok and len(table.frame) == 205 else 1)
+        except BaseException:
+            os._exit(2)
+    _, status = os.waitpid(pid, 0)
+    assert os.waitstatus_to_exitcode(status) == 0
