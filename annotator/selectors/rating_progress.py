@@ -17,23 +17,26 @@ from annotator.services.assignment import lease_duration
 
 @dataclass(frozen=True)
 class RatingProgress:
-    mine_submitted: int  # the annotator's own annotations in the batch
+    mine_submitted: int  # the annotator's annotations in the batch and gold checks answered (a check looks like any item)
     mine_skipped: int
     left_for_me: int  # items with a free slot never given to the annotator (not counting this one)
     items_total: int
     items_complete: int
     leased_at: datetime | None  # when this item was given to the annotator
     lease_expires_at: datetime | None  # held for them until then
+    training_done: int = 0  # training items answered (they come first, labelled as training)
+    quota_left: int | None = None  # annotations the study's quota still allows after this item (None: no quota)
 
     @property
     def position(self) -> int:
-        """This item's number in the annotator's own sequence (rated or skipped): 1 for their first."""
-        return self.mine_submitted + self.mine_skipped + 1
+        """This item's number in the annotator's own sequence (training, rated or skipped): 1 for their first."""
+        return self.training_done + self.mine_submitted + self.mine_skipped + 1
 
     @property
-    def of_at_most(self) -> int:
-        """The most items the annotator can rate in the batch, counting this one."""
-        return self.position + self.left_for_me
+    def more(self) -> int:
+        """The most further items the annotator may get after this one: items with a free slot never
+        given to them, within the study's quota (gold checks may come on top)."""
+        return self.left_for_me if self.quota_left is None else min(self.left_for_me, self.quota_left)
 
     @property
     def percent_complete(self) -> int:
@@ -61,8 +64,9 @@ def _counts(*, batch_id: int, annotator_id: int, count_gold: bool) -> list[tuple
     if count_gold:
         answer_t, gold_t = qn(GoldAnswer._meta.db_table), qn(GoldItem._meta.db_table)
         sql += (
-            f" UNION ALL SELECT {GOLD}, 0, 0, '', COUNT(*) FROM {answer_t} g INNER JOIN {gold_t} gi"
+            f" UNION ALL SELECT {GOLD}, 0, 0, gi.kind, COUNT(*) FROM {answer_t} g INNER JOIN {gold_t} gi"
             " ON gi.id = g.gold_item_id WHERE g.annotator_id = %s AND gi.batch_id = %s AND g.submitted_at IS NOT NULL"
+            " GROUP BY gi.kind"
         )
         params += [annotator_id, batch_id]
     with connection.cursor() as cursor:
@@ -72,7 +76,7 @@ def _counts(*, batch_id: int, annotator_id: int, count_gold: bool) -> list[tuple
 
 def rating_progress(
     *, batch: Batch, item, annotator, lease: Assignment | None = None, gold_shown_at: datetime | None = None,
-    count_gold: bool = False,
+    count_gold: bool = False, quota: int | None = None,
 ) -> RatingProgress:
     """The annotator's place in ``batch`` while rating ``item`` (``lease``: their assignment of
     it, when the caller has it at hand; ``count_gold``: the batch has gold items, which count in
@@ -80,13 +84,14 @@ def rating_progress(
 
     Counts grouped by the items' progress counters (a handful of rows: k + 1 values each), so the
     statement stays cheap to build and to run whatever the batch size; what is left for the annotator
-    is the items with a free slot less those ever given to them (their current item included)."""
+    is the items with a free slot less those ever given to them (their current item included), within
+    ``quota`` (the most annotations the annotator may submit in the batch, when a study sets one)."""
     k = batch.k
 
     def free(n_annotations: int, n_leased: int) -> bool:
         return n_annotations + n_leased < k
 
-    total = complete = open_items = submitted = skipped = mine_open = 0
+    total = complete = open_items = submitted = skipped = mine_open = checks = training = 0
     for part, n_annotations, n_leased, state, n in _counts(batch_id=batch.pk, annotator_id=annotator.pk, count_gold=count_gold):
         if part == ITEMS:
             total += n
@@ -96,10 +101,12 @@ def rating_progress(
             submitted += n if state == Assignment.State.SUBMITTED else 0  # rated here or imported
             skipped += n if state == Assignment.State.SKIPPED else 0
             mine_open += n if free(n_annotations, n_leased) else 0
+        elif state == GoldItem.Kind.TRAINING:
+            training += n
         else:
-            # Gold items (training, checks) count in the annotator's sequence, so a check's number
-            # looks like any other item's and the item after it does not repeat it.
-            submitted += n
+            # Checks count as rated, so a check's number looks like any other item's and the item
+            # after it does not repeat it.
+            checks += n
     if not isinstance(item, Item):  # a gold item: held like any item from when it was shown
         held = (gold_shown_at, gold_shown_at + lease_duration()) if gold_shown_at else (None, None)
     elif lease is not None and lease.item_id == item.pk and lease.state == Assignment.State.LEASED:
@@ -110,12 +117,17 @@ def rating_progress(
             .values_list("leased_at", "lease_expires_at")
             .first()
         ) or (None, None)
+    quota_left = None
+    if quota is not None:
+        quota_left = max(0, quota - submitted - (1 if isinstance(item, Item) else 0))
     return RatingProgress(
-        mine_submitted=submitted,
+        mine_submitted=submitted + checks,
         mine_skipped=skipped,
         left_for_me=max(0, open_items - mine_open),
         items_total=total,
         items_complete=complete,
         leased_at=held[0],
         lease_expires_at=held[1],
+        training_done=training,
+        quota_left=quota_left,
     )

@@ -32,6 +32,7 @@ from annotator.selectors.queue import (
 )
 from annotator.selectors.rating_facts import RatingFacts, rating_facts_for_batch, rating_facts_for_item
 from annotator.selectors.rating_progress import rating_progress
+from annotator.selectors.study import limits_for
 from annotator.services.annotations import (
     SubmissionRefused,
     annotation_submit,
@@ -113,6 +114,7 @@ def _render_rate(request, *, batch, item=None, form=None, mode="new", errors=(),
             context["progress"] = rating_progress(
                 batch=batch, item=item, annotator=request.user, lease=extra.get("lease"),
                 gold_shown_at=answer.shown_at if answer is not None else None, count_gold=extra.get("has_gold", False),
+                quota=extra.get("quota"),
             )
     template = "annotator/rate.html#rate-area" if request.htmx else "annotator/rate.html"
     return render(request, template, context, status=status)
@@ -137,7 +139,7 @@ def _render_step(request, facts: RatingFacts):
         return finished
     return _render_rate(
         request, batch=batch, item=step.item, answer=step.answer, ended=step.ended, lease=step.assignment,
-        has_gold=step.has_gold,
+        has_gold=step.has_gold, quota=limits_for(batch=batch, enrolment=facts.enrolment).quota,
     )
 
 

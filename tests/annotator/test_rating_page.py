@@ -94,17 +94,34 @@ def test_progress_counts_own_work_batch_completion_and_the_lease(client):
     assert (progress.mine_submitted, progress.mine_skipped, progress.position) == (1, 0, 2)
     assert (progress.items_complete, progress.items_total) == (1, 5)
     # Left for this annotator besides the current item: 5 - complete - own - current.
-    assert progress.left_for_me == 2 and progress.of_at_most == 4
+    assert progress.left_for_me == 2 and progress.more == 2
     assert progress.lease_expires_at == assignment.lease_expires_at
     client.force_login(user)
     html = client.get(reverse("annotate_next", args=[batch.pk])).content.decode()
     strip = re.search(r'<ul class="rate-progress".*?</ul>', html, re.DOTALL).group(0)
     text = re.sub(r"<[^>]+>", "", strip)
-    assert "Item 2 of at most 4 left for you" in text
+    assert "Item 2 · up to 2 more for you" in text
     assert "You rated 1" in text
     assert "Batch 1 / 5 items complete" in text
     assert f'data-since="{assignment.leased_at.isoformat()}"' in strip
     assert "Held for you until" in text
+
+
+def test_progress_counts_training_apart_and_keeps_within_the_quota(client):
+    from annotator.models import GoldAnswer, GoldItem
+
+    batch = make_batch("quota", n_items=8, k=3)
+    user = make_user("q-worker")
+    trainings = [GoldItem.objects.create(batch=batch, item_id=f"t{n}", kind="training", prompt="p", response="r",
+                                         scores={"coherence": 2}) for n in range(2)]
+    now = timezone.now()
+    for gold in trainings:
+        GoldAnswer.objects.create(gold_item=gold, annotator=user, shown_at=now, submitted_at=now)
+    assignment = item_next_for_annotator(batch=batch, annotator=user)
+    free = rating_progress(batch=batch, item=assignment.item, annotator=user, count_gold=True)
+    assert (free.position, free.mine_submitted, free.training_done, free.more) == (3, 0, 2, 7)
+    capped = rating_progress(batch=batch, item=assignment.item, annotator=user, count_gold=True, quota=3)
+    assert capped.more == 2  # three in all: this one and two more, whatever the batch has left
 
 
 def test_progress_takes_a_constant_number_of_queries(client, django_assert_max_num_queries):

@@ -56,7 +56,7 @@ def test_two_runs_at_once_pay_for_each_item_once():
         started.set()
         return '{"score": 1.0, "reason": "ok"}'
 
-    with FakeJudge(reply, latency=0.3) as fake:
+    with FakeJudge(reply, latency=0.5) as fake:  # the first run takes ~3 s: the second starts well within it
         def first():
             try:
                 run(fake, "--concurrency", "1")
