@@ -12,9 +12,14 @@ def _plural(n: int, word: str) -> str:
     return f"{n} {word}{'' if n == 1 else 's'}"
 
 
-def _exclusion_policy(report: BatchReport, outliers: int) -> str:
-    """Who was left out of the statistics and by what rule (the quality section's exclusions)."""
-    excluded = report.quality.exclusions if report.quality is not None else ()
+def _excluded(report: BatchReport) -> list:
+    """The exclusions of people who rated in the batch (an account excluded before rating left nothing out)."""
+    rated = {a.annotator for a in report.annotators}
+    return [e for e in (report.quality.exclusions if report.quality is not None else ()) if e.annotator in rated]
+
+
+def _exclusion_policy(excluded: list, outliers: int) -> str:
+    """Who was left out of the statistics and by what rule."""
     kept = f" ({outliers} flagged as possible outlier{'s' if outliers != 1 else ''} and kept)" if outliers else ""
     if not excluded:
         return "No annotator was excluded" + kept
@@ -39,9 +44,11 @@ def _value(value: float | None, ci) -> str:
 
 
 def methods_paragraph(report: BatchReport) -> str:
-    excluded = len(report.quality.exclusions) if report.quality is not None else 0
-    annotators = len(report.annotators) - excluded  # the annotator table lists everyone; the statistics do not
-    outliers = sum(a.outlier for a in report.annotators)
+    excluded = _excluded(report)
+    left_out_names = {e.annotator for e in excluded}
+    kept = [a for a in report.annotators if a.annotator not in left_out_names]  # the table lists everyone
+    annotators = len(kept)
+    outliers = sum(a.outlier for a in kept)
     left_out = max((row.agreement.fleiss_items_left_out for row in report.dimensions), default=0)
     per_dimension = "; ".join(
         f"{row.label}: κ = {_value(row.agreement.fleiss_kappa, row.agreement.fleiss_kappa_ci95)}, "
@@ -61,7 +68,7 @@ def methods_paragraph(report: BatchReport) -> str:
         "independent annotations planned per item. "
         f"Fleiss' κ was computed on the items with at least k ratings, using the first k by submission time "
         f"({fewer}); Krippendorff's α "
-        f"(ordinal) used every rating. {_exclusion_policy(report, outliers)}"
+        f"(ordinal) used every rating. {_exclusion_policy(excluded, outliers)}"
         + ". 95% confidence intervals are percentile bootstrap intervals over items "
         f"({report.n_resamples} resamples, seed {report.seed}). "
         f"Agreement per dimension: {per_dimension}."

@@ -218,7 +218,13 @@ def _too_wide(data: bytes, delimiter: str, width: int) -> bool:
     delimiters = np.flatnonzero(raw == ord(delimiter))
     if len(delimiters) < width:
         return False
-    newlines = np.flatnonzero(raw == ord("\n"))
+    # pandas ends a line at "\n", "\r\n" or a lone "\r": count "\n" and every "\r" not followed by "\n".
+    lone_cr = (raw[:-1] == ord("\r")) & (raw[1:] != ord("\n")) if len(raw) > 1 else np.zeros(0, dtype=bool)
+    ends = (raw == ord("\n"))
+    ends[:-1] |= lone_cr
+    if len(raw) and raw[-1] == ord("\r"):
+        ends[-1] = True
+    newlines = np.flatnonzero(ends)
     per_line = np.bincount(np.searchsorted(newlines, delimiters), minlength=len(newlines) + 1)
     widest = int(per_line.max()) + 1
     return widest > width and widest * (len(newlines) + 1) > MAX_PARSED_CELLS

@@ -243,7 +243,10 @@ def judge_run(
 
     def stop_or_renew() -> bool:
         if time.monotonic() - renewed[0] >= CLAIM_RENEW_SECONDS:
-            judge_run_renew(judge, claim)
+            if not judge_run_renew(judge, claim):
+                notes.append("The run stopped: it stalled so long that another run took the judge over; "
+                             "calls finished before are saved.")
+                return True
             renewed[0] = time.monotonic()
         return should_stop() if should_stop is not None else False
 

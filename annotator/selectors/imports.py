@@ -227,7 +227,8 @@ def batch_upload_preview(
     facts = [
         ("Items", str(parsed.row_count)),
         ("Systems", systems),
-        ("Distinct prompts", str(parsed.prompt_count)),
+        # Counted over the rows that could be read; a file refused at its header has none (not "0 prompts").
+        ("Distinct prompts", str(parsed.prompt_count) if not parsed.rows.empty else "\u2014"),
         ("Rubric", rubric.title),
         ("Annotations per item (k)", str(k)),
     ]

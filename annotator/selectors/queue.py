@@ -116,6 +116,7 @@ class BatchProgress:
     mine_submitted: int
     mine_leased: bool
     ended: bool = False  # screened out, blocked, excluded, or their study visit is over: no Start button
+    visit_over: bool = False  # their study visit is over: their ratings are final (no edit link)
 
     @property
     def percent_complete(self) -> int:
@@ -158,6 +159,7 @@ def queue_for_annotator(*, user) -> list[BatchProgress]:
             mine_submitted=b.mine_submitted,
             mine_leased=b.mine_leased,
             ended=b.stopped or b.visit_over,
+            visit_over=b.visit_over,
         )
         for b in batches
     ]

@@ -55,6 +55,12 @@ def _smallest(*values: int | None) -> int | None:
     return min(given) if given else None
 
 
+def visit_over(*, user, batch_id: int) -> bool:
+    """Whether the user's study visit to the batch has ended (done, timed out, screened out, declined):
+    their ratings are then final."""
+    return Enrolment.objects.filter(user=user, batch_id=batch_id).exclude(end=End.NONE).exists()
+
+
 def limits_for(*, batch: Batch, enrolment: Enrolment | None) -> Limits:
     """The batch's limits, tightened by the study link the worker came by."""
     link = enrolment.study_link if enrolment is not None and enrolment.study_link_id else None

@@ -117,16 +117,18 @@ def judge_run_claim(judge: Judge) -> str:
     free = Q(run_claim="") | Q(run_claimed_at__lt=now - CLAIM_STALE_AFTER) | Q(run_claimed_at__isnull=True)
     if not Judge.objects.filter(free, pk=judge.pk).update(run_claim=token, run_claimed_at=now):
         since = Judge.objects.filter(pk=judge.pk).values_list("run_claimed_at", flat=True).first()
+        seen = f" (last seen {since:%Y-%m-%d %H:%M:%S} UTC)" if since else ""  # it may have ended just now
         raise JudgeBusy(
-            f"judge \u201c{judge.name}\u201d is being run by another process (last seen "
-            f"{since:%Y-%m-%d %H:%M:%S} UTC): wait for it to finish, or stop it, then run again; "
-            "a rerun calls only what is still missing"
+            f"judge \u201c{judge.name}\u201d is being run by another process{seen}: wait for it to finish, or "
+            "stop it, then run again; a rerun calls only what is still missing"
         )
     return token
 
 
-def judge_run_renew(judge: Judge, token: str) -> None:
-    Judge.objects.filter(pk=judge.pk, run_claim=token).update(run_claimed_at=timezone.now())
+def judge_run_renew(judge: Judge, token: str) -> bool:
+    """Renew the run's claim; False when it was lost (this run stalled past CLAIM_STALE_AFTER and
+    another took the judge over): the caller must then stop calling."""
+    return bool(Judge.objects.filter(pk=judge.pk, run_claim=token).update(run_claimed_at=timezone.now()))
 
 
 def judge_run_release(judge: Judge, token: str) -> None:

@@ -32,7 +32,7 @@ from annotator.selectors.queue import (
 )
 from annotator.selectors.rating_facts import RatingFacts, rating_facts_for_batch, rating_facts_for_item
 from annotator.selectors.rating_progress import rating_progress
-from annotator.selectors.study import limits_for
+from annotator.selectors.study import limits_for, visit_over
 from annotator.services.annotations import (
     SubmissionRefused,
     annotation_submit,
@@ -239,6 +239,8 @@ def mine(request, batch_id):
 def edit(request, pk):
     annotation = get_object_or_404(annotation_of(user=request.user, pk=pk))
     item = annotation.item
+    if visit_over(user=request.user, batch_id=item.batch_id):
+        return render(request, "annotator/edit_closed.html", {"batch": item.batch}, status=403)
     if request.method == "GET":
         form = _form(item, initial=initial_from_annotation(annotation, item.constraints), annotation=annotation)
         return _render_rate(request, batch=item.batch, item=item, form=form, mode="edit", annotation=annotation)

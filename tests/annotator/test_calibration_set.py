@@ -72,6 +72,8 @@ def test_the_page_marks_shows_and_retires_and_annotators_are_kept_out(logged_in,
     text = done.content.decode()
     assert "Froze a calibration set of 3 items." in text and "cs-1, cs-2, cs-5" in text and "hard cases" in text
     assert "Fewer than 50 items" in text
+    second = logged_in.post(url, {"sample": "2"})  # another tab marks again: refused, and said so
+    assert second.status_code == 400 and "already has a frozen calibration set" in second.content.decode()
     logged_in.post(reverse("calibration_set_retire", args=[batch.pk]))
     assert not CalibrationSet.objects.exists()
     logged_in.logout()

@@ -158,3 +158,12 @@ def test_one_very_wide_row_is_named_without_exhausting_memory():
             os._exit(2)
     _, status = os.waitpid(pid, 0)
     assert os.waitstatus_to_exitcode(status) == 0
+
+
+@pytest.mark.parametrize("end", [b"\n", b"\r\n", b"\r"])
+def test_the_wide_row_guard_counts_every_kind_of_line_end(end):
+    from annotator.imports.reading import _too_wide
+
+    data = end.join([b"a,b,c", b"x" + b"," * 140_000, *[b"1,2,3"] * 400]) + end
+    assert _too_wide(data, ",", 3)
+    assert not _too_wide(end.join([b"a,b,c", *[b"1,2,3"] * 400]) + end, ",", 3)

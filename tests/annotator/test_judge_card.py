@@ -139,3 +139,13 @@ def test_judges_page_links_each_judge_to_its_card_per_batch(logged_in, db):
     judge = _add_scores("linked", batch, {i: 3.0 for i in human})
     page = logged_in.get(reverse("judges")).content.decode()
     assert f'<a href="{reverse("judge_card", args=[batch.pk, judge.pk])}">{batch.name}</a>' in page
+
+
+def test_methods_paragraph_ignores_exclusions_of_people_who_rated_nothing(db):
+    from annotator.services.exclusion import annotator_exclude
+    from tests.factories import make_user
+
+    batch, _, _ = _study(n_items=6)
+    annotator_exclude(batch=batch, annotator=make_user("never-rated"), reason="spam account")
+    text = methods_paragraph(batch_report(batch=batch, n_resamples=50))
+    assert text.startswith("3 annotators rated 6 of 6 items (18 annotations)") and "No annotator was excluded" in text

@@ -73,3 +73,23 @@ def test_two_runs_at_once_pay_for_each_item_once():
         thread.join(30)
     assert refused and "is being run by another process" in refused[0]
     assert JudgeCall.objects.count() == 6 and max(fake.answered.values()) == 1 and fake.calls == 6
+
+
+@pytest.mark.django_db
+def test_a_run_whose_claim_was_taken_over_stops_calling(monkeypatch):
+    from annotator.judging import runner
+
+    make_batch("claim", n_items=8)
+    renew = runner.judge_run_renew
+
+    def renew_after_a_takeover(judge, token):  # the run loop's thread: the same connection as the run
+        if fake.calls >= 2:  # meanwhile another process took the judge over (its claim went stale)
+            Judge.objects.filter(pk=judge.pk).update(run_claim="the-other-run", run_claimed_at=timezone.now())
+        return renew(judge, token)
+
+    monkeypatch.setattr(runner, "CLAIM_RENEW_SECONDS", 0.0)  # renew at every look
+    monkeypatch.setattr(runner, "judge_run_renew", renew_after_a_takeover)
+    with FakeJudge(latency=0.2) as fake:
+        run(fake, "--concurrency", "1")
+    assert fake.calls < 8 and JudgeCall.objects.count() == fake.calls  # stopped; what it paid for is saved
+    assert Judge.objects.get(name="j").run_claim == "the-other-run"  # and it left the other run's claim alone

@@ -129,6 +129,16 @@ def test_the_quota_ends_with_the_completion_code_and_the_completion_url(study):
     enrolment.refresh_from_db()
     assert enrolment.end == End.DONE and enrolment.ended_at is not None
     assert Annotation.objects.filter(annotator=enrolment.user).count() == 2
+    # Once the visit is over the ratings are final: no edit link, and the edit page refuses (GET and POST).
+    mine = Annotation.objects.filter(annotator=enrolment.user).first()
+    assert "Finished for you" in client.get(reverse("annotate_queue")).content.decode()
+    assert reverse("annotate_mine", args=[batch.pk]) not in client.get(reverse("annotate_queue")).content.decode()
+    edit = reverse("annotation_edit", args=[mine.pk])
+    assert client.get(edit).status_code == 403
+    refused = client.post(edit, {"comment": "changed after payment"})
+    assert refused.status_code == 403 and "Your ratings are final" in refused.content.decode()
+    mine.refresh_from_db()
+    assert mine.comment != "changed after payment"
     # A custom completion URL is used as given.
     link.completion_url = "https://example.org/thanks"
     link.save()
