@@ -206,7 +206,7 @@ class Annotator:
     def login(self) -> None:
         status, page, _ = self.request("GET", "/login/")
         token = CSRF.search(page).group(1)
-        status, _, headers = self.request(
+        status, _, _headers = self.request(
             "POST", "/login/", {"csrfmiddlewaretoken": token, "username": self.username, "password": PASSWORD}
         )
         if status != 302 or "sessionid" not in self.cookies:
@@ -221,7 +221,7 @@ class Annotator:
         if match is None:
             return "no item offered"
         token = CSRF.search(page).group(1)
-        status, text, headers = self.request("POST", match.group(1), {**SCORES, "csrfmiddlewaretoken": token})
+        status, text, _headers = self.request("POST", match.group(1), {**SCORES, "csrfmiddlewaretoken": token})
         if status != 302:
             return f"POST {status}: {text[:120]!r}"
         return None

@@ -13,7 +13,11 @@ from annotator.api.auth import researchers
 from annotator.api.problems import INVALID_REQUEST, Problem
 from annotator.api.schemas import ERRORS
 from annotator.models import Batch, CalibrationSet
-from annotator.services.calibration_set import CalibrationSetError, calibration_set_mark, calibration_set_retire
+from annotator.services.calibration_set import (
+    CalibrationSetError,
+    calibration_set_mark,
+    calibration_set_retire,
+)
 
 router = Router(tags=["judges"])
 

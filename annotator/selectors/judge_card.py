@@ -23,6 +23,7 @@ from annotator.selectors.judges import JudgeDimensionRow
 from annotator.selectors.reports import BatchReport
 from hcs.calibration.alt_test import DEFAULT_EPSILON
 
+
 def _stamp(value) -> str | None:
     return value.isoformat() if value else None
 

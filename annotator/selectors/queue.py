@@ -22,7 +22,15 @@ from django.db.models import (
 from django.db.models.functions import Coalesce
 from django.utils import timezone
 
-from annotator.models import AccountScope, Annotation, AnnotatorStanding, Assignment, Batch, Enrolment, Item
+from annotator.models import (
+    AccountScope,
+    Annotation,
+    AnnotatorStanding,
+    Assignment,
+    Batch,
+    Enrolment,
+    Item,
+)
 from annotator.selectors.rows import columns, instance_from_row
 from annotator.turns import NO_ROLE, is_user, normalise_turns
 

@@ -68,7 +68,7 @@ def annotation_submit(
     """
     now = now or timezone.now()
     _check(item.batch.rubric_obj, scores, flags, comment)
-    fields = dict(scores=scores, flags=flags, comment=comment, constraints_met=constraints_met, now=now)
+    fields = {"scores": scores, "flags": flags, "comment": comment, "constraints_met": constraints_met, "now": now}
     alone = ONE_STATEMENT[connection.vendor] and not connection.in_atomic_block
     if alone:
         annotation = submit_leased(item_id=item.pk, annotator_id=annotator.pk, **fields)

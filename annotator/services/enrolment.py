@@ -20,9 +20,9 @@ from django.utils import timezone
 
 from annotator.models import Assignment, Batch, Enrolment
 from annotator.selectors.study import (
+    is_scoped,
     is_study_batch,
     limits_for,
-    is_scoped,
     submitted_count,
 )
 from annotator.services.assignment import AssignmentError, assignment_release

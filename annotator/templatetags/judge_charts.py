@@ -10,7 +10,13 @@ import numpy as np
 from django import template
 from django.utils.html import format_html
 
-from annotator.plots import confusion_svg, data_uri, over_time_svg, reliability_svg, scatter_svg
+from annotator.plots import (
+    confusion_svg,
+    data_uri,
+    over_time_svg,
+    reliability_svg,
+    scatter_svg,
+)
 
 register = template.Library()
 

@@ -8,7 +8,11 @@ from annotator.forms.calibration_set import CalibrationSetForm
 from annotator.models import Batch
 from annotator.roles import researcher_required
 from annotator.selectors.calibration_set import calibration_set_of, judge_families
-from annotator.services.calibration_set import CalibrationSetError, calibration_set_mark, calibration_set_retire
+from annotator.services.calibration_set import (
+    CalibrationSetError,
+    calibration_set_mark,
+    calibration_set_retire,
+)
 
 
 @require_http_methods(["GET", "POST"])

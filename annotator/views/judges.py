@@ -9,7 +9,11 @@ from django.views.decorators.http import require_GET, require_POST
 from annotator.forms.judges import JudgeRunForm, JudgeScoresForm, VerdictsForm
 from annotator.imports.errors import FileRefused, ImportRefused
 from annotator.roles import researcher_required
-from annotator.selectors.judge_list import judge_batches, judge_runs_recent, judges_overview
+from annotator.selectors.judge_list import (
+    judge_batches,
+    judge_runs_recent,
+    judges_overview,
+)
 from annotator.services.jobs import judge_job_create
 from annotator.services.judges import judge_scores_import, pairwise_verdicts_import
 

@@ -30,7 +30,11 @@ from annotator.selectors.queue import (
     conversation_turns,
     holds_live_lease,
 )
-from annotator.selectors.rating_facts import RatingFacts, rating_facts_for_batch, rating_facts_for_item
+from annotator.selectors.rating_facts import (
+    RatingFacts,
+    rating_facts_for_batch,
+    rating_facts_for_item,
+)
 from annotator.selectors.rating_progress import rating_progress
 from annotator.selectors.study import limits_for, visit_over
 from annotator.services.annotations import (

@@ -12,7 +12,11 @@ from django.urls import reverse
 from scipy.stats import spearmanr
 
 from annotator.models import CalibrationSet, Job, Judge, JudgeCall
-from annotator.services.calibration_set import CalibrationSetError, calibration_set_mark, calibration_set_retire
+from annotator.services.calibration_set import (
+    CalibrationSetError,
+    calibration_set_mark,
+    calibration_set_retire,
+)
 from tests.annotator.test_judges_selector import _add_scores, _study
 from tests.factories import PASSWORD, make_batch, make_user
 from tests.fake_judge import FakeJudge

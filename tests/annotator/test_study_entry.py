@@ -233,7 +233,7 @@ def test_study_link_command_refuses_bad_options(study, args, message):
 def test_a_crowd_worker_cannot_hold_an_api_token(study):
     from annotator.services.api_tokens import api_token_create
 
-    batch, _link, token = study
+    _batch, _link, token = study
     client, _ = arrive(token, PID_A)
     assert client.get(reverse("api_tokens")).status_code == 403
     assert client.post(reverse("api_token_new"), {"name": "mine", "days": "30"}).status_code == 403

@@ -59,3 +59,9 @@ def htmx_settled(page, selector: str, timeout: float = 30_000) -> None:
         "!document.querySelector('.htmx-request, .htmx-swapping, .htmx-settling, .htmx-added')",
         timeout=timeout,
     )
+
+
+def rating_ready(page, timeout: float = 30_000) -> None:
+    """Wait until the rating form is in the page and its (deferred) script has marked the row the keys
+    act on: keys pressed before that are lost, as they would be for a person on a slow connection."""
+    page.wait_for_selector("#rate-form .kb-row.is-current", timeout=timeout)

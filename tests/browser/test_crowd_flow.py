@@ -7,7 +7,7 @@ import pytest
 
 from annotator.models import Annotation, Enrolment
 from tests.annotator.study_support import PID_A, prolific_link
-from tests.browser.conftest import CHROMIUM, htmx_settled
+from tests.browser.conftest import CHROMIUM, htmx_settled, rating_ready
 from tests.factories import make_batch
 
 pytestmark = [
@@ -17,7 +17,7 @@ pytestmark = [
 
 
 def rate_with_keys(page) -> None:
-    page.wait_for_selector("#rate-form")
+    rating_ready(page)
     for key in ("y", "y", "4", "4", "5", "5", "4"):  # two constraints met, then C R I S F
         page.keyboard.press(key)
     page.keyboard.press("Enter")

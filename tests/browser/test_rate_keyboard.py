@@ -8,7 +8,7 @@ from pathlib import Path
 import pytest
 
 from annotator.models import Annotation, AnnotationRevision
-from tests.browser.conftest import CHROMIUM, htmx_settled
+from tests.browser.conftest import CHROMIUM, htmx_settled, rating_ready
 from tests.factories import PASSWORD, make_batch, make_user
 
 OUTPUT = Path(__file__).resolve().parents[2] / "test-output" / "browser"
@@ -41,7 +41,7 @@ def test_rate_with_the_keyboard_then_edit(page, live_server):
     assert "0 / 3 items complete" in page.locator("table.queue").inner_text()
     page.screenshot(path=str(OUTPUT / "home-queue.png"))
     page.get_by_role("link", name="Start").click()
-    page.wait_for_selector("#rate-form")
+    rating_ready(page)
     first_item = page.locator(".rate-where strong").inner_text()
     assert first_item == "Item 1"  # a neutral label, never the file's item id
 
@@ -99,7 +99,7 @@ def test_rate_with_the_keyboard_then_edit(page, live_server):
     # Reopen the first annotation and change it.
     page.goto(f"{live_server.url}/annotate/{batch.pk}/mine/")
     page.get_by_role("link", name="Edit").click()
-    page.wait_for_selector("#rate-form")
+    rating_ready(page)
     assert page.locator('input[name="score_coherence"][value="4"]').is_checked()
     assert allowed_scores(page, "instruction_following") == [2, 3]
     page.locator('label.level:has(input[name="score_coherence"][value="2"])').click()

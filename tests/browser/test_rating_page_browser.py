@@ -19,7 +19,7 @@ from django.urls import reverse
 from annotator.models import Annotation, Item
 from annotator.services.judges import judge_scores_import
 from hcs.judge_output import JudgeScale
-from tests.browser.conftest import htmx_settled, signed_in_context
+from tests.browser.conftest import htmx_settled, rating_ready, signed_in_context
 from tests.factories import make_annotation, make_batch, make_user
 
 pytestmark = pytest.mark.browser
@@ -41,7 +41,7 @@ def test_flags_are_in_the_keyboard_path_and_dialogs_take_focus(chromium, live_se
     context = signed_in_context(chromium, live_server, user, viewport=DESKTOP)
     page = context.new_page()
     page.goto(live_server.url + reverse("annotate_next", args=[batch.pk]))
-    page.wait_for_selector("#rate-form")
+    rating_ready(page)
     assert page.evaluate("scrollY") == 0
     keys = page.keyboard
     keys.press("y")
@@ -130,7 +130,7 @@ def test_no_page_scrolls_sideways_on_a_phone_for_any_role(chromium, live_server)
     page = context.new_page()
     _no_sideways_scroll(page, url + reverse("home"))
     page.get_by_role("link", name="Start").click()  # fails if anything intercepts the click
-    page.wait_for_selector("#rate-form")
+    rating_ready(page)
     assert page.evaluate("scrollY") == 0  # opens at the item's top: the prompt, not the scores
     assert page.evaluate("document.documentElement.scrollWidth") <= PHONE["width"]
     OUTPUT.mkdir(parents=True, exist_ok=True)

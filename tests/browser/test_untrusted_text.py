@@ -16,7 +16,7 @@ from django.urls import reverse
 
 from annotator.models import Annotation
 from tests.annotator import hostile
-from tests.browser.conftest import signed_in_context
+from tests.browser.conftest import rating_ready, signed_in_context
 from tests.factories import upload_storage_at
 
 pytestmark = pytest.mark.browser
@@ -81,7 +81,7 @@ def test_hostile_text_is_inert_on_every_page(chromium, live_server, settings, tm
     page.goto(url + reverse("annotate_queue"))
     check(page, watch, "queue")
     page.goto(url + reverse("annotate_next", args=[batch.pk]))
-    page.wait_for_selector("#rate-form")
+    rating_ready(page)
     check(page, watch, "rating page")
     page.screenshot(path=str(OUTPUT / "untrusted_rating_page.png"), full_page=True)
     first = page.locator(".rate-where strong").inner_text()

@@ -13,7 +13,12 @@ from annotator.imports.errors import ImportRefused
 from annotator.judging.client import ChatClient, JudgeRunFatal
 from annotator.judging.pairwise import pair_tasks
 from annotator.judging.progress import Prices, RunProgress
-from annotator.judging.runner import batch_items, calibration_only, judge_run, render_items
+from annotator.judging.runner import (
+    batch_items,
+    calibration_only,
+    judge_run,
+    render_items,
+)
 from annotator.judging.templates import (
     TemplateError,
     available_templates,
