@@ -136,6 +136,7 @@ class Enrolment(models.Model):
     consented_at = models.DateTimeField(null=True, blank=True)
     instructions_seen_at = models.DateTimeField(null=True, blank=True)
     end = models.CharField(max_length=20, choices=End.choices, blank=True, default="")
+    VISIT_OVER = ~Q(end="")  # done, timed out, screened out or declined: the ratings are final
     ended_at = models.DateTimeField(null=True, blank=True)
     end_reason = models.TextField(blank=True, default="")
 

@@ -25,6 +25,11 @@ def calibration_set_of(batch: Batch) -> CalibrationSet | None:
     return CalibrationSet.objects.filter(batch=batch).select_related("marked_by").first()
 
 
+def set_item_ids(chosen: CalibrationSet) -> list[str]:
+    """The set's item ids in the batch's order."""
+    return list(chosen.items.order_by("position", "id").values_list("item_id", flat=True))
+
+
 def judge_families(batch: Batch) -> list[tuple[str, Judge, int]]:
     """The judges with scores in ``batch``, one row per judge and its versions: (name, newest version,
     number of versions), by name."""

@@ -157,7 +157,7 @@ def queue_for_annotator(*, user) -> list[BatchProgress]:
                 Q(screened_out_at__isnull=False) | Q(blocked_at__isnull=False) | Q(excluded=True)
             )
         ),
-        visit_over=Exists(Enrolment.objects.filter(batch=OuterRef("pk"), user=user).exclude(end="")),
+        visit_over=Exists(Enrolment.objects.filter(Enrolment.VISIT_OVER, batch=OuterRef("pk"), user=user)),
     ).order_by("name")
     return [
         BatchProgress(

@@ -58,7 +58,7 @@ def _smallest(*values: int | None) -> int | None:
 def visit_over(*, user, batch_id: int) -> bool:
     """Whether the user's study visit to the batch has ended (done, timed out, screened out, declined):
     their ratings are then final."""
-    return Enrolment.objects.filter(user=user, batch_id=batch_id).exclude(end=End.NONE).exists()
+    return Enrolment.objects.filter(Enrolment.VISIT_OVER, user=user, batch_id=batch_id).exists()
 
 
 def limits_for(*, batch: Batch, enrolment: Enrolment | None) -> Limits:

@@ -7,7 +7,7 @@ from django.views.decorators.http import require_http_methods, require_POST
 from annotator.forms.calibration_set import CalibrationSetForm
 from annotator.models import Batch
 from annotator.roles import researcher_required
-from annotator.selectors.calibration_set import calibration_set_of, judge_families
+from annotator.selectors.calibration_set import calibration_set_of, judge_families, set_item_ids
 from annotator.services.calibration_set import (
     CalibrationSetError,
     calibration_set_mark,
@@ -34,7 +34,7 @@ def calibration_set(request, batch_id):
                 return redirect("calibration_set", batch.pk)
         status = 400
     chosen = calibration_set_of(batch)
-    items = list(chosen.items.order_by("position", "id").values_list("item_id", flat=True)) if chosen else []
+    items = set_item_ids(chosen) if chosen else []
     judges = judge_families(batch) if chosen else []
     context = {"batch": batch, "form": form, "chosen": chosen, "items": items, "judges": judges,
                "n_batch_items": batch.items.count()}

@@ -10,7 +10,7 @@ from django.core.management.base import BaseCommand, CommandError
 
 from annotator.management.commands._import_common import read_text
 from annotator.management.commands._link_common import batch_named
-from annotator.selectors.calibration_set import calibration_set_of
+from annotator.selectors.calibration_set import calibration_set_of, set_item_ids
 from annotator.services.calibration_set import (
     CalibrationSetError,
     calibration_set_mark,
@@ -46,7 +46,7 @@ class Command(BaseCommand):
             chosen = calibration_set_of(batch)
             if chosen is None:
                 raise CommandError(f"batch \u201c{batch.name}\u201d has no calibration set.")
-            ids = list(chosen.items.order_by("position", "id").values_list("item_id", flat=True))
+            ids = set_item_ids(chosen)
             self.stdout.write(f"{len(ids)} items ({chosen.how}), fingerprint {chosen.fingerprint}, "
                               f"frozen {chosen.frozen_at:%Y-%m-%d %H:%M} UTC")
             self.stdout.write("\n".join(ids))
