@@ -15,13 +15,12 @@ from itertools import chain
 import numpy as np
 from django.contrib.auth import get_user_model
 from django.db import connection
-from django.db.models import Case, F, IntegerField, Q, QuerySet, Sum, Value, When
+from django.db.models import Q, QuerySet, Sum, Value
 from django.db.models.functions import Coalesce
 
 from annotator.models import Annotation, Batch, Item
+from annotator.selectors.score_packing import Packing
 
-# The largest multiplier times the largest digit must stay below 2**31 (a 32-bit SQL integer).
-_PACK_BITS = 31
 FETCH = 50_000  # rows per fetchmany
 
 
@@ -41,37 +40,25 @@ class ReportArrays:
     annotator_names: list[str]
 
 
-def _packed_scores_query(batch: Batch, dims: tuple[str, ...], scale_min: int, scale_max: int):
-    """One row per annotation of ``batch``: (item pk, annotator pk, packed column, …).
-
-    A dimension's score is stored as the digit ``value - scale_min + 1`` (0 = not rated) in base
-    ``scale_max - scale_min + 2``; as many dimensions share a column as fit in 31 bits.
-    Rows come grouped by item (batch order), each item's annotations by submission time.
-    """
-    base = scale_max - scale_min + 2
-    per_column = max(1, int(_PACK_BITS / np.log2(base)))
-    groups = [dims[g:g + per_column] for g in range(0, len(dims), per_column)]
-    in_scale = Q(scores__value__gte=scale_min, scores__value__lte=scale_max)
-    digit = F("scores__value") - (scale_min - 1)
+def _packed_scores_query(batch: Batch, packing: Packing):
+    """One row per annotation of ``batch``: (item pk, annotator pk, packed column, …), scores
+    packed as ``packing`` says (in-scale scores only). Rows come grouped by item (batch order),
+    each item's annotations by submission time."""
+    in_scale = Q(scores__value__gte=packing.scale_min, scores__value__lte=packing.scale_max)
     columns = {
         f"packed{n}": Coalesce(
-            Sum(
-                Case(*(When(scores__dimension=d, then=digit * base ** j) for j, d in enumerate(group)),
-                     default=Value(0), output_field=IntegerField()),
-                filter=in_scale,
-            ),
+            Sum(packing.digits(group, dimension="scores__dimension", value="scores__value"), filter=in_scale),
             Value(0),
         )
-        for n, group in enumerate(groups)
+        for n, group in enumerate(packing.groups)
     }
-    rows = (
+    return (
         Annotation.objects.filter(item__batch=batch)
         .values("id", "item_id", "annotator_id", "item__position", "submitted_at")
         .annotate(**columns)
         .order_by("item__position", "item_id", "submitted_at", "id")
         .values_list("item_id", "annotator_id", *columns)
     )
-    return rows, groups, base
 
 
 def _integer_rows(query: QuerySet, width: int) -> np.ndarray:
@@ -86,12 +73,14 @@ def _integer_rows(query: QuerySet, width: int) -> np.ndarray:
     return np.concatenate(chunks).reshape(-1, width) if chunks else np.zeros((0, width), dtype=np.int64)
 
 
-def _unpack(packed: np.ndarray, groups: list[tuple[str, ...]], base: int) -> np.ndarray:
+def _unpack(packed: np.ndarray, packing: Packing) -> np.ndarray:
     """Packed columns → annotations × dimensions digits (0 = not rated)."""
+    base = packing.base
     if not len(packed):
-        return np.zeros((0, sum(len(g) for g in groups)), dtype=np.int64)
+        return np.zeros((0, len(packing.dims)), dtype=np.int64)
     return np.concatenate(
-        [(packed[:, n, None] // (base ** np.arange(len(g)))[None, :]) % base for n, g in enumerate(groups)], axis=1
+        [(packed[:, n, None] // (base ** np.arange(len(g)))[None, :]) % base for n, g in enumerate(packing.groups)],
+        axis=1,
     )
 
 
@@ -127,11 +116,11 @@ def report_arrays(*, batch: Batch) -> ReportArrays:
     system_index = {s: n for n, s in enumerate(systems)}
     n_categories = rubric.scale_max - rubric.scale_min + 1
 
-    query, groups, base = _packed_scores_query(batch, dims, rubric.scale_min, rubric.scale_max)
-    rows = _integer_rows(query, 2 + len(groups))
+    packing = Packing(dims, rubric.scale_min, rubric.scale_max)
+    rows = _integer_rows(_packed_scores_query(batch, packing), 2 + len(packing.groups))
     sorter = np.argsort(item_pk)
     annotation_item = sorter[np.searchsorted(item_pk, rows[:, 0], sorter=sorter)].astype(np.int64)
-    digits = _unpack(rows[:, 2:], groups, base)
+    digits = _unpack(rows[:, 2:], packing)
     rated = digits > 0
     counts = _count_matrix(annotation_item, digits, rated, len(items), n_categories)
     first = np.stack([_first_k(annotation_item, rated[:, j], batch.k) for j in range(len(dims))], axis=1)
