@@ -4,11 +4,13 @@ annotations in the ``templates/annotation_template.csv`` format (re-importable).
 from __future__ import annotations
 
 from collections.abc import Iterator
-from typing import Any
+from datetime import datetime
+from functools import lru_cache
 
-from annotator.exports.csv_safe import csv_lines
+from annotator.exports.csv_safe import DELIMITER, RECORD_END, Echo, SafeWriter, chunks, csv_lines
+from annotator.imports.annotation_template import format_constraints_met, template_columns
 from annotator.models import Batch
-from annotator.selectors.report_rows import annotation_rows, score_rows
+from annotator.selectors.report_rows import annotation_records
 from annotator.selectors.reports import BatchReport
 
 DIMENSION_COLUMNS = [
@@ -49,33 +51,57 @@ def items_csv(report: BatchReport) -> Iterator[str]:
 
 
 def scores_csv(*, batch: Batch) -> Iterator[str]:
-    """One row per score: loads unchanged in pandas (``pd.read_csv``) and R (``read.csv``)."""
-    rows = score_rows(annotation_rows(batch=batch), batch.rubric_obj.dimension_keys)
-    return csv_lines(SCORES_COLUMNS, ([*row[:-1], row[-1].isoformat()] for row in rows))
+    """One row per score: loads unchanged in pandas (``pd.read_csv``) and R (``read.csv``).
+
+    An annotation's cells other than dimension and score are written once for all its rows, and
+    the dimension, score and overall cells once per distinct set of scores."""
+    rubric = batch.rubric_obj
+    dims = rubric.dimension_keys
+    writer = SafeWriter(Echo())  # type: ignore[arg-type]
+    dimension_cells = [writer.cells([d]) for d in dims]
+
+    @lru_cache(maxsize=1_024)
+    def per_score(scores: tuple[int | None, ...]) -> tuple[list[str], str]:
+        """(the dimension and score cells of each rated dimension, the overall score's cell)"""
+        rated = [dim + DELIMITER + writer.cells([s]) for dim, s in zip(dimension_cells, scores) if s is not None]
+        return rated, writer.cells([rubric.overall(dict(zip(dims, scores)))])
+
+    @lru_cache(maxsize=1_024)
+    def submitted(when: datetime) -> str:
+        return writer.cells([when.isoformat()])
+
+    def records() -> Iterator[str]:
+        for a in annotation_records(batch=batch):
+            rated, overall = per_score(a.scores)
+            if rated:
+                head = writer.cells([a.item_id, a.system_id, a.annotator]) + DELIMITER
+                tail = DELIMITER + overall + DELIMITER + submitted(a.submitted_at) + RECORD_END
+                yield "".join([head + cells + tail for cells in rated])
+
+    return chunks(writer.writerow(SCORES_COLUMNS), records())
 
 
 def annotations_csv(*, batch: Batch) -> Iterator[str]:
-    """The annotations in the annotation template's columns, ready for ``import_annotations``."""
-    # Imported here: the file parser pulls in pandas, which a worker serving only rating pages
-    # (this module is reachable from the job status page) never needs.
-    from annotator.imports.annotation_file import (
-        format_constraints_met,
-        template_columns,
-    )
+    """The annotations in the annotation template's columns, ready for ``import_annotations``.
 
+    The score and flag cells are written once per distinct set of scores and flags."""
     rubric = batch.rubric_obj
     columns = template_columns(rubric)
     flag_columns = [c for c in columns if c in rubric.flag_keys]
+    writer = SafeWriter(Echo())  # type: ignore[arg-type]
 
-    def rows() -> Iterator[list[Any]]:
-        for a in annotation_rows(batch=batch, with_text=True):
-            flags = set(a["flags"])
-            yield [
-                a["item_id"], a["system_id"], a["prompt"], a["response"], a["annotator"],
-                *(a["scores"][d] for d in rubric.dimension_keys),
-                *(1 if f in flags else 0 for f in flag_columns),
-                format_constraints_met(a["constraints_met"]),
-                a["comment"],
-            ]
+    @lru_cache(maxsize=1_024)
+    def scores_and_flags(scores: tuple[int | None, ...], flags: tuple[str, ...]) -> str:
+        return writer.cells([*scores, *(1 if f in flags else 0 for f in flag_columns)])
 
-    return csv_lines(columns, rows())
+    constraints_met = lru_cache(maxsize=1_024)(format_constraints_met)
+
+    def records() -> Iterator[str]:
+        for a in annotation_records(batch=batch, with_text=True):
+            yield (
+                writer.cells([a.item_id, a.system_id, a.prompt, a.response, a.annotator]) + DELIMITER
+                + scores_and_flags(a.scores, a.flags) + DELIMITER
+                + writer.cells([constraints_met(a.constraints_met), a.comment]) + RECORD_END
+            )
+
+    return chunks(writer.writerow(columns), records())

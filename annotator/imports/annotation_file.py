@@ -16,6 +16,11 @@ from typing import Any
 
 import pandas as pd
 
+from annotator.imports.annotation_template import (  # the template's columns: also the export's
+    CONSTRAINTS_MET,
+    parse_constraints_met,
+    template_columns,
+)
 from annotator.imports.batch_file import (
     ID_MAX_LENGTH,
     parse_conversation,
@@ -32,30 +37,6 @@ TRUE = {"1", "true", "yes", "y", "x"}
 FALSE = {"", "0", "false", "no", "n"}
 USERNAME = re.compile(r"^[\w.@+-]+\Z")
 USERNAME_MAX_LENGTH = 150
-
-
-CONSTRAINTS_MET = "constraints_met"
-MET_WORDS = {"met": True, "1": True, "yes": True, "true": True,
-             "not met": False, "not_met": False, "0": False, "no": False, "false": False}
-
-
-def template_columns(rubric: Rubric) -> list[str]:
-    """The columns of ``templates/annotation_template.csv`` for ``rubric``: every flag, and the
-    per-constraint answers (``met;not_met``, in the order of the item's constraints)."""
-    return ["item_id", "system_id", "prompt", "response", "annotator", *rubric.dimension_keys,
-            *rubric.flag_keys, CONSTRAINTS_MET, "comment"]
-
-
-def format_constraints_met(met) -> str:
-    return ";".join("met" if m else "not_met" for m in met or [])
-
-
-def parse_constraints_met(cell: str) -> list[bool] | None:
-    """``met;not_met;...`` (also 1/0, yes/no) to booleans; [] for blank; None if unreadable."""
-    if not cell.strip():
-        return []
-    answers = [MET_WORDS.get(part.strip().lower()) for part in cell.split(";")]
-    return None if None in answers else answers
 
 
 @dataclass

@@ -3,17 +3,20 @@ batch in submission order (streamed), and one item's annotations for adjudicatio
 
 from __future__ import annotations
 
-from collections.abc import Iterable, Iterator
+from collections.abc import Callable, Iterable, Iterator
 from datetime import datetime
-from typing import Any
+from functools import lru_cache
+from typing import Any, NamedTuple
 
 from django.db import connection
-from django.db.models import BooleanField, Count
+from django.db.models import BooleanField, Count, OuterRef, Subquery, Sum
 from django.db.models.expressions import RawSQL
 
 from annotator.models import Annotation, Batch, Item, Score
+from annotator.models.annotation import SCORE_MAX, SCORE_MIN
 from annotator.selectors.queue import conversation_turns
-from hcs.rubric import Rubric
+from annotator.selectors.rows import chunked_cursor, converter
+from annotator.selectors.score_packing import Packing
 
 
 def batches_for_reports():
@@ -23,54 +26,100 @@ def batches_for_reports():
     ).order_by("-created_at", "name")
 
 
-def annotation_rows(
-    *, batch: Batch, with_text: bool = False, after: tuple[datetime, int] | None = None, limit: int | None = None
-) -> Iterator[dict[str, Any]]:
-    """Every annotation of the batch with its item, annotator, scores, flags and overall score,
-    in submission order (imported rows keep file order by id).
+class AnnotationRecord(NamedTuple):
+    """One annotation of a batch, as the exports and the API read it."""
 
-    Streams from the database in two queries walked side by side, both in submission order: the
-    annotations (one row each, so their dates and flags are converted once, not once per score)
-    and their scores (plain numbers and text, no conversion).
+    id: int
+    item_id: str
+    system_id: str
+    annotator: str
+    submitted_at: datetime
+    flags: tuple[str, ...]
+    comment: str
+    constraints_met: tuple[bool, ...]
+    scores: tuple[int | None, ...]  # in the rubric's dimension order; None: not rated
+    prompt: str  # "" unless asked for (with_text)
+    response: str
+
+
+_COLUMNS = ("id", "item__item_id", "item__system_id", "annotator__username", "submitted_at", "flags", "comment",
+            "constraints_met")
+_TEXT = ("item__prompt", "item__response")
+FETCH = 2_000  # rows per fetch
+_REMEMBERED = 1_024  # distinct values each conversion remembers
+
+
+def annotation_records(
+    *, batch: Batch, with_text: bool = False, after: tuple[datetime, int] | None = None, limit: int | None = None
+) -> Iterator[AnnotationRecord]:
+    """Every annotation of the batch with its item, annotator and scores, in submission order
+    (imported rows keep file order by id).
+
+    One ordered query, streamed from a chunked (on PostgreSQL server-side) cursor: each row
+    carries its annotation's scores packed into integers (a subquery per packed column, on the
+    one-score-per-dimension index), so no score row reaches Python. Dates and JSON are converted
+    as the ORM converts them, each distinct value once (imported rows share a timestamp, and
+    flags and constraint answers take few values).
 
     ``after`` (submitted_at, id) and ``limit`` give one page: the ``limit`` annotations after that one.
     """
-    rubric = batch.rubric_obj
-    dims = rubric.dimension_keys
-    text = ("item__prompt", "item__response") if with_text else ()
+    dims = batch.rubric_obj.dimension_keys
+    packing = Packing(dims, SCORE_MIN, SCORE_MAX)  # the stored scale: every stored score unpacks
+    packed = {
+        f"packed{n}": Subquery(
+            Score.objects.filter(annotation=OuterRef("pk")).values("annotation_id")
+            .annotate(packed=Sum(packing.digits(group, dimension="dimension", value="value"))).values("packed")
+        )
+        for n, group in enumerate(packing.groups)
+    }
     annotations = Annotation.objects.filter(item__batch=batch)
-    scores = Score.objects.filter(annotation__item__batch=batch)
     if after is not None:
         annotations = annotations.filter(_after(*after))
-        scores = scores.filter(_after(*after))  # on the joined annotation table, which keeps its name
     if limit is not None:  # the page's ids first: a walk along the submission-order index that stops at ``limit``
         page = list(annotations.order_by("submitted_at", "id").values_list("pk", flat=True)[:limit])
         annotations = Annotation.objects.filter(pk__in=page)
-        scores = Score.objects.filter(annotation_id__in=page)
-    annotations = annotations.order_by("submitted_at", "id").values_list(
-        "id", "item__item_id", "item__system_id", "annotator__username", "flags", "comment", "submitted_at",
-        "constraints_met", *text,
+    query = annotations.annotate(**packed).order_by("submitted_at", "id").values_list(
+        *_COLUMNS, *packed, *(_TEXT if with_text else ())
     )
-    score_rows = scores.order_by("annotation__submitted_at", "annotation_id").values_list(
-        "annotation_id", "dimension", "value"
-    ).iterator(chunk_size=10_000)
-    pending = next(score_rows, None)
-    for row in annotations.iterator(chunk_size=5_000):
-        pk = row[0]
-        values = dict.fromkeys(dims)
-        while pending is not None and pending[0] == pk:
-            if pending[1] in values:
-                values[pending[1]] = pending[2]
-            pending = next(score_rows, None)
-        yield _finish(
-            {
-                "annotation_id": pk, "item_id": row[1], "system_id": row[2], "annotator": row[3],
-                "flags": list(row[4] or []), "comment": row[5], "submitted_at": row[6], "scores": values,
-                "constraints_met": list(row[7] or []),
-                "prompt": row[8] if with_text else "", "response": row[9] if with_text else "",
-            },
-            rubric,
-        )
+    when = lru_cache(maxsize=_REMEMBERED)(converter(Annotation, "submitted_at"))
+    flags = _remembered_tuple(converter(Annotation, "flags"))
+    met = _remembered_tuple(converter(Annotation, "constraints_met"))
+    scores = lru_cache(maxsize=_REMEMBERED)(lambda *columns: packing.unpack(columns))
+    first_packed = len(_COLUMNS)
+    first_text = first_packed + len(packing.groups)
+    sql, params = query.query.sql_with_params()
+    with chunked_cursor() as cursor:
+        cursor.execute(sql, params)
+        while rows := cursor.fetchmany(FETCH):
+            for row in rows:
+                yield AnnotationRecord(
+                    row[0], row[1], row[2], row[3], when(row[4]), flags(row[5]), row[6], met(row[7]),
+                    scores(*row[first_packed:first_text]),
+                    row[first_text] if with_text else "", row[first_text + 1] if with_text else "",
+                )
+
+
+def _remembered_tuple(convert: Callable[[Any], Any]) -> Callable[[Any], tuple]:
+    """A JSON list column's converter whose result is a tuple (shared by every row with the same
+    stored value, so it must not change), remembering the last ``_REMEMBERED`` distinct values."""
+    return lru_cache(maxsize=_REMEMBERED)(lambda value: tuple(convert(value) or ()))
+
+
+def annotation_rows(
+    *, batch: Batch, with_text: bool = False, after: tuple[datetime, int] | None = None, limit: int | None = None
+) -> Iterator[dict[str, Any]]:
+    """:func:`annotation_records` as dictionaries, with each annotation's scores by dimension and
+    its overall score (the API's pages)."""
+    rubric = batch.rubric_obj
+    dims = rubric.dimension_keys
+    for a in annotation_records(batch=batch, with_text=with_text, after=after, limit=limit):
+        scores = dict(zip(dims, a.scores, strict=True))
+        yield {
+            "annotation_id": a.id, "item_id": a.item_id, "system_id": a.system_id, "annotator": a.annotator,
+            "flags": list(a.flags), "comment": a.comment, "submitted_at": a.submitted_at, "scores": scores,
+            "constraints_met": list(a.constraints_met), "prompt": a.prompt, "response": a.response,
+            "overall_hcs": rubric.overall(scores),
+        }
 
 
 def _after(submitted_at: datetime, pk: int) -> RawSQL:
@@ -88,11 +137,6 @@ def score_rows(annotations: Iterable[dict[str, Any]], dimensions: tuple[str, ...
         for d in dimensions:
             if a["scores"][d] is not None:
                 yield [a["item_id"], a["system_id"], a["annotator"], d, a["scores"][d], a["overall_hcs"], a["submitted_at"]]
-
-
-def _finish(row: dict[str, Any], rubric: Rubric) -> dict[str, Any]:
-    row["overall_hcs"] = rubric.overall(row["scores"])
-    return row
 
 
 def item_annotations(*, item: Item) -> list[dict[str, Any]]:

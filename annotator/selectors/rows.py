@@ -1,12 +1,17 @@
 """Model instances from rows of hand-written SQL, converted exactly as the ORM converts them.
 
 For the few reads that run on every request, where building the ORM query costs more than
-running it (the session with its user, the item or batch a rating request names).
+running it (the session with its user, the item or batch a rating request names), and for the
+long reads of the exports, whose columns repeat values worth converting once.
 """
 
 from __future__ import annotations
 
-from collections.abc import Sequence
+from collections.abc import Callable, Iterator, Sequence
+from contextlib import contextmanager
+from datetime import tzinfo
+from functools import cache
+from typing import Any
 
 from django.db import connection, models
 
@@ -44,7 +49,57 @@ def python_values(model: type[models.Model], fields: Sequence[models.Field], row
     return values
 
 
+def converter(model: type[models.Model], name: str) -> Callable[[Any], Any]:
+    """Database value → Python value for the column of ``model``'s field ``name``, as the ORM converts it."""
+    ((col, converters),) = _converters_of(model, [model._meta.get_field(name)])
+
+    def convert(value: Any) -> Any:
+        for conv in converters:
+            value = conv(value, col, connection)
+        return value
+
+    return convert
+
+
 def instance_from_row(model: type[models.Model], row: Sequence) -> models.Model:
     """The instance ``model.from_db`` builds from ``row`` (values in ``columns`` order)."""
     fields = model._meta.concrete_fields
     return model.from_db(connection.alias, [f.attname for f in fields], python_values(model, fields, row))
+
+
+@contextmanager
+def chunked_cursor() -> Iterator[Any]:
+    """``connection.chunked_cursor()`` for long reads (server-side on PostgreSQL: memory stays one
+    fetch). On PostgreSQL its timestamps come back exactly as Django's loader gives them (parsed in
+    the session's time zone, then given the connection's) but parsed by psycopg's compiled loader:
+    Django's loader subclasses psycopg's pure-Python one (Django ticket #36960), 0.33 CPU-s per
+    30,000 timestamps on the development machine against 0.12 s this way."""
+    with connection.chunked_cursor() as cursor:
+        if connection.vendor == "postgresql":
+            from django.db.backends.postgresql.psycopg_any import is_psycopg3
+
+            if is_psycopg3:
+                cursor.cursor.adapters.register_loader("timestamptz", _compiled_tz_loader(connection.timezone))
+        yield cursor
+
+
+@cache
+def _compiled_tz_loader(tz: tzinfo | None) -> type:
+    """A timestamptz text loader: psycopg's own (compiled when psycopg-binary is installed), then
+    ``replace(tzinfo=tz)`` as Django's ``BaseTzLoader`` does."""
+    import psycopg
+    from psycopg.adapt import Loader
+    from psycopg.postgres import types
+    from psycopg.pq import Format
+
+    parser = psycopg.adapters.get_loader(types["timestamptz"].oid, Format.TEXT)
+
+    class TzLoader(Loader):
+        def __init__(self, oid, context=None):
+            super().__init__(oid, context)
+            self._parse = parser(oid, context).load
+
+        def load(self, data):
+            return self._parse(data).replace(tzinfo=tz)
+
+    return TzLoader
