@@ -84,7 +84,8 @@ def scores_csv(*, batch: Batch) -> Iterator[str]:
 def annotations_csv(*, batch: Batch) -> Iterator[str]:
     """The annotations in the annotation template's columns, ready for ``import_annotations``.
 
-    The score and flag cells are written once per distinct set of scores and flags."""
+    The score and flag cells are written once per distinct set of scores and flags, the last two
+    once per distinct constraint answers and comment."""
     rubric = batch.rubric_obj
     columns = template_columns(rubric)
     flag_columns = [c for c in columns if c in rubric.flag_keys]
@@ -94,14 +95,16 @@ def annotations_csv(*, batch: Batch) -> Iterator[str]:
     def scores_and_flags(scores: tuple[int | None, ...], flags: tuple[str, ...]) -> str:
         return writer.cells([*scores, *(1 if f in flags else 0 for f in flag_columns)])
 
-    constraints_met = lru_cache(maxsize=1_024)(format_constraints_met)
+    @lru_cache(maxsize=1_024)
+    def constraints_and_comment(met: tuple[bool, ...], comment: str) -> str:  # most comments are empty
+        return writer.cells([format_constraints_met(met), comment])
 
     def records() -> Iterator[str]:
         for a in annotation_records(batch=batch, with_text=True):
             yield (
                 writer.cells([a.item_id, a.system_id, a.prompt, a.response, a.annotator]) + DELIMITER
                 + scores_and_flags(a.scores, a.flags) + DELIMITER
-                + writer.cells([constraints_met(a.constraints_met), a.comment]) + RECORD_END
+                + constraints_and_comment(a.constraints_met, a.comment) + RECORD_END
             )
 
     return chunks(writer.writerow(columns), records())
