@@ -4,12 +4,14 @@ annotations in the ``templates/annotation_template.csv`` format (re-importable).
 from __future__ import annotations
 
 from collections.abc import Iterator
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from annotator.exports.csv_safe import csv_lines
 from annotator.models import Batch
 from annotator.selectors.report_rows import annotation_rows, score_rows
-from annotator.selectors.reports import BatchReport
+
+if TYPE_CHECKING:  # the agreement report (numpy, scipy) is needed by its two tables only, as an argument
+    from annotator.selectors.reports import BatchReport
 
 DIMENSION_COLUMNS = [
     "dimension", "label",
