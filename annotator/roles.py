@@ -6,7 +6,7 @@ Views use the decorators here; templates get ``role`` flags from the context pro
 from __future__ import annotations
 
 from collections.abc import Callable
-from functools import wraps
+from functools import partial, wraps
 
 from django.contrib.auth.decorators import login_required
 from django.core.exceptions import PermissionDenied
@@ -85,4 +85,6 @@ def context_processor(request) -> dict:
         "researcher": is_researcher(user),
         "annotator": is_annotator(user),
     }
-    return {"role": role, "nav_links": nav_links(role)}
+    # A callable: the template calls it where the top bar is drawn, so an htmx fragment does not
+    # reverse the bar's URLs for nothing.
+    return {"role": role, "nav_links": partial(nav_links, role)}

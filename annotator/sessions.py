@@ -19,6 +19,7 @@ from django.contrib.sessions.backends.db import SessionStore as DatabaseSessionS
 from django.db import connection
 from django.utils import timezone
 
+from annotator.hot_sql import hot_cursor
 from annotator.roles import GROUPS, remember_roles
 from annotator.selectors.rows import columns, instance_from_row
 from annotator.selectors.study import remember_scoped
@@ -66,7 +67,7 @@ class SessionStore(DatabaseSessionStore):
 
     def _get_session_from_db(self):
         self.loaded_user = None
-        with connection.cursor() as cursor:
+        with hot_cursor() as cursor:
             cursor.execute(*self._load_sql())
             row = cursor.fetchone()
         if row is None:

@@ -104,6 +104,9 @@ def database_config() -> dict:
 
 
 DATABASES = {"default": database_config()}
+# The rating requests' own statements are prepared on PostgreSQL (annotator/hot_sql.py); off for
+# a connection pooler that cannot keep prepared statements (PgBouncer before 1.21, transaction mode).
+DB_PREPARED_STATEMENTS = env_bool("DB_PREPARED_STATEMENTS", default=True)
 DEFAULT_AUTO_FIELD = "django.db.models.BigAutoField"
 
 AUTH_PASSWORD_VALIDATORS = [
@@ -169,6 +172,8 @@ TASKS = {"default": {"BACKEND": "django_tasks_db.DatabaseBackend", "QUEUES": ["d
 
 # Application settings.
 ANNOTATOR_LEASE_MINUTES = env_int("ANNOTATOR_LEASE_MINUTES", 30, minimum=1)
+# The rating page's batch progress (items complete, items with a free slot) is at most this old.
+ANNOTATOR_PROGRESS_CACHE_SECONDS = env_int("ANNOTATOR_PROGRESS_CACHE_SECONDS", 5)
 # Study, invite and sign-in links: the address printed links start with, and how often one client
 # address may open such links per minute.
 ANNOTATOR_SITE_URL = (os.environ.get("SITE_URL", "").strip().rstrip("/")) or "http://127.0.0.1:8000"

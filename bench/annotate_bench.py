@@ -50,6 +50,7 @@ from annotator_http import (
     django_setup,
     free_port,
     make_batch,
+    postgres_backends_cpu_seconds,
     recreate_postgres,
     rss_mb,
     server_env,
@@ -155,7 +156,8 @@ class BareClient(Annotator):
         return None if status == 200 and text == "ok" else f"bare GET {status}"
 
 
-def run_clients(port: int, batch_id: int, annotators: list[Annotator], rounds: int, server_pid: int = 0) -> dict:
+def run_clients(port: int, batch_id: int, annotators: list[Annotator], rounds: int, server_pid: int = 0,
+                database: str = "") -> dict:
     latencies: list[float] = []
     errors: list[str] = []
     lock = threading.Lock()
@@ -182,6 +184,7 @@ def run_clients(port: int, batch_id: int, annotators: list[Annotator], rounds: i
 
     threads = [threading.Thread(target=work, args=(a,)) for a in annotators]
     cpu_before = process_cpu_seconds(server_pid) if server_pid else 0.0
+    db_before = postgres_backends_cpu_seconds(database) if database else 0.0
     load_before = os.getloadavg()[0]
     wall = time.perf_counter()
     for t in threads:
@@ -190,6 +193,7 @@ def run_clients(port: int, batch_id: int, annotators: list[Annotator], rounds: i
         t.join()
     wall = time.perf_counter() - wall
     cpu = (process_cpu_seconds(server_pid) - cpu_before) if server_pid else 0.0
+    db_cpu = (postgres_backends_cpu_seconds(database) - db_before) if database else 0.0
     latencies.sort()
     return {
         "n": len(latencies),
@@ -198,6 +202,7 @@ def run_clients(port: int, batch_id: int, annotators: list[Annotator], rounds: i
         "rps": len(latencies) / wall,
         "errors": errors,
         "server_cpu_ms": cpu * 1000 / max(1, len(latencies)),
+        "db_cpu_ms": db_cpu * 1000 / max(1, len(latencies)),
         "load": max(load_before, os.getloadavg()[0]),
     }
 
@@ -219,6 +224,7 @@ def bench_database(label: str, database_url: str, args) -> list[dict]:
     flows = 2 if args.htmx else 1
     n_items = max(args.items, (args.rounds * len(args.clients) * flows * args.repeat + args.warmup) // 3 + 100)
     batch_id = setup_database(env, max_clients, n_items)
+    database = database_url.rsplit("/", 1)[1] if database_url.startswith("postgres") else ""
     queries = json.loads(
         subprocess.run([str(VENV_BIN / "python"), __file__, "--_count"], cwd=ROOT, env=env, check=True,
                        capture_output=True, text=True).stdout.strip().splitlines()[-1]
@@ -243,7 +249,8 @@ def bench_database(label: str, database_url: str, args) -> list[dict]:
         for _ in range(args.repeat):
             for n in args.clients:
                 for mode, group in clients.items():  # interleaved: each block sees much the same load
-                    runs.setdefault((mode, n), []).append(run_clients(port, batch_id, group[:n], args.rounds, server.pid))
+                    runs.setdefault((mode, n), []).append(
+                        run_clients(port, batch_id, group[:n], args.rounds, server.pid, database))
         pids = child_pids(server.pid)
         worker_rss = [rss_mb(pid) for pid in pids]
     finally:
@@ -258,7 +265,7 @@ def bench_database(label: str, database_url: str, args) -> list[dict]:
     trips = args.warmup + sum(r["n"] for (mode, _), results in runs.items() if mode != "bare" for r in results)
     rows = []
     for (mode, n), results in runs.items():
-        row = {key: statistics.median(r[key] for r in results) for key in ("p50", "p95", "rps", "server_cpu_ms", "load")}
+        row = {key: statistics.median(r[key] for r in results) for key in ("p50", "p95", "rps", "server_cpu_ms", "db_cpu_ms", "load")}
         row.update(db=label, mode=mode, clients=n, n=sum(r["n"] for r in results),
                    errors=[e for r in results for e in r["errors"]], queries=queries, workers=workers, trips=trips)
         bare = statistics.median(r["p50"] for r in runs[("bare", n)])
@@ -297,7 +304,7 @@ def main() -> None:
           f" {args.repeat} block(s) per row (medians).\n")
     header = (
         f"{'database':<11} {'mode':<5} {'clients':>7} {'trips':>6} {'p50 ms':>7} {'p95 ms':>7} {'trips/s':>8}"
-        f" {'errors':>6} {'app CPU ms':>10} {'p50 x bare':>10} {'CPU x bare':>10} {'load':>5}  SQL per trip"
+        f" {'errors':>6} {'app CPU ms':>10} {'DB CPU ms':>9} {'p50 x bare':>10} {'CPU x bare':>10} {'load':>5}  SQL per trip"
     )
     print(header)
     print("-" * len(header))
@@ -306,9 +313,10 @@ def main() -> None:
         sql = "" if r["mode"] == "bare" else (
             f"{q['20']} | {q['5000']}" if r["mode"] == "page" else f"{q['htmx 20']} | {q['htmx 5000']}")
         print(f"{r['db']:<11} {r['mode']:<5} {r['clients']:>7} {r['n']:>6} {r['p50']:>7.1f} {r['p95']:>7.1f}"
-              f" {r['rps']:>8.1f} {len(r['errors']):>6} {r['server_cpu_ms']:>10.1f} {r['x_bare']:>10.2f}"
+              f" {r['rps']:>8.1f} {len(r['errors']):>6} {r['server_cpu_ms']:>10.1f} {r['db_cpu_ms']:>9.1f} {r['x_bare']:>10.2f}"
               f" {r['cpu_x_bare']:>10.2f} {r['load']:>5.1f}  {sql}")
-    print("\napp CPU = gunicorn workers' CPU time per round trip (the database server's is not included);"
+    print("\napp CPU = gunicorn workers' CPU time per round trip; DB CPU = the PostgreSQL server processes' serving"
+          " the bench database (SQLite runs inside the workers: 0);"
           " x bare = that figure over the bare view's in the same run; SQL per trip = queries for a batch of"
           " 20 | 5000 items, not counting BEGIN/COMMIT; load = the machine's 1-minute load average during the block.")
     for label in dict.fromkeys(r["db"] for r in rows):

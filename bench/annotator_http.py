@@ -229,3 +229,22 @@ class Annotator:
 
 if __name__ == "__main__" and len(sys.argv) >= 4 and sys.argv[1] == "--seed":
     seed(int(sys.argv[2]), int(sys.argv[3]), int(sys.argv[4]) if len(sys.argv) > 4 else 3)
+
+
+def postgres_backends_cpu_seconds(database: str) -> float:
+    """CPU time (user + system) of the PostgreSQL server processes serving ``database`` on this
+    machine, from /proc (Linux only; 0.0 where the server's processes cannot be read)."""
+    ticks = os.sysconf("SC_CLK_TCK")
+    total = 0.0
+    for entry in Path("/proc").iterdir():
+        if not entry.name.isdigit():
+            continue
+        try:
+            title = (entry / "cmdline").read_bytes().replace(b"\0", b" ").decode(errors="replace")
+            if not title.startswith("postgres:") or f" {database} " not in title:
+                continue
+            fields = (entry / "stat").read_text().rsplit(")", 1)[1].split()
+        except OSError:
+            continue
+        total += (int(fields[11]) + int(fields[12])) / ticks
+    return total

@@ -35,3 +35,7 @@ if DATABASES["default"]["ENGINE"] == "django.db.backends.sqlite3":
     DATABASES["default"]["TEST"] = {
         "NAME": os.path.join(tempfile.gettempdir(), f"annotator-test-{os.getpid()}.sqlite3")
     }
+
+# Tests assert the rating page's batch progress right after the writes that change it; the
+# per-process cache of that part has its own test (test_rating_progress_cache.py).
+ANNOTATOR_PROGRESS_CACHE_SECONDS = 0

@@ -64,11 +64,19 @@ class Batch(models.Model):
         return self.name
 
     @property
+    def rubric_text(self) -> str:
+        """The rubric as canonical JSON (sorted keys), written once per instance: the key of the
+        parsed rubric and of what the rating page renders from it."""
+        cached = getattr(self, "_rubric_text", None)
+        if cached is None:
+            cached = self._rubric_text = json.dumps(self.rubric, sort_keys=True)
+        return cached
+
+    @property
     def rubric_obj(self) -> Rubric:
         cached = getattr(self, "_rubric_obj", None)
         if cached is None:
-            cached = _parsed_rubric(json.dumps(self.rubric, sort_keys=True))
-            self._rubric_obj = cached
+            cached = self._rubric_obj = _parsed_rubric(self.rubric_text)
         return cached
 
 

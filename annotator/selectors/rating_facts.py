@@ -18,6 +18,7 @@ from functools import lru_cache
 
 from django.db import connection, models
 
+from annotator.hot_sql import hot_cursor
 from annotator.models import (
     Annotation,
     AnnotatorStanding,
@@ -95,7 +96,7 @@ def _read(*, user, item_pk: int | None = None, batch_id: int | None = None) -> R
     sql = _sql(connection.vendor, item_pk is not None)
     key = item_pk if item_pk is not None else batch_id
     _, may_params = may_rate_sql("b.id", user)
-    with connection.cursor() as cursor:
+    with hot_cursor() as cursor:
         cursor.execute(sql, [user.pk, user.pk, GoldItem.Kind.CHECK, user.pk, user.pk, user.pk, key, *may_params])
         row = cursor.fetchone()
     if row is None:

@@ -15,6 +15,7 @@ from functools import lru_cache
 from django.contrib.auth import get_user_model
 from django.db import connection
 
+from annotator.hot_sql import hot_cursor
 from annotator.models import AnnotatorStanding, Assignment, Item
 from annotator.selectors.rows import python_values
 
@@ -175,7 +176,7 @@ def lease_best_item(*, batch, annotator, now: datetime, expires: datetime) -> As
     params = [*_window_params(vendor, batch, annotator.pk), batch.k, *_guards_params(batch, annotator.pk, now)]
     if postgres:
         params += [annotator.pk, Assignment.State.LEASED, _when(now), _when(expires)]
-    with connection.cursor() as cursor:
+    with hot_cursor() as cursor:
         cursor.execute(sql, params)
         row = cursor.fetchone()
         if row is None:
@@ -206,7 +207,7 @@ def lock_annotator(*, annotator_id: int) -> None:
     """
     if connection.vendor == "postgresql":
         qn = connection.ops.quote_name
-        with connection.cursor() as cursor:
+        with hot_cursor() as cursor:
             cursor.execute(
                 f"SELECT 1 FROM {qn(get_user_model()._meta.db_table)} WHERE id = %s FOR KEY SHARE", [annotator_id]
             )

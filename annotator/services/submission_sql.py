@@ -21,6 +21,7 @@ from datetime import datetime
 from django.contrib.auth import get_user_model
 from django.db import connection
 
+from annotator.hot_sql import hot_cursor
 from annotator.models import Annotation, Assignment, Item, Score
 from annotator.selectors.rows import instance_from_row
 
@@ -63,7 +64,7 @@ def submit_leased(
     if not score_rows:
         return None  # the general path stores an annotation without scores
     count = f"UPDATE {t['item']} SET n_annotations = n_annotations + 1, n_leased = n_leased - 1 WHERE id = %s"
-    with connection.cursor() as cursor:
+    with hot_cursor() as cursor:
         if connection.vendor == "postgresql":
             # started_at comes from the lease row the first CTE updated.
             placeholders = ", ".join("taken.leased_at" if f.attname == "started_at" else "%s" for f in _ANNOTATION_FIELDS)

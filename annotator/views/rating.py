@@ -80,7 +80,7 @@ def _rubric_panel_html(rubric_key: str, rubric_json: str) -> str:
 def _rubric_key(batch) -> tuple[str, str]:
     cached = getattr(batch, "_rubric_key", None)
     if cached is None:
-        text = json.dumps(batch.rubric, sort_keys=True)
+        text = batch.rubric_text
         cached = batch._rubric_key = (hashlib.sha1(text.encode(), usedforsecurity=False).hexdigest(), text)
     return cached
 

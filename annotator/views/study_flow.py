@@ -6,6 +6,9 @@ The rating views call ``study_detour`` before handing out or taking an item, and
 
 from __future__ import annotations
 
+import json
+from functools import lru_cache
+
 from django.http import Http404, HttpResponse
 from django.shortcuts import redirect, render
 from django.urls import reverse
@@ -25,6 +28,7 @@ from annotator.services.enrolment import (
     enrolment_instructions_seen,
     study_gate,
 )
+from hcs.rubric import Rubric
 from hcs.rubric_markdown import render_instructions
 
 STAGE_URLS = {Stage.CONSENT: "study_consent", Stage.INSTRUCTIONS: "study_instructions", Stage.ENDED: "study_done"}
@@ -32,7 +36,13 @@ STAGE_URLS = {Stage.CONSENT: "study_consent", Stage.INSTRUCTIONS: "study_instruc
 
 def instructions_html(batch: Batch):
     """The batch's instructions as safe HTML; the rubric's guidance and examples by default."""
-    return markdown_html(batch.instructions or render_instructions(batch.rubric_obj))
+    return markdown_html(batch.instructions) if batch.instructions else _rubric_instructions_html(batch.rubric_text)
+
+
+@lru_cache(maxsize=64)
+def _rubric_instructions_html(rubric_text: str):
+    """The rubric's own guidance and examples as HTML: the same for every page of a batch."""
+    return markdown_html(render_instructions(Rubric.from_dict(json.loads(rubric_text))))
 
 
 def _go(request, url_name: str, batch: Batch) -> HttpResponse:
