@@ -50,6 +50,7 @@ from annotator_http import (
     django_setup,
     free_port,
     make_batch,
+    make_study,
     postgres_backends_cpu_seconds,
     recreate_postgres,
     rss_mb,
@@ -59,8 +60,9 @@ from annotator_http import (
 )
 
 
-def count_queries() -> None:
-    """SQL queries for one round trip (GET next + POST), in a small and a large batch."""
+def count_queries(study: bool = False) -> None:
+    """SQL queries for one round trip (GET next + POST), in a small and a large batch (a study
+    batch with quality control when ``study``)."""
     django_setup()
     from django.contrib.auth import get_user_model
     from django.contrib.auth.models import Group
@@ -75,6 +77,8 @@ def count_queries() -> None:
         batch_id = make_batch(f"count-{n_items}-{time.time_ns()}", n_items)
         user = get_user_model().objects.create_user(f"counter-{n_items}-{time.time_ns()}", password=PASSWORD)
         user.groups.add(group)
+        if study:
+            make_study(batch_id, [user])
         client = Client()
         client.force_login(user)
         counts = []
@@ -223,10 +227,10 @@ def bench_database(label: str, database_url: str, args) -> list[dict]:
     max_clients = max(args.clients)
     flows = 2 if args.htmx else 1
     n_items = max(args.items, (args.rounds * len(args.clients) * flows * args.repeat + args.warmup) // 3 + 100)
-    batch_id = setup_database(env, max_clients, n_items)
+    batch_id = setup_database(env, max_clients, n_items, study=args.study)
     database = database_url.rsplit("/", 1)[1] if database_url.startswith("postgres") else ""
     queries = json.loads(
-        subprocess.run([str(VENV_BIN / "python"), __file__, "--_count"], cwd=ROOT, env=env, check=True,
+        subprocess.run([str(VENV_BIN / "python"), __file__, "--_count", *(["study"] if args.study else [])], cwd=ROOT, env=env, check=True,
                        capture_output=True, text=True).stdout.strip().splitlines()[-1]
     )
     port = free_port()
@@ -286,16 +290,19 @@ def main() -> None:
     parser.add_argument("--warmup", type=int, default=30)
     parser.add_argument("--items", type=int, default=3000, help="items in the benchmark batch (at least)")
     parser.add_argument("--workers", type=int, default=4, help="gunicorn sync workers")
+    parser.add_argument("--study", action="store_true",
+                        help="rate a study batch with quality control: consent and instructions (given), a quota,"
+                             " a session length, a gold check every 50 items (check pages are rated like items)")
     parser.add_argument("--no-htmx", dest="htmx", action="store_false",
                         help="skip the rows for the htmx flow (one POST per item)")
     args = parser.parse_args()
 
     rows = []
     if args.db in ("postgres", "both"):
-        rows += bench_database("PostgreSQL", recreate_postgres(args.pg_url), args)
+        rows += bench_database("PostgreSQL" + (" study" if args.study else ""), recreate_postgres(args.pg_url), args)
     if args.db in ("sqlite", "both"):
         with tempfile.TemporaryDirectory() as tmp:
-            rows += bench_database("SQLite", f"sqlite:///{tmp}/bench.sqlite3", args)
+            rows += bench_database("SQLite" + (" study" if args.study else ""), f"sqlite:///{tmp}/bench.sqlite3", args)
 
     print(f"\nRound trip (mode page) = GET the next item page + POST the scores (redirect); mode htmx = what"
           f" the page does with JavaScript: one POST of scores answered by the next item's fragment;"
@@ -303,7 +310,7 @@ def main() -> None:
           f"gunicorn --workers {args.workers}; {os.cpu_count()} CPUs; {args.rounds} round trips per block,"
           f" {args.repeat} block(s) per row (medians).\n")
     header = (
-        f"{'database':<11} {'mode':<5} {'clients':>7} {'trips':>6} {'p50 ms':>7} {'p95 ms':>7} {'trips/s':>8}"
+        f"{'database':<16} {'mode':<5} {'clients':>7} {'trips':>6} {'p50 ms':>7} {'p95 ms':>7} {'trips/s':>8}"
         f" {'errors':>6} {'app CPU ms':>10} {'DB CPU ms':>9} {'p50 x bare':>10} {'CPU x bare':>10} {'load':>5}  SQL per trip"
     )
     print(header)
@@ -312,7 +319,7 @@ def main() -> None:
         q = r["queries"]
         sql = "" if r["mode"] == "bare" else (
             f"{q['20']} | {q['5000']}" if r["mode"] == "page" else f"{q['htmx 20']} | {q['htmx 5000']}")
-        print(f"{r['db']:<11} {r['mode']:<5} {r['clients']:>7} {r['n']:>6} {r['p50']:>7.1f} {r['p95']:>7.1f}"
+        print(f"{r['db']:<16} {r['mode']:<5} {r['clients']:>7} {r['n']:>6} {r['p50']:>7.1f} {r['p95']:>7.1f}"
               f" {r['rps']:>8.1f} {len(r['errors']):>6} {r['server_cpu_ms']:>10.1f} {r['db_cpu_ms']:>9.1f} {r['x_bare']:>10.2f}"
               f" {r['cpu_x_bare']:>10.2f} {r['load']:>5.1f}  {sql}")
     print("\napp CPU = gunicorn workers' CPU time per round trip; DB CPU = the PostgreSQL server processes' serving"
@@ -339,6 +346,6 @@ def main() -> None:
 
 if __name__ == "__main__":
     if len(sys.argv) >= 2 and sys.argv[1] == "--_count":
-        count_queries()
+        count_queries(study="study" in sys.argv[2:])
     else:
         main()
