@@ -12,8 +12,9 @@ Side by side (mode bare): the same server also serves a bare Django view (bench/
 block with the rating rows. On a machine shared with other work the absolute figures swing
 with the load; the ratio of a round trip to a bare request, and the app CPU per round trip
 against the bare view's, do not swing nearly as much. With --repeat N every block runs N times,
-interleaved, and the medians are printed. Each gunicorn worker's resident memory is read at
-the end (after every round trip of the run).
+interleaved, and the medians are printed. Each gunicorn worker's resident memory is read at its
+start (app loaded), after its first request and at the end (after every round trip of the run), with
+the requests it served (bench/worker_stats.py).
 
     .venv/bin/python bench/annotate_bench.py                  # PostgreSQL and SQLite
     .venv/bin/python bench/annotate_bench.py --db sqlite --rounds 200 --repeat 3
@@ -29,6 +30,7 @@ import argparse
 import json
 import os
 import re
+import shutil
 import statistics
 import subprocess
 import sys
@@ -48,6 +50,7 @@ from annotator_http import (
     django_setup,
     free_port,
     make_batch,
+    make_study,
     postgres_backends_cpu_seconds,
     recreate_postgres,
     rss_mb,
@@ -57,8 +60,9 @@ from annotator_http import (
 )
 
 
-def count_queries() -> None:
-    """SQL queries for one round trip (GET next + POST), in a small and a large batch."""
+def count_queries(study: bool = False) -> None:
+    """SQL queries for one round trip (GET next + POST), in a small and a large batch (a study
+    batch with quality control when ``study``)."""
     django_setup()
     from django.contrib.auth import get_user_model
     from django.contrib.auth.models import Group
@@ -73,6 +77,8 @@ def count_queries() -> None:
         batch_id = make_batch(f"count-{n_items}-{time.time_ns()}", n_items)
         user = get_user_model().objects.create_user(f"counter-{n_items}-{time.time_ns()}", password=PASSWORD)
         user.groups.add(group)
+        if study:
+            make_study(batch_id, [user])
         client = Client()
         client.force_login(user)
         counts = []
@@ -205,19 +211,32 @@ def run_clients(port: int, batch_id: int, annotators: list[Annotator], rounds: i
     }
 
 
+def worker_rows(pids: list[int], rss_end: list[float], stats_dir: str) -> list[dict]:
+    """Per worker: its memory at start, after its first request and at the end, and the requests it served."""
+    rows = []
+    for pid, rss in zip(pids, rss_end):
+        path = Path(stats_dir, f"{pid}.json")
+        stats = json.loads(path.read_text()) if path.exists() else {"served": {}, "memory": {}}
+        rows.append({"pid": pid, "end": rss, **stats["memory"], "served": stats["served"]})
+    return rows
+
+
 def bench_database(label: str, database_url: str, args) -> list[dict]:
-    env = server_env(database_url)
+    stats_dir = tempfile.mkdtemp(prefix="worker-stats-")
+    env = {**server_env(database_url), "BENCH_WORKER_STATS": stats_dir}
     max_clients = max(args.clients)
     flows = 2 if args.htmx else 1
     n_items = max(args.items, (args.rounds * len(args.clients) * flows * args.repeat + args.warmup) // 3 + 100)
-    batch_id = setup_database(env, max_clients, n_items)
+    batch_id = setup_database(env, max_clients, n_items, study=args.study)
     database = database_url.rsplit("/", 1)[1] if database_url.startswith("postgres") else ""
     queries = json.loads(
-        subprocess.run([str(VENV_BIN / "python"), __file__, "--_count"], cwd=ROOT, env=env, check=True,
+        subprocess.run([str(VENV_BIN / "python"), __file__, "--_count", *(["study"] if args.study else [])], cwd=ROOT, env=env, check=True,
                        capture_output=True, text=True).stdout.strip().splitlines()[-1]
     )
     port = free_port()
-    server = start_gunicorn(env, port, args.workers, "--pythonpath", str(Path(__file__).parent), app="bare_wsgi")
+    here = Path(__file__).parent
+    server = start_gunicorn(env, port, args.workers, "-c", str(here / "worker_stats.py"), "--pythonpath", str(here),
+                            app="bare_wsgi")
     runs: dict[tuple[str, int], list[dict]] = {}
     try:
         annotators = [Annotator(port, f"bench{i}") for i in range(max_clients)]
@@ -236,7 +255,8 @@ def bench_database(label: str, database_url: str, args) -> list[dict]:
                 for mode, group in clients.items():  # interleaved: each block sees much the same load
                     runs.setdefault((mode, n), []).append(
                         run_clients(port, batch_id, group[:n], args.rounds, server.pid, database))
-        worker_rss = [rss_mb(pid) for pid in child_pids(server.pid)]
+        pids = child_pids(server.pid)
+        worker_rss = [rss_mb(pid) for pid in pids]
     finally:
         server.terminate()
         try:
@@ -244,11 +264,14 @@ def bench_database(label: str, database_url: str, args) -> list[dict]:
         except subprocess.TimeoutExpired:
             server.kill()
             server.wait()
+    workers = worker_rows(pids, worker_rss, stats_dir)
+    shutil.rmtree(stats_dir, ignore_errors=True)
+    trips = args.warmup + sum(r["n"] for (mode, _), results in runs.items() if mode != "bare" for r in results)
     rows = []
     for (mode, n), results in runs.items():
         row = {key: statistics.median(r[key] for r in results) for key in ("p50", "p95", "rps", "server_cpu_ms", "db_cpu_ms", "load")}
         row.update(db=label, mode=mode, clients=n, n=sum(r["n"] for r in results),
-                   errors=[e for r in results for e in r["errors"]], queries=queries, worker_rss=worker_rss)
+                   errors=[e for r in results for e in r["errors"]], queries=queries, workers=workers, trips=trips)
         bare = statistics.median(r["p50"] for r in runs[("bare", n)])
         bare_cpu = statistics.median(r["server_cpu_ms"] for r in runs[("bare", n)])
         row["x_bare"] = row["p50"] / bare if bare else 0.0
@@ -267,16 +290,19 @@ def main() -> None:
     parser.add_argument("--warmup", type=int, default=30)
     parser.add_argument("--items", type=int, default=3000, help="items in the benchmark batch (at least)")
     parser.add_argument("--workers", type=int, default=4, help="gunicorn sync workers")
+    parser.add_argument("--study", action="store_true",
+                        help="rate a study batch with quality control: consent and instructions (given), a quota,"
+                             " a session length, a gold check every 50 items (check pages are rated like items)")
     parser.add_argument("--no-htmx", dest="htmx", action="store_false",
                         help="skip the rows for the htmx flow (one POST per item)")
     args = parser.parse_args()
 
     rows = []
     if args.db in ("postgres", "both"):
-        rows += bench_database("PostgreSQL", recreate_postgres(args.pg_url), args)
+        rows += bench_database("PostgreSQL" + (" study" if args.study else ""), recreate_postgres(args.pg_url), args)
     if args.db in ("sqlite", "both"):
         with tempfile.TemporaryDirectory() as tmp:
-            rows += bench_database("SQLite", f"sqlite:///{tmp}/bench.sqlite3", args)
+            rows += bench_database("SQLite" + (" study" if args.study else ""), f"sqlite:///{tmp}/bench.sqlite3", args)
 
     print(f"\nRound trip (mode page) = GET the next item page + POST the scores (redirect); mode htmx = what"
           f" the page does with JavaScript: one POST of scores answered by the next item's fragment;"
@@ -284,7 +310,7 @@ def main() -> None:
           f"gunicorn --workers {args.workers}; {os.cpu_count()} CPUs; {args.rounds} round trips per block,"
           f" {args.repeat} block(s) per row (medians).\n")
     header = (
-        f"{'database':<11} {'mode':<5} {'clients':>7} {'trips':>6} {'p50 ms':>7} {'p95 ms':>7} {'trips/s':>8}"
+        f"{'database':<16} {'mode':<5} {'clients':>7} {'trips':>6} {'p50 ms':>7} {'p95 ms':>7} {'trips/s':>8}"
         f" {'errors':>6} {'app CPU ms':>10} {'DB CPU ms':>9} {'p50 x bare':>10} {'CPU x bare':>10} {'load':>5}  SQL per trip"
     )
     print(header)
@@ -293,7 +319,7 @@ def main() -> None:
         q = r["queries"]
         sql = "" if r["mode"] == "bare" else (
             f"{q['20']} | {q['5000']}" if r["mode"] == "page" else f"{q['htmx 20']} | {q['htmx 5000']}")
-        print(f"{r['db']:<11} {r['mode']:<5} {r['clients']:>7} {r['n']:>6} {r['p50']:>7.1f} {r['p95']:>7.1f}"
+        print(f"{r['db']:<16} {r['mode']:<5} {r['clients']:>7} {r['n']:>6} {r['p50']:>7.1f} {r['p95']:>7.1f}"
               f" {r['rps']:>8.1f} {len(r['errors']):>6} {r['server_cpu_ms']:>10.1f} {r['db_cpu_ms']:>9.1f} {r['x_bare']:>10.2f}"
               f" {r['cpu_x_bare']:>10.2f} {r['load']:>5.1f}  {sql}")
     print("\napp CPU = gunicorn workers' CPU time per round trip; DB CPU = the PostgreSQL server processes' serving"
@@ -301,8 +327,18 @@ def main() -> None:
           " x bare = that figure over the bare view's in the same run; SQL per trip = queries for a batch of"
           " 20 | 5000 items, not counting BEGIN/COMMIT; load = the machine's 1-minute load average during the block.")
     for label in dict.fromkeys(r["db"] for r in rows):
-        rss = next(r["worker_rss"] for r in rows if r["db"] == label)
-        print(f"{label}: worker RSS after the run: " + ", ".join(f"{mb:.0f} MB" for mb in rss))
+        first = next(r for r in rows if r["db"] == label)
+        print(f"\n{label}: {first['trips']:,} rating round trips in the run (page and htmx, warm-up included)"
+              f" over {len(first['workers'])} workers; worker RSS after the run: "
+              + ", ".join(f"{w['end']:.0f} MB" for w in first["workers"]))
+        print(f"  {'worker':>8} {'start MB':>8} {'1st request MB':>14} {'end MB':>7} {'rating requests':>15}"
+              f" {'bare':>6} {'other':>6}")
+        for w in first["workers"]:
+            served = w["served"]
+            print(f"  {w['pid']:>8} {w.get('start', 0):>8.1f} {w.get('first_request', 0):>14.1f} {w['end']:>7.1f}"
+                  f" {served.get('rating', 0):>15,} {served.get('bare', 0):>6,} {served.get('other', 0):>6,}")
+    print("start = the worker once it has loaded the app; rating requests = next-item pages and submits"
+          " (a page round trip is two, an htmx one is one), served by that worker.")
     for r in rows:
         for error in sorted(set(r["errors"]))[:5]:
             print(f"  {r['db']} {r['mode']} x{r['clients']} error: {error}")
@@ -310,6 +346,6 @@ def main() -> None:
 
 if __name__ == "__main__":
     if len(sys.argv) >= 2 and sys.argv[1] == "--_count":
-        count_queries()
+        count_queries(study="study" in sys.argv[2:])
     else:
         main()

@@ -26,7 +26,7 @@ SCORES = {
     "score_coherence": "4", "score_relevance": "4", "score_instruction_following": "3",
     "score_safety_compliance": "5", "score_fluency": "4", "constraint_0": "met", "constraint_1": "not_met",
 }
-ACTION = re.compile(r'action="(/annotate/item/(\d+)/submit/)"')
+ACTION = re.compile(r'action="(/annotate/(?:item|answer)/(\d+)/submit/)"')  # an item, or a gold check
 CSRF = re.compile(r'name="csrfmiddlewaretoken" value="([^"]+)"')
 
 
@@ -56,12 +56,13 @@ def recreate_postgres(url: str) -> str:
     return url
 
 
-def setup_database(env: dict[str, str], n_users: int, n_items: int, k: int = 3) -> int:
-    """Migrate, create annotators bench0.. and a batch (in child processes); returns the batch id."""
+def setup_database(env: dict[str, str], n_users: int, n_items: int, k: int = 3, study: bool = False) -> int:
+    """Migrate, create annotators bench0.. and a batch (in child processes), a study with quality
+    control when ``study``; returns the batch id."""
     subprocess.run([str(VENV_BIN / "python"), "manage.py", "migrate", "--noinput", "-v", "0"],
                    cwd=ROOT, env=env, check=True)
     out = subprocess.run(
-        [str(VENV_BIN / "python"), __file__, "--seed", str(n_users), str(n_items), str(k)],
+        [str(VENV_BIN / "python"), __file__, "--seed", str(n_users), str(n_items), str(k), *(["study"] if study else [])],
         cwd=ROOT, env=env, check=True, capture_output=True, text=True,
     ).stdout
     return int(json.loads(out.strip().splitlines()[-1])["batch"])
@@ -94,7 +95,32 @@ def make_batch(name: str, n_items: int, k: int = 3) -> int:
     return batch.pk
 
 
-def seed(n_users: int, n_items: int, k: int = 3) -> None:
+def make_study(batch_id: int, users) -> None:
+    """Turn the batch into a study with every feature that reads per request: consent and
+    instructions (already given by each user), a quota, a session length, and quality control
+    with a gold check every 50 items."""
+    from django.utils import timezone
+
+    from annotator.models import Batch, Enrolment, GoldItem, QualityRule
+
+    batch = Batch.objects.get(pk=batch_id)
+    batch.consent_text, batch.instructions = "You agree to rate.", "Read each response in full."
+    batch.max_items_per_annotator, batch.max_session_minutes = 100_000, 24 * 60
+    batch.save()
+    QualityRule.objects.create(batch=batch, check_every=50, training_items=0)
+    dims = [d.key for d in batch.rubric_obj.dimensions]
+    for n in range(3):
+        GoldItem.objects.create(
+            batch=batch, item_id=f"check-{n}", kind="check", position=n, prompt="Plan a route avoiding tolls.",
+            response="Take the ring road west.", constraints=["avoid tolls", "arrive before 8AM"],
+            scores=dict.fromkeys(dims, 4), flags=None, tolerance=1,
+        )
+    now = timezone.now()
+    for user in users:
+        Enrolment.objects.create(user=user, batch=batch, consented_at=now, instructions_seen_at=now)
+
+
+def seed(n_users: int, n_items: int, k: int = 3, study: bool = False) -> None:
     django_setup()
     from django.contrib.auth import get_user_model
     from django.contrib.auth.models import Group
@@ -102,10 +128,14 @@ def seed(n_users: int, n_items: int, k: int = 3) -> None:
 
     group, _ = Group.objects.get_or_create(name="annotator")
     User = get_user_model()
+    users = []
     for i in range(n_users):
         user = User.objects.create_user(f"bench{i}", password=PASSWORD)
         user.groups.add(group)
+        users.append(user)
     batch_id = make_batch("bench", n_items, k)
+    if study:
+        make_study(batch_id, users)
     # Planner statistics, as autovacuum gathers them within a minute of an upload; without
     # them PostgreSQL plans the lease query for an empty table.
     if connection.vendor == "postgresql":
@@ -227,10 +257,6 @@ class Annotator:
         return None
 
 
-if __name__ == "__main__" and len(sys.argv) >= 4 and sys.argv[1] == "--seed":
-    seed(int(sys.argv[2]), int(sys.argv[3]), int(sys.argv[4]) if len(sys.argv) > 4 else 3)
-
-
 def postgres_backends_cpu_seconds(database: str) -> float:
     """CPU time (user + system) of the PostgreSQL server processes serving ``database`` on this
     machine, from /proc (Linux only; 0.0 where the server's processes cannot be read)."""
@@ -248,3 +274,8 @@ def postgres_backends_cpu_seconds(database: str) -> float:
             continue
         total += (int(fields[11]) + int(fields[12])) / ticks
     return total
+
+
+if __name__ == "__main__" and len(sys.argv) >= 4 and sys.argv[1] == "--seed":
+    seed(int(sys.argv[2]), int(sys.argv[3]), int(sys.argv[4]) if len(sys.argv) > 4 else 3, "study" in sys.argv[5:])
+

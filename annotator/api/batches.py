@@ -32,19 +32,11 @@ from annotator.api.pagination import (
 from annotator.api.problems import BATCH_CLOSED, INVALID_REQUEST, Problem
 from annotator.api.schemas import ERRORS, JobOut, accepted
 from annotator.forms.uploads import BATCH
-from annotator.imports.batch_file import parse_batch_file
 from annotator.imports.checks import MIN_K, rubric_from_data
 from annotator.imports.errors import ImportRefused
 from annotator.models import Batch
 from annotator.selectors.batch_progress import batch_progress
-from annotator.services.batches import (
-    BatchClosed,
-    batch_import,
-    batch_items_add,
-    batch_settings_errors,
-)
 from annotator.services.jobs import upload_job_create
-from annotator.services.uploads import ITEMS
 from hcs.rubric import Rubric
 
 router = Router(tags=["batches"])
@@ -117,6 +109,10 @@ def batch_create(request, payload: BatchCreateIn, response: HttpResponse):
     """All or nothing: any bad item (or a taken name, k < 3) saves nothing and lists every problem
     with its row (the item's 1-based position, or its JSONL line). Over
     ``ANNOTATOR_BACKGROUND_UPLOAD_KB`` of items: 202 with a job to poll."""
+    # The parser and the import service read files with pandas: imported by the endpoints that take items.
+    from annotator.imports.batch_file import parse_batch_file
+    from annotator.services.batches import batch_import, batch_settings_errors
+
     try:
         rubric = rubric_from_data(payload.rubric) if payload.rubric is not None else Rubric.default()
     except ValueError as exc:
@@ -141,6 +137,10 @@ def batch_create(request, payload: BatchCreateIn, response: HttpResponse):
 def batch_items(request, batch_id: int, payload: ItemsIn, response: HttpResponse):
     """The same columns and checks as creating a batch; an item id already in the batch is a row
     error too. A closed batch answers 409."""
+    from annotator.imports.batch_file import parse_batch_file  # pandas, as in batch_create
+    from annotator.services.batches import BatchClosed, batch_items_add
+    from annotator.services.uploads import ITEMS
+
     batch = get_object_or_404(Batch, pk=batch_id)
     data = payload.jsonl_bytes()
     try:

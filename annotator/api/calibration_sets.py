@@ -13,7 +13,6 @@ from annotator.api.auth import researchers
 from annotator.api.problems import INVALID_REQUEST, Problem
 from annotator.api.schemas import ERRORS
 from annotator.models import Batch, CalibrationSet
-from annotator.selectors.calibration_set import set_item_ids
 from annotator.services.calibration_set import (
     CalibrationSetError,
     calibration_set_mark,
@@ -43,6 +42,8 @@ class CalibrationSetOut(Schema):
 
 
 def _out(chosen: CalibrationSet) -> dict:
+    from annotator.selectors.calibration_set import set_item_ids  # its module calibrates judges (numpy, scipy)
+
     return {"batch_id": chosen.batch_id, "fingerprint": chosen.fingerprint, "how": chosen.how, "note": chosen.note,
             "frozen_at": chosen.frozen_at, "marked_by": chosen.marked_by.get_username() if chosen.marked_by else None,
             "item_ids": set_item_ids(chosen)}

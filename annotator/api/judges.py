@@ -23,7 +23,6 @@ from annotator.api.schemas import ERRORS, JobOut
 from annotator.forms.judges import SCALES
 from annotator.models import Batch
 from annotator.selectors.judge_list import judge_batches, judges_overview
-from annotator.services.judges import judge_scores_import, pairwise_verdicts_import
 from hcs.judge_output import JudgeScale
 
 router = Router(tags=["judges"])
@@ -107,6 +106,8 @@ def _judge_import(payload: _JudgeImportIn, service, **options) -> Status:
 @router.post("/judges/scores", response={201: ImportedOut, **ERRORS}, auth=researchers, url_name="judge_scores",
              summary="Import a judge's scores (researchers)")
 def judge_scores(request, payload: ScoresIn):
+    from annotator.services.judges import judge_scores_import  # the file importers read with pandas
+
     scale = JudgeScale.parse(payload.scale, higher_is_better=not payload.lower_is_better)
     return _judge_import(payload, judge_scores_import, scale=scale)
 
@@ -114,6 +115,8 @@ def judge_scores(request, payload: ScoresIn):
 @router.post("/judges/verdicts", response={201: ImportedOut, **ERRORS}, auth=researchers, url_name="judge_verdicts",
              summary="Import a judge's pairwise verdicts (researchers)")
 def judge_verdicts(request, payload: VerdictsIn):
+    from annotator.services.judges import pairwise_verdicts_import  # the file importers read with pandas
+
     return _judge_import(payload, pairwise_verdicts_import, baseline_system=payload.baseline_system or None)
 
 

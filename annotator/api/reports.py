@@ -17,8 +17,6 @@ from pydantic import Field
 from annotator.api.auth import researchers
 from annotator.api.problems import INVALID_REQUEST, Problem
 from annotator.api.schemas import ERRORS, JobOut, accepted
-from annotator.exports.formats import EXPORT_FORMATS
-from annotator.exports.report_json import report_to_dict
 from annotator.models import Batch
 from annotator.selectors.report_options import (
     MAX_RESAMPLES,
@@ -26,8 +24,7 @@ from annotator.selectors.report_options import (
     report_with_options,
 )
 from annotator.services.jobs import export_job_create
-from hcs.agreement.bootstrap import DEFAULT_RESAMPLES, DEFAULT_SEED
-from hcs.calibration.alt_test import DEFAULT_EPSILON
+from hcs.defaults import DEFAULT_EPSILON, DEFAULT_RESAMPLES, DEFAULT_SEED
 
 router = Router(tags=["reports"])
 
@@ -43,6 +40,10 @@ class ReportQuery(Schema):
 
 def report_or_job(request, response: HttpResponse, batch: Batch, query: ReportQuery):
     """The report as a dict, or (202, job) when the batch is large enough for the worker."""
+    # The formats table and the JSON builder bring the report's statistics: imported on a report request.
+    from annotator.exports.formats import EXPORT_FORMATS
+    from annotator.exports.report_json import report_to_dict
+
     options = query.options()
     if options.errors():
         raise Problem(422, "; ".join(options.errors()), kind=INVALID_REQUEST)

@@ -6,12 +6,15 @@ from __future__ import annotations
 from collections.abc import Iterator
 from datetime import datetime
 from functools import lru_cache
+from typing import TYPE_CHECKING
 
 from annotator.exports.csv_safe import DELIMITER, RECORD_END, Echo, SafeWriter, chunks, csv_lines
 from annotator.imports.annotation_template import format_constraints_met, template_columns
 from annotator.models import Batch
 from annotator.selectors.report_rows import annotation_records
-from annotator.selectors.reports import BatchReport
+
+if TYPE_CHECKING:  # the agreement report (numpy, scipy) is needed by its two tables only, as an argument
+    from annotator.selectors.reports import BatchReport
 
 DIMENSION_COLUMNS = [
     "dimension", "label",

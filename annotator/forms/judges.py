@@ -6,7 +6,7 @@ from django import forms
 from django.conf import settings
 
 from annotator.imports.errors import FileRefused
-from annotator.imports.reading import check_size
+from annotator.imports.file_size import check_size
 from annotator.judging.templates import available_templates, load_template
 from annotator.models import Batch, CalibrationSet, Judge
 from hcs.judge_output import JudgeScale, OutputSpec, parse_labels

@@ -8,7 +8,7 @@ from django import forms
 
 from annotator.imports.checks import MAX_K, MIN_K, NAME_MAX_LENGTH, rubric_from_data
 from annotator.imports.errors import FileRefused
-from annotator.imports.reading import check_size
+from annotator.imports.file_size import check_size
 from hcs.rubric import parse_json
 
 BATCH, ANNOTATIONS = "batch", "annotations"

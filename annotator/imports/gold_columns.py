@@ -12,7 +12,7 @@ from dataclasses import dataclass
 from typing import Any
 
 from annotator.imports.json_text import parse_constraints
-from hcs.quality import GOLD_TOLERANCE
+from hcs.quality_rules import GOLD_TOLERANCE
 from hcs.rubric import Rubric, parse_score
 
 PREFIX = "gold_"

@@ -20,10 +20,10 @@ from pathlib import PurePath
 
 import numpy as np
 import pandas as pd
-from django.conf import settings
 
 from annotator.exports.csv_safe import DEFUSED
 from annotator.imports.errors import FileRefused, RowError
+from annotator.imports.file_size import check_size
 from annotator.imports.json_text import has_nul, json_loads
 
 # pandas' C parser makes every row as wide as the widest: one line of 140,000 commas in a 200-line file
@@ -57,30 +57,6 @@ class Table:
 
     def error(self, row: int | None, column: str | None, message: str) -> RowError:
         return RowError(row, column, message, self.unit)
-
-
-def human_size(n_bytes: int) -> str:
-    if n_bytes >= 1024 * 1024:
-        return f"{n_bytes / (1024 * 1024):.1f} MB"
-    if n_bytes >= 1024:
-        return f"{n_bytes / 1024:.1f} kB"
-    return f"{n_bytes} bytes"
-
-
-def upload_limit() -> int:
-    """The largest file accepted, in bytes: the one reading of ``ANNOTATOR_UPLOAD_MAX_MB`` for every door
-    (upload pages, judge files, import commands, background jobs)."""
-    return settings.ANNOTATOR_UPLOAD_MAX_BYTES
-
-
-def check_size(n_bytes: int) -> None:
-    """Refuse a file larger than :func:`upload_limit`."""
-    limit = upload_limit()
-    if n_bytes > limit:
-        raise FileRefused(
-            f"The file is {human_size(n_bytes)}; the largest file accepted is {human_size(limit)}. "
-            "Split it into smaller files."
-        )
 
 
 def decode_text(data: bytes) -> str:

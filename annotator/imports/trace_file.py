@@ -24,8 +24,9 @@ import pandas as pd
 
 from annotator.imports.batch_file import COLUMNS, ParsedBatch, parse_batch_table
 from annotator.imports.errors import FileRefused, RowError
+from annotator.imports.file_size import check_size
 from annotator.imports.json_text import json_loads
-from annotator.imports.reading import JSONL, ROW, Table, check_size, decode_text
+from annotator.imports.reading import JSONL, ROW, Table, decode_text
 from annotator.turns import as_text, normalise_turns
 
 _SEGMENT = re.compile(r"([A-Za-z_][\w\-]*)?((?:\[-?\d+\])*)$")

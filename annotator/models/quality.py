@@ -11,8 +11,7 @@ from django.core.validators import MaxValueValidator, MinValueValidator
 from django.db import models
 
 from annotator.models.batch import Batch
-from hcs import quality as q
-from hcs.drift import EVERY_N
+from hcs import quality_rules as q
 
 
 class QualityRule(models.Model):
@@ -39,7 +38,7 @@ class QualityRule(models.Model):
     check_min_answered = models.PositiveSmallIntegerField(default=q.CHECK_MIN_ANSWERED)
     min_seconds = models.FloatField(default=q.MIN_SECONDS, validators=[MinValueValidator(0)])
     window = models.PositiveIntegerField(
-        default=EVERY_N, validators=[MinValueValidator(1)],
+        default=q.EVERY_N, validators=[MinValueValidator(1)],
         help_text="Agreement over time: submissions per window.",
     )
 

@@ -5,11 +5,13 @@ so an option means the same whichever door it comes through."""
 from __future__ import annotations
 
 from dataclasses import dataclass
+from typing import TYPE_CHECKING
 
 from annotator.models import Batch
-from annotator.selectors.reports import BatchReport, batch_report
-from hcs.agreement.bootstrap import DEFAULT_RESAMPLES, DEFAULT_SEED
-from hcs.calibration.alt_test import DEFAULT_EPSILON
+from hcs.defaults import DEFAULT_EPSILON, DEFAULT_RESAMPLES, DEFAULT_SEED
+
+if TYPE_CHECKING:
+    from annotator.selectors.reports import BatchReport
 
 MAX_RESAMPLES = 100_000
 
@@ -33,6 +35,10 @@ class ReportOptions:
 
 
 def report_with_options(*, batch: Batch, options: ReportOptions | None = None) -> BatchReport:
+    # Imported here: the API's schema takes ReportOptions when the app starts; the report (numpy, scipy)
+    # is loaded by the first request that builds one.
+    from annotator.selectors.reports import batch_report
+
     options = options or ReportOptions()
     errors = options.errors()
     if errors:

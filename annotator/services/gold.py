@@ -26,7 +26,7 @@ from annotator.models import (
 )
 from annotator.selectors.quality import check_counts, quality_rule_of, training_answers
 from annotator.services.exclusion import annotator_block, annotator_screen_out
-from hcs import quality as q
+from hcs import quality_rules as q
 
 if TYPE_CHECKING:
     import pandas as pd  # only a type here: the rating views import this module, pandas stays unloaded

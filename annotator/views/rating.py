@@ -53,7 +53,7 @@ from annotator.views.study_flow import (
     study_detour,
     study_nothing_left,
 )
-from hcs.quality import WARN
+from hcs.quality_rules import WARN
 from hcs.rubric import Rubric
 
 NOT_HELD = (

@@ -18,7 +18,7 @@ from django.views.decorators.http import require_GET, require_POST
 
 from annotator.forms.uploads import ANNOTATIONS, BATCH, UploadForm
 from annotator.imports.errors import FileRefused, ImportRefused
-from annotator.imports.reading import upload_limit
+from annotator.imports.file_size import upload_limit
 from annotator.imports.store import UploadStore
 from annotator.models.batch import MIN_K
 from annotator.roles import admin_required

@@ -28,8 +28,7 @@ from dataclasses import dataclass
 import numpy as np
 import numpy.typing as npt
 
-DEFAULT_RESAMPLES = 1000
-DEFAULT_SEED = 20240601
+from hcs.defaults import DEFAULT_RESAMPLES, DEFAULT_SEED  # noqa: F401 (re-exported)
 
 
 @dataclass(frozen=True)

@@ -26,9 +26,10 @@ from dataclasses import dataclass
 
 import numpy as np
 
+from hcs.defaults import DEFAULT_EPSILON
+
 MIN_ITEMS = 30
 MIN_HUMANS_PER_ITEM = 2
-DEFAULT_EPSILON = 0.2
 DEFAULT_Q = 0.05
 # Below these the verdict is reported with a warning: with fewer items or annotators the test has little
 # power and one annotator decides ω (the judge card's evidence rule).

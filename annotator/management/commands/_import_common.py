@@ -7,7 +7,7 @@ from pathlib import Path
 from django.core.management.base import CommandError
 
 from annotator.imports.errors import FileRefused, ImportRefused
-from annotator.imports.reading import check_size
+from annotator.imports.file_size import check_size
 from hcs.rubric import Rubric, RubricError
 
 MAX_ERRORS_PRINTED = 200
