@@ -5,8 +5,14 @@ statements, through psycopg's server-side binding) and then only executed: plann
 facts statement (five joins, three sub-selects) took 3.6–4.5 ms against 0.3 ms to run it
 (``EXPLAIN ANALYZE`` on the benchmark database), and the session, lease, submission and progress
 statements 1–2 ms each. The ORM's own queries keep Django's client-side binding, which never
-prepares. ``DB_PREPARED_STATEMENTS=0`` turns this off, for a connection pooler that cannot keep
-prepared statements (PgBouncer before 1.21 in transaction mode). SQLite gets the usual cursor.
+prepares, and psycopg keeps no record of the ORM's statements: the prepare threshold is set only
+while a hot cursor is open. ``DB_PREPARED_STATEMENTS=0`` turns this off, for a connection pooler
+that cannot keep prepared statements (PgBouncer before 1.22 in transaction mode). SQLite gets the
+usual cursor.
+
+A migration that changes a column these statements return makes PostgreSQL refuse the prepared
+plans ("cached plan must not change result type"): the connection is then closed at the end of
+the request, so the next one prepares them again.
 """
 
 from __future__ import annotations
@@ -14,7 +20,7 @@ from __future__ import annotations
 from contextlib import contextmanager
 
 from django.conf import settings
-from django.db import connection
+from django.db import DatabaseError, connection
 from django.db.backends.utils import CursorDebugWrapper
 
 
@@ -28,8 +34,12 @@ class _PreparedDebugCursor(CursorDebugWrapper):
 
 
 def prepares() -> bool:
-    """True when :func:`hot_cursor` prepares its statements (PostgreSQL, unless turned off)."""
-    return connection.vendor == "postgresql" and settings.DB_PREPARED_STATEMENTS
+    """True when :func:`hot_cursor` prepares its statements (PostgreSQL with psycopg 3, unless turned off)."""
+    if connection.vendor != "postgresql" or not settings.DB_PREPARED_STATEMENTS:
+        return False
+    from django.db.backends.postgresql.psycopg_any import is_psycopg3
+
+    return is_psycopg3
 
 
 @contextmanager
@@ -49,12 +59,23 @@ def hot_cursor():
     raw = connection.connection
     factory = raw.cursor_factory
     raw.cursor_factory = psycopg.Cursor  # server-side binding: the statement text has no values in it
-    raw.prepare_threshold = 0  # prepare on first use; Django's client-side cursors never prepare
     try:
         cursor = connection.cursor()
     finally:
         raw.cursor_factory = factory
     if isinstance(cursor, CursorDebugWrapper):  # DEBUG or a test capturing queries
         cursor = _PreparedDebugCursor(cursor.cursor, connection)
-    with cursor:
-        yield cursor
+    raw = cursor.cursor.connection  # the same, unless the health check reconnected
+    threshold = raw.prepare_threshold
+    # Prepare on first use, only while this cursor is open: at Django's None psycopg neither
+    # prepares nor keeps a record of the ORM's statements (their full text, values included).
+    raw.prepare_threshold = 0
+    try:
+        with cursor:
+            yield cursor
+    except DatabaseError as exc:
+        if "cached plan must not change result type" in str(exc):
+            connection.close_at = 0  # closed when the request ends (CONN_MAX_AGE's own check)
+        raise
+    finally:
+        raw.prepare_threshold = threshold

@@ -34,7 +34,7 @@ PARTS = [
     ("session + user", ("annotator/sessions.py", "_get_session_from_db")),
     ("rating facts", ("annotator/selectors/rating_facts.py", "_read")),
     ("lease", ("annotator/services/assignment_sql.py", "lease_best_item")),
-    ("submission", ("annotator/services/submission_sql.py", "submit_held_lease")),
+    ("submission", ("annotator/services/submission_sql.py", "submit_leased")),
     ("progress strip", ("annotator/selectors/rating_progress.py", "rating_progress")),
     ("rating form", ("annotator/forms/rating.py", "__init__")),
     ("CSRF", ("django/middleware/csrf.py", "process_view")),
@@ -108,13 +108,12 @@ class WsgiClient:
 
 
 def annotator_client(batch_size: int):
+    from annotator_http import make_batch
     from django.contrib.auth import get_user_model
     from django.contrib.auth.models import Group
     from django.core.handlers.wsgi import WSGIHandler
     from django.middleware.csrf import _get_new_csrf_string
     from django.test import Client
-
-    from annotator_http import make_batch
 
     handler = WSGIHandler()
 
@@ -222,10 +221,10 @@ def main() -> None:
     for flow in (["page", "htmx"] if args.flow == "both" else [args.flow]):
         batch_id, clients = annotator_client(max(args.items, 2 * n))
         if flow == "page":
-            def run(count):
+            def run(count, clients=clients, batch_id=batch_id):
                 return lambda: [page_round_trip(clients[i % 3], batch_id) for i in range(count)]
         else:
-            def run(count):
+            def run(count, clients=clients, batch_id=batch_id):
                 return lambda: htmx_round_trips(clients, batch_id, count)
         run(30)()  # warm up: templates, statement caches, connections
         cpu = timed(run(n))

@@ -137,7 +137,9 @@ def batch_create(request, payload: BatchCreateIn, response: HttpResponse):
 def batch_items(request, batch_id: int, payload: ItemsIn, response: HttpResponse):
     """The same columns and checks as creating a batch; an item id already in the batch is a row
     error too. A closed batch answers 409."""
-    from annotator.imports.batch_file import parse_batch_file  # pandas, as in batch_create
+    from annotator.imports.batch_file import (
+        parse_batch_file,  # pandas, as in batch_create
+    )
     from annotator.services.batches import BatchClosed, batch_items_add
     from annotator.services.uploads import ITEMS
 

@@ -42,7 +42,9 @@ class CalibrationSetOut(Schema):
 
 
 def _out(chosen: CalibrationSet) -> dict:
-    from annotator.selectors.calibration_set import set_item_ids  # its module calibrates judges (numpy, scipy)
+    from annotator.selectors.calibration_set import (
+        set_item_ids,  # its module calibrates judges (numpy, scipy)
+    )
 
     return {"batch_id": chosen.batch_id, "fingerprint": chosen.fingerprint, "how": chosen.how, "note": chosen.note,
             "frozen_at": chosen.frozen_at, "marked_by": chosen.marked_by.get_username() if chosen.marked_by else None,

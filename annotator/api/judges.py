@@ -106,7 +106,9 @@ def _judge_import(payload: _JudgeImportIn, service, **options) -> Status:
 @router.post("/judges/scores", response={201: ImportedOut, **ERRORS}, auth=researchers, url_name="judge_scores",
              summary="Import a judge's scores (researchers)")
 def judge_scores(request, payload: ScoresIn):
-    from annotator.services.judges import judge_scores_import  # the file importers read with pandas
+    from annotator.services.judges import (
+        judge_scores_import,  # the file importers read with pandas
+    )
 
     scale = JudgeScale.parse(payload.scale, higher_is_better=not payload.lower_is_better)
     return _judge_import(payload, judge_scores_import, scale=scale)
@@ -115,7 +117,9 @@ def judge_scores(request, payload: ScoresIn):
 @router.post("/judges/verdicts", response={201: ImportedOut, **ERRORS}, auth=researchers, url_name="judge_verdicts",
              summary="Import a judge's pairwise verdicts (researchers)")
 def judge_verdicts(request, payload: VerdictsIn):
-    from annotator.services.judges import pairwise_verdicts_import  # the file importers read with pandas
+    from annotator.services.judges import (
+        pairwise_verdicts_import,  # the file importers read with pandas
+    )
 
     return _judge_import(payload, pairwise_verdicts_import, baseline_system=payload.baseline_system or None)
 

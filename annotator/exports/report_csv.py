@@ -8,8 +8,18 @@ from datetime import datetime
 from functools import lru_cache
 from typing import TYPE_CHECKING
 
-from annotator.exports.csv_safe import DELIMITER, RECORD_END, Echo, SafeWriter, chunks, csv_lines
-from annotator.imports.annotation_template import format_constraints_met, template_columns
+from annotator.exports.csv_safe import (
+    DELIMITER,
+    RECORD_END,
+    Echo,
+    SafeWriter,
+    chunks,
+    csv_lines,
+)
+from annotator.imports.annotation_template import (
+    format_constraints_met,
+    template_columns,
+)
 from annotator.models import Batch
 from annotator.selectors.report_rows import annotation_records
 

@@ -61,11 +61,11 @@ _BATCH_PARTS_KEPT = 256  # batches remembered per process
 def _sql(vendor: str, with_items: bool, count_gold: bool) -> str:
     qn = connection.ops.quote_name
     item_t, assignment_t = qn(Item._meta.db_table), qn(Assignment._meta.db_table)
-    parts = [
+    parts = [(
         f"SELECT {MINE}, i.n_annotations, i.n_leased, a.state, COUNT(*) FROM {assignment_t} a"
         f" INNER JOIN {item_t} i ON i.id = a.item_id WHERE a.annotator_id = %s AND i.batch_id = %s"
         " GROUP BY i.n_annotations, i.n_leased, a.state"
-    ]
+    )]
     if count_gold:
         answer_t, gold_t = qn(GoldAnswer._meta.db_table), qn(GoldItem._meta.db_table)
         parts.append(
@@ -81,27 +81,61 @@ def _sql(vendor: str, with_items: bool, count_gold: bool) -> str:
     return " UNION ALL ".join(parts)
 
 
-def _counts(*, batch_id: int, annotator_id: int, count_gold: bool) -> list[tuple]:
+def _counts(*, batch_id: int, annotator_id: int, count_gold: bool, fresh: bool = False) -> tuple[list[tuple], bool]:
     """(part, n_annotations, n_leased, state, n) rows: the annotator's assignments in the batch
     grouped by state and their item's counters (MINE), with ``count_gold`` their submitted gold
     answers (GOLD), and the batch's items grouped by their counters (ITEMS; remembered for
-    ``ANNOTATOR_PROGRESS_CACHE_SECONDS``). One statement, written by hand: it runs on every
-    rating page, and building it with the ORM cost more than running it."""
+    ``ANNOTATOR_PROGRESS_CACHE_SECONDS``, unless ``fresh``); and whether that last part was the
+    remembered one. One statement, written by hand: it runs on every rating page, and building it
+    with the ORM cost more than running it."""
     key, now = (connection.alias, batch_id), monotonic()
     kept = _batch_parts.get(key)
-    with_items = kept is None or kept[0] <= now
+    with_items = fresh or kept is None or kept[0] <= now
     params = [annotator_id, batch_id] + ([annotator_id, batch_id] if count_gold else [])
     with hot_cursor() as cursor:
         cursor.execute(_sql(connection.vendor, with_items, count_gold), params + ([batch_id] if with_items else []))
         rows = cursor.fetchall()
     if not with_items:
-        return rows + kept[1]
+        return rows + kept[1], True
     seconds = settings.ANNOTATOR_PROGRESS_CACHE_SECONDS
     if seconds > 0:
         if len(_batch_parts) >= _BATCH_PARTS_KEPT:
             _batch_parts.clear()
         _batch_parts[key] = (now + seconds, [row for row in rows if row[0] == ITEMS])
-    return rows
+    return rows, False
+
+
+@dataclass
+class _Tally:
+    total: int = 0
+    complete: int = 0
+    open_items: int = 0  # items with a free slot
+    submitted: int = 0
+    skipped: int = 0
+    mine_open: int = 0  # of those, items ever given to the annotator
+    checks: int = 0
+    training: int = 0
+
+
+def _tally(rows: list[tuple], k: int) -> _Tally:
+    t = _Tally()
+    for part, n_annotations, n_leased, state, n in rows:
+        free = n_annotations + n_leased < k
+        if part == ITEMS:
+            t.total += n
+            t.complete += n if n_annotations >= k else 0
+            t.open_items += n if free else 0
+        elif part == MINE:
+            t.submitted += n if state == Assignment.State.SUBMITTED else 0  # rated here or imported
+            t.skipped += n if state == Assignment.State.SKIPPED else 0
+            t.mine_open += n if free else 0
+        elif state == GoldItem.Kind.TRAINING:
+            t.training += n
+        else:
+            # Checks count as rated, so a check's number looks like any other item's and the item
+            # after it does not repeat it.
+            t.checks += n
+    return t
 
 
 def rating_progress(
@@ -116,27 +150,13 @@ def rating_progress(
     statement stays cheap to build and to run whatever the batch size; what is left for the annotator
     is the items with a free slot less those ever given to them (their current item included), within
     ``quota`` (the most annotations the annotator may submit in the batch, when a study sets one)."""
-    k = batch.k
-
-    def free(n_annotations: int, n_leased: int) -> bool:
-        return n_annotations + n_leased < k
-
-    total = complete = open_items = submitted = skipped = mine_open = checks = training = 0
-    for part, n_annotations, n_leased, state, n in _counts(batch_id=batch.pk, annotator_id=annotator.pk, count_gold=count_gold):
-        if part == ITEMS:
-            total += n
-            complete += n if n_annotations >= k else 0
-            open_items += n if free(n_annotations, n_leased) else 0
-        elif part == MINE:
-            submitted += n if state == Assignment.State.SUBMITTED else 0  # rated here or imported
-            skipped += n if state == Assignment.State.SKIPPED else 0
-            mine_open += n if free(n_annotations, n_leased) else 0
-        elif state == GoldItem.Kind.TRAINING:
-            training += n
-        else:
-            # Checks count as rated, so a check's number looks like any other item's and the item
-            # after it does not repeat it.
-            checks += n
+    counts = {"batch_id": batch.pk, "annotator_id": annotator.pk, "count_gold": count_gold}
+    rows, remembered = _counts(**counts)
+    t = _tally(rows, batch.k)
+    if remembered and t.open_items - t.mine_open <= batch.k:
+        # Near the end of what is left for the annotator the remembered batch counts and their own
+        # fresh ones could disagree by the items they took or skipped since: read both now.
+        t = _tally(_counts(**counts, fresh=True)[0], batch.k)
     if not isinstance(item, Item):  # a gold item: held like any item from when it was shown
         held = (gold_shown_at, gold_shown_at + lease_duration()) if gold_shown_at else (None, None)
     elif lease is not None and lease.item_id == item.pk and lease.state == Assignment.State.LEASED:
@@ -149,15 +169,15 @@ def rating_progress(
         ) or (None, None)
     quota_left = None
     if quota is not None:
-        quota_left = max(0, quota - submitted - (1 if isinstance(item, Item) else 0))
+        quota_left = max(0, quota - t.submitted - (1 if isinstance(item, Item) else 0))
     return RatingProgress(
-        mine_submitted=submitted + checks,
-        mine_skipped=skipped,
-        left_for_me=max(0, open_items - mine_open),
-        items_total=total,
-        items_complete=complete,
+        mine_submitted=t.submitted + t.checks,
+        mine_skipped=t.skipped,
+        left_for_me=max(0, t.open_items - t.mine_open),
+        items_total=t.total,
+        items_complete=t.complete,
         leased_at=held[0],
         lease_expires_at=held[1],
-        training_done=training,
+        training_done=t.training,
         quota_left=quota_left,
     )

@@ -74,7 +74,9 @@ def chunked_cursor() -> Iterator[Any]:
     the session's time zone, then given the connection's) but parsed by psycopg's compiled loader:
     Django's loader subclasses psycopg's pure-Python one (Django ticket #36960), 0.33 CPU-s per
     30,000 timestamps on the development machine against 0.12 s this way."""
-    with connection.chunked_cursor() as cursor:
+    # A deployment behind a transaction-mode pooler turns server-side cursors off (as .iterator() obeys).
+    server_side = not connection.settings_dict.get("DISABLE_SERVER_SIDE_CURSORS")
+    with (connection.chunked_cursor() if server_side else connection.cursor()) as cursor:
         if connection.vendor == "postgresql":
             from django.db.backends.postgresql.psycopg_any import is_psycopg3
 

@@ -58,3 +58,18 @@ def test_zero_seconds_reads_the_batch_every_time():
     user = make_user("nocache-ann")
     _progress(batch, user)
     assert progress_module._batch_parts == {}
+
+
+@override_settings(ANNOTATOR_PROGRESS_CACHE_SECONDS=60)
+def test_near_the_end_the_batch_part_is_read_fresh(monkeypatch):
+    # k = 3 and three items: little is left for the annotator, so a remembered batch part could
+    # disagree with their own fresh counts by the item they took since; both are read now.
+    monkeypatch.setattr(progress_module, "monotonic", lambda: 1000.0)
+    batch = make_batch("small progress", n_items=3, k=3)
+    user = make_user("small-ann")
+    _progress(batch, user)
+    assert progress_module._batch_parts  # remembered
+    lease = item_next_for_annotator(batch=batch, annotator=user)
+    with CaptureQueriesContext(connection) as ctx:
+        rating_progress(batch=batch, item=lease.item, annotator=user, lease=lease)
+    assert [q for q in ctx.captured_queries if "GROUP BY n_annotations, n_leased" in q["sql"]]
