@@ -19,7 +19,9 @@ import numpy.typing as npt
 
 from hcs.agreement import AgreementError, fleiss_kappa, krippendorff_alpha
 from hcs.quality import count_cube
-from hcs.quality_rules import EVERY_N  # the window size, with the other quality defaults
+from hcs.quality_rules import (
+    EVERY_N,  # the window size, with the other quality defaults
+)
 
 
 def windows_every(n_annotations: int, every: int = EVERY_N) -> npt.NDArray[np.int64]:
