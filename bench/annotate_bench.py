@@ -52,6 +52,7 @@ from annotator_http import (
     make_batch,
     make_study,
     postgres_backends_cpu_seconds,
+    process_cpu_seconds,
     recreate_postgres,
     rss_mb,
     server_env,
@@ -103,23 +104,6 @@ def count_queries(study: bool = False) -> None:
 def statements(ctx) -> int:
     """SQL statements captured, not counting BEGIN/COMMIT (which SQLite and psycopg 3 log too)."""
     return sum(1 for q in ctx.captured_queries if q["sql"].split(None, 1)[0].upper() not in ("BEGIN", "COMMIT"))
-
-
-def process_cpu_seconds(root_pid: int) -> float:
-    """CPU time (user + system) of a process and its children, from /proc (Linux only)."""
-    ticks = os.sysconf("SC_CLK_TCK")
-    total = 0.0
-    for entry in Path("/proc").iterdir():
-        if not entry.name.isdigit():
-            continue
-        try:
-            fields = (entry / "stat").read_text().rsplit(")", 1)[1].split()
-        except OSError:
-            continue
-        pid, ppid = int(entry.name), int(fields[1])
-        if pid == root_pid or ppid == root_pid:
-            total += (int(fields[11]) + int(fields[12])) / ticks
-    return total
 
 
 class HtmxAnnotator(Annotator):

@@ -29,7 +29,7 @@ from pathlib import Path
 
 ROOT = Path(__file__).resolve().parent.parent
 sys.path.insert(0, str(Path(__file__).resolve().parent))
-from annotator_http import recreate_postgres
+from annotator_http import fresh_database as fresh_database_at
 
 PG_URL = "postgres://postgres@127.0.0.1:5432/annotation_import_bench"
 SQLITE_PATH = Path("/tmp/annotation_import_bench.sqlite3")
@@ -121,11 +121,7 @@ def server_cpu(connection) -> float | None:
 
 
 def fresh_database(database: str, pg_url: str) -> str:
-    if database == "sqlite":
-        for suffix in ("", "-wal", "-shm"):
-            Path(f"{SQLITE_PATH}{suffix}").unlink(missing_ok=True)
-        return f"sqlite:///{SQLITE_PATH}"
-    return recreate_postgres(pg_url)
+    return fresh_database_at(database, pg_url, SQLITE_PATH)
 
 
 def run(database: str, file: Path, profile: bool, pg_url: str = PG_URL) -> dict:

@@ -257,23 +257,47 @@ class Annotator:
         return None
 
 
-def postgres_backends_cpu_seconds(database: str) -> float:
-    """CPU time (user + system) of the PostgreSQL server processes serving ``database`` on this
-    machine, from /proc (Linux only; 0.0 where the server's processes cannot be read)."""
+def fresh_database(database: str, pg_url: str, sqlite_path: Path) -> str:
+    """A fresh database's URL: the SQLite file (and its WAL files) deleted, or the PostgreSQL
+    database dropped and re-created."""
+    if database == "sqlite":
+        for suffix in ("", "-wal", "-shm"):
+            Path(f"{sqlite_path}{suffix}").unlink(missing_ok=True)
+        return f"sqlite:///{sqlite_path}"
+    return recreate_postgres(pg_url)
+
+
+def _cpu_seconds(chosen) -> float:
+    """CPU time (user + system) of the processes ``chosen(entry, ppid)`` picks, from /proc (Linux
+    only; processes that cannot be read are left out)."""
     ticks = os.sysconf("SC_CLK_TCK")
     total = 0.0
     for entry in Path("/proc").iterdir():
         if not entry.name.isdigit():
             continue
         try:
-            title = (entry / "cmdline").read_bytes().replace(b"\0", b" ").decode(errors="replace")
-            if not title.startswith("postgres:") or f" {database} " not in title:
-                continue
             fields = (entry / "stat").read_text().rsplit(")", 1)[1].split()
+            if not chosen(entry, int(fields[1])):
+                continue
         except OSError:
             continue
         total += (int(fields[11]) + int(fields[12])) / ticks
     return total
+
+
+def process_cpu_seconds(root_pid: int) -> float:
+    """CPU time of a process and its children."""
+    return _cpu_seconds(lambda entry, ppid: root_pid in (int(entry.name), ppid))
+
+
+def postgres_backends_cpu_seconds(database: str) -> float:
+    """CPU time of the PostgreSQL server processes serving ``database`` on this machine."""
+
+    def serving(entry: Path, _ppid: int) -> bool:
+        title = (entry / "cmdline").read_bytes().replace(b"\0", b" ").decode(errors="replace")
+        return title.startswith("postgres:") and f" {database} " in title
+
+    return _cpu_seconds(serving)
 
 
 if __name__ == "__main__" and len(sys.argv) >= 4 and sys.argv[1] == "--seed":

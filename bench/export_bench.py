@@ -36,7 +36,7 @@ from pathlib import Path
 ROOT = Path(__file__).resolve().parent.parent
 sys.path.insert(0, str(Path(__file__).resolve().parent))
 from annotation_import_bench import generate, server_cpu  # noqa: E402
-from annotator_http import recreate_postgres  # noqa: E402
+from annotator_http import fresh_database as fresh_database_at  # noqa: E402
 
 PG_URL = "postgres://postgres@127.0.0.1:5432/export_bench"
 SQLITE_PATH = Path("/tmp/export_bench.sqlite3")
@@ -140,11 +140,7 @@ def _child(args: list[str], code: Path, url: str, profile: bool = False) -> dict
 
 
 def fresh_database(database: str, pg_url: str) -> str:
-    if database == "sqlite":
-        for suffix in ("", "-wal", "-shm"):
-            Path(f"{SQLITE_PATH}{suffix}").unlink(missing_ok=True)
-        return f"sqlite:///{SQLITE_PATH}"
-    return recreate_postgres(pg_url)
+    return fresh_database_at(database, pg_url, SQLITE_PATH)
 
 
 def main() -> None:
