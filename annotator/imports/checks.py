@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import unicodedata
 from typing import Any
 
 from annotator.imports.errors import RowError
@@ -21,6 +22,8 @@ def name_errors(name: str | None) -> list[RowError]:
         return [RowError(None, None, "The batch needs a name.")]
     if len(clean) > NAME_MAX_LENGTH:
         return [RowError(None, None, f"The batch name is longer than {NAME_MAX_LENGTH} characters.")]
+    if any(unicodedata.category(c) == "Cc" for c in clean):  # PostgreSQL stores no NUL; none belongs in a name
+        return [RowError(None, None, "The batch name contains a control character (a NUL byte, tab or line break); use plain text.")]
     return []
 
 

@@ -82,3 +82,14 @@ def test_adding_items_is_whole_or_nothing(admin_api, body):
         before = batch.items.count()
         response = _send(admin_api, f"/batches/{batch.pk}/items", body)
         assert batch.items.count() == before + (response.json()["added"] if response.status_code == 201 else 0)
+
+
+@pytest.mark.parametrize("name", ["\x00", "a\x00b", "two\nlines", "tab\there"])
+def test_a_batch_name_with_a_control_character_is_refused_by_name(admin_api, name):
+    # Found by the fuzz test above: a NUL in the name reached PostgreSQL (which stores none) as a 500.
+    before = Batch.objects.count()
+    response = admin_api.post("/batches", {"name": name, "k": 3, "items": [{"item_id": "a", "prompt": "p", "response": "r"}]})
+    assert response.status_code == 422, response.content
+    assert response["Content-Type"] == "application/problem+json"
+    assert "control character" in response.content.decode()
+    assert Batch.objects.count() == before
