@@ -36,26 +36,28 @@ def _candidates_sql(one_system_per_prompt: bool) -> str:
     never given to them before and, with one system per prompt, sharing no prompt with one that
     was. Parameters: batch id, k, k, annotator id (and batch id, annotator id).
 
-    "Never given" is a scalar subquery per candidate, not ``NOT EXISTS``: PostgreSQL turns
-    ``NOT EXISTS`` into an anti join, and with stale statistics on the assignment table (an
-    annotator who had 3 rows at the last ANALYZE and 600 now) it planned that join as a scan of
-    all the annotator's assignments for every candidate, so a lease cost grew with the square
-    of the annotator's history in the batch (23 ms at 600 items). A scalar subquery stays a
-    lookup of the ``(item, annotator)`` unique index per candidate whatever the statistics say.
-    The same holds for the prompt rule: the candidate's prompt's items (``item_batch_prompt``),
-    each looked up in that index.
+    "Never given" is looked up in the ``(item, annotator)`` unique index for each candidate the
+    window walks past, whatever the statistics say: the ``NOT EXISTS`` subqueries end in
+    ``OFFSET 0`` on PostgreSQL, which keeps them subplans. Without it PostgreSQL made an anti
+    join of them and, with statistics older than an annotator's history, planned it as a scan
+    of all the annotator's assignments per candidate: a lease grew with the square of their
+    history (23 ms at 600 items). A scalar ``(SELECT …) IS NULL`` also stays a subplan, but
+    its default selectivity (0.5 %) made the prepared statement's generic plan sort the whole
+    level and cost past ``jit_above_cost``. The prompt rule looks up the candidate's prompt's
+    items (``item_batch_prompt``), each in the same index.
     """
     item_t, assignment_t = _tables()
+    fence = " OFFSET 0" if connection.vendor == "postgresql" else ""
     sql = (
         f"SELECT c.id FROM {item_t} c WHERE c.batch_id = %s AND c.n_annotations < %s"
         " AND c.n_annotations + c.n_leased < %s"
-        f" AND (SELECT g.id FROM {assignment_t} g WHERE g.item_id = c.id AND g.annotator_id = %s) IS NULL"
+        f" AND NOT EXISTS (SELECT 1 FROM {assignment_t} g WHERE g.item_id = c.id AND g.annotator_id = %s{fence})"
     )
     if one_system_per_prompt:
         sql += (
-            f" AND (c.prompt_id = '' OR (SELECT gi.id FROM {item_t} gi WHERE gi.batch_id = %s"
-            f" AND gi.prompt_id = c.prompt_id AND (SELECT g2.id FROM {assignment_t} g2 WHERE g2.item_id = gi.id"
-            " AND g2.annotator_id = %s) IS NOT NULL LIMIT 1) IS NULL)"
+            f" AND (c.prompt_id = '' OR NOT EXISTS (SELECT 1 FROM {item_t} gi WHERE gi.batch_id = %s"
+            f" AND gi.prompt_id = c.prompt_id AND EXISTS (SELECT 1 FROM {assignment_t} g2 WHERE g2.item_id = gi.id"
+            f" AND g2.annotator_id = %s{fence}){fence}))"
         )
     return sql
 
