@@ -3,8 +3,10 @@
 On PostgreSQL these statements are prepared once per connection (the protocol's own prepared
 statements, through psycopg's server-side binding) and then only executed: planning the rating
 facts statement (five joins, three sub-selects) took 3.6–4.5 ms against 0.3 ms to run it
-(``EXPLAIN ANALYZE`` on the benchmark database), and the session, lease, submission and progress
-statements 1–2 ms each. The ORM's own queries keep Django's client-side binding, which never
+(``EXPLAIN ANALYZE`` on the benchmark database), and the session, submission and progress
+statements 1–2 ms each. The lease statement is the exception (``services/assignment_sql``): its
+best plan changes as the batch fills, and a prepared statement keeps one generic plan for the
+connection's life. The ORM's own queries keep Django's client-side binding, which never
 prepares, and psycopg keeps no record of the ORM's statements: the prepare threshold is set only
 while a hot cursor is open. ``DB_PREPARED_STATEMENTS=0`` turns this off, for a connection pooler
 that cannot keep prepared statements (PgBouncer before 1.22 in transaction mode). SQLite gets the

@@ -36,28 +36,30 @@ def _candidates_sql(one_system_per_prompt: bool) -> str:
     never given to them before and, with one system per prompt, sharing no prompt with one that
     was. Parameters: batch id, k, k, annotator id (and batch id, annotator id).
 
-    "Never given" is looked up in the ``(item, annotator)`` unique index for each candidate the
-    window walks past, whatever the statistics say: the ``NOT EXISTS`` subqueries end in
-    ``OFFSET 0`` on PostgreSQL, which keeps them subplans. Without it PostgreSQL made an anti
-    join of them and, with statistics older than an annotator's history, planned it as a scan
-    of all the annotator's assignments per candidate: a lease grew with the square of their
-    history (23 ms at 600 items). A scalar ``(SELECT …) IS NULL`` also stays a subplan, but
-    its default selectivity (0.5 %) made the prepared statement's generic plan sort the whole
-    level and cost past ``jit_above_cost``. The prompt rule looks up the candidate's prompt's
-    items (``item_batch_prompt``), each in the same index.
+    "Never given" is looked up by the candidate's id in the ``(item, annotator)`` unique index
+    (an item has at most a few assignments) for each candidate the window walks past, whatever
+    the statistics say. On PostgreSQL the ``NOT EXISTS`` subqueries end in ``OFFSET 0``, which
+    keeps them subplans: as an anti join, with statistics older than the annotator's history,
+    it was planned as a scan of all the annotator's assignments per candidate, and a lease grew
+    with the square of their history (23 ms at 600 items). ``annotator_id + 0`` keeps the
+    ``(annotator, state)`` index out of it: without statistics PostgreSQL rated that index as
+    cheap as the unique one for this lookup and then read the annotator's whole history per
+    candidate. (A scalar ``(SELECT …) IS NULL`` also stays a subplan, but its 0.5 % default
+    selectivity made plans sort the whole level.) The prompt rule looks up the candidate's
+    prompt's items (``item_batch_prompt``), each in the unique index.
     """
     item_t, assignment_t = _tables()
     fence = " OFFSET 0" if connection.vendor == "postgresql" else ""
     sql = (
         f"SELECT c.id FROM {item_t} c WHERE c.batch_id = %s AND c.n_annotations < %s"
         " AND c.n_annotations + c.n_leased < %s"
-        f" AND NOT EXISTS (SELECT 1 FROM {assignment_t} g WHERE g.item_id = c.id AND g.annotator_id = %s{fence})"
+        f" AND NOT EXISTS (SELECT 1 FROM {assignment_t} g WHERE g.item_id = c.id AND g.annotator_id + 0 = %s{fence})"
     )
     if one_system_per_prompt:
         sql += (
             f" AND (c.prompt_id = '' OR NOT EXISTS (SELECT 1 FROM {item_t} gi WHERE gi.batch_id = %s"
             f" AND gi.prompt_id = c.prompt_id AND EXISTS (SELECT 1 FROM {assignment_t} g2 WHERE g2.item_id = gi.id"
-            f" AND g2.annotator_id = %s{fence}){fence}))"
+            f" AND g2.annotator_id + 0 = %s{fence}){fence}))"
         )
     return sql
 
@@ -189,7 +191,11 @@ def lease_best_item(*, batch, annotator, now: datetime, expires: datetime) -> As
     params = [*_window_params(vendor, batch, annotator.pk), batch.k, *_guards_params(batch, annotator.pk, now)]
     if postgres:
         params += [annotator.pk, Assignment.State.LEASED, _when(now), _when(expires)]
-    with hot_cursor() as cursor:
+    # Not prepared, unlike the other rating statements: planned with this lease's values and the
+    # tables' sizes now. A prepared statement's generic plan is kept for the connection's life,
+    # and one made while the assignment table was small (a new installation; autovacuum off)
+    # looked up "never given" by scanning the table, once per candidate the window walks past.
+    with connection.cursor() as cursor:
         cursor.execute(sql, params)
         row = cursor.fetchone()
         if row is None:
