@@ -5,7 +5,7 @@ from __future__ import annotations
 from django.conf import settings
 from django.db import models
 
-from annotator.models.batch import Item
+from annotator.models.batch import Batch, Item
 
 
 class Assignment(models.Model):
@@ -19,8 +19,13 @@ class Assignment(models.Model):
         RELEASED = "released", "Released by an admin"
 
     # No single-column indexes on the foreign keys: the unique (item, annotator) and the
-    # (annotator, state) indexes below lead with them.
+    # (annotator, batch, state) indexes below lead with them.
     item = models.ForeignKey(Item, on_delete=models.CASCADE, related_name="assignments", db_index=False)
+    # The item's batch, kept here so an annotator's work in one batch is one index range, not all
+    # their work in every batch joined to the items (the rating page counts it on every item).
+    # No database constraint and no cascade of its own: the item's key already keeps the batch,
+    # and deleting a batch deletes its items and with them their assignments.
+    batch = models.ForeignKey(Batch, on_delete=models.DO_NOTHING, related_name="+", db_index=False, db_constraint=False)
     annotator = models.ForeignKey(
         settings.AUTH_USER_MODEL, on_delete=models.CASCADE, related_name="assignments", db_index=False
     )
@@ -36,8 +41,13 @@ class Assignment(models.Model):
         ]
         indexes = [
             models.Index(fields=["state", "lease_expires_at"], name="assignment_state_expiry"),
-            models.Index(fields=["annotator", "state"], name="assignment_annotator_state"),
+            models.Index(fields=["annotator", "batch", "state"], name="assignment_annotator_batch"),
         ]
+
+    def save(self, *args, **kwargs):
+        if self.batch_id is None and self.item_id is not None:
+            self.batch_id = Item.objects.values_list("batch_id", flat=True).get(pk=self.item_id)
+        super().save(*args, **kwargs)
 
     def __str__(self) -> str:
         return f"{self.item} → {self.annotator} ({self.state})"

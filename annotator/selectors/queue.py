@@ -150,7 +150,7 @@ def queue_for_annotator(*, user) -> list[BatchProgress]:
             Annotation.objects.filter(item__batch=OuterRef("pk"), annotator=user), "annotator"
         ),
         mine_leased=Exists(
-            Assignment.objects.filter(item__batch=OuterRef("pk"), annotator=user, state=Assignment.State.LEASED)
+            Assignment.objects.filter(batch=OuterRef("pk"), annotator=user, state=Assignment.State.LEASED)
         ),
         stopped=Exists(
             AnnotatorStanding.objects.filter(batch=OuterRef("pk"), annotator=user).filter(

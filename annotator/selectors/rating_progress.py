@@ -61,10 +61,17 @@ _BATCH_PARTS_KEPT = 256  # batches remembered per process
 def _sql(vendor: str, with_items: bool, count_gold: bool) -> str:
     qn = connection.ops.quote_name
     item_t, assignment_t = qn(Item._meta.db_table), qn(Assignment._meta.db_table)
+    # The annotator's assignments in the batch (one index range), each item's counters looked up
+    # by its key. On PostgreSQL a plain join was planned as a scan of every item in the table once
+    # the annotator had a few hundred (8 ms for 600 of 13,000 items, against 1.3 ms this way):
+    # the lateral subquery ending in OFFSET 0 keeps the lookup per assignment.
+    if vendor == "postgresql":
+        items = f"CROSS JOIN LATERAL (SELECT n_annotations, n_leased FROM {item_t} WHERE id = a.item_id OFFSET 0) i"
+    else:
+        items = f"INNER JOIN {item_t} i ON i.id = a.item_id"
     parts = [(
-        f"SELECT {MINE}, i.n_annotations, i.n_leased, a.state, COUNT(*) FROM {assignment_t} a"
-        f" INNER JOIN {item_t} i ON i.id = a.item_id WHERE a.annotator_id = %s AND i.batch_id = %s"
-        " GROUP BY i.n_annotations, i.n_leased, a.state"
+        f"SELECT {MINE}, i.n_annotations, i.n_leased, a.state, COUNT(*) FROM {assignment_t} a {items}"
+        " WHERE a.annotator_id = %s AND a.batch_id = %s GROUP BY i.n_annotations, i.n_leased, a.state"
     )]
     if count_gold:
         answer_t, gold_t = qn(GoldAnswer._meta.db_table), qn(GoldItem._meta.db_table)

@@ -152,7 +152,7 @@ def _mark_assignments_submitted(batch, pairs: list[tuple[int, int]], now, *, new
     never hands an annotator an item they already rated offline."""
     wanted = set(pairs)
     have = set() if new_batch else set(
-        Assignment.objects.filter(item__batch=batch, annotator_id__in={user for _, user in wanted})
+        Assignment.objects.filter(batch=batch, annotator_id__in={user for _, user in wanted})
         .values_list("item_id", "annotator_id")
     ) & wanted
     for item_pk, user_pk in have:  # skipped, expired or released earlier (live leases were refused)
@@ -163,5 +163,6 @@ def _mark_assignments_submitted(batch, pairs: list[tuple[int, int]], now, *, new
         model=Assignment,
         fields=("item", "annotator"),
         rows=sorted(wanted - have),
-        constants={"state": Assignment.State.SUBMITTED, "leased_at": now, "lease_expires_at": now, "finished_at": now},
+        constants={"batch": batch.pk, "state": Assignment.State.SUBMITTED, "leased_at": now, "lease_expires_at": now,
+                   "finished_at": now},
     )

@@ -73,7 +73,7 @@ def live_lease(*, batch, annotator_id: int, now: datetime) -> Assignment | None:
     """The annotator's oldest unexpired lease in the batch, with its item loaded."""
     lease = (
         Assignment.objects.select_related("item")
-        .filter(annotator_id=annotator_id, state=Assignment.State.LEASED, lease_expires_at__gt=now, item__batch=batch)
+        .filter(annotator_id=annotator_id, batch=batch, state=Assignment.State.LEASED, lease_expires_at__gt=now)
         .order_by("leased_at", "id")
         .first()
     )
@@ -123,22 +123,21 @@ def _window_params(vendor: str, batch, annotator_id: int) -> list:
 def _guards_sql() -> str:
     """SQL true when the annotator may rate in the batch and holds no live lease in it;
     parameters: :func:`_guards_params`."""
-    item_t, assignment_t = _tables()
     return (
         f" AND NOT {_forbidden_sql()}"
-        f" AND NOT EXISTS (SELECT 1 FROM {assignment_t} a INNER JOIN {item_t} ai ON ai.id = a.item_id"
-        f" WHERE a.annotator_id = %s AND a.state = %s AND a.lease_expires_at > %s AND ai.batch_id = %s)"
+        f" AND NOT EXISTS (SELECT 1 FROM {_tables()[1]} a"
+        " WHERE a.annotator_id = %s AND a.batch_id = %s AND a.state = %s AND a.lease_expires_at > %s)"
     )
 
 
 def _guards_params(batch, annotator_id: int, now: datetime) -> list:
-    return [*_forbidden_params(batch.pk, annotator_id), annotator_id, Assignment.State.LEASED, _when(now), batch.pk]
+    return [*_forbidden_params(batch.pk, annotator_id), annotator_id, batch.pk, Assignment.State.LEASED, _when(now)]
 
 
 def _insert_lease_sql() -> str:
     return (
-        f"INSERT INTO {_tables()[1]} (item_id, annotator_id, state, leased_at, lease_expires_at, finished_at,"
-        " skip_reason) VALUES (%s, %s, %s, %s, %s, NULL, '') RETURNING id"
+        f"INSERT INTO {_tables()[1]} (item_id, batch_id, annotator_id, state, leased_at, lease_expires_at,"
+        " finished_at, skip_reason) VALUES (%s, %s, %s, %s, %s, %s, NULL, '') RETURNING id"
     )
 
 
@@ -160,8 +159,8 @@ def _lease_sql(vendor: str, one_system_per_prompt: bool, k: int) -> str:
         "WITH durability AS (SELECT set_config('synchronous_commit', 'off', true)),"
         f" picked AS ({take}),"
         f" lease AS (INSERT INTO {assignment_t}"
-        " (item_id, annotator_id, state, leased_at, lease_expires_at, finished_at, skip_reason)"
-        " SELECT id, %s, %s, %s, %s, NULL, '' FROM picked RETURNING id)"
+        " (item_id, batch_id, annotator_id, state, leased_at, lease_expires_at, finished_at, skip_reason)"
+        " SELECT id, batch_id, %s, %s, %s, %s, NULL, '' FROM picked RETURNING id)"
         f" SELECT lease.id, {', '.join('picked.' + f.column for f in _ITEM_FIELDS)}"
         " FROM lease, picked, durability"
     )
@@ -203,12 +202,13 @@ def lease_best_item(*, batch, annotator, now: datetime, expires: datetime) -> As
         if postgres:
             lease_id, row = row[0], row[1:]
         else:  # SQLite: the lease row in a second statement, in the same BEGIN IMMEDIATE
-            cursor.execute(_insert_lease_sql(), [row[0], annotator.pk, Assignment.State.LEASED, _when(now), _when(expires)])
+            cursor.execute(_insert_lease_sql(),
+                           [row[0], batch.pk, annotator.pk, Assignment.State.LEASED, _when(now), _when(expires)])
             lease_id = cursor.fetchone()[0]
     item = Item.from_db(connection.alias, [f.attname for f in _ITEM_FIELDS], _convert(Item, _ITEM_FIELDS, row))
     item.batch = batch
     lease = Assignment(
-        id=lease_id, item=item, annotator=annotator, state=Assignment.State.LEASED,
+        id=lease_id, item=item, batch=batch, annotator=annotator, state=Assignment.State.LEASED,
         leased_at=now, lease_expires_at=expires, finished_at=None, skip_reason="",
     )
     lease._state.adding = False

@@ -92,6 +92,7 @@ def installation_import(*, in_dir: Path) -> dict[str, int]:
         n = 0
         with path.open(encoding="utf-8") as stream:
             for obj in serializers.deserialize("jsonl", stream, handle_forward_references=True):
+                _fill_assignment_batch(obj.object)
                 obj.save()
                 n += 1
         if n != manifest["counts"].get(label, n):
@@ -100,6 +101,16 @@ def installation_import(*, in_dir: Path) -> dict[str, int]:
     _reset_sequences(models)
     analyze_after_commit(*models)  # a restored database starts with no planner statistics
     return counts
+
+
+def _fill_assignment_batch(instance) -> None:
+    """A backup made before assignments kept their item's batch has none: take the item's (the
+    items are restored before the assignments)."""
+    Assignment = apps.get_model("annotator", "Assignment")
+    if isinstance(instance, Assignment) and instance.batch_id is None:
+        instance.batch_id = apps.get_model("annotator", "Item").objects.values_list("batch_id", flat=True).get(
+            pk=instance.item_id
+        )
 
 
 def _reset_sequences(models: list) -> None:

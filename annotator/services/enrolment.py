@@ -119,7 +119,7 @@ def enrolment_end(*, enrolment: Enrolment, end: str, now: datetime | None = None
     enrolment.refresh_from_db()
     if updated:
         leases = Assignment.objects.filter(
-            annotator_id=enrolment.user_id, item__batch_id=enrolment.batch_id, state=Assignment.State.LEASED
+            annotator_id=enrolment.user_id, batch_id=enrolment.batch_id, state=Assignment.State.LEASED
         ).values_list("pk", flat=True)
         for lease_id in list(leases):
             try:

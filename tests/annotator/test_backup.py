@@ -1,5 +1,6 @@
 """export_all → empty database → import_all gives back the same installation."""
 
+import json
 from pathlib import Path
 
 import pytest
@@ -54,6 +55,20 @@ def test_round_trip_into_an_empty_database(tmp_path):
     assert _files(tmp_path / "two") == first
     # New rows after a restore get fresh keys (sequences were reset on PostgreSQL).
     make_batch("after-restore", n_items=1)
+
+
+def test_a_backup_from_before_assignments_kept_their_batch_restores_it_from_the_items(tmp_path):
+    _populate()
+    call_command("export_all", out=tmp_path)
+    expected = sorted(Assignment.objects.values_list("item_id", "batch_id"))
+    path = tmp_path / "annotator.assignment.jsonl"
+    rows = [json.loads(line) for line in path.read_text(encoding="utf-8").splitlines()]
+    for row in rows:
+        del row["fields"]["batch"]  # as written before the field existed
+    path.write_text("".join(json.dumps(row) + "\n" for row in rows), encoding="utf-8")
+    _wipe()
+    call_command("import_all", tmp_path)
+    assert expected and sorted(Assignment.objects.values_list("item_id", "batch_id")) == expected
 
 
 def test_restore_refuses_a_non_empty_installation(tmp_path):

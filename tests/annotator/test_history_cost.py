@@ -1,4 +1,5 @@
-"""A lease reads each of the annotator's earlier assignments at most once, whatever the statistics say.
+"""What a rating request reads of the annotator's history: each earlier assignment at most once
+(the lease), and only their work in this batch (the progress strip), whatever the statistics say.
 
 An annotator far ahead of the others leaves their rated items at the "one annotation" level,
 which the next-item window walks first. PostgreSQL once planned the "never given to this
@@ -31,20 +32,20 @@ HISTORY = 200
 def _rate(items, user) -> None:
     now = timezone.now()
     Assignment.objects.bulk_create(
-        Assignment(item=item, annotator=user, state=Assignment.State.SUBMITTED, leased_at=now,
+        Assignment(item=item, batch_id=item.batch_id, annotator=user, state=Assignment.State.SUBMITTED, leased_at=now,
                    lease_expires_at=now, finished_at=now)
         for item in items
     )
     Item.objects.filter(pk__in=[item.pk for item in items]).update(n_annotations=1)
 
 
-def _assignment_rows_read(node: dict) -> int:
-    """Rows the plan read from the assignment table: returned plus filtered out, over all loops."""
+def _rows_read(node: dict, model=Assignment) -> int:
+    """Rows the plan read from ``model``'s table: returned plus filtered out, over all loops."""
     rows = 0
-    if node.get("Relation Name") == Assignment._meta.db_table:
+    if node.get("Relation Name") == model._meta.db_table:
         rows += (node.get("Actual Rows", 0) + node.get("Rows Removed by Filter", 0)) * node.get("Actual Loops", 1)
     for child in node.get("Plans", []):
-        rows += _assignment_rows_read(child)
+        rows += _rows_read(child, model)
     return rows
 
 
@@ -96,7 +97,7 @@ def test_a_lease_reads_the_annotators_history_once_not_once_per_candidate(one_sy
         cursor.execute(f"ANALYZE {connection.ops.quote_name(Assignment._meta.db_table)}")
     _rate(items[2:HISTORY], user)
 
-    rows = _assignment_rows_read(_explain_lease(batch, user))
+    rows = _rows_read(_explain_lease(batch, user))
 
     # Walking past the annotator's HISTORY items costs a lookup each (plus the prompt rule's
     # lookups); an anti join rescanning their history per candidate reads ~HISTORY² / 2 rows.
@@ -124,3 +125,25 @@ def test_the_lease_plan_walks_the_next_item_index_and_never_compiles():
     text = json.dumps(plan)
     assert '"Index Name": "item_next_order"' in text
     assert "c.position" not in text  # no sort by position: the index gives that order
+
+
+def test_the_progress_strip_reads_the_annotators_work_in_this_batch_only():
+    """The strip counts the annotator's assignments in the batch by their items' counters. It
+    used to read all of the annotator's assignments in every batch and join them to the items
+    (4.8 ms for 10,600 on PostgreSQL); a plain join by the batch's column was then planned as a
+    scan of every item in the table."""
+    from annotator.selectors import rating_progress
+
+    user = make_user("veteran")
+    _rate(list(Item.objects.filter(batch=make_batch("last-year", n_items=2000))), user)
+    batch = make_batch("this-week", n_items=100)
+    _rate(list(Item.objects.filter(batch=batch).order_by("position")[:20]), user)
+    with connection.cursor() as cursor:
+        cursor.execute(f"ANALYZE {connection.ops.quote_name(Item._meta.db_table)}, "
+                       f"{connection.ops.quote_name(Assignment._meta.db_table)}")
+        cursor.execute("EXPLAIN (ANALYZE, FORMAT JSON) " + rating_progress._sql(connection.vendor, False, False),
+                       [user.pk, batch.pk])
+        plan = _plan(cursor.fetchone()[0])
+
+    assert _rows_read(plan) == 20
+    assert _rows_read(plan, Item) == 20
