@@ -26,20 +26,12 @@ def explain(label: str, batch, user) -> None:
 
     from annotator.services import assignment_sql
 
-    captured = {}
-
-    def capture(execute, sql, params, many, context):
-        captured.update(sql=sql, params=params)
-        return execute(sql, params, many, context)
-
     now = timezone.now()
-    with transaction.atomic():
-        before = transaction.savepoint()
-        with connection.execute_wrapper(capture):
-            assignment_sql.lease_best_item(batch=batch, annotator=user, now=now, expires=now + timedelta(minutes=30))
-        transaction.savepoint_rollback(before)  # explain the same statement with nothing leased yet
+    sql, params = assignment_sql.lease_statement(batch=batch, annotator_id=user.pk, now=now,
+                                                 expires=now + timedelta(minutes=30))
+    with transaction.atomic():  # EXPLAIN ANALYZE runs the lease: roll it back
         with connection.cursor() as cursor:
-            cursor.execute("EXPLAIN (ANALYZE, COSTS OFF) " + captured["sql"], captured["params"])
+            cursor.execute("EXPLAIN (ANALYZE, COSTS OFF) " + sql, params)
             plan = [row[0] for row in cursor.fetchall()]
         transaction.set_rollback(True)
     print(f"--- {label}")

@@ -166,6 +166,16 @@ def _lease_sql(vendor: str, one_system_per_prompt: bool, k: int) -> str:
     )
 
 
+def lease_statement(*, batch, annotator_id: int, now: datetime, expires: datetime) -> tuple[str, list]:
+    """The lease statement's text and parameters (what :func:`lease_best_item` runs; the plan
+    tests and ``bench/lease_plan.py`` explain it)."""
+    vendor = connection.vendor
+    params = [*_window_params(vendor, batch, annotator_id), batch.k, *_guards_params(batch, annotator_id, now)]
+    if vendor == "postgresql":
+        params += [annotator_id, Assignment.State.LEASED, _when(now), _when(expires)]
+    return _lease_sql(vendor, batch.one_system_per_prompt, batch.k), params
+
+
 def lease_best_item(*, batch, annotator, now: datetime, expires: datetime) -> Assignment | None:
     """Lock the best free item, count a lease on it and record the lease; None if none is free,
     or the annotator may not rate in the batch, or already holds a live lease in it.
@@ -184,12 +194,8 @@ def lease_best_item(*, batch, annotator, now: datetime, expires: datetime) -> As
     has key-share locked the user's row in an earlier statement (:func:`lock_annotator`), so this
     statement's snapshot sees an exclusion that committed while it waited.
     """
-    vendor = connection.vendor
-    postgres = vendor == "postgresql"
-    sql = _lease_sql(vendor, batch.one_system_per_prompt, batch.k)
-    params = [*_window_params(vendor, batch, annotator.pk), batch.k, *_guards_params(batch, annotator.pk, now)]
-    if postgres:
-        params += [annotator.pk, Assignment.State.LEASED, _when(now), _when(expires)]
+    postgres = connection.vendor == "postgresql"
+    sql, params = lease_statement(batch=batch, annotator_id=annotator.pk, now=now, expires=expires)
     # Not prepared, unlike the other rating statements: planned with this lease's values and the
     # tables' sizes now. A prepared statement's generic plan is kept for the connection's life,
     # and one made while the assignment table was small (a new installation; autovacuum off)
