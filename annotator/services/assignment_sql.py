@@ -42,9 +42,9 @@ def _candidates_sql(one_system_per_prompt: bool) -> str:
     keeps them subplans: as an anti join, with statistics older than the annotator's history,
     it was planned as a scan of all the annotator's assignments per candidate, and a lease grew
     with the square of their history (23 ms at 600 items). ``annotator_id + 0`` keeps the
-    ``(annotator, state)`` index out of it: without statistics PostgreSQL rated that index as
-    cheap as the unique one for this lookup and then read the annotator's whole history per
-    candidate. (A scalar ``(SELECT …) IS NULL`` also stays a subplan, but its 0.5 % default
+    index that leads with the annotator out of it: without statistics PostgreSQL rated the
+    ``(annotator, state)`` index as cheap as the unique one for this lookup and then read the
+    annotator's whole history per candidate. (A scalar ``(SELECT …) IS NULL`` also stays a subplan, but its 0.5 % default
     selectivity made plans sort the whole level.) The prompt rule looks up the candidate's
     prompt's items (``item_batch_prompt``), each in the unique index.
     """
