@@ -104,7 +104,7 @@ def database_config() -> dict:
 
 
 DATABASES = {"default": database_config()}
-# The rating requests' own statements are prepared on PostgreSQL (annotator/hot_sql.py); off for
+# The rating requests' own statements but the lease are prepared on PostgreSQL (annotator/hot_sql.py); off for
 # a connection pooler that cannot keep prepared statements (PgBouncer before 1.22, transaction mode).
 DB_PREPARED_STATEMENTS = env_bool("DB_PREPARED_STATEMENTS", default=True)
 DEFAULT_AUTO_FIELD = "django.db.models.BigAutoField"

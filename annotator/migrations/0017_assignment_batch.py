@@ -23,7 +23,7 @@ class Migration(migrations.Migration):
         migrations.AddField(
             model_name='assignment',
             name='batch',
-            field=models.ForeignKey(db_constraint=False, db_index=False, null=True,
+            field=models.ForeignKey(db_constraint=False, db_index=False, editable=False, null=True,
                                     on_delete=django.db.models.deletion.DO_NOTHING, related_name='+',
                                     to='annotator.batch'),
         ),
@@ -31,7 +31,7 @@ class Migration(migrations.Migration):
         migrations.AlterField(
             model_name='assignment',
             name='batch',
-            field=models.ForeignKey(db_constraint=False, db_index=False,
+            field=models.ForeignKey(db_constraint=False, db_index=False, editable=False,
                                     on_delete=django.db.models.deletion.DO_NOTHING, related_name='+',
                                     to='annotator.batch'),
         ),

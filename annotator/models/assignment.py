@@ -24,8 +24,11 @@ class Assignment(models.Model):
     # The item's batch, kept here so an annotator's work in one batch is one index range, not all
     # their work in every batch joined to the items (the rating page counts it on every item).
     # No database constraint and no cascade of its own: the item's key already keeps the batch,
-    # and deleting a batch deletes its items and with them their assignments.
-    batch = models.ForeignKey(Batch, on_delete=models.DO_NOTHING, related_name="+", db_index=False, db_constraint=False)
+    # and deleting a batch deletes its items and with them their assignments. Never set on its own
+    # (not editable, so not in the admin's form): the lease and the import write the item's, and
+    # save() takes the item's for a row the ORM adds without it.
+    batch = models.ForeignKey(Batch, on_delete=models.DO_NOTHING, related_name="+", db_index=False,
+                              db_constraint=False, editable=False)
     annotator = models.ForeignKey(
         settings.AUTH_USER_MODEL, on_delete=models.CASCADE, related_name="assignments", db_index=False
     )

@@ -17,7 +17,7 @@ from django.db import connection
 
 from annotator.hot_sql import hot_cursor
 from annotator.models import AnnotatorStanding, Assignment, Item
-from annotator.selectors.rows import python_values
+from annotator.selectors.rows import instance_from_row
 
 WINDOW = 64  # free items the random tie-break draws from
 NEXT_ORDER = ("-n_annotations", "-n_leased", "position")  # closest to completion first (index item_next_order)
@@ -211,7 +211,7 @@ def lease_best_item(*, batch, annotator, now: datetime, expires: datetime) -> As
             cursor.execute(_insert_lease_sql(),
                            [row[0], batch.pk, annotator.pk, Assignment.State.LEASED, _when(now), _when(expires)])
             lease_id = cursor.fetchone()[0]
-    item = Item.from_db(connection.alias, [f.attname for f in _ITEM_FIELDS], _convert(Item, _ITEM_FIELDS, row))
+    item = instance_from_row(Item, row)
     item.batch = batch
     lease = Assignment(
         id=lease_id, item=item, batch=batch, annotator=annotator, state=Assignment.State.LEASED,
@@ -269,6 +269,3 @@ def may_rate(*, batch_id: int, annotator_id: int, lock: bool = True) -> bool:
 def _when(moment: datetime):
     """A datetime parameter in the form the ORM stores it (a UTC string on SQLite)."""
     return connection.ops.adapt_datetimefield_value(moment)
-
-
-_convert = python_values  # database values to Python ones, as the ORM converts them

@@ -48,3 +48,19 @@ def test_item_id_unique_within_batch_only(item):
 
 def test_batch_rubric_is_a_rubric(item):
     assert item.batch.rubric_obj == Rubric.default()
+
+
+def test_an_assignment_takes_its_items_batch_and_the_admin_cannot_set_another(item, django_user_model):
+    from django.contrib import admin
+    from django.test import RequestFactory
+
+    from annotator.models import Assignment
+
+    user = django_user_model.objects.create_user("leaseholder")
+    now = timezone.now()
+    assignment = Assignment.objects.create(item=item, annotator=user, leased_at=now, lease_expires_at=now)
+    assert assignment.batch_id == item.batch_id
+    request = RequestFactory().get("/")
+    request.user = django_user_model.objects.create_superuser("root-admin", password="x")
+    form = admin.site._registry[Assignment].get_form(request)
+    assert "item" in form.base_fields and "batch" not in form.base_fields
