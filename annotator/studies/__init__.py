@@ -1,0 +1,1 @@
+"""The crowd-study feature: study, invite and sign-in links, enrolment, consent and instructions, crowd platforms, payments."""
