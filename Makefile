@@ -7,7 +7,7 @@ STAMP := $(VENV)/.installed
 HOST ?= 127.0.0.1
 PORT ?= 8000
 
-.PHONY: install demo test test-fast serve release web worker migrate bench rubric-md browser-deps clean
+.PHONY: install demo test test-fast serve release web worker migrate bench rubric-md browser-deps docs lint clean
 
 $(STAMP): requirements.txt requirements-dev.txt
 	test -x $(PY) || $(PYTHON) -m venv $(VENV)
@@ -63,8 +63,15 @@ bench: install
 	$(PY) bench/import_bench.py
 	$(PY) bench/annotate_bench.py
 
+# The docs/ pages as a site (site/index.html); strict, so a broken link fails the build.
+docs: install
+	NO_MKDOCS_2_WARNING=1 $(VENV)/bin/mkdocs build --strict --quiet
+
+lint: install
+	$(VENV)/bin/ruff check .
+
 rubric-md: install
 	$(PY) -m hcs.rubric_markdown > HCS_rubric.md
 
 clean:
-	rm -rf $(VENV) var/*.sqlite3* staticfiles .pytest_cache
+	rm -rf $(VENV) var/*.sqlite3* staticfiles .pytest_cache site
