@@ -22,7 +22,7 @@ from django.utils import timezone
 from annotator.hot_sql import hot_cursor
 from annotator.roles import GROUPS, remember_roles
 from annotator.selectors.rows import columns, instance_from_row
-from annotator.selectors.study import remember_scoped
+from annotator.studies.selectors import remember_scoped
 
 
 def _user_pk(value) -> int | None:

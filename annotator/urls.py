@@ -15,10 +15,10 @@ from annotator.views import (
     quality,
     queue,
     rating,
-    study_admin,
-    study_flow,
-    study_links,
 )
+from annotator.studies.views import admin as study_admin
+from annotator.studies.views import flow as study_flow
+from annotator.studies.views import links as study_links
 
 
 class _Imported:
@@ -42,9 +42,9 @@ class _Imported:
 
 
 uploads = _Imported("annotator.views.uploads")
-judges = _Imported("annotator.views.judges")
+judges = _Imported("annotator.judges.views.judges")
 reports = _Imported("annotator.views.reports")
-calibration_sets = _Imported("annotator.views.calibration_set")
+calibration_sets = _Imported("annotator.judges.views.calibration_set")
 
 handler500 = "annotator.views.errors.server_error"  # a database that does not answer: 503, try again
 

@@ -44,9 +44,9 @@ def main() -> int:
     django_on_fresh_sqlite(DB)
     from django.core.management import call_command
 
-    from annotator.judging.client import ChatClient
-    from annotator.judging.runner import judge_run
-    from annotator.judging.templates import load_template
+    from annotator.judges.engine.client import ChatClient
+    from annotator.judges.engine.runner import judge_run
+    from annotator.judges.engine.templates import load_template
     from annotator.models import Batch, Item, JudgeCall
     from hcs.rubric import Rubric
 

@@ -14,17 +14,10 @@ from ninja import NinjaAPI
 from ninja.renderers import JSONRenderer
 from ninja.responses import NinjaJSONEncoder
 
-from annotator.api import (
-    annotations,
-    batches,
-    calibration_sets,
-    jobs,
-    judges,
-    me,
-    reports,
-)
+from annotator.api import annotations, batches, jobs, me, reports
 from annotator.api.auth import TokenRateThrottle, signed_in
 from annotator.api.problems import MEDIA_TYPE, install_handlers
+from annotator.judges.api import calibration_sets, judges
 
 DESCRIPTION = """
 Push model outputs to human annotation and read agreement and judge calibration back.

@@ -14,7 +14,7 @@ from dataclasses import dataclass
 from django.utils.text import slugify
 
 from annotator.exports import report_csv
-from annotator.exports.judges_csv import judges_csv
+from annotator.judges.exports.judges_csv import judges_csv
 from annotator.exports.report_html import report_html
 from annotator.exports.report_json import report_json
 from annotator.models import Batch

@@ -5,16 +5,16 @@ from annotator.models.annotation import Annotation, AnnotationRevision, Score
 from annotator.models.api_token import ApiToken
 from annotator.models.assignment import Assignment
 from annotator.models.batch import Batch, Item
-from annotator.models.calibration_set import CalibrationSet
+from annotator.judges.models.calibration_set import CalibrationSet
 from annotator.models.job import Job
-from annotator.models.judge import (
+from annotator.judges.models.judge import (
     Judge,
     JudgeCriterionScore,
     JudgeFailure,
     JudgeScore,
     PairwiseVerdict,
 )
-from annotator.models.judge_call import JudgeCall
+from annotator.judges.models.judge_call import JudgeCall
 from annotator.models.quality import (
     AnnotatorStanding,
     GoldAnswer,
@@ -22,7 +22,7 @@ from annotator.models.quality import (
     QualityRule,
 )
 from annotator.models.session import UserSession
-from annotator.models.study import (
+from annotator.studies.models import (
     AccountScope,
     Enrolment,
     InviteLink,

@@ -32,7 +32,7 @@ from annotator.models import (
     Item,
 )
 from annotator.selectors.rows import columns, instance_from_row
-from annotator.turns import NO_ROLE, is_user, normalise_turns
+from annotator.judges.turns import NO_ROLE, is_user, normalise_turns
 
 
 def _open_to(user) -> Q:

@@ -13,7 +13,7 @@ from typing import Any
 import numpy as np
 
 from annotator.models import Batch
-from annotator.selectors.judges import judges_report, pairwise_report
+from annotator.judges.selectors.judges import judges_report, pairwise_report
 from annotator.selectors.report_arrays import ReportArrays, report_arrays
 from hcs.agreement import DimensionAgreement, dimension_agreement
 from hcs.agreement.bootstrap import DEFAULT_RESAMPLES, DEFAULT_SEED

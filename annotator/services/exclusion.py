@@ -32,7 +32,7 @@ from annotator.models import (
     Enrolment,
     Item,
 )
-from annotator.services.enrolment import enrolment_screen_out
+from annotator.studies.services.enrolment import enrolment_screen_out
 
 RESEARCHER, BLOCK_RULE = "researcher", "block rule"
 

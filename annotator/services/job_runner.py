@@ -14,7 +14,7 @@ from annotator.exports.formats import EXPORT_FORMATS, export_chunks
 from annotator.imports.errors import FileRefused, ImportRefused
 from annotator.models import Batch, Job
 from annotator.selectors.report_options import ReportOptions, report_with_options
-from annotator.services.judge_jobs import judge_job_run
+from annotator.judges.services.jobs import judge_job_run
 from annotator.services.uploads import pending_upload_save
 
 log = logging.getLogger(__name__)

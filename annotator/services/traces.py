@@ -1,4 +1,4 @@
-"""Creating a batch from a JSONL of traces and a field mapping (see ``annotator.imports.trace_file``)."""
+"""Creating a batch from a JSONL of traces and a field mapping (see ``annotator.judges.imports.trace_file``)."""
 
 from __future__ import annotations
 
@@ -7,7 +7,7 @@ from collections.abc import Mapping
 from django.db import transaction
 
 from annotator.imports.errors import ImportRefused
-from annotator.imports.trace_file import PathError, parse_mapping, parse_trace_file
+from annotator.judges.imports.trace_file import PathError, parse_mapping, parse_trace_file
 from annotator.models import Batch
 from annotator.services.batches import batch_import
 from hcs.rubric import Rubric

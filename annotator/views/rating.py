@@ -36,7 +36,7 @@ from annotator.selectors.rating_facts import (
     rating_facts_for_item,
 )
 from annotator.selectors.rating_progress import rating_progress
-from annotator.selectors.study import limits_for, visit_over
+from annotator.studies.selectors import limits_for, visit_over
 from annotator.services.annotations import (
     SubmissionRefused,
     annotation_submit,
@@ -48,7 +48,7 @@ from annotator.services.assignment import (
 )
 from annotator.services.gold import gold_answer_skip, gold_answer_submit
 from annotator.services.rating_flow import ENDED_TRAINING, rating_next
-from annotator.views.study_flow import (
+from annotator.studies.views.flow import (
     instructions_html,
     study_detour,
     study_nothing_left,

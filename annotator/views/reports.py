@@ -7,14 +7,14 @@ from django.utils.text import slugify
 from django.views.decorators.http import require_GET
 
 from annotator.exports.formats import EXPORT_FORMATS, export_chunks
-from annotator.exports.judge_card import CARD_EXPORTS
+from annotator.judges.exports.card import CARD_EXPORTS
 from annotator.exports.report_html import report_context
-from annotator.forms.judges import DisagreementFilterForm
+from annotator.judges.forms.judges import DisagreementFilterForm
 from annotator.models import Batch, Item, Judge
-from annotator.models.judge import OVERALL
+from annotator.judges.models.judge import OVERALL
 from annotator.roles import researcher_required
-from annotator.selectors.judge_card import judge_card, judge_has_work
-from annotator.selectors.judge_disagreements import (
+from annotator.judges.selectors.card import judge_card, judge_has_work
+from annotator.judges.selectors.disagreements import (
     MAX_ROWS,
     judge_dimensions,
     judge_disagreements,

@@ -8,7 +8,7 @@ from django.test import Client
 from django.urls import reverse
 
 from annotator.models import Item
-from annotator.services.links import study_link_create
+from annotator.studies.services.links import study_link_create
 
 PID_A = "5f0c1a2b3c4d5e6f7a8b9c0d"
 PID_B = "60aa1b2c3d4e5f6a7b8c9d0e"

@@ -25,7 +25,7 @@ from annotator.exports.formats import EXPORT_FORMATS as EXPORTS
 from annotator.models import Annotation, Assignment, Batch
 from annotator.services.api_tokens import api_token_create
 from annotator.services.assignment import item_next_for_annotator
-from annotator.services.links import annotators_add, invite_create, study_link_create
+from annotator.studies.services.links import annotators_add, invite_create, study_link_create
 from tests.factories import PASSWORD, make_annotation, make_batch, make_user
 
 pytestmark = pytest.mark.django_db

@@ -8,14 +8,14 @@ import pytest
 from django.contrib.auth import get_user_model
 from django.core.management import call_command
 
-import annotator.selectors.judges  # noqa: F401  (registers the judge sections of the report)
+import annotator.judges.selectors.judges  # noqa: F401  (registers the judge sections of the report)
 from annotator.exports import report_csv
-from annotator.exports.judges_csv import judges_csv
+from annotator.judges.exports.judges_csv import judges_csv
 from annotator.exports.report_json import report_json
 from annotator.models import Annotation, Batch, Judge
 from annotator.selectors.reports import batch_report
 from annotator.services.annotations import annotation_update
-from annotator.services.judges import judge_scores_import, pairwise_verdicts_import
+from annotator.judges.services.judges import judge_scores_import, pairwise_verdicts_import
 from hcs.judge_output import JudgeScale
 from tests.factories import make_annotation, make_batch, make_user
 

@@ -181,7 +181,7 @@ def test_checks_take_their_own_number_in_the_annotators_sequence_and_are_held_li
 
 
 def test_an_account_screened_out_by_training_is_not_listed_as_working(client):
-    from annotator.selectors.study import worker_progress
+    from annotator.studies.selectors import worker_progress
     from tests.annotator.study_support import start
 
     batch = make_batch("visits", n_items=2, constraints=())

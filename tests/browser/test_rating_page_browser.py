@@ -17,7 +17,7 @@ import pytest
 from django.urls import reverse
 
 from annotator.models import Annotation, Item
-from annotator.services.judges import judge_scores_import
+from annotator.judges.services.judges import judge_scores_import
 from hcs.judge_output import JudgeScale
 from tests.browser.conftest import htmx_settled, rating_ready, signed_in_context
 from tests.factories import make_annotation, make_batch, make_user

@@ -10,10 +10,10 @@ from django.core.management.base import BaseCommand, CommandError
 
 from annotator.exports.csv_safe import SafeWriter
 from annotator.imports.annotator_list import AnnotatorListError, parse_annotator_list
-from annotator.link_urls import signin_url
+from annotator.studies.link_urls import signin_url
 from annotator.management.commands._import_common import read_file
 from annotator.management.commands._link_common import add_link_options, batch_named
-from annotator.services.links import DEFAULT_SIGNIN_DAYS, LinkError, annotators_add
+from annotator.studies.services.links import DEFAULT_SIGNIN_DAYS, LinkError, annotators_add
 
 
 class Command(BaseCommand):

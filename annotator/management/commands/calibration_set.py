@@ -10,8 +10,8 @@ from django.core.management.base import BaseCommand, CommandError
 
 from annotator.management.commands._import_common import read_text
 from annotator.management.commands._link_common import batch_named
-from annotator.selectors.calibration_set import calibration_set_of, set_item_ids
-from annotator.services.calibration_set import (
+from annotator.judges.selectors.calibration_set import calibration_set_of, set_item_ids
+from annotator.judges.services.calibration_set import (
     CalibrationSetError,
     calibration_set_mark,
     calibration_set_retire,

@@ -11,11 +11,11 @@ from django.contrib.auth.models import Group
 from django.core.management.base import BaseCommand
 from django.db import transaction
 
-from annotator.link_urls import invite_url, study_url
+from annotator.studies.link_urls import invite_url, study_url
 from annotator.management.commands.load_demo import DEMO_BATCH
 from annotator.models import Batch, InviteLink, StudyLink
 from annotator.roles import ANNOTATOR, RESEARCHER
-from annotator.services.links import invite_create, link_revoke, study_link_create
+from annotator.studies.services.links import invite_create, link_revoke, study_link_create
 
 DEMO_USERS = [
     ("admin", "admin"),

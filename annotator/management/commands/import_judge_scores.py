@@ -7,7 +7,7 @@ from django.core.management.base import BaseCommand, CommandError
 from annotator.imports.errors import FileRefused, ImportRefused
 from annotator.management.commands._import_common import read_file, refused
 from annotator.models import Batch
-from annotator.services.judges import judge_scores_import
+from annotator.judges.services.judges import judge_scores_import
 from hcs.judge_output import JudgeScale, OutputSpec, parse_labels
 
 

@@ -7,7 +7,7 @@ from django.core.management.base import BaseCommand, CommandError
 from annotator.imports.errors import FileRefused, ImportRefused
 from annotator.management.commands._import_common import read_file, refused
 from annotator.models import Batch
-from annotator.services.judges import pairwise_verdicts_import
+from annotator.judges.services.judges import pairwise_verdicts_import
 
 
 class Command(BaseCommand):

@@ -7,9 +7,9 @@ from __future__ import annotations
 
 from django.core.management.base import BaseCommand, CommandError
 
-from annotator.link_urls import invite_url
+from annotator.studies.link_urls import invite_url
 from annotator.management.commands._link_common import add_link_options, batch_named
-from annotator.services.links import DEFAULT_INVITE_DAYS, LinkError, invite_create
+from annotator.studies.services.links import DEFAULT_INVITE_DAYS, LinkError, invite_create
 
 
 class Command(BaseCommand):

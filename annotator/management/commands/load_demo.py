@@ -16,8 +16,8 @@ from django.core.management.base import BaseCommand
 from annotator.models import Annotation, Batch, CalibrationSet, JudgeScore
 from annotator.services.annotation_imports import annotations_import_file
 from annotator.services.batches import batch_import_file
-from annotator.services.calibration_set import calibration_set_mark
-from annotator.services.judges import judge_scores_import
+from annotator.judges.services.calibration_set import calibration_set_mark
+from annotator.judges.services.judges import judge_scores_import
 from hcs.judge_output import JudgeScale
 from hcs.rubric import Rubric
 

@@ -10,16 +10,16 @@ from django.core.management.base import BaseCommand, CommandError
 from tqdm import tqdm
 
 from annotator.imports.errors import ImportRefused
-from annotator.judging.client import ChatClient, JudgeRunFatal
-from annotator.judging.pairwise import pair_tasks
-from annotator.judging.progress import Prices, RunProgress
-from annotator.judging.runner import (
+from annotator.judges.engine.client import ChatClient, JudgeRunFatal
+from annotator.judges.engine.pairwise import pair_tasks
+from annotator.judges.engine.progress import Prices, RunProgress
+from annotator.judges.engine.runner import (
     batch_items,
     calibration_only,
     judge_run,
     render_items,
 )
-from annotator.judging.templates import (
+from annotator.judges.engine.templates import (
     TemplateError,
     available_templates,
     load_template,

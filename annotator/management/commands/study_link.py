@@ -8,11 +8,11 @@ from __future__ import annotations
 
 from django.core.management.base import BaseCommand, CommandError
 
-from annotator.crowd import PLATFORMS
-from annotator.link_urls import study_url
+from annotator.studies.crowd import PLATFORMS
+from annotator.studies.link_urls import study_url
 from annotator.management.commands._import_common import read_text
 from annotator.management.commands._link_common import add_link_options, batch_named
-from annotator.services.links import DEFAULT_STUDY_DAYS, LinkError, study_link_create
+from annotator.studies.services.links import DEFAULT_STUDY_DAYS, LinkError, study_link_create
 
 
 def _text(path: str | None) -> str | None:

@@ -3,7 +3,7 @@
 import pytest
 
 from annotator.models import CalibrationSet
-from annotator.services.calibration_set import fingerprint
+from annotator.judges.services.calibration_set import fingerprint
 from tests.annotator.api.conftest import assert_problem
 from tests.factories import make_batch
 

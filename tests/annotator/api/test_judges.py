@@ -12,10 +12,10 @@ from django.urls import reverse
 
 from annotator.imports.errors import ImportRefused
 from annotator.models import JudgeScore, PairwiseVerdict
-from annotator.services.judges import judge_scores_import
+from annotator.judges.services.judges import judge_scores_import
 from hcs.judge_output import JudgeScale
 from tests.annotator.api.conftest import assert_problem
-from tests.annotator.test_judges_selector import _study
+from tests.annotator.judges.test_judges_selector import _study
 
 pytestmark = pytest.mark.django_db
 

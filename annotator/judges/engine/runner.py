@@ -1,0 +1,267 @@
+"""Score a batch with one judge template: bounded concurrency, every call saved the moment it completes.
+
+The run renders every prompt first and refuses, before any call, when a variable cannot be filled.
+It then calls only what this judge has not answered yet (``retry_failed`` adds the failed and
+unreadable calls, ``force`` redoes everything). Calls run in a thread pool with at most
+``concurrency`` in flight; the main thread saves each result as it arrives. Setting ``client.stop``
+(Ctrl-C, SIGTERM, a cancelled job) stops new calls at once; calls already in flight finish and are
+saved, calls waiting to retry give up and are left for the next run.
+"""
+
+from __future__ import annotations
+
+import time
+from collections.abc import Callable
+from concurrent.futures import FIRST_COMPLETED, ThreadPoolExecutor, wait
+from dataclasses import dataclass, field, replace
+
+from annotator.judges.engine.calls import Task, refusal
+from annotator.judges.engine.client import (
+    ChatClient,
+    JudgeCallError,
+    JudgeRunFatal,
+    RunStopped,
+)
+from annotator.judges.engine.pairwise import pair_tasks, parse_pairwise
+from annotator.judges.engine.progress import Prices, RunProgress
+from annotator.judges.engine.templates import JudgeTemplate, TemplateError, item_fields
+from annotator.models import Batch, CalibrationSet, Item, Judge, JudgeCall
+from annotator.judges.services.runs import (
+    CLAIM_RENEW_SECONDS,
+    CallOutcome,
+    judge_call_states,
+    judge_calls_record,
+    judge_for_run,
+    judge_run_claim,
+    judge_run_release,
+    judge_run_renew,
+)
+from hcs.judge_output import JudgeOutputError, parse_score
+from hcs.rubric import Rubric
+
+
+@dataclass
+class RunResult:
+    judge: Judge
+    note: str
+    progress: RunProgress
+    stopped: bool = False
+    failures: list[tuple[str, str]] = field(default_factory=list)  # (item id, error)
+
+
+def render_items(items: list[Item], template: JudgeTemplate, rubric: Rubric) -> list[Task]:
+    """Every item's prompt. Raises TemplateError naming each item and variable that cannot be filled."""
+    tasks, problems = [], []
+    for item in items:
+        try:
+            tasks.append(Task(item, None, template.render(item_fields(item, rubric))))
+        except TemplateError as exc:
+            problems.append(f"item `{item.item_id}`: {exc}")
+    if problems:
+        raise refusal(problems, "item(s) cannot fill the template")
+    return tasks
+
+
+def batch_items(batch: Batch, limit: int | None = None, only: list[int] | None = None) -> list[Item]:
+    """The batch's items in file order; ``only``: just these pks (the calibration set)."""
+    items = Item.objects.filter(batch=batch).order_by("position", "id")
+    if only is not None:
+        items = items.filter(pk__in=only)
+    return list(items[: limit or None])
+
+
+def calibration_only(batch: Batch) -> list[int]:
+    """The pks of the batch's frozen calibration set; TemplateError (before any call) when it has none."""
+    chosen = CalibrationSet.objects.filter(batch=batch).first()
+    if chosen is None:
+        raise TemplateError(
+            f"batch \u201c{batch.name}\u201d has no calibration set: mark one first "
+            f"(python manage.py calibration_set \"{batch.name}\" --sample 50, or on its report's calibration set page)"
+        )
+    return list(chosen.items.values_list("pk", flat=True))
+
+
+def tasks_to_call(tasks: list[Task], states: dict, *, retry_failed: bool, force: bool) -> list[Task]:
+    """The tasks a rerun still has to call: never called, or failed with ``retry_failed``, or all with ``force``."""
+    keep = []
+    for task in tasks:
+        state = states.get((task.item.pk, task.enhanced.pk if task.enhanced else None, task.sample))
+        if force or state is None or (retry_failed and state != JudgeCall.OK):
+            keep.append(task)
+    return keep
+
+
+def parse_call(text: str, template: JudgeTemplate, dimensions: tuple[str, ...], rubric: Rubric):
+    """(``{"scores": {dimension: {raw, value, reason}}}``, [(dimension, problem)]) for one answer."""
+    scores, problems = {}, []
+    for dimension in dimensions:
+        try:
+            score = parse_score(
+                text, dimension=dimension if len(dimensions) > 1 or dimension != "overall" else None,
+                spec=template.output_spec,
+            )
+            value = template.scale.to_rubric(score.value, rubric.scale_min, rubric.scale_max)
+        except JudgeOutputError as exc:
+            problems.append((dimension, str(exc)))
+            continue
+        scores[dimension] = {"raw": score.value, "value": value, "reason": score.reason}
+    return ({"scores": scores} if scores else {}), problems
+
+
+def call_one(task: Task, client: ChatClient, parse: Callable[[str], tuple]) -> CallOutcome:
+    """One call and its parse (in a worker thread; no database)."""
+    outcome = CallOutcome(item=task.item, enhanced=task.enhanced, status=JudgeCall.OK, prompt=task.messages,
+                          sample=task.sample)
+    try:
+        result = client.complete(task.messages)
+    except JudgeCallError as exc:
+        outcome.status, outcome.raw_output, outcome.attempts = JudgeCall.FAILED, exc.body, exc.attempts
+        outcome.http_status, outcome.problems = exc.status, [("", f"call failed: {exc}")]
+        return outcome
+    outcome.raw_output, outcome.attempts, outcome.latency = result.text, result.attempts, result.latency
+    outcome.tokens_in, outcome.tokens_out, outcome.http_status = result.tokens_in, result.tokens_out, 200
+    outcome.parsed, outcome.problems = parse(result.text)
+    if outcome.problems:
+        outcome.status = JudgeCall.UNREADABLE
+    return outcome
+
+
+def run_tasks(
+    tasks: list[Task],
+    *,
+    client: ChatClient,
+    concurrency: int,
+    parse: Callable[[str], tuple],
+    save: Callable[[list[CallOutcome]], None],
+    progress: RunProgress,
+    on_progress: Callable[[RunProgress], None] | None = None,
+    should_stop: Callable[[], bool] | None = None,
+) -> tuple[bool, list[CallOutcome]]:
+    """Call ``tasks`` with at most ``concurrency`` in flight, ``save`` the outcomes as they arrive.
+
+    The pool is refilled before the outcomes that arrived together are saved (in one transaction).
+
+    Returns (stopped early, the failed outcomes). Raises JudgeRunFatal after saving what finished.
+    """
+    stop, fatal, failed = client.stop, None, []
+    queue, pending = iter(tasks), set()
+    with ThreadPoolExecutor(max_workers=max(1, concurrency)) as pool:
+        def refill():
+            while not stop.is_set() and len(pending) < concurrency:
+                task = next(queue, None)
+                if task is None:
+                    break
+                pending.add(pool.submit(call_one, task, client, parse))
+
+        refill()
+        while pending:
+            try:
+                done, pending = wait(pending, timeout=0.25, return_when=FIRST_COMPLETED)
+            except KeyboardInterrupt:  # no handler installed: stop new calls, keep what finishes
+                stop.set()
+                continue
+            if should_stop is not None and not stop.is_set() and should_stop():
+                stop.set()
+            refill()
+            arrived = []
+            for future in done:
+                try:
+                    outcome = future.result()
+                except RunStopped:
+                    continue
+                except JudgeRunFatal as exc:
+                    fatal = fatal or exc
+                    stop.set()
+                    continue
+                arrived.append(outcome)
+            if not arrived:
+                continue
+            save(arrived)
+            for outcome in arrived:
+                progress.add(ok=outcome.status == JudgeCall.OK, attempts=outcome.attempts,
+                             tokens_in=outcome.tokens_in, tokens_out=outcome.tokens_out)
+                if outcome.status != JudgeCall.OK:
+                    failed.append(outcome)
+            if on_progress is not None:
+                on_progress(progress)
+    if fatal is not None:
+        raise fatal
+    return stop.is_set() and progress.done < progress.total, failed
+
+
+def judge_run(
+    *,
+    batch: Batch,
+    template: JudgeTemplate,
+    client: ChatClient,
+    judge_name: str,
+    concurrency: int = 8,
+    limit: int | None = None,
+    retry_failed: bool = False,
+    force: bool = False,
+    pairwise: tuple[str, str] | None = None,
+    swap: bool = False,
+    samples: int = 1,
+    calibration_set: bool = False,
+    prices: Prices | None = None,
+    progress: Callable[[RunProgress], None] | None = None,
+    should_stop: Callable[[], bool] | None = None,
+) -> RunResult:
+    """Score ``batch`` with ``template``. Raises TemplateError (before any call) or JudgeRunFatal.
+
+    ``pairwise`` is (baseline system, enhanced system) for a pairwise template: one call per prompt_id;
+    ``swap`` adds a second call per prompt_id with the two responses in the other order. ``samples`` > 1
+    calls every item that many times (sample 0 gives the judge's scores; the repeats measure its noise).
+    ``calibration_set`` calls only the items of the batch's frozen calibration set (a pair: both of its items).
+    """
+    rubric = batch.rubric_obj
+    dimensions = template.dimension_keys(rubric)
+    notes = [f"Scale conflict in the template: {w}." for w in template.scale_warnings]
+    if template.pairwise and not pairwise:
+        raise TemplateError(f"{template.name} is a pairwise template: run it with --pairwise "
+                            "--baseline-system A --enhanced-system B")
+    if samples > 1 and pairwise:
+        raise TemplateError("--samples repeats the calls of a scoring template; it does not apply to --pairwise")
+    if swap and not pairwise:
+        raise TemplateError("--swap runs each pair in both orders: it needs --pairwise")
+    if pairwise and not template.pairwise:
+        raise TemplateError(f"{template.name} scores one response at a time; --pairwise needs a pairwise "
+                            "template such as geval_pairwise")
+    only = calibration_only(batch) if calibration_set else None
+    if pairwise:
+        tasks, unpaired = pair_tasks(batch, template, *pairwise, limit=limit, swap=swap, only=only)
+        notes += [f"{len(unpaired)} prompt(s) without a pair were left out, e.g. {unpaired[0]}."] if unpaired else []
+        parse = lambda text: parse_pairwise(text, template, dimensions)
+    else:
+        tasks = render_items(batch_items(batch, limit, only), template, rubric)
+        tasks += [replace(t, sample=n) for n in range(1, samples) for t in tasks]
+        parse = lambda text: parse_call(text, template, dimensions, rubric)
+    judge, note = judge_for_run(name=judge_name, model=client.model, template=template,
+                                params={**client.params, "scale_warnings": template.scale_warnings})
+    claim = judge_run_claim(judge)  # one run per judge at a time: none pays for an item another is calling
+    renewed = [time.monotonic()]
+
+    def stop_or_renew() -> bool:
+        if time.monotonic() - renewed[0] >= CLAIM_RENEW_SECONDS:
+            if not judge_run_renew(judge, claim):
+                notes.append("The run stopped: it stalled so long that another run took the judge over; "
+                             "calls finished before are saved.")
+                return True
+            renewed[0] = time.monotonic()
+        return should_stop() if should_stop is not None else False
+
+    def save(outcomes: list[CallOutcome]) -> None:
+        judge_calls_record(judge=judge, template=template, model=client.model, params=client.params, outcomes=outcomes)
+
+    try:
+        todo = tasks_to_call(tasks, judge_call_states(judge=judge), retry_failed=retry_failed, force=force)
+        state = RunProgress(total=len(todo), skipped=len(tasks) - len(todo), prices=prices or Prices())
+        stopped, failed = run_tasks(
+            todo, client=client, concurrency=concurrency, parse=parse, save=save, progress=state,
+            on_progress=progress, should_stop=stop_or_renew,
+        )
+    finally:
+        judge_run_release(judge, claim)
+    failures = [(o.item.item_id + (f" vs {o.enhanced.item_id}" if o.enhanced else ""), o.error) for o in failed]
+    return RunResult(judge=judge, note=" ".join([note, *notes]).strip(), progress=state, stopped=stopped,
+                     failures=failures)

@@ -1,0 +1,1 @@
+"""Judge exports: the judges table and the judge card."""

@@ -1,0 +1,110 @@
+"""The judge import page's forms: judge scores, and pairwise verdicts."""
+
+from __future__ import annotations
+
+from django import forms
+from django.conf import settings
+
+from annotator.imports.errors import FileRefused
+from annotator.imports.file_size import check_size
+from annotator.judges.engine.templates import available_templates, load_template
+from annotator.models import Batch, CalibrationSet, Judge
+from hcs.judge_output import JudgeScale, OutputSpec, parse_labels
+
+SCALES = [("0-1", "0.0 – 1.0"), ("1-4", "1 – 4"), ("1-5", "1 – 5")]
+
+
+class _JudgeFileForm(forms.Form):
+    batch = forms.ModelChoiceField(queryset=Batch.objects.order_by("name"), to_field_name="name")
+    judge = forms.CharField(max_length=Judge._meta.get_field("name").max_length, label="Judge name")
+    model = forms.CharField(max_length=200, required=False, label="Model (optional)")
+    template = forms.CharField(max_length=200, required=False, label="Template (optional)")
+    file = forms.FileField(help_text="CSV (UTF-8) or JSONL.")
+
+    def clean_file(self):
+        upload = self.cleaned_data["file"]
+        try:
+            check_size(upload.size)
+        except FileRefused as exc:
+            raise forms.ValidationError(str(exc)) from None
+        return upload
+
+
+class JudgeScoresForm(_JudgeFileForm):
+    scale = forms.ChoiceField(choices=SCALES, label="The judge's raw scale")
+    lower_is_better = forms.BooleanField(
+        required=False,
+        label="Lower is better",
+        help_text="Tick for a judge whose low scores are the good end (e.g. a frustration score, or a "
+        "template whose standard reads 1 = Excellent).",
+    )
+
+    verdict_key = forms.CharField(
+        max_length=200, required=False, label="Verdict key (optional)",
+        help_text="The key holding the score in raw_output, e.g. answer_match or hub_answer_correctness.",
+    )
+    labels = forms.CharField(
+        max_length=1000, required=False, label="Verdict labels (optional)",
+        help_text="For judges that answer with words: Excellent=4, Very Good=3, Good=2, Bad=1",
+    )
+
+    def clean_labels(self):
+        try:
+            return parse_labels(self.cleaned_data["labels"])
+        except ValueError as exc:
+            raise forms.ValidationError(str(exc)) from None
+
+    def judge_scale(self) -> JudgeScale:
+        return JudgeScale.parse(self.cleaned_data["scale"], higher_is_better=not self.cleaned_data["lower_is_better"])
+
+    def output_spec(self) -> OutputSpec:
+        data = self.cleaned_data
+        return OutputSpec(scale=self.judge_scale(), verdict_key=data["verdict_key"] or None, labels=data["labels"])
+
+
+class VerdictsForm(_JudgeFileForm):
+    baseline_system = forms.CharField(
+        max_length=200, required=False, label="Baseline system id",
+        help_text="Needed when rows name the pair by prompt_id.",
+    )
+
+
+class JudgeRunForm(forms.Form):
+    """Start a judge run in the background: the key is read by the worker from an allowed variable."""
+
+    batch = forms.ModelChoiceField(queryset=Batch.objects.order_by("name"), to_field_name="name")
+    template = forms.ChoiceField(choices=(), help_text="A template from fixtures/judge_templates/, run verbatim.")
+    base_url = forms.URLField(label="Base URL", assume_scheme="https", help_text="An OpenAI-compatible endpoint, e.g. https://api.openai.com/v1")
+    model = forms.CharField(max_length=200)
+    key_env = forms.ChoiceField(choices=(), label="API key variable",
+                                help_text="The worker reads the key from this environment variable; it is never stored.")
+    concurrency = forms.IntegerField(min_value=1, max_value=64, initial=8)
+    retry_failed = forms.BooleanField(required=False, label="Call failed items again")
+    calibration_set = forms.BooleanField(required=False, label="Only the batch's calibration set",
+                                         help_text="Compare this judge version with earlier ones on the same frozen items.")
+    price_in = forms.FloatField(min_value=0, required=False, label="Price per million input tokens (optional)")
+    price_out = forms.FloatField(min_value=0, required=False, label="Price per million output tokens (optional)")
+
+    def clean(self):
+        data = super().clean()
+        batch = data.get("batch")
+        if data.get("calibration_set") and batch is not None and not CalibrationSet.objects.filter(batch=batch).exists():
+            self.add_error("calibration_set", f"Batch \u201c{batch.name}\u201d has no calibration set yet: mark one on its report.")
+        return data
+
+    def __init__(self, *args, **kwargs):
+        super().__init__(*args, **kwargs)
+        self.fields["template"].choices = [(t, t) for t in available_templates() if not load_template(t).pairwise]
+        self.fields["key_env"].choices = [(k, k) for k in settings.ANNOTATOR_JUDGE_KEY_ENVS]
+
+
+class DisagreementFilterForm(forms.Form):
+    """Filters of the "why it disagrees" page: one dimension and one system, among those the judge scored."""
+
+    dimension = forms.ChoiceField(required=False)
+    system = forms.ChoiceField(required=False)
+
+    def __init__(self, data, *, dimensions: list[tuple[str, str]], systems: list[str]):
+        super().__init__(data)
+        self.fields["dimension"].choices = [("", "All dimensions"), *dimensions]
+        self.fields["system"].choices = [("", "All systems"), *((s, s) for s in systems if s)]

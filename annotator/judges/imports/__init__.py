@@ -1,0 +1,1 @@
+"""Judge files: scores, pairwise verdicts and traces, parsed without writing."""

@@ -1,0 +1,64 @@
+"""Every call ``run_judge`` paid for, saved the moment it completes: what was sent, what came back, what it cost.
+
+One row per judge × item (× enhanced item for a pairwise judge): a rerun skips items that have a row,
+``--retry-failed`` redoes the rows that are not ``ok`` and ``--force`` redoes them all, replacing the row.
+The API key is never stored; error bodies are masked before they get here.
+"""
+
+from __future__ import annotations
+
+from django.db import models
+from django.db.models import Q
+from django.utils import timezone
+
+from annotator.models.batch import Item
+from annotator.judges.models.judge import Judge
+
+
+class JudgeCall(models.Model):
+    OK = "ok"
+    UNREADABLE = "unreadable"  # the endpoint answered; no score could be read (raw output kept)
+    FAILED = "failed"  # no usable answer after the retries (error body kept, masked)
+    STATUSES = [(OK, "Scored"), (UNREADABLE, "Unreadable output"), (FAILED, "Call failed")]
+
+    judge = models.ForeignKey(Judge, on_delete=models.CASCADE, related_name="calls")
+    item = models.ForeignKey(Item, on_delete=models.CASCADE, related_name="judge_calls")
+    enhanced = models.ForeignKey(
+        Item, null=True, blank=True, on_delete=models.CASCADE, related_name="+",
+        help_text="the second response of a pairwise call (``item`` is the baseline)",
+    )
+    sample = models.PositiveSmallIntegerField(
+        default=0, help_text="0 for the call whose scores the judge keeps; 1, 2, ... for the repeats of --samples",
+    )
+    status = models.CharField(max_length=12, choices=STATUSES)
+    template_name = models.CharField(max_length=200)
+    template_version = models.CharField(max_length=100, blank=True, default="")
+    template_hash = models.CharField(max_length=64, help_text="sha256 of the template's prompt text and settings")
+    model = models.CharField(max_length=200)
+    params = models.JSONField(default=dict, blank=True, help_text="temperature, max_tokens, ...")
+    prompt = models.JSONField(default=list, help_text="the rendered chat messages sent")
+    raw_output = models.TextField(blank=True, default="")
+    parsed = models.JSONField(default=dict, blank=True, help_text="per dimension: raw, value, reason; or the verdict")
+    error = models.TextField(blank=True, default="")
+    http_status = models.PositiveSmallIntegerField(null=True, blank=True)
+    tokens_in = models.PositiveIntegerField(null=True, blank=True)
+    tokens_out = models.PositiveIntegerField(null=True, blank=True)
+    latency_ms = models.PositiveIntegerField(default=0)
+    attempts = models.PositiveSmallIntegerField(default=1)
+    created_at = models.DateTimeField(default=timezone.now)
+
+    class Meta:
+        ordering = ["judge", "item", "enhanced", "sample"]
+        constraints = [
+            models.UniqueConstraint(
+                fields=["judge", "item", "sample"], condition=Q(enhanced__isnull=True), name="judgecall_one_per_item"
+            ),
+            models.UniqueConstraint(
+                fields=["judge", "item", "enhanced", "sample"], condition=Q(enhanced__isnull=False),
+                name="judgecall_one_per_pair",
+            ),
+        ]
+        indexes = [models.Index(fields=["judge", "status"], name="judgecall_judge_status")]
+
+    def __str__(self) -> str:
+        return f"{self.judge} {self.item}: {self.status}"

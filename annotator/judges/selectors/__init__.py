@@ -1,0 +1,1 @@
+"""Reads of judge data: calibration sections, cards, probes, disagreements, the judge list."""

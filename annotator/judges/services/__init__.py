@@ -1,0 +1,1 @@
+"""Writes of judge data: imports, runs and their jobs, calibration sets."""

@@ -1,0 +1,208 @@
+"""Writes of ``run_judge``: which judge version a run scores into, and each call saved as it completes."""
+
+from __future__ import annotations
+
+import hashlib
+import json
+import secrets
+from dataclasses import dataclass, field
+from datetime import timedelta
+from typing import Any
+
+from django.db import transaction
+from django.db.models import Q
+from django.utils import timezone
+
+from annotator.judges.engine.templates import TemplateError
+from annotator.models import (
+    Item,
+    Judge,
+    JudgeCall,
+    JudgeCriterionScore,
+    JudgeFailure,
+    JudgeScore,
+    PairwiseVerdict,
+)
+from annotator.judges.models.judge import VERSION_MARK
+from annotator.judges.services.judges import NAME_MAX_LENGTH, judge_get_or_create
+
+
+@dataclass
+class CallOutcome:
+    """What one call produced, built in a worker thread and saved by ``judge_calls_record``."""
+
+    item: Item
+    enhanced: Item | None
+    status: str
+    prompt: list[dict[str, str]]
+    sample: int = 0
+    raw_output: str = ""
+    parsed: dict[str, Any] = field(default_factory=dict)
+    problems: list[tuple[str, str]] = field(default_factory=list)  # (dimension or "", error)
+    http_status: int | None = None
+    tokens_in: int | None = None
+    tokens_out: int | None = None
+    latency: float = 0.0
+    attempts: int = 1
+
+    @property
+    def error(self) -> str:
+        return "; ".join(f"[{d}] {e}" if d else e for d, e in self.problems)
+
+
+def _version_name(name: str, version: str, key: str) -> str:
+    suffix = f"{VERSION_MARK}{version or 'unversioned'} #{key[:8]})"
+    return name[: NAME_MAX_LENGTH - len(suffix)] + suffix
+
+
+def _identity(params: dict) -> dict:
+    """The parameters that make a judge what it is (not the template's scale warnings, which follow from its text)."""
+    return {k: v for k, v in params.items() if k != "scale_warnings"}
+
+
+def version_key(template, model: str, params: dict) -> str:
+    """sha256 of everything a judge version is: template text and version, model, parameters."""
+    blob = json.dumps([template.content_hash, template.version, model, _identity(params)], sort_keys=True, default=str)
+    return hashlib.sha256(blob.encode()).hexdigest()
+
+
+def _changes(judge: Judge, template, model: str, params: dict) -> list[str]:
+    changes = []
+    if judge.template_hash != template.content_hash or judge.template_version != template.version:
+        changes.append(f"other template text (version {judge.template_version or 'unversioned'} before)")
+    if judge.model != model:
+        changes.append(f"another model ({judge.model or 'none'} before, {model} now)")
+    if _identity(judge.params) != _identity(params):
+        changes.append(f"other parameters ({json.dumps(_identity(judge.params), sort_keys=True)} before, "
+                       f"{json.dumps(_identity(params), sort_keys=True)} now)")
+    return changes
+
+
+@transaction.atomic
+def judge_for_run(*, name: str, model: str, template, params: dict) -> tuple[Judge, str]:
+    """The judge a run scores into, and a note when it is not the one named.
+
+    A judge keeps the template text, model and parameters it was first run with: when any of them
+    changed, the run goes to a new judge version named after a hash of all of them, so scores of two
+    configurations are never mixed under one name (the judge card lists the versions side by side).
+    """
+    name = name.strip()
+    judge = Judge.objects.filter(name=name).first()
+    note = ""
+    changes = _changes(judge, template, model, params) if judge is not None and judge.template_hash else []
+    if changes:
+        versioned = _version_name(name, template.version, version_key(template, model, params))
+        note = (f"\u201c{name}\u201d was run with {'; '.join(changes)}: this run scores into the judge version "
+                f"\u201c{versioned}\u201d, never mixed with the other.")
+        name = versioned
+    judge = judge_get_or_create(name=name, model=model, template=template.name, template_version=template.version)
+    if not judge.template_hash:
+        judge.template_hash, judge.params = template.content_hash, params
+        judge.save(update_fields=["template_hash", "params"])
+    return judge, note
+
+
+CLAIM_STALE_AFTER = timedelta(minutes=2)  # a run renews its claim every CLAIM_RENEW_SECONDS while it runs
+CLAIM_RENEW_SECONDS = 20.0
+
+
+class JudgeBusy(TemplateError):
+    """Another run of the same judge is going on: refused before any call, so no item is paid for twice."""
+
+
+def judge_run_claim(judge: Judge) -> str:
+    """Claim ``judge`` for one run; returns the claim's token. Raises JudgeBusy while another run holds it
+    (a claim not renewed for CLAIM_STALE_AFTER is taken over: its process stopped without releasing it)."""
+    token, now = secrets.token_hex(16), timezone.now()
+    free = Q(run_claim="") | Q(run_claimed_at__lt=now - CLAIM_STALE_AFTER) | Q(run_claimed_at__isnull=True)
+    if not Judge.objects.filter(free, pk=judge.pk).update(run_claim=token, run_claimed_at=now):
+        since = Judge.objects.filter(pk=judge.pk).values_list("run_claimed_at", flat=True).first()
+        seen = f" (last seen {since:%Y-%m-%d %H:%M:%S} UTC)" if since else ""  # it may have ended just now
+        raise JudgeBusy(
+            f"judge \u201c{judge.name}\u201d is being run by another process{seen}: wait for it to finish, or "
+            "stop it, then run again; a rerun calls only what is still missing"
+        )
+    return token
+
+
+def judge_run_renew(judge: Judge, token: str) -> bool:
+    """Renew the run's claim; False when it was lost (this run stalled past CLAIM_STALE_AFTER and
+    another took the judge over): the caller must then stop calling."""
+    return bool(Judge.objects.filter(pk=judge.pk, run_claim=token).update(run_claimed_at=timezone.now()))
+
+
+def judge_run_release(judge: Judge, token: str) -> None:
+    Judge.objects.filter(pk=judge.pk, run_claim=token).update(run_claim="", run_claimed_at=None)
+
+
+def judge_call_states(*, judge: Judge) -> dict[tuple[int, int | None, int], str]:
+    """(item pk, enhanced pk or None, sample) → status of every call this judge has saved."""
+    return {(i, e, n): s for i, e, n, s in
+            JudgeCall.objects.filter(judge=judge).values_list("item_id", "enhanced_id", "sample", "status")}
+
+
+@transaction.atomic
+def judge_calls_record(*, judge: Judge, template, model: str, params: dict, outcomes: list[CallOutcome]) -> None:
+    """Save completed calls (those that arrived together) in one transaction; see ``_record``."""
+    for outcome in outcomes:
+        _record(judge, template, model, params, outcome)
+
+
+def _record(judge: Judge, template, model: str, params: dict, outcome: CallOutcome) -> JudgeCall:
+    """Save one completed call with its scores (replacing the item's earlier ones) or its failure.
+
+    The item's earlier failure rows go when it is scored; a failed call keeps one failure row per
+    problem with the raw output, so nothing the endpoint answered is lost.
+    """
+    scale = template.scale
+    now = timezone.now()
+    JudgeCall.objects.filter(judge=judge, item=outcome.item, enhanced=outcome.enhanced, sample=outcome.sample).delete()
+    call = JudgeCall.objects.create(
+        judge=judge, item=outcome.item, enhanced=outcome.enhanced, sample=outcome.sample, status=outcome.status,
+        template_name=template.name, template_version=template.version, template_hash=template.content_hash,
+        model=model, params=params, prompt=outcome.prompt, raw_output=outcome.raw_output, parsed=outcome.parsed,
+        error=outcome.error, http_status=outcome.http_status, tokens_in=outcome.tokens_in,
+        tokens_out=outcome.tokens_out, latency_ms=round(outcome.latency * 1000), attempts=outcome.attempts,
+        created_at=now,
+    )
+    if outcome.sample:
+        return call  # a repeat for self-consistency: its parsed values stay on the call, the judge's scores are sample 0's
+    if outcome.enhanced is None:
+        scores = outcome.parsed.get("scores", {})
+        if scores:
+            JudgeScore.objects.filter(judge=judge, item=outcome.item, dimension__in=list(scores)).delete()
+            JudgeScore.objects.bulk_create(
+                JudgeScore(
+                    judge=judge, item=outcome.item, dimension=dimension, raw_value=s["raw"], scale_min=scale.min,
+                    scale_max=scale.max, higher_is_better=scale.higher_is_better, value=s["value"],
+                    reason=s["reason"], raw_output=outcome.raw_output, imported_at=now,
+                )
+                for dimension, s in scores.items()
+            )
+    else:
+        _record_pair(judge, template, outcome, now)
+    JudgeFailure.objects.filter(judge=judge, item=outcome.item).delete()
+    JudgeFailure.objects.bulk_create(
+        JudgeFailure(judge=judge, item=outcome.item, dimension=d, error=e, raw_output=outcome.raw_output, created_at=now)
+        for d, e in outcome.problems
+    )
+    return call
+
+
+def _record_pair(judge: Judge, template, outcome: CallOutcome, now) -> None:
+    """A pairwise call's verdict and criterion scores, replacing the pair's earlier ones."""
+    pair = {"judge": judge, "baseline": outcome.item, "enhanced": outcome.enhanced}
+    PairwiseVerdict.objects.filter(**pair).delete()
+    JudgeCriterionScore.objects.filter(judge=judge, item=outcome.item, enhanced=outcome.enhanced).delete()
+    verdict = outcome.parsed.get("verdict")
+    if verdict:
+        PairwiseVerdict.objects.create(**pair, **verdict, raw_output=outcome.raw_output, imported_at=now)
+    scale = template.scale
+    JudgeCriterionScore.objects.bulk_create(
+        JudgeCriterionScore(
+            judge=judge, item=outcome.item, enhanced=outcome.enhanced, criterion=name,
+            rubric_dimension=c["rubric_dimension"], raw_value=c["raw"], scale_min=scale.min, scale_max=scale.max,
+            higher_is_better=scale.higher_is_better, reason=c["reason"], evidence=c["evidence"], created_at=now,
+        )
+        for name, c in outcome.parsed.get("criteria", {}).items()
+    )

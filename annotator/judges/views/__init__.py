@@ -1,0 +1,1 @@
+"""The judge pages: the Judges page, runs, calibration sets."""

@@ -1,0 +1,55 @@
+"""The Studies page's forms: study links, invite links, bulk accounts and a batch's study settings."""
+
+from __future__ import annotations
+
+from typing import ClassVar
+
+from django import forms
+
+from annotator.studies.crowd import PLATFORMS
+from annotator.models import Batch
+from annotator.studies.services.links import (
+    DEFAULT_INVITE_DAYS,
+    DEFAULT_SIGNIN_DAYS,
+    DEFAULT_STUDY_DAYS,
+    MAX_DAYS,
+)
+
+
+def _days(initial: int) -> forms.IntegerField:
+    return forms.IntegerField(min_value=1, max_value=MAX_DAYS, initial=initial, label="Expires after (days)")
+
+
+class StudyLinkForm(forms.Form):
+    batch = forms.ModelChoiceField(queryset=Batch.objects.order_by("name"))
+    platform = forms.ChoiceField(choices=[(p.key, p.label) for p in PLATFORMS.values()])
+    quota = forms.IntegerField(min_value=1, max_value=100_000, initial=20, label="Items per worker")
+    max_minutes = forms.IntegerField(min_value=1, max_value=24 * 60, required=False, label="Longest session (minutes)")
+    completion_code = forms.CharField(max_length=100)
+    completion_url = forms.URLField(max_length=500, required=False, assume_scheme="https",
+                                    help_text="Blank on Prolific: its completion URL with the code.")
+    screen_out_code = forms.CharField(max_length=100, required=False)
+    no_consent_code = forms.CharField(max_length=100, required=False)
+    days = _days(DEFAULT_STUDY_DAYS)
+
+
+class InviteLinkForm(forms.Form):
+    batches = forms.ModelMultipleChoiceField(queryset=Batch.objects.order_by("name"))
+    uses = forms.IntegerField(min_value=1, max_value=10_000, initial=1, label="Most accounts it makes")
+    days = _days(DEFAULT_INVITE_DAYS)
+
+
+class AnnotatorListForm(forms.Form):
+    batch = forms.ModelChoiceField(queryset=Batch.objects.order_by("name"))
+    file = forms.FileField(help_text="CSV with the columns username,email.")
+    days = _days(DEFAULT_SIGNIN_DAYS)
+
+
+class StudySettingsForm(forms.ModelForm):
+    class Meta:
+        model = Batch
+        fields = ("consent_text", "instructions", "max_items_per_annotator", "max_session_minutes")
+        widgets: ClassVar[dict] = {
+            "consent_text": forms.Textarea(attrs={"rows": 6}),
+            "instructions": forms.Textarea(attrs={"rows": 8}),
+        }

@@ -1,0 +1,199 @@
+"""Reads for studies: account scopes, an annotator's limits in a batch, workers' progress.
+
+Platform ids (worker, study, session) leave this module only through ``payment_rows``, the
+admins' payment export; everything else names people by their username, a pseudonym for
+crowd workers.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from datetime import datetime, timedelta
+
+from django.db.models import Count, Max
+from django.utils import timezone
+
+from annotator.studies.crowd import PLATFORMS
+from annotator.models import (
+    AccountScope,
+    Annotation,
+    AnnotatorStanding,
+    Batch,
+    Enrolment,
+    InviteLink,
+    StudyLink,
+)
+
+End = Enrolment.End
+WORKING = "working"
+
+
+def remember_scoped(user, scoped: bool) -> None:
+    """Record whether the account is limited to some batches (read with the session, in its query)."""
+    user._scoped = scoped
+
+
+def is_scoped(user) -> bool:
+    """Whether the account may rate only the batches its scope lists (a link-made account); cached
+    on the user object for the request."""
+    if not hasattr(user, "_scoped"):
+        user._scoped = AccountScope.objects.filter(user_id=user.pk).exists()
+    return user._scoped
+
+
+@dataclass(frozen=True)
+class Limits:
+    quota: int | None  # most submitted annotations in the batch
+    minutes: int | None  # longest session from arrival
+
+    def deadline(self, started_at: datetime) -> datetime | None:
+        return started_at + timedelta(minutes=self.minutes) if self.minutes else None
+
+
+def _smallest(*values: int | None) -> int | None:
+    given = [v for v in values if v]
+    return min(given) if given else None
+
+
+def visit_over(*, user, batch_id: int) -> bool:
+    """Whether the user's study visit to the batch has ended (done, timed out, screened out, declined):
+    their ratings are then final."""
+    return Enrolment.objects.filter(Enrolment.VISIT_OVER, user=user, batch_id=batch_id).exists()
+
+
+def limits_for(*, batch: Batch, enrolment: Enrolment | None) -> Limits:
+    """The batch's limits, tightened by the study link the worker came by."""
+    link = enrolment.study_link if enrolment is not None and enrolment.study_link_id else None
+    return Limits(
+        quota=_smallest(batch.max_items_per_annotator, link.quota if link else None),
+        minutes=_smallest(batch.max_session_minutes, link.max_minutes if link else None),
+    )
+
+
+def is_study_batch(batch: Batch) -> bool:
+    """Batches with a consent text, their own instructions or limits gate every annotator."""
+    return bool(batch.consent_text or batch.instructions or batch.max_items_per_annotator or batch.max_session_minutes)
+
+
+def submitted_count(*, user, batch: Batch) -> int:
+    return Annotation.objects.filter(annotator=user, item__batch=batch).count()
+
+
+@dataclass(frozen=True)
+class WorkerProgress:
+    enrolment: Enrolment
+    items_done: int
+    quota: int | None
+    minutes_worked: float
+    last_active_at: datetime | None
+    state: str  # working, done, timed out, screened out, declined consent
+
+    @property
+    def username(self) -> str:
+        return self.enrolment.user.get_username()
+
+
+def _state(enrolment: Enrolment, limits: Limits, now: datetime, standing: AnnotatorStanding | None = None) -> str:
+    if enrolment.end:
+        return enrolment.get_end_display().lower()
+    if standing is not None:  # an account (not a crowd worker) stopped by quality control
+        if standing.screened_out_at:
+            return End.SCREENED_OUT.label.lower()
+        if standing.blocked_at:
+            return "blocked"
+        if standing.excluded:
+            return "excluded"
+    deadline = limits.deadline(enrolment.started_at)
+    if deadline is not None and now >= deadline:
+        return End.TIMED_OUT.label.lower()
+    return WORKING
+
+
+def worker_progress(*, batch: Batch, now: datetime | None = None) -> list[WorkerProgress]:
+    """Every enrolment in the batch with items done, time worked and state (three queries)."""
+    now = now or timezone.now()
+    enrolments = list(
+        Enrolment.objects.filter(batch=batch).select_related("user", "study_link").order_by("started_at", "pk")
+    )
+    done = {
+        row["annotator_id"]: row
+        for row in Annotation.objects.filter(item__batch=batch, annotator_id__in=[e.user_id for e in enrolments])
+        .values("annotator_id")
+        .annotate(n=Count("pk"), last=Max("submitted_at"))
+    }
+    standings = {s.annotator_id: s for s in AnnotatorStanding.objects.filter(
+        batch=batch, annotator_id__in=[e.user_id for e in enrolments])}
+    rows = []
+    for e in enrolments:
+        limits = limits_for(batch=batch, enrolment=e)
+        mine = done.get(e.user_id, {"n": 0, "last": None})
+        end = e.ended_at or mine["last"] or (now if not e.end else e.started_at)
+        deadline = limits.deadline(e.started_at)
+        if deadline is not None:
+            end = min(end, deadline)
+        rows.append(
+            WorkerProgress(
+                enrolment=e,
+                items_done=mine["n"],
+                quota=limits.quota,
+                minutes_worked=max(0.0, (end - e.started_at).total_seconds() / 60),
+                last_active_at=mine["last"],
+                state=_state(e, limits, now, standings.get(e.user_id)),
+            )
+        )
+    return rows
+
+
+PAYMENT_HEADER = (
+    "worker_id", "platform", "study_id", "session_id", "pseudonym", "items_done", "minutes_worked",
+    "started_at", "completed_at", "state", "screened_out",
+)
+
+
+def payment_rows(*, batch: Batch) -> list[tuple]:
+    """One row per crowd worker in the batch, for paying them (admins only)."""
+    rows = []
+    for p in worker_progress(batch=batch):
+        e = p.enrolment
+        if not e.is_crowd:
+            continue
+        completed = e.ended_at.isoformat() if e.end == End.DONE and e.ended_at else ""
+        rows.append((
+            e.worker_id, e.platform, e.platform_study_id, e.platform_session_id, p.username, p.items_done,
+            round(p.minutes_worked, 1), e.started_at.isoformat(), completed, p.state, e.end == End.SCREENED_OUT,
+        ))
+    return rows
+
+
+def links_overview(*, now: datetime | None = None) -> dict:
+    """The study and invite links, newest first, with how many people came by each."""
+    now = now or timezone.now()
+    study = StudyLink.objects.select_related("batch").annotate(workers=Count("enrolments")).order_by("-created_at")
+    invites = InviteLink.objects.prefetch_related("batches").order_by("-created_at")
+    return {"study_links": list(study), "invite_links": list(invites), "now": now}
+
+
+@dataclass(frozen=True)
+class Ending:
+    """What the end page shows a worker: the code to give the platform and where to go next."""
+
+    code: str
+    url: str  # empty: the worker copies the code into the platform themselves
+    platform_label: str
+
+
+def ending_for(enrolment: Enrolment) -> Ending:
+    link = enrolment.study_link
+    if link is None:
+        return Ending("", "", "")
+    platform = PLATFORMS.get(link.platform)
+    label = platform.label if platform else link.platform
+    code = {
+        End.DONE: link.completion_code,
+        End.TIMED_OUT: link.completion_code,
+        End.SCREENED_OUT: link.screen_out_code,
+        End.DECLINED: link.no_consent_code,
+    }.get(enrolment.end, "")
+    if enrolment.end in (End.DONE, End.TIMED_OUT) and link.completion_url:
+        return Ending(code, link.completion_url, label)
+    return Ending(code, platform.return_url_for(code) if platform else "", label)

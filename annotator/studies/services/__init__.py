@@ -1,0 +1,1 @@
+"""Writes of the study feature: links and enrolment."""

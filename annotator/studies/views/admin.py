@@ -1,0 +1,139 @@
+"""The admins' Studies page: make and revoke study and invite links, add annotators in bulk,
+set a batch's consent text, instructions and limits, and download the payment CSV."""
+
+from __future__ import annotations
+
+from django.contrib import messages
+from django.http import Http404, HttpResponse
+from django.shortcuts import get_object_or_404, redirect, render
+from django.utils import timezone
+from django.views.decorators.http import require_GET, require_POST
+
+from annotator.studies.crowd import PLATFORMS
+from annotator.exports.csv_safe import csv_lines
+from annotator.studies.forms import (
+    AnnotatorListForm,
+    InviteLinkForm,
+    StudyLinkForm,
+    StudySettingsForm,
+)
+from annotator.imports.annotator_list import AnnotatorListError, parse_annotator_list
+from annotator.studies.link_urls import base_of, invite_url, signin_url, study_url
+from annotator.models import Batch, InviteLink, StudyLink
+from annotator.roles import admin_required
+from annotator.studies.selectors import PAYMENT_HEADER, links_overview, payment_rows
+from annotator.studies.services.links import (
+    LinkError,
+    annotators_add,
+    invite_create,
+    link_revoke,
+    study_link_create,
+)
+
+LINK_KINDS = {"study": StudyLink, "invite": InviteLink}
+
+
+def _page(request, status=200, settings_form=None, **extra):
+    batches = list(Batch.objects.order_by("name"))
+    forms = [
+        (b, settings_form if settings_form is not None and settings_form.instance.pk == b.pk else StudySettingsForm(instance=b))
+        for b in batches
+    ]
+    context = {
+        **links_overview(),
+        "settings_forms": forms,
+        "study_form": StudyLinkForm(),
+        "invite_form": InviteLinkForm(),
+        "bulk_form": AnnotatorListForm(),
+        **extra,
+    }
+    return render(request, "annotator/studies.html", context, status=status)
+
+
+@require_GET
+@admin_required
+def studies(request):
+    return _page(request)
+
+
+@require_POST
+@admin_required
+def study_link_new(request):
+    form = StudyLinkForm(request.POST)
+    if not form.is_valid():
+        return _page(request, status=422, study_form=form)
+    try:
+        link, token = study_link_create(created_by=request.user, **form.cleaned_data)
+    except LinkError as exc:
+        form.add_error(None, str(exc))
+        return _page(request, status=422, study_form=form)
+    what = f"{PLATFORMS[link.platform].label} study link for {link.batch}"
+    made = {"what": what, "urls": [study_url(token, link.platform, base_of(request))]}
+    return _page(request, made=made)
+
+
+@require_POST
+@admin_required
+def invite_link_new(request):
+    form = InviteLinkForm(request.POST)
+    if not form.is_valid():
+        return _page(request, status=422, invite_form=form)
+    invite, token = invite_create(created_by=request.user, **form.cleaned_data)
+    made = {"what": f"Invite link (up to {invite.max_uses} account(s))", "urls": [invite_url(token, base_of(request))]}
+    return _page(request, made=made)
+
+
+@require_POST
+@admin_required
+def annotators_new(request):
+    form = AnnotatorListForm(request.POST, request.FILES)
+    if not form.is_valid():
+        return _page(request, status=422, bulk_form=form)
+    try:
+        rows = parse_annotator_list(form.cleaned_data["file"].read())
+        accounts = annotators_add(
+            rows=rows, batch=form.cleaned_data["batch"], days=form.cleaned_data["days"], created_by=request.user
+        )
+    except AnnotatorListError as exc:
+        return _page(request, status=422, bulk_form=form, bulk_errors=exc.errors)
+    except LinkError as exc:
+        return _page(request, status=422, bulk_form=form, bulk_errors=[str(exc)])
+    base = base_of(request)
+    made = {
+        "what": f"{len(accounts)} account(s) for {form.cleaned_data['batch']}: one-time sign-in links",
+        "accounts": [(a.username, a.email, signin_url(a.token, base)) for a in accounts],
+    }
+    return _page(request, made=made)
+
+
+@require_POST
+@admin_required
+def link_revoke_view(request, kind, link_id):
+    model = LINK_KINDS.get(kind)
+    if model is None:
+        raise Http404("No such kind of link.")
+    link = link_revoke(link=get_object_or_404(model, pk=link_id))
+    messages.success(request, f"Revoked {kind} link {link.pk}: it no longer opens.")
+    return redirect("studies")
+
+
+@require_POST
+@admin_required
+def study_settings(request, batch_id):
+    batch = get_object_or_404(Batch, pk=batch_id)
+    form = StudySettingsForm(request.POST, instance=batch)
+    if not form.is_valid():
+        return _page(request, status=422, settings_form=form)
+    form.save()
+    messages.success(request, f"Saved the study settings of {batch}.")
+    return redirect("studies")
+
+
+@require_GET
+@admin_required
+def payments_csv(request, batch_id):
+    batch = get_object_or_404(Batch, pk=batch_id)
+    response = HttpResponse(csv_lines(PAYMENT_HEADER, payment_rows(batch=batch)), content_type="text/csv; charset=utf-8")
+    stamp = timezone.now().strftime("%Y%m%d-%H%M")
+    response["Content-Disposition"] = f'attachment; filename="workers-batch{batch.pk}-{stamp}.csv"'
+    return response

@@ -1,0 +1,126 @@
+"""An annotator's way into and out of a study batch: consent, instructions, the end page.
+
+The rating views call ``study_detour`` before handing out or taking an item, and
+``study_nothing_left`` when no item is left; both return a response to send instead, or None.
+"""
+
+from __future__ import annotations
+
+import json
+from functools import lru_cache
+
+from django.http import Http404, HttpResponse
+from django.shortcuts import redirect, render
+from django.urls import reverse
+from django.views.decorators.http import require_GET, require_http_methods
+from django_htmx.http import HttpResponseClientRedirect
+
+from annotator.studies.markdown_text import markdown_html
+from annotator.models import Batch, Enrolment
+from annotator.roles import annotator_required
+from annotator.selectors.queue import batch_open_to
+from annotator.studies.selectors import ending_for, limits_for, submitted_count
+from annotator.studies.services.enrolment import (
+    UNREAD,
+    Stage,
+    enrolment_consent,
+    enrolment_end,
+    enrolment_instructions_seen,
+    study_gate,
+)
+from hcs.rubric import Rubric
+from hcs.rubric_markdown import render_instructions
+
+STAGE_URLS = {Stage.CONSENT: "study_consent", Stage.INSTRUCTIONS: "study_instructions", Stage.ENDED: "study_done"}
+
+
+def instructions_html(batch: Batch):
+    """The batch's instructions as safe HTML; the rubric's guidance and examples by default."""
+    return markdown_html(batch.instructions) if batch.instructions else _rubric_instructions_html(batch.rubric_text)
+
+
+@lru_cache(maxsize=64)
+def _rubric_instructions_html(rubric_text: str):
+    """The rubric's own guidance and examples as HTML: the same for every page of a batch."""
+    return markdown_html(render_instructions(Rubric.from_dict(json.loads(rubric_text))))
+
+
+def _go(request, url_name: str, batch: Batch) -> HttpResponse:
+    url = reverse(url_name, args=[batch.pk])
+    return HttpResponseClientRedirect(url) if request.htmx else redirect(url)
+
+
+def study_detour(request, batch: Batch, enrolment=UNREAD, submitted: int | None = None) -> HttpResponse | None:
+    """Where the annotator must go before rating in this batch (None: rate); ``enrolment``: theirs
+    in the batch, and ``submitted``: their count of annotations in it, when already read
+    (``annotator.selectors.rating_facts``)."""
+    gate = study_gate(user=request.user, batch=batch, enrolment=enrolment, submitted=submitted)
+    return None if gate.stage == Stage.RATE else _go(request, STAGE_URLS[gate.stage], batch)
+
+
+def study_nothing_left(request, batch: Batch) -> HttpResponse | None:
+    """A crowd worker with nothing left is done: the end page with their code (None: not crowd)."""
+    enrolment = Enrolment.objects.filter(user=request.user, batch=batch).exclude(worker_id="").first()
+    if enrolment is None:
+        return None
+    enrolment_end(enrolment=enrolment, end=Enrolment.End.DONE)
+    return _go(request, "study_done", batch)
+
+
+def _batch(request, batch_id) -> Batch:
+    batch = batch_open_to(user=request.user, batch_id=batch_id)
+    if batch is None:
+        raise Http404("Not found, or not open to you.")
+    return batch
+
+
+@require_http_methods(["GET", "POST"])
+@annotator_required
+def consent(request, batch_id):
+    batch = _batch(request, batch_id)
+    gate = study_gate(user=request.user, batch=batch)
+    if gate.stage != Stage.CONSENT:
+        return redirect("annotate_next", batch_id=batch.pk)
+    if request.method == "POST":
+        decision = request.POST.get("decision")
+        if decision not in ("accept", "decline"):
+            context = {"batch": batch, "consent_html": markdown_html(batch.consent_text), "error": True}
+            return render(request, "annotator/study_consent.html", context, status=422)
+        enrolment_consent(user=request.user, batch=batch, accept=decision == "accept")
+        return redirect("annotate_next", batch_id=batch.pk)
+    return render(request, "annotator/study_consent.html", {"batch": batch, "consent_html": markdown_html(batch.consent_text)})
+
+
+@require_http_methods(["GET", "POST"])
+@annotator_required
+def instructions(request, batch_id):
+    batch = _batch(request, batch_id)
+    if request.method == "POST":
+        gate = study_gate(user=request.user, batch=batch)
+        if gate.stage == Stage.INSTRUCTIONS:
+            enrolment_instructions_seen(user=request.user, batch=batch)
+        return redirect("annotate_next", batch_id=batch.pk)
+    gate = study_gate(user=request.user, batch=batch)
+    context = {
+        "batch": batch,
+        "instructions_html": instructions_html(batch),
+        "first_time": gate.stage == Stage.INSTRUCTIONS,
+        "limits": limits_for(batch=batch, enrolment=gate.enrolment),
+    }
+    return render(request, "annotator/study_instructions.html", context)
+
+
+@require_GET
+@annotator_required
+def done(request, batch_id):
+    enrolment = Enrolment.objects.select_related("batch", "study_link").filter(user=request.user, batch_id=batch_id).first()
+    if enrolment is None or not enrolment.end:
+        _batch(request, batch_id)  # a 404 for batches not open to them
+        return redirect("annotate_next", batch_id=batch_id)
+    context = {
+        "batch": enrolment.batch,
+        "enrolment": enrolment,
+        "ending": ending_for(enrolment),
+        "items_done": submitted_count(user=request.user, batch=enrolment.batch),
+    }
+    return render(request, "annotator/study_done.html", context)

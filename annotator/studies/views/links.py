@@ -1,0 +1,121 @@
+"""The public link pages: a crowd worker's study link, an invite, a one-time sign-in.
+
+Each is rate-limited per client address. An unknown token is a 404, an expired, revoked or
+used-up one a 403, a malformed worker id a 403; each with a page saying what to do.
+"""
+
+from __future__ import annotations
+
+from functools import wraps
+
+from django.contrib.auth import login
+from django.contrib.auth.forms import SetPasswordForm, UserCreationForm
+from django.contrib.auth.models import User
+from django.shortcuts import redirect, render
+from django.views.decorators.cache import never_cache
+from django.views.decorators.http import require_GET, require_http_methods
+
+from annotator.studies.crowd import PLATFORMS, BadWorkerIds, worker_ids_from_query
+from annotator.models import InviteLink, SignInLink, StudyLink
+from annotator.studies.services.links import (
+    LinkError,
+    crowd_enter,
+    invite_redeem,
+    link_find,
+    signin_use,
+)
+from annotator.services.rate_limit import client_key, rate_limit_hit
+
+BACKEND = "django.contrib.auth.backends.ModelBackend"
+
+
+def _problem(request, message: str, status: int):
+    return render(request, "annotator/link_problem.html", {"message": message, "status": status}, status=status)
+
+
+def rate_limited(view):
+    @wraps(view)
+    def wrapped(request, *args, **kwargs):
+        if rate_limit_hit(key=client_key(request)):
+            response = _problem(request, "Too many attempts from your address. Wait a minute and try again.", 429)
+            response["Retry-After"] = "60"
+            return response
+        return view(request, *args, **kwargs)
+
+    return wrapped
+
+
+@require_GET
+@never_cache
+@rate_limited
+def study_entry(request, study_token):
+    try:
+        link = link_find(StudyLink, study_token)
+        ids = worker_ids_from_query(PLATFORMS[link.platform], request.GET)
+        enrolment = crowd_enter(link=link, ids=ids)
+    except BadWorkerIds as exc:
+        return _problem(request, str(exc), 403)
+    except LinkError as exc:
+        return _problem(request, str(exc), exc.status)
+    login(request, enrolment.user, backend=BACKEND)
+    return redirect("annotate_next", batch_id=enrolment.batch_id)
+
+
+class InviteForm(UserCreationForm):
+    class Meta(UserCreationForm.Meta):
+        model = User
+        fields = ("username",)
+
+
+def _account_page(request, *, model, token, form_for, use, template, context_for):
+    """A link page whose form makes or finishes an account, then signs it in (invite, sign-in).
+
+    ``use(token, cleaned_data)`` spends the link; a LinkError of status 400 is the form's fault
+    (shown on the form), any other ends on the problem page.
+    """
+    try:
+        link = link_find(model, token)
+    except LinkError as exc:
+        return _problem(request, str(exc), exc.status)
+    if request.user.is_authenticated:  # the link is for someone without an account here: never a second one
+        context = {"form": None, "signed_in_as": request.user, **context_for(link)}
+        return render(request, template, context, status=409 if request.method == "POST" else 200)
+    form = form_for(link, request.POST or None)
+    if request.method == "POST" and form.is_valid():
+        try:
+            user = use(token, form.cleaned_data)
+        except LinkError as exc:
+            if exc.status != 400:
+                return _problem(request, str(exc), exc.status)
+            form.add_error(None, str(exc))
+        else:
+            login(request, user, backend=BACKEND)
+            return redirect("annotate_queue")
+    status = 422 if request.method == "POST" else 200
+    return render(request, template, {"form": form, **context_for(link)}, status=status)
+
+
+@require_http_methods(["GET", "POST"])
+@never_cache
+@rate_limited
+def invite(request, invite_token):
+    return _account_page(
+        request, model=InviteLink, token=invite_token,
+        form_for=lambda link, data: InviteForm(data),
+        use=lambda token, data: invite_redeem(token=token, username=data["username"], password=data["password1"]),
+        template="annotator/invite.html",
+        context_for=lambda link: {"batches": link.batches.order_by("name")},
+    )
+
+
+@require_http_methods(["GET", "POST"])
+@never_cache
+@rate_limited
+def signin(request, signin_token):
+    return _account_page(
+        request, model=SignInLink, token=signin_token,
+        form_for=lambda link, data: SetPasswordForm(link.user, data),
+        use=lambda token, data: signin_use(token=token, password=data["new_password1"]),
+        template="annotator/signin_link.html",
+        context_for=lambda link: {"account": link.user},
+    )
