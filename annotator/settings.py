@@ -131,6 +131,9 @@ AXES_LOCKOUT_TEMPLATE = "registration/locked_out.html"
 ANNOTATOR_PROXY_COUNT = env_int("PROXY_COUNT", 0)
 AXES_CLIENT_IP_CALLABLE = "annotator.client_address.client_address"
 
+# A form left open while its tab's owner signed in again elsewhere: back to their step, not a bare 403.
+CSRF_FAILURE_VIEW = "annotator.views.csrf_failure.csrf_failure"
+
 LOGIN_URL = "login"
 LOGIN_REDIRECT_URL = "home"
 LOGOUT_REDIRECT_URL = "login"

@@ -57,7 +57,10 @@ def study_entry(request, study_token):
         return _problem(request, str(exc), 403)
     except LinkError as exc:
         return _problem(request, str(exc), exc.status)
-    login(request, enrolment.user, backend=BACKEND)
+    if request.user.pk != enrolment.user_id:
+        # Only when it changes who is signed in: login() rotates the CSRF token, which would void the
+        # forms open in the worker's other tabs when they open the link again (a double click).
+        login(request, enrolment.user, backend=BACKEND)
     return redirect("annotate_next", batch_id=enrolment.batch_id)
 
 
