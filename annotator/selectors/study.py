@@ -180,20 +180,35 @@ class Ending:
     code: str
     url: str  # empty: the worker copies the code into the platform themselves
     platform_label: str
+    platform_name: str = ""  # for sentences ("your Prolific code"); empty for a platform without a name
+    leave_url: str = ""  # where a worker leaves without a code (a full study)
+    leave_how: str = ""
 
 
 def ending_for(enrolment: Enrolment) -> Ending:
     link = enrolment.study_link
     if link is None:
         return Ending("", "", "")
+    return link_ending(link, enrolment.end)
+
+
+def link_ending(link: StudyLink, end: str) -> Ending:
+    """The code and the way back a study link gives for an end (``End.FULL``: no code, the way to
+    leave the study on the platform)."""
     platform = PLATFORMS.get(link.platform)
     label = platform.label if platform else link.platform
+    where = {
+        "platform_label": label,
+        "platform_name": platform.name if platform else "",
+        "leave_url": platform.leave_url if platform else "",
+        "leave_how": platform.leave_how if platform else "",
+    }
     code = {
         End.DONE: link.completion_code,
         End.TIMED_OUT: link.completion_code,
         End.SCREENED_OUT: link.screen_out_code,
         End.DECLINED: link.no_consent_code,
-    }.get(enrolment.end, "")
-    if enrolment.end in (End.DONE, End.TIMED_OUT) and link.completion_url:
-        return Ending(code, link.completion_url, label)
-    return Ending(code, platform.return_url_for(code) if platform else "", label)
+    }.get(end, "")
+    if end in (End.DONE, End.TIMED_OUT) and link.completion_url:
+        return Ending(code, link.completion_url, **where)
+    return Ending(code, platform.return_url_for(code) if platform else "", **where)

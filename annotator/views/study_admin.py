@@ -22,6 +22,7 @@ from annotator.link_urls import base_of, invite_url, signin_url, study_url
 from annotator.models import Batch, InviteLink, StudyLink
 from annotator.roles import admin_required
 from annotator.selectors.study import PAYMENT_HEADER, links_overview, payment_rows
+from annotator.studies.selectors import FULL_WARNING, batch_has_free_slot
 from annotator.services.links import (
     LinkError,
     annotators_add,
@@ -67,6 +68,8 @@ def study_link_new(request):
     except LinkError as exc:
         form.add_error(None, str(exc))
         return _page(request, status=422, study_form=form)
+    if not batch_has_free_slot(batch=link.batch):
+        messages.warning(request, FULL_WARNING.format(batch=link.batch.name))
     what = f"{PLATFORMS[link.platform].label} study link for {link.batch}"
     made = {"what": what, "urls": [study_url(token, link.platform, base_of(request))]}
     return _page(request, made=made)

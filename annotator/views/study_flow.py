@@ -24,7 +24,7 @@ from annotator.services.enrolment import (
     UNREAD,
     Stage,
     enrolment_consent,
-    enrolment_end,
+    enrolment_finish,
     enrolment_instructions_seen,
     study_gate,
 )
@@ -59,11 +59,12 @@ def study_detour(request, batch: Batch, enrolment=UNREAD, submitted: int | None 
 
 
 def study_nothing_left(request, batch: Batch) -> HttpResponse | None:
-    """A crowd worker with nothing left is done: the end page with their code (None: not crowd)."""
+    """A crowd worker with nothing left is done: the end page with their code, or the study-full page
+    when they rated nothing (None: not crowd)."""
     enrolment = Enrolment.objects.filter(user=request.user, batch=batch).exclude(worker_id="").first()
     if enrolment is None:
         return None
-    enrolment_end(enrolment=enrolment, end=Enrolment.End.DONE)
+    enrolment_finish(enrolment=enrolment)
     return _go(request, "study_done", batch)
 
 

@@ -16,14 +16,16 @@ from django.views.decorators.cache import never_cache
 from django.views.decorators.http import require_GET, require_http_methods
 
 from annotator.crowd import PLATFORMS, BadWorkerIds, worker_ids_from_query
-from annotator.models import InviteLink, SignInLink, StudyLink
+from annotator.models import Enrolment, InviteLink, SignInLink, StudyLink
 from annotator.services.links import (
     LinkError,
+    StudyFull,
     crowd_enter,
     invite_redeem,
     link_find,
     signin_use,
 )
+from annotator.selectors.study import link_ending
 from annotator.services.rate_limit import client_key, rate_limit_hit
 
 BACKEND = "django.contrib.auth.backends.ModelBackend"
@@ -55,6 +57,8 @@ def study_entry(request, study_token):
         enrolment = crowd_enter(link=link, ids=ids)
     except BadWorkerIds as exc:
         return _problem(request, str(exc), 403)
+    except StudyFull as exc:
+        return render(request, "annotator/study_full.html", {"ending": link_ending(exc.link, Enrolment.End.FULL)})
     except LinkError as exc:
         return _problem(request, str(exc), exc.status)
     if request.user.pk != enrolment.user_id:
