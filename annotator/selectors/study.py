@@ -17,6 +17,7 @@ from annotator.crowd import PLATFORMS
 from annotator.models import (
     AccountScope,
     Annotation,
+    Assignment,
     AnnotatorStanding,
     Batch,
     Enrolment,
@@ -110,7 +111,8 @@ def _state(enrolment: Enrolment, limits: Limits, now: datetime, standing: Annota
 
 
 def worker_progress(*, batch: Batch, now: datetime | None = None) -> list[WorkerProgress]:
-    """Every enrolment in the batch with items done, time worked and state (three queries)."""
+    """Every enrolment in the batch with items done, minutes from arrival to their end or last step
+    (consent, instructions, an item given or submitted), and state (four queries)."""
     now = now or timezone.now()
     enrolments = list(
         Enrolment.objects.filter(batch=batch).select_related("user", "study_link").order_by("started_at", "pk")
@@ -123,11 +125,18 @@ def worker_progress(*, batch: Batch, now: datetime | None = None) -> list[Worker
     }
     standings = {s.annotator_id: s for s in AnnotatorStanding.objects.filter(
         batch=batch, annotator_id__in=[e.user_id for e in enrolments])}
+    given = dict(
+        Assignment.objects.filter(batch=batch, annotator_id__in=[e.user_id for e in enrolments])
+        .values("annotator_id").annotate(last=Max("leased_at")).values_list("annotator_id", "last")
+    )
     rows = []
     for e in enrolments:
         limits = limits_for(batch=batch, enrolment=e)
         mine = done.get(e.user_id, {"n": 0, "last": None})
-        end = e.ended_at or mine["last"] or (now if not e.end else e.started_at)
+        # Time runs to the last thing the worker did, never to now: someone who left at the consent
+        # page worked no minutes, however long ago they opened the link.
+        steps = (e.started_at, e.consented_at, e.instructions_seen_at, mine["last"], given.get(e.user_id))
+        end = e.ended_at or max(t for t in steps if t is not None)
         deadline = limits.deadline(e.started_at)
         if deadline is not None:
             end = min(end, deadline)
