@@ -9,7 +9,7 @@ from __future__ import annotations
 from functools import wraps
 
 from django.contrib.auth import login
-from django.contrib.auth.forms import SetPasswordForm, UserCreationForm
+from django.contrib.auth.forms import UserCreationForm
 from django.contrib.auth.models import User
 from django.shortcuts import redirect, render
 from django.views.decorators.cache import never_cache
@@ -27,6 +27,7 @@ from annotator.services.links import (
 )
 from annotator.selectors.study import link_ending
 from annotator.services.rate_limit import client_key, rate_limit_hit
+from annotator.studies.forms import PasswordRuleErrorsOnThePassword, SignInPasswordForm
 
 BACKEND = "django.contrib.auth.backends.ModelBackend"
 
@@ -68,7 +69,7 @@ def study_entry(request, study_token):
     return redirect("annotate_next", batch_id=enrolment.batch_id)
 
 
-class InviteForm(UserCreationForm):
+class InviteForm(PasswordRuleErrorsOnThePassword, UserCreationForm):
     class Meta(UserCreationForm.Meta):
         model = User
         fields = ("username",)
@@ -121,7 +122,7 @@ def invite(request, invite_token):
 def signin(request, signin_token):
     return _account_page(
         request, model=SignInLink, token=signin_token,
-        form_for=lambda link, data: SetPasswordForm(link.user, data),
+        form_for=lambda link, data: SignInPasswordForm(link.user, data),
         use=lambda token, data: signin_use(token=token, password=data["new_password1"]),
         template="annotator/signin_link.html",
         context_for=lambda link: {"account": link.user},
