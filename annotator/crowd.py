@@ -28,6 +28,9 @@ class Platform:
     # Where a worker leaves the study without a code (a full study), and how to do it there.
     leave_url: str = ""
     leave_how: str = "return the task on the platform you came from, without a code"
+    # The session id is the worker's own (one per participant and study), so it may bind to one worker
+    # id. Not for other platforms, where a researcher may fill it with something workers share (a HIT id).
+    personal_session: bool = False
 
     @property
     def params(self) -> tuple[str, str, str]:
@@ -53,6 +56,7 @@ PLATFORMS: dict[str, Platform] = {
             worker_id_pattern=PROLIFIC_ID,
             return_url="https://app.prolific.com/submissions/complete?cc={code}",
             name="Prolific",
+            personal_session=True,
             leave_url="https://app.prolific.com/",
             leave_how="go back to Prolific and choose \u201cCancel participation\u201d to return the study",
         ),

@@ -5,11 +5,12 @@ from django.db import migrations, models
 
 
 def bind_first_sessions(apps, schema_editor):
-    """Each crowd worker's session id binds to them, the earliest arrival first; a session id an
-    earlier worker already holds stays unbound for the later one (their row keeps it as it was)."""
+    """Each Prolific worker's session id binds to them, the earliest arrival first; a session id an
+    earlier worker already holds stays unbound for the later one (their row keeps it as it was).
+    Other platforms' session ids may be shared by workers, so they bind nobody."""
     Enrolment = apps.get_model("annotator", "Enrolment")
     taken = set()
-    rows = (Enrolment.objects.exclude(worker_id="").exclude(platform_session_id="")
+    rows = (Enrolment.objects.filter(platform="prolific").exclude(worker_id="").exclude(platform_session_id="")
             .order_by("started_at", "pk").values_list("pk", "batch_id", "platform", "platform_session_id"))
     for pk, batch_id, platform, session_id in rows.iterator():
         if (batch_id, platform, session_id) not in taken:

@@ -238,9 +238,9 @@ def _pseudonym() -> str:
 def crowd_enter(*, link: StudyLink, ids: WorkerIds, now: datetime | None = None) -> Enrolment:
     """The worker's enrolment (and pseudonymous account), made on the first visit of that id.
 
-    The same worker id in the same batch and platform always returns the same account. A platform
-    session id belongs to the first worker id that came with it, so a second id in the same session
-    (the id edited in the URL) is refused; a new worker when no place is left gets ``StudyFull``.
+    The same worker id in the same batch and platform always returns the same account. On a platform
+    whose session ids are personal (Prolific) a session id belongs to the first worker id that came
+    with it, so a second id in the same session (the id edited in the URL) is refused; a new worker when no place is left gets ``StudyFull``.
     """
     for _attempt in range(3):
         try:
@@ -252,9 +252,11 @@ def crowd_enter(*, link: StudyLink, ids: WorkerIds, now: datetime | None = None)
 
 
 def _crowd_enter_once(*, link: StudyLink, ids: WorkerIds, now: datetime) -> Enrolment:
-    if session_owner_elsewhere(batch_id=link.batch_id, platform=link.platform, session_id=ids.session_id,
+    platform = PLATFORMS[link.platform]
+    binding = ids.session_id if platform.personal_session else ""
+    if session_owner_elsewhere(batch_id=link.batch_id, platform=link.platform, session_id=binding,
                                worker_id=ids.worker_id):
-        raise LinkError(SESSION_TAKEN.format(label=PLATFORMS[link.platform].label))
+        raise LinkError(SESSION_TAKEN.format(label=platform.label))
     found = (
         Enrolment.objects.select_related("user")
         .filter(batch_id=link.batch_id, platform=link.platform, worker_id=ids.worker_id)
@@ -266,8 +268,8 @@ def _crowd_enter_once(*, link: StudyLink, ids: WorkerIds, now: datetime) -> Enro
         if ids.session_id and not found.end and found.platform_session_id != ids.session_id:
             found.platform_session_id = ids.session_id
             changed.append("platform_session_id")
-        if ids.session_id and not found.entry_session_id:
-            found.entry_session_id = ids.session_id
+        if binding and not found.entry_session_id:
+            found.entry_session_id = binding
             changed.append("entry_session_id")
         if changed:
             found.save(update_fields=changed)
@@ -278,6 +280,6 @@ def _crowd_enter_once(*, link: StudyLink, ids: WorkerIds, now: datetime) -> Enro
     _scope(user, AccountScope.Origin.CROWD, [link.batch])
     return Enrolment.objects.create(
         user=user, batch=link.batch, study_link=link, platform=link.platform, worker_id=ids.worker_id,
-        platform_study_id=ids.study_id, platform_session_id=ids.session_id, entry_session_id=ids.session_id,
+        platform_study_id=ids.study_id, platform_session_id=ids.session_id, entry_session_id=binding,
         started_at=now,
     )

@@ -36,9 +36,11 @@ def _batch_id(url_name: str, kwargs: dict) -> int | None:
         return None
     if key == "batch_id":
         return value
-    if key == "item_pk":
-        return Item.objects.filter(pk=value).values_list("batch_id", flat=True).first()
-    return GoldAnswer.objects.filter(pk=value).values_list("gold_item__batch_id", flat=True).first()
+    model, field = (Item, "batch_id") if key == "item_pk" else (GoldAnswer, "gold_item__batch_id")
+    try:
+        return model.objects.filter(pk=value).values_list(field, flat=True).first()
+    except OverflowError:  # a number no key can be (SQLite refuses it): no such form
+        return None
 
 
 def csrf_failure(request, reason: str = "") -> HttpResponse:

@@ -15,7 +15,7 @@ from django.urls import reverse
 
 from annotator.crowd import WorkerIds
 from annotator.models import Enrolment
-from annotator.services.links import LinkError, crowd_enter
+from annotator.services.links import LinkError, crowd_enter, study_link_create
 from tests.annotator.study_support import PID_A, PID_B, arrive, prolific_link, rate_next, start
 from tests.factories import make_batch
 
@@ -58,6 +58,17 @@ def test_without_a_session_id_only_the_pid_binds(study):
     assert arrive(token, PID_A, session="S-9")[1].status_code == 302
     assert Enrolment.objects.get(worker_id=PID_A).entry_session_id == "S-9"
     assert arrive(token, "1" * 24, session="S-9")[1].status_code == 403
+
+
+def test_other_platforms_session_ids_bind_nobody():
+    """A researcher may fill ``session_id`` with something workers share (an MTurk HIT id)."""
+    batch = make_batch("hit", n_items=4)
+    _link, token = study_link_create(batch=batch, platform="generic", quota=1, completion_code="MT")
+    url = reverse("study_entry", args=[token])
+    for worker in ("A1WORKER", "B2WORKER"):
+        assert Client().get(f"{url}?worker_id={worker}&session_id=HIT-3XYZ").status_code == 302
+    assert sorted(Enrolment.objects.values_list("worker_id", "platform_session_id", "entry_session_id")) == [
+        ("A1WORKER", "HIT-3XYZ", ""), ("B2WORKER", "HIT-3XYZ", "")]
 
 
 def test_the_database_holds_one_worker_per_session_even_when_both_arrive_at_once(study):

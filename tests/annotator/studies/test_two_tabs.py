@@ -105,3 +105,11 @@ def test_an_out_of_date_form_elsewhere_is_a_page_saying_what_to_do():
     assert response.status_code == 403 and "gone out of date" in html and "CSRF verification failed" not in html
     anonymous = browser().post(reverse("login"), {"username": "ann", "password": "x"})
     assert anonymous.status_code == 403 and "Open the page again" in anonymous.content.decode()
+
+
+def test_an_out_of_date_form_at_an_address_no_item_has_is_the_page_not_an_error():
+    client = browser()
+    client.force_login(make_user("ann", role="annotator"))
+    for pk in ("999999", "9" * 30):
+        response = client.post(f"/annotate/item/{pk}/submit/", {"csrfmiddlewaretoken": "z" * 32})
+        assert response.status_code == 403 and "gone out of date" in response.content.decode()
