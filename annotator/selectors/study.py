@@ -17,8 +17,8 @@ from annotator.crowd import PLATFORMS
 from annotator.models import (
     AccountScope,
     Annotation,
-    Assignment,
     AnnotatorStanding,
+    Assignment,
     Batch,
     Enrolment,
     InviteLink,

@@ -22,7 +22,6 @@ from annotator.link_urls import base_of, invite_url, signin_url, study_url
 from annotator.models import Batch, InviteLink, StudyLink
 from annotator.roles import admin_required
 from annotator.selectors.study import PAYMENT_HEADER, links_overview, payment_rows
-from annotator.studies.selectors import FULL_WARNING, batch_has_free_slot
 from annotator.services.links import (
     LinkError,
     annotators_add,
@@ -30,6 +29,7 @@ from annotator.services.links import (
     link_revoke,
     study_link_create,
 )
+from annotator.studies.selectors import FULL_WARNING, batch_has_free_slot
 
 LINK_KINDS = {"study": StudyLink, "invite": InviteLink}
 

@@ -17,6 +17,7 @@ from django.views.decorators.http import require_GET, require_http_methods
 
 from annotator.crowd import PLATFORMS, BadWorkerIds, worker_ids_from_query
 from annotator.models import Enrolment, InviteLink, SignInLink, StudyLink
+from annotator.selectors.study import link_ending
 from annotator.services.links import (
     LinkError,
     StudyFull,
@@ -25,7 +26,6 @@ from annotator.services.links import (
     link_find,
     signin_use,
 )
-from annotator.selectors.study import link_ending
 from annotator.services.rate_limit import client_key, rate_limit_hit
 from annotator.studies.forms import PasswordRuleErrorsOnThePassword, SignInPasswordForm
 
