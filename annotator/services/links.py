@@ -240,7 +240,8 @@ def crowd_enter(*, link: StudyLink, ids: WorkerIds, now: datetime | None = None)
 
     The same worker id in the same batch and platform always returns the same account. On a platform
     whose session ids are personal (Prolific) a session id belongs to the first worker id that came
-    with it, so a second id in the same session (the id edited in the URL) is refused; a new worker when no place is left gets ``StudyFull``.
+    with it, so a second id in the same session (the id edited in the URL) is refused. A new worker
+    when no place is left gets ``StudyFull``.
     """
     for _attempt in range(3):
         try:

@@ -37,7 +37,9 @@ TIME_UP_NOT_SAVED = (
     "Your session's time ran out before this rating arrived, so it was not saved: ratings sent after the "
     "time limit are not accepted. Everything you sent before the limit is kept."
 )
-ENDED_NOT_SAVED = "Your part in this study had already ended, so this rating was not saved. Everything you sent before is kept."
+ENDED_NOT_SAVED = (
+    "Your part in this study had already ended, so this rating was not saved. Everything you sent before is kept."
+)
 STAGE_URLS = {Stage.CONSENT: "study_consent", Stage.INSTRUCTIONS: "study_instructions", Stage.ENDED: "study_done"}
 
 

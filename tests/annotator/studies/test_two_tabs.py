@@ -61,7 +61,8 @@ def out_of_date_consent(study):
 def test_an_out_of_date_consent_form_goes_back_to_the_step_with_a_sentence(study):
     batch, _token = study
     client, stale = out_of_date_consent(study)
-    response = client.post(reverse("study_consent", args=[batch.pk]), {"decision": "accept", "csrfmiddlewaretoken": stale})
+    response = client.post(reverse("study_consent", args=[batch.pk]),
+                           {"decision": "accept", "csrfmiddlewaretoken": stale})
     assert response.status_code == 302 and response["Location"] == reverse("annotate_next", args=[batch.pk])
     page = client.get(response["Location"], follow=True)
     html = page.content.decode()
@@ -74,8 +75,9 @@ def test_an_out_of_date_rating_keeps_the_item_for_the_worker_and_says_so(study):
     batch, token = study
     client = browser()
     client.get(entry_url(token, PID_A), follow=True)
-    client.post(reverse("study_consent", args=[batch.pk]), {"decision": "accept", "csrfmiddlewaretoken": client.cookies["csrftoken"].value})
-    client.post(reverse("study_instructions", args=[batch.pk]), {"csrfmiddlewaretoken": client.cookies["csrftoken"].value})
+    token = client.cookies["csrftoken"].value
+    client.post(reverse("study_consent", args=[batch.pk]), {"decision": "accept", "csrfmiddlewaretoken": token})
+    client.post(reverse("study_instructions", args=[batch.pk]), {"csrfmiddlewaretoken": token})
     rating_page = client.get(reverse("annotate_next", args=[batch.pk]))
     item = rating_page.context["item"]
     client.cookies["csrftoken"] = "x" * 32  # the token the page carries no longer matches
