@@ -21,10 +21,12 @@ migrate: install
 	DEBUG=1 $(PY) manage.py migrate --noinput
 
 # Installs, migrates, loads the demo batch and demo users, then serves on $(HOST):$(PORT).
+# The printed study and invite links start with the address served (a SITE_URL you set wins).
+DEMO_SITE_URL = $(or $(SITE_URL),http://$(if $(filter 0.0.0.0,$(HOST)),127.0.0.1,$(HOST)):$(PORT))
 demo: migrate
 	DEBUG=1 $(PY) manage.py load_demo
-	DEBUG=1 $(PY) manage.py create_demo_users
-	DEBUG=1 $(PY) manage.py runserver $(HOST):$(PORT)
+	DEBUG=1 SITE_URL=$(DEMO_SITE_URL) $(PY) manage.py create_demo_users
+	DEBUG=1 SITE_URL=$(DEMO_SITE_URL) $(PY) manage.py runserver $(HOST):$(PORT)
 
 # Chromium for the browser tests comes from Debian's packages; installed when we can.
 browser-deps:

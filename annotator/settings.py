@@ -127,7 +127,12 @@ AXES_COOLOFF_TIME = env_int("LOGIN_COOLOFF_MINUTES", 15) / 60
 AXES_LOCKOUT_PARAMETERS = [["username", "ip_address"]]
 AXES_RESET_ON_SUCCESS = True
 AXES_LOCKOUT_TEMPLATE = "registration/locked_out.html"
-AXES_IPWARE_PROXY_COUNT = env_int("PROXY_COUNT", 0) or None
+# The client's address behind PROXY_COUNT reverse proxies: one rule for lock-outs and the link limit.
+ANNOTATOR_PROXY_COUNT = env_int("PROXY_COUNT", 0)
+AXES_CLIENT_IP_CALLABLE = "annotator.client_address.client_address"
+
+# A form left open while its tab's owner signed in again elsewhere: back to their step, not a bare 403.
+CSRF_FAILURE_VIEW = "annotator.views.csrf_failure.csrf_failure"
 
 LOGIN_URL = "login"
 LOGIN_REDIRECT_URL = "home"

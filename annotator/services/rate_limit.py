@@ -1,20 +1,20 @@
 """A per-address limit on opening the public link pages (study, invite and sign-in links).
 
 Counts live in the database (one row per address and minute), so every app server shares them,
-like the sessions and the login lock-outs. The address is read the way django-axes reads it
-(``PROXY_COUNT``) and stored only as a hash.
+like the sessions and the login lock-outs. The address is read by the rule the lock-outs use
+(``annotator.client_address``: ``PROXY_COUNT``) and stored only as a hash.
 """
 
 from __future__ import annotations
 
 from datetime import datetime, timedelta
 
-from axes.helpers import get_client_ip_address
 from django.conf import settings
 from django.db import IntegrityError, transaction
 from django.db.models import F
 from django.utils import timezone
 
+from annotator.client_address import client_address
 from annotator.models import RateBucket
 from annotator.services.tokens import token_hash
 
@@ -22,7 +22,7 @@ KEEP = timedelta(hours=1)
 
 
 def client_key(request) -> str:
-    return token_hash("link-open:" + (get_client_ip_address(request) or "unknown"))
+    return token_hash("link-open:" + (client_address(request) or "unknown"))
 
 
 def rate_limit_hit(*, key: str, limit: int | None = None, now: datetime | None = None) -> bool:

@@ -23,6 +23,14 @@ class Platform:
     worker_id_pattern: re.Pattern
     # Where a worker is sent back with a code ({code}); empty: the worker types the code in.
     return_url: str = ""
+    # The platform's name in a sentence ("your Prolific code"); empty: the platform is not known by name.
+    name: str = ""
+    # Where a worker leaves the study without a code (a full study), and how to do it there.
+    leave_url: str = ""
+    leave_how: str = "return the task on the platform you came from, without a code"
+    # The session id is the worker's own (one per participant and study), so it may bind to one worker
+    # id. Not for other platforms, where a researcher may fill it with something workers share (a HIT id).
+    personal_session: bool = False
 
     @property
     def params(self) -> tuple[str, str, str]:
@@ -47,6 +55,10 @@ PLATFORMS: dict[str, Platform] = {
             placeholders=("{{%PROLIFIC_PID%}}", "{{%STUDY_ID%}}", "{{%SESSION_ID%}}"),
             worker_id_pattern=PROLIFIC_ID,
             return_url="https://app.prolific.com/submissions/complete?cc={code}",
+            name="Prolific",
+            personal_session=True,
+            leave_url="https://app.prolific.com/",
+            leave_how="go back to Prolific and choose \u201cCancel participation\u201d to return the study",
         ),
         # MTurk, CloudResearch and others: the platform (or the researcher's HIT page) fills in the
         # worker's id; the worker copies the completion code back into the platform.

@@ -1,10 +1,12 @@
-"""The Studies page's forms: study links, invite links, bulk accounts and a batch's study settings."""
+"""The study forms: the Studies page's (study links, invite links, bulk accounts, a batch's study
+settings) and the link pages' that set a password (invite, one-time sign-in)."""
 
 from __future__ import annotations
 
 from typing import ClassVar
 
 from django import forms
+from django.contrib.auth.forms import SetPasswordForm
 
 from annotator.studies.crowd import PLATFORMS
 from annotator.models import Batch
@@ -53,3 +55,18 @@ class StudySettingsForm(forms.ModelForm):
             "consent_text": forms.Textarea(attrs={"rows": 6}),
             "instructions": forms.Textarea(attrs={"rows": 8}),
         }
+
+
+class PasswordRuleErrorsOnThePassword:
+    """Put the password rules' errors (too short, too common) under the password field they are
+    about, not under its confirmation, where Django's forms put them; a mismatch stays on the
+    confirmation. ``password_field`` names the first password field."""
+
+    password_field = "password1"
+
+    def validate_password_for_user(self, user, password_field_name=None, **kwargs):
+        super().validate_password_for_user(user, self.password_field, **kwargs)
+
+
+class SignInPasswordForm(PasswordRuleErrorsOnThePassword, SetPasswordForm):
+    password_field = "new_password1"

@@ -124,6 +124,7 @@ class Enrolment(models.Model):
         TIMED_OUT = "timed_out", "Timed out"
         SCREENED_OUT = "screened_out", "Screened out"
         DECLINED = "declined", "Declined consent"
+        FULL = "full", "Study full"  # nothing was left to rate when the worker could start: no code
 
     user = models.ForeignKey(settings.AUTH_USER_MODEL, on_delete=models.CASCADE, related_name="enrolments")
     batch = models.ForeignKey(Batch, on_delete=models.CASCADE, related_name="enrolments")
@@ -131,7 +132,9 @@ class Enrolment(models.Model):
     platform = models.CharField(max_length=20, blank=True, default="")
     worker_id = models.CharField(max_length=100, blank=True, default="")
     platform_study_id = models.CharField(max_length=100, blank=True, default="")
-    platform_session_id = models.CharField(max_length=100, blank=True, default="")
+    platform_session_id = models.CharField(max_length=100, blank=True, default="")  # the latest, kept once ended
+    # The platform session the worker first arrived with: that session id belongs to this worker id only.
+    entry_session_id = models.CharField(max_length=100, blank=True, default="")
     started_at = models.DateTimeField(default=timezone.now)
     consented_at = models.DateTimeField(null=True, blank=True)
     instructions_seen_at = models.DateTimeField(null=True, blank=True)
@@ -149,6 +152,12 @@ class Enrolment(models.Model):
                 fields=["batch", "platform", "worker_id"],
                 condition=~Q(worker_id=""),
                 name="enrolment_one_per_worker_batch",
+            ),
+            # One platform session is one worker: editing the worker id in the URL makes no second account.
+            models.UniqueConstraint(
+                fields=["batch", "platform", "entry_session_id"],
+                condition=~Q(entry_session_id=""),
+                name="enrolment_one_worker_per_session",
             ),
         )
 

@@ -1,4 +1,5 @@
-"""Reads for studies: account scopes, an annotator's limits in a batch, workers' progress.
+"""Reads for studies: account scopes, an annotator's limits in a batch, workers' progress, whether a
+batch still has a place for a new worker, and whom a platform session id already belongs to.
 
 Platform ids (worker, study, session) leave this module only through ``payment_rows``, the
 admins' payment export; everything else names people by their username, a pseudonym for
@@ -10,7 +11,7 @@ from __future__ import annotations
 from dataclasses import dataclass
 from datetime import datetime, timedelta
 
-from django.db.models import Count, Max
+from django.db.models import Count, F, Max, Q
 from django.utils import timezone
 
 from annotator.studies.crowd import PLATFORMS
@@ -18,9 +19,11 @@ from annotator.models import (
     AccountScope,
     Annotation,
     AnnotatorStanding,
+    Assignment,
     Batch,
     Enrolment,
     InviteLink,
+    Item,
     StudyLink,
 )
 
@@ -110,7 +113,8 @@ def _state(enrolment: Enrolment, limits: Limits, now: datetime, standing: Annota
 
 
 def worker_progress(*, batch: Batch, now: datetime | None = None) -> list[WorkerProgress]:
-    """Every enrolment in the batch with items done, time worked and state (three queries)."""
+    """Every enrolment in the batch with items done, minutes from arrival to their end or last step
+    (consent, instructions, an item given or submitted), and state (four queries)."""
     now = now or timezone.now()
     enrolments = list(
         Enrolment.objects.filter(batch=batch).select_related("user", "study_link").order_by("started_at", "pk")
@@ -123,11 +127,18 @@ def worker_progress(*, batch: Batch, now: datetime | None = None) -> list[Worker
     }
     standings = {s.annotator_id: s for s in AnnotatorStanding.objects.filter(
         batch=batch, annotator_id__in=[e.user_id for e in enrolments])}
+    given = dict(
+        Assignment.objects.filter(batch=batch, annotator_id__in=[e.user_id for e in enrolments])
+        .values("annotator_id").annotate(last=Max("leased_at")).values_list("annotator_id", "last")
+    )
     rows = []
     for e in enrolments:
         limits = limits_for(batch=batch, enrolment=e)
         mine = done.get(e.user_id, {"n": 0, "last": None})
-        end = e.ended_at or mine["last"] or (now if not e.end else e.started_at)
+        # Time runs to the last thing the worker did, never to now: someone who left at the consent
+        # page worked no minutes, however long ago they opened the link.
+        steps = (e.started_at, e.consented_at, e.instructions_seen_at, mine["last"], given.get(e.user_id))
+        end = e.ended_at or max(t for t in steps if t is not None)
         deadline = limits.deadline(e.started_at)
         if deadline is not None:
             end = min(end, deadline)
@@ -180,20 +191,62 @@ class Ending:
     code: str
     url: str  # empty: the worker copies the code into the platform themselves
     platform_label: str
+    platform_name: str = ""  # for sentences ("your Prolific code"); empty for a platform without a name
+    leave_url: str = ""  # where a worker leaves without a code (a full study)
+    leave_how: str = ""
 
 
 def ending_for(enrolment: Enrolment) -> Ending:
     link = enrolment.study_link
     if link is None:
         return Ending("", "", "")
+    return link_ending(link, enrolment.end)
+
+
+def link_ending(link: StudyLink, end: str) -> Ending:
+    """The code and the way back a study link gives for an end (``End.FULL``: no code, the way to
+    leave the study on the platform)."""
     platform = PLATFORMS.get(link.platform)
     label = platform.label if platform else link.platform
+    where = {
+        "platform_label": label,
+        "platform_name": platform.name if platform else "",
+        "leave_url": platform.leave_url if platform else "",
+        "leave_how": platform.leave_how if platform else "",
+    }
     code = {
         End.DONE: link.completion_code,
         End.TIMED_OUT: link.completion_code,
         End.SCREENED_OUT: link.screen_out_code,
         End.DECLINED: link.no_consent_code,
-    }.get(enrolment.end, "")
-    if enrolment.end in (End.DONE, End.TIMED_OUT) and link.completion_url:
-        return Ending(code, link.completion_url, label)
-    return Ending(code, platform.return_url_for(code) if platform else "", label)
+    }.get(end, "")
+    if end in (End.DONE, End.TIMED_OUT) and link.completion_url:
+        return Ending(code, link.completion_url, **where)
+    return Ending(code, platform.return_url_for(code) if platform else "", **where)
+
+FULL_WARNING = (
+    "The batch {batch} is full: every item has all its annotations or is being rated. Workers who open "
+    "this link now see a \u201cstudy full\u201d page and get no code; add items or raise k before you launch."
+)
+
+
+def batch_has_free_slot(*, batch: Batch, now: datetime | None = None) -> bool:
+    """Whether a worker arriving now could be given an item: one still short of its k annotations
+    with no lease on that slot, or with a lease that ran out (it is given back on the next lease)."""
+    if Item.objects.filter(batch_id=batch.pk, n_annotations__lt=batch.k - F("n_leased")).exists():
+        return True
+    return Assignment.objects.filter(
+        batch_id=batch.pk, state=Assignment.State.LEASED, lease_expires_at__lte=now or timezone.now(),
+    ).exists()
+
+
+def session_owner_elsewhere(*, batch_id: int, platform: str, session_id: str, worker_id: str) -> bool:
+    """Whether another worker id in the batch arrived with, or now works in, this platform session."""
+    if not session_id:
+        return False
+    return (
+        Enrolment.objects.filter(batch_id=batch_id, platform=platform)
+        .filter(Q(entry_session_id=session_id) | Q(platform_session_id=session_id))
+        .exclude(worker_id=worker_id)
+        .exists()
+    )

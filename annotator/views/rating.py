@@ -12,6 +12,7 @@ from django.http import Http404
 from django.shortcuts import get_object_or_404, redirect, render
 from django.template.loader import render_to_string
 from django.urls import reverse
+from django.utils import timezone
 from django.views.decorators.http import require_GET, require_http_methods, require_POST
 
 from annotator.forms.rating import (
@@ -141,9 +142,13 @@ def _render_step(request, facts: RatingFacts):
         return detour
     if step.item is None and not step.ended and (finished := study_nothing_left(request, batch)) is not None:
         return finished
+    limits = limits_for(batch=batch, enrolment=facts.enrolment)
+    deadline = limits.deadline(facts.enrolment.started_at) if facts.enrolment is not None else None
+    # Seconds rather than a clock time: the countdown then runs right on a computer whose clock is off.
+    seconds_left = max(0, int((deadline - timezone.now()).total_seconds())) if deadline is not None else None
     return _render_rate(
         request, batch=batch, item=step.item, answer=step.answer, ended=step.ended, lease=step.assignment,
-        has_gold=step.has_gold, quota=limits_for(batch=batch, enrolment=facts.enrolment).quota,
+        has_gold=step.has_gold, quota=limits.quota, session_deadline=deadline, session_seconds_left=seconds_left,
     )
 
 
@@ -188,7 +193,7 @@ def next_item(request, batch_id):
 def submit(request, item_pk):
     facts = _open_item(request, item_pk)
     item = facts.item
-    if (detour := study_detour(request, item.batch, facts.enrolment, facts.submitted)) is not None:
+    if (detour := study_detour(request, item.batch, facts.enrolment, facts.submitted, sending=True)) is not None:
         return detour
     form = _form(item, data=request.POST)
     if not form.is_valid():

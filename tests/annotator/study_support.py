@@ -24,7 +24,9 @@ def prolific_link(batch, **options):
     return study_link_create(batch=batch, **{**defaults, **options})
 
 
-def entry_url(token: str, pid: str | None = PID_A, study: str = "study1", session: str = "sess1") -> str:
+def entry_url(token: str, pid: str | None = PID_A, study: str = "study1", session: str | None = None) -> str:
+    """The link as Prolific fills it in; each worker has their own session id unless one is given."""
+    session = session if session is not None else f"sess-{pid or 'none'}"
     query = {"STUDY_ID": study, "SESSION_ID": session}
     if pid is not None:
         query["PROLIFIC_PID"] = pid

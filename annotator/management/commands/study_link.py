@@ -13,6 +13,7 @@ from annotator.studies.link_urls import study_url
 from annotator.management.commands._import_common import read_text
 from annotator.management.commands._link_common import add_link_options, batch_named
 from annotator.studies.services.links import DEFAULT_STUDY_DAYS, LinkError, study_link_create
+from annotator.studies.selectors import FULL_WARNING, batch_has_free_slot
 
 
 def _text(path: str | None) -> str | None:
@@ -58,3 +59,5 @@ class Command(BaseCommand):
             f"{f', {link.max_minutes} minutes' if link.max_minutes else ''}, completion code {link.completion_code}, "
             f"expires {link.expires_at:%Y-%m-%d %H:%M} UTC. Shown once: only its hash is stored."
         )
+        if not batch_has_free_slot(batch=batch):
+            self.stderr.write(self.style.WARNING(f"Warning: {FULL_WARNING.format(batch=batch.name)}"))

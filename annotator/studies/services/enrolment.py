@@ -6,7 +6,8 @@ instructions or limits (``is_study_batch``), and always for accounts that came b
 
 The end states are final: ``done`` (quota reached, or nothing left for a crowd worker),
 ``timed_out`` (the session ran past its length), ``screened_out`` (``enrolment_screen_out``,
-for quality checks) and ``declined`` (consent refused).
+for quality checks), ``declined`` (consent refused) and ``full`` (a crowd worker who found no place
+left before rating anything: no code).
 """
 
 from __future__ import annotations
@@ -18,7 +19,7 @@ from enum import StrEnum
 from django.db import IntegrityError, transaction
 from django.utils import timezone
 
-from annotator.models import Assignment, Batch, Enrolment
+from annotator.models import Assignment, Batch, Enrolment, GoldAnswer
 from annotator.studies.selectors import (
     is_scoped,
     is_study_batch,
@@ -127,6 +128,16 @@ def enrolment_end(*, enrolment: Enrolment, end: str, now: datetime | None = None
             except AssignmentError:  # submitted or expired meanwhile: nothing to give back
                 pass
     return enrolment
+
+
+@transaction.atomic
+def enrolment_finish(*, enrolment: Enrolment, now: datetime | None = None) -> Enrolment:
+    """End a crowd worker's visit when nothing is left to rate: done with the completion code, or
+    full (no code) when they did no work at all, since every place was taken before they could start."""
+    worked = submitted_count(user=enrolment.user, batch=enrolment.batch) or GoldAnswer.objects.filter(
+        annotator_id=enrolment.user_id, gold_item__batch_id=enrolment.batch_id, submitted_at__isnull=False
+    ).exists()
+    return enrolment_end(enrolment=enrolment, end=End.DONE if worked else End.FULL, now=now)
 
 
 def enrolment_screen_out(*, user, batch: Batch, reason: str = "", now: datetime | None = None) -> Enrolment:

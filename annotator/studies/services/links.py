@@ -30,6 +30,7 @@ from annotator.models import (
 )
 from annotator.roles import ANNOTATOR
 from annotator.services.tokens import token_hash, token_new
+from annotator.studies.selectors import batch_has_free_slot, session_owner_elsewhere
 
 DEFAULT_INVITE_DAYS = 14
 DEFAULT_STUDY_DAYS = 60
@@ -216,6 +217,20 @@ def study_link_create(*, batch: Batch, platform: str, quota: int, completion_cod
     return link, token
 
 
+SESSION_TAKEN = (
+    "This study session belongs to another participant id, so it cannot start here. "
+    "Please open the study again from {label}, without changing the link."
+)
+
+
+class StudyFull(LinkError):
+    """No place is left for a new worker: they leave without a code and are not counted."""
+
+    def __init__(self, link: StudyLink):
+        super().__init__("Every place in this study is taken.", status=200)
+        self.link = link
+
+
 def _pseudonym() -> str:
     return PSEUDONYM_PREFIX + secrets.token_hex(5)
 
@@ -223,7 +238,10 @@ def _pseudonym() -> str:
 def crowd_enter(*, link: StudyLink, ids: WorkerIds, now: datetime | None = None) -> Enrolment:
     """The worker's enrolment (and pseudonymous account), made on the first visit of that id.
 
-    The same worker id in the same batch and platform always returns the same account.
+    The same worker id in the same batch and platform always returns the same account. On a platform
+    whose session ids are personal (Prolific) a session id belongs to the first worker id that came
+    with it, so a second id in the same session (the id edited in the URL) is refused. A new worker
+    when no place is left gets ``StudyFull``.
     """
     for _attempt in range(3):
         try:
@@ -235,19 +253,34 @@ def crowd_enter(*, link: StudyLink, ids: WorkerIds, now: datetime | None = None)
 
 
 def _crowd_enter_once(*, link: StudyLink, ids: WorkerIds, now: datetime) -> Enrolment:
+    platform = PLATFORMS[link.platform]
+    binding = ids.session_id if platform.personal_session else ""
+    if session_owner_elsewhere(batch_id=link.batch_id, platform=link.platform, session_id=binding,
+                               worker_id=ids.worker_id):
+        raise LinkError(SESSION_TAKEN.format(label=platform.label))
     found = (
         Enrolment.objects.select_related("user")
         .filter(batch_id=link.batch_id, platform=link.platform, worker_id=ids.worker_id)
         .first()
     )
     if found is not None:
-        if ids.session_id and found.platform_session_id != ids.session_id:
+        changed = []
+        # A finished worker's row keeps the session they finished in: that one is paid.
+        if ids.session_id and not found.end and found.platform_session_id != ids.session_id:
             found.platform_session_id = ids.session_id
-            found.save(update_fields=["platform_session_id"])
+            changed.append("platform_session_id")
+        if binding and not found.entry_session_id:
+            found.entry_session_id = binding
+            changed.append("entry_session_id")
+        if changed:
+            found.save(update_fields=changed)
         return found
+    if not batch_has_free_slot(batch=link.batch, now=now):
+        raise StudyFull(link)
     user = get_user_model().objects.create_user(username=_pseudonym())
     _scope(user, AccountScope.Origin.CROWD, [link.batch])
     return Enrolment.objects.create(
         user=user, batch=link.batch, study_link=link, platform=link.platform, worker_id=ids.worker_id,
-        platform_study_id=ids.study_id, platform_session_id=ids.session_id, started_at=now,
+        platform_study_id=ids.study_id, platform_session_id=ids.session_id, entry_session_id=binding,
+        started_at=now,
     )

@@ -29,6 +29,7 @@ from annotator.studies.services.links import (
     link_revoke,
     study_link_create,
 )
+from annotator.studies.selectors import FULL_WARNING, batch_has_free_slot
 
 LINK_KINDS = {"study": StudyLink, "invite": InviteLink}
 
@@ -67,6 +68,8 @@ def study_link_new(request):
     except LinkError as exc:
         form.add_error(None, str(exc))
         return _page(request, status=422, study_form=form)
+    if not batch_has_free_slot(batch=link.batch):
+        messages.warning(request, FULL_WARNING.format(batch=link.batch.name))
     what = f"{PLATFORMS[link.platform].label} study link for {link.batch}"
     made = {"what": what, "urls": [study_url(token, link.platform, base_of(request))]}
     return _page(request, made=made)

@@ -9,6 +9,7 @@ from __future__ import annotations
 import json
 from functools import lru_cache
 
+from django.contrib import messages
 from django.http import Http404, HttpResponse
 from django.shortcuts import redirect, render
 from django.urls import reverse
@@ -24,13 +25,21 @@ from annotator.studies.services.enrolment import (
     UNREAD,
     Stage,
     enrolment_consent,
-    enrolment_end,
+    enrolment_finish,
     enrolment_instructions_seen,
     study_gate,
 )
 from hcs.rubric import Rubric
 from hcs.rubric_markdown import render_instructions
 
+End = Enrolment.End
+TIME_UP_NOT_SAVED = (
+    "Your session's time ran out before this rating arrived, so it was not saved: ratings sent after the "
+    "time limit are not accepted. Everything you sent before the limit is kept."
+)
+ENDED_NOT_SAVED = (
+    "Your part in this study had already ended, so this rating was not saved. Everything you sent before is kept."
+)
 STAGE_URLS = {Stage.CONSENT: "study_consent", Stage.INSTRUCTIONS: "study_instructions", Stage.ENDED: "study_done"}
 
 
@@ -50,20 +59,27 @@ def _go(request, url_name: str, batch: Batch) -> HttpResponse:
     return HttpResponseClientRedirect(url) if request.htmx else redirect(url)
 
 
-def study_detour(request, batch: Batch, enrolment=UNREAD, submitted: int | None = None) -> HttpResponse | None:
+def study_detour(request, batch: Batch, enrolment=UNREAD, submitted: int | None = None, *,
+                 sending: bool = False) -> HttpResponse | None:
     """Where the annotator must go before rating in this batch (None: rate); ``enrolment``: theirs
     in the batch, and ``submitted``: their count of annotations in it, when already read
-    (``annotator.selectors.rating_facts``)."""
+    (``annotator.selectors.rating_facts``). ``sending``: the request carries a rating, which an
+    ended visit does not take; the next page then says it was not saved."""
     gate = study_gate(user=request.user, batch=batch, enrolment=enrolment, submitted=submitted)
-    return None if gate.stage == Stage.RATE else _go(request, STAGE_URLS[gate.stage], batch)
+    if gate.stage == Stage.RATE:
+        return None
+    if sending and gate.stage == Stage.ENDED:
+        messages.warning(request, TIME_UP_NOT_SAVED if gate.enrolment.end == End.TIMED_OUT else ENDED_NOT_SAVED)
+    return _go(request, STAGE_URLS[gate.stage], batch)
 
 
 def study_nothing_left(request, batch: Batch) -> HttpResponse | None:
-    """A crowd worker with nothing left is done: the end page with their code (None: not crowd)."""
+    """A crowd worker with nothing left is done: the end page with their code, or the study-full page
+    when they rated nothing (None: not crowd)."""
     enrolment = Enrolment.objects.filter(user=request.user, batch=batch).exclude(worker_id="").first()
     if enrolment is None:
         return None
-    enrolment_end(enrolment=enrolment, end=Enrolment.End.DONE)
+    enrolment_finish(enrolment=enrolment)
     return _go(request, "study_done", batch)
 
 

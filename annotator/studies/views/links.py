@@ -9,22 +9,25 @@ from __future__ import annotations
 from functools import wraps
 
 from django.contrib.auth import login
-from django.contrib.auth.forms import SetPasswordForm, UserCreationForm
+from django.contrib.auth.forms import UserCreationForm
 from django.contrib.auth.models import User
 from django.shortcuts import redirect, render
 from django.views.decorators.cache import never_cache
 from django.views.decorators.http import require_GET, require_http_methods
 
 from annotator.studies.crowd import PLATFORMS, BadWorkerIds, worker_ids_from_query
-from annotator.models import InviteLink, SignInLink, StudyLink
+from annotator.models import Enrolment, InviteLink, SignInLink, StudyLink
+from annotator.studies.selectors import link_ending
 from annotator.studies.services.links import (
     LinkError,
+    StudyFull,
     crowd_enter,
     invite_redeem,
     link_find,
     signin_use,
 )
 from annotator.services.rate_limit import client_key, rate_limit_hit
+from annotator.studies.forms import PasswordRuleErrorsOnThePassword, SignInPasswordForm
 
 BACKEND = "django.contrib.auth.backends.ModelBackend"
 
@@ -55,13 +58,18 @@ def study_entry(request, study_token):
         enrolment = crowd_enter(link=link, ids=ids)
     except BadWorkerIds as exc:
         return _problem(request, str(exc), 403)
+    except StudyFull as exc:
+        return render(request, "annotator/study_full.html", {"ending": link_ending(exc.link, Enrolment.End.FULL)})
     except LinkError as exc:
         return _problem(request, str(exc), exc.status)
-    login(request, enrolment.user, backend=BACKEND)
+    if request.user.pk != enrolment.user_id:
+        # Only when it changes who is signed in: login() rotates the CSRF token, which would void the
+        # forms open in the worker's other tabs when they open the link again (a double click).
+        login(request, enrolment.user, backend=BACKEND)
     return redirect("annotate_next", batch_id=enrolment.batch_id)
 
 
-class InviteForm(UserCreationForm):
+class InviteForm(PasswordRuleErrorsOnThePassword, UserCreationForm):
     class Meta(UserCreationForm.Meta):
         model = User
         fields = ("username",)
@@ -114,7 +122,7 @@ def invite(request, invite_token):
 def signin(request, signin_token):
     return _account_page(
         request, model=SignInLink, token=signin_token,
-        form_for=lambda link, data: SetPasswordForm(link.user, data),
+        form_for=lambda link, data: SignInPasswordForm(link.user, data),
         use=lambda token, data: signin_use(token=token, password=data["new_password1"]),
         template="annotator/signin_link.html",
         context_for=lambda link: {"account": link.user},

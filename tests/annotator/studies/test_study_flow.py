@@ -279,7 +279,8 @@ def test_admin_sees_progress_time_and_state_and_exports_payments(study, admin_us
     assert by_worker[PID_A]["items_done"] == "2" and by_worker[PID_A]["minutes_worked"] == "7.5"
     assert by_worker[PID_A]["completed_at"] and by_worker[PID_A]["study_id"] == "study1"
     assert by_worker["8" * 24]["screened_out"] == "1" and by_worker[PID_A]["screened_out"] == "0"
-    assert by_worker["7" * 24]["state"] == "timed out" and by_worker["7" * 24]["minutes_worked"] == "60.0"
+    # Timed out without ever passing consent: no minutes worked, however long ago the link was opened.
+    assert by_worker["7" * 24]["state"] == "timed out" and by_worker["7" * 24]["minutes_worked"] == "0.0"
 
 
 def test_payment_csv_defuses_formulas(study, admin_user):

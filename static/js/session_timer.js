@@ -1,0 +1,35 @@
+// The study's session countdown on the rating page. The server sends the seconds left with each
+// page or swapped item; counting from when that arrived keeps a wrong computer clock out of it.
+(function () {
+  "use strict";
+  var LOW = 120; // seconds: the strip turns to a warning
+  function pad(n) { return (n < 10 ? "0" : "") + n; }
+  function shown(left) {
+    var h = Math.floor(left / 3600), m = Math.floor(left / 60) % 60, s = left % 60;
+    return (h ? h + ":" + pad(m) : String(m)) + ":" + pad(s);
+  }
+  function tick() {
+    var timer = document.getElementById("session-timer");
+    if (!timer) return;
+    if (!timer.dataset.endsAt) {
+      timer.dataset.endsAt = String(Date.now() + 1000 * Number(timer.dataset.secondsLeft || 0));
+    }
+    var left = Math.max(0, Math.round((Number(timer.dataset.endsAt) - Date.now()) / 1000));
+    timer.textContent = shown(left);
+    var strip = document.getElementById("session-left");
+    if (strip) strip.classList.toggle("is-low", left <= LOW);
+    if (left === 0 && !timer.dataset.over) {
+      timer.dataset.over = "1";
+      var notice = document.getElementById("session-over");
+      if (notice) notice.hidden = false;
+      var submit = document.getElementById("submit-btn");
+      if (submit) {
+        submit.disabled = true;
+        submit.title = "The session's time is up: this item can no longer be saved.";
+      }
+    }
+  }
+  tick();
+  setInterval(tick, 1000);
+  document.addEventListener("htmx:afterSettle", tick);
+})();

@@ -1,0 +1,51 @@
+"""The end page's code sentence names the platform in words a worker reads naturally, and the code
+is shown large with a copy button."""
+
+from __future__ import annotations
+
+import pytest
+from django.test import Client
+from django.urls import reverse
+
+from annotator.models import Enrolment
+from annotator.studies.services.enrolment import enrolment_end
+from annotator.studies.services.links import study_link_create
+from tests.annotator.study_support import PID_A, arrive, prolific_link
+from tests.factories import make_batch
+
+pytestmark = pytest.mark.django_db
+
+
+def ended(client, batch, end):
+    enrolment_end(enrolment=Enrolment.objects.get(batch=batch), end=end)
+    return client.get(reverse("study_done", args=[batch.pk])).content.decode()
+
+
+def test_a_generic_platform_code_sentence_reads_naturally():
+    batch = make_batch("mturk", n_items=2)
+    _link, token = study_link_create(batch=batch, platform="generic", quota=1, completion_code="MT-42")
+    client = Client()
+    client.get(reverse("study_entry", args=[token]) + "?worker_id=A1B2C3D4E5")
+    html = ended(client, batch, Enrolment.End.DONE)
+    assert "Other platform" not in html and "worker id:" not in html
+    assert "Your completion code: copy it into the platform you came from" in html
+    assert 'id="completion-code">MT-42<' in html
+
+
+def test_a_generic_platform_without_a_code_asks_to_return_the_task_in_plain_words():
+    batch = make_batch("mturk-declined", n_items=2)
+    _link, token = study_link_create(batch=batch, platform="generic", quota=1, completion_code="MT-42")
+    client = Client()
+    client.get(reverse("study_entry", args=[token]) + "?worker_id=A1B2C3D4E5")
+    html = ended(client, batch, Enrolment.End.DECLINED)
+    assert "Other platform" not in html and "return your submission</strong> on the platform you came from" in html
+
+
+def test_prolific_code_is_large_with_a_copy_button():
+    batch = make_batch("prolific-end", n_items=2)
+    prolific_link(batch, quota=1)
+    _link, token = prolific_link(batch, quota=1)
+    client, _ = arrive(token, PID_A)
+    html = ended(client, batch, Enrolment.End.DONE)
+    assert "Your Prolific completion code" in html
+    assert 'class="copy-code" data-copy="completion-code"' in html and "js/copy_code.js" in html

@@ -1,0 +1,71 @@
+"""In Chromium: the session countdown runs and, at zero, says the item on screen can no longer be
+saved; the completion code is the largest text on its page and its button copies it."""
+
+from __future__ import annotations
+
+from datetime import timedelta
+
+import pytest
+from django.utils import timezone
+
+from annotator.models import Enrolment
+from annotator.studies.services.enrolment import enrolment_end
+from tests.annotator.study_support import PID_A, prolific_link
+from tests.browser.conftest import CHROMIUM, rating_ready
+from tests.factories import make_batch
+
+pytestmark = [
+    pytest.mark.browser,
+    pytest.mark.skipif(CHROMIUM is None, reason="chromium is not installed (apt-get install chromium)"),
+]
+
+
+def enter(chromium, live_server, token, **context_options):
+    context = chromium.new_context(viewport={"width": 1360, "height": 1000}, **context_options)
+    page = context.new_page()
+    page.set_default_timeout(30_000)
+    page.goto(f"{live_server.url}/study/{token}/?PROLIFIC_PID={PID_A}&STUDY_ID=st1&SESSION_ID=se1")
+    page.click("#instructions-start")
+    return context, page
+
+
+@pytest.mark.django_db(transaction=True)
+def test_the_countdown_reaches_zero_and_says_what_happened(chromium, live_server):
+    batch = make_batch("countdown", n_items=3)
+    _link, token = prolific_link(batch, quota=2, max_minutes=1)
+    context, page = enter(chromium, live_server, token)
+    rating_ready(page)
+    first = page.locator("#session-timer").inner_text()
+    assert first.startswith(("0:5", "0:6", "1:00")), first
+    page.wait_for_timeout(1500)
+    assert page.locator("#session-timer").inner_text() != first  # it ticks
+    assert not page.locator("#session-over").is_visible()
+    # Jump to the last seconds: the server's countdown of a reloaded page starts there.
+    Enrolment.objects.update(started_at=timezone.now() - timedelta(seconds=57))
+    page.reload()
+    rating_ready(page)
+    page.wait_for_selector("#session-over", state="visible", timeout=15_000)
+    assert "can no longer be saved" in page.locator("#session-over").inner_text()
+    assert page.locator("#submit-btn").is_disabled()
+    assert "is-low" in page.locator("#session-left").get_attribute("class")
+    context.close()
+
+
+@pytest.mark.django_db(transaction=True)
+def test_the_code_is_the_largest_text_and_the_button_copies_it(chromium, live_server):
+    batch = make_batch("end-page", n_items=3)
+    _link, token = prolific_link(batch, quota=2, completion_code="CB7X9Q")
+    context, page = enter(chromium, live_server, token, permissions=["clipboard-read", "clipboard-write"])
+    rating_ready(page)
+    enrolment_end(enrolment=Enrolment.objects.get(), end=Enrolment.End.DONE)
+    page.route("https://app.prolific.com/**", lambda route: route.abort())  # the page's 5-second trip back
+    page.goto(f"{live_server.url}/annotate/{batch.pk}/done/")
+    sizes = page.evaluate("""() => [...document.querySelectorAll('#main *')]
+        .filter(e => e.childElementCount === 0 && e.textContent.trim())
+        .map(e => [e.id || e.tagName, parseFloat(getComputedStyle(e).fontSize)])""")
+    code_size = dict(sizes)["completion-code"]
+    assert all(size <= code_size for name, size in sizes), sizes
+    page.click("button.copy-code")
+    page.wait_for_function("document.querySelector('.copy-state').textContent.length > 0")
+    assert page.evaluate("navigator.clipboard.readText()") == "CB7X9Q"
+    context.close()
