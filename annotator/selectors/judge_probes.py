@@ -15,7 +15,8 @@ from typing import Any
 import numpy as np
 from django.db.models.functions import Length
 
-from annotator.models import Batch, Item, JudgeCall, PairwiseVerdict
+from annotator.judges.selectors import counted_verdicts
+from annotator.models import Batch, Item, JudgeCall
 from hcs.calibration.metrics import N_BOOT
 from hcs.calibration.pairwise import (
     PairwiseComparison,
@@ -185,7 +186,8 @@ def position_results(batch: Batch, item_mean: Mapping[int, float], *, n_boot: in
     verdicts: dict[str, list[tuple[int, int, str]]] = {}
     pks: dict[str, int] = {}
     for judge, pk, first, second, winner in (
-        PairwiseVerdict.objects.filter(baseline__batch=batch).order_by("judge__name", "id")
+        # The run's own order first: a pair's first verdict fixes the orientation its outcome is given in.
+        counted_verdicts(batch=batch).order_by("judge__name", "swapped", "id")
         .values_list("judge__name", "judge", "baseline", "enhanced", "winner")
     ):
         verdicts.setdefault(judge, []).append((first, second, winner))

@@ -19,12 +19,16 @@ from hcs.calibration.metrics import (
     round_half_up,
 )
 from hcs.calibration.pairwise import (
+    PairOutcome,
     PairwiseComparison,
     compare_verdicts,
     human_preference,
+    pair_outcomes,
 )
 
 __all__ = [
+    "PairOutcome",
+    "pair_outcomes",
     "AltTestResult",
     "AnnotatorComparison",
     "JudgeCalibration",
