@@ -27,11 +27,10 @@ from hcs.calibration.pairwise import (
 )
 
 __all__ = [
-    "PairOutcome",
-    "pair_outcomes",
     "AltTestResult",
     "AnnotatorComparison",
     "JudgeCalibration",
+    "PairOutcome",
     "PairwiseComparison",
     "alt_test",
     "benjamini_yekutieli",
@@ -41,6 +40,7 @@ __all__ = [
     "confusion_matrix",
     "human_ceiling",
     "human_preference",
+    "pair_outcomes",
     "quadratic_weighted_kappa",
     "round_half_up",
 ]

@@ -9,7 +9,14 @@ from pathlib import Path
 
 import pytest
 
-from hcs.judge_output import JudgeOutputError, JudgeScale, OutputSpec, parse_score, parse_verdict, strip_thinking
+from hcs.judge_output import (
+    JudgeOutputError,
+    JudgeScale,
+    OutputSpec,
+    parse_score,
+    parse_verdict,
+    strip_thinking,
+)
 
 RULE8_FILE = Path(__file__).resolve().parents[2] / "fixtures" / "judge_templates" / "studio_live_coach_feedback_quality.json"
 RULE8 = json.loads(RULE8_FILE.read_text(encoding="utf-8"))

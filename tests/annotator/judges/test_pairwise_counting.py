@@ -64,7 +64,7 @@ def test_judges_csv_after_a_swap_run(client, researcher_user, swapped, tmp_path)
     assert client.login(username=researcher_user.username, password=PASSWORD)
     response = client.get(reverse("report_export", args=[swapped.pk, "judges.csv"]))
     assert response.status_code == 200
-    assert list(csv.reader(io.StringIO(response.content.decode())))[0][0] == "judge"
+    assert next(csv.reader(io.StringIO(response.content.decode())))[0] == "judge"
 
 
 def test_a_verdict_whose_call_was_unreadable_is_not_counted(client, researcher_user, db):
