@@ -54,6 +54,8 @@ def test_a_swap_run_counts_each_pair_once_and_reports_order_consistency_apart(cl
     reference = binomtest(hits, entry["n"]).proportion_ci(confidence_level=0.95, method="wilson")
     assert entry["agreement_ci_method"] == "wilson"
     assert entry["agreement_ci95"] == pytest.approx([reference.low, reference.high], abs=1e-12)
+    page = client.get(reverse("report_judges", args=[swapped.pk])).content.decode()
+    assert "Each pair counts once" in page and "0 of 12" in page
 
 
 def test_judges_csv_after_a_swap_run(client, researcher_user, swapped, tmp_path):
