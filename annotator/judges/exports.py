@@ -19,7 +19,6 @@ from urllib.parse import urlsplit
 from annotator.exports.csv_safe import csv_lines
 from annotator.judges.selectors import counted_verdicts
 from annotator.models import Batch, Judge, JudgeCall, JudgeCriterionScore, JudgeScore
-from annotator.services.judge_runs import version_key
 
 CHUNK = 2_000
 IMPORTED = "imported"  # call_status of a score or verdict that came from a file, not from a call
@@ -54,6 +53,9 @@ def safe_params(params: dict[str, Any]) -> dict[str, Any]:
 def judge_info(judge: Judge) -> JudgeInfo:
     """What a row says about its judge. ``version`` is the template version and the hash of everything the
     judge version is (template text, model, parameters): the suffix a later version's name carries."""
+    # Imported here: the run services load pandas, which the web workers that route the API never need.
+    from annotator.services.judge_runs import version_key
+
     version = judge.template_version
     if judge.template_hash:
         template = SimpleNamespace(content_hash=judge.template_hash, version=judge.template_version)
