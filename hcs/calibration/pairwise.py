@@ -51,6 +51,16 @@ def human_preference(baseline_hcs: float, enhanced_hcs: float, *, tie_margin: fl
 def wilson(successes: int, n: int) -> tuple[float | None, float | None]:
     """Wilson score 95% interval of a proportion (statsmodels); (None, None) when n = 0.
 
+    Parameters
+    ----------
+    successes, n : int
+        Successes out of ``n`` trials.
+
+    Returns
+    -------
+    tuple of float or None
+        The interval's low and high ends.
+
     References
     ----------
     Wilson, E. B. (1927). Probable inference, the law of succession, and statistical inference.
@@ -89,6 +99,17 @@ def pair_outcomes(verdicts: Sequence[tuple[Hashable, Hashable, str, bool, float 
     G-Eval template); ``swapped`` marks the call that showed the enhanced system's response first. A pair
     judged in both orders wins only when both orders name the same response and is a tie otherwise
     (the conservative rule of Zheng et al., 2023); its confidence is the mean of those stated.
+
+    Parameters
+    ----------
+    verdicts : sequence of tuple
+        ``(shown first, shown second, verdict, swapped, confidence)`` per call; each pair at most once
+        per order.
+
+    Returns
+    -------
+    list of PairOutcome
+        One per pair, in the order pairs first appear.
 
     References
     ----------
