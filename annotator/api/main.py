@@ -18,6 +18,7 @@ from annotator.api import annotations, batches, jobs, me, reports
 from annotator.api.auth import TokenRateThrottle, signed_in
 from annotator.api.problems import MEDIA_TYPE, install_handlers
 from annotator.judges.api import calibration_sets, judges
+from annotator.judges.api import tables as judge_data
 
 DESCRIPTION = """
 Push model outputs to human annotation and read agreement and judge calibration back.
@@ -74,5 +75,5 @@ api = Api(
     docs_decorator=require_GET,  # the schema and the docs page only read
 )
 install_handlers(api)
-for module in (me, batches, annotations, reports, judges, calibration_sets, jobs):
+for module in (me, batches, annotations, reports, judges, judge_data, calibration_sets, jobs):
     api.add_router("", module.router)

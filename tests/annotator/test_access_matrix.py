@@ -130,6 +130,8 @@ ACCESS: dict[str, dict[str, dict]] = {
     "api-v1:judges": {"GET": API_RESEARCHERS},
     "api-v1:judge_scores": {"POST": allowed(API_RESEARCHERS, 400)},
     "api-v1:judge_verdicts": {"POST": allowed(API_RESEARCHERS, 400)},
+    "api-v1:batch_judge_scores": {"GET": API_RESEARCHERS},
+    "api-v1:batch_pairwise_verdicts": {"GET": API_RESEARCHERS},
     # One path with GET, PUT and DELETE (PUT, DELETE and a found set: tests/annotator/api/test_calibration_sets.py);
     # the world's batch has no calibration set, so past the role check a GET is a 404; a POST there is a 405.
     **{name: {"GET": {**API_RESEARCHERS, "researcher": 404, "admin": 404}}

@@ -111,7 +111,7 @@ def parse_call(text: str, template: JudgeTemplate, dimensions: tuple[str, ...], 
 def call_one(task: Task, client: ChatClient, parse: Callable[[str], tuple]) -> CallOutcome:
     """One call and its parse (in a worker thread; no database)."""
     outcome = CallOutcome(item=task.item, enhanced=task.enhanced, status=JudgeCall.OK, prompt=task.messages,
-                          sample=task.sample)
+                          sample=task.sample, swapped=task.swapped)
     try:
         result = client.complete(task.messages)
     except JudgeCallError as exc:

@@ -93,6 +93,9 @@ class PairwiseVerdict(models.Model):
     reason = models.TextField(blank=True, default="")
     raw_output = models.TextField(blank=True, default="")
     imported_at = models.DateTimeField(default=timezone.now)
+    swapped = models.BooleanField(
+        default=False, help_text="sent with the enhanced system's response first (``baseline`` is then that item)",
+    )
 
     class Meta:
         ordering = ["judge", "baseline", "enhanced"]

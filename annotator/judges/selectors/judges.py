@@ -14,7 +14,8 @@ from typing import Any, ClassVar
 import numpy as np
 from django.db.models import Count
 
-from annotator.models import Batch, Judge, JudgeFailure, JudgeScore, PairwiseVerdict
+from annotator.judges.selectors.verdicts import counted_verdicts
+from annotator.models import Batch, Judge, JudgeFailure, JudgeScore
 from annotator.judges.models.judge import OVERALL
 from annotator.judges.selectors.probes import (
     DimensionProbes,
@@ -34,7 +35,13 @@ from hcs.calibration import (
 )
 from hcs.calibration.alt_test import DEFAULT_EPSILON
 from hcs.calibration.confidence import Reliability, reliability
+from hcs.calibration.pairwise import DEFAULT_TIE_MARGIN, pair_outcomes, wilson
 from hcs.scoring import item_summaries, overall_per_annotation
+
+# How pairs are counted, in the JSON beside the figures it explains.
+COUNTING = ("each pair once; a pair judged in both orders (--swap) wins only when both orders name the same "
+            "response and is a tie otherwise; people prefer the item whose mean overall HCS is higher by at "
+            "least tie_margin, else it is a tie")
 
 
 def _r(value: float | None) -> float | None:
@@ -193,15 +200,32 @@ def judges_report(*, batch: Batch, arrays: ReportArrays, epsilon: float = DEFAUL
 @dataclass(frozen=True)
 class PairwiseRow:
     judge: str
-    comparison: PairwiseComparison
+    comparison: PairwiseComparison  # one outcome per pair people rated both items of
     confidence: Reliability | None = None  # stated confidence against being right (verdicts with one)
+    n_verdicts: int = 0  # verdicts saved, both orders of a --swap pair included
+    n_pairs: int = 0  # pairs judged, each counted once
+    n_both_orders: int = 0
+    n_consistent: int = 0  # pairs judged in both orders whose two verdicts name the same response
+    consistency_ci95: tuple[float | None, float | None] = (None, None)  # Wilson
 
     def to_json(self) -> dict[str, Any]:
         c = self.comparison
         return {
             "n": c.n,
+            "n_verdicts": self.n_verdicts,
+            "n_pairs": self.n_pairs,
+            "tie_margin": DEFAULT_TIE_MARGIN,
+            "counting": COUNTING,
             "agreement": _r(c.agreement),
+            "agreement_ci95": [_r(c.agreement_ci95[0]), _r(c.agreement_ci95[1])],
+            "agreement_ci_method": "wilson",
             "kappa": _r(c.kappa),
+            "order_consistency": {
+                "n_pairs_both_orders": self.n_both_orders,
+                "n_consistent": self.n_consistent,
+                "consistency": _r(self.n_consistent / self.n_both_orders) if self.n_both_orders else None,
+                "consistency_ci95": [_r(self.consistency_ci95[0]), _r(self.consistency_ci95[1])],
+            },
             "confident_threshold": c.confident_threshold,
             "n_confident": c.n_confident,
             "confident_accuracy": _r(c.confident_accuracy),
@@ -228,27 +252,36 @@ class PairwiseSection:
 
 
 def pairwise_report(*, batch: Batch, arrays: ReportArrays) -> PairwiseSection:
+    """Each pairwise judge against the human preference, every pair counted once (``hcs.calibration.pair_outcomes``)."""
     verdicts = list(
-        PairwiseVerdict.objects.filter(baseline__batch=batch)
-        .values_list("judge__name", "baseline", "enhanced", "winner", "confidence")
-        .order_by("judge__name", "id")
+        counted_verdicts(batch=batch)
+        .values_list("judge__name", "baseline", "enhanced", "winner", "swapped", "confidence")
+        .order_by("judge__name", "swapped", "id")
     )
     if not verdicts:
         return PairwiseSection(rows=())
     mean = human_item_mean(batch, arrays)
     row_of_pk = {int(pk): row for row, pk in enumerate(arrays.item_pk)}
-    by_judge: dict[str, tuple[list[str], list[str], list[float | None]]] = {}
-    for judge, baseline, enhanced, winner, confidence in verdicts:
-        b, e = mean[row_of_pk[baseline]], mean[row_of_pk[enhanced]]
-        if not (np.isfinite(b) and np.isfinite(e)):
-            continue  # people have not rated both items yet
-        j, h, c = by_judge.setdefault(judge, ([], [], []))
-        j.append(winner)
-        h.append(human_preference(float(b), float(e)))
-        c.append(confidence)
-    return PairwiseSection(rows=tuple(
-        PairwiseRow(name, compare_verdicts(j, h, c), _confidence_reliability(j, h, c)) for name, (j, h, c) in by_judge.items()
-    ))
+    by_judge: dict[str, list] = {}
+    for judge, *verdict in verdicts:
+        by_judge.setdefault(judge, []).append(tuple(verdict))
+    rows = []
+    for name, judged in by_judge.items():
+        pairs = pair_outcomes(judged)
+        j, h, c = [], [], []
+        for pair in pairs:
+            b, e = mean[row_of_pk[pair.baseline]], mean[row_of_pk[pair.enhanced]]
+            if not (np.isfinite(b) and np.isfinite(e)):
+                continue  # people have not rated both items yet
+            j.append(pair.outcome)
+            h.append(human_preference(float(b), float(e), tie_margin=DEFAULT_TIE_MARGIN))
+            c.append(pair.confidence)
+        both = [p for p in pairs if p.both_orders]
+        consistent = sum(bool(p.consistent) for p in both)
+        rows.append(PairwiseRow(name, compare_verdicts(j, h, c), _confidence_reliability(j, h, c),
+                                n_verdicts=len(judged), n_pairs=len(pairs), n_both_orders=len(both),
+                                n_consistent=consistent, consistency_ci95=wilson(consistent, len(both))))
+    return PairwiseSection(rows=tuple(rows))
 
 
 def _confidence_reliability(judge: list[str], human: list[str], confidence: list[float | None]) -> Reliability | None:

@@ -36,6 +36,7 @@ class CallOutcome:
     status: str
     prompt: list[dict[str, str]]
     sample: int = 0
+    swapped: bool = False  # a pair sent with the enhanced system's response first
     raw_output: str = ""
     parsed: dict[str, Any] = field(default_factory=dict)
     problems: list[tuple[str, str]] = field(default_factory=list)  # (dimension or "", error)
@@ -195,8 +196,10 @@ def _record_pair(judge: Judge, template, outcome: CallOutcome, now) -> None:
     PairwiseVerdict.objects.filter(**pair).delete()
     JudgeCriterionScore.objects.filter(judge=judge, item=outcome.item, enhanced=outcome.enhanced).delete()
     verdict = outcome.parsed.get("verdict")
-    if verdict:
-        PairwiseVerdict.objects.create(**pair, **verdict, raw_output=outcome.raw_output, imported_at=now)
+    # A call with a problem (a criterion out of range) is unreadable as a whole: its verdict is not counted.
+    if verdict and outcome.status == JudgeCall.OK:
+        PairwiseVerdict.objects.create(**pair, **verdict, swapped=outcome.swapped, raw_output=outcome.raw_output,
+                                       imported_at=now)
     scale = template.scale
     JudgeCriterionScore.objects.bulk_create(
         JudgeCriterionScore(
