@@ -14,6 +14,7 @@ from django.core.management.base import BaseCommand, CommandError
 from tqdm import tqdm
 
 from annotator.imports.errors import ImportRefused
+from annotator.judges.clients import client_for
 from annotator.judging.client import ChatClient, JudgeRunFatal
 from annotator.judging.pairwise import pair_tasks
 from annotator.judging.progress import Prices, RunProgress
@@ -115,11 +116,7 @@ class Command(BaseCommand):
                 prices = Prices.from_file(o["prices"], o["model"])
             except ValueError as exc:
                 raise CommandError(f"--prices: {exc}") from None
-        client = ChatClient(
-            base_url=o["base_url"], model=o["model"], api_key=os.environ.get(o["api_key_env"], ""),
-            timeout=o["timeout"], max_retries=o["max_retries"], backoff=o["backoff"],
-            temperature=o["temperature"], max_tokens=o["max_tokens"],
-        )
+        client = client_for(o, api_key=os.environ.get(o["api_key_env"], ""))
         bar = tqdm(total=0, unit="call", file=getattr(self.stderr, "_out", None), dynamic_ncols=True, leave=True)
         self.signalled = None
         restore = self._install_stop(client)
