@@ -194,8 +194,12 @@ class FakeJudge:
                     except OSError:  # the client gave up, as it should
                         self.close_connection = True
                 else:
-                    self._send(200, answer)
-                    self.wfile.write(answer)
+                    try:
+                        self._send(200, answer)
+                        self.wfile.write(answer)
+                    except OSError:  # the client is gone (killed): nothing was delivered
+                        self.close_connection = True
+                        return
                     with fake.lock:
                         fake.answered[prompt] += 1
 
