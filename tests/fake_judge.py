@@ -52,12 +52,12 @@ def thinking(answer: str, thought: str = "Maybe Score: 0.2? No, it answers fully
 
 
 REFUSALS = {
-    "temperature": ("unsupported_value", "Unsupported value: 'temperature' does not support 0 with this model. "
-                    "Only the default (1) value is supported."),
-    "max_tokens": ("unsupported_parameter", "Unsupported parameter: 'max_tokens' is not supported with this model. "
-                   "Use 'max_completion_tokens' instead."),
-    "response_format": ("unsupported_parameter", "Invalid parameter: 'response_format' of type 'json_schema' is not "
-                        "supported with this model."),
+    "temperature": ("unsupported_value", ("Unsupported value: 'temperature' does not support 0 with this model. "
+                                          "Only the default (1) value is supported.")),
+    "max_tokens": ("unsupported_parameter", ("Unsupported parameter: 'max_tokens' is not supported with this model. "
+                                             "Use 'max_completion_tokens' instead.")),
+    "response_format": ("unsupported_parameter", ("Invalid parameter: 'response_format' of type 'json_schema' is not "
+                                                  "supported with this model.")),
     "logprobs": ("unsupported_parameter", "Unsupported parameter: 'logprobs' is not supported with this model."),
 }
 

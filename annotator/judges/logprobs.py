@@ -3,7 +3,12 @@
 from __future__ import annotations
 
 from annotator.judging.templates import JudgeTemplate
-from hcs.calibration.logprobs import ScoreDistribution, distribution, integer_scale, score_token
+from hcs.calibration.logprobs import (
+    ScoreDistribution,
+    distribution,
+    integer_scale,
+    score_token,
+)
 
 
 def score_distributions(

@@ -16,6 +16,8 @@ from collections.abc import Callable
 from concurrent.futures import FIRST_COMPLETED, ThreadPoolExecutor, wait
 from dataclasses import dataclass, field, replace
 
+from annotator.judges.logprobs import score_distributions
+from annotator.judges.structured import response_format
 from annotator.judging.calls import Task, refusal
 from annotator.judging.client import (
     ChatClient,
@@ -25,8 +27,6 @@ from annotator.judging.client import (
 )
 from annotator.judging.pairwise import pair_tasks, parse_pairwise
 from annotator.judging.progress import Prices, RunProgress
-from annotator.judges.logprobs import score_distributions
-from annotator.judges.structured import response_format
 from annotator.judging.templates import JudgeTemplate, TemplateError, item_fields
 from annotator.models import Batch, CalibrationSet, Item, Judge, JudgeCall
 from annotator.services.judge_runs import (
@@ -44,7 +44,6 @@ from annotator.services.judge_runs import (
 from hcs.calibration.logprobs import integer_scale
 from hcs.judge_output import JudgeOutputError, parse_score
 from hcs.rubric import Rubric
-
 
 TOP_LOGPROBS = 10  # alternatives asked for per token: every score of a 1–10 scale fits
 

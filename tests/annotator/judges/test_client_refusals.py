@@ -5,7 +5,13 @@ from __future__ import annotations
 
 import pytest
 
-from annotator.judging.client import ChatClient, JudgeCallError, JudgeRunFatal, endpoint_said, refused_param
+from annotator.judging.client import (
+    ChatClient,
+    JudgeCallError,
+    JudgeRunFatal,
+    endpoint_said,
+    refused_param,
+)
 from tests.fake_judge import REFUSALS, FakeJudge
 
 MESSAGES = [{"role": "user", "content": "Rate this."}]

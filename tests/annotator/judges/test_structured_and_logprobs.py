@@ -11,10 +11,10 @@ from django.core.management import call_command
 from annotator.judges.structured import response_format
 from annotator.judging.templates import load_template
 from annotator.models import JudgeCall, JudgeScore
-from hcs.judge_output import parse_score
-from hcs.rubric import Rubric
 from annotator.selectors.judges import judges_report
 from annotator.selectors.reports import report_arrays
+from hcs.judge_output import parse_score
+from hcs.rubric import Rubric
 from tests.factories import make_annotation, make_batch, make_user
 from tests.fake_judge import FakeJudge
 
