@@ -81,7 +81,9 @@ def judge_job_run(job: Job, update) -> None:
     if result.note:
         summary = f"{result.note} {summary}"
     progress_row = state.as_dict()
-    errors = [{"item": item, "message": error} for item, error in result.failures[:ERRORS_SHOWN]]
+    # The row-error shape every job shares (the API's JobOut), with the item named in the message.
+    errors = [{"row": None, "column": None, "item": item, "message": f"item {item}: {error}"}
+              for item, error in result.failures[:ERRORS_SHOWN]]
     if result.failed_outputs:
         progress_row["sample_raw_output"] = result.failed_outputs[0][:SAMPLE_OUTPUT_CHARS]
     finished = {"finished_at": timezone.now(), "step": "", "progress": progress_row, "errors": errors}

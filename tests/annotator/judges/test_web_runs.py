@@ -10,6 +10,7 @@ import pytest
 from annotator.models import Job, Judge, JudgeCall, PairwiseVerdict
 from annotator.services import judge_jobs
 from annotator.services.job_runner import _update
+from tests.annotator.api.conftest import ApiClient, token_for
 from tests.factories import make_batch, make_user
 from tests.fake_judge import FakeJudge, always
 
@@ -112,9 +113,12 @@ def test_a_run_with_some_failed_calls_shows_partly_failed(researcher, django_cap
         start(researcher, django_capture_on_commit_callbacks, form(fake.url))
     job = Job.objects.get()
     assert job.state == Job.DONE and job.message.startswith("Partly failed: 1 of 4 calls failed")
-    assert job.errors == [{"item": "web-2", "message": "call failed: HTTP 400; the endpoint said: fault 400"}]
+    assert job.errors == [{"row": None, "column": None, "item": "web-2",
+                           "message": "item web-2: call failed: HTTP 400; the endpoint said: fault 400"}]
     page = researcher.get(f"/jobs/{job.pk}/").content.decode()
-    assert "Partly failed" in page and "fault 400" in page
+    assert "Partly failed" in page and "item web-2: call failed: HTTP 400; the endpoint said: fault 400" in page
+    api = ApiClient(token_for(Job.objects.get().created_by)).get(f"/jobs/{job.pk}")
+    assert api.status_code == 200 and api.json()["errors"][0]["message"].startswith("item web-2: call failed")
 
 
 @pytest.mark.django_db
