@@ -83,6 +83,9 @@ class JudgeRunForm(forms.Form):
                                 help_text="The worker reads the key from this environment variable; it is never stored.")
     concurrency = forms.IntegerField(min_value=1, max_value=64, initial=8)
     retry_failed = forms.BooleanField(required=False, label="Call failed items again")
+    retry_unknown = forms.BooleanField(
+        required=False, label="Call again the calls whose outcome is unknown",
+        help_text="Calls sent by a run that was killed mid-call; the endpoint may have charged for them already.")
     calibration_set = forms.BooleanField(required=False, label="Only the batch's calibration set",
                                          help_text="Compare this judge version with earlier ones on the same frozen items.")
     judge = forms.CharField(max_length=Judge._meta.get_field("name").max_length, required=False,

@@ -63,7 +63,8 @@ def judge_job_run(job: Job, update) -> None:
     try:
         result = judge_run(
             batch=batch, template=template, client=client, judge_name=p.get("judge") or f"{template.name}/{p['model']}",
-            concurrency=p["concurrency"], retry_failed=p["retry_failed"], calibration_set=p.get("calibration_set", False),
+            concurrency=p["concurrency"], retry_failed=p["retry_failed"], retry_unknown=p.get("retry_unknown", False),
+            calibration_set=p.get("calibration_set", False),
             pairwise=pairwise, swap=p.get("swap", False), samples=p.get("samples", 1),
             prices=Prices(p["price_in"], p["price_out"]), progress=progress, should_stop=should_stop,
         )
@@ -77,7 +78,8 @@ def judge_job_run(job: Job, update) -> None:
     summary = f"Judge \u201c{result.judge.name}\u201d: {state.summary()}; {state.skipped} item(s) already called were skipped."
     if result.unknown:
         summary += (f" {len(result.unknown)} call(s) were sent by a run that was killed and their outcome is unknown: "
-                    "they were not called again (run_judge --retry-unknown calls them).")
+                    "they were not called again (tick \u201cCall again the calls whose outcome is unknown\u201d, or "
+                    "run_judge --retry-unknown, to call them).")
     if result.note:
         summary = f"{result.note} {summary}"
     progress_row = state.as_dict()

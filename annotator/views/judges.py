@@ -89,6 +89,6 @@ def start_run(request):
         price_in=data["price_in"] or 0.0, price_out=data["price_out"] or 0.0, user=request.user,
         calibration_set=data["calibration_set"], judge=data["judge"], temperature=data["temperature"],
         samples=data["samples"], pairwise=data["pairwise"], baseline_system=data["baseline_system"],
-        enhanced_system=data["enhanced_system"], swap=data["swap"],
+        enhanced_system=data["enhanced_system"], swap=data["swap"], retry_unknown=data["retry_unknown"],
     )
     return redirect("job_status", job_id=job.pk)

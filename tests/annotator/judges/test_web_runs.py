@@ -164,3 +164,19 @@ def test_a_cancelled_run_shows_no_time_left(researcher):
     running = Job.objects.create(kind=Job.JUDGE_RUN, created_by=user, label="run", state=Job.RUNNING,
                                  progress=progress)
     assert "about 20 s" in researcher.get(f"/jobs/{running.pk}/").content.decode()
+
+
+@pytest.mark.django_db
+def test_a_web_run_leaves_unknown_calls_alone_unless_ticked(researcher, django_capture_on_commit_callbacks):
+    make_batch("web", n_items=3)
+    with FakeJudge() as fake:
+        start(researcher, django_capture_on_commit_callbacks, form(fake.url))
+        JudgeCall.objects.filter(item__item_id="web-1").update(status=JudgeCall.SENT)  # as a killed run leaves it
+        fake.calls = 0
+        start(researcher, django_capture_on_commit_callbacks, form(fake.url))
+        job = Job.objects.order_by("-created_at").first()
+        assert fake.calls == 0 and "1 call(s) were sent by a run that was killed" in job.message
+        assert "Call again the calls whose outcome is unknown" in researcher.get(f"/jobs/{job.pk}/").content.decode()
+        start(researcher, django_capture_on_commit_callbacks, form(fake.url, retry_unknown="on"))
+        assert fake.calls == 1
+    assert set(JudgeCall.objects.values_list("status", flat=True)) == {"ok"}
