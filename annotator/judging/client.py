@@ -209,9 +209,7 @@ class ChatClient:
     def _adapt(self, refused: _Refused) -> None:
         param = refused.param
         with self._lock:
-            if param in self._dropped:
-                if param == "max_tokens":  # max_completion_tokens refused too: send no limit at all
-                    raise JudgeCallError(f"the endpoint refused max_tokens and max_completion_tokens: {refused.said}")
+            if param in self._dropped:  # another call in flight was refused the same way and adapted already
                 return
             self._dropped.add(param)
             what = {

@@ -93,3 +93,15 @@ def test_refused_param_reads_the_param_field_and_the_message():
     assert refused_param('{"error": {"message": "x", "param": "response_format.json_schema"}}') == "response_format"
     assert refused_param('{"detail": "json_schema is not supported by this backend"}') == "response_format"
     assert refused_param('{"error": {"message": "The model gpt-x does not exist", "param": "model"}}') is None
+
+
+def test_calls_in_flight_refused_together_all_adapt_once():
+    from concurrent.futures import ThreadPoolExecutor
+
+    with FakeJudge(refuse={"max_tokens", "temperature"}, latency=0.05) as fake:
+        c = client(fake, max_tokens=50)
+        with ThreadPoolExecutor(8) as pool:
+            results = list(pool.map(lambda _: c.complete(MESSAGES), range(8)))
+    assert all(r.sent == {"max_completion_tokens": 50} for r in results)
+    assert sorted(n.split(" for ")[0] for n in c.notes) == ["The endpoint refused max_tokens",
+                                                            "The endpoint refused temperature"]
