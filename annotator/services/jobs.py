@@ -59,24 +59,32 @@ def job_retry(*, job: Job) -> Job:
     """Queue a failed (or cancelled) job again; its input was kept, and a judge run resumes where it stopped."""
     if job.state not in (Job.FAILED, Job.CANCELLED):
         raise ValueError("only a failed or cancelled job can be tried again")
+    if job.kind == Job.JUDGE_RUN and job.state == Job.FAILED and job.errors:
+        job.params = {**job.params, "retry_failed": True}  # the calls failed: trying again means calling them again
     job.state, job.step, job.message, job.errors = Job.QUEUED, "", "", []
     job.started_at = job.finished_at = None
     job.cancel_requested = False
-    job.save(update_fields=["state", "step", "message", "errors", "started_at", "finished_at", "cancel_requested"])
+    job.save(update_fields=["state", "step", "message", "errors", "started_at", "finished_at", "cancel_requested",
+                            "params"])
     job_enqueue(job)
     return job
 
 
 @transaction.atomic
 def judge_job_create(*, batch: Batch, template: str, base_url: str, model: str, key_env: str, concurrency: int,
-                     retry_failed: bool, price_in: float, price_out: float, user, calibration_set: bool = False) -> Job:
+                     retry_failed: bool, price_in: float, price_out: float, user, calibration_set: bool = False,
+                     judge: str = "", temperature: float = 0.0, samples: int = 1, pairwise: bool = False,
+                     baseline_system: str = "", enhanced_system: str = "", swap: bool = False,
+                     retry_unknown: bool = False) -> Job:
     """Queue a judge run. Raises ValueError for a key variable that is not allowed."""
     if key_env not in settings.ANNOTATOR_JUDGE_KEY_ENVS:
         raise ValueError(f"{key_env} is not one of the API key variables this server allows")
     params = {
         "batch_id": batch.pk, "template": template, "base_url": base_url, "model": model, "key_env": key_env,
         "concurrency": concurrency, "retry_failed": retry_failed, "price_in": price_in, "price_out": price_out,
-        "calibration_set": calibration_set,
+        "calibration_set": calibration_set, "judge": judge, "temperature": temperature, "samples": samples,
+        "pairwise": pairwise, "baseline_system": baseline_system, "enhanced_system": enhanced_system, "swap": swap,
+        "retry_unknown": retry_unknown,
     }
     job = Job.objects.create(kind=Job.JUDGE_RUN, created_by=user, params=params,
                              label=f"Judge {template} with {model} on \u201c{batch.name}\u201d"

@@ -36,6 +36,7 @@ from hcs.calibration import (
 from hcs.calibration.alt_test import DEFAULT_EPSILON
 from hcs.calibration.confidence import Reliability, reliability
 from hcs.calibration.pairwise import DEFAULT_TIE_MARGIN, pair_outcomes, wilson
+from hcs.calibration.logprobs import pointwise_reliability
 from hcs.scoring import item_summaries, overall_per_annotation
 
 # How pairs are counted, in the JSON beside the figures it explains.
@@ -57,11 +58,13 @@ class JudgeDimensionRow:
     scales: tuple[str, ...]  # declared raw scales seen for this judge × dimension
     calibration: JudgeCalibration
     probes: DimensionProbes | None = None
+    confidence: Reliability | None = None  # logprob confidence in each score against matching the human mean
 
     def to_json(self) -> dict[str, Any]:
         c, alt = self.calibration, self.calibration.alt_test
         return {
             **(self.probes.to_json() if self.probes else {}),
+            "confidence_calibration": _reliability_json(self.confidence),
             "n": c.n,
             "spearman": _r(c.spearman),
             "spearman_ci95": [_r(c.spearman_ci95[0]), _r(c.spearman_ci95[1])],
@@ -114,6 +117,23 @@ class JudgesSection:
         for name, position in self.positions.items():
             out.setdefault(name, {}).setdefault(OVERALL, {})["position"] = position.to_json()
         return out
+
+
+def _reliability_json(r: Reliability | None) -> dict[str, Any] | None:
+    return None if r is None else {
+        "n": r.n, "ece": _r(r.ece),
+        "bins": [{"lo": b.lo, "hi": b.hi, "n": b.n, "confidence": _r(b.confidence), "accuracy": _r(b.accuracy)}
+                 for b in r.bins],
+    }
+
+
+def _pointwise_confidence(confidence: dict[int, float], judged: dict[int, float], human_mean: np.ndarray,
+                          step: float) -> Reliability | None:
+    """ECE of the scores that came with a logprob confidence; None when none did."""
+    rows = sorted(confidence)
+    if not rows:
+        return None
+    return pointwise_reliability([confidence[r] for r in rows], [judged[r] for r in rows], human_mean[rows], step=step)
 
 
 def _human_overall(batch: Batch, arrays: ReportArrays) -> np.ndarray:
@@ -169,11 +189,16 @@ def judges_report(*, batch: Batch, arrays: ReportArrays, epsilon: float = DEFAUL
     human_cache: dict[str, dict[int, dict[int, float]]] = {}
     scores: dict[tuple[int, str], dict[int, float]] = {}
     scales: dict[tuple[int, str], set[str]] = {}
-    for judge_pk, dimension, item_pk, value, lo, hi, higher in JudgeScore.objects.filter(item__batch=batch).values_list(
-        "judge", "dimension", "item", "value", "scale_min", "scale_max", "higher_is_better"
-    ):
+    confidences: dict[tuple[int, str], dict[int, float]] = {}
+    steps: dict[tuple[int, str], float] = {}
+    for judge_pk, dimension, item_pk, value, lo, hi, higher, confidence in JudgeScore.objects.filter(
+        item__batch=batch
+    ).values_list("judge", "dimension", "item", "value", "scale_min", "scale_max", "higher_is_better", "confidence"):
         scores.setdefault((judge_pk, dimension), {})[row_of_pk[item_pk]] = value
         scales.setdefault((judge_pk, dimension), set()).add(f"{lo:g}–{hi:g}" + ("" if higher else " (lower is better)"))
+        if confidence is not None:
+            confidences.setdefault((judge_pk, dimension), {})[row_of_pk[item_pk]] = confidence
+            steps[(judge_pk, dimension)] = (rubric.scale_max - rubric.scale_min) / (hi - lo)  # one judge point
     rows = []
     for judge in judges:
         judge["n_scores"] = counts.get(judge["pk"], 0)
@@ -189,8 +214,11 @@ def judges_report(*, batch: Batch, arrays: ReportArrays, epsilon: float = DEFAUL
             probes = dimension_probes(human_cache[dimension], judged, lengths, scale=scale, n_boot=n_boot, seed=seed,
                                       samples=samples.get((judge["pk"], dimension)), item_ids=arrays.item_id)
             label = "Overall HCS" if dimension == OVERALL else rubric.dimension(dimension).label
-            rows.append(JudgeDimensionRow(judge["name"], dimension, label,
-                                          tuple(sorted(scales[(judge["pk"], dimension)])), calibration, probes))
+            key = (judge["pk"], dimension)
+            confidence = (_pointwise_confidence(confidences[key], judged, human_item_mean(batch, arrays, dimension),
+                                                steps[key]) if key in confidences else None)
+            rows.append(JudgeDimensionRow(judge["name"], dimension, label, tuple(sorted(scales[key])), calibration,
+                                          probes, confidence))
     mean = human_item_mean(batch, arrays)
     positions = position_results(batch, {int(pk): float(mean[row]) for row, pk in enumerate(arrays.item_pk)},
                                  n_boot=n_boot, seed=seed)
@@ -230,11 +258,7 @@ class PairwiseRow:
             "n_confident": c.n_confident,
             "confident_accuracy": _r(c.confident_accuracy),
             "table": c.table,
-            "confidence_calibration": None if self.confidence is None else {
-                "n": self.confidence.n, "ece": _r(self.confidence.ece),
-                "bins": [{"lo": b.lo, "hi": b.hi, "n": b.n, "confidence": _r(b.confidence), "accuracy": _r(b.accuracy)}
-                         for b in self.confidence.bins],
-            },
+            "confidence_calibration": _reliability_json(self.confidence),
         }
 
 

@@ -6,6 +6,7 @@ from __future__ import annotations
 import csv
 import io
 import json
+from urllib.parse import urlsplit
 
 import pytest
 from django.core.management import CommandError, call_command
@@ -68,7 +69,9 @@ def test_judge_scores_csv_has_the_issue_columns_and_every_sample(scored, tmp_pat
     assert (first["judge"], first["dimension"], first["raw_value"], first["value"], first["model"]) == (
         "J", "overall", "0.75", "4.0", "m")
     assert first["call_status"] == "ok" and first["template_hash"] == judge.template_hash
-    assert first["provider"] == "" and first["judge_version"].startswith(f"{judge.template_version} #")
+    # the run records its endpoint, and the export names the host it was sent to
+    assert first["provider"] == urlsplit(judge.params["base_url"]).netloc != ""
+    assert first["judge_version"].startswith(f"{judge.template_version} #")
     assert first["reason"] == HOSTILE  # read back exactly ...
     assert f",'{HOSTILE[:5]}" in text.replace('"', "")  # ... because it was written defused
 
@@ -99,7 +102,7 @@ def test_judge_calls_jsonl_never_carries_the_key(scored, tmp_path):
 
 def test_an_unreadable_call_is_in_the_calls_with_its_error(db, tmp_path):
     batch = make_batch("bad", n_items=1)
-    with FakeJudge(lambda p: "I cannot decide.") as fake:
+    with FakeJudge(lambda p: "I cannot decide.") as fake, pytest.raises(CommandError, match="unreadable"):
         call_command("run_judge", "bad", "--template", "hub_answer_correctness", "--base-url", fake.url,
                      "--model", "m", "--backoff", "0.01")
     (line,) = [json.loads(x) for x in _export(batch, "--format", "jsonl", tmp_path=tmp_path).splitlines()]
