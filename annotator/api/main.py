@@ -24,6 +24,7 @@ from annotator.api import (
     reports,
 )
 from annotator.api.auth import TokenRateThrottle, signed_in
+from annotator.judges import api as judge_review
 from annotator.api.problems import MEDIA_TYPE, install_handlers
 
 DESCRIPTION = """
@@ -81,5 +82,5 @@ api = Api(
     docs_decorator=require_GET,  # the schema and the docs page only read
 )
 install_handlers(api)
-for module in (me, batches, annotations, reports, judges, calibration_sets, jobs):
+for module in (me, batches, annotations, reports, judges, calibration_sets, jobs, judge_review):
     api.add_router("", module.router)

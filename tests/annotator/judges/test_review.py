@@ -104,3 +104,52 @@ def test_queue_first_refuses_unknown_ids(batch):
     with pytest.raises(ValueError, match="not in batch"):
         items_queue_first(batch=batch, item_ids=["=rev-5", "ghost"])
     assert Item.objects.get(item_id="=rev-5").position == 5
+
+
+def _login(client, user):
+    from tests.factories import PASSWORD
+
+    assert client.login(username=user.username, password=PASSWORD)
+
+
+def test_page_lists_csv_and_queue_first(client, researcher_user, admin_user, batch):
+    from django.urls import reverse
+
+    _login(client, researcher_user)
+    url = reverse("review_items", args=[batch.pk])
+    page = client.get(url, {"n": "2"}).content.decode()
+    assert "=rev-6" in page and "=rev-7" in page and "=rev-5" not in page
+    assert "samples vary (SD 2.00)" in page and "first in this batch" not in page  # reordering is for admins
+    text = client.get(url, {"n": "2", "judge": "a", "format": "csv"}).content.decode()
+    assert text.splitlines()[0] == "item_id,system_id,uncertainty,reason" and text.splitlines()[1].startswith("'=rev-6,")
+    bad = client.get(url, {"n": "lots"})
+    assert bad.status_code == 400 and "whole number" in bad.content.decode()
+    bad = client.get(url, {"judge": "<script>x</script>"}, HTTP_HX_REQUEST="true")
+    assert bad.status_code == 400 and "&lt;script&gt;" in bad.content.decode() and "<script>x" not in bad.content.decode()
+    assert client.post(reverse("review_queue_first", args=[batch.pk]), {"n": "2"}).status_code == 403
+    client.logout()
+    _login(client, admin_user)
+    assert "first in this batch" in client.get(url, {"n": "2"}).content.decode()
+    response = client.post(reverse("review_queue_first", args=[batch.pk]), {"n": "2"}, follow=True)
+    assert "Put 2 item(s) first" in response.content.decode()
+    assert list(Item.objects.filter(batch=batch).order_by("position").values_list("item_id", flat=True)[:2]) == [
+        "=rev-6", "=rev-7"]
+    response = client.post(reverse("review_queue_first", args=[batch.pk]), {"n": "0"}, follow=True)
+    assert "Nothing was moved" in response.content.decode()
+
+
+def test_api_lists_the_same_rows(client, researcher_user, batch):
+    from annotator.judges import api, review
+    from annotator.services.api_tokens import api_token_create
+
+    assert api.MAX_N == review.MAX_N
+
+    _, key = api_token_create(user=researcher_user, name="t", days=1)
+    auth = {"HTTP_AUTHORIZATION": f"Bearer {key}"}
+    data = client.get(f"/api/v1/batches/{batch.pk}/review?n=3&judge=a&judge=b", **auth).json()
+    assert data == {"items": [r.to_json() for r in review_candidates(batch=batch, n=3)]}
+    assert list(data["items"][0]) == ["item_id", "system_id", "uncertainty", "reason"]
+    problem = client.get(f"/api/v1/batches/{batch.pk}/review?judge=ghost", **auth)
+    assert problem.status_code == 422 and "'ghost'" in problem.json()["detail"]
+    assert client.get(f"/api/v1/batches/{batch.pk}/review?n=0", **auth).status_code in (400, 422)
+    assert client.get("/api/v1/batches/999999/review", **auth).status_code == 404
