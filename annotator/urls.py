@@ -46,6 +46,7 @@ judges = _Imported("annotator.views.judges")
 reports = _Imported("annotator.views.reports")
 calibration_sets = _Imported("annotator.views.calibration_set")
 judge_review = _Imported("annotator.judges.views")
+study_plans = _Imported("annotator.studies.views")
 
 handler500 = "annotator.views.errors.server_error"  # a database that does not answer: 503, try again
 
@@ -114,6 +115,7 @@ urlpatterns = [
          name="calibration_set_retire"),
     path("reports/item/<int:item_pk>/", reports.report_item, name="report_item"),
     path("reports/<int:batch_id>/review/", judge_review.review, name="review_items"),
+    path("reports/<int:batch_id>/plan/", study_plans.report_plan, name="report_plan"),
     path("reports/<int:batch_id>/review/queue-first/", judge_review.review_queue_first, name="review_queue_first"),
     path("jobs/<uuid:job_id>/", jobs.job_status, name="job_status"),
     path("jobs/<uuid:job_id>/download/", jobs.job_download, name="job_download"),

@@ -105,6 +105,7 @@ ACCESS: dict[str, dict[str, dict]] = {
     "calibration_set": {"GET": RESEARCHERS, "POST": allowed(RESEARCHERS, 400)},  # an empty form: 400
     "calibration_set_retire": {"POST": allowed(RESEARCHERS, 302)},
     "review_items": {"GET": RESEARCHERS},
+    "report_plan": {"GET": RESEARCHERS},
     "review_queue_first": {"POST": allowed(ADMINS, 302)},
     # Background jobs belong to whoever started them (here the admin); anyone else's is a 404.
     "job_status": {"GET": {**SIGNED_IN, "none": 404, "annotator": 404, "researcher": 404}},

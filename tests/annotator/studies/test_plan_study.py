@@ -86,3 +86,18 @@ def test_text_output_and_bad_input(pilot):
     make_batch("empty", n_items=3)
     with pytest.raises(CommandError, match="a pilot needs at least 10"):
         _plan("empty", "--items", "10")
+
+
+def test_plan_panel_on_the_report(client, researcher_user, pilot):
+    assert client.login(username=researcher_user.username, password=PASSWORD)
+    report = client.get(reverse("report_batch", args=[pilot.pk])).content.decode()
+    url = reverse("report_plan", args=[pilot.pk])
+    assert "Plan a study" in report and f'hx-get="{url}"' in report
+    assert client.get(url).status_code == 200  # the form alone
+    page = client.get(url, {"items": "300", "k": "3", "target_width": "0.05"}).content.decode()
+    assert "Predicted CI width" in page and "krippendorff_alpha_interval" in page and "Human labels for a PPI++" in page
+    fragment = client.get(url, {"items": "300", "k": "3"}, HTTP_HX_REQUEST="true")
+    body = fragment.content.decode()
+    assert fragment.status_code == 200 and body.lstrip().startswith('<div id="plan-result"') and "<html" not in body
+    bad = client.get(url, {"items": "300", "k": "<b>1</b>"}, HTTP_HX_REQUEST="true")
+    assert bad.status_code == 400 and "whole numbers" in bad.content.decode() and "<b>1</b>" not in bad.content.decode()
