@@ -21,6 +21,8 @@ def judges_csv(report: BatchReport) -> Iterator[str]:
     rows = []
     for judge, dimensions in (section.to_json() if section is not None else {}).items():
         for dimension, d in dimensions.items():
+            if "alt_test" not in d:
+                continue  # an entry with no calibration of its own: PPI++ on a derived overall, or a position probe
             alt = d["alt_test"]
             rows.append([
                 judge, dimension, d["n"], d["spearman"], *d["spearman_ci95"], d["kendall"], *d["kendall_ci95"],

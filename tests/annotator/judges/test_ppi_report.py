@@ -121,3 +121,13 @@ def test_without_labels_the_key_is_null_and_the_page_says_why(client, researcher
     assert data["judges"]["lonely"]["coherence"]["ppi"] is None
     page = client.get(reverse("report_judges", args=[batch.pk])).content.decode()
     assert "Fewer than two items have both a judge score and a human label" in page
+
+
+def test_judges_csv_lists_calibration_rows_only(client, researcher_user, study):
+    """The derived overall entry carries PPI++ and no calibration: the CSV table has no row for it."""
+    batch, _, _, _ = study
+    _login(client, researcher_user)
+    response = client.get(reverse("report_export", args=[batch.pk, "judges.csv"]))
+    assert response.status_code == 200
+    rows = response.content.decode().splitlines()
+    assert len(rows) == 1 + len(DIMS) and not any(",overall," in r for r in rows)
