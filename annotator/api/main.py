@@ -16,6 +16,7 @@ from ninja.responses import NinjaJSONEncoder
 
 from annotator.api import annotations, batches, jobs, me, reports
 from annotator.api.auth import TokenRateThrottle, signed_in
+from annotator.judges.api import review as judge_review
 from annotator.api.problems import MEDIA_TYPE, install_handlers
 from annotator.judges.api import calibration_sets, judges
 from annotator.judges.api import tables as judge_data
@@ -75,5 +76,5 @@ api = Api(
     docs_decorator=require_GET,  # the schema and the docs page only read
 )
 install_handlers(api)
-for module in (me, batches, annotations, reports, judges, judge_data, calibration_sets, jobs):
+for module in (me, batches, annotations, reports, judges, judge_data, calibration_sets, jobs, judge_review):
     api.add_router("", module.router)

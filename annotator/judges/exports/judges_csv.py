@@ -22,6 +22,8 @@ def judges_csv(report: BatchReport) -> Iterator[str]:
     # The section's rows, not its JSON: a pairwise judge's JSON entry holds only its position probe.
     for row in section.rows if section is not None else ():
         d = row.to_json()
+        if "alt_test" not in d:
+            continue  # an entry with no calibration of its own: PPI++ on a derived overall
         alt = d["alt_test"]
         rows.append([
             row.judge, row.dimension, d["n"], d["spearman"], *d["spearman_ci95"], d["kendall"], *d["kendall_ci95"],

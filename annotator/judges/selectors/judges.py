@@ -17,6 +17,7 @@ from django.db.models import Count
 from annotator.judges.selectors.verdicts import counted_verdicts
 from annotator.models import Batch, Judge, JudgeFailure, JudgeScore
 from annotator.judges.models.judge import OVERALL
+from annotator.judges.selectors.validation import JudgePPI, judge_overall_scores, judge_ppi
 from annotator.judges.selectors.probes import (
     DimensionProbes,
     PositionResult,
@@ -103,6 +104,7 @@ class JudgesSection:
     judges: tuple[dict[str, Any], ...]  # name, model, template, template_version, n_scores, n_failures
     rows: tuple[JudgeDimensionRow, ...]
     positions: dict[str, PositionResult] = field(default_factory=dict)  # pairwise judges run in both orders
+    ppi: tuple[JudgePPI, ...] = ()  # PPI++ estimates of the human mean, per judge × dimension
 
     def __bool__(self) -> bool:
         return bool(self.judges) or bool(self.positions)
@@ -110,12 +112,19 @@ class JudgesSection:
     def for_judge(self, name: str) -> list[JudgeDimensionRow]:
         return [r for r in self.rows if r.judge == name]
 
+    def ppi_for(self, name: str) -> list[JudgePPI]:
+        return [p for p in self.ppi if p.judge == name]
+
     def to_json(self) -> dict[str, dict[str, dict[str, Any]]]:
         out: dict[str, dict[str, dict[str, Any]]] = {j["name"]: {} for j in self.judges}
         for row in self.rows:
             out[row.judge][row.dimension] = row.to_json()
         for name, position in self.positions.items():
             out.setdefault(name, {}).setdefault(OVERALL, {})["position"] = position.to_json()
+        for p in self.ppi:
+            entry = out.setdefault(p.judge, {}).setdefault(p.dimension, {})
+            entry["ppi"] = p.to_json()
+            entry["ppi_by_system"] = p.by_system_json()
         return out
 
 
@@ -222,7 +231,33 @@ def judges_report(*, batch: Batch, arrays: ReportArrays, epsilon: float = DEFAUL
     mean = human_item_mean(batch, arrays)
     positions = position_results(batch, {int(pk): float(mean[row]) for row, pk in enumerate(arrays.item_pk)},
                                  n_boot=n_boot, seed=seed)
-    return JudgesSection(epsilon=epsilon, judges=tuple(judges), rows=tuple(rows), positions=positions)
+    return JudgesSection(epsilon=epsilon, judges=tuple(judges), rows=tuple(rows), positions=positions,
+                         ppi=_ppi_rows(batch, arrays, judges, scores))
+
+
+def _ppi_rows(batch: Batch, arrays: ReportArrays, judges: list[dict[str, Any]],
+              scores: dict[tuple[int, str], dict[int, float]]) -> tuple[JudgePPI, ...]:
+    """PPI++ per judge × dimension and overall HCS (from the judge's dimension scores when it gave no overall)."""
+    rubric = batch.rubric_obj
+    weights = {d.key: d.weight for d in rubric.dimensions}
+    human: dict[str, np.ndarray] = {}
+    out = []
+    for judge in judges:
+        mine = {dim: by_item for (pk, dim), by_item in scores.items() if pk == judge["pk"]}
+        if OVERALL not in mine:
+            derived = judge_overall_scores(mine, weights)
+            if derived:
+                mine[OVERALL] = derived
+        for dimension in (*rubric.dimension_keys, OVERALL):
+            if not mine.get(dimension):
+                continue
+            if dimension not in human:
+                human[dimension] = human_item_mean(batch, arrays, dimension)
+            label = "Overall HCS" if dimension == OVERALL else rubric.dimension(dimension).label
+            out.append(judge_ppi(judge=judge["name"], dimension=dimension, label=label, human_mean=human[dimension],
+                                 judged=mine[dimension], item_system=arrays.item_system,
+                                 system_names=arrays.system_names))
+    return tuple(out)
 
 
 @dataclass(frozen=True)
