@@ -24,6 +24,7 @@ from annotator.api import (
     reports,
 )
 from annotator.api.auth import TokenRateThrottle, signed_in
+from annotator.api.parser import StrictJsonParser
 from annotator.api.problems import MEDIA_TYPE, install_handlers
 
 DESCRIPTION = """
@@ -78,6 +79,7 @@ api = Api(
     docs_url="/docs",
     openapi_url="/openapi.json",
     renderer=Renderer(),
+    parser=StrictJsonParser(),
     docs_decorator=require_GET,  # the schema and the docs page only read
 )
 install_handlers(api)

@@ -103,6 +103,12 @@ def _on_not_found(request, exc: Http404) -> HttpResponse:
 
 
 def _on_http_error(request, exc: HttpError) -> HttpResponse:
+    from annotator.api.parser import (
+        BodyRefused,  # the parser's reason is the cause of ninja's bare 400
+    )
+
+    if isinstance(exc.__cause__, BodyRefused):
+        return problem_response(request, exc.status_code, str(exc.__cause__), kind=INVALID_REQUEST)
     return problem_response(request, exc.status_code, str(exc))
 
 
