@@ -203,9 +203,11 @@ ANNOTATOR_BACKGROUND_REPORT_ITEMS = env_int("ANNOTATOR_BACKGROUND_REPORT_ITEMS",
 # The environment variables a judge run started from the web may read its API key from (the worker's
 # environment). Only these: a researcher must not be able to send any other secret to a URL they name.
 ANNOTATOR_JUDGE_KEY_ENVS = env_list("ANNOTATOR_JUDGE_KEY_ENVS", "OPENAI_API_KEY")
-# The HTTP API: requests per token (or signed-in user) per period, counted in Django's cache
-# (per process unless CACHES points at a shared cache), and the longest token lifetime.
+# The HTTP API: requests per token (or signed-in user) per period, and failed token attempts per
+# client address and minute, both counted in the database (shared by every app server and process);
+# and the longest token lifetime.
 ANNOTATOR_API_RATE = env_rate("ANNOTATOR_API_RATE", "120/min")
+ANNOTATOR_API_TOKEN_FAILURES_PER_MINUTE = env_int("API_TOKEN_FAILURES_PER_MINUTE", 20, minimum=1)
 ANNOTATOR_API_TOKEN_MAX_DAYS = env_int("ANNOTATOR_API_TOKEN_MAX_DAYS", 365, minimum=1)
 # Uploads are read in memory up to the upload limit, then checked in one piece.
 DATA_UPLOAD_MAX_MEMORY_SIZE = ANNOTATOR_UPLOAD_MAX_BYTES + 1024 * 1024
