@@ -28,11 +28,13 @@ def job_enqueue(job: Job) -> None:
 
 
 @transaction.atomic
-def upload_job_create(*, pending: dict, data: bytes, user) -> Job:
-    """Queue the save of a confirmed upload; the file travels in the job row."""
+def upload_job_create(*, pending: dict, data: bytes, user, confirm_key: str | None = None) -> Job:
+    """Queue the save of a confirmed upload; the file travels in the job row. ``confirm_key`` lets the
+    upload page find the job when the confirm is sent again."""
     what = {"batch": "batch", "items": "items for"}.get(pending["mode"], "annotations for")
+    params = {**pending, "confirm_key": confirm_key} if confirm_key else pending
     job = Job.objects.create(
-        kind=Job.UPLOAD, created_by=user, params=pending, payload=data,
+        kind=Job.UPLOAD, created_by=user, params=params, payload=data,
         label=f"Upload of {pending['filename']} ({what} \u201c{pending['name']}\u201d, {len(data):,} bytes)",
     )
     job_enqueue(job)

@@ -62,7 +62,8 @@ def test_small_upload_stays_synchronous(admin_client, settings):
     settings.ANNOTATOR_BACKGROUND_UPLOAD_BYTES = 10_000
     response = _confirm(admin_client, GOOD)
     assert response.status_code == 302 and response.url == reverse("upload")
-    assert not Job.objects.exists()
+    # Saved in the request: the only job row is its receipt, done, with no file kept.
+    assert list(Job.objects.values_list("state", "payload")) == [(Job.DONE, None)]
     assert Item.objects.filter(batch__name="bg-batch").count() == 3
 
 
