@@ -6,6 +6,7 @@ SQLite under ``var/`` works out of the box; set ``DATABASE_URL`` for PostgreSQL.
 from __future__ import annotations
 
 import os
+import sys
 from pathlib import Path
 
 import dj_database_url
@@ -84,6 +85,18 @@ TEMPLATES = [
 ]
 
 
+# A web process (gunicorn imports annotator.wsgi, which says so before the settings load; or the
+# development server) bounds each statement; management commands and the background worker do not.
+WEB_PROCESS = env_bool("ANNOTATOR_WEB_PROCESS", default=False) or sys.argv[1:2] == ["runserver"]
+DB_STATEMENT_TIMEOUT_S = env_int("DB_STATEMENT_TIMEOUT_S", 30)
+# /healthz answers 503 when the database has not answered within this many seconds.
+HEALTHZ_TIMEOUT_S = env_int("HEALTHZ_TIMEOUT_S", 3, minimum=1)
+# The client's own bound on one database call in a web process (0: none); it must outlast the
+# statement timeout, which the server enforces when it is answering at all.
+DB_QUERY_DEADLINE_S = env_int("DB_QUERY_DEADLINE_S", DB_STATEMENT_TIMEOUT_S + 5 if DB_STATEMENT_TIMEOUT_S else 0) \
+    if WEB_PROCESS else 0
+
+
 def database_config() -> dict:
     url = os.environ.get("DATABASE_URL", "").strip()
     if not url:
@@ -100,6 +113,20 @@ def database_config() -> dict:
         }
     else:
         config["CONN_HEALTH_CHECKS"] = True
+        config["ENGINE"] = "annotator.pgbackend"  # Django's backend with a client-side deadline on each call
+        options = config.setdefault("OPTIONS", {})
+        # libpq: give up on a server that does not finish the connection handshake (a stalled proxy accepts
+        # and never answers); probe idle connections so a vanished server is noticed; and drop a connection
+        # whose sent data stays unacknowledged.
+        options.setdefault("connect_timeout", env_int("DB_CONNECT_TIMEOUT_S", 5, minimum=2))
+        options.setdefault("keepalives", 1)
+        options.setdefault("keepalives_idle", env_int("DB_KEEPALIVE_IDLE_S", 30, minimum=1))
+        options.setdefault("keepalives_interval", 10)
+        options.setdefault("keepalives_count", 3)
+        options.setdefault("tcp_user_timeout", env_int("DB_TCP_USER_TIMEOUT_S", 30, minimum=0) * 1000)
+        if WEB_PROCESS and DB_STATEMENT_TIMEOUT_S:
+            # Web requests only: imports, report builds and the worker's jobs may run long on purpose.
+            options["options"] = f"{options.get('options', '')} -c statement_timeout={DB_STATEMENT_TIMEOUT_S * 1000}".strip()
     return config
 
 

@@ -2,15 +2,16 @@
 
 from __future__ import annotations
 
+from django.conf import settings
 from django.contrib import messages
 from django.contrib.auth.decorators import login_required
-from django.db import DatabaseError, connection
 from django.http import Http404, HttpResponse, JsonResponse
 from django.shortcuts import redirect, render
 from django.views.decorators.cache import never_cache
 from django.views.decorators.http import require_GET, require_POST
 
 from annotator.models import Job
+from annotator.selectors.health import database_problem
 from annotator.selectors.jobs import job_of
 from annotator.services.jobs import job_cancel, job_retry
 
@@ -65,11 +66,10 @@ def job_stop(request, job_id):
 @require_GET
 @never_cache
 def healthz(request):
-    """For load balancers: 200 when this app server can query its database, else 503."""
-    try:
-        with connection.cursor() as cursor:
-            cursor.execute("SELECT 1")
-            cursor.fetchone()
-    except DatabaseError as exc:
-        return JsonResponse({"status": "error", "database": type(exc).__name__}, status=503)
+    """For load balancers: 200 when this app server's database answers within HEALTHZ_TIMEOUT_S, else 503."""
+    problem = database_problem(timeout_s=settings.HEALTHZ_TIMEOUT_S)
+    if problem is not None:
+        response = JsonResponse({"status": "error", "database": problem}, status=503)
+        response["Retry-After"] = "5"
+        return response
     return JsonResponse({"status": "ok", "database": "ok"})

@@ -169,6 +169,8 @@ def test_the_database_worker_runs_a_queued_upload(admin_client, settings):
 def test_healthz_checks_the_database(client):
     response = client.get("/healthz")
     assert response.status_code == 200 and response.json() == {"status": "ok", "database": "ok"}
-    with mock.patch("annotator.views.jobs.connection.cursor", side_effect=OperationalError("gone")):
+    with mock.patch("annotator.selectors.health.connection") as gone:
+        gone.cursor.side_effect = OperationalError("gone")
         response = client.get("/healthz")
-    assert response.status_code == 503 and response.json()["status"] == "error"
+    assert response.status_code == 503 and response.json() == {"status": "error", "database": "OperationalError"}
+    assert response["Retry-After"] == "5"
