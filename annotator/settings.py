@@ -227,6 +227,10 @@ else:
 # synchronous (the demo needs no worker).
 ANNOTATOR_BACKGROUND_UPLOAD_BYTES = env_int("ANNOTATOR_BACKGROUND_UPLOAD_KB", 2048) * 1024
 ANNOTATOR_BACKGROUND_REPORT_ITEMS = env_int("ANNOTATOR_BACKGROUND_REPORT_ITEMS", 5000)
+# A running job's worker writes a heartbeat this often; a job on another machine whose heartbeat is
+# older than the second figure is taken for dead (failed, to be tried again).
+ANNOTATOR_JOB_HEARTBEAT_SECONDS = env_int("JOB_HEARTBEAT_S", 10, minimum=1)
+ANNOTATOR_JOB_STALE_SECONDS = env_int("JOB_STALE_AFTER_S", 60, minimum=2)
 # The environment variables a judge run started from the web may read its API key from (the worker's
 # environment). Only these: a researcher must not be able to send any other secret to a URL they name.
 ANNOTATOR_JUDGE_KEY_ENVS = env_list("ANNOTATOR_JUDGE_KEY_ENVS", "OPENAI_API_KEY")

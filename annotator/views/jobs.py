@@ -13,7 +13,7 @@ from django.views.decorators.http import require_GET, require_POST
 from annotator.models import Job
 from annotator.selectors.health import database_problem
 from annotator.selectors.jobs import job_of
-from annotator.services.jobs import job_cancel, job_retry
+from annotator.services.jobs import job_cancel, job_reclaim, job_retry
 
 
 def _own_job(request, job_id, *, with_output: bool = False) -> Job:
@@ -24,7 +24,7 @@ def _own_job(request, job_id, *, with_output: bool = False) -> Job:
 @login_required
 @never_cache
 def job_status(request, job_id):
-    job = _own_job(request, job_id)
+    job = job_reclaim(job=_own_job(request, job_id))  # a job whose worker was killed shows as failed
     template = "annotator/job.html#job-status" if request.htmx else "annotator/job.html"
     return render(request, template, {"job": job})
 
@@ -43,7 +43,7 @@ def job_download(request, job_id):
 @require_POST
 @login_required
 def job_try_again(request, job_id):
-    job = _own_job(request, job_id)
+    job = job_reclaim(job=_own_job(request, job_id))
     if job.state not in (Job.FAILED, Job.CANCELLED):
         messages.info(request, "This job has not failed; nothing to try again.")
     else:
@@ -57,9 +57,15 @@ def job_stop(request, job_id):
     job = _own_job(request, job_id)
     if job.finished:
         messages.info(request, "This job has already finished.")
-    else:
-        job_cancel(job=job)
+        return redirect("job_status", job_id=job.pk)
+    job = job_cancel(job=job)
+    if job.state == Job.CANCELLED:
+        messages.info(request, "Stopped.")
+    elif job.kind == Job.JUDGE_RUN:
         messages.info(request, "Stopping: no new calls; the calls in flight finish and are saved.")
+    else:
+        messages.info(request, "This job is being saved in one transaction and cannot be stopped half-way; "
+                               "it finishes or fails on its own, and a failure saves nothing.")
     return redirect("job_status", job_id=job.pk)
 
 

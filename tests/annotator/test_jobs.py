@@ -11,8 +11,10 @@ from django.core.files.uploadedfile import SimpleUploadedFile
 from django.core.management import call_command
 from django.db import OperationalError
 from django.urls import reverse
+from django.utils import timezone
 
 from annotator.models import Batch, Item, Job
+from annotator.selectors.jobs import this_worker
 from tests.factories import make_annotation, make_batch, make_user, upload_storage_at
 
 pytestmark = pytest.mark.django_db
@@ -132,7 +134,8 @@ def test_status_fragment_polls_while_queued_and_has_a_refresh_link(admin_client)
     url = reverse("job_status", args=[job.pk])
     fragment = admin_client.get(url, headers={"HX-Request": "true"}).content.decode()
     assert "<html" not in fragment and 'hx-trigger="every 1s"' in fragment and f'href="{url}"' in fragment
-    Job.objects.filter(pk=job.pk).update(state=Job.RUNNING, step="Computing agreement statistics")
+    Job.objects.filter(pk=job.pk).update(state=Job.RUNNING, step="Computing agreement statistics",
+                                         worker=this_worker(), started_at=timezone.now())  # this live process
     fragment = admin_client.get(url, headers={"HX-Request": "true"}).content.decode()
     assert "Computing agreement statistics" in fragment and "<progress" in fragment
     full = admin_client.get(url).content.decode()
