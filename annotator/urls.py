@@ -46,6 +46,7 @@ judges = _Imported("annotator.views.judges")
 reports = _Imported("annotator.views.reports")
 calibration_sets = _Imported("annotator.views.calibration_set")
 
+handler400 = "annotator.views.errors.bad_request"  # a session ended meanwhile: say so, and what to do
 handler500 = "annotator.views.errors.server_error"  # a database that does not answer: 503, try again
 
 urlpatterns = [
