@@ -20,10 +20,15 @@ install: $(STAMP)
 migrate: install
 	DEBUG=1 $(PY) manage.py migrate --noinput
 
-# Installs, migrates, loads the demo batch and demo users, then serves on $(HOST):$(PORT).
+# Installs, migrates, loads the demo batch and demo users, then serves on $(HOST):$(PORT) with the
+# background worker beside it (judge runs started from the page, large uploads): Ctrl-C stops both.
+# (A shell without job control starts the worker ignoring Ctrl-C, so the trap ends it.)
 demo: migrate
 	DEBUG=1 $(PY) manage.py load_demo
 	DEBUG=1 $(PY) manage.py create_demo_users
+	@DEBUG=1 $(PY) manage.py db_worker & worker=$$!; \
+	trap 'kill -TERM $$worker 2>/dev/null; wait $$worker 2>/dev/null' EXIT; \
+	echo "Background worker running (pid $$worker); Ctrl-C stops it and the server."; \
 	DEBUG=1 $(PY) manage.py runserver $(HOST):$(PORT)
 
 # Chromium for the browser tests comes from Debian's packages; installed when we can.

@@ -19,9 +19,14 @@ VAR_DIR = BASE_DIR / "var"
 
 
 DEBUG = env_bool("DEBUG", default=False)
+# A management command that serves nothing (study_link, api_token, db_worker, imports): it signs no
+# cookie a server will read, so on a developer's machine it runs without a SECRET_KEY. Anything that
+# serves (gunicorn, any WSGI host, runserver) still needs one unless DEBUG=1.
+_ARGV = [os.path.basename(sys.argv[0]) if sys.argv else "", *sys.argv[1:2]]
+LOCAL_COMMAND = _ARGV[0] in ("manage.py", "django-admin") and _ARGV[1:] != ["runserver"]
 SECRET_KEY = os.environ.get("SECRET_KEY", "")
 if not SECRET_KEY:
-    if not DEBUG:
+    if not (DEBUG or LOCAL_COMMAND):
         raise ImproperlyConfigured(
             "SECRET_KEY is not set. Set SECRET_KEY in the environment, or DEBUG=1 for local development."
         )
