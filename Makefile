@@ -48,6 +48,8 @@ test-fast: install
 # Production serving: gunicorn + whitenoise against DATABASE_URL (needs SECRET_KEY and ALLOWED_HOSTS;
 # README "Production"). `make serve` = release + web; on a second app server run `make web` only.
 GUNICORN_ARGS ?= --access-logfile - --timeout 120 --graceful-timeout 30
+# gunicorn's sync worker, answering its own 414/431 under /api/ as problem details (annotator/gunicorn_workers.py).
+GUNICORN_WORKER ?= annotator.gunicorn_workers.SyncWorker
 serve: release web
 
 # Once per deploy, from one machine: apply migrations.
@@ -57,7 +59,8 @@ release: install
 # One app server: collect static files (served by whitenoise), then gunicorn with WEB_CONCURRENCY workers.
 web: install
 	$(PY) manage.py collectstatic --noinput -v 0
-	$(VENV)/bin/gunicorn annotator.wsgi --bind $(HOST):$(PORT) --workers $${WEB_CONCURRENCY:-2} $(GUNICORN_ARGS)
+	$(VENV)/bin/gunicorn annotator.wsgi --bind $(HOST):$(PORT) --workers $${WEB_CONCURRENCY:-2} \
+	  --worker-class $(GUNICORN_WORKER) $(GUNICORN_ARGS)
 
 # The background worker: large uploads and report builds queued by any app server.
 worker: install
