@@ -20,8 +20,8 @@ from ninja.throttling import BaseThrottle
 from ninja.utils import check_csrf
 
 from annotator import roles
-from annotator.env import rate_parts
 from annotator.api.problems import RATE_LIMITED, Problem
+from annotator.env import rate_parts
 from annotator.selectors.api_tokens import api_token_for_key
 from annotator.services.api_tokens import api_token_touch
 from annotator.services.rate_limit import client_key, rate_count_add, rate_count_read
