@@ -46,3 +46,21 @@ def test_a_key_with_a_lone_surrogate_is_named_escaped(tmp_path):
     with pytest.raises(CommandError) as refused:
         call_command("import_batch", str(path), "--name", "s", stdout=StringIO())
     assert "note\\udfff" in str(refused.value)
+
+
+def test_a_batch_name_that_is_not_utf8_on_the_command_line_is_refused(tmp_path):
+    path = tmp_path / "items.jsonl"
+    path.write_text('{"item_id": "s-1", "prompt": "p", "response": "r"}\n')
+    # Python hands a non-UTF-8 argument over as lone surrogates (surrogateescape).
+    with pytest.raises(CommandError, match="lone surrogate"):
+        call_command("import_batch", str(path), "--name", b"week\xff".decode("utf-8", "surrogateescape"),
+                     stdout=StringIO())
+    assert not Batch.objects.exists()
+
+
+def test_a_judge_name_with_a_lone_surrogate_is_refused_by_the_service():
+    from annotator.imports.errors import ImportRefused
+    from annotator.services.judges import judge_get_or_create
+
+    with pytest.raises(ImportRefused, match="lone surrogate"):
+        judge_get_or_create(name="judge\udcff")
