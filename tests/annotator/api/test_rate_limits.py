@@ -58,3 +58,56 @@ def test_good_tokens_are_not_counted_as_failures(settings):
     settings.ANNOTATOR_API_TOKEN_FAILURES_PER_MINUTE = 2
     client = ApiClient(token_for(make_user("r", role="researcher")))
     assert {client.get("/me").status_code for _ in range(5)} == {200}
+
+
+def _database_url() -> str:
+    from django.db import connection
+
+    s = connection.settings_dict
+    if connection.vendor == "sqlite":
+        return f"sqlite:///{s['NAME']}"
+    return f"postgres://{s['USER']}:{s['PASSWORD']}@{s['HOST'] or '127.0.0.1'}:{s['PORT'] or 5432}/{s['NAME']}"
+
+
+@pytest.mark.slow
+@pytest.mark.django_db(transaction=True)
+def test_four_gunicorn_workers_share_one_allowance():
+    import os
+    import socket
+    import subprocess
+    import sys
+    import time
+    import urllib.error
+    import urllib.request
+    from pathlib import Path
+
+    from tests.stall_proxy import PORTS
+
+    key = token_for(make_user("r", role="researcher"))
+    port = next(p for p in PORTS if socket.socket().connect_ex(("127.0.0.1", p)) != 0)
+    env = {**os.environ, "SECRET_KEY": "rate-test", "HTTPS_ONLY": "0", "ALLOWED_HOSTS": "127.0.0.1",
+           "DATABASE_URL": _database_url(), "ANNOTATOR_API_RATE": "5/min", "DB_CONN_MAX_AGE": "0"}
+    server = subprocess.Popen([sys.executable, "-m", "gunicorn", "annotator.wsgi", "--bind", f"127.0.0.1:{port}",
+                               "--workers", "4"], cwd=Path(__file__).resolve().parents[3], env=env,
+                              stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
+    try:
+        deadline = time.monotonic() + 60
+        while socket.socket().connect_ex(("127.0.0.1", port)) != 0:
+            assert server.poll() is None and time.monotonic() < deadline
+            time.sleep(0.2)
+        statuses = []
+        for _ in range(16):  # new connections: the requests spread over the four workers
+            request = urllib.request.Request(f"http://127.0.0.1:{port}/api/v1/me",
+                                             headers={"Authorization": f"Bearer {key}", "Connection": "close"})
+            try:
+                with urllib.request.urlopen(request, timeout=30) as response:
+                    statuses.append(response.status)
+            except urllib.error.HTTPError as exc:
+                statuses.append(exc.code)
+        # 5 allowed per minute window, whichever worker answers (at most 10 if the requests straddle two
+        # windows); counted per process, the four workers would have allowed all 16.
+        assert 5 <= statuses.count(200) <= 10 and statuses.count(429) == 16 - statuses.count(200), statuses
+        assert statuses[:5] == [200] * 5
+    finally:
+        server.terminate()
+        server.wait(10)
