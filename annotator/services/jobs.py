@@ -94,7 +94,8 @@ GONE = {
     Job.EXPORT: "The background worker stopped while building this report (it was killed or restarted). "
                 "You can try again.",
     Job.JUDGE_RUN: "The background worker stopped during this run (it was killed or restarted). The calls it "
-                   "finished are saved; trying again resumes from there.",
+                   "finished are saved; trying again resumes from there (for two minutes after the stop the "
+                   "judge still counts as busy: if Try again says so, wait and try again).",
 }
 
 
