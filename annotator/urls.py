@@ -48,6 +48,7 @@ calibration_sets = _Imported("annotator.judges.views.calibration_set")
 judge_review = _Imported("annotator.judges.views.review")
 study_plans = _Imported("annotator.studies.views.plan")
 
+handler400 = "annotator.views.errors.bad_request"  # a session ended meanwhile: say so, and what to do
 handler500 = "annotator.views.errors.server_error"  # a database that does not answer: 503, try again
 
 urlpatterns = [

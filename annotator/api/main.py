@@ -17,6 +17,7 @@ from ninja.responses import NinjaJSONEncoder
 from annotator.api import annotations, batches, jobs, me, reports
 from annotator.api.auth import TokenRateThrottle, signed_in
 from annotator.judges.api import review as judge_review
+from annotator.api.parser import StrictJsonParser
 from annotator.api.problems import MEDIA_TYPE, install_handlers
 from annotator.judges.api import calibration_sets, judges
 from annotator.judges.api import tables as judge_data
@@ -73,6 +74,7 @@ api = Api(
     docs_url="/docs",
     openapi_url="/openapi.json",
     renderer=Renderer(),
+    parser=StrictJsonParser(),
     docs_decorator=require_GET,  # the schema and the docs page only read
 )
 install_handlers(api)

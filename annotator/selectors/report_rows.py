@@ -77,6 +77,8 @@ def annotation_records(
         annotations = annotations.filter(_after(*after))
     if limit is not None:  # the page's ids first: a walk along the submission-order index that stops at ``limit``
         page = list(annotations.order_by("submitted_at", "id").values_list("pk", flat=True)[:limit])
+        if not page:  # `pk IN ()` cannot be compiled to SQL: an empty page is no rows
+            return
         annotations = Annotation.objects.filter(pk__in=page)
     query = annotations.annotate(**packed).order_by("submitted_at", "id").values_list(
         *_COLUMNS, *packed, *(_TEXT if with_text else ())

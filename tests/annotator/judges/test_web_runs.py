@@ -6,9 +6,11 @@ from __future__ import annotations
 import json
 
 import pytest
+from django.utils import timezone
 
 from annotator.models import Job, Judge, JudgeCall, PairwiseVerdict
 from annotator.judges.services import jobs as judge_jobs
+from annotator.selectors.jobs import this_worker
 from annotator.services.job_runner import _update
 from tests.annotator.api.conftest import ApiClient, token_for
 from tests.factories import make_batch, make_user
@@ -161,8 +163,9 @@ def test_a_cancelled_run_shows_no_time_left(researcher):
     researcher.force_login(user)
     page = researcher.get(f"/jobs/{cancelled.pk}/").content.decode()
     assert "10 / 40" in page and "Time left" not in page
+    # a run whose worker is alive (this process, beating now): the page shows its time left
     running = Job.objects.create(kind=Job.JUDGE_RUN, created_by=user, label="run", state=Job.RUNNING,
-                                 progress=progress)
+                                 progress=progress, worker=this_worker(), heartbeat_at=timezone.now())
     assert "about 20 s" in researcher.get(f"/jobs/{running.pk}/").content.decode()
 
 
