@@ -123,12 +123,29 @@ class BatchProgress:
     items_complete: int
     mine_submitted: int
     mine_leased: bool
-    ended: bool = False  # screened out, blocked, excluded, or their study visit is over: no Start button
-    visit_over: bool = False  # their study visit is over: their ratings are final (no edit link)
+    ended: bool = False  # their ratings are final (see ratings_final): no Start button, no edit link
+    visit_over: bool = False  # their study visit is over
 
     @property
     def percent_complete(self) -> int:
         return round(100 * self.items_complete / self.items_total) if self.items_total else 0
+
+
+def _stopped(user, batch) -> Exists:
+    return Exists(AnnotatorStanding.objects.filter(AnnotatorStanding.STOPPED, batch=batch, annotator=user))
+
+
+def _visit_over(user, batch) -> Exists:
+    return Exists(Enrolment.objects.filter(Enrolment.VISIT_OVER, batch=batch, user=user))
+
+
+def ratings_final(*, user, batch_id: int) -> bool:
+    """Whether the annotator's ratings in the batch can no longer change: quality control stopped
+    them (screened out, failed training, blocked, excluded) or their study visit is over. The one
+    rule behind the queue's edit link, the list's Edit links, the edit page and ``annotation_update``."""
+    return Batch.objects.filter(pk=batch_id).filter(
+        Q(_stopped(user, OuterRef("pk"))) | Q(_visit_over(user, OuterRef("pk")))
+    ).exists()
 
 
 def _grouped_count(queryset: QuerySet, group: str) -> Subquery:
@@ -152,12 +169,8 @@ def queue_for_annotator(*, user) -> list[BatchProgress]:
         mine_leased=Exists(
             Assignment.objects.filter(batch=OuterRef("pk"), annotator=user, state=Assignment.State.LEASED)
         ),
-        stopped=Exists(
-            AnnotatorStanding.objects.filter(batch=OuterRef("pk"), annotator=user).filter(
-                Q(screened_out_at__isnull=False) | Q(blocked_at__isnull=False) | Q(excluded=True)
-            )
-        ),
-        visit_over=Exists(Enrolment.objects.filter(Enrolment.VISIT_OVER, batch=OuterRef("pk"), user=user)),
+        stopped=_stopped(user, OuterRef("pk")),
+        visit_over=_visit_over(user, OuterRef("pk")),
     ).order_by("name")
     return [
         BatchProgress(
