@@ -18,6 +18,7 @@ import pandas as pd
 
 from annotator.imports.annotation_template import (  # the template's columns: also the export's
     CONSTRAINTS_MET,
+    EXCLUDED,
     parse_constraints_met,
     template_columns,
 )
@@ -98,7 +99,7 @@ def parse_annotation_table(table: Table, *, rubric: Rubric) -> ParsedAnnotations
     errors = list(table.errors)
     dims = [d for d in rubric.dimension_keys if d in table.columns]
     flags = [f for f in rubric.flag_keys if f in table.columns]
-    known = {"item_id", "annotator", "comment", CONSTRAINTS_MET, *ITEM_TEXT, *rubric.dimension_keys,
+    known = {"item_id", "annotator", "comment", CONSTRAINTS_MET, EXCLUDED, *ITEM_TEXT, *rubric.dimension_keys,
              *rubric.flag_keys}
     for name in ("item_id", "annotator"):
         if name not in table.columns:
