@@ -171,7 +171,8 @@ def parse_batch_table(table: Table, *, rubric: Rubric | None = None) -> ParsedBa
     gold_frame = None
     if gold_cells:
         gold = gold_rows(gold_cells, rows, rubric or Rubric.default(),
-                         lambda r, c, m: errors.append(table.error(r, c, m)))
+                         lambda r, c, m: errors.append(table.error(r, c, m)),
+                         n_constraints=[len(json.loads(c)) for c in out["constraints"]])
         is_gold = np.zeros(n, dtype=bool)
         is_gold[[g.index for g in gold]] = True
         gold_frame = result[is_gold].reset_index(drop=True)
