@@ -28,6 +28,7 @@ from annotator.imports.batch_file import (
     prompt_id_for,
 )
 from annotator.imports.errors import RowError
+from annotator.imports.id_text import invisible_character
 from annotator.imports.json_text import parse_constraints
 from annotator.imports.reading import ROW, Table, read_table
 from hcs.checklist import CHECKLIST_FLAGS, checklist_flags
@@ -172,6 +173,8 @@ def _item_id_problems(item_id: str) -> Problems:
         return (("item_id", "is empty"),)
     if len(item_id) > ID_MAX_LENGTH:
         return (("item_id", f"is longer than {ID_MAX_LENGTH} characters"),)
+    if (problem := invisible_character(item_id)) is not None:
+        return (("item_id", problem),)
     return ()
 
 

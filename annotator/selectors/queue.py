@@ -29,6 +29,7 @@ from annotator.models import (
     Assignment,
     Batch,
     Enrolment,
+    GoldAnswer,
     Item,
 )
 from annotator.selectors.rows import columns, instance_from_row
@@ -188,8 +189,8 @@ def queue_for_annotator(*, user) -> list[BatchProgress]:
 
 def annotations_of(*, user, batch: Batch) -> list[dict]:
     """The annotator's own annotations in a batch, newest first, ready to list: a neutral
-    number (their n-th, oldest first; never the file's item id), the prompt, scores and flags
-    by their rubric labels, and when they last changed it."""
+    number (the "Item n" the rating page showed it as; never the file's item id), the prompt,
+    scores and flags by their rubric labels, and when they last changed it."""
     rubric = batch.rubric_obj
     dimensions = {d.key: d for d in rubric.dimensions}
     flag_labels = {f.key: f.label for f in rubric.flags}
@@ -200,13 +201,14 @@ def annotations_of(*, user, batch: Batch) -> list[dict]:
         .annotate(n_changes=Count("revisions"), last_changed=Max("revisions__changed_at"))
         .order_by("-submitted_at", "-pk")
     )
+    numbers = _item_numbers(user=user, batch=batch, annotations=annotations)
     rows = []
-    for i, a in enumerate(annotations):
+    for a in annotations:
         scores = {s.dimension: s.value for s in a.scores.all()}
         rows.append(
             {
                 "annotation": a,
-                "number": len(annotations) - i,
+                "number": numbers[a.pk],
                 "prompt": a.item.prompt,
                 "scores": [
                     {"label": d.label, "abbreviation": d.abbreviation or d.label[:1], "value": scores.get(key)}
@@ -220,6 +222,28 @@ def annotations_of(*, user, batch: Batch) -> list[dict]:
     return rows
 
 
+def _item_numbers(*, user, batch: Batch, annotations: list[Annotation]) -> dict[int, int]:
+    """Each annotation's place in the annotator's own sequence, as ``RatingProgress.position``
+    counts it: training and check answers, submitted and skipped items, in the order they were
+    finished (an annotation without an assignment, e.g. imported, by its submission time)."""
+    finished = Assignment.objects.filter(
+        batch=batch, annotator=user, state__in=[Assignment.State.SUBMITTED, Assignment.State.SKIPPED]
+    ).exclude(finished_at=None).values_list("item_id", "finished_at", "pk")
+    by_item = {item_id: (when, 1, pk) for item_id, when, pk in finished}
+    events = list(by_item.values())
+    events += [(when, 0, pk) for when, pk in GoldAnswer.objects.filter(
+        gold_item__batch=batch, annotator=user, submitted_at__isnull=False).values_list("submitted_at", "pk")]
+    own = {}
+    for a in annotations:
+        if a.item_id in by_item:
+            own[a.pk] = by_item[a.item_id]
+        else:
+            own[a.pk] = (a.submitted_at, 2, a.pk)
+            events.append(own[a.pk])
+    order = {event: n for n, event in enumerate(sorted(events), 1)}
+    return {pk: order[event] for pk, event in own.items()}
+
+
 def annotation_of(*, user, pk: int) -> QuerySet[Annotation]:
     """The annotator's own annotation with this id (empty for anyone else's: a 404, not a 403)."""
     return Annotation.objects.select_related("item__batch").filter(pk=pk, annotator=user)
@@ -227,9 +251,16 @@ def annotation_of(*, user, pk: int) -> QuerySet[Annotation]:
 
 
 def conversation_turns(item: Item) -> list[dict[str, str]]:
-    """The item's conversation as (role, content) turns, whatever shape the upload used, each with
-    its ``kind`` for the page: ``user``, ``assistant``, or ``other`` when the turn names no role."""
+    """The earlier turns of the item's conversation as (role, content) turns, whatever shape the
+    upload used, each with its ``kind`` for the page: ``user``, ``assistant``, or ``other`` when the
+    turn names no role. A trailing response and latest user turn that repeat the item's response and
+    prompt are left out: the page shows those under their own headings."""
+    turns = normalise_turns(item.conversation or [])
+    if turns and not is_user(turns[-1]) and turns[-1]["content"].strip() == (item.response or "").strip():
+        turns.pop()
+    if turns and is_user(turns[-1]) and turns[-1]["content"].strip() == (item.prompt or "").strip():
+        turns.pop()
     return [
         {**turn, "kind": "user" if is_user(turn) else "other" if turn["role"] == NO_ROLE else "assistant"}
-        for turn in normalise_turns(item.conversation or [])
+        for turn in turns
     ]
