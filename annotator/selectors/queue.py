@@ -219,6 +219,7 @@ def annotations_of(*, user, batch: Batch) -> list[dict]:
                 "last_changed": a.last_changed,
             }
         )
+    rows.sort(key=lambda row: -row["number"])  # newest first, as numbered
     return rows
 
 
@@ -230,16 +231,15 @@ def _item_numbers(*, user, batch: Batch, annotations: list[Annotation]) -> dict[
         batch=batch, annotator=user, state__in=[Assignment.State.SUBMITTED, Assignment.State.SKIPPED]
     ).exclude(finished_at=None).values_list("item_id", "finished_at", "pk")
     by_item = {item_id: (when, 1, pk) for item_id, when, pk in finished}
-    events = list(by_item.values())
+    # Each annotation's event is its assignment's finish (ties, as an import's one timestamp, in the
+    # annotations' order), or its own submission when it has none; skips and gold answers come between.
+    own = {a.pk: (by_item[a.item_id][0], 1, a.pk) if a.item_id in by_item else (a.submitted_at, 2, a.pk)
+           for a in annotations}
+    rated = {a.item_id for a in annotations}
+    events = [event for item_id, event in by_item.items() if item_id not in rated]
     events += [(when, 0, pk) for when, pk in GoldAnswer.objects.filter(
         gold_item__batch=batch, annotator=user, submitted_at__isnull=False).values_list("submitted_at", "pk")]
-    own = {}
-    for a in annotations:
-        if a.item_id in by_item:
-            own[a.pk] = by_item[a.item_id]
-        else:
-            own[a.pk] = (a.submitted_at, 2, a.pk)
-            events.append(own[a.pk])
+    events += own.values()
     order = {event: n for n, event in enumerate(sorted(events), 1)}
     return {pk: order[event] for pk, event in own.items()}
 

@@ -195,6 +195,12 @@
     drawer.classList.add("rubric-floating");
     drawer.open = true;
     drawer.querySelector("summary").focus({ preventScroll: true });
+    // A bottom sheet (phones) may cover the item's start: bring the item up above it.
+    var item = document.querySelector(".rate-item");
+    var sheetTop = drawer.getBoundingClientRect().top;
+    if (item && sheetTop > 0 && item.getBoundingClientRect().top > sheetTop - 96) {
+      window.scrollBy(0, item.getBoundingClientRect().top - 8);
+    }
   }
 
   function closeRubric(form) {
