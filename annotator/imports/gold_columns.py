@@ -17,7 +17,10 @@ from __future__ import annotations
 from dataclasses import dataclass
 from typing import Any
 
-from annotator.imports.annotation_template import format_constraints_met, parse_constraints_met
+from annotator.imports.annotation_template import (
+    format_constraints_met,
+    parse_constraints_met,
+)
 from annotator.imports.json_text import parse_constraints
 from hcs.checklist import CHECKLIST_FLAGS, checklist_flags, checklist_outcomes
 from hcs.quality_rules import GOLD_TOLERANCE

@@ -46,6 +46,7 @@ class AnnotationRecord(NamedTuple):
 
 _COLUMNS = ("id", "item__item_id", "item__system_id", "annotator__username", "submitted_at", "flags", "comment",
             "constraints_met", "annotator_id")
+_ANNOTATOR_ID = _COLUMNS.index("annotator_id")
 _TEXT = ("item__prompt", "item__response")
 FETCH = 2_000  # rows per fetch
 _REMEMBERED = 1_024  # distinct values each conversion remembers
@@ -99,7 +100,7 @@ def annotation_records(
                     row[0], row[1], row[2], row[3], when(row[4]), flags(row[5]), row[6], met(row[7]),
                     scores(*row[first_packed:first_text]),
                     row[first_text] if with_text else "", row[first_text + 1] if with_text else "",
-                    row[8] in excluded,
+                    row[_ANNOTATOR_ID] in excluded,
                 )
 
 

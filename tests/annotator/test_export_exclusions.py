@@ -14,7 +14,11 @@ from django.utils import timezone
 from annotator.exports.formats import EXPORT_FORMATS, export_chunks
 from annotator.models import Annotation, Batch
 from annotator.selectors.reports import batch_report
-from annotator.services.exclusion import annotator_block, annotator_exclude, annotator_include
+from annotator.services.exclusion import (
+    annotator_block,
+    annotator_exclude,
+    annotator_include,
+)
 from tests.factories import make_annotation, make_batch, make_user
 
 pytestmark = pytest.mark.django_db

@@ -36,13 +36,13 @@ def test_the_page_shows_n_and_does_not_flag_a_tiny_overlap(batch):
     client = Client()
     client.force_login(make_user("reader", role="researcher"))
     html = client.get(reverse("report_batch", args=[batch.pk])).content.decode()
-    row = re.search(r"<tr>\s*<td>tiny</td>.*?</tr>", html, re.S).group(0)
+    row = re.search(r"<tr>\s*<td>tiny</td>.*?</tr>", html, re.DOTALL).group(0)
     assert "-1.00" in row and "n&nbsp;=&nbsp;3" in row
     assert "outlier" not in row and f"too few shared items to flag (3 of {MIN_SHARED_ITEMS})" in row
-    careful = re.search(r"<tr>\s*<td>careful0</td>.*?</tr>", html, re.S).group(0)
+    careful = re.search(r"<tr>\s*<td>careful0</td>.*?</tr>", html, re.DOTALL).group(0)
     assert "n&nbsp;=&nbsp;12" in careful
-    signals = re.search(r'<table id="annotator-signals">.*?</table>', html, re.S).group(0)
-    tiny_signals = re.search(r"<tr>\s*<td>tiny</td>.*?</tr>", signals, re.S).group(0)
+    signals = re.search(r'<table id="annotator-signals">.*?</table>', html, re.DOTALL).group(0)
+    tiny_signals = re.search(r"<tr>\s*<td>tiny</td>.*?</tr>", signals, re.DOTALL).group(0)
     rho_cell = re.search(r'<td class="([^"]*)" title="flag &lt; 0.2 on[^"]*">-1.00 <span[^>]*>n&nbsp;=&nbsp;3<', tiny_signals)
     assert rho_cell is not None and rho_cell.group(1) == "num"  # shown, not flagged
 

@@ -6,7 +6,12 @@ import pytest
 from django.urls import reverse
 
 from annotator.models import GoldItem, QualityRule
-from tests.browser.conftest import CHROMIUM, htmx_settled, rating_ready, signed_in_context
+from tests.browser.conftest import (
+    CHROMIUM,
+    htmx_settled,
+    rating_ready,
+    signed_in_context,
+)
 from tests.factories import make_annotation, make_batch, make_user
 
 pytestmark = [
