@@ -30,13 +30,24 @@ class ExportFormat:
     from_report: Callable[[BatchReport], Iterable[str]] | None = None  # built from the agreement report
     from_batch: Callable[..., Iterable[str]] | None = None  # streamed from the batch's rows
     background: bool = False  # large batches build it in the worker (make worker)
+    # A folder of files (the Hugging Face dataset), handed out as one zip: built whole, never streamed.
+    zipped: Callable[..., bytes] | None = None
+    download_name: str = ""  # the file name's tail when it is not "report.<key>"
 
     @property
     def needs_report(self) -> bool:
-        return self.from_report is not None
+        return self.from_report is not None or self.zipped is not None
 
     def filename(self, batch: Batch) -> str:
-        return f"{slugify(batch.name) or 'batch'}-{self.key if '.' in self.key else 'report.' + self.key}"
+        tail = self.download_name or (self.key if "." in self.key else "report." + self.key)
+        return f"{slugify(batch.name) or 'batch'}-{tail}"
+
+
+def _hf_zip(*, batch: Batch, report: BatchReport) -> bytes:
+    # pyarrow is loaded by the one export that writes parquet, not by every import of this table.
+    from annotator.exports.hf.writer import dataset_zip
+
+    return dataset_zip(batch=batch, report=report)
 
 
 EXPORT_FORMATS: dict[str, ExportFormat] = {
@@ -49,6 +60,8 @@ EXPORT_FORMATS: dict[str, ExportFormat] = {
         ExportFormat("judges.csv", CSV_TYPE, from_report=judges_csv),
         ExportFormat("scores.csv", CSV_TYPE, from_batch=report_csv.scores_csv),
         ExportFormat("annotations.csv", CSV_TYPE, from_batch=report_csv.annotations_csv),
+        # export_report --format hf --out DIR writes the folder itself (annotator.exports.hf.writer).
+        ExportFormat("hf", "application/zip", zipped=_hf_zip, background=True, download_name="hf-dataset.zip"),
     )
 }
 # export_report --format csv --table NAME is the format "NAME.csv".
@@ -57,6 +70,15 @@ CSV_TABLES = [key.removesuffix(".csv") for key in EXPORT_FORMATS if key.endswith
 
 def export_chunks(fmt: ExportFormat, *, batch: Batch, report: BatchReport | None = None) -> Iterable[str]:
     """The export's text in chunks. ``report`` is built with the default options when not given."""
+    if fmt.zipped is not None:
+        raise ValueError(f"export format {fmt.key!r} is a zip of files: use export_bytes")
     if fmt.from_batch is not None:
         return fmt.from_batch(batch=batch)
     return fmt.from_report(report if report is not None else batch_report(batch=batch))
+
+
+def export_bytes(fmt: ExportFormat, *, batch: Batch, report: BatchReport | None = None) -> bytes:
+    """The whole export as bytes (the background job's output, a zipped folder's download)."""
+    if fmt.zipped is not None:
+        return fmt.zipped(batch=batch, report=report if report is not None else batch_report(batch=batch))
+    return "".join(export_chunks(fmt, batch=batch, report=report)).encode("utf-8")

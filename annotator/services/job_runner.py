@@ -10,7 +10,7 @@ import logging
 
 from django.utils import timezone
 
-from annotator.exports.formats import EXPORT_FORMATS, export_chunks
+from annotator.exports.formats import EXPORT_FORMATS, export_bytes
 from annotator.imports.errors import FileRefused, ImportRefused
 from annotator.models import Batch, Job
 from annotator.selectors.report_options import ReportOptions, report_with_options
@@ -82,6 +82,6 @@ def _run_export(job: Job) -> None:
     options = ReportOptions(**job.params.get("options", {}))
     report = report_with_options(batch=batch, options=options) if fmt.needs_report else None
     _update(job, step=f"Writing the {fmt.key.upper()} file")
-    output = "".join(export_chunks(fmt, batch=batch, report=report)).encode("utf-8")
+    output = export_bytes(fmt, batch=batch, report=report)
     _update(job, state=Job.DONE, finished_at=timezone.now(), step="", output=output,
             message=f"Built {len(output):,} bytes.")

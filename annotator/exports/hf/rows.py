@@ -1,0 +1,243 @@
+"""The rows of the dataset's configs, read from the database (selectors: nothing here writes).
+
+``rating_chunks`` streams every annotation of a batch in the report's order (item, submission time,
+id), in column chunks ready for pyarrow; ``judge_score_rows`` and ``pairwise_verdict_rows`` give the
+judge tables with the columns of the judge CSV exports.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Iterator
+from dataclasses import dataclass
+from functools import lru_cache
+from typing import Any
+
+import numpy as np
+from django.db.models import Q, Sum, Value
+from django.db.models.functions import Coalesce
+from django.utils.crypto import salted_hmac
+
+from annotator.models import (
+    Adjudication,
+    Annotation,
+    AnnotatorStanding,
+    Batch,
+    GoldItem,
+    Item,
+    JudgeCall,
+    JudgeCriterionScore,
+    JudgeScore,
+    PairwiseVerdict,
+)
+from annotator.models.judge import VERSION_MARK
+from annotator.selectors.rows import chunked_cursor, converter
+from annotator.selectors.score_packing import Packing
+
+FETCH = 50_000  # annotations per chunk: one pyarrow record batch
+RATER_SALT = "annotator.exports.hf.rater"
+SOURCE_NAMES = {Annotation.Source.WEB: "browser", Annotation.Source.IMPORT: "import"}
+
+
+def rater_pseudonym(*, batch_id: int, user_pk: int) -> str:
+    """A rater's id in the published dataset: the same for every export of the batch, different
+    across batches, and not computable without the server's SECRET_KEY.
+
+    An HMAC keyed on SECRET_KEY (Django's ``salted_hmac``) rather than a hash of the username: a
+    username or a Prolific id is short or known to others, so a plain hash of it could be
+    reversed by trying candidates. It needs no stored secret per batch (no migration); rotating
+    SECRET_KEY changes every pseudonym."""
+    digest = salted_hmac(RATER_SALT, f"{batch_id}:{user_pk}", algorithm="sha256").hexdigest()
+    return f"rater-{digest[:16]}"
+
+
+@dataclass(frozen=True)
+class ItemIndex:
+    """The batch's items in report order (position, id): their pks and the ids the rows carry."""
+
+    pk: np.ndarray
+    item_id: list[str]
+    system_id: list[str]
+    prompt_id: list[str]
+
+    def rows_of(self, pks: np.ndarray) -> np.ndarray:
+        sorter = np.argsort(self.pk)
+        return sorter[np.searchsorted(self.pk, pks, sorter=sorter)]
+
+
+def item_index(*, batch: Batch) -> ItemIndex:
+    rows = list(Item.objects.filter(batch=batch).order_by("position", "id")
+                .values_list("id", "item_id", "system_id", "prompt_id"))
+    return ItemIndex(
+        pk=np.array([r[0] for r in rows], dtype=np.int64),
+        item_id=[r[1] for r in rows], system_id=[r[2] for r in rows], prompt_id=[r[3] for r in rows],
+    )
+
+
+@dataclass(frozen=True)
+class RatingChunk:
+    """Up to ``FETCH`` annotations, column by column."""
+
+    item_row: np.ndarray  # row of the item in ItemIndex
+    annotator_pk: np.ndarray
+    digits: np.ndarray  # annotations × dimensions: score - scale_min + 1, 0 = not rated
+    flags: list[tuple[str, ...]]
+    constraints_met: list[tuple[bool, ...]]
+    seconds: list[float | None]
+    source: list[str]
+    created_at: list[Any]
+
+
+_RATING_COLUMNS = ("item_id", "annotator_id", "started_at", "submitted_at", "source", "flags", "constraints_met")
+
+
+def _ratings_query(batch: Batch, packing: Packing):
+    """One row per annotation, grouped by item in batch order, then by submission (the report's order)."""
+    in_scale = Q(scores__value__gte=packing.scale_min, scores__value__lte=packing.scale_max)
+    packed = {
+        f"packed{n}": Coalesce(
+            Sum(packing.digits(group, dimension="scores__dimension", value="scores__value"), filter=in_scale),
+            Value(0),
+        )
+        for n, group in enumerate(packing.groups)
+    }
+    return (
+        Annotation.objects.filter(item__batch=batch)
+        .values("id", "item__position", *_RATING_COLUMNS)
+        .annotate(**packed)
+        .order_by("item__position", "item_id", "submitted_at", "id")
+        .values_list(*_RATING_COLUMNS, *packed)
+    )
+
+
+def rating_chunks(*, batch: Batch, items: ItemIndex) -> Iterator[RatingChunk]:
+    """Every annotation of ``batch`` in column chunks, in one ordered query streamed from a chunked cursor."""
+    rubric = batch.rubric_obj
+    packing = Packing(rubric.dimension_keys, rubric.scale_min, rubric.scale_max)
+    when = converter(Annotation, "submitted_at")
+    flags = lru_cache(maxsize=1_024)(lambda raw: tuple(converter(Annotation, "flags")(raw) or ()))
+    met = lru_cache(maxsize=1_024)(lambda raw: tuple(bool(m) for m in converter(Annotation, "constraints_met")(raw) or ()))
+    powers = [packing.base ** np.arange(len(g)) for g in packing.groups]
+    sql, params = _ratings_query(batch, packing).query.sql_with_params()
+    with chunked_cursor() as cursor:
+        cursor.execute(sql, params)
+        while rows := cursor.fetchmany(FETCH):
+            packed = np.array([r[7:] for r in rows], dtype=np.int64).reshape(len(rows), len(packing.groups))
+            digits = np.concatenate(
+                [(packed[:, n, None] // p[None, :]) % packing.base for n, p in enumerate(powers)], axis=1,
+            ) if packing.groups else np.zeros((len(rows), 0), dtype=np.int64)
+            submitted = [when(r[3]) for r in rows]
+            started = [None if r[2] is None else when(r[2]) for r in rows]
+            yield RatingChunk(
+                item_row=items.rows_of(np.array([r[0] for r in rows], dtype=np.int64)),
+                annotator_pk=np.array([r[1] for r in rows], dtype=np.int64),
+                digits=digits.astype(np.int8),
+                flags=[flags(r[5]) for r in rows],
+                constraints_met=[met(r[6]) for r in rows],
+                seconds=[None if s is None else (t - s).total_seconds() for s, t in zip(started, submitted)],
+                source=[SOURCE_NAMES.get(r[4], r[4]) for r in rows],
+                created_at=submitted,
+            )
+
+
+def excluded_annotators(*, batch: Batch) -> dict[int, tuple[str, str]]:
+    """{user pk: (rule, reason)} of the batch's excluded annotators."""
+    return {pk: (rule, reason) for pk, rule, reason in AnnotatorStanding.objects.filter(batch=batch, excluded=True)
+            .values_list("annotator_id", "exclusion_rule", "exclusion_reason")}
+
+
+def usernames(*, pks: list[int]) -> dict[int, str]:
+    from django.contrib.auth import get_user_model
+
+    User = get_user_model()
+    return dict(User.objects.filter(pk__in=pks).values_list("pk", User.USERNAME_FIELD))
+
+
+def item_text_chunks(*, batch: Batch, size: int = 5_000) -> Iterator[list[tuple]]:
+    """The items' text fields in report order, ``size`` items at a time (the texts are the bulk of the data)."""
+    query = (Item.objects.filter(batch=batch).order_by("position", "id")
+             .values_list("prompt", "response", "context", "expected_output", "constraints", "conversation", "metadata"))
+    chunk: list[tuple] = []
+    for row in query.iterator(chunk_size=size):
+        chunk.append(row)
+        if len(chunk) == size:
+            yield chunk
+            chunk = []
+    if chunk:
+        yield chunk
+
+
+def adjudicated_scores(*, batch: Batch) -> dict[int, dict[str, int]]:
+    """{item pk: the adjudicated score per dimension}."""
+    return dict(Adjudication.objects.filter(item__batch=batch).values_list("item_id", "scores"))
+
+
+def gold_item_ids(*, batch: Batch) -> set[str]:
+    return set(GoldItem.objects.filter(batch=batch).values_list("item_id", flat=True))
+
+
+# ---------------------------------------------------------------- the judge tables
+JUDGE_SCORE_COLUMNS = ("item_id", "system_id", "judge", "judge_version", "dimension", "raw_value", "value", "reason",
+                       "model", "provider", "template_hash", "sample", "call_status")
+PAIRWISE_COLUMNS = ("judge", "judge_version", "prompt_id", "baseline_system", "enhanced_system", "order_sent", "winner",
+                    "confidence", "criterion_scores")
+IMPORTED = "import"  # the provider of scores brought in from a file (no call made by the app)
+CLIENT = "openai-compatible"  # the one client run_judge calls through
+
+
+def judge_score_rows(batch: Batch) -> list[tuple]:
+    """One row per judge score of the batch's items, with the call it came from (sample 0, the
+    one a judge keeps); scores imported from a file have no call: provider ``import``, no sample."""
+    calls = {
+        (judge, item): (status, sample, template_hash, model)
+        for judge, item, status, sample, template_hash, model in JudgeCall.objects
+        .filter(item__batch=batch, enhanced__isnull=True, sample=0)
+        .values_list("judge_id", "item_id", "status", "sample", "template_hash", "model")
+    }
+    rows = []
+    scores = (JudgeScore.objects.filter(item__batch=batch)
+              .order_by("judge__name", "item__position", "item_id", "dimension")
+              .values_list("judge_id", "item_id", "item__item_id", "item__system_id", "judge__name", "judge__model",
+                           "judge__template_hash", "dimension", "raw_value", "value", "reason"))
+    for judge_pk, item_pk, item_id, system_id, name, model, judge_hash, dimension, raw, value, reason in scores:
+        call = calls.get((judge_pk, item_pk))
+        base = name.split(VERSION_MARK, 1)[0]
+        rows.append((
+            item_id, system_id, base, name, dimension, raw, value, reason,
+            call[3] if call else model, CLIENT if call else IMPORTED, call[2] if call else judge_hash,
+            call[1] if call else None, call[0] if call else None,
+        ))
+    return rows
+
+
+def pairwise_verdict_rows(batch: Batch) -> list[tuple]:
+    """One row per pairwise verdict. A verdict stores the response sent first as ``baseline``; when a
+    judge also has the same pair the other way round (``--swap``), the later one was sent
+    enhanced-first and is given in the first one's roles (systems and winner mapped back)."""
+    verdicts = list(
+        PairwiseVerdict.objects.filter(baseline__batch=batch)
+        .order_by("judge__name", "baseline__position", "enhanced__position", "pk")
+        .values_list("pk", "judge_id", "judge__name", "baseline_id", "enhanced_id", "baseline__prompt_id",
+                     "baseline__system_id", "enhanced__system_id", "winner", "confidence")
+    )
+    pk_of = {(v[1], v[3], v[4]): v[0] for v in verdicts}
+    criteria: dict[tuple[int, int, int], list[dict[str, Any]]] = {}
+    for judge, item, enhanced, criterion, dimension, raw in (
+        JudgeCriterionScore.objects.filter(item__batch=batch, enhanced__isnull=False)
+        .order_by("criterion").values_list("judge_id", "item_id", "enhanced_id", "criterion", "rubric_dimension",
+                                           "raw_value")
+    ):
+        criteria.setdefault((judge, item, enhanced), []).append(
+            {"criterion": criterion, "rubric_dimension": dimension, "raw_value": raw})
+    flip = {"baseline": "enhanced", "enhanced": "baseline"}
+    rows = []
+    for pk, judge, name, first, second, prompt_id, first_system, second_system, winner, confidence in verdicts:
+        reverse = pk_of.get((judge, second, first))
+        swapped = reverse is not None and reverse < pk
+        rows.append((
+            name.split(VERSION_MARK, 1)[0], name, prompt_id,
+            second_system if swapped else first_system, first_system if swapped else second_system,
+            "enhanced_first" if swapped else "baseline_first",
+            flip.get(winner, winner) if swapped else winner, confidence,
+            criteria.get((judge, first, second), []),
+        ))
+    return rows
