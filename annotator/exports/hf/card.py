@@ -91,7 +91,8 @@ def _agreement_table(report: BatchReport) -> list[str]:
     for row in report.dimensions:
         a = row.agreement
         out.append(f"| {cell(row.label)} (`{row.key}`) | {with_ci(a.fleiss_kappa, a.fleiss_kappa_ci95)} "
-                   f"| {with_ci(a.alpha_ordinal, a.alpha_ordinal_ci95)} | {with_ci(a.alpha_interval, a.alpha_interval_ci95)} "
+                   f"| {with_ci(a.alpha_ordinal, a.alpha_ordinal_ci95)} "
+                   f"| {with_ci(a.alpha_interval, a.alpha_interval_ci95)} "
                    f"| {with_ci(a.gwet_ac2, a.gwet_ac2_ci95)} | {a.n_items} | {a.n_ratings} |")
     return out
 
@@ -116,12 +117,14 @@ def _judge_summary(report: BatchReport) -> list[str]:
 
 def _recruitment(batch: Batch, raters: dict[int, str]) -> list[str]:
     out = []
-    links = list(StudyLink.objects.filter(batch=batch).order_by("created_at").values_list("platform", "quota", "max_minutes"))
+    links = list(StudyLink.objects.filter(batch=batch).order_by("created_at")
+                 .values_list("platform", "quota", "max_minutes"))
     crowd = dict(Enrolment.objects.filter(batch=batch).exclude(worker_id="").values("platform")
                  .annotate(n=Count("pk")).values_list("platform", "n"))
     for platform, quota, minutes in links:
         limit = f", sessions of at most {minutes} minutes" if minutes else ""
-        out.append(f"- Crowd workers came through a {cell(platform)} study link (at most {quota} items per worker{limit}).")
+        out.append(f"- Crowd workers came through a {cell(platform)} study link "
+                   f"(at most {quota} items per worker{limit}).")
     for platform, n in sorted(crowd.items()):
         out.append(f"- {n} worker{'s' if n != 1 else ''} enrolled from {cell(platform or 'a crowd platform')}; their "
                    "platform ids stay in the app and are not in this dataset.")

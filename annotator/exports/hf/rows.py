@@ -114,8 +114,10 @@ def rating_chunks(*, batch: Batch, items: ItemIndex) -> Iterator[RatingChunk]:
     rubric = batch.rubric_obj
     packing = Packing(rubric.dimension_keys, rubric.scale_min, rubric.scale_max)
     when = converter(Annotation, "submitted_at")
-    flags = lru_cache(maxsize=1_024)(lambda raw: tuple(converter(Annotation, "flags")(raw) or ()))
-    met = lru_cache(maxsize=1_024)(lambda raw: tuple(bool(m) for m in converter(Annotation, "constraints_met")(raw) or ()))
+    flag_keys = converter(Annotation, "flags")
+    flags = lru_cache(maxsize=1_024)(lambda raw: tuple(flag_keys(raw) or ()))
+    answers = converter(Annotation, "constraints_met")
+    met = lru_cache(maxsize=1_024)(lambda raw: tuple(bool(m) for m in answers(raw) or ()))
     powers = [packing.base ** np.arange(len(g)) for g in packing.groups]
     sql, params = _ratings_query(batch, packing).query.sql_with_params()
     with chunked_cursor() as cursor:
@@ -133,7 +135,8 @@ def rating_chunks(*, batch: Batch, items: ItemIndex) -> Iterator[RatingChunk]:
                 digits=digits.astype(np.int8),
                 flags=[flags(r[5]) for r in rows],
                 constraints_met=[met(r[6]) for r in rows],
-                seconds=[None if s is None else (t - s).total_seconds() for s, t in zip(started, submitted)],
+                seconds=[None if s is None else (t - s).total_seconds()
+                         for s, t in zip(started, submitted, strict=True)],
                 source=[SOURCE_NAMES.get(r[4], r[4]) for r in rows],
                 created_at=submitted,
             )
@@ -155,7 +158,8 @@ def usernames(*, pks: list[int]) -> dict[int, str]:
 def item_text_chunks(*, batch: Batch, size: int = 5_000) -> Iterator[list[tuple]]:
     """The items' text fields in report order, ``size`` items at a time (the texts are the bulk of the data)."""
     query = (Item.objects.filter(batch=batch).order_by("position", "id")
-             .values_list("prompt", "response", "context", "expected_output", "constraints", "conversation", "metadata"))
+             .values_list("prompt", "response", "context", "expected_output", "constraints", "conversation",
+                          "metadata"))
     chunk: list[tuple] = []
     for row in query.iterator(chunk_size=size):
         chunk.append(row)

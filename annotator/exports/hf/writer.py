@@ -193,7 +193,8 @@ def _write_items(batch: Batch, folder: Path, items: rows.ItemIndex, tally: _Tall
             }
             for j, d in enumerate(dims):
                 columns[f"{d}_mean"] = _nullable(means[j, start:start + len(text)])
-                columns[f"{d}_dist"] = [None if np.isnan(row[0]) else row.tolist() for row in dist[j, span.start:span.stop]]
+                columns[f"{d}_dist"] = [None if np.isnan(row[0]) else row.tolist()
+                                        for row in dist[j, span.start:span.stop]]
                 columns[f"{d}_entropy"] = _nullable(entropy[j, start:start + len(text)])
             columns["hcs_mean"] = _nullable(hcs_mean[start:start + len(text)])
             for d in dims:
@@ -211,8 +212,9 @@ def _nullable(values: np.ndarray) -> pa.Array:
 def _write_table(folder: Path, config: str, schema: pa.Schema, data: list[tuple]) -> int:
     path = folder / config_path(config)
     path.parent.mkdir(parents=True, exist_ok=True)
-    columns = list(zip(*data)) if data else [[] for _ in schema]
-    pq.write_table(pa.table([pa.array(list(c), type=f.type) for c, f in zip(columns, schema)], schema=schema), path)
+    columns = list(zip(*data, strict=True)) if data else [[] for _ in schema]
+    arrays = [pa.array(list(c), type=f.type) for c, f in zip(columns, schema, strict=True)]
+    pq.write_table(pa.table(arrays, schema=schema), path)
     return len(data)
 
 
