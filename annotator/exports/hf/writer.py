@@ -32,7 +32,6 @@ if TYPE_CHECKING:
     from annotator.selectors.reports import BatchReport
 
 SCHEMA_VERSION = 1
-TIMESTAMP = pa.timestamp("us", tz="UTC")
 
 
 class DatasetRefused(ValueError):
@@ -51,7 +50,7 @@ def ratings_schema(batch: Batch) -> pa.Schema:
     dims = batch.rubric_obj.dimension_keys
     fixed = [("item_id", pa.string()), ("system_id", pa.string()), ("prompt_id", pa.string()), ("rater", pa.string())]
     tail = [("flags", pa.list_(pa.string())), ("constraints_met", pa.list_(pa.bool_())), ("seconds", pa.float64()),
-            ("source", pa.string()), ("excluded", pa.bool_()), ("created_at", TIMESTAMP)]
+            ("source", pa.string()), ("excluded", pa.bool_()), ("created_at", rows.TIMESTAMP)]
     clash = sorted(set(dims) & {name for name, _ in fixed + tail})
     if clash:
         raise DatasetRefused(f"the rubric's dimension {clash[0]!r} has the name of a fixed column of the ratings "
