@@ -117,20 +117,21 @@ def _write_ratings(batch: Batch, report: BatchReport, folder: Path, items: rows.
             "bootstrap": {"resamples": report.n_resamples, "seed": report.seed}}
     schema = ratings_schema(batch)
     tally, n = _Tally(), 0
+    item_ids, system_ids, prompt_ids = (pa.array(v, type=pa.string())
+                                        for v in (items.item_id, items.system_id, items.prompt_id))
     path = folder / config_path("ratings")
     path.parent.mkdir(parents=True, exist_ok=True)
     writer = pq.ParquetWriter(path, schema.with_metadata({METADATA_KEY: json.dumps(meta)}))
     try:
         for chunk in rows.rating_chunks(batch=batch, items=items):
-            new = [int(pk) for pk in np.unique(chunk.annotator_pk) if int(pk) not in raters]
-            raters.update(_pseudonyms(batch, new, rater_names))
-            pks = chunk.annotator_pk.tolist()
-            is_excluded = np.array([pk in excluded for pk in pks], dtype=bool)
+            pks, which = np.unique(chunk.annotator_pk, return_inverse=True)
+            raters.update(_pseudonyms(batch, [int(pk) for pk in pks if int(pk) not in raters], rater_names))
+            is_excluded = np.isin(chunk.annotator_pk, list(excluded))
+            rows_taken = pa.array(chunk.item_row)
             columns: dict[str, Any] = {
-                "item_id": [items.item_id[r] for r in chunk.item_row],
-                "system_id": [items.system_id[r] for r in chunk.item_row],
-                "prompt_id": [items.prompt_id[r] for r in chunk.item_row],
-                "rater": [raters[pk] for pk in pks],
+                "item_id": item_ids.take(rows_taken), "system_id": system_ids.take(rows_taken),
+                "prompt_id": prompt_ids.take(rows_taken),
+                "rater": pa.array([raters[int(pk)] for pk in pks], type=pa.string()).take(pa.array(which.ravel())),
             }
             for j, d in enumerate(dims):
                 digits = chunk.digits[:, j]
@@ -145,7 +146,7 @@ def _write_ratings(batch: Batch, report: BatchReport, folder: Path, items: rows.
             tally.item_row.append(chunk.item_row)
             tally.digits.append(chunk.digits)
             tally.kept.append(~is_excluded)
-            n += len(pks)
+            n += len(chunk.annotator_pk)
     finally:
         writer.close()
     return n, tally
