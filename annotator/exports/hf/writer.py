@@ -193,16 +193,24 @@ def _write_items(batch: Batch, folder: Path, items: rows.ItemIndex, tally: _Tall
             }
             for j, d in enumerate(dims):
                 columns[f"{d}_mean"] = _nullable(means[j, start:start + len(text)])
-                columns[f"{d}_dist"] = [None if np.isnan(row[0]) else row.tolist()
-                                        for row in dist[j, span.start:span.stop]]
+                columns[f"{d}_dist"] = _lists(dist[j, span.start:span.stop])
                 columns[f"{d}_entropy"] = _nullable(entropy[j, start:start + len(text)])
             columns["hcs_mean"] = _nullable(hcs_mean[start:start + len(text)])
             for d in dims:
                 columns[f"adjudicated_{d}"] = [adjudicated.get(int(items.pk[i]), {}).get(d) for i in span]
             columns["gold"] = [items.item_id[i] in gold for i in span]
-            writer.write_batch(pa.record_batch([pa.array(columns[f.name], type=f.type) for f in schema], schema=schema))
+            writer.write_batch(pa.record_batch([c if isinstance(c := columns[f.name], pa.Array)
+                                                else pa.array(c, type=f.type) for f in schema], schema=schema))
             start += len(text)
     return n_items
+
+
+def _lists(rows: np.ndarray) -> pa.Array:
+    """items × levels → one list per item, null where the first entry is NaN (nobody rated it)."""
+    width = rows.shape[1]
+    offsets = pa.array(np.arange(0, (len(rows) + 1) * width, width, dtype=np.int32))
+    return pa.ListArray.from_arrays(offsets, pa.array(np.nan_to_num(rows.ravel()), type=pa.float64()),
+                                    mask=pa.array(np.isnan(rows[:, 0]) if len(rows) else np.zeros(0, bool)))
 
 
 def _nullable(values: np.ndarray) -> pa.Array:
