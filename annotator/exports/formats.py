@@ -30,20 +30,21 @@ class ExportFormat:
     from_report: Callable[[BatchReport], Iterable[str]] | None = None  # built from the agreement report
     from_batch: Callable[..., Iterable[str]] | None = None  # streamed from the batch's rows
     background: bool = False  # large batches build it in the worker (make worker)
-    # A folder of files (the Hugging Face dataset), handed out as one zip: built whole, never streamed.
+    # A folder of files (the Hugging Face dataset), handed out as one zip: built whole, never streamed;
+    # it builds the report it needs itself.
     zipped: Callable[..., bytes] | None = None
     download_name: str = ""  # the file name's tail when it is not "report.<key>"
 
     @property
     def needs_report(self) -> bool:
-        return self.from_report is not None or self.zipped is not None
+        return self.from_report is not None
 
     def filename(self, batch: Batch) -> str:
         tail = self.download_name or (self.key if "." in self.key else "report." + self.key)
         return f"{slugify(batch.name) or 'batch'}-{tail}"
 
 
-def _hf_zip(*, batch: Batch, report: BatchReport) -> bytes:
+def _hf_zip(*, batch: Batch, report: BatchReport | None = None) -> bytes:
     # pyarrow is loaded by the one export that writes parquet, not by every import of this table.
     from annotator.exports.hf.writer import dataset_zip
 
@@ -80,5 +81,5 @@ def export_chunks(fmt: ExportFormat, *, batch: Batch, report: BatchReport | None
 def export_bytes(fmt: ExportFormat, *, batch: Batch, report: BatchReport | None = None) -> bytes:
     """The whole export as bytes (the background job's output, a zipped folder's download)."""
     if fmt.zipped is not None:
-        return fmt.zipped(batch=batch, report=report if report is not None else batch_report(batch=batch))
+        return fmt.zipped(batch=batch, report=report)
     return "".join(export_chunks(fmt, batch=batch, report=report)).encode("utf-8")

@@ -300,7 +300,8 @@ def test_the_api_job_builds_the_zip(study, client, tmp_path, django_capture_on_c
 
 def test_the_format_is_one_row_of_the_export_table():
     fmt = EXPORT_FORMATS["hf"]
-    assert fmt.background and fmt.needs_report and fmt.content_type == "application/zip"
+    assert fmt.background and fmt.zipped is not None and fmt.content_type == "application/zip"
+    assert not fmt.needs_report  # it builds the report its card quotes itself (without the over-time series)
 
 
 def test_the_json_report_and_the_card_name_the_same_methods(study, tmp_path):

@@ -24,6 +24,8 @@ import pyarrow.parquet as pq
 
 from annotator.exports.hf import card, rows
 from annotator.models import Batch
+from hcs.agreement.bootstrap import DEFAULT_RESAMPLES, DEFAULT_SEED
+from hcs.calibration.alt_test import DEFAULT_EPSILON
 from hcs.datasets import METADATA_KEY, config_path, label_entropy, soft_labels
 from hcs.quality import count_cube
 from hcs.scoring import item_summaries, overall_per_annotation
@@ -240,6 +242,15 @@ def destination_check(out: str | Path) -> Path:
     return target
 
 
+def card_report(*, batch: Batch, n_resamples: int = DEFAULT_RESAMPLES, seed: int = DEFAULT_SEED,
+                epsilon: float = DEFAULT_EPSILON) -> BatchReport:
+    """The report the card quotes: ``batch_report`` without the agreement-over-time series, which the
+    card does not show and which was two thirds of the time a 1,000,000-rating batch took."""
+    from annotator.selectors.reports import batch_report
+
+    return batch_report(batch=batch, n_resamples=n_resamples, seed=seed, epsilon=epsilon, quality_over_time=False)
+
+
 def dataset_write(*, batch: Batch, report: BatchReport, out: str | Path, rater_names: bool = False) -> Written:
     """Write ``batch`` (with its ``report``, for the card) as a dataset folder at ``out``.
 
@@ -282,8 +293,10 @@ def _build(*, batch: Batch, report: BatchReport, folder: Path, rater_names: bool
     return written
 
 
-def dataset_zip(*, batch: Batch, report: BatchReport, rater_names: bool = False) -> bytes:
-    """The dataset folder as one zip (what the report page and the job hand out): unzip and load."""
+def dataset_zip(*, batch: Batch, report: BatchReport | None = None, rater_names: bool = False) -> bytes:
+    """The dataset folder as one zip (what the report page and the job hand out): unzip and load.
+    ``report``: the card's (``card_report`` with the default options when not given)."""
+    report = report if report is not None else card_report(batch=batch)
     with tempfile.TemporaryDirectory(prefix="hf-export-") as tmp:
         folder = Path(tmp) / "dataset"
         dataset_write(batch=batch, report=report, out=folder, rater_names=rater_names)

@@ -76,11 +76,12 @@ class Command(BaseCommand):
 
     def _hf(self, batch, options, out, rater_names, hub) -> None:
         from annotator.exports.hf.hub import dataset_push
-        from annotator.exports.hf.writer import DatasetRefused, dataset_write, destination_check
+        from annotator.exports.hf.writer import DatasetRefused, card_report, dataset_write, destination_check
 
         try:
             destination_check(out)  # before the statistics are computed
-            report = report_with_options(batch=batch, options=options)
+            report = card_report(batch=batch, n_resamples=options.n_resamples, seed=options.seed,
+                                 epsilon=options.epsilon)
             written = dataset_write(batch=batch, report=report, out=out, rater_names=rater_names)
         except DatasetRefused as exc:
             raise CommandError(f"Nothing was written: {exc}.") from exc
