@@ -5,7 +5,7 @@
 
 The batch is loaded once per database in a child process (report_bench's loader: COPY on PostgreSQL,
 executemany on SQLite). Then, in a fresh child process so peak RSS is its own, the export runs as
-``export_report BATCH --format hf --out DIR`` runs it: the agreement report (for the card), then
+``export_report BATCH --format hf --out DIR`` runs it: the agreement report (for the card, ``card_report``), then
 ``dataset_write`` (ratings streamed to parquet, items, judge tables, card). Printed: wall seconds of
 the report and of the writing, the total, their CPU seconds (the wall time on a shared machine
 depends on its load, printed too), peak RSS, rows and bytes written. Targets: total ≤ 60 s and
@@ -35,15 +35,14 @@ TARGET_SECONDS, TARGET_MB = 60.0, 1024.0
 
 def measure(url: str, resamples: int) -> dict:
     report_bench._setup_django(url)
-    from annotator.exports.hf.writer import dataset_write
+    from annotator.exports.hf.writer import card_report, dataset_write
     from annotator.models import Batch
-    from annotator.selectors.reports import batch_report
 
     batch = Batch.objects.get(name=report_bench.BATCH)
     out = Path(tempfile.mkdtemp(prefix="hf-bench-")) / "dataset"
     try:
         start, cpu0 = time.perf_counter(), report_bench._cpu()
-        report = batch_report(batch=batch, n_resamples=resamples)
+        report = card_report(batch=batch, n_resamples=resamples)  # as export_report --format hf builds it
         report_s, cpu1 = time.perf_counter() - start, report_bench._cpu()
         written = dataset_write(batch=batch, report=report, out=out)
         write_s, cpu2 = time.perf_counter() - start - report_s, report_bench._cpu()
