@@ -65,7 +65,7 @@ def _front_matter(batch: Batch, rows: dict[str, int]) -> str:
     lines = [
         "---",
         f"pretty_name: {json.dumps(batch.name, ensure_ascii=False)}",
-        "license: unknown  # replace with the licence you publish under, e.g. cc-by-4.0 (hf.co/docs/hub/repositories-licenses)",
+        "license: unknown  # replace with the licence you publish under, e.g. cc-by-4.0",
         "size_categories:",
         f"- {size_category(rows.get('ratings', 0))}",
         "task_categories:",
