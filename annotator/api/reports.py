@@ -59,3 +59,14 @@ def report(request, batch_id: int, response: HttpResponse, query: Query[ReportQu
     """Fleiss' κ, Krippendorff's α, Gwet's AC2 with bootstrap CIs per dimension, systems, annotators,
     disagreements and the LLM-judge sections: exactly the JSON export's schema (``schema_version`` 1)."""
     return report_or_job(request, response, get_object_or_404(Batch, pk=batch_id), query)
+
+
+@router.post("/batches/{int:batch_id}/exports/hf", response={202: JobOut, **ERRORS}, auth=researchers,
+             url_name="report_export_hf", summary="Publish as a Hugging Face dataset: a job whose result is the zip")
+def report_export_hf(request, batch_id: int, response: HttpResponse):
+    """Always a background job (202): poll it, then GET its ``result``, a zip of the dataset folder
+    ``export_report --format hf`` writes (raters pseudonymous; docs/hf.md)."""
+    from annotator.exports.formats import EXPORT_FORMATS
+
+    batch = get_object_or_404(Batch, pk=batch_id)
+    return accepted(request, response, export_job_create(batch=batch, fmt=EXPORT_FORMATS["hf"], user=request.user))

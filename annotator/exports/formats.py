@@ -33,13 +33,25 @@ class ExportFormat:
     background: bool = False  # large batches build it in the worker (make worker)
     label: str = ""  # the report page's download link
     judges: bool = False  # judge data: linked only when the batch has some
+    # A folder of files (the Hugging Face dataset), handed out as one zip: built whole, never streamed;
+    # it builds the report it needs itself.
+    zipped: Callable[..., bytes] | None = None
+    download_name: str = ""  # the file name's tail when it is not "report.<key>"
 
     @property
     def needs_report(self) -> bool:
         return self.from_report is not None
 
     def filename(self, batch: Batch) -> str:
-        return f"{slugify(batch.name) or 'batch'}-{self.key if '.' in self.key else 'report.' + self.key}"
+        tail = self.download_name or (self.key if "." in self.key else "report." + self.key)
+        return f"{slugify(batch.name) or 'batch'}-{tail}"
+
+
+def _hf_zip(*, batch: Batch, report: BatchReport | None = None) -> bytes:
+    # pyarrow is loaded by the one export that writes parquet, not by every import of this table.
+    from annotator.exports.hf.writer import dataset_zip
+
+    return dataset_zip(batch=batch, report=report)
 
 
 EXPORT_FORMATS: dict[str, ExportFormat] = {
@@ -63,6 +75,9 @@ EXPORT_FORMATS: dict[str, ExportFormat] = {
         ExportFormat("judge_calls.jsonl", "application/x-ndjson; charset=utf-8",
                      from_batch=judge_exports.judge_calls_jsonl, background=True, label="Judge calls (JSON Lines)",
                      judges=True),
+        # export_report --format hf --out DIR writes the folder itself (annotator.exports.hf.writer).
+        ExportFormat("hf", "application/zip", zipped=_hf_zip, background=True, download_name="hf-dataset.zip",
+                     label="Hugging Face dataset (zip)"),
     )
 }
 # export_report --table NAME is the format "NAME.csv" or "NAME.jsonl" (--format csv or jsonl).
@@ -72,6 +87,15 @@ CSV_TABLES = [name for name, key in TABLES.items() if key.endswith(".csv")]
 
 def export_chunks(fmt: ExportFormat, *, batch: Batch, report: BatchReport | None = None) -> Iterable[str]:
     """The export's text in chunks. ``report`` is built with the default options when not given."""
+    if fmt.zipped is not None:
+        raise ValueError(f"export format {fmt.key!r} is a zip of files: use export_bytes")
     if fmt.from_batch is not None:
         return fmt.from_batch(batch=batch)
     return fmt.from_report(report if report is not None else batch_report(batch=batch))
+
+
+def export_bytes(fmt: ExportFormat, *, batch: Batch, report: BatchReport | None = None) -> bytes:
+    """The whole export as bytes (the background job's output, a zipped folder's download)."""
+    if fmt.zipped is not None:
+        return fmt.zipped(batch=batch, report=report)
+    return "".join(export_chunks(fmt, batch=batch, report=report)).encode("utf-8")

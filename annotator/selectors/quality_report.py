@@ -169,8 +169,10 @@ def _per_user(queryset, user_field: str) -> dict[int, int]:
     return dict(queryset.values_list(user_field).annotate(n=Count("pk")).values_list(user_field, "n"))
 
 
-def quality_section(*, batch: Batch, inputs: QualityInputs, everyone: BatchReport) -> QualitySection:
-    """Signals per annotator (from every annotation, excluded or not) and the exclusions."""
+def quality_section(*, batch: Batch, inputs: QualityInputs, everyone: BatchReport,
+                    with_over_time: bool = True) -> QualitySection:
+    """Signals per annotator (from every annotation, excluded or not) and the exclusions; with
+    ``with_over_time``, agreement per window of submissions and per day (most of the cost of a large batch)."""
     rule = quality_rule_of(batch=batch)
     arrays = inputs.arrays
     gold = {
@@ -227,5 +229,5 @@ def quality_section(*, batch: Batch, inputs: QualityInputs, everyone: BatchRepor
         min_seconds=rule.min_seconds,
         adjudications=tuple(adjudications),
         over_time=over_time(batch=batch, arrays=arrays, order=inputs.order, keep=keep, days=inputs.days,
-                            every=rule.window),
+                            every=rule.window) if with_over_time else None,
     )

@@ -107,13 +107,14 @@ class BatchReport:
 
 def batch_report(
     *, batch: Batch, n_resamples: int = DEFAULT_RESAMPLES, seed: int = DEFAULT_SEED,
-    epsilon: float = DEFAULT_EPSILON, with_sections: bool = True,
+    epsilon: float = DEFAULT_EPSILON, with_sections: bool = True, quality_over_time: bool = True,
 ) -> BatchReport:
     """The whole report of ``batch``; ``epsilon`` is the alt-test margin of the judges section.
 
     Agreement, HCS, ranking and the judge sections leave excluded annotators out; the annotator
     table lists everyone, and ``quality`` says who was left out and why. ``with_sections=False``
-    leaves out the judge sections, which the report page asks for separately."""
+    leaves out the judge sections, which the report page asks for separately; ``quality_over_time=False``
+    the agreement-over-time series, which the dataset card does not show."""
     from annotator.selectors import quality_report  # it reads this module's types
 
     everyone_arrays = report_arrays(batch=batch)
@@ -127,8 +128,9 @@ def batch_report(
     if with_sections:
         sections = sections_from_arrays(batch=batch, arrays=arrays, epsilon=epsilon, n_resamples=n_resamples, seed=seed)
         report = replace(report, sections=sections)
-    return replace(report, quality=quality_report.quality_section(batch=batch, inputs=inputs, everyone=everyone),
-                   arrays=arrays)
+    quality = quality_report.quality_section(batch=batch, inputs=inputs, everyone=everyone,
+                                             with_over_time=quality_over_time)
+    return replace(report, quality=quality, arrays=arrays)
 
 
 def sections_from_arrays(

@@ -15,7 +15,7 @@ from django.conf import settings
 from django.db import DatabaseError, connection
 from django.utils import timezone
 
-from annotator.exports.formats import EXPORT_FORMATS, export_chunks
+from annotator.exports.formats import EXPORT_FORMATS, export_bytes
 from annotator.imports.errors import FileRefused, ImportRefused
 from annotator.models import Batch, Job
 from annotator.selectors.jobs import this_worker
@@ -116,6 +116,6 @@ def _run_export(job: Job) -> None:
     options = ReportOptions(**job.params.get("options", {}))
     report = report_with_options(batch=batch, options=options) if fmt.needs_report else None
     _update(job, step=f"Writing the {fmt.key.upper()} file")
-    output = "".join(export_chunks(fmt, batch=batch, report=report)).encode("utf-8")
+    output = export_bytes(fmt, batch=batch, report=report)
     _update(job, state=Job.DONE, finished_at=timezone.now(), step="", output=output,
             message=f"Built {len(output):,} bytes.")

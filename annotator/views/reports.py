@@ -6,7 +6,7 @@ from django.shortcuts import get_object_or_404, redirect, render
 from django.utils.text import slugify
 from django.views.decorators.http import require_GET
 
-from annotator.exports.formats import EXPORT_FORMATS, export_chunks
+from annotator.exports.formats import EXPORT_FORMATS, export_bytes, export_chunks
 from annotator.judges.exports.card import CARD_EXPORTS
 from annotator.exports.report_html import report_context
 from annotator.judges.forms.judges import DisagreementFilterForm
@@ -67,6 +67,10 @@ def report_export(request, batch_id, fmt):
     if export.background and batch.items.count() > settings.ANNOTATOR_BACKGROUND_REPORT_ITEMS:
         job = export_job_create(batch=batch, fmt=export, user=request.user)
         return redirect("job_status", job_id=job.pk)  # built by the worker; the page shows progress
+    if export.zipped is not None:  # a folder (the Hugging Face dataset) comes as one zip
+        response = HttpResponse(export_bytes(export, batch=batch), content_type=export.content_type)
+        response["Content-Disposition"] = f'attachment; filename="{export.filename(batch)}"'
+        return response
     chunks = export_chunks(export, batch=batch)
     # Tables read row by row stream; report-based exports are built whole first (a failure is a clean 500).
     response = (StreamingHttpResponse(chunks, content_type=export.content_type) if export.from_batch

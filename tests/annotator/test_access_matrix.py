@@ -129,6 +129,7 @@ ACCESS: dict[str, dict[str, dict]] = {
     "api-v1:batch_progress": {"GET": API_RESEARCHERS},
     "api-v1:annotations": {"GET": API_RESEARCHERS},
     "api-v1:report": {"GET": API_RESEARCHERS},
+    "api-v1:report_export_hf": {"POST": allowed(API_RESEARCHERS, 202)},
     "api-v1:calibration": {"GET": API_RESEARCHERS},
     "api-v1:judges": {"GET": API_RESEARCHERS},
     "api-v1:review_items": {"GET": API_RESEARCHERS},
