@@ -27,8 +27,10 @@ dropped again at the end unless --keep). Loopback only; ports 8140-8143 by defau
 from __future__ import annotations
 
 import argparse
+import functools
 import http.client
 import json
+import multiprocessing
 import os
 import random
 import re
@@ -125,13 +127,23 @@ class Listener:
 
 
 class DatabaseProxy(Listener):
-    """TCP proxy in front of PostgreSQL that can be cut: open connections dropped, new ones refused."""
+    """TCP proxy in front of PostgreSQL that can be cut: open connections dropped, new ones refused.
+    ``cut_event`` set = cut."""
 
-    def __init__(self, port: int, target: tuple[str, int]):
+    def __init__(self, port: int, target: tuple[str, int], cut_event):
         self.target, self.cut_now = target, False
         self.pipes: set[Pipe] = set()
         self.lock = threading.Lock()
         super().__init__(port)
+        threading.Thread(target=self._watch, args=(cut_event,), daemon=True).start()
+
+    def _watch(self, cut_event) -> None:
+        while True:
+            cut_event.wait()
+            self.cut()
+            while cut_event.is_set():
+                time.sleep(0.01)
+            self.restore()
 
     def handle(self, conn, peer) -> None:
         if self.cut_now:
@@ -167,10 +179,10 @@ class RoundRobinProxy(Listener):
     """HTTP proxy sending each connection to the next backend, with ``X-Forwarded-For`` appended
     (the client's own header, if any, then its address), as nginx's ``$proxy_add_x_forwarded_for``."""
 
-    def __init__(self, port: int, backends: list[int]):
+    def __init__(self, port: int, backends: list[int], sent):
         self.backends, self.turn = backends, 0
         self.lock = threading.Lock()
-        self.sent: Counter[int] = Counter()
+        self.sent = sent  # requests per backend, shared with the parent process
         super().__init__(port)
 
     def handle(self, conn, peer) -> None:
@@ -196,9 +208,10 @@ class RoundRobinProxy(Listener):
                 kept.append(line)
         kept.append(b"X-Forwarded-For: " + forwarded)
         with self.lock:
-            backend = self.backends[self.turn % len(self.backends)]
+            index = self.turn % len(self.backends)
             self.turn += 1
-            self.sent[backend] += 1
+            self.sent[index] += 1
+        backend = self.backends[index]
         try:
             upstream = socket.create_connection(("127.0.0.1", backend), timeout=5)
             upstream.settimeout(None)
@@ -207,6 +220,29 @@ class RoundRobinProxy(Listener):
             conn.close()
             return
         Pipe(conn, upstream).start(b"\r\n".join(kept) + b"\r\n\r\n" + rest)
+
+
+def serve_forever(make) -> None:
+    """(child process) Run a proxy until terminated: each proxy has a process of its own, so the
+    200 client threads and the proxies' byte copying do not share one interpreter lock."""
+    make()
+    threading.Event().wait()
+
+
+def start_proxy(make) -> multiprocessing.Process:
+    process = multiprocessing.get_context("fork").Process(target=serve_forever, args=(make,), daemon=True)
+    process.start()
+    return process
+
+
+def wait_for_port(port: int) -> None:
+    for _ in range(200):
+        try:
+            with socket.create_connection(("127.0.0.1", port), timeout=0.2):
+                return
+        except OSError:
+            time.sleep(0.05)
+    raise RuntimeError(f"nothing listens on {port}")
 
 
 # --------------------------------------------------------------------------- the study
@@ -272,9 +308,9 @@ class Worker:
     """One worker's browser: its own loopback address, a cookie jar, one connection per request;
     after a connection error or a 5xx it waits a second and sends the same request again."""
 
-    def __init__(self, n: int, port: int, shared: Shared, deadline: float):
+    def __init__(self, n: int, port: int, shared: Shared, deadline: float, label: str = "launch"):
         self.n, self.port, self.shared, self.deadline = n, port, shared, deadline
-        self.pid = f"{n:06d}launch".ljust(24, "0")
+        self.pid = f"{n:06d}{label}".ljust(24, "0")
         self.address = f"127.0.{1 + n // 250}.{2 + n % 250}"
         self.cookies: dict[str, str] = {}
 
@@ -360,20 +396,37 @@ class Worker:
 
 
 # --------------------------------------------------------------------------- the run
+def warm_up(app_ports: list[int], study: dict, gunicorn_workers: int) -> None:
+    """A few whole visits on each app server before the launch, straight to it (not through the
+    proxy, not measured): a server that has been running has imported its modules and rendered its
+    templates once per worker; the link limit's count of 127.0.0.1 starts at a few."""
+    shared = Shared()
+    for port in app_ports:
+        visitors = [Worker(9000 + port % 100 * 10 + n, port, shared, time.monotonic() + 60, label="warmup")
+                    for n in range(2 * gunicorn_workers)]
+        threads = [threading.Thread(target=v.visit, args=(study["token"], study["batch"], 0.0)) for v in visitors]
+        for thread in threads:
+            thread.start()
+        for thread in threads:
+            thread.join()
+
+
 def verify(pg_url: str, batch: int, k: int, acked: set[tuple[str, int]]) -> dict:
     import psycopg
 
     with psycopg.connect(pg_url) as conn:
         stored = set(conn.execute(
             "SELECT e.worker_id, a.item_id FROM annotator_annotation a "
-            "JOIN annotator_enrolment e ON e.user_id = a.annotator_id AND e.batch_id = %s", [batch]).fetchall())
+            "JOIN annotator_enrolment e ON e.user_id = a.annotator_id AND e.batch_id = %s "
+            "WHERE e.worker_id LIKE '%%launch%%'", [batch]).fetchall())
         duplicates = conn.execute(
             "SELECT count(*) FROM (SELECT 1 FROM annotator_annotation GROUP BY item_id, annotator_id "
             "HAVING count(*) > 1) d").fetchone()[0]
         over_k = conn.execute(
             "SELECT count(*) FROM annotator_item i WHERE i.batch_id = %s AND "
             "(SELECT count(*) FROM annotator_annotation a WHERE a.item_id = i.id) > %s", [batch, k]).fetchone()[0]
-        enrolled = conn.execute("SELECT count(*) FROM annotator_enrolment WHERE batch_id = %s", [batch]).fetchone()[0]
+        enrolled = conn.execute("SELECT count(*) FROM annotator_enrolment WHERE batch_id = %s "
+                                "AND worker_id LIKE '%%launch%%'", [batch]).fetchone()[0]
     return {"acknowledged": len(acked), "stored": len(stored), "lost": len(acked - stored),
             "stored_unacknowledged": len(stored - acked), "duplicates": duplicates, "over_k": over_k,
             "enrolled": enrolled}
@@ -471,7 +524,9 @@ def main() -> None:
                             cwd=ROOT, env=env, check=True, capture_output=True, text=True).stdout
     study = json.loads(seeded.strip().splitlines()[-1])
 
-    database = DatabaseProxy(db_proxy_port, (pg_host, pg_port))
+    cut_event = multiprocessing.get_context("fork").Event()
+    database = start_proxy(functools.partial(DatabaseProxy, db_proxy_port, (pg_host, pg_port), cut_event))
+    wait_for_port(db_proxy_port)
     env["DATABASE_URL"] = f"postgres://postgres@127.0.0.1:{db_proxy_port}/{name}"
     logs = Path(tempfile.mkdtemp(prefix="launch-logs-"))
     servers = []
@@ -480,7 +535,10 @@ def main() -> None:
         for port in app_ports:
             servers.append(start_gunicorn(env, port, args.gunicorn_workers, "--timeout", "60",
                                           log_path=logs / f"gunicorn-{port}.log"))
-        proxy = RoundRobinProxy(args.port, app_ports)
+        warm_up(app_ports, study, args.gunicorn_workers)
+        sent = multiprocessing.get_context("fork").Array("i", len(app_ports))
+        proxy = start_proxy(functools.partial(RoundRobinProxy, args.port, app_ports, sent))
+        wait_for_port(args.port)
         shared = Shared()
         t0 = time.monotonic()
         deadline = t0 + args.arrive + 120
@@ -499,14 +557,14 @@ def main() -> None:
         if not args.no_cut:
             time.sleep(max(0.0, t0 + args.cut_at - time.monotonic()))
             start = time.monotonic()
-            database.cut()
+            cut_event.set()
             time.sleep(args.cut_seconds)
-            database.restore()
+            cut_event.clear()
             cut = (start, time.monotonic())
         for thread in threads:
             thread.join(timeout=max(1.0, deadline + 30 - time.monotonic()))
         outcome = verify(args.pg, study["batch"], study["k"], shared.acked)
-        text = report(shared, cut, t0, args, outcome, proxy.sent)
+        text = report(shared, cut, t0, args, outcome, Counter(dict(zip(app_ports, sent[:], strict=True))))
         text += server_log_summary(logs)
         print(text)
         if args.out:
@@ -518,7 +576,7 @@ def main() -> None:
                                         "status": r.status, "worker": r.worker}) + "\n")
     finally:
         if proxy is not None:
-            proxy.stop()
+            proxy.terminate()
         for server in servers:
             server.terminate()
         for server in servers:
@@ -526,8 +584,7 @@ def main() -> None:
                 server.wait(timeout=30)
             except subprocess.TimeoutExpired:
                 server.kill()
-        database.stop()
-        database.cut()
+        database.terminate()
         if not args.keep:
             import psycopg
 
