@@ -56,6 +56,7 @@ from annotator_http import (  # noqa: E402 (bench/ is not a package)
     VENV_BIN,
     django_setup,
     make_batch,
+    process_cpu_seconds,
     recreate_postgres,
     server_env,
     start_gunicorn,
@@ -440,7 +441,8 @@ def table(title: str, header: list[str], rows: list[list]) -> str:
     return "\n".join(lines)
 
 
-def report(shared: Shared, cut: tuple[float, float] | None, t0: float, args, outcome: dict, sent: Counter) -> str:
+def report(shared: Shared, cut: tuple[float, float] | None, t0: float, args, outcome: dict, sent: Counter,
+           machine: list[list]) -> str:
     def inside(r: Record) -> bool:
         return cut is not None and r.start < cut[1] and r.end > cut[0]
 
@@ -458,6 +460,7 @@ def report(shared: Shared, cut: tuple[float, float] | None, t0: float, args, out
     rows.append(["all", len(everything), f"{percentile(everything, 0.5):.0f}", f"{percentile(everything, 0.95):.0f}",
                  "", "", ""])
     out = [f"launch bench: {args.workers} workers arriving within {args.arrive:.0f} s, quota {args.quota}, "
+           f"mean pause {args.think:g} s, "
            f"2 app servers x {args.gunicorn_workers} gunicorn workers, DB_PREPARED_STATEMENTS="
            f"{os.environ.get('DB_PREPARED_STATEMENTS', '1')}, LINK_OPENS_PER_MINUTE={args.link_opens_per_minute}, "
            f"PROXY_COUNT=1"]
@@ -474,6 +477,7 @@ def report(shared: Shared, cut: tuple[float, float] | None, t0: float, args, out
               *[[key.replace("_", " "), value] for key, value in outcome.items()],
               *[[f"requests to app server :{port}", n] for port, n in sorted(sent.items())]]
     out.append(table("what held", ["", "n"], visits))
+    out.append(table("the machine during the run (CPU seconds; load average at start and end)", ["", ""], machine))
     return "\n".join(out)
 
 
@@ -496,7 +500,7 @@ def main() -> None:
     parser.add_argument("--arrive", type=float, default=60.0, help="seconds over which the workers arrive")
     parser.add_argument("--quota", type=int, default=3, help="items per worker")
     parser.add_argument("--items", type=int, default=300)
-    parser.add_argument("--think", type=float, default=2.0, help="mean pause before each action, seconds")
+    parser.add_argument("--think", type=float, default=5.0, help="mean pause before each action, seconds")
     parser.add_argument("--cut-at", type=float, default=30.0, help="seconds after the first arrival")
     parser.add_argument("--cut-seconds", type=float, default=5.0)
     parser.add_argument("--no-cut", action="store_true")
@@ -540,6 +544,10 @@ def main() -> None:
         proxy = start_proxy(functools.partial(RoundRobinProxy, args.port, app_ports, sent))
         wait_for_port(args.port)
         shared = Shared()
+        load_start = os.getloadavg()
+        cpu_start = {"app servers": sum(process_cpu_seconds(s.pid) for s in servers),
+                     "proxies": process_cpu_seconds(proxy.pid) + process_cpu_seconds(database.pid),
+                     "bench clients": sum(os.times()[:2])}
         t0 = time.monotonic()
         deadline = t0 + args.arrive + 120
         rng = random.Random(7)
@@ -563,8 +571,14 @@ def main() -> None:
             cut = (start, time.monotonic())
         for thread in threads:
             thread.join(timeout=max(1.0, deadline + 30 - time.monotonic()))
+        cpu_end = {"app servers": sum(process_cpu_seconds(s.pid) for s in servers),
+                   "proxies": process_cpu_seconds(proxy.pid) + process_cpu_seconds(database.pid),
+                   "bench clients": sum(os.times()[:2])}
+        machine = [[f"{key} CPU s", f"{cpu_end[key] - cpu_start[key]:.1f}"] for key in cpu_start]
+        machine += [["wall s", f"{time.monotonic() - t0:.1f}"], ["cores", os.cpu_count()],
+                    ["load average 1 min", f"{load_start[0]:.1f} -> {os.getloadavg()[0]:.1f}"]]
         outcome = verify(args.pg, study["batch"], study["k"], shared.acked)
-        text = report(shared, cut, t0, args, outcome, Counter(dict(zip(app_ports, sent[:], strict=True))))
+        text = report(shared, cut, t0, args, outcome, Counter(dict(zip(app_ports, sent[:], strict=True))), machine)
         text += server_log_summary(logs)
         print(text)
         if args.out:
