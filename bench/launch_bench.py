@@ -34,6 +34,7 @@ import multiprocessing
 import os
 import random
 import re
+import shutil
 import socket
 import subprocess
 import sys
@@ -482,15 +483,20 @@ def report(shared: Shared, cut: tuple[float, float] | None, t0: float, args, out
 
 
 def server_log_summary(logs: Path) -> str:
-    """The exceptions in the servers' logged tracebacks (chained ones each counted), by type and message."""
+    """The exceptions that ended the servers' logged tracebacks, by type and message (the earlier
+    links of a chained traceback, such as Django's session-cache miss, are left out)."""
     raised: Counter[str] = Counter()
     for path in sorted(logs.iterdir()):
-        for line in path.read_text().splitlines():
-            if re.match(r"^[\w.]+(Error|Exception|Timeout)\b", line):
+        lines = path.read_text().splitlines()
+        for i, line in enumerate(lines):
+            if not re.match(r"^[\w.]+(Error|Exception|Timeout)\b", line):
+                continue
+            following = next((x for x in lines[i + 1:i + 8] if x.strip() and not x.startswith(("\t", " "))), "")
+            if not following.startswith(("During handling of the above exception", "The above exception was")):
                 raised[re.sub(r"\d+", "N", line)[:150]] += 1
     if not raised:
         return "\n\nserver logs: no tracebacks"
-    return table("server logs: exceptions in tracebacks", ["exception", "n"],
+    return table("server logs: exceptions that ended a traceback", ["exception", "n"],
                  [[line, n] for line, n in raised.most_common(8)])
 
 
@@ -599,6 +605,8 @@ def main() -> None:
             except subprocess.TimeoutExpired:
                 server.kill()
         database.terminate()
+        shutil.rmtree(uploads, ignore_errors=True)
+        print(f"\nthe servers' logs: {logs}")
         if not args.keep:
             import psycopg
 
