@@ -16,6 +16,7 @@ its CSRF token, htmx's ``HX-Redirect``.
 from __future__ import annotations
 
 import json
+import os
 import random
 import re
 import threading
@@ -28,13 +29,14 @@ from pathlib import Path
 from urllib.parse import urlencode, urlsplit
 
 from django.contrib.auth import get_user_model
+from django.core.files.uploadedfile import SimpleUploadedFile
 from django.db import connections
 from django.test import Client
 from django.urls import reverse
 from django.utils import timezone
 
 from annotator.exports.formats import EXPORT_FORMATS
-from annotator.models import Assignment, Batch, Enrolment, GoldAnswer, QualityRule
+from annotator.models import Assignment, Batch, Enrolment, GoldAnswer, Job, JudgeCall, QualityRule
 from tests.factories import make_user
 from tests.fake_judge import FakeJudge
 
@@ -235,8 +237,6 @@ def admin_prepares(run: StudyRun) -> str:
 
 
 def _upload(name: str, data: bytes):
-    from django.core.files.uploadedfile import SimpleUploadedFile
-
     return SimpleUploadedFile(name, data, content_type="application/octet-stream")
 
 
@@ -394,8 +394,6 @@ def researcher_finishes(run: StudyRun, out_dir: Path) -> None:
     run.excluded_pid, run.excluded_user = finisher.pid, user.username
     tab.post(reverse("annotator_exclude", args=[run.batch_id, user.pk]), {"reason": "rated without reading"})
 
-    import os
-
     os.environ["OPENAI_API_KEY"] = "sk-e2e-not-a-real-key"
     try:
         with FakeJudge() as fake:
@@ -407,8 +405,6 @@ def researcher_finishes(run: StudyRun, out_dir: Path) -> None:
             assert job_page.status == 200, job_page.text[:2000]
     finally:
         os.environ.pop("OPENAI_API_KEY", None)
-    from annotator.models import Job, JudgeCall
-
     job = Job.objects.order_by("-created_at").first()
     run.judge_job_state = job.state
     run.judge_calls_ok = JudgeCall.objects.filter(status="ok").count()

@@ -162,14 +162,16 @@ def test_a_judge_run_against_a_local_endpoint_finishes(run):
 
 
 def _read(run, key):
+    """An export as its reader sees it: a DataFrame, the JSON document, or the HTML text (parsed once
+    to be sure it parses)."""
     path = run.exports[key]
     if key.endswith(".csv"):
         return pd.read_csv(path, keep_default_na=False)
     if key == "json":
         return json.loads(path.read_text())
-    parser = HTMLParser()
-    parser.feed(path.read_text())
-    return path.read_text()
+    text = path.read_text()
+    HTMLParser().feed(text)
+    return text
 
 
 def test_every_export_is_written_and_reads_back(run):
