@@ -1,6 +1,8 @@
 """Launch bench: a crowd study's first minute on PostgreSQL, behind a proxy, on two app servers.
 
-N workers (default 200) arrive within S seconds (default 60) at a Prolific study link and do what
+First the admin's part, over HTTP: the batch file (items, a training row, two checks) is previewed
+on one app server and confirmed on the other, so the file waits in the storage they share; consent,
+instructions and the Prolific link are made on the Studies page. Then N workers (default 200) arrive within S seconds (default 60) at a Prolific study link and do what
 a worker does: open the link, consent, read the instructions, do the training item, rate a few
 items (the link's quota) with pauses in between, reach the completion page. Between them and the
 app stands a round-robin HTTP proxy written here (it adds ``X-Forwarded-For`` the way nginx's
@@ -56,7 +58,6 @@ from annotator_http import (  # noqa: E402 (bench/ is not a package)
     SCORES,
     VENV_BIN,
     django_setup,
-    make_batch,
     process_cpu_seconds,
     recreate_postgres,
     server_env,
@@ -248,32 +249,99 @@ def wait_for_port(port: int) -> None:
 
 
 # --------------------------------------------------------------------------- the study
-def seed(quota: int, items: int) -> None:
-    """(child process) A batch with consent, instructions, one training item and two checks, and a
-    Prolific link; prints {"batch": id, "token": ..., "k": k}."""
+ADMIN, ADMIN_PASSWORD = "launch-admin", "launch-admin-password-not-secret-42"
+STUDY_TOKEN = re.compile(r"/study/([A-Za-z0-9_-]+)/\?")
+SETTINGS_ACTION = re.compile(r'action="/studies/(\d+)/settings/"')
+UPLOAD_TOKEN = re.compile(r'name="token" value="([^"]+)"')
+
+
+def seed() -> None:
+    """(child process) The admin's account."""
+    django_setup()
+    from django.contrib.auth import get_user_model
+
+    get_user_model().objects.create_user(ADMIN, password=ADMIN_PASSWORD, is_staff=True)
+
+
+def quality_rule(batch: int) -> None:
+    """(child process) A check every fifth item (the Django admin's QualityRule form; the file's
+    training row already set the training), then the planner statistics autovacuum would gather."""
     django_setup()
     from django.db import connection
 
-    from annotator.models import Batch, GoldItem, QualityRule
-    from annotator.services.links import study_link_create
+    from annotator.models import QualityRule
 
-    batch = Batch.objects.get(pk=make_batch("launch", items))
-    batch.consent_text = "## Consent\n\nYou agree that we keep your ratings."
-    batch.instructions = "Read each response in full before you score."
-    batch.save()
-    QualityRule.objects.create(batch=batch, training_items=1, check_every=5)
-    expert = {k.removeprefix("score_"): int(v) for k, v in SCORES.items() if k.startswith("score_")}
-    for n, kind in enumerate(("training", "check", "check")):
-        GoldItem.objects.create(
-            batch=batch, item_id=f"launch-gold-{n}", kind=kind, position=n, prompt="Plan a route avoiding tolls.",
-            response="Take the ring road west.", constraints=["avoid tolls", "arrive before 8AM"],
-            scores=expert, flags=None, tolerance=1, metadata={"explanation": "Ring road: no tolls."},
-        )
-    _link, token = study_link_create(batch=batch, platform="prolific", quota=quota, completion_code=COMPLETION,
-                                     screen_out_code="LAUNCHSCR", max_minutes=60)
-    with connection.cursor() as cursor:  # planner statistics, as autovacuum gathers them after an upload
+    QualityRule.objects.update_or_create(batch_id=batch, defaults={"check_every": 5})
+    with connection.cursor() as cursor:
         cursor.execute("ANALYZE")
-    print(json.dumps({"batch": batch.pk, "token": token, "k": batch.k}))
+
+
+def batch_file(items: int) -> bytes:
+    """JSONL: the items, one training row and two checks whose expert scores are the workers' SCORES."""
+    constraints = ["avoid tolls", "arrive before 8AM"]
+    rows = [{"item_id": f"launch-{i}", "prompt_id": f"p{i // 2}", "system_id": f"s{i % 2}",
+             "prompt": f"Plan a route to terminal {i} avoiding tolls; arrive before 8AM.",
+             "response": "Take the ring road west (no tolls), leave by 6:40.\n" * 8, "constraints": constraints}
+            for i in range(items)]
+    expert = {f"gold_{k.removeprefix('score_')}": int(v) for k, v in SCORES.items() if k.startswith("score_")}
+    for n, kind in enumerate(("training", "check", "check")):
+        rows.append({"item_id": f"launch-route-{n}", "prompt": "Plan a route avoiding tolls; arrive before 8AM.",
+                     "response": "Take the ring road west.", "constraints": constraints, **expert,
+                     "gold_kind": kind, "gold_explanation": "The ring road has no tolls."})
+    return "".join(json.dumps(row) + "\n" for row in rows).encode()
+
+
+def multipart(fields: dict[str, str], files: dict[str, tuple[str, bytes]]) -> tuple[str, bytes]:
+    boundary = "launchbench" + os.urandom(8).hex()
+    parts = [f'--{boundary}\r\nContent-Disposition: form-data; name="{k}"\r\n\r\n{v}\r\n'.encode()
+             for k, v in fields.items()]
+    for key, (filename, data) in files.items():
+        parts.append(f'--{boundary}\r\nContent-Disposition: form-data; name="{key}"; filename="{filename}"\r\n'
+                     f"Content-Type: application/octet-stream\r\n\r\n".encode() + data + b"\r\n")
+    return f"multipart/form-data; boundary={boundary}", b"".join(parts) + f"--{boundary}--\r\n".encode()
+
+
+def prepare_study(app_ports: list[int], args, env: dict[str, str]) -> tuple[dict, list[list]]:
+    """The admin's part, over HTTP: log in, upload the batch with the preview on one app server and
+    the confirm on the other (the file waits in the shared uploads storage), set consent and
+    instructions and make the Prolific link on the Studies page. Returns the study and what each
+    step answered."""
+    shared = Shared()
+    admin = Worker(9990, app_ports[0], shared, time.monotonic() + 120, label="admin")
+    steps = []
+
+    def step(label: str, port: int, method: str, path: str, body=None) -> str:
+        admin.port = port
+        started = time.monotonic()
+        status, page, final = admin.go(method, path, body)
+        steps.append([label, f":{port}", status, f"{(time.monotonic() - started) * 1000:.0f}"])
+        if status is None or status >= 400:
+            raise RuntimeError(f"{label}: {status} {page[:500]}")
+        return page
+
+    csrf = CSRF.search(step("login page", app_ports[0], "GET", "/login/")).group(1)
+    step("log in", app_ports[0], "POST", "/login/",
+         {"username": ADMIN, "password": ADMIN_PASSWORD, "csrfmiddlewaretoken": csrf})
+    csrf = CSRF.search(step("upload page", app_ports[0], "GET", "/uploads/")).group(1)
+    form = multipart({"mode": "batch", "name": "launch", "k": "3", "csrfmiddlewaretoken": csrf},
+                     {"file": ("launch.jsonl", batch_file(args.items))})
+    page = step("upload preview", app_ports[0], "POST", "/uploads/preview/", form)
+    token = UPLOAD_TOKEN.search(page).group(1)
+    page = step("upload confirm", app_ports[1], "POST", "/uploads/confirm/",
+                {"token": token, "csrfmiddlewaretoken": CSRF.search(page).group(1)})
+    if "no longer waiting" in page:
+        raise RuntimeError("the confirm on the second server did not find the file the first one kept")
+    page = step("studies page", app_ports[1], "GET", "/studies/")
+    batch, csrf = int(SETTINGS_ACTION.search(page).group(1)), CSRF.search(page).group(1)
+    step("study settings", app_ports[1], "POST", f"/studies/{batch}/settings/", {
+        "consent_text": "## Consent\n\nYou agree that we keep your ratings.",
+        "instructions": "Read each response in full before you score.",
+        "max_items_per_annotator": "", "max_session_minutes": "", "csrfmiddlewaretoken": csrf})
+    page = step("study link", app_ports[1], "POST", "/studies/study-link/", {
+        "batch": str(batch), "platform": "prolific", "quota": str(args.quota), "max_minutes": "60",
+        "completion_code": COMPLETION, "screen_out_code": "LAUNCHSCR", "days": "30", "csrfmiddlewaretoken": csrf})
+    subprocess.run([str(VENV_BIN / "python"), __file__, "--quality-rule", str(batch)], cwd=ROOT, env=env, check=True)
+    return {"batch": batch, "token": STUDY_TOKEN.search(page).group(1), "k": 3}, steps
 
 
 # --------------------------------------------------------------------------- workers
@@ -316,11 +384,13 @@ class Worker:
         self.address = f"127.0.{1 + n // 250}.{2 + n % 250}"
         self.cookies: dict[str, str] = {}
 
-    def _once(self, method: str, path: str, body: dict | None):
+    def _once(self, method: str, path: str, body):
         conn = http.client.HTTPConnection("127.0.0.1", self.port, timeout=30, source_address=(self.address, 0))
         headers = {"Cookie": "; ".join(f"{k}={v}" for k, v in self.cookies.items())}
         data = None
-        if body is not None:
+        if isinstance(body, tuple):  # (content type, bytes): a multipart form
+            headers["Content-Type"], data = body
+        elif body is not None:
             data = urlencode(body)
             headers["Content-Type"] = "application/x-www-form-urlencoded"
         start = time.monotonic()
@@ -341,7 +411,7 @@ class Worker:
                     self.cookies[key] = morsel.value
         return status, text, response
 
-    def go(self, method: str, path: str, body: dict | None = None) -> tuple[int | None, str, str]:
+    def go(self, method: str, path: str, body=None) -> tuple[int | None, str, str]:
         """Send, retry as a person would, follow redirects; returns (status, page, final path)."""
         while True:
             status, text, response = self._once(method, path, body)
@@ -530,9 +600,7 @@ def main() -> None:
                DB_PREPARED_STATEMENTS=os.environ.get("DB_PREPARED_STATEMENTS", "1"))
     subprocess.run([str(VENV_BIN / "python"), "manage.py", "migrate", "--noinput", "-v", "0"], cwd=ROOT, env=env,
                    check=True)
-    seeded = subprocess.run([str(VENV_BIN / "python"), __file__, "--seed", str(args.quota), str(args.items)],
-                            cwd=ROOT, env=env, check=True, capture_output=True, text=True).stdout
-    study = json.loads(seeded.strip().splitlines()[-1])
+    subprocess.run([str(VENV_BIN / "python"), __file__, "--seed"], cwd=ROOT, env=env, check=True)
 
     cut_event = multiprocessing.get_context("fork").Event()
     database = start_proxy(functools.partial(DatabaseProxy, db_proxy_port, (pg_host, pg_port), cut_event))
@@ -545,6 +613,7 @@ def main() -> None:
         for port in app_ports:
             servers.append(start_gunicorn(env, port, args.gunicorn_workers, "--timeout", "60",
                                           log_path=logs / f"gunicorn-{port}.log"))
+        study, setup = prepare_study(app_ports, args, env)
         warm_up(app_ports, study, args.gunicorn_workers)
         sent = multiprocessing.get_context("fork").Array("i", len(app_ports))
         proxy = start_proxy(functools.partial(RoundRobinProxy, args.port, app_ports, sent))
@@ -584,7 +653,9 @@ def main() -> None:
         machine += [["wall s", f"{time.monotonic() - t0:.1f}"], ["cores", os.cpu_count()],
                     ["load average 1 min", f"{load_start[0]:.1f} -> {os.getloadavg()[0]:.1f}"]]
         outcome = verify(args.pg, study["batch"], study["k"], shared.acked)
-        text = report(shared, cut, t0, args, outcome, Counter(dict(zip(app_ports, sent[:], strict=True))), machine)
+        text = table("the admin's set-up, straight to each app server (before the launch)",
+                     ["step", "server", "status", "ms"], setup) + "\n\n"
+        text += report(shared, cut, t0, args, outcome, Counter(dict(zip(app_ports, sent[:], strict=True))), machine)
         text += server_log_summary(logs)
         print(text)
         if args.out:
@@ -615,6 +686,8 @@ def main() -> None:
 
 
 if __name__ == "__main__" and len(sys.argv) >= 2 and sys.argv[1] == "--seed":
-    seed(int(sys.argv[2]), int(sys.argv[3]))
+    seed()
+elif __name__ == "__main__" and len(sys.argv) >= 3 and sys.argv[1] == "--quality-rule":
+    quality_rule(int(sys.argv[2]))
 elif __name__ == "__main__":
     main()
