@@ -2,10 +2,10 @@
 
 First the admin's part, over HTTP: the batch file (items, a training row, two checks) is previewed
 on one app server and confirmed on the other, so the file waits in the storage they share; consent,
-instructions and the Prolific link are made on the Studies page. Then N workers (default 200) arrive within S seconds (default 60) at a Prolific study link and do what
-a worker does: open the link, consent, read the instructions, do the training item, rate a few
-items (the link's quota) with pauses in between, reach the completion page. Between them and the
-app stands a round-robin HTTP proxy written here (it adds ``X-Forwarded-For`` the way nginx's
+instructions and the Prolific link are made on the Studies page. Then N workers (default 200)
+arrive within S seconds (default 60) at the study link and do what a worker does: open the link,
+consent, read the instructions, do the training item, rate a few items (the link's quota) with
+pauses in between, reach the completion page. Between them and the app stands a round-robin HTTP proxy written here (it adds ``X-Forwarded-For`` the way nginx's
 ``$proxy_add_x_forwarded_for`` does; each worker connects from its own loopback address, 127.0.x.y,
 so the proxy sees 200 clients) in front of TWO gunicorn servers (2 workers each) that share the
 database and the uploads folder, as README's "Several app servers" section describes. The servers
@@ -13,9 +13,9 @@ reach PostgreSQL through a TCP proxy run here too, so the database cut (default 
 of the arrivals) cuts that proxy: every connection is dropped and new ones are refused, and the
 real cluster other people use keeps running.
 
-Printed, never asserted: p50/p95 per request kind outside and inside the cut, statuses (429s from
-the link limit included), and what held afterwards (acknowledged vs stored ratings, duplicates,
-items over k). Target: p95 <= 300 ms outside the cut.
+Printed, never asserted: p50/p95 per request kind outside and inside the cut, the same over time,
+statuses (429s from the link limit included), and what held afterwards (acknowledged vs stored
+ratings, duplicates, items over k). Target: p95 <= 300 ms outside the cut.
 
     .venv/bin/python bench/launch_bench.py                                  # 200 workers, 60 s, a 5 s cut
     .venv/bin/python bench/launch_bench.py --workers 20 --arrive 10 --no-cut
@@ -512,6 +512,23 @@ def table(title: str, header: list[str], rows: list[list]) -> str:
     return "\n".join(lines)
 
 
+def timeline(records: list[Record], t0: float, step: float = 5.0) -> str:
+    """Per ``step`` seconds, by when requests started: how many, the 503s, p50/p95 of the answered and
+    the most requests in flight at once (a queue building up behind the app servers shows there)."""
+    rows = []
+    last = max((r.start for r in records), default=t0)
+    for i in range(int((last - t0) // step) + 1):
+        lo, hi = t0 + i * step, t0 + (i + 1) * step
+        part = [r for r in records if lo <= r.start < hi]
+        answered = [(r.end - r.start) * 1000 for r in part if r.status is not None]
+        instants = [lo + step * k / 10 for k in range(10)]
+        in_flight = max(sum(1 for r in records if r.start <= t < r.end) for t in instants)
+        rows.append([f"{lo - t0:.0f}-{hi - t0:.0f}", len(part), sum(1 for r in part if r.status == 503),
+                     f"{percentile(answered, 0.5):.0f}", f"{percentile(answered, 0.95):.0f}", in_flight])
+    return table("over time (s after the first arrival, by request start)",
+                 ["s", "requests", "503", "p50 ms", "p95 ms", "most in flight"], rows)
+
+
 def report(shared: Shared, cut: tuple[float, float] | None, t0: float, args, outcome: dict, sent: Counter,
            machine: list[list]) -> str:
     def inside(r: Record) -> bool:
@@ -540,6 +557,7 @@ def report(shared: Shared, cut: tuple[float, float] | None, t0: float, args, out
     out.append(table("latency (ms; inside = the request overlapped the cut; errors left out of the percentiles)",
                      ["request", "n outside", "p50", "p95", "n inside", "p50", "p95"], rows))
     statuses = Counter((("inside" if inside(r) else "outside"), r.status or "conn error") for r in shared.records)
+    out.append(timeline(shared.records, t0))
     out.append(table("statuses", ["when", "status", "n"],
                      [[w, s, n] for (w, s), n in sorted(statuses.items(), key=lambda x: (x[0][0], str(x[0][1])))]))
     visits = [["workers", args.workers], ["refused at the link (429)", len(shared.throttled)],
