@@ -5,13 +5,14 @@ on one app server and confirmed on the other, so the file waits in the storage t
 instructions and the Prolific link are made on the Studies page. Then N workers (default 200)
 arrive within S seconds (default 60) at the study link and do what a worker does: open the link,
 consent, read the instructions, do the training item, rate a few items (the link's quota) with
-pauses in between, reach the completion page. Between them and the app stands a round-robin HTTP proxy written here (it adds ``X-Forwarded-For`` the way nginx's
-``$proxy_add_x_forwarded_for`` does; each worker connects from its own loopback address, 127.0.x.y,
-so the proxy sees 200 clients) in front of TWO gunicorn servers (2 workers each) that share the
-database and the uploads folder, as README's "Several app servers" section describes. The servers
-reach PostgreSQL through a TCP proxy run here too, so the database cut (default 5 s, in the middle
-of the arrivals) cuts that proxy: every connection is dropped and new ones are refused, and the
-real cluster other people use keeps running.
+pauses in between, reach the completion page. Between them and the app stands a round-robin HTTP
+proxy written here (it adds ``X-Forwarded-For`` the way nginx's ``$proxy_add_x_forwarded_for``
+does; each worker connects from its own loopback address, 127.0.x.y, so the proxy sees 200
+clients) in front of TWO gunicorn servers (2 workers each) that share the database and the uploads
+folder, as README's "Several app servers" section describes. The servers reach PostgreSQL through
+a TCP proxy run here too, so the database cut (default 5 s, in the middle of the arrivals) cuts
+that proxy: every connection is dropped and new ones are refused, and the real cluster other
+people use keeps running.
 
 Printed, never asserted: p50/p95 per request kind outside and inside the cut, the same over time,
 statuses (429s from the link limit included), and what held afterwards (acknowledged vs stored
