@@ -1,0 +1,225 @@
+"""The acceptance test for "a study works": one crowd study run end to end (tests/e2e/study_run.py),
+then one test per promise a research team relies on.
+
+The run happens once per test session and database; each test below judges one promise on what
+the run saw. A promise broken by a known defect that another branch fixes is its own test, marked
+``xfail(strict=True)`` with the branch named, so the mark must go when the fix lands.
+"""
+
+from __future__ import annotations
+
+import csv
+import io
+import json
+from collections import Counter
+from html.parser import HTMLParser
+from importlib import import_module
+
+import pandas as pd
+import pytest
+from django.apps import apps
+from django.core.management import call_command
+from django.db.models import Count, Q
+from django.test import override_settings
+
+from annotator.exports.formats import EXPORT_FORMATS
+from annotator.models import Annotation, AnnotatorStanding, Enrolment, Item, Job
+from tests.e2e import study_run as flow
+
+# Each test reads the run's rows inside a transaction that is rolled back; the run itself is
+# committed before the first test and flushed after the last.
+pytestmark = pytest.mark.django_db
+End = Enrolment.End
+
+
+@pytest.fixture(scope="module")
+def run(django_db_setup, django_db_blocker, tmp_path_factory):
+    # The production link limit (30 opens a minute per address) behind one proxy (PROXY_COUNT=1).
+    proxy = override_settings(ANNOTATOR_LINK_OPENS_PER_MINUTE=30, AXES_IPWARE_PROXY_COUNT=1)
+    with django_db_blocker.unblock(), proxy:
+        try:
+            yield flow.study_run(tmp_path_factory.mktemp("exports"))
+        finally:
+            # As a transactional test ends: rows gone, then what the migrations put there (the role groups).
+            call_command("flush", verbosity=0, interactive=False)
+            import_module("annotator.migrations.0002_role_groups").create_groups(apps, None)
+
+
+def started(run):
+    return [w for w in run.workers if not w.throttled]
+
+
+def enrolment(worker) -> Enrolment:
+    return Enrolment.objects.select_related("user").get(worker_id=worker.pid)
+
+
+def test_no_5xx_anywhere(run):
+    failures = [r for r in run.requests if r.status >= 500]
+    assert not failures, failures[:10]
+    assert len(run.requests) > 10 * len(started(run))  # the run did happen
+    assert run.arrival_seconds < 30
+
+
+@pytest.mark.xfail(strict=True, reason="launch throttled behind a proxy (PROXY_COUNT ignored): fixed on branch crowd")
+def test_distinct_workers_behind_one_proxy_are_not_throttled(run):
+    entries = [r for r in run.requests if r.path.startswith("/study/") and r.who != "one-address"]
+    assert len({r.who for r in entries}) == flow.WORKERS
+    assert [w.pid for w in run.workers if w.throttled] == []
+    assert not [r for r in entries if r.status == 429]
+
+
+def test_one_address_opening_links_too_fast_is_still_refused(run):
+    statuses = Counter(run.one_address_statuses)
+    assert statuses[429] >= 70 - 2 * 30, statuses
+    assert set(statuses) <= {302, 429}, statuses
+
+
+def test_every_acknowledged_rating_is_stored_once_and_nothing_else(run):
+    assert sum(len(w.acked) for w in run.workers) > 60
+    for worker in started(run):
+        if worker.behaviour == "declines":
+            continue
+        stored = set(Annotation.objects.filter(annotator=enrolment(worker).user).values_list("item_id", flat=True))
+        assert stored == worker.acked, worker  # 0 lost, and nothing stored that the worker was not told of
+        assert not worker.refused & stored
+
+
+def test_no_duplicates_and_no_item_over_k(run):
+    pairs = Annotation.objects.values("item_id", "annotator_id").annotate(n=Count("id")).filter(n__gt=1)
+    assert not pairs.exists()
+    excluded = excluded_users(run)
+    assert len(excluded) >= 2  # the researcher's exclusion and the block rule's
+    batch_items = Item.objects.filter(batch_id=run.batch_id)
+    valid = Count("annotations", filter=~Q(annotations__annotator_id__in=excluded))
+    over = []
+    for item in batch_items.annotate(valid=valid):
+        assert item.n_annotations == item.valid, item.item_id  # the slot count the lease trusts
+        if item.valid > 3:
+            over.append(item.item_id)
+    assert over == []
+    assert sum(i.n_annotations for i in batch_items) == Annotation.objects.exclude(annotator_id__in=excluded).count()
+
+
+def excluded_users(run) -> set[int]:
+    standings = AnnotatorStanding.objects.filter(batch_id=run.batch_id, excluded=True)
+    return set(standings.values_list("annotator_id", flat=True))
+
+
+def test_double_submits_and_second_tabs_add_nothing(run):
+    double = [w for w in started(run) if w.behaviour in ("double_submit", "two_tabs")]
+    assert double and all(w.already for w in double if w.behaviour == "double_submit"), double
+    assert any(w.already for w in double if w.behaviour == "two_tabs"), double
+    for worker in double:
+        assert worker.already <= worker.acked
+
+
+def test_invalid_forms_are_refused_then_fixed(run):
+    invalid = [w for w in started(run) if w.behaviour == "invalid_form"]
+    assert invalid and all(w.invalid_forms == 1 and len(w.acked) == flow.QUOTA for w in invalid), invalid
+
+
+def test_a_lost_lease_or_the_end_of_time_drops_only_the_item_in_hand(run):
+    lease = [w for w in started(run) if w.behaviour == "lease_expires"]
+    assert lease and all(len(w.acked) + len(w.refused) >= flow.QUOTA for w in lease), lease
+    timed = [w for w in started(run) if w.behaviour == "time_runs_out"]
+    for worker in timed:
+        assert len(worker.acked) == 1 and len(worker.refused) == 1, worker
+        assert enrolment(worker).end == End.TIMED_OUT
+
+
+def test_completion_codes_go_only_to_finishers(run):
+    for worker in started(run):
+        e = enrolment(worker)
+        ratings = Annotation.objects.filter(annotator=e.user).count()
+        if flow.COMPLETION in worker.codes:
+            assert e.end in (End.DONE, End.TIMED_OUT) and ratings >= 1, worker
+        if e.end == End.DONE:
+            assert flow.COMPLETION in worker.codes and ratings == flow.QUOTA, worker
+        assert set(worker.codes) <= {flow.COMPLETION, flow.SCREENED, flow.NOCONSENT}, worker
+
+
+def test_training_and_checks_screen_out_with_the_screen_out_code(run):
+    by_behaviour = {}
+    for worker in started(run):
+        by_behaviour.setdefault(worker.behaviour, []).append((worker, enrolment(worker)))
+    for worker, e in by_behaviour["fails_training"]:
+        assert worker.training_answers == 2 and not worker.acked, worker
+        assert e.end == End.SCREENED_OUT and set(worker.codes) == {flow.SCREENED}, worker
+    for worker, _e in by_behaviour["fails_checks"]:  # blocked by the check rule, and excluded by it
+        assert worker.check_answers >= 1 and flow.COMPLETION not in worker.codes, worker
+    for worker, e in by_behaviour["declines"]:
+        assert e.end == End.DECLINED and set(worker.codes) == {flow.NOCONSENT} and not worker.acked
+    careful = [w for w, e in by_behaviour["careful"]]
+    assert all(w.training_answers == 2 and len(w.acked) == flow.QUOTA for w in careful), careful
+    assert any(w.check_answers for w in careful)
+
+
+@pytest.mark.xfail(strict=True, reason="two tabs break consent (raw CSRF 403): fixed on branch crowd")
+def test_a_second_tab_does_not_break_consent(run):
+    two_tabs = [w for w in started(run) if w.behaviour == "two_tabs"]
+    assert two_tabs and all(not w.consent_refused for w in two_tabs), two_tabs
+
+
+def test_a_judge_run_against_a_local_endpoint_finishes(run):
+    assert run.judge_job_state == Job.DONE
+    assert run.judge_calls_ok == run.judge_items == flow.N_ITEMS  # gold items are never judged
+
+
+def _read(run, key):
+    """An export as its reader sees it: a DataFrame, the JSON document, or the HTML text (parsed once
+    to be sure it parses)."""
+    path = run.exports[key]
+    if key.endswith(".csv"):
+        return pd.read_csv(path, keep_default_na=False)
+    if key == "json":
+        return json.loads(path.read_text())
+    text = path.read_text()
+    HTMLParser().feed(text)
+    return text
+
+
+def test_every_export_is_written_and_reads_back(run):
+    assert set(run.exports) == set(EXPORT_FORMATS)
+    report = _read(run, "json")
+    assert report["batch"] == "E2E study" and len(report["dimensions"]) == 5
+    assert "<html" in _read(run, "html").lower() and "E2E study" in _read(run, "html")
+    scores = _read(run, "scores.csv")
+    assert list(scores.columns)[:7] == ["item_id", "system_id", "annotator", "dimension", "score", "overall_hcs",
+                                        "submitted_at"]
+    assert len(scores) == 5 * sum(len(w.acked) for w in run.workers)
+    annotations = _read(run, "annotations.csv")
+    assert len(annotations) == sum(len(w.acked) for w in run.workers)
+    assert not any(str(v).startswith("route-9") for v in annotations["item_id"])  # gold stays out
+    assert len(_read(run, "items.csv")) >= 1 and len(_read(run, "dimensions.csv")) == 5
+    judges = _read(run, "judges.csv")
+    assert len(judges) >= 1
+    rows = list(csv.DictReader(io.StringIO(run.workers_csv.read_text())))
+    assert {r["worker_id"] for r in rows} == {w.pid for w in started(run)}
+    assert all(r["session_id"].startswith("session-") for r in rows)
+
+
+def test_no_platform_id_leaves_the_app_outside_the_workers_csv(run):
+    pids = [w.pid for w in run.workers]
+    for key, path in run.exports.items():
+        text = path.read_text()
+        assert not [p for p in pids if p in text], key
+
+
+def test_the_json_report_marks_the_exclusions(run):
+    report = _read(run, "json")
+    exclusions = {e["annotator"]: e["rule"] for e in report["exclusions"]}
+    blocked = {e.user.username for w in started(run) if w.behaviour == "fails_checks" for e in [enrolment(w)]}
+    assert exclusions == {run.excluded_user: "researcher", **dict.fromkeys(blocked, "block rule")}
+
+
+@pytest.mark.xfail(strict=True, reason="exports hide exclusions (no `excluded` column): fixed on branch qc")
+def test_csv_exports_mark_exclusions(run):
+    for key in ("scores.csv", "annotations.csv"):
+        table = _read(run, key)
+        assert "excluded" in table.columns, key
+        marked = {str(v).lower() in ("1", "true", "yes") for v in table["excluded"]}
+        assert marked == {True, False}
+        excluded_rows = table[table["excluded"].astype(str).str.lower().isin(["1", "true", "yes"])]
+        names = {e["annotator"] for e in _read(run, "json")["exclusions"]}
+        assert set(excluded_rows["annotator"]) == names and run.excluded_user in names, key
+
