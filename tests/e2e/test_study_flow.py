@@ -2,14 +2,14 @@
 then one test per promise a research team relies on.
 
 The run happens once per test session and database; each test below judges one promise on what
-the run saw. A promise broken by a known defect that another branch fixes is its own test, marked
-``xfail(strict=True)`` with the branch named, so the mark must go when the fix lands.
+the run saw.
 """
 
 from __future__ import annotations
 
 import csv
 import io
+import zipfile
 import json
 from collections import Counter
 from html.parser import HTMLParser
@@ -23,7 +23,7 @@ from django.db.models import Count, Q
 from django.test import override_settings
 
 from annotator.exports.formats import EXPORT_FORMATS
-from annotator.models import Annotation, AnnotatorStanding, Enrolment, Item, Job
+from annotator.models import Annotation, AnnotatorStanding, Enrolment, Item, Job, JudgeCall
 from tests.e2e import study_run as flow
 
 # Each test reads the run's rows inside a transaction that is rolled back; the run itself is
@@ -35,7 +35,7 @@ End = Enrolment.End
 @pytest.fixture(scope="module")
 def run(django_db_setup, django_db_blocker, tmp_path_factory):
     # The production link limit (30 opens a minute per address) behind one proxy (PROXY_COUNT=1).
-    proxy = override_settings(ANNOTATOR_LINK_OPENS_PER_MINUTE=30, AXES_IPWARE_PROXY_COUNT=1)
+    proxy = override_settings(ANNOTATOR_LINK_OPENS_PER_MINUTE=30, ANNOTATOR_PROXY_COUNT=1)
     with django_db_blocker.unblock(), proxy:
         try:
             yield flow.study_run(tmp_path_factory.mktemp("exports"))
@@ -60,7 +60,6 @@ def test_no_5xx_anywhere(run):
     assert run.arrival_seconds < 30
 
 
-@pytest.mark.xfail(strict=True, reason="launch throttled behind a proxy (PROXY_COUNT ignored): fixed on branch crowd")
 def test_distinct_workers_behind_one_proxy_are_not_throttled(run):
     entries = [r for r in run.requests if r.path.startswith("/study/") and r.who != "one-address"]
     assert len({r.who for r in entries}) == flow.WORKERS
@@ -154,7 +153,6 @@ def test_training_and_checks_screen_out_with_the_screen_out_code(run):
     assert any(w.check_answers for w in careful)
 
 
-@pytest.mark.xfail(strict=True, reason="two tabs break consent (raw CSRF 403): fixed on branch crowd")
 def test_a_second_tab_does_not_break_consent(run):
     two_tabs = [w for w in started(run) if w.behaviour == "two_tabs"]
     assert two_tabs and all(not w.consent_refused for w in two_tabs), two_tabs
@@ -166,13 +164,25 @@ def test_a_judge_run_against_a_local_endpoint_finishes(run):
 
 
 def _read(run, key):
-    """An export as its reader sees it: a DataFrame, the JSON document, or the HTML text (parsed once
-    to be sure it parses)."""
+    """An export as its reader sees it: a DataFrame, the JSON document, JSON Lines records, the
+    Hugging Face dataset (its card and each config's rows), or the HTML text (parsed once to be sure it
+    parses)."""
     path = run.exports[key]
     if key.endswith(".csv"):
         return pd.read_csv(path, keep_default_na=False)
     if key == "json":
         return json.loads(path.read_text())
+    if key.endswith(".jsonl"):
+        return [json.loads(line) for line in path.read_text().splitlines() if line]
+    if key == "hf":
+        import pyarrow.parquet as pq
+
+        with zipfile.ZipFile(path) as archive:
+            names = archive.namelist()
+            card = archive.read(next(n for n in names if n.endswith("README.md"))).decode()
+            configs = {n.split("/")[-2]: pq.read_table(io.BytesIO(archive.read(n))).to_pandas()
+                       for n in names if n.endswith(".parquet")}
+        return card, configs
     text = path.read_text()
     HTMLParser().feed(text)
     return text
@@ -193,6 +203,15 @@ def test_every_export_is_written_and_reads_back(run):
     assert len(_read(run, "items.csv")) >= 1 and len(_read(run, "dimensions.csv")) == 5
     judges = _read(run, "judges.csv")
     assert len(judges) >= 1
+    # the judge run's answers leave the app item by item, and its calls without any key
+    judge_scores = _read(run, "judge_scores.csv")
+    assert len(judge_scores) >= run.judge_calls_ok > 0
+    calls = _read(run, "judge_calls.jsonl")
+    assert len(calls) == JudgeCall.objects.count() and not any("sk-e2e" in json.dumps(c) for c in calls)
+    # the Hugging Face dataset holds every rating with a pseudonymous rater, the judge scores, and a card
+    card, configs = _read(run, "hf")
+    assert len(configs["ratings"]) == sum(len(w.acked) for w in run.workers)
+    assert len(configs["judge_scores"]) == len(judge_scores) and "Agreement" in card
     rows = list(csv.DictReader(io.StringIO(run.workers_csv.read_text())))
     assert {r["worker_id"] for r in rows} == {w.pid for w in started(run)}
     assert all(r["session_id"].startswith("session-") for r in rows)
@@ -201,7 +220,11 @@ def test_every_export_is_written_and_reads_back(run):
 def test_no_platform_id_leaves_the_app_outside_the_workers_csv(run):
     pids = [w.pid for w in run.workers]
     for key, path in run.exports.items():
-        text = path.read_text()
+        if key == "hf":
+            card, configs = _read(run, key)
+            text = card + "".join(frame.to_csv() for frame in configs.values())
+        else:
+            text = path.read_text()
         assert not [p for p in pids if p in text], key
 
 
@@ -212,7 +235,6 @@ def test_the_json_report_marks_the_exclusions(run):
     assert exclusions == {run.excluded_user: "researcher", **dict.fromkeys(blocked, "block rule")}
 
 
-@pytest.mark.xfail(strict=True, reason="exports hide exclusions (no `excluded` column): fixed on branch qc")
 def test_csv_exports_mark_exclusions(run):
     for key in ("scores.csv", "annotations.csv"):
         table = _read(run, key)
@@ -222,4 +244,9 @@ def test_csv_exports_mark_exclusions(run):
         excluded_rows = table[table["excluded"].astype(str).str.lower().isin(["1", "true", "yes"])]
         names = {e["annotator"] for e in _read(run, "json")["exclusions"]}
         assert set(excluded_rows["annotator"]) == names and run.excluded_user in names, key
+    # the dataset keeps the excluded raters' rows, marked, under pseudonyms
+    _card, configs = _read(run, "hf")
+    ratings = configs["ratings"]
+    assert ratings["excluded"].any() and not ratings["excluded"].all()
+    assert not set(ratings["rater"]) & {w.pid for w in run.workers} and run.excluded_user not in set(ratings["rater"])
 
