@@ -182,7 +182,7 @@ def review_send(*, review: Review, client: api.ProlificClient) -> Review:
 
 def _send_one(review: Review, decision: Decision, call) -> None:
     try:
-        call(decision.submission)
+        call(decision)
     except api.ProlificAuthError:
         raise
     except api.ProlificError as exc:
