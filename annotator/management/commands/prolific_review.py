@@ -25,21 +25,32 @@ def client_factory() -> api.ProlificClient:
 
 
 class Command(BaseCommand):
-    help = "Approve, reject (by Prolific's rules) and pay bonuses (exactly once) for a Prolific study of a batch."
+    help = "Approve, reject (by Prolific's rules) and pay bonuses (exactly once) for a batch's study."
 
     def add_arguments(self, parser):
         parser.add_argument("batch", help="batch name")
         parser.add_argument("--study-id", required=True, help="the Prolific study id (from the study's URL)")
         parser.add_argument("--approve", action="store_true", help="approve who earned the completion code")
-        parser.add_argument("--reject-failed-checks", action="store_true",
-                            help="reject 2+ failed attention checks in sessions over 5 minutes; ask training "
-                                 "failures to return")
-        parser.add_argument("--max-rejection-rate", default=str(DEFAULT_MAX_REJECTION_RATE), metavar="PERCENT",
-                            help="stop rejecting before the study's rejection rate passes this (default %(default)s)")
+        parser.add_argument(
+            "--reject-failed-checks",
+            action="store_true",
+            help="reject 2+ failed attention checks in sessions over 5 minutes; ask training "
+            "failures to return",
+        )
+        parser.add_argument(
+            "--max-rejection-rate",
+            default=str(DEFAULT_MAX_REJECTION_RATE),
+            metavar="PERCENT",
+            help="stop rejecting before the study's rejection rate passes this (default %(default)s)",
+        )
         bonus = parser.add_mutually_exclusive_group()
-        bonus.add_argument("--bonus-per-item", metavar="X", help="bonus per item rated, e.g. 0.05 (study currency)")
+        bonus.add_argument(
+            "--bonus-per-item", metavar="X", help="bonus per item rated, e.g. 0.05 (study currency)"
+        )
         bonus.add_argument("--bonus-csv", metavar="FILE", help="CSV with participant_id,amount[,reason]")
-        parser.add_argument("--dry-run", action="store_true", help="print what would be done; send nothing but GETs")
+        parser.add_argument(
+            "--dry-run", action="store_true", help="print what would be done; send nothing but GETs"
+        )
 
     def handle(self, *args, **options):
         batch = batch_named(options["batch"])
@@ -63,13 +74,22 @@ class Command(BaseCommand):
         try:
             with client_factory() as client:
                 outcome = prolific_review_run(
-                    batch=batch, study_id=options["study_id"], client=client, approve=options["approve"],
-                    reject_failed_checks=options["reject_failed_checks"], bonus_per_item=per_item, bonus_rows=rows,
-                    dry_run=options["dry_run"], max_rejection_rate=max_rate)
+                    batch=batch,
+                    study_id=options["study_id"],
+                    client=client,
+                    approve=options["approve"],
+                    reject_failed_checks=options["reject_failed_checks"],
+                    bonus_per_item=per_item,
+                    bonus_rows=rows,
+                    dry_run=options["dry_run"],
+                    max_rejection_rate=max_rate,
+                )
         except (api.ProlificError, ReviewError) as exc:
             raise CommandError(str(exc)) from None
         for line in outcome.lines:
             self.stdout.write(line)
         if not outcome.ok:
-            raise CommandError("Not everything went through (see above); run the same command again: "
-                               "nothing done is done twice.")
+            raise CommandError(
+                "Not everything went through (see above); run the same command again: "
+                "nothing done is done twice."
+            )

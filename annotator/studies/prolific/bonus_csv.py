@@ -37,7 +37,9 @@ def parse_amount(text: str, what: str = "amount") -> Decimal:
     if value != value.quantize(Decimal("0.01")):
         raise ValueError(f"{what} {text!r} has more than two decimals")
     if value > MAX_AMOUNT:
-        raise ValueError(f"{what} {text!r} is more than {MAX_AMOUNT}; amounts are in pounds or dollars, not pence")
+        raise ValueError(
+            f"{what} {text!r} is more than {MAX_AMOUNT}; amounts are in pounds or dollars, not pence"
+        )
     return value.quantize(Decimal("0.01"))
 
 
@@ -55,8 +57,12 @@ def parse_bonus_csv(data: bytes) -> list[tuple[str, Decimal, str]]:
     header = [(h or "").strip().lower() for h in (reader.fieldnames or [])]
     missing = [c for c in COLUMNS if c not in header]
     if missing:
-        raise BonusFileError([f"row 1: missing column(s) {', '.join(missing)}; the header must be "
-                              "`participant_id,amount` (and optionally `reason`)"])
+        raise BonusFileError(
+            [
+                f"row 1: missing column(s) {', '.join(missing)}; the header must be "
+                "`participant_id,amount` (and optionally `reason`)"
+            ]
+        )
     reader.fieldnames = header
     rows, errors, seen = [], [], {}
     for number, row in enumerate(reader, start=2):
@@ -66,7 +72,9 @@ def parse_bonus_csv(data: bytes) -> list[tuple[str, Decimal, str]]:
         pid = (row.get("participant_id") or "").strip()
         reason = (row.get("reason") or "").strip() or DEFAULT_REASON
         if not PARTICIPANT.match(pid):
-            errors.append(f"row {number}, column `participant_id`: {pid[:40]!r} is not a Prolific participant id")
+            errors.append(
+                f"row {number}, column `participant_id`: {pid[:40]!r} is not a Prolific participant id"
+            )
             continue
         if not REASON.match(reason):
             errors.append(f"row {number}, column `reason`: use up to 80 letters, digits, spaces and _ . : -")

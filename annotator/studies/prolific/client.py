@@ -53,8 +53,11 @@ class Submission:
     @classmethod
     def from_json(cls, row: dict) -> Submission:
         # The list gives ``participant_id``; older answers and the single submission ``participant``.
-        return cls(id=str(row.get("id", "")), participant_id=str(row.get("participant_id") or row.get("participant") or ""),
-                   status=str(row.get("status", "")))
+        return cls(
+            id=str(row.get("id", "")),
+            participant_id=str(row.get("participant_id") or row.get("participant") or ""),
+            status=str(row.get("status", "")),
+        )
 
 
 def _retry_after(response: httpx.Response, fallback: float) -> float:
@@ -68,17 +71,26 @@ def _retry_after(response: httpx.Response, fallback: float) -> float:
 class ProlificClient:
     """One researcher's access to Prolific. ``sleep`` is injectable so tests do not wait."""
 
-    def __init__(self, *, token: str | None = None, base_url: str | None = None,
-                 transport: httpx.BaseTransport | None = None, sleep: Callable[[float], None] = time.sleep):
+    def __init__(
+        self,
+        *,
+        token: str | None = None,
+        base_url: str | None = None,
+        transport: httpx.BaseTransport | None = None,
+        sleep: Callable[[float], None] = time.sleep,
+    ):
         token = settings.PROLIFIC_API_TOKEN if token is None else token
         if not token:
             raise ProlificAuthError(
                 "PROLIFIC_API_TOKEN is not set: put a Prolific API token in the environment and run again; "
-                "nothing was changed.", status=401)
+                "nothing was changed.",
+                status=401,
+            )
         self._http = httpx.Client(
             base_url=(base_url or settings.PROLIFIC_API_URL).rstrip("/"),
             headers={"Authorization": f"Token {token}", "Accept": "application/json"},
-            timeout=TIMEOUT_SECONDS, transport=transport,
+            timeout=TIMEOUT_SECONDS,
+            transport=transport,
         )
         self._sleep = sleep
 
@@ -100,7 +112,8 @@ class ProlificClient:
                 response = self._http.request(method, path, json=json)
             except httpx.TransportError as exc:
                 raise ProlificUnavailable(
-                    f"Prolific could not be reached ({type(exc).__name__}) for {method} {path}.") from None
+                    f"Prolific could not be reached ({type(exc).__name__}) for {method} {path}."
+                ) from None
             status = response.status_code
             if status == 401:
                 raise ProlificAuthError(TOKEN_MESSAGE, status=401)
@@ -110,17 +123,22 @@ class ProlificClient:
                 wait = min(MAX_WAIT_SECONDS, wait * 2)
                 continue
             if status == 429 or status >= 500:
-                raise ProlificUnavailable(f"Prolific answered {status} to {method} {path}"
-                                          f"{' after retries' if retryable else ''}.", status=status)
+                raise ProlificUnavailable(
+                    f"Prolific answered {status} to {method} {path}{' after retries' if retryable else ''}.",
+                    status=status,
+                )
             if status >= 400:
-                raise ProlificError(f"Prolific refused {method} {path} ({status}): {_detail(response)}", status=status)
+                raise ProlificError(
+                    f"Prolific refused {method} {path} ({status}): {_detail(response)}", status=status
+                )
             if not response.content:
                 return {}
             try:
                 body = response.json()
             except ValueError:
-                raise ProlificError(f"Prolific answered {method} {path} with something that is not JSON.",
-                                    status=status) from None
+                raise ProlificError(
+                    f"Prolific answered {method} {path} with something that is not JSON.", status=status
+                ) from None
             return body if isinstance(body, dict) else {"results": body}
         raise AssertionError("unreachable")  # pragma: no cover
 
@@ -140,24 +158,35 @@ class ProlificClient:
     def submission(self, submission_id: str) -> dict:
         return self._call("GET", f"/api/v1/submissions/{submission_id}/")
 
-    def transition(self, submission_id: str, *, action: str, message: str = "", rejection_category: str = "") -> dict:
+    def transition(
+        self, submission_id: str, *, action: str, message: str = "", rejection_category: str = ""
+    ) -> dict:
         body = {"action": action}
         if action == "REJECT":
             body |= {"message": message, "rejection_category": rejection_category}
         return self._call("POST", f"/api/v1/submissions/{submission_id}/transition/", json=body)
 
     def bulk_approve(self, *, study_id: str, submission_ids: list[str]) -> dict:
-        return self._call("POST", "/api/v1/submissions/bulk-approve/",
-                          json={"study_id": study_id, "submission_ids": submission_ids})
+        return self._call(
+            "POST",
+            "/api/v1/submissions/bulk-approve/",
+            json={"study_id": study_id, "submission_ids": submission_ids},
+        )
 
     def request_return(self, submission_id: str, *, reasons: list[str]) -> dict:
-        return self._call("POST", f"/api/v1/submissions/{submission_id}/request-return/",
-                          json={"request_return_reasons": reasons})
+        return self._call(
+            "POST",
+            f"/api/v1/submissions/{submission_id}/request-return/",
+            json={"request_return_reasons": reasons},
+        )
 
     def bonus_create(self, *, study_id: str, csv_bonuses: str) -> dict:
         """Set up a bulk bonus payment (pays nothing by itself). Answers with its ``id``."""
-        return self._call("POST", "/api/v1/submissions/bonus-payments/",
-                          json={"study_id": study_id, "csv_bonuses": csv_bonuses})
+        return self._call(
+            "POST",
+            "/api/v1/submissions/bonus-payments/",
+            json={"study_id": study_id, "csv_bonuses": csv_bonuses},
+        )
 
     def bonus_pay(self, bulk_id: str) -> dict:
         """Pay a bulk bonus payment. Not idempotent on Prolific's side, so never retried on 5xx."""

@@ -13,17 +13,28 @@ from annotator.studies.prolific.services.review import DEFAULT_MAX_REJECTION_RAT
 
 class ProlificReviewForm(forms.Form):
     batch = forms.ModelChoiceField(queryset=Batch.objects.order_by("name"))
-    study_id = forms.RegexField(regex=r"^[A-Za-z0-9]{1,100}$", label="Prolific study id",
-                                error_messages={"invalid": "Use the study id from the study's Prolific URL "
-                                                           "(letters and digits)."})
+    study_id = forms.RegexField(
+        regex=r"^[A-Za-z0-9]{1,100}$",
+        label="Prolific study id",
+        error_messages={"invalid": "Use the study id from the study's Prolific URL (letters and digits)."},
+    )
     approve = forms.BooleanField(required=False, label="Approve who earned the completion code")
     reject_failed_checks = forms.BooleanField(
-        required=False, label="Reject 2+ failed attention checks (sessions over 5 minutes); ask training failures to return")
-    max_rejection_rate = forms.DecimalField(min_value=0, max_value=100, decimal_places=1,
-                                            initial=DEFAULT_MAX_REJECTION_RATE, label="Rejection-rate cap (%)")
+        required=False,
+        label="Reject 2+ failed attention checks (sessions over 5 minutes); ask training failures to return",
+    )
+    max_rejection_rate = forms.DecimalField(
+        min_value=0,
+        max_value=100,
+        decimal_places=1,
+        initial=DEFAULT_MAX_REJECTION_RATE,
+        label="Rejection-rate cap (%)",
+    )
     bonus_per_item = forms.CharField(required=False, max_length=20, label="Bonus per item (e.g. 0.05)")
     bonus_csv = forms.FileField(required=False, label="Or a bonus file (participant_id,amount[,reason])")
-    dry_run = forms.BooleanField(required=False, initial=True, label="Dry run: show what would be done, send nothing")
+    dry_run = forms.BooleanField(
+        required=False, initial=True, label="Dry run: show what would be done, send nothing"
+    )
 
     def clean_bonus_per_item(self) -> Decimal | None:
         text = self.cleaned_data.get("bonus_per_item", "").strip()

@@ -41,7 +41,9 @@ class ProlificBonus(models.Model):
     class Meta:
         ordering = ("study_id", "participant_id", "reason")
         constraints = (
-            models.UniqueConstraint(fields=["study_id", "participant_id", "reason"], name="prolific_bonus_once"),
+            models.UniqueConstraint(
+                fields=["study_id", "participant_id", "reason"], name="prolific_bonus_once"
+            ),
         )
 
     def __str__(self) -> str:

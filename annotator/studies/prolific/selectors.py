@@ -10,7 +10,10 @@ from annotator.studies.selectors import worker_progress
 
 End = Enrolment.End
 PLATFORM = "prolific"
-CODE_ENDS = (End.DONE, End.TIMED_OUT)  # the ends that show the completion code (studies.selectors.link_ending)
+CODE_ENDS = (
+    End.DONE,
+    End.TIMED_OUT,
+)  # the ends that show the completion code (studies.selectors.link_ending)
 
 
 @dataclass(frozen=True)
@@ -35,13 +38,24 @@ class WorkerFacts:
 def prolific_workers(*, batch: Batch) -> dict[str, WorkerFacts]:
     """The batch's Prolific workers by participant id, with what the review decides on."""
     progress = {p.enrolment.pk: p for p in worker_progress(batch=batch)}
-    enrolments = [p.enrolment for p in progress.values() if p.enrolment.platform == PLATFORM and p.enrolment.worker_id]
+    enrolments = [
+        p.enrolment for p in progress.values() if p.enrolment.platform == PLATFORM and p.enrolment.worker_id
+    ]
     users = [e.user_id for e in enrolments]
-    standings = {s.annotator_id: s for s in AnnotatorStanding.objects.filter(batch=batch, annotator_id__in=users)}
+    standings = {
+        s.annotator_id: s for s in AnnotatorStanding.objects.filter(batch=batch, annotator_id__in=users)
+    }
     failed, answered = defaultdict(list), defaultdict(int)
-    checks = (GoldAnswer.objects.filter(gold_item__batch=batch, gold_item__kind=GoldItem.Kind.CHECK,
-                                        annotator_id__in=users, submitted_at__isnull=False)
-              .order_by("submitted_at", "pk").values_list("annotator_id", "gold_item__item_id", "passed"))
+    checks = (
+        GoldAnswer.objects.filter(
+            gold_item__batch=batch,
+            gold_item__kind=GoldItem.Kind.CHECK,
+            annotator_id__in=users,
+            submitted_at__isnull=False,
+        )
+        .order_by("submitted_at", "pk")
+        .values_list("annotator_id", "gold_item__item_id", "passed")
+    )
     for user_id, item_id, passed in checks:
         answered[user_id] += 1
         if passed is False:

@@ -35,9 +35,16 @@ def prolific_review(request):
     try:
         with client_factory() as client:
             outcome = prolific_review_run(
-                batch=data["batch"], study_id=data["study_id"], client=client, approve=data["approve"],
-                reject_failed_checks=data["reject_failed_checks"], bonus_per_item=data["bonus_per_item"],
-                bonus_rows=data["bonus_csv"], dry_run=data["dry_run"], max_rejection_rate=data["max_rejection_rate"])
+                batch=data["batch"],
+                study_id=data["study_id"],
+                client=client,
+                approve=data["approve"],
+                reject_failed_checks=data["reject_failed_checks"],
+                bonus_per_item=data["bonus_per_item"],
+                bonus_rows=data["bonus_csv"],
+                dry_run=data["dry_run"],
+                max_rejection_rate=data["max_rejection_rate"],
+            )
     except (api.ProlificError, ReviewError) as exc:
         form.add_error(None, str(exc))
         return _page(request, status=502 if isinstance(exc, api.ProlificError) else 422, prolific_form=form)
@@ -48,14 +55,17 @@ def prolific_review(request):
 @csrf_exempt  # Prolific cannot send a CSRF token; the HMAC signature is the credential.
 @require_POST
 def prolific_webhook(request):
-    body = request.body[:MAX_WEBHOOK_BYTES + 1]
+    body = request.body[: MAX_WEBHOOK_BYTES + 1]
     timestamp = request.headers.get("X-Prolific-Request-Timestamp", "")
     signature = request.headers.get("X-Prolific-Request-Signature", "")
     if not settings.PROLIFIC_WEBHOOK_SECRET:
         return JsonResponse({"error": "PROLIFIC_WEBHOOK_SECRET is not set on this server."}, status=401)
-    if not signature_valid(secret=settings.PROLIFIC_WEBHOOK_SECRET, timestamp=timestamp, body=body,
-                           signature=signature):
-        return JsonResponse({"error": "The X-Prolific-Request-Signature does not match this request."}, status=401)
+    if not signature_valid(
+        secret=settings.PROLIFIC_WEBHOOK_SECRET, timestamp=timestamp, body=body, signature=signature
+    ):
+        return JsonResponse(
+            {"error": "The X-Prolific-Request-Signature does not match this request."}, status=401
+        )
     if len(body) > MAX_WEBHOOK_BYTES:
         return JsonResponse({"error": "The request body is too large."}, status=413)
     try:
@@ -64,5 +74,7 @@ def prolific_webhook(request):
         return JsonResponse({"error": "The body is not JSON."}, status=400)
     if not isinstance(payload, dict):
         return JsonResponse({"error": "The body is not a JSON object."}, status=400)
-    handled = webhook_event_handle(event_id=event_id_of(payload, timestamp=timestamp, body=body), payload=payload)
+    handled = webhook_event_handle(
+        event_id=event_id_of(payload, timestamp=timestamp, body=body), payload=payload
+    )
     return JsonResponse({"ok": True, "duplicate": handled.duplicate, "leases_released": handled.released})

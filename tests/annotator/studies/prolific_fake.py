@@ -29,23 +29,35 @@ class Fake:
         self.bulks: dict[str, dict] = {}
         self.paid: dict[str, list[int]] = defaultdict(list)  # participant -> amounts paid, in pence
         self.requests: list[tuple[str, str, dict | None]] = []
-        self.failures: dict[tuple[str, str], list] = defaultdict(list)  # (method, path regex) -> statuses/errors
+        self.failures: dict[tuple[str, str], list] = defaultdict(
+            list
+        )  # (method, path regex) -> statuses/errors
         self.page_size = page_size
         self.auth_seen: set[str] = set()
 
     # Setting up
 
     def add(self, submission_id: str, participant_id: str, status: str = "AWAITING REVIEW") -> None:
-        self.submissions[submission_id] = {"id": submission_id, "participant_id": participant_id, "status": status,
-                                           "study_id": self.study_id, "bonus_payments": []}
+        self.submissions[submission_id] = {
+            "id": submission_id,
+            "participant_id": participant_id,
+            "status": status,
+            "study_id": self.study_id,
+            "bonus_payments": [],
+        }
 
     def fail(self, method: str, path: str, *answers) -> None:
         """Answer the next calls matching ``path`` (a regex) with these statuses or exceptions."""
         self.failures[(method, path)] += list(answers)
 
     def client(self, **options) -> ProlificClient:
-        return ProlificClient(token=TOKEN, base_url="https://prolific.test", transport=httpx.MockTransport(self),
-                              sleep=lambda s: None, **options)
+        return ProlificClient(
+            token=TOKEN,
+            base_url="https://prolific.test",
+            transport=httpx.MockTransport(self),
+            sleep=lambda s: None,
+            **options,
+        )
 
     def paid_total(self, participant_id: str) -> int:
         return sum(self.paid[participant_id])
@@ -67,7 +79,9 @@ class Fake:
                 answer = answers.pop(0)
                 if isinstance(answer, Exception):
                     raise answer
-                if isinstance(answer, tuple):  # (status, then act anyway): Prolific did it, the answer was lost
+                if isinstance(
+                    answer, tuple
+                ):  # (status, then act anyway): Prolific did it, the answer was lost
                     status, act = answer
                     if act:
                         self._route(request.method, path, body, request)
@@ -79,15 +93,25 @@ class Fake:
         if m := re.fullmatch(r"/api/v1/studies/([^/]+)/submissions/", path):
             rows = [s for s in self.submissions.values() if s["study_id"] == m.group(1)]
             offset = int(request.url.params.get("offset", "0"))
-            page = rows[offset:offset + self.page_size]
-            nxt = (f"https://prolific.test{path}?offset={offset + self.page_size}"
-                   if offset + self.page_size < len(rows) else None)
-            return httpx.Response(200, json={"results": [{k: v for k, v in r.items() if k != "bonus_payments"}
-                                                         for r in page],
-                                             "_links": {"next": {"href": nxt}}, "meta": {"count": len(rows)}})
+            page = rows[offset : offset + self.page_size]
+            nxt = (
+                f"https://prolific.test{path}?offset={offset + self.page_size}"
+                if offset + self.page_size < len(rows)
+                else None
+            )
+            return httpx.Response(
+                200,
+                json={
+                    "results": [{k: v for k, v in r.items() if k != "bonus_payments"} for r in page],
+                    "_links": {"next": {"href": nxt}},
+                    "meta": {"count": len(rows)},
+                },
+            )
         if method == "GET" and (m := re.fullmatch(r"/api/v1/submissions/([^/]+)/", path)):
             sub = self.submissions.get(m.group(1))
-            return httpx.Response(200, json=sub) if sub else httpx.Response(404, json={"detail": "Not found."})
+            return (
+                httpx.Response(200, json=sub) if sub else httpx.Response(404, json={"detail": "Not found."})
+            )
         if m := re.fullmatch(r"/api/v1/submissions/([^/]+)/transition/", path):
             sub = self.submissions[m.group(1)]
             if sub["status"] != "AWAITING REVIEW":
@@ -120,22 +144,43 @@ class Fake:
         return httpx.Response(404, json={"detail": f"no fake for {method} {path}"})
 
 
-def worker(batch, pid: str, *, session: str, study: str = STUDY, items: int = 2, end: str = Enrolment.End.DONE,
-           minutes: float = 12, failed_checks: int = 0, passed_checks: int = 0) -> Enrolment:
+def worker(
+    batch,
+    pid: str,
+    *,
+    session: str,
+    study: str = STUDY,
+    items: int = 2,
+    end: str = Enrolment.End.DONE,
+    minutes: float = 12,
+    failed_checks: int = 0,
+    passed_checks: int = 0,
+) -> Enrolment:
     """A Prolific worker of the batch who rated ``items`` items over ``minutes`` minutes."""
     user = make_user(f"w-{pid[:8]}-{session[:6]}")
     now = timezone.now()
     started = now - timezone.timedelta(minutes=minutes)
-    enrolment = Enrolment.objects.create(user=user, batch=batch, platform="prolific", worker_id=pid,
-                                         platform_study_id=study, platform_session_id=session,
-                                         entry_session_id=session, started_at=started, end=end,
-                                         ended_at=now if end else None)
+    enrolment = Enrolment.objects.create(
+        user=user,
+        batch=batch,
+        platform="prolific",
+        worker_id=pid,
+        platform_study_id=study,
+        platform_session_id=session,
+        entry_session_id=session,
+        started_at=started,
+        end=end,
+        ended_at=now if end else None,
+    )
     for item in Item.objects.filter(batch=batch).order_by("pk")[:items]:
         Annotation.objects.create(item=item, annotator=user, submitted_at=now)
     for i in range(failed_checks + passed_checks):
         gold, _ = GoldItem.objects.get_or_create(
-            batch=batch, item_id=f"check-{i + 1}",
-            defaults={"kind": GoldItem.Kind.CHECK, "prompt": "p", "response": "r", "scores": {}})
-        GoldAnswer.objects.create(gold_item=gold, annotator=user, shown_at=started, submitted_at=now,
-                                  passed=i >= failed_checks)
+            batch=batch,
+            item_id=f"check-{i + 1}",
+            defaults={"kind": GoldItem.Kind.CHECK, "prompt": "p", "response": "r", "scores": {}},
+        )
+        GoldAnswer.objects.create(
+            gold_item=gold, annotator=user, shown_at=started, submitted_at=now, passed=i >= failed_checks
+        )
     return enrolment

@@ -38,8 +38,10 @@ def setup():
     worker(batch, B, session="subB", items=2)
     fake.add("subA", A, status="APPROVED")
     fake.add("subB", B, status="APPROVED")
-    owed = [ledger.Owed(participant_id=A, submission_id="subA", reason="per-item", amount=Decimal("0.30")),
-            ledger.Owed(participant_id=B, submission_id="subB", reason="per-item", amount=Decimal("0.20"))]
+    owed = [
+        ledger.Owed(participant_id=A, submission_id="subA", reason="per-item", amount=Decimal("0.30")),
+        ledger.Owed(participant_id=B, submission_id="subB", reason="per-item", amount=Decimal("0.20")),
+    ]
     return batch, fake, owed
 
 
@@ -57,6 +59,7 @@ def crash_once(monkeypatch, name):
         if calls["n"] == 1:
             raise Crash(name)
         return real(**kwargs)
+
     monkeypatch.setattr(ledger, name, crashing)
 
 
@@ -178,14 +181,24 @@ def test_the_command_reruns_pay_nothing_twice(setup, monkeypatch, tmp_path):
     monkeypatch.setattr(command, "client_factory", fake.client)
     fake.submissions["subA"]["status"] = fake.submissions["subB"]["status"] = "AWAITING REVIEW"
     for _ in range(3):
-        call_command("prolific_review", batch.name, "--study-id", STUDY, "--approve", "--bonus-per-item", "0.10",
-                     stdout=StringIO())
+        call_command(
+            "prolific_review",
+            batch.name,
+            "--study-id",
+            STUDY,
+            "--approve",
+            "--bonus-per-item",
+            "0.10",
+            stdout=StringIO(),
+        )
     assert_paid_exactly_once(fake)
     bonus_file = tmp_path / "extra.csv"
     bonus_file.write_text(f"participant_id,amount,reason\n{A},1.50,best rater\n{'c' * 24},2.00,best rater\n")
     out = StringIO()
     for _ in range(2):
-        call_command("prolific_review", batch.name, "--study-id", STUDY, "--bonus-csv", str(bonus_file), stdout=out)
+        call_command(
+            "prolific_review", batch.name, "--study-id", STUDY, "--bonus-csv", str(bonus_file), stdout=out
+        )
     assert fake.paid[A] == [30, 150] and "c" * 24 not in fake.paid
     assert "no submission of theirs in this study matches" in out.getvalue()
 
@@ -195,5 +208,6 @@ def test_the_command_fails_loudly_when_a_bonus_is_left_unsettled(setup, monkeypa
     monkeypatch.setattr(command, "client_factory", fake.client)
     fake.fail("POST", PAY, httpx.ReadTimeout("slow"))
     with pytest.raises(CommandError, match="run the same command again"):
-        call_command("prolific_review", batch.name, "--study-id", STUDY, "--bonus-per-item", "0.10",
-                     stdout=StringIO())
+        call_command(
+            "prolific_review", batch.name, "--study-id", STUDY, "--bonus-per-item", "0.10", stdout=StringIO()
+        )

@@ -16,8 +16,13 @@ from annotator.studies.prolific.client import (
 
 
 def client_with(handler, waits=None, **options):
-    return ProlificClient(token="tok-123", base_url="https://prolific.test", transport=httpx.MockTransport(handler),
-                          sleep=(waits.append if waits is not None else (lambda s: None)), **options)
+    return ProlificClient(
+        token="tok-123",
+        base_url="https://prolific.test",
+        transport=httpx.MockTransport(handler),
+        sleep=(waits.append if waits is not None else (lambda s: None)),
+        **options,
+    )
 
 
 def answers(*responses):
@@ -29,6 +34,7 @@ def answers(*responses):
         if isinstance(answer, Exception):
             raise answer
         return answer
+
     return handler, seen
 
 
@@ -43,8 +49,11 @@ def test_every_call_sends_the_token_header_and_the_default_url(settings):
 
 def test_429_waits_as_told_then_succeeds():
     waits = []
-    handler, seen = answers(httpx.Response(429, headers={"Retry-After": "7"}),
-                            httpx.Response(502), httpx.Response(200, json={"id": "b1"}))
+    handler, seen = answers(
+        httpx.Response(429, headers={"Retry-After": "7"}),
+        httpx.Response(502),
+        httpx.Response(200, json={"id": "b1"}),
+    )
     with client_with(handler, waits) as client:
         assert client.bonus_create(study_id="s", csv_bonuses="p,1.00") == {"id": "b1"}
     assert len(seen) == 3 and waits == [7.0, 2.0]  # Retry-After first, then the doubled back-off
@@ -93,7 +102,9 @@ def test_a_4xx_is_a_definite_refusal_with_prolifics_words():
 
 
 def test_a_next_page_on_another_host_is_not_followed():
-    handler, seen = answers(httpx.Response(200, json={"results": [], "_links": {"next": {"href": "https://evil.test/x"}}}))
+    handler, seen = answers(
+        httpx.Response(200, json={"results": [], "_links": {"next": {"href": "https://evil.test/x"}}})
+    )
     with client_with(handler) as client, pytest.raises(ProlificError, match="another host"):
         client.study_submissions("s1")
     assert len(seen) == 1

@@ -61,11 +61,14 @@ def test_a_real_run_approves_and_pays(page):
     assert fake.paid == {A: [10]}
 
 
-@pytest.mark.parametrize("fields, message", [
-    ({"study_id": "../../x"}, "Use the study id"),
-    ({"bonus_per_item": "lots"}, "not a number"),
-    ({"max_rejection_rate": "250"}, "less than or equal to 100"),
-])
+@pytest.mark.parametrize(
+    "fields, message",
+    [
+        ({"study_id": "../../x"}, "Use the study id"),
+        ({"bonus_per_item": "lots"}, "not a number"),
+        ({"max_rejection_rate": "250"}, "less than or equal to 100"),
+    ],
+)
 def test_bad_input_is_a_422_that_sends_nothing(page, fields, message):
     client, batch, fake = page
     response = post(client, batch, **fields)
@@ -75,9 +78,19 @@ def test_bad_input_is_a_422_that_sends_nothing(page, fields, message):
 
 def test_both_bonus_kinds_are_refused(page):
     client, batch, fake = page
-    upload = SimpleUploadedFile("b.csv", f"participant_id,amount\n{A},1.00\n".encode(), content_type="text/csv")
-    response = client.post(reverse("prolific_review"), {"batch": batch.pk, "study_id": STUDY, "max_rejection_rate": "10",
-                                                        "bonus_per_item": "0.05", "bonus_csv": upload})
+    upload = SimpleUploadedFile(
+        "b.csv", f"participant_id,amount\n{A},1.00\n".encode(), content_type="text/csv"
+    )
+    response = client.post(
+        reverse("prolific_review"),
+        {
+            "batch": batch.pk,
+            "study_id": STUDY,
+            "max_rejection_rate": "10",
+            "bonus_per_item": "0.05",
+            "bonus_csv": upload,
+        },
+    )
     assert response.status_code == 422 and "not both" in response.content.decode()
     assert fake.requests == []
 
@@ -85,15 +98,22 @@ def test_both_bonus_kinds_are_refused(page):
 def test_a_bad_bonus_file_names_its_rows(page):
     client, batch, fake = page
     upload = SimpleUploadedFile("b.csv", b"participant_id,amount\n=cmd(),1.00\n", content_type="text/csv")
-    response = client.post(reverse("prolific_review"), {"batch": batch.pk, "study_id": STUDY, "max_rejection_rate": "10",
-                                                        "bonus_csv": upload})
+    response = client.post(
+        reverse("prolific_review"),
+        {"batch": batch.pk, "study_id": STUDY, "max_rejection_rate": "10", "bonus_csv": upload},
+    )
     assert response.status_code == 422 and "row 2, column `participant_id`" in response.content.decode()
 
 
 def test_a_refused_token_is_a_502_naming_the_setting(page, monkeypatch):
     client, batch, fake = page
-    monkeypatch.setattr(views, "client_factory", lambda: ProlificClient(
-        token="nope", base_url="https://prolific.test", transport=httpx.MockTransport(fake)))
+    monkeypatch.setattr(
+        views,
+        "client_factory",
+        lambda: ProlificClient(
+            token="nope", base_url="https://prolific.test", transport=httpx.MockTransport(fake)
+        ),
+    )
     response = post(client, batch, approve="on")
     assert response.status_code == 502 and "PROLIFIC_API_TOKEN" in response.content.decode()
     assert "nope" not in response.content.decode()

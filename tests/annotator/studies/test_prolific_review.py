@@ -51,10 +51,16 @@ def test_approves_only_bound_finished_workers_by_submission_id(batch, fake):
     for sid, pid in (("subA", A), ("subB", B), ("subC", C), ("subD", D), ("subE", "e" * 24)):
         fake.add(sid, pid)
     output = run(batch, "--approve")
-    assert fake.posts("bulk-approve") == [("/api/v1/submissions/bulk-approve/",
-                                           {"study_id": STUDY, "submission_ids": ["subA"]})]
-    assert statuses(fake) == {A: "APPROVED", B: "AWAITING REVIEW", C: "AWAITING REVIEW", D: "AWAITING REVIEW",
-                              "e" * 24: "AWAITING REVIEW"}
+    assert fake.posts("bulk-approve") == [
+        ("/api/v1/submissions/bulk-approve/", {"study_id": STUDY, "submission_ids": ["subA"]})
+    ]
+    assert statuses(fake) == {
+        A: "APPROVED",
+        B: "AWAITING REVIEW",
+        C: "AWAITING REVIEW",
+        D: "AWAITING REVIEW",
+        "e" * 24: "AWAITING REVIEW",
+    }
     assert "not the session the worker came with" in output and "another Prolific study" in output
     assert "no worker of this batch" in output and "did not earn the completion code" in output
     assert fake.auth_seen == {"Token test-token-0123456789"}
@@ -73,12 +79,23 @@ def test_dry_run_sends_nothing_but_gets(batch, fake):
     worker(batch, B, session="subB", failed_checks=2, passed_checks=1)
     fake.add("subA", A)
     fake.add("subB", B)
-    output = run(batch, "--approve", "--reject-failed-checks", "--bonus-per-item", "0.10", "--dry-run",
-                 "--max-rejection-rate", "50")
+    output = run(
+        batch,
+        "--approve",
+        "--reject-failed-checks",
+        "--bonus-per-item",
+        "0.10",
+        "--dry-run",
+        "--max-rejection-rate",
+        "50",
+    )
     assert {m for m, _, _ in fake.requests} == {"GET"}
-    assert "would approve" in output and "would reject" in output and "would pay bonus per-item 0.20" in output
+    assert (
+        "would approve" in output and "would reject" in output and "would pay bonus per-item 0.20" in output
+    )
     assert statuses(fake) == {A: "AWAITING REVIEW", B: "AWAITING REVIEW"}
     from annotator.models import ProlificBonus
+
     assert not ProlificBonus.objects.exists()
 
 
@@ -97,7 +114,11 @@ def test_rejection_follows_prolifics_rules(batch, fake):
     assert body["action"] == "REJECT" and body["rejection_category"] == "FAILED_CHECK"
     assert len(body["message"]) >= 100 and "check-1" in body["message"] and "check-2" in body["message"]
     assert "2 of the 5 attention checks" in body["message"]
-    assert statuses(fake)[A] == "REJECTED" and statuses(fake)[B] == "APPROVED" and statuses(fake)[C] == "AWAITING REVIEW"
+    assert (
+        statuses(fake)[A] == "REJECTED"
+        and statuses(fake)[B] == "APPROVED"
+        and statuses(fake)[C] == "AWAITING REVIEW"
+    )
     assert "lasted 4.0 minutes" in output
     assert "running rejection rate 10.0% (cap 10%)" in output
 
@@ -122,14 +143,22 @@ def test_the_rejection_cap_holds_further_rejections(batch, fake):
 
 def test_training_failures_get_a_return_request_not_a_rejection(batch, fake):
     e = worker(batch, A, session="subA", end=Enrolment.End.SCREENED_OUT, items=0)
-    AnnotatorStanding.objects.create(batch=batch, annotator=e.user, training=AnnotatorStanding.Training.FAILED)
+    AnnotatorStanding.objects.create(
+        batch=batch, annotator=e.user, training=AnnotatorStanding.Training.FAILED
+    )
     fake.add("subA", A)
     run(batch, "--approve", "--reject-failed-checks")
     assert fake.posts("/transition/") == []
-    assert fake.posts("request-return") == [("/api/v1/submissions/subA/request-return/",
-                                            {"request_return_reasons": [
-                                                "You did not pass the comprehension (training) items at the start "
-                                                "of the study."]})]
+    assert fake.posts("request-return") == [
+        (
+            "/api/v1/submissions/subA/request-return/",
+            {
+                "request_return_reasons": [
+                    "You did not pass the comprehension (training) items at the start of the study."
+                ]
+            },
+        )
+    ]
 
 
 def test_the_message_is_long_enough_whatever_the_names():
@@ -137,10 +166,17 @@ def test_the_message_is_long_enough_whatever_the_names():
 
 
 def test_a_refused_token_is_one_message_naming_the_setting(batch, fake, monkeypatch):
-    from annotator.studies.prolific.client import ProlificClient
     import httpx
-    monkeypatch.setattr(command, "client_factory", lambda: ProlificClient(
-        token="wrong", base_url="https://prolific.test", transport=httpx.MockTransport(fake)))
+
+    from annotator.studies.prolific.client import ProlificClient
+
+    monkeypatch.setattr(
+        command,
+        "client_factory",
+        lambda: ProlificClient(
+            token="wrong", base_url="https://prolific.test", transport=httpx.MockTransport(fake)
+        ),
+    )
     fake.add("subA", A)
     with pytest.raises(CommandError, match="PROLIFIC_API_TOKEN") as info:
         run(batch, "--approve")
@@ -154,14 +190,17 @@ def test_a_missing_token_names_the_setting(batch, settings):
         run(batch, "--approve")
 
 
-@pytest.mark.parametrize("args, message", [
-    (("--bonus-per-item", "abc"), "not a number"),
-    (("--bonus-per-item", "0"), "must be more than 0"),
-    (("--bonus-per-item", "0.001"), "more than two decimals"),
-    (("--bonus-per-item", "250"), "not pence"),
-    (("--max-rejection-rate", "x"), "percentage"),
-    (("--bonus-csv", "/nonexistent/bonus.csv"), "Cannot read"),
-])
+@pytest.mark.parametrize(
+    "args, message",
+    [
+        (("--bonus-per-item", "abc"), "not a number"),
+        (("--bonus-per-item", "0"), "must be more than 0"),
+        (("--bonus-per-item", "0.001"), "more than two decimals"),
+        (("--bonus-per-item", "250"), "not pence"),
+        (("--max-rejection-rate", "x"), "percentage"),
+        (("--bonus-csv", "/nonexistent/bonus.csv"), "Cannot read"),
+    ],
+)
 def test_bad_options_are_refused_before_anything_is_sent(batch, fake, args, message):
     with pytest.raises(CommandError, match=message):
         run(batch, *args)
@@ -192,6 +231,7 @@ def test_pages_of_submissions_are_all_read(batch):
 def test_a_bad_study_id_is_refused(batch):
     fake = Fake()
     from annotator.studies.prolific.services.review import ReviewError
+
     with fake.client() as client, pytest.raises(ReviewError):
         prolific_review_run(batch=batch, study_id="../x", client=client, bonus_per_item=Decimal("1"))
     assert fake.requests == []

@@ -30,20 +30,32 @@ def secret(settings):
 
 def reference_signature(timestamp: str, body: bytes) -> str:
     """Prolific's documented recipe, spelled independently of the app's code."""
-    return base64.b64encode(hmac.new(SECRET.encode(), str.encode(timestamp) + body, hashlib.sha256).digest()).decode()
+    return base64.b64encode(
+        hmac.new(SECRET.encode(), str.encode(timestamp) + body, hashlib.sha256).digest()
+    ).decode()
 
 
 def deliver(payload, *, timestamp="1764115200", signature=None, client=None):
     body = payload if isinstance(payload, bytes) else json.dumps(payload).encode()
-    headers = {"HTTP_X_PROLIFIC_REQUEST_TIMESTAMP": timestamp,
-               "HTTP_X_PROLIFIC_REQUEST_SIGNATURE": reference_signature(timestamp, body) if signature is None
-               else signature}
-    return (client or Client(enforce_csrf_checks=True)).post(URL, body, content_type="application/json", **headers)
+    headers = {
+        "HTTP_X_PROLIFIC_REQUEST_TIMESTAMP": timestamp,
+        "HTTP_X_PROLIFIC_REQUEST_SIGNATURE": reference_signature(timestamp, body)
+        if signature is None
+        else signature,
+    }
+    return (client or Client(enforce_csrf_checks=True)).post(
+        URL, body, content_type="application/json", **headers
+    )
 
 
 def returned(pid=PID_A, session=None, status="RETURNED", **extra):
-    return {"resource_id": session or f"sess-{pid}", "event_type": "submission.status.change",
-            "participant_id": pid, "status": status, **extra}
+    return {
+        "resource_id": session or f"sess-{pid}",
+        "event_type": "submission.status.change",
+        "participant_id": pid,
+        "status": status,
+        **extra,
+    }
 
 
 @pytest.fixture
@@ -76,7 +88,11 @@ def test_a_returned_submission_releases_the_lease_and_the_slot_goes_to_another(f
     _client, full = arrive(token, PID_B)
     assert "annotator/study_full.html" in [t.name for t in full.templates]  # every slot is held
     response = deliver(returned())
-    assert response.status_code == 200 and response.json() == {"ok": True, "duplicate": False, "leases_released": 1}
+    assert response.status_code == 200 and response.json() == {
+        "ok": True,
+        "duplicate": False,
+        "leases_released": 1,
+    }
     assert lease_of(PID_A).state == Assignment.State.RELEASED
     assert lease_of("c" * 24).state == Assignment.State.LEASED  # the others keep theirs
     assert Item.objects.get(batch=batch).n_leased == 2
@@ -137,8 +153,16 @@ def test_without_a_secret_nothing_is_accepted(full_study, settings):
     assert response.status_code == 401 and "PROLIFIC_WEBHOOK_SECRET" in response.json()["error"]
 
 
-@pytest.mark.parametrize("body", [b"not json", b"[1, 2]", b"\xff\xfe", b'{"event_type": 5, "status": null}',
-                                  json.dumps(returned(pid="x" * 5000)).encode()])
+@pytest.mark.parametrize(
+    "body",
+    [
+        b"not json",
+        b"[1, 2]",
+        b"\xff\xfe",
+        b'{"event_type": 5, "status": null}',
+        json.dumps(returned(pid="x" * 5000)).encode(),
+    ],
+)
 def test_odd_bodies_never_give_a_500(body):
     response = deliver(body)
     assert response.status_code in (200, 400)

@@ -47,17 +47,29 @@ def bonus_plan(*, batch: Batch, study_id: str, owed: list[Owed]) -> tuple[list[P
     """Write a planned row per new (study, participant, reason); rows already in the ledger are kept
     as they are (a different amount is reported, never paid on top)."""
     notes = []
-    existing = {(b.participant_id, b.reason): b for b in ProlificBonus.objects.select_for_update().filter(
-        study_id=study_id, participant_id__in=[o.participant_id for o in owed])}
+    existing = {
+        (b.participant_id, b.reason): b
+        for b in ProlificBonus.objects.select_for_update().filter(
+            study_id=study_id, participant_id__in=[o.participant_id for o in owed]
+        )
+    }
     rows = []
     for o in owed:
         row = existing.get((o.participant_id, o.reason))
         if row is None:
-            row = ProlificBonus.objects.create(batch=batch, study_id=study_id, participant_id=o.participant_id,
-                                               submission_id=o.submission_id, reason=o.reason, amount=o.amount)
+            row = ProlificBonus.objects.create(
+                batch=batch,
+                study_id=study_id,
+                participant_id=o.participant_id,
+                submission_id=o.submission_id,
+                reason=o.reason,
+                amount=o.amount,
+            )
         elif row.amount != o.amount:
-            notes.append(f"bonus {o.reason} for {o.participant_id} is already in the ledger at {row.amount} "
-                         f"({row.state}); {o.amount} was not added")
+            notes.append(
+                f"bonus {o.reason} for {o.participant_id} is already in the ledger at {row.amount} "
+                f"({row.state}); {o.amount} was not added"
+            )
         rows.append(row)
     return rows, notes
 
@@ -65,27 +77,31 @@ def bonus_plan(*, batch: Batch, study_id: str, owed: list[Owed]) -> tuple[list[P
 @transaction.atomic
 def bonus_mark_created(*, rows: list[ProlificBonus], bulk_id: str) -> int:
     return ProlificBonus.objects.filter(pk__in=[r.pk for r in rows], state=State.PLANNED).update(
-        state=State.CREATED, bulk_id=bulk_id, note="")
+        state=State.CREATED, bulk_id=bulk_id, note=""
+    )
 
 
 @transaction.atomic
 def bonus_mark_paying(*, bulk_id: str, now: datetime) -> int:
     """Claim a created bulk payment for paying; 0 when another run claimed it first."""
     return ProlificBonus.objects.filter(bulk_id=bulk_id, state=State.CREATED).update(
-        state=State.PAYING, paying_since=now, note="")
+        state=State.PAYING, paying_since=now, note=""
+    )
 
 
 @transaction.atomic
 def bonus_mark_paid(*, bulk_id: str, now: datetime, note: str = "") -> int:
     return ProlificBonus.objects.filter(bulk_id=bulk_id, state=State.PAYING).update(
-        state=State.PAID, paid_at=now, note=note)
+        state=State.PAID, paid_at=now, note=note
+    )
 
 
 @transaction.atomic
 def bonus_mark_unpaid(*, bulk_id: str, note: str) -> int:
     """Prolific definitely did not pay this bulk payment: it may be paid again."""
     return ProlificBonus.objects.filter(bulk_id=bulk_id, state=State.PAYING).update(
-        state=State.CREATED, paying_since=None, note=note[:2000])
+        state=State.CREATED, paying_since=None, note=note[:2000]
+    )
 
 
 @transaction.atomic
@@ -101,8 +117,12 @@ def _seen_paid(client: api.ProlificClient, row: ProlificBonus) -> bool | None:
     if not isinstance(payments, list):
         return None
     # Bonuses of the same amount this ledger already paid the participant are on the list too.
-    already = sum(b.amount_minor == row.amount_minor for b in ProlificBonus.objects.filter(
-        study_id=row.study_id, participant_id=row.participant_id, state=State.PAID))
+    already = sum(
+        b.amount_minor == row.amount_minor
+        for b in ProlificBonus.objects.filter(
+            study_id=row.study_id, participant_id=row.participant_id, state=State.PAID
+        )
+    )
     return [p for p in payments if isinstance(p, int)].count(row.amount_minor) > already
 
 
@@ -114,21 +134,30 @@ def _settle(client: api.ProlificClient, study_id: str, now: datetime, lines: lis
     for bulk_id, rows in bulks.items():
         seen = [_seen_paid(client, r) for r in rows]
         if any(s is True for s in seen):  # one bulk payment is paid as a whole
-            n = bonus_mark_paid(bulk_id=bulk_id, now=now, note="paid (read back from Prolific after an interruption)")
+            n = bonus_mark_paid(
+                bulk_id=bulk_id, now=now, note="paid (read back from Prolific after an interruption)"
+            )
             lines.append(f"Bulk bonus payment {bulk_id}: read back as paid ({n} bonus(es)); not paid again.")
-        elif all(s is False for s in seen) and min(r.paying_since for r in rows) <= now - timedelta(minutes=SETTLE_MINUTES):
+        elif all(s is False for s in seen) and min(r.paying_since for r in rows) <= now - timedelta(
+            minutes=SETTLE_MINUTES
+        ):
             bonus_mark_unpaid(bulk_id=bulk_id, note="read back as not paid; paying it now")
-            lines.append(f"Bulk bonus payment {bulk_id}: read back as not paid {SETTLE_MINUTES} minutes after the "
-                         "pay call; paying it.")
+            lines.append(
+                f"Bulk bonus payment {bulk_id}: read back as not paid {SETTLE_MINUTES} minutes after the "
+                "pay call; paying it."
+            )
         else:
             bonus_note(bulk_id=bulk_id, note="pay call sent; outcome not yet visible on Prolific")
-            lines.append(f"Bulk bonus payment {bulk_id}: the pay call may have gone through and Prolific does not "
-                         f"show it yet; not paid again. Run again after {SETTLE_MINUTES} minutes, or check the "
-                         "study's bonuses on Prolific.")
+            lines.append(
+                f"Bulk bonus payment {bulk_id}: the pay call may have gone through and Prolific does not "
+                f"show it yet; not paid again. Run again after {SETTLE_MINUTES} minutes, or check the "
+                "study's bonuses on Prolific."
+            )
 
 
-def bonus_run(*, client: api.ProlificClient, batch: Batch, study_id: str, owed: list[Owed],
-              now: datetime | None = None) -> tuple[list[str], bool]:
+def bonus_run(
+    *, client: api.ProlificClient, batch: Batch, study_id: str, owed: list[Owed], now: datetime | None = None
+) -> tuple[list[str], bool]:
     """Plan, set up and pay the owed bonuses, settling earlier interrupted ones first.
     Returns the lines to show and whether everything owed is now paid."""
     now = now or timezone.now()
@@ -144,17 +173,25 @@ def bonus_run(*, client: api.ProlificClient, batch: Batch, study_id: str, owed: 
         except api.ProlificAuthError:
             raise
         except api.ProlificError as exc:
-            lines.append(f"Setting up {len(planned)} bonus(es) failed; they stay planned and nothing was paid: {exc}")
+            lines.append(
+                f"Setting up {len(planned)} bonus(es) failed; they stay planned and nothing was paid: {exc}"
+            )
             return lines, False
         bulk_id = str(created.get("id") or "")
         if not bulk_id:
-            lines.append("Prolific set up the bonuses without giving an id; they stay planned and nothing was paid.")
+            lines.append(
+                "Prolific set up the bonuses without giving an id; they stay planned and nothing was paid."
+            )
             return lines, False
         bonus_mark_created(rows=planned, bulk_id=bulk_id)
         lines.append(f"Set up bulk bonus payment {bulk_id} for {len(planned)} bonus(es).")
     ok = True
-    for bulk_id in (ProlificBonus.objects.filter(study_id=study_id, state=State.CREATED)
-                    .order_by("bulk_id").values_list("bulk_id", flat=True).distinct()):
+    for bulk_id in (
+        ProlificBonus.objects.filter(study_id=study_id, state=State.CREATED)
+        .order_by("bulk_id")
+        .values_list("bulk_id", flat=True)
+        .distinct()
+    ):
         if not bonus_mark_paying(bulk_id=bulk_id, now=now):
             continue
         try:
@@ -162,8 +199,10 @@ def bonus_run(*, client: api.ProlificClient, batch: Batch, study_id: str, owed: 
         except api.ProlificUnavailable as exc:
             ok = False
             bonus_note(bulk_id=bulk_id, note=f"pay call without a definite answer: {exc}")
-            lines.append(f"Paying bulk bonus payment {bulk_id} got no definite answer ({exc}). It is recorded as "
-                         "'paying' and will be read back, never paid blindly again.")
+            lines.append(
+                f"Paying bulk bonus payment {bulk_id} got no definite answer ({exc}). It is recorded as "
+                "'paying' and will be read back, never paid blindly again."
+            )
             continue
         except api.ProlificAuthError:
             bonus_mark_unpaid(bulk_id=bulk_id, note="the token was refused; nothing was paid")

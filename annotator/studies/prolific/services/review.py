@@ -71,9 +71,11 @@ class Review:
 def rejection_message(failed: tuple[str, ...], answered: int) -> str:
     """The message Prolific shows the participant: the failed checks by name, at least 100 characters."""
     names = ", ".join(failed)
-    text = (f"You failed {len(failed)} of the {answered} attention checks in this study (check items: {names}). "
-            "Each check had one answer the instructions asked for; Prolific allows a rejection after two or "
-            "more failed attention checks in a study longer than five minutes.")
+    text = (
+        f"You failed {len(failed)} of the {answered} attention checks in this study (check items: {names}). "
+        "Each check had one answer the instructions asked for; Prolific allows a rejection after two or "
+        "more failed attention checks in a study longer than five minutes."
+    )
     assert len(text) >= MIN_MESSAGE_CHARS  # noqa: S101 - the fixed text alone is longer
     return text
 
@@ -90,8 +92,14 @@ def _match(sub: api.Submission, facts: WorkerFacts | None, study_id: str) -> str
     return ""
 
 
-def _decide(sub: api.Submission, facts: WorkerFacts | None, *, study_id: str, approve: bool,
-            reject_failed_checks: bool) -> Decision:
+def _decide(
+    sub: api.Submission,
+    facts: WorkerFacts | None,
+    *,
+    study_id: str,
+    approve: bool,
+    reject_failed_checks: bool,
+) -> Decision:
     mismatch = _match(sub, facts, study_id)
     if mismatch:
         return Decision(sub, "hold", mismatch, None)
@@ -100,18 +108,36 @@ def _decide(sub: api.Submission, facts: WorkerFacts | None, *, study_id: str, ap
     failed = facts.failed_checks
     if facts.failed_training:
         if reject_failed_checks:
-            return Decision(sub, "return", "failed the training (comprehension) items: a return request", facts)
-        return Decision(sub, "hold", "failed the training items (--reject-failed-checks asks them to return)", facts)
+            return Decision(
+                sub, "return", "failed the training (comprehension) items: a return request", facts
+            )
+        return Decision(
+            sub, "hold", "failed the training items (--reject-failed-checks asks them to return)", facts
+        )
     if len(failed) >= MIN_FAILED_CHECKS:
         if not reject_failed_checks:
-            return Decision(sub, "hold", f"failed {len(failed)} attention checks; decide by hand or use "
-                                         "--reject-failed-checks", facts)
+            return Decision(
+                sub,
+                "hold",
+                f"failed {len(failed)} attention checks; decide by hand or use --reject-failed-checks",
+                facts,
+            )
         if facts.minutes_worked <= MIN_STUDY_MINUTES:
-            return Decision(sub, "hold", f"failed {len(failed)} attention checks, but the session lasted "
-                                         f"{facts.minutes_worked:.1f} minutes (rejection needs more than "
-                                         f"{MIN_STUDY_MINUTES})", facts)
-        return Decision(sub, "reject", f"failed {len(failed)} attention checks ({', '.join(failed)})", facts,
-                        message=rejection_message(failed, facts.answered_checks))
+            return Decision(
+                sub,
+                "hold",
+                f"failed {len(failed)} attention checks, but the session lasted "
+                f"{facts.minutes_worked:.1f} minutes (rejection needs more than "
+                f"{MIN_STUDY_MINUTES})",
+                facts,
+            )
+        return Decision(
+            sub,
+            "reject",
+            f"failed {len(failed)} attention checks ({', '.join(failed)})",
+            facts,
+            message=rejection_message(failed, facts.answered_checks),
+        )
     if facts.excluded:
         return Decision(sub, "hold", "excluded by quality control: decide by hand", facts)
     if not facts.earned_code:
@@ -122,35 +148,62 @@ def _decide(sub: api.Submission, facts: WorkerFacts | None, *, study_id: str, ap
     return Decision(sub, "approve", f"earned the completion code ({facts.items_done} items)", facts)
 
 
-def review_plan(*, batch: Batch, study_id: str, client: api.ProlificClient, approve: bool = False,
-                reject_failed_checks: bool = False, max_rejection_rate: Decimal = DEFAULT_MAX_REJECTION_RATE,
-                dry_run: bool = False) -> Review:
+def review_plan(
+    *,
+    batch: Batch,
+    study_id: str,
+    client: api.ProlificClient,
+    approve: bool = False,
+    reject_failed_checks: bool = False,
+    max_rejection_rate: Decimal = DEFAULT_MAX_REJECTION_RATE,
+    dry_run: bool = False,
+) -> Review:
     """Read the study's submissions (GETs only) and decide each; the rejection cap is applied here."""
     study_id = study_id.strip()
     if not study_id or "/" in study_id or len(study_id) > 100:
-        raise ReviewError("--study-id must be the Prolific study id (letters and digits), as in the study's URL.")
+        raise ReviewError(
+            "--study-id must be the Prolific study id (letters and digits), as in the study's URL."
+        )
     if not Decimal(0) <= max_rejection_rate <= Decimal(100):
         raise ReviewError("The rejection-rate cap is a percentage from 0 to 100.")
     submissions = client.study_submissions(study_id)
     workers = prolific_workers(batch=batch)
     review = Review(
-        study_id=study_id, decisions=[], dry_run=dry_run, max_rate=max_rejection_rate,
+        study_id=study_id,
+        decisions=[],
+        dry_run=dry_run,
+        max_rate=max_rejection_rate,
         rejected_before=sum(s.status == "REJECTED" for s in submissions),
         decided_total=sum(s.status in DECIDED for s in submissions),
     )
     rejections = 0
     for sub in submissions:
-        decision = _decide(sub, workers.get(sub.participant_id), study_id=study_id, approve=approve,
-                           reject_failed_checks=reject_failed_checks)
+        decision = _decide(
+            sub,
+            workers.get(sub.participant_id),
+            study_id=study_id,
+            approve=approve,
+            reject_failed_checks=reject_failed_checks,
+        )
         if decision.action == "reject":
             if review.rate(rejections + 1) > max_rejection_rate:
-                decision = Decision(sub, "hold", f"{decision.why}; not rejected: the rejection rate would pass "
-                                                 f"the cap of {max_rejection_rate}%", decision.facts)
+                decision = Decision(
+                    sub,
+                    "hold",
+                    f"{decision.why}; not rejected: the rejection rate would pass "
+                    f"the cap of {max_rejection_rate}%",
+                    decision.facts,
+                )
             else:
                 rejections += 1
-                decision = Decision(sub, "reject", f"{decision.why}; running rejection rate "
-                                                   f"{review.rate(rejections)}% (cap {max_rejection_rate}%)",
-                                    decision.facts, decision.message)
+                decision = Decision(
+                    sub,
+                    "reject",
+                    f"{decision.why}; running rejection rate "
+                    f"{review.rate(rejections)}% (cap {max_rejection_rate}%)",
+                    decision.facts,
+                    decision.message,
+                )
         review.decisions.append(decision)
     return review
 
@@ -173,8 +226,13 @@ def review_send(*, review: Review, client: api.ProlificClient) -> Review:
             review.failed = True
             review.lines.append(f"Approval of {len(approvals)} submission(s) failed: {exc}")
     for decision in review.of("reject"):
-        _send_one(review, decision, lambda d: client.transition(
-            d.submission.id, action="REJECT", message=d.message, rejection_category=REJECTION_CATEGORY))
+        _send_one(
+            review,
+            decision,
+            lambda d: client.transition(
+                d.submission.id, action="REJECT", message=d.message, rejection_category=REJECTION_CATEGORY
+            ),
+        )
     for decision in review.of("return"):
         _send_one(review, decision, lambda d: client.request_return(d.submission.id, reasons=RETURN_REASONS))
     return review
@@ -192,8 +250,9 @@ def _send_one(review: Review, decision: Decision, call) -> None:
         review.lines.append(f"Sent: {decision.action} submission {decision.submission.id}.")
 
 
-def bonus_targets(*, review: Review, per_item: Decimal | None = None,
-                  rows: list[tuple[str, Decimal, str]] | None = None) -> tuple[list[ledger.Owed], list[str]]:
+def bonus_targets(
+    *, review: Review, per_item: Decimal | None = None, rows: list[tuple[str, Decimal, str]] | None = None
+) -> tuple[list[ledger.Owed], list[str]]:
     """The bonuses owed: per item to every worker approved now or before (who earned the code and is
     not excluded), or the CSV's rows for participants with a matched submission in the study."""
     owed, skipped = [], []
@@ -202,16 +261,27 @@ def bonus_targets(*, review: Review, per_item: Decimal | None = None,
         for d in matched.values():
             paid_for = d.action == "approve" or (d.action == "none" and d.submission.status == "APPROVED")
             if paid_for and d.facts.earned_code and not d.facts.excluded and d.facts.items_done:
-                owed.append(ledger.Owed(participant_id=d.submission.participant_id, submission_id=d.submission.id,
-                                        reason=PER_ITEM_REASON, amount=per_item * d.facts.items_done))
+                owed.append(
+                    ledger.Owed(
+                        participant_id=d.submission.participant_id,
+                        submission_id=d.submission.id,
+                        reason=PER_ITEM_REASON,
+                        amount=per_item * d.facts.items_done,
+                    )
+                )
     for participant_id, amount, reason in rows or ():
         d = matched.get(participant_id)
         if d is None:
-            skipped.append(f"skip bonus for {participant_id}: no submission of theirs in this study matches a worker "
-                           "of this batch")
+            skipped.append(
+                f"skip bonus for {participant_id}: no submission of theirs in this study matches a worker "
+                "of this batch"
+            )
         elif d.action in ("reject", "return"):
             skipped.append(f"skip bonus for {participant_id}: their submission is being {d.action}ed")
         else:
-            owed.append(ledger.Owed(participant_id=participant_id, submission_id=d.submission.id, reason=reason,
-                                    amount=amount))
+            owed.append(
+                ledger.Owed(
+                    participant_id=participant_id, submission_id=d.submission.id, reason=reason, amount=amount
+                )
+            )
     return owed, skipped

@@ -23,21 +23,37 @@ class Outcome:
     ok: bool  # everything asked for went through (a dry run: the plan was read)
 
 
-def prolific_review_run(*, batch: Batch, study_id: str, client: api.ProlificClient, approve: bool = False,
-                        reject_failed_checks: bool = False, bonus_per_item: Decimal | None = None,
-                        bonus_rows: list[tuple[str, Decimal, str]] | None = None, dry_run: bool = False,
-                        max_rejection_rate: Decimal = DEFAULT_MAX_REJECTION_RATE) -> Outcome:
+def prolific_review_run(
+    *,
+    batch: Batch,
+    study_id: str,
+    client: api.ProlificClient,
+    approve: bool = False,
+    reject_failed_checks: bool = False,
+    bonus_per_item: Decimal | None = None,
+    bonus_rows: list[tuple[str, Decimal, str]] | None = None,
+    dry_run: bool = False,
+    max_rejection_rate: Decimal = DEFAULT_MAX_REJECTION_RATE,
+) -> Outcome:
     """Review the study: decisions first, then bonuses. Raises ``ProlificAuthError`` on a refused
     token and ``ReviewError`` on a request that cannot be carried out (nothing sent in either case
     before the first write call)."""
     if bonus_per_item is not None and bonus_rows:
         raise ReviewError("Give either a bonus per item or a bonus file, not both.")
-    review = review_plan(batch=batch, study_id=study_id, client=client, approve=approve,
-                         reject_failed_checks=reject_failed_checks, max_rejection_rate=max_rejection_rate,
-                         dry_run=dry_run)
+    review = review_plan(
+        batch=batch,
+        study_id=study_id,
+        client=client,
+        approve=approve,
+        reject_failed_checks=reject_failed_checks,
+        max_rejection_rate=max_rejection_rate,
+        dry_run=dry_run,
+    )
     review_send(review=review, client=client)
-    lines = [f"Prolific study {review.study_id}: {len(review.decisions)} submission(s); rejection rate "
-             f"{review.rate(len(review.of('reject')))}% (cap {review.max_rate}%)."] + review.lines
+    lines = [
+        f"Prolific study {review.study_id}: {len(review.decisions)} submission(s); rejection rate "
+        f"{review.rate(len(review.of('reject')))}% (cap {review.max_rate}%)."
+    ] + review.lines
     ok = not review.failed
     if bonus_per_item is not None or bonus_rows:
         owed, skipped = bonus_targets(review=review, per_item=bonus_per_item, rows=bonus_rows)
@@ -46,10 +62,15 @@ def prolific_review_run(*, batch: Batch, study_id: str, client: api.ProlificClie
             lines.append("Bonuses were not paid because a decision above failed; run again once it is fixed.")
             return Outcome(lines=lines, ok=False)
         if dry_run:
-            lines += [f"would pay bonus {o.reason} {o.amount:.2f} to {o.participant_id} (unless the ledger already "
-                      "has it)" for o in owed] or ["no bonuses owed"]
+            lines += [
+                f"would pay bonus {o.reason} {o.amount:.2f} to {o.participant_id} (unless the ledger already "
+                "has it)"
+                for o in owed
+            ] or ["no bonuses owed"]
         else:
-            bonus_lines, paid = ledger.bonus_run(client=client, batch=batch, study_id=review.study_id, owed=owed)
+            bonus_lines, paid = ledger.bonus_run(
+                client=client, batch=batch, study_id=review.study_id, owed=owed
+            )
             lines += bonus_lines
             ok = ok and paid
     return Outcome(lines=lines, ok=ok)

@@ -39,8 +39,9 @@ def signature_for(*, secret: str, timestamp: str, body: bytes) -> str:
 def signature_valid(*, secret: str, timestamp: str, body: bytes, signature: str) -> bool:
     if not secret or not signature or not timestamp:
         return False
-    return hmac.compare_digest(signature_for(secret=secret, timestamp=timestamp, body=body).encode(),
-                               signature.strip().encode())
+    return hmac.compare_digest(
+        signature_for(secret=secret, timestamp=timestamp, body=body).encode(), signature.strip().encode()
+    )
 
 
 def event_id_of(payload: dict, *, timestamp: str, body: bytes) -> str:
@@ -71,21 +72,30 @@ def webhook_event_handle(*, event_id: str, payload: dict) -> Handled:
     event_type, status = _text(payload, "event_type"), _text(payload, "status").upper()
     submission_id, participant_id = _text(payload, "resource_id"), _text(payload, "participant_id")
     event, created = ProlificWebhookEvent.objects.get_or_create(
-        event_id=event_id, defaults={"event_type": event_type, "resource_id": submission_id, "status": status})
+        event_id=event_id, defaults={"event_type": event_type, "resource_id": submission_id, "status": status}
+    )
     if not created:
         return Handled(duplicate=True, released=0)
     released = 0
     if event_type == "submission.status.change" and status in ENDS and participant_id:
         # The session id Prolific passes is the submission id: a worker bound to another session is
         # in another study's submission and stays as they are.
-        enrolments = (Enrolment.objects.filter(platform="prolific", worker_id=participant_id, end="")
-                      .filter(Q(entry_session_id=submission_id) | Q(platform_session_id=submission_id)
-                              | Q(entry_session_id="", platform_session_id=""))
-                      .select_related("batch"))
+        enrolments = (
+            Enrolment.objects.filter(platform="prolific", worker_id=participant_id, end="")
+            .filter(
+                Q(entry_session_id=submission_id)
+                | Q(platform_session_id=submission_id)
+                | Q(entry_session_id="", platform_session_id="")
+            )
+            .select_related("batch")
+        )
         for enrolment in enrolments:
-            released += Assignment.objects.filter(annotator_id=enrolment.user_id, batch_id=enrolment.batch_id,
-                                                  state=Assignment.State.LEASED).count()
-            enrolment_end(enrolment=enrolment, end=ENDS[status], reason=f"Prolific: submission {status.lower()}")
+            released += Assignment.objects.filter(
+                annotator_id=enrolment.user_id, batch_id=enrolment.batch_id, state=Assignment.State.LEASED
+            ).count()
+            enrolment_end(
+                enrolment=enrolment, end=ENDS[status], reason=f"Prolific: submission {status.lower()}"
+            )
         event.leases_released = released
         event.save(update_fields=["leases_released"])
     return Handled(duplicate=False, released=released)
