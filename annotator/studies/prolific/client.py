@@ -12,9 +12,12 @@ from __future__ import annotations
 import time
 from collections.abc import Callable
 from dataclasses import dataclass
+from typing import TYPE_CHECKING
 
-import httpx
 from django.conf import settings
+
+if TYPE_CHECKING:
+    import httpx
 
 RETRIES = 4  # after the first try, for 429 and 5xx answers
 BACKOFF_SECONDS = 1.0  # doubled after each retry, unless Prolific sends Retry-After
@@ -86,6 +89,8 @@ class ProlificClient:
                 "nothing was changed.",
                 status=401,
             )
+        import httpx  # here, not at the top: rating workers never load it (test_lazy_imports.py)
+
         self._http = httpx.Client(
             base_url=(base_url or settings.PROLIFIC_API_URL).rstrip("/"),
             headers={"Authorization": f"Token {token}", "Accept": "application/json"},
@@ -106,6 +111,8 @@ class ProlificClient:
     def _call(self, method: str, path: str, *, json: dict | None = None, retry_5xx: bool = True) -> dict:
         """One call with back-off. ``retry_5xx=False`` for calls that must not be repeated when
         Prolific may already have acted (the pay call): a 5xx is then reported as unknown."""
+        import httpx
+
         wait = BACKOFF_SECONDS
         for attempt in range(RETRIES + 1):
             try:
@@ -200,6 +207,8 @@ def _detail(response: httpx.Response) -> str:
 
 def _relative(url: str, base: str) -> str:
     """Prolific's ``next`` link is absolute; the client's base URL is reused, never another host."""
+    import httpx
+
     parsed = httpx.URL(url)
     if parsed.host and parsed.host != httpx.URL(base).host:
         raise ProlificError("Prolific's next-page link points to another host; refusing to follow it.")
