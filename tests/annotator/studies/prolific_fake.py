@@ -8,6 +8,7 @@ from __future__ import annotations
 
 import json
 import re
+import threading
 from collections import defaultdict
 from decimal import Decimal
 
@@ -34,6 +35,7 @@ class Fake:
         )  # (method, path regex) -> statuses/errors
         self.page_size = page_size
         self.auth_seen: set[str] = set()
+        self.lock = threading.Lock()  # two review runs at once share one fake
 
     # Setting up
 
@@ -68,6 +70,10 @@ class Fake:
     # The transport
 
     def __call__(self, request: httpx.Request) -> httpx.Response:
+        with self.lock:
+            return self._answer(request)
+
+    def _answer(self, request: httpx.Request) -> httpx.Response:
         path = request.url.path
         body = json.loads(request.content) if request.content else None
         self.requests.append((request.method, path, body))

@@ -211,3 +211,35 @@ def test_the_command_fails_loudly_when_a_bonus_is_left_unsettled(setup, monkeypa
         call_command(
             "prolific_review", batch.name, "--study-id", STUDY, "--bonus-per-item", "0.10", stdout=StringIO()
         )
+
+
+@pytest.mark.django_db(transaction=True)
+def test_two_runs_at_once_pay_once():
+    import threading
+
+    from django.db import connection
+
+    batch = make_batch("race", n_items=4)
+    fake = Fake()
+    worker(batch, A, session="subA", items=3)
+    fake.add("subA", A, status="APPROVED")
+    owed = [ledger.Owed(participant_id=A, submission_id="subA", reason="per-item", amount=Decimal("0.30"))]
+    barrier, errors = threading.Barrier(2), []
+
+    def one_run():
+        try:
+            barrier.wait()
+            pay(batch, fake, owed)
+        except Exception as exc:  # noqa: BLE001 - reported below; a locked SQLite writer may give up
+            errors.append(exc)
+        finally:
+            connection.close()
+
+    threads = [threading.Thread(target=one_run) for _ in range(2)]
+    for t in threads:
+        t.start()
+    for t in threads:
+        t.join()
+    pay(batch, fake, owed)  # whatever the race left, a rerun settles it
+    assert fake.paid == {A: [30]}, errors
+    assert ProlificBonus.objects.get().state == Paid.PAID

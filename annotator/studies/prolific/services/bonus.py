@@ -57,15 +57,14 @@ def bonus_plan(*, batch: Batch, study_id: str, owed: list[Owed]) -> tuple[list[P
     for o in owed:
         row = existing.get((o.participant_id, o.reason))
         if row is None:
-            row = ProlificBonus.objects.create(
-                batch=batch,
+            # get_or_create: a run planning the same bonus at this moment made the row first.
+            row, _ = ProlificBonus.objects.get_or_create(
                 study_id=study_id,
                 participant_id=o.participant_id,
-                submission_id=o.submission_id,
                 reason=o.reason,
-                amount=o.amount,
+                defaults={"batch": batch, "submission_id": o.submission_id, "amount": o.amount},
             )
-        elif row.amount != o.amount:
+        if row.amount != o.amount:
             notes.append(
                 f"bonus {o.reason} for {o.participant_id} is already in the ledger at {row.amount} "
                 f"({row.state}); {o.amount} was not added"
