@@ -20,12 +20,17 @@ install: $(STAMP)
 migrate: install
 	DEBUG=1 $(PY) manage.py migrate --noinput
 
-# Installs, migrates, loads the demo batch and demo users, then serves on $(HOST):$(PORT).
+# Installs, migrates, loads the demo batch and demo users, then serves on $(HOST):$(PORT) with the
+# background worker beside it (judge runs started from the page, large uploads): Ctrl-C stops both.
+# (A shell without job control starts the worker ignoring Ctrl-C, so the trap ends it.)
 # The printed study and invite links start with the address served (a SITE_URL you set wins).
 DEMO_SITE_URL = $(or $(SITE_URL),http://$(if $(filter 0.0.0.0,$(HOST)),127.0.0.1,$(HOST)):$(PORT))
 demo: migrate
 	DEBUG=1 $(PY) manage.py load_demo
 	DEBUG=1 SITE_URL=$(DEMO_SITE_URL) $(PY) manage.py create_demo_users
+	@DEBUG=1 SITE_URL=$(DEMO_SITE_URL) $(PY) manage.py db_worker & worker=$$!; \
+	trap 'kill -TERM $$worker 2>/dev/null; wait $$worker 2>/dev/null' EXIT; \
+	echo "Background worker running (pid $$worker); Ctrl-C stops it and the server."; \
 	DEBUG=1 SITE_URL=$(DEMO_SITE_URL) $(PY) manage.py runserver $(HOST):$(PORT)
 
 # Chromium for the browser tests comes from Debian's packages; installed when we can.
@@ -45,6 +50,8 @@ test-fast: install
 # Production serving: gunicorn + whitenoise against DATABASE_URL (needs SECRET_KEY and ALLOWED_HOSTS;
 # README "Production"). `make serve` = release + web; on a second app server run `make web` only.
 GUNICORN_ARGS ?= --access-logfile - --timeout 120 --graceful-timeout 30
+# gunicorn's sync worker, answering its own 414/431 under /api/ as problem details (annotator/gunicorn_workers.py).
+GUNICORN_WORKER ?= annotator.gunicorn_workers.SyncWorker
 serve: release web
 
 # Once per deploy, from one machine: apply migrations.
@@ -54,7 +61,8 @@ release: install
 # One app server: collect static files (served by whitenoise), then gunicorn with WEB_CONCURRENCY workers.
 web: install
 	$(PY) manage.py collectstatic --noinput -v 0
-	$(VENV)/bin/gunicorn annotator.wsgi --bind $(HOST):$(PORT) --workers $${WEB_CONCURRENCY:-2} $(GUNICORN_ARGS)
+	$(VENV)/bin/gunicorn annotator.wsgi --bind $(HOST):$(PORT) --workers $${WEB_CONCURRENCY:-2} \
+	  --worker-class $(GUNICORN_WORKER) $(GUNICORN_ARGS)
 
 # The background worker: large uploads and report builds queued by any app server.
 worker: install

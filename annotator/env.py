@@ -61,6 +61,13 @@ def env_list(name: str, default: str = "") -> list[str]:
 
 
 RATE_UNITS = ("s", "sec", "m", "min", "h", "hour", "d", "day")
+_UNIT_SECONDS = {"s": 1, "sec": 1, "m": 60, "min": 60, "h": 3600, "hour": 3600, "d": 86400, "day": 86400}
+
+
+def rate_parts(rate: str) -> tuple[int, int]:
+    """A rate :func:`env_rate` accepted, as (requests, period in seconds): ``"120/min"`` is (120, 60)."""
+    count, unit = rate.split("/")
+    return int(count), _UNIT_SECONDS[unit]
 
 
 def env_rate(name: str, default: str) -> str:

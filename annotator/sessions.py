@@ -15,8 +15,9 @@ from functools import lru_cache
 
 from django.contrib.auth import SESSION_KEY, get_user_model
 from django.contrib.auth.models import Group
+from django.contrib.sessions.backends.base import UpdateError
 from django.contrib.sessions.backends.db import SessionStore as DatabaseSessionStore
-from django.db import connection
+from django.db import InterfaceError, OperationalError, connection
 from django.utils import timezone
 
 from annotator.hot_sql import hot_cursor
@@ -82,6 +83,17 @@ class SessionStore(DatabaseSessionStore):
             remember_scoped(user, bool(scoped))
             self.loaded_user = user
         return self.model(session_key=self.session_key, session_data=session_data)
+
+    def save(self, must_create=False):
+        # Django reports any database error of an update as UpdateError, which becomes a bare
+        # "Bad Request (400)". A lost connection is an outage, not a deleted session: raise it as
+        # such, so the request answers the 503 page ("try again, nothing was lost").
+        try:
+            super().save(must_create=must_create)
+        except UpdateError as exc:
+            if isinstance(exc.__context__, (OperationalError, InterfaceError)):
+                raise exc.__context__ from None
+            raise
 
     def create_model_instance(self, data):
         session = super().create_model_instance(data)

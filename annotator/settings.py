@@ -6,6 +6,7 @@ SQLite under ``var/`` works out of the box; set ``DATABASE_URL`` for PostgreSQL.
 from __future__ import annotations
 
 import os
+import sys
 from pathlib import Path
 
 import dj_database_url
@@ -18,9 +19,14 @@ VAR_DIR = BASE_DIR / "var"
 
 
 DEBUG = env_bool("DEBUG", default=False)
+# A management command that serves nothing (study_link, api_token, db_worker, imports): it signs no
+# cookie a server will read, so on a developer's machine it runs without a SECRET_KEY. Anything that
+# serves (gunicorn, any WSGI host, runserver) still needs one unless DEBUG=1.
+_ARGV = [os.path.basename(sys.argv[0]) if sys.argv else "", *sys.argv[1:2]]
+LOCAL_COMMAND = _ARGV[0] in ("manage.py", "django-admin") and _ARGV[1:] != ["runserver"]
 SECRET_KEY = os.environ.get("SECRET_KEY", "")
 if not SECRET_KEY:
-    if not DEBUG:
+    if not (DEBUG or LOCAL_COMMAND):
         raise ImproperlyConfigured(
             "SECRET_KEY is not set. Set SECRET_KEY in the environment, or DEBUG=1 for local development."
         )
@@ -84,6 +90,18 @@ TEMPLATES = [
 ]
 
 
+# A web process (gunicorn imports annotator.wsgi, which says so before the settings load; or the
+# development server) bounds each statement; management commands and the background worker do not.
+WEB_PROCESS = env_bool("ANNOTATOR_WEB_PROCESS", default=False) or sys.argv[1:2] == ["runserver"]
+DB_STATEMENT_TIMEOUT_S = env_int("DB_STATEMENT_TIMEOUT_S", 30)
+# /healthz answers 503 when the database has not answered within this many seconds.
+HEALTHZ_TIMEOUT_S = env_int("HEALTHZ_TIMEOUT_S", 3, minimum=1)
+# The client's own bound on one database call in a web process (0: none); it must outlast the
+# statement timeout, which the server enforces when it is answering at all.
+DB_QUERY_DEADLINE_S = env_int("DB_QUERY_DEADLINE_S", DB_STATEMENT_TIMEOUT_S + 5 if DB_STATEMENT_TIMEOUT_S else 0) \
+    if WEB_PROCESS else 0
+
+
 def database_config() -> dict:
     url = os.environ.get("DATABASE_URL", "").strip()
     if not url:
@@ -100,6 +118,20 @@ def database_config() -> dict:
         }
     else:
         config["CONN_HEALTH_CHECKS"] = True
+        config["ENGINE"] = "annotator.pgbackend"  # Django's backend with a client-side deadline on each call
+        options = config.setdefault("OPTIONS", {})
+        # libpq: give up on a server that does not finish the connection handshake (a stalled proxy accepts
+        # and never answers); probe idle connections so a vanished server is noticed; and drop a connection
+        # whose sent data stays unacknowledged.
+        options.setdefault("connect_timeout", env_int("DB_CONNECT_TIMEOUT_S", 5, minimum=2))
+        options.setdefault("keepalives", 1)
+        options.setdefault("keepalives_idle", env_int("DB_KEEPALIVE_IDLE_S", 30, minimum=1))
+        options.setdefault("keepalives_interval", 10)
+        options.setdefault("keepalives_count", 3)
+        options.setdefault("tcp_user_timeout", env_int("DB_TCP_USER_TIMEOUT_S", 30, minimum=0) * 1000)
+        if WEB_PROCESS and DB_STATEMENT_TIMEOUT_S:
+            # Web requests only: imports, report builds and the worker's jobs may run long on purpose.
+            options["options"] = f"{options.get('options', '')} -c statement_timeout={DB_STATEMENT_TIMEOUT_S * 1000}".strip()
     return config
 
 
@@ -205,12 +237,18 @@ else:
 # synchronous (the demo needs no worker).
 ANNOTATOR_BACKGROUND_UPLOAD_BYTES = env_int("ANNOTATOR_BACKGROUND_UPLOAD_KB", 2048) * 1024
 ANNOTATOR_BACKGROUND_REPORT_ITEMS = env_int("ANNOTATOR_BACKGROUND_REPORT_ITEMS", 5000)
+# A running job's worker writes a heartbeat this often; a job on another machine whose heartbeat is
+# older than the second figure is taken for dead (failed, to be tried again).
+ANNOTATOR_JOB_HEARTBEAT_SECONDS = env_int("JOB_HEARTBEAT_S", 10, minimum=1)
+ANNOTATOR_JOB_STALE_SECONDS = env_int("JOB_STALE_AFTER_S", 60, minimum=2)
 # The environment variables a judge run started from the web may read its API key from (the worker's
 # environment). Only these: a researcher must not be able to send any other secret to a URL they name.
 ANNOTATOR_JUDGE_KEY_ENVS = env_list("ANNOTATOR_JUDGE_KEY_ENVS", "OPENAI_API_KEY")
-# The HTTP API: requests per token (or signed-in user) per period, counted in Django's cache
-# (per process unless CACHES points at a shared cache), and the longest token lifetime.
+# The HTTP API: requests per token (or signed-in user) per period, and failed token attempts per
+# client address and minute, both counted in the database (shared by every app server and process);
+# and the longest token lifetime.
 ANNOTATOR_API_RATE = env_rate("ANNOTATOR_API_RATE", "120/min")
+ANNOTATOR_API_TOKEN_FAILURES_PER_MINUTE = env_int("API_TOKEN_FAILURES_PER_MINUTE", 20, minimum=1)
 ANNOTATOR_API_TOKEN_MAX_DAYS = env_int("ANNOTATOR_API_TOKEN_MAX_DAYS", 365, minimum=1)
 # Prolific (manage.py prolific_review, the Studies page, the webhook): the token and the webhook secret
 # come only from the environment and are never stored or logged.

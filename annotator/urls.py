@@ -46,7 +46,10 @@ uploads = _Imported("annotator.views.uploads")
 judges = _Imported("annotator.judges.views.judges")
 reports = _Imported("annotator.views.reports")
 calibration_sets = _Imported("annotator.judges.views.calibration_set")
+judge_review = _Imported("annotator.judges.views.review")
+study_plans = _Imported("annotator.studies.views.plan")
 
+handler400 = "annotator.views.errors.bad_request"  # a session ended meanwhile: say so, and what to do
 handler500 = "annotator.views.errors.server_error"  # a database that does not answer: 503, try again
 
 urlpatterns = [
@@ -115,6 +118,9 @@ urlpatterns = [
     path("reports/<int:batch_id>/calibration-set/retire/", calibration_sets.calibration_set_retire_view,
          name="calibration_set_retire"),
     path("reports/item/<int:item_pk>/", reports.report_item, name="report_item"),
+    path("reports/<int:batch_id>/review/", judge_review.review, name="review_items"),
+    path("reports/<int:batch_id>/plan/", study_plans.report_plan, name="report_plan"),
+    path("reports/<int:batch_id>/review/queue-first/", judge_review.review_queue_first, name="review_queue_first"),
     path("jobs/<uuid:job_id>/", jobs.job_status, name="job_status"),
     path("jobs/<uuid:job_id>/download/", jobs.job_download, name="job_download"),
     path("jobs/<uuid:job_id>/try-again/", jobs.job_try_again, name="job_try_again"),

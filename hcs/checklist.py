@@ -13,6 +13,13 @@ which flag the checklist implies. The rating page's JavaScript mirrors it.
 set()
 >>> checklist_flags([])
 set()
+
+An item with one hard constraint can never be partly compliant:
+
+>>> [sorted(flags) for flags in checklist_outcomes(1)]
+[[], ['ignores_hard_constraint']]
+>>> [sorted(flags) for flags in checklist_outcomes(3)]
+[[], ['ignores_hard_constraint'], ['partial_compliance']]
 """
 
 from __future__ import annotations
@@ -41,3 +48,14 @@ def checklist_flags(met: Sequence[bool], available: Iterable[str] = CHECKLIST_FL
     else:
         implied = set()
     return implied & available
+
+
+def checklist_outcomes(n_constraints: int, available: Iterable[str] = CHECKLIST_FLAGS) -> list[frozenset[str]]:
+    """Every set of flags the checklist can set on an item with ``n_constraints`` hard constraints
+    (all met, none met, and, from two constraints on, some met); ``[frozenset()]`` for none."""
+    if n_constraints <= 0:
+        return [frozenset()]
+    answers = [[True] * n_constraints, [False] * n_constraints]
+    if n_constraints > 1:
+        answers.append([True] + [False] * (n_constraints - 1))
+    return [frozenset(checklist_flags(met, available)) for met in answers]

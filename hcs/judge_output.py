@@ -7,6 +7,11 @@ object per dimension (``{"accuracy": {"score": 4, "reasoning": ...}}``), a singl
 
 >>> parse_score('Here is my verdict: {"score": 0.8, "reason": "Mostly right."}').value
 0.8
+>>> parse_score("<think>Maybe Score: 0.2?</think> Score: 0.9").value
+0.9
+>>> rule8 = OutputSpec(scale=JudgeScale.parse("1-4"), labels={"Excellent": 4, "Very Good": 3, "Good": 2, "Bad": 1})
+>>> parse_score("**3 (Very Good)** \u2192 Correct focus, minor wording.", spec=rule8)
+ParsedScore(value=3.0, reason='Correct focus, minor wording.')
 >>> JudgeScale.parse("0-1").to_rubric(0.5)
 3.0
 >>> JudgeScale.parse("1-4", higher_is_better=False).to_rubric(1)
@@ -28,7 +33,12 @@ WINNERS = ("baseline", "enhanced", "tie")
 
 _FENCE = re.compile(r"```[ \t]*(?:json|JSON)?[ \t]*\n?(.*?)```", re.DOTALL)
 _NUMBER = r"(-?\d+(?:\.\d+)?)(?:\s*/\s*(\d+(?:\.\d+)?))?"
-_LABELLED = re.compile(r"\b(?:score|rating)\b\s*(?:is|[:=])?\s*\**\s*" + _NUMBER, re.IGNORECASE)
+_LABEL_NOTE = r"[ \t]*\**[ \t]*(?:\(([^()\n]*)\))?"
+_LABELLED = re.compile(r"\b(?:score|rating)\b\s*(?:is|[:=])?\s*\**\s*" + _NUMBER + _LABEL_NOTE, re.IGNORECASE)
+# "**3 (Very Good)** → ..." or "3 (Very Good) - ..." at a line's start: the seed's rubric prints verdicts so.
+_LINE_VERDICT = re.compile(r"^[ \t]*(?:[-*\u2022][ \t]+)?\**[ \t]*" + _NUMBER + r"[ \t]*\(([^()\n]*)\)[ \t]*\**[ \t]*"
+                           r"(?=(?:\u2192|->|[-\u2013\u2014:.])(?:[ \t]|$)|$)", re.MULTILINE)
+_THINK = re.compile(r"<think>.*?</think>", re.DOTALL | re.IGNORECASE)
 _LABELLED_WORD = re.compile(r"\b(?:score|rating|verdict)\b\s*(?:is|[:=])?\s*\**\s*([A-Za-z][^\n*.,;]*)", re.IGNORECASE)
 _BARE_NUMBER = re.compile(r"^\s*" + _NUMBER + r"[ \t]*(?:(?:[-–—:]|\n)\s*(.*))?$", re.DOTALL)
 _TEXT_NUMBER = re.compile(r"^\s*\**\s*" + _NUMBER + r"\s*\**\s*(?:\(([^()]*)\))?\s*$")
@@ -154,6 +164,10 @@ def _number(value: Any, where: str, spec: OutputSpec | None = None) -> float:
                 number = labelled
             elif match:
                 number = _fraction(float(match.group(1)), match.group(2), f"{where} {shown}", scale)
+                label = spec.label_value(match.group(3)) if spec and spec.labels and match.group(3) else None
+                if label is not None and label != number:
+                    raise JudgeOutputError(f"{where} {shown}: {number:g} is labelled \u201c{match.group(3)}\u201d, "
+                                           f"which is {label:g} on this template's labels: number and label disagree")
             else:
                 known = f" (labels: {', '.join(spec.labels)})" if spec and spec.labels else ""
                 raise JudgeOutputError(f"{where} is {shown}, not a number{known}")
@@ -210,6 +224,10 @@ def parse_score(
     read only when its denominator is the scale's maximum (``3/10`` is refused on a 1–5 judge).
     """
     spec = spec or OutputSpec(verdict_key=verdict_key, reason_key=reason_key)
+    if text is not None and "think>" in str(text):
+        text = strip_thinking(text)
+        if not text.strip():
+            raise JudgeOutputError("the judge output holds only its reasoning (<think>…</think>) and no answer")
     score_keys = tuple(k for k in (spec.verdict_key, *SCORE_KEYS) if k)
     reason_keys = (spec.reason_key,) if spec.reason_key else ()
     try:
@@ -249,28 +267,89 @@ def parse_score(
     raise JudgeOutputError(f"the judge output has no score key (keys: {available})")
 
 
-def _parse_plain(text: str, cause: JudgeOutputError, spec: OutputSpec) -> ParsedScore:
-    bare = _BARE_NUMBER.match(text)
-    if bare:
-        value = _fraction(float(bare.group(1)), bare.group(2), f"the score {bare.group(0).split()[0]}", spec.scale)
-        return ParsedScore(_number(value, "the score"), (bare.group(3) or "").strip())
-    labelled = _LABELLED.search(text)
-    if labelled:
-        shown = f"the score {labelled.group(1)}/{labelled.group(2)}"
-        value = _fraction(float(labelled.group(1)), labelled.group(2), shown, spec.scale)
-        rest = (text[: labelled.start()] + text[labelled.end() :]).strip(" \n\t.:-")
-        return ParsedScore(_number(value, "the score"), rest)
-    if spec.labels:
+def strip_thinking(text: str) -> str:
+    """``text`` without a reasoning model's ``<think>…</think>`` blocks, which are not its answer.
+
+    An answer whose opening tag was part of the prompt (DeepSeek-R1's chat template) keeps only what
+    follows the last ``</think>``; an unclosed ``<think>`` (a cut-off answer) ends the answer.
+
+    >>> strip_thinking("<think>Maybe Score: 0.2?</think> Score: 0.9")
+    ' Score: 0.9'
+    >>> strip_thinking("so 0.2 it is</think>Score: 0.9")
+    'Score: 0.9'
+    """
+    text = _THINK.sub("", str(text))
+    text = text.rpartition("</think>")[2] if "</think>" in text else text
+    start = text.find("<think>")
+    return text if start < 0 else text[:start]
+
+
+@dataclass(frozen=True)
+class _Found:
+    start: int
+    end: int
+    number: float | None = None
+    denominator: str | None = None
+    label: str = ""
+    reason: str | None = None  # the text after a bare number, when the whole answer is "N - reason"
+
+
+def _label_pattern(spec: OutputSpec) -> re.Pattern | None:
+    if not spec.labels:
+        return None
+    names = sorted(spec.labels, key=len, reverse=True)  # "Very Good" before "Good"
+    alternatives = "|".join(r"\s+".join(map(re.escape, name.split())) for name in names)
+    return re.compile(r"^[ \t]*(?:[-*\u2022][ \t]+)?\**[ \t]*(" + alternatives + r")[ \t]*\**[ \t]*(?=[.:!\-\u2013\u2014\u2192]|$)",
+                      re.IGNORECASE | re.MULTILINE)
+
+
+def _score_lines(text: str, spec: OutputSpec) -> list[_Found]:
+    """Every place in ``text`` that reads as a verdict: ``Score: N``, ``N (Label) → …`` at a line's start,
+    a label alone at a line's start, ``Score: Label``, or a whole answer ``N - reason``."""
+    found = [_Found(m.start(), m.end(), float(m.group(1)), m.group(2), (m.group(3) or "").strip())
+             for m in _LABELLED.finditer(text)]
+    found += [_Found(m.start(), m.end(), float(m.group(1)), m.group(2), m.group(3).strip())
+              for m in _LINE_VERDICT.finditer(text)]
+    labels = _label_pattern(spec)
+    if labels is not None:
+        found += [_Found(m.start(), m.end(), label=m.group(1)) for m in labels.finditer(text)]
         for match in _LABELLED_WORD.finditer(text):
             words = match.group(1).split()
             for n in range(len(words), 0, -1):  # the longest label first: "Very Good" before "Good"
-                value = spec.label_value(" ".join(words[:n]))
-                if value is not None:
-                    rest = (text[: match.start()] + text[match.end() :]).strip(" \n\t.:-")
-                    return ParsedScore(value, rest)
-    if str(cause) == "the judge output is empty":
-        raise cause
-    raise JudgeOutputError("no JSON object and no 'score: N' line in the judge output")
+                if spec.label_value(" ".join(words[:n])) is not None:
+                    found.append(_Found(match.start(), match.end(), label=" ".join(words[:n])))
+                    break
+    bare = _BARE_NUMBER.match(text)
+    if bare:
+        found.append(_Found(0, len(text), float(bare.group(1)), bare.group(2), reason=(bare.group(3) or "").strip()))
+    return found
+
+
+def _parse_plain(text: str, cause: JudgeOutputError, spec: OutputSpec) -> ParsedScore:
+    """The last verdict line of a plain-text answer (a judge that reconsiders is read by its final word).
+
+    A number with a label (``3 (Very Good)``) is read only when the two agree on the template's labels.
+    """
+    found = _score_lines(text, spec)
+    if not found:
+        if str(cause) == "the judge output is empty":
+            raise cause
+        raise JudgeOutputError("no JSON object and no 'score: N' line in the judge output")
+    last = max(found, key=lambda f: (f.start, f.end))
+    labelled = spec.label_value(last.label) if last.label else None
+    if last.number is None:
+        value = labelled
+    else:
+        shown = f"the score {last.number:g}" + (f"/{last.denominator}" if last.denominator else "")
+        value = _fraction(last.number, last.denominator, shown, spec.scale)
+        if labelled is not None and labelled != value:
+            raise JudgeOutputError(
+                f"the score {value:g} is labelled “{last.label}”, which is {labelled:g} on this "
+                f"template's labels ({', '.join(f'{k}={v:g}' for k, v in spec.labels.items())}): number and "
+                "label disagree"
+            )
+    rest = last.reason if last.reason is not None else (text[: last.start] + text[last.end:])
+    return ParsedScore(_number(value, "the score"), rest.lstrip(" \n\t.:-*\u2192>").rstrip(" \n\t*"))
 
 
 def parse_all_scores(text: str, dimensions: tuple[str, ...] | list[str]) -> dict[str, ParsedScore]:
@@ -280,7 +359,7 @@ def parse_all_scores(text: str, dimensions: tuple[str, ...] | list[str]) -> dict
 
 def parse_verdict(text: str) -> ParsedVerdict:
     """The pairwise verdict of the G-Eval template: ``overall.winner`` and ``overall.confidence``."""
-    obj = extract_json(text)
+    obj = extract_json(strip_thinking(text) if text is not None and "think>" in str(text) else text)
     if not isinstance(obj, dict):
         raise JudgeOutputError("the judge output is not a JSON object")
     keys = {normalize_key(k): k for k in obj}

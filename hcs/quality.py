@@ -27,6 +27,7 @@ from hcs.quality_rules import (  # noqa: F401 (re-exported: hcs.quality is the w
     GOLD_TOLERANCE,
     LOO_SPEARMAN_FLAG,
     MIN_SECONDS,
+    MIN_SHARED_ITEMS,
     OK,
     STRAIGHT_RUN_FLAG,
     STRAIGHT_SHARE_FLAG,
@@ -98,8 +99,12 @@ def behaviour_flags(
     loo_spearman: float | None,
     gold_accuracy: float | None,
     check_warn_below: float = CHECK_WARN_BELOW,
+    loo_n: int | None = None,
 ) -> tuple[Signal, ...]:
-    """Each signal with its threshold; ``flagged`` when it crosses it (None never flags)."""
+    """Each signal with its threshold; ``flagged`` when it crosses it (None never flags).
+
+    ``loo_n``: the items behind ``loo_spearman``; fewer than ``MIN_SHARED_ITEMS`` never flag.
+    """
 
     def signal(name, value, threshold, above: bool) -> Signal:
         flagged = value is not None and (value > threshold if above else value < threshold)
@@ -110,9 +115,16 @@ def behaviour_flags(
         signal("straight-lining", straight_share, STRAIGHT_SHARE_FLAG, True),
         Signal("identical run", float(longest_run), STRAIGHT_RUN_FLAG, longest_run >= STRAIGHT_RUN_FLAG,
                f"\u2265 {STRAIGHT_RUN_FLAG}"),
-        signal("low agreement", loo_spearman, LOO_SPEARMAN_FLAG, False),
+        _low_agreement(signal("low agreement", loo_spearman, LOO_SPEARMAN_FLAG, False), loo_n),
         signal("gold accuracy", gold_accuracy, check_warn_below, False),
     )
+
+
+def _low_agreement(signal: Signal, n: int | None) -> Signal:
+    if n is None:
+        return signal
+    rule = f"{signal.rule} on \u2265 {MIN_SHARED_ITEMS} shared items"
+    return Signal(signal.name, signal.value, signal.threshold, signal.flagged and n >= MIN_SHARED_ITEMS, rule)
 
 
 # ------------------------------------------------------------------ counts without some annotators

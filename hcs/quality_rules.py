@@ -23,6 +23,9 @@ FAST_SHARE_FLAG = 0.5  # flag when more than this share of annotations is too fa
 STRAIGHT_SHARE_FLAG = 0.5  # flag when more than this share gives every dimension one score
 STRAIGHT_RUN_FLAG = 5  # flag when this many consecutive annotations share one score vector
 LOO_SPEARMAN_FLAG = 0.2  # flag when agreement with the leave-one-out consensus is below this
+# Below 10 shared items Spearman's ρ must pass ±0.65 merely to differ from chance at the 5 % level
+# (Zar 1972, Table 1: 0.648 for n = 10), so a ρ or a bias from fewer items flags no one.
+MIN_SHARED_ITEMS = 10
 EVERY_N = 50  # annotations per window of agreement over time (hcs.drift), unless the caller says otherwise
 
 OK, WARN, BLOCK = "ok", "warn", "block"

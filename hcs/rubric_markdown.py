@@ -26,9 +26,10 @@ def _example_lines(rubric: Rubric, example) -> list[str]:
     if not isinstance(example, Mapping) or "prompt" not in example or "response" not in example:
         return []
     raw_scores = example.get("scores")
-    scores = {
-        k: v for k, v in (raw_scores.items() if isinstance(raw_scores, Mapping) else ())
-        if k in rubric.dimension_keys and isinstance(v, int | float) and not isinstance(v, bool)
+    raw_scores = raw_scores if isinstance(raw_scores, Mapping) else {}
+    scores = {  # in the rubric's order, whatever order the stored JSON keeps (a batch's is sorted)
+        k: raw_scores[k] for k in rubric.dimension_keys
+        if k in raw_scores and isinstance(raw_scores[k], int | float) and not isinstance(raw_scores[k], bool)
     }
     score_text = ", ".join(f"{rubric.dimension(k).abbreviation or k}={v}" for k, v in scores.items())
     overall = rubric.overall(scores) if len(scores) == len(rubric.dimensions) else None

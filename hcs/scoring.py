@@ -22,6 +22,7 @@ import numpy.typing as npt
 
 from hcs.agreement.bootstrap import DEFAULT_RESAMPLES, DEFAULT_SEED, percentile_interval
 from hcs.numbers import finite_or_none
+from hcs.quality_rules import MIN_SHARED_ITEMS
 
 FloatArray = npt.NDArray[np.float64]
 IntArray = npt.NDArray[np.int64]
@@ -29,7 +30,8 @@ IntArray = npt.NDArray[np.int64]
 # Outlier rule: an annotator is flagged when their mean bias on the overall score is
 # at least BIAS_POINTS away from the others, or when a robust z-score (median and
 # MAD over annotators) of their bias or of their leave-one-out Spearman is beyond
-# ROBUST_Z (needs at least MIN_ANNOTATORS_FOR_Z annotators).
+# ROBUST_Z (needs at least MIN_ANNOTATORS_FOR_Z annotators). Only annotators with at least
+# MIN_SHARED_ITEMS items shared with others are flagged, or count towards the robust z-scores.
 BIAS_POINTS = 1.0
 ROBUST_Z = 3.5
 MIN_ANNOTATORS_FOR_Z = 4
@@ -168,6 +170,7 @@ class AnnotatorQuality:
     spearman_loo: dict[str, float | None]  # Spearman with the others' mean on shared items
     outlier: bool
     reasons: tuple[str, ...]
+    n_shared: dict[str, int]  # items behind bias and ρ: rated by the annotator and someone else
 
 
 def _others_mean(item_index: IntArray, values: FloatArray, n_items: int) -> FloatArray:
@@ -273,12 +276,27 @@ def annotator_quality(
         An annotator is an outlier when their overall bias is at least ``BIAS_POINTS`` from the
         others', or when a robust z-score (median and MAD over annotators) of their bias or their
         leave-one-out Spearman is beyond ``ROBUST_Z`` (with at least ``MIN_ANNOTATORS_FOR_Z``).
+        Only annotators with at least ``MIN_SHARED_ITEMS`` shared items (``n_shared["overall"]``)
+        are flagged or enter the robust z-scores.
 
     References
     ----------
     Iglewicz, B. and Hoaglin, D. C. (1993). *How to Detect and Handle Outliers*. ASQC Quality Press
     (the modified z-score, median ± 3.5 MAD-based units). Spearman, C. (1904). The proof and
     measurement of association between two things. *American Journal of Psychology* 15(1), 72–101.
+    Zar, J. H. (1972). Significance testing of the Spearman rank correlation coefficient. *Journal
+    of the American Statistical Association* 67(339), 578–580 (critical values of ρ by n).
+
+    Examples
+    --------
+    Three items shared, scored in reverse: ρ = −1, but too few items to flag.
+
+    >>> item = np.array([0, 0, 1, 1, 2, 2]); ann = np.array([0, 1, 0, 1, 0, 1])
+    >>> s = np.array([1.0, 5.0, 3.0, 3.0, 5.0, 1.0])[:, None]
+    >>> a = annotator_quality(item, ann, s, s[:, 0], dimensions=["d"], annotator_names=["x", "y"],
+    ...                       n_items=3)[0]
+    >>> a.spearman_loo["overall"], a.n_shared["overall"], a.outlier
+    (-1.0, 3, False)
     """
     columns = {d: scores[:, j] for j, d in enumerate(dimensions)}
     columns["overall"] = overall
@@ -296,7 +314,7 @@ def annotator_quality(
     rows = []
     for a, name in enumerate(annotator_names):
         mine = slice(bounds[a], bounds[a + 1])
-        mean, bias, rho = {}, {}, {}
+        mean, bias, rho, n_shared = {}, {}, {}, {}
         for d, v in columns.items():
             own = v[mine]
             ref = others[d][mine]
@@ -305,14 +323,18 @@ def annotator_quality(
             bias[d] = finite_or_none((own[shared] - ref[shared]).mean()) if shared.any() else None
             (cx, nx), (cy, ny) = codes[d]
             rho[d] = _spearman_coded(cx[mine][shared], nx, cy[mine][shared], ny)
-        rows.append((name, int(np.count_nonzero(np.bincount(items[mine]))), mean, bias, rho))
-    z_bias = _robust_z([r[3]["overall"] for r in rows])
-    z_rho = _robust_z([r[4]["overall"] for r in rows])
+            n_shared[d] = int(shared.sum())  # one annotation per item and annotator: items, and ρ's pairs
+        rows.append((name, int(np.count_nonzero(np.bincount(items[mine]))), mean, bias, rho, n_shared))
+    enough = [r[5]["overall"] >= MIN_SHARED_ITEMS for r in rows]
+    z_bias = _robust_z([r[3]["overall"] if ok else None for r, ok in zip(rows, enough)])
+    z_rho = _robust_z([r[4]["overall"] if ok else None for r, ok in zip(rows, enough)])
     out = []
-    for (name, n, mean, bias, rho), zb, zr in zip(rows, z_bias, z_rho):
+    for (name, n, mean, bias, rho, n_shared), ok, zb, zr in zip(rows, enough, z_bias, z_rho):
         reasons = []
         b = bias["overall"]
-        if b is not None and abs(b) >= BIAS_POINTS:
+        if not ok:
+            pass  # too few shared items: bias and ρ are shown with their n, and flag no one
+        elif b is not None and abs(b) >= BIAS_POINTS:
             reasons.append(f"overall score {b:+.2f} points from the others on the same items")
         elif zb is not None and abs(zb) > ROBUST_Z:
             reasons.append(f"bias far from the other annotators' (robust z {zb:+.1f})")
@@ -321,7 +343,7 @@ def annotator_quality(
         out.append(
             AnnotatorQuality(
                 annotator=name, n_items=n, mean=mean, bias=bias, spearman_loo=rho,
-                outlier=bool(reasons), reasons=tuple(reasons),
+                outlier=bool(reasons), reasons=tuple(reasons), n_shared=n_shared,
             )
         )
     return out

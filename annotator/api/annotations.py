@@ -39,6 +39,7 @@ class ScoreRowOut(BaseModel):
     score: int
     overall_hcs: float | None
     submitted_at: datetime
+    excluded: bool  # the annotator is excluded from the batch's statistics
 
 
 class AnnotationPage(BaseModel):

@@ -16,12 +16,16 @@ from django.conf import settings
 from django.core.exceptions import PermissionDenied
 from ninja.errors import HttpError
 from ninja.security import HttpBearer
-from ninja.throttling import SimpleRateThrottle
+from ninja.throttling import BaseThrottle
 from ninja.utils import check_csrf
 
 from annotator import roles
+from annotator.api.problems import RATE_LIMITED, Problem
+from annotator.env import rate_parts
 from annotator.selectors.api_tokens import api_token_for_key
 from annotator.services.api_tokens import api_token_touch
+from annotator.services.rate_limit import client_key, rate_count_add, rate_count_read
+from annotator.services.tokens import token_hash
 
 SAFE_METHODS = {"GET", "HEAD", "OPTIONS"}
 
@@ -55,8 +59,17 @@ class ApiAuth(HttpBearer):
         return user
 
     def authenticate(self, request, token: str):
+        # Failed attempts are limited per address, before the lookup: guessing keys stops at the limit.
+        address = client_key(request, scope="api-token-failure")
+        limit = settings.ANNOTATOR_API_TOKEN_FAILURES_PER_MINUTE
+        failed = rate_count_read(key=address, limit=limit)
+        if failed.count >= limit:
+            raise Problem(429, f"Too many failed API token attempts from this address; try again in "
+                               f"{failed.retry_after_s} s with a valid token.", kind=RATE_LIMITED,
+                          headers={"Retry-After": str(failed.retry_after_s)})
         found = api_token_for_key(token)
         if found is None:
+            rate_count_add(key=address, limit=limit)
             return None
         api_token_touch(token=found)
         request.user = found.user
@@ -74,28 +87,24 @@ def _per_thread(name: str) -> property:
     return property(lambda self: getattr(self._state, name), lambda self, value: setattr(self._state, name, value))
 
 
-class TokenRateThrottle(SimpleRateThrottle):
-    """``ANNOTATOR_API_RATE`` requests per token (or per signed-in user for session requests)."""
+class TokenRateThrottle(BaseThrottle):
+    """``ANNOTATOR_API_RATE`` requests per token (or per signed-in user for session requests), counted in
+    the database so that every process of every app server shares one allowance."""
 
-    scope = "api"
-    key, history, now = _per_thread("key"), _per_thread("history"), _per_thread("now")
+    retry_after = _per_thread("retry_after")
 
     def __init__(self):
         self._state = threading.local()
-        super().__init__(settings.ANNOTATOR_API_RATE)
 
     def allow_request(self, request) -> bool:
-        self.num_requests, self.duration = self.parse_rate(settings.ANNOTATOR_API_RATE)  # read now: settings may change
-        return super().allow_request(request)
-
-    def get_cache_key(self, request):
+        limit, period = rate_parts(settings.ANNOTATOR_API_RATE)  # read now: settings may change
         token = getattr(request, "api_token", None)
         # The hash, not the row id: ids can come back after a rollback, a key's hash never does.
-        ident = f"token-{token.key_hash[:24]}" if token is not None else f"user-{request.user.pk}"
-        return self.cache_format % {"scope": self.scope, "ident": ident}
+        ident = f"api:token-{token.key_hash[:24]}" if token is not None else f"api:user-{request.user.pk}"
+        counted = rate_count_add(key=token_hash(ident), limit=limit, period_s=period)
+        self.retry_after = counted.retry_after_s
+        return not counted.over
 
     def wait(self) -> float:
-        """Seconds until the oldest request in the window leaves it (always a number: Retry-After)."""
-        if not self.history:
-            return float(self.duration)
-        return max(1.0, self.duration - (self.now - self.history[-1]))
+        """Seconds until the window ends (always a number: Retry-After)."""
+        return float(self.retry_after)

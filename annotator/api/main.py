@@ -16,8 +16,11 @@ from ninja.responses import NinjaJSONEncoder
 
 from annotator.api import annotations, batches, jobs, me, reports
 from annotator.api.auth import TokenRateThrottle, signed_in
+from annotator.judges.api import review as judge_review
+from annotator.api.parser import StrictJsonParser
 from annotator.api.problems import MEDIA_TYPE, install_handlers
 from annotator.judges.api import calibration_sets, judges
+from annotator.judges.api import tables as judge_data
 
 DESCRIPTION = """
 Push model outputs to human annotation and read agreement and judge calibration back.
@@ -71,8 +74,9 @@ api = Api(
     docs_url="/docs",
     openapi_url="/openapi.json",
     renderer=Renderer(),
+    parser=StrictJsonParser(),
     docs_decorator=require_GET,  # the schema and the docs page only read
 )
 install_handlers(api)
-for module in (me, batches, annotations, reports, judges, calibration_sets, jobs):
+for module in (me, batches, annotations, reports, judges, judge_data, calibration_sets, jobs, judge_review):
     api.add_router("", module.router)

@@ -18,6 +18,7 @@ from django.core.exceptions import PermissionDenied
 from django.http import Http404, HttpRequest, HttpResponse
 from ninja.errors import AuthenticationError, HttpError, Throttled, ValidationError
 
+from annotator.api.parser import BodyRefused
 from annotator.imports.errors import FileRefused, ImportRefused, RowError
 
 MEDIA_TYPE = "application/problem+json"
@@ -103,6 +104,8 @@ def _on_not_found(request, exc: Http404) -> HttpResponse:
 
 
 def _on_http_error(request, exc: HttpError) -> HttpResponse:
+    if isinstance(exc.__cause__, BodyRefused):  # the parser's reason is the cause of ninja's bare 400
+        return problem_response(request, exc.status_code, str(exc.__cause__), kind=INVALID_REQUEST)
     return problem_response(request, exc.status_code, str(exc))
 
 

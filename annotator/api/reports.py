@@ -46,7 +46,7 @@ def report_or_job(request, response: HttpResponse, batch: Batch, query: ReportQu
 
     options = query.options()
     if options.errors():
-        raise Problem(422, "; ".join(options.errors()), kind=INVALID_REQUEST)
+        raise Problem(422, "; ".join(options.errors()) + ".", kind=INVALID_REQUEST)
     if batch.items.count() > settings.ANNOTATOR_BACKGROUND_REPORT_ITEMS:
         job = export_job_create(batch=batch, fmt=EXPORT_FORMATS["json"], user=request.user, options=options)
         return accepted(request, response, job)

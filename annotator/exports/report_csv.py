@@ -17,6 +17,7 @@ from annotator.exports.csv_safe import (
     csv_lines,
 )
 from annotator.imports.annotation_template import (
+    EXCLUDED,
     format_constraints_met,
     template_columns,
 )
@@ -36,7 +37,10 @@ DIMENSION_COLUMNS = [
     "percent_agreement", "percent_agreement_within_1", "n_items", "n_items_pairable", "n_ratings",
 ]
 ITEMS_COLUMNS = ["item_id", "system_id", "n_annotations", "overall_hcs_mean", "overall_hcs_sd"]
-SCORES_COLUMNS = ["item_id", "system_id", "annotator", "dimension", "score", "overall_hcs", "submitted_at"]
+SCORES_COLUMNS = ["item_id", "system_id", "annotator", "dimension", "score", "overall_hcs", "submitted_at", EXCLUDED]
+
+# true/false: read as logical by pandas (read_csv) and R (read.csv) alike.
+EXCLUDED_CELL = {False: "false", True: "true"}
 
 
 def _lo_hi(ci):
@@ -88,19 +92,21 @@ def scores_csv(*, batch: Batch) -> Iterator[str]:
             rated, overall = per_score(a.scores)
             if rated:
                 head = writer.cells([a.item_id, a.system_id, a.annotator]) + DELIMITER
-                tail = DELIMITER + overall + DELIMITER + submitted(a.submitted_at) + RECORD_END
+                tail = (DELIMITER + overall + DELIMITER + submitted(a.submitted_at) + DELIMITER
+                        + EXCLUDED_CELL[a.excluded] + RECORD_END)
                 yield "".join([head + cells + tail for cells in rated])
 
     return chunks(writer.writerow(SCORES_COLUMNS), records())
 
 
 def annotations_csv(*, batch: Batch) -> Iterator[str]:
-    """The annotations in the annotation template's columns, ready for ``import_annotations``.
+    """The annotations in the annotation template's columns and ``excluded``, ready for
+    ``import_annotations`` (which ignores ``excluded``).
 
-    The score and flag cells are written once per distinct set of scores and flags, the last two
-    once per distinct constraint answers and comment."""
+    The score and flag cells are written once per distinct set of scores and flags, the
+    constraint answers and comment once per distinct pair."""
     rubric = batch.rubric_obj
-    columns = template_columns(rubric)
+    columns = [*template_columns(rubric), EXCLUDED]
     flag_columns = [c for c in columns if c in rubric.flag_keys]
     writer = SafeWriter(Echo())  # type: ignore[arg-type]
 
@@ -117,7 +123,8 @@ def annotations_csv(*, batch: Batch) -> Iterator[str]:
             yield (
                 writer.cells([a.item_id, a.system_id, a.prompt, a.response, a.annotator]) + DELIMITER
                 + scores_and_flags(a.scores, a.flags) + DELIMITER
-                + constraints_and_comment(a.constraints_met, a.comment) + RECORD_END
+                + constraints_and_comment(a.constraints_met, a.comment) + DELIMITER + EXCLUDED_CELL[a.excluded]
+                + RECORD_END
             )
 
     return chunks(writer.writerow(columns), records())

@@ -19,6 +19,7 @@ from annotator.exports.methods import methods_paragraph
 from annotator.exports.report_quality import quality_context
 from annotator.plots import distribution_svg
 from annotator.selectors.reports import BatchReport
+from hcs.quality_rules import MIN_SHARED_ITEMS
 
 CSS_FILES = ("css/app.css", "css/report.css")
 
@@ -40,6 +41,7 @@ def report_context(report: BatchReport, *, links: bool = True, sort: str = "") -
             "mean_overall": a.mean.get("overall"),
             "bias_overall": a.bias.get("overall"),
             "rho_overall": a.spearman_loo.get("overall"),
+            "n_shared": a.n_shared.get("overall", 0),
         }
         for a in report.annotators
     ]
@@ -51,6 +53,7 @@ def report_context(report: BatchReport, *, links: bool = True, sort: str = "") -
         "plots": plots,
         "annotators": annotators,
         "dimension_abbreviations": [d.abbreviation or d.label for d in dims],
+        "min_shared": MIN_SHARED_ITEMS,
         "disagreements": disagreements,
         "methods": methods_paragraph(report),
         "links": links,

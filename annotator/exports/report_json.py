@@ -136,6 +136,7 @@ def report_to_dict(report: BatchReport) -> dict[str, Any]:
                 "mean": a.mean,
                 "bias": a.bias,
                 "spearman_loo": a.spearman_loo,
+                "n_shared": a.n_shared,
                 "outlier": a.outlier,
                 "reasons": list(a.reasons),
                 **_annotator_quality(report, a.annotator),

@@ -18,6 +18,7 @@ import pandas as pd
 
 from annotator.imports.annotation_template import (  # the template's columns: also the export's
     CONSTRAINTS_MET,
+    EXCLUDED,
     parse_constraints_met,
     template_columns,
 )
@@ -27,6 +28,7 @@ from annotator.imports.batch_file import (
     prompt_id_for,
 )
 from annotator.imports.errors import RowError
+from annotator.imports.id_text import invisible_character
 from annotator.imports.json_text import parse_constraints
 from annotator.imports.reading import ROW, Table, read_table
 from hcs.checklist import CHECKLIST_FLAGS, checklist_flags
@@ -98,7 +100,7 @@ def parse_annotation_table(table: Table, *, rubric: Rubric) -> ParsedAnnotations
     errors = list(table.errors)
     dims = [d for d in rubric.dimension_keys if d in table.columns]
     flags = [f for f in rubric.flag_keys if f in table.columns]
-    known = {"item_id", "annotator", "comment", CONSTRAINTS_MET, *ITEM_TEXT, *rubric.dimension_keys,
+    known = {"item_id", "annotator", "comment", CONSTRAINTS_MET, EXCLUDED, *ITEM_TEXT, *rubric.dimension_keys,
              *rubric.flag_keys}
     for name in ("item_id", "annotator"):
         if name not in table.columns:
@@ -171,6 +173,8 @@ def _item_id_problems(item_id: str) -> Problems:
         return (("item_id", "is empty"),)
     if len(item_id) > ID_MAX_LENGTH:
         return (("item_id", f"is longer than {ID_MAX_LENGTH} characters"),)
+    if (problem := invisible_character(item_id)) is not None:
+        return (("item_id", problem),)
     return ()
 
 

@@ -7,6 +7,9 @@ from __future__ import annotations
 from hcs.rubric import Rubric
 
 CONSTRAINTS_MET = "constraints_met"
+# The exports' last column: whether the annotator is excluded from the batch's statistics. The
+# import accepts and ignores it, so an exported file loads as it is.
+EXCLUDED = "excluded"
 MET_WORDS = {"met": True, "1": True, "yes": True, "true": True,
              "not met": False, "not_met": False, "0": False, "no": False, "false": False}
 

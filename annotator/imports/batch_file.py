@@ -23,6 +23,7 @@ from annotator.imports.gold_columns import (
     gold_summary,
     is_gold_column,
 )
+from annotator.imports.id_text import invisible_character
 from annotator.imports.json_text import has_nul, json_loads, parse_constraints
 from annotator.imports.reading import JSONL, ROW, Table, read_table
 from hcs.rubric import Rubric
@@ -130,6 +131,9 @@ def parse_batch_table(table: Table, *, rubric: Rubric | None = None) -> ParsedBa
     flag([i for i, c in enumerate(ids) if not c], "item_id", "is empty")
     flag([i for i, c in enumerate(ids) if len(c) > ID_MAX_LENGTH], "item_id",
          f"is longer than {ID_MAX_LENGTH} characters")
+    for i, c in enumerate(ids):
+        if (problem := invisible_character(c)) is not None:
+            errors.append(table.error(rows[i], "item_id", problem))
     id_series = pd.Series(ids, dtype=object)
     dup = (id_series.ne("") & id_series.duplicated(keep=False)).to_numpy()
     if dup.any():
@@ -171,7 +175,8 @@ def parse_batch_table(table: Table, *, rubric: Rubric | None = None) -> ParsedBa
     gold_frame = None
     if gold_cells:
         gold = gold_rows(gold_cells, rows, rubric or Rubric.default(),
-                         lambda r, c, m: errors.append(table.error(r, c, m)))
+                         lambda r, c, m: errors.append(table.error(r, c, m)),
+                         n_constraints=[len(json.loads(c)) for c in out["constraints"]])
         is_gold = np.zeros(n, dtype=bool)
         is_gold[[g.index for g in gold]] = True
         gold_frame = result[is_gold].reset_index(drop=True)

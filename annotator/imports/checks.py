@@ -6,7 +6,7 @@ import unicodedata
 from typing import Any
 
 from annotator.imports.errors import RowError
-from annotator.imports.json_text import has_nul
+from annotator.imports.json_text import SURROGATE, has_nul
 from annotator.models.annotation import SCORE_MAX, SCORE_MIN
 from annotator.models.batch import MIN_K
 from hcs.rubric import Rubric, RubricError
@@ -24,6 +24,8 @@ def name_errors(name: str | None) -> list[RowError]:
         return [RowError(None, None, f"The batch name is longer than {NAME_MAX_LENGTH} characters.")]
     if any(unicodedata.category(c) == "Cc" for c in clean):  # PostgreSQL stores no NUL; none belongs in a name
         return [RowError(None, None, "The batch name contains a control character (a NUL byte, tab or line break); use plain text.")]
+    if SURROGATE.search(clean):  # e.g. a command-line name that was not UTF-8
+        return [RowError(None, None, "The batch name contains a lone surrogate (text that is not UTF-8); use plain text.")]
     return []
 
 

@@ -42,6 +42,7 @@ class ImportRefused(ValueError):
 
     def __init__(self, errors: list[RowError] | list[str]):
         self.errors = [e if isinstance(e, RowError) else RowError(None, None, e) for e in errors]
-        first = "; ".join(str(e) for e in self.errors[:3])
+        # One sentence: each message's own full stop would read ".;" between them.
+        first = "; ".join(str(e).rstrip(". ") for e in self.errors[:3])
         more = f" (and {len(self.errors) - 3} more)" if len(self.errors) > 3 else ""
-        super().__init__(f"{first}{more}")
+        super().__init__(f"{first}{more}.")

@@ -2,8 +2,14 @@
 
 ``gold_<dimension>`` (one per rubric dimension), ``gold_flags`` (``;``-separated flag keys or a
 JSON list; when the column exists a blank cell means "no flag", and flags are compared), ``gold_tolerance`` (default 1), ``gold_explanation`` and ``gold_kind`` (``training``
-or ``check``; default ``check``). A row with any gold score or a kind is a gold item; its scores
-and flags are checked with the rubric like an annotation's, and every problem names its row.
+or ``check``; default ``check``), ``gold_constraints_met`` (the expert's checklist answers,
+``met;not_met`` in the order of the item's constraints). A row with any gold score or a kind is a
+gold item; its scores and flags are checked with the rubric like an annotation's, and every
+problem names its row.
+
+On an item with hard constraints the checklist, not the annotator, sets the constraint flags,
+so gold constraint flags the checklist cannot produce (or that disagree with
+``gold_constraints_met``) would fail every careful annotator: such a row is refused.
 """
 
 from __future__ import annotations
@@ -11,12 +17,18 @@ from __future__ import annotations
 from dataclasses import dataclass
 from typing import Any
 
+from annotator.imports.annotation_template import (
+    format_constraints_met,
+    parse_constraints_met,
+)
 from annotator.imports.json_text import parse_constraints
+from hcs.checklist import CHECKLIST_FLAGS, checklist_flags, checklist_outcomes
 from hcs.quality_rules import GOLD_TOLERANCE
 from hcs.rubric import Rubric, parse_score
 
 PREFIX = "gold_"
-SETTINGS = ("gold_flags", "gold_tolerance", "gold_explanation", "gold_kind")
+MET = "gold_constraints_met"
+SETTINGS = ("gold_flags", "gold_tolerance", "gold_explanation", "gold_kind", MET)
 KINDS = ("training", "check")
 DEFAULT_KIND = "check"
 
@@ -37,9 +49,11 @@ def is_gold_column(name: str) -> bool:
     return name.startswith(PREFIX)
 
 
-def gold_rows(cells: dict[str, list[str]], rows: list[int], rubric: Rubric, error) -> list[GoldRow]:
-    """Check the gold columns (``cells``: column → text per row). ``error(row, column, message)``
-    records a problem; returns the gold rows (meaningful only when nothing was recorded)."""
+def gold_rows(cells: dict[str, list[str]], rows: list[int], rubric: Rubric, error,
+              n_constraints: list[int] | None = None) -> list[GoldRow]:
+    """Check the gold columns (``cells``: column → text per row; ``n_constraints``: the hard
+    constraints of each row's item). ``error(row, column, message)`` records a problem; returns
+    the gold rows (meaningful only when nothing was recorded)."""
     score_columns = {f"{PREFIX}{key}": key for key in rubric.dimension_keys}
     for name in cells:
         if name not in score_columns and name not in SETTINGS:
@@ -57,12 +71,16 @@ def gold_rows(cells: dict[str, list[str]], rows: list[int], rubric: Rubric, erro
         given_scores = {dim: get(col) for col, dim in score_columns.items() if get(col)}
         kind = get("gold_kind").lower()
         if not given_scores and not kind:
-            for name in ("gold_flags", "gold_tolerance", "gold_explanation"):
+            for name in ("gold_flags", "gold_tolerance", "gold_explanation", MET):
                 if get(name):
                     error(rows[i], name, "is set, but the row has no gold scores (gold_<dimension>)")
             continue
-        out.append(_gold_row(rows[i], kind, given_scores, get, score_columns, rubric, error,
-                             has_flag_column="gold_flags" in cells, index=i))
+        gold = _gold_row(rows[i], kind, given_scores, get, score_columns, rubric, error,
+                         has_flag_column="gold_flags" in cells, index=i)
+        if gold is not None and not _reachable(rows[i], gold.flags, get(MET), n_constraints[i] if n_constraints else 0,
+                                               rubric, error):
+            gold = None
+        out.append(gold)
     return [g for g in out if g is not None]
 
 
@@ -107,6 +125,45 @@ def _gold_row(row, kind, given, get, score_columns, rubric: Rubric, error, *, ha
         return None
     return GoldRow(index=index, kind=kind or DEFAULT_KIND, scores=scores, flags=flags, tolerance=tolerance,
                    explanation=get("gold_explanation"))
+
+
+def _names(flags) -> str:
+    return " and ".join(f"`{f}`" for f in sorted(flags)) or "no constraint flag"
+
+
+def _reachable(row, flags: list[str] | None, met_cell: str, n: int, rubric: Rubric, error) -> bool:
+    """Whether the checklist of an item with ``n`` hard constraints can give the gold constraint
+    flags (and, with ``gold_constraints_met``, gives exactly them); records the problem if not."""
+    available = CHECKLIST_FLAGS & set(rubric.flag_keys)
+    if met_cell:
+        try:  # `met;not_met`, or the same words as a JSON list (a JSONL file)
+            met = parse_constraints_met(";".join(parse_constraints(met_cell)) or " ")
+        except ValueError:
+            met = None
+        if met is None:
+            error(row, MET, f"`{met_cell}` is not a list of met / not_met answers separated by `;`")
+            return False
+        if len(met) != n:
+            error(row, MET, f"gives {len(met)} answer{'s' if len(met) != 1 else ''}, but the item has {n} hard "
+                            f"constraint{'s' if n != 1 else ''}: give one met / not_met per constraint, in order")
+            return False
+        implied = checklist_flags(met, available)
+        if flags is not None and set(flags) & available != implied:
+            error(row, "gold_flags", f"has {_names(set(flags) & available)}, but the checklist answers "
+                  f"`{format_constraints_met(met)}` (gold_constraints_met) set {_names(implied)}: an annotator who "
+                  "answers the checklist as the expert did cannot match; change gold_flags or gold_constraints_met")
+            return False
+        return True
+    if flags is None or not n:
+        return True  # flags not compared, or no checklist: the annotator ticks every flag
+    outcomes = checklist_outcomes(n, available)
+    if frozenset(set(flags) & available) not in outcomes:
+        choices = " or ".join(_names(o) for o in outcomes)
+        error(row, "gold_flags", f"has {_names(set(flags) & available)}, which the checklist of an item with {n} hard "
+              f"constraint{'s' if n != 1 else ''} cannot set (it sets {choices}): no annotator can match; "
+              "fix gold_flags (gold_constraints_met can say which constraints the expert found met)")
+        return False
+    return True
 
 
 def gold_summary(gold: list[GoldRow]) -> dict[str, Any]:

@@ -6,13 +6,18 @@ deeper than the recursion limit (``RecursionError``). Callers that catch ``JSOND
 report a row error would otherwise let those through as a crash.
 
 JSON can also carry a NUL character as ``\\u0000``, which no PostgreSQL text or jsonb value can
-hold: :func:`has_nul` finds one anywhere in a decoded value.
+hold: :func:`has_nul` finds one anywhere in a decoded value. A lone surrogate (``\\ud800`` without
+its pair) is not a character at all: it cannot be written as UTF-8, so neither database stores it;
+:func:`has_lone_surrogate` finds one.
 """
 
 from __future__ import annotations
 
 import json
+import re
 from typing import Any
+
+SURROGATE = re.compile("[\ud800-\udfff]")
 
 
 def json_loads(text: str) -> Any:
@@ -41,6 +46,41 @@ def has_nul(value: Any) -> bool:
         elif isinstance(item, list):
             stack.extend(item)
     return False
+
+
+def has_lone_surrogate(value: Any) -> bool:
+    """True when a text in ``value``, its keys, or anything nested in it holds a lone surrogate
+    (a pair written as two escapes is decoded into one character and is not found)."""
+    stack = [value]
+    while stack:
+        item = stack.pop()
+        if isinstance(item, str):
+            if SURROGATE.search(item):
+                return True
+        elif isinstance(item, dict):
+            stack.extend(item.keys())
+            stack.extend(item.values())
+        elif isinstance(item, list):
+            stack.extend(item)
+    return False
+
+
+def surrogate_path(value: Any) -> str | None:
+    """The JSONPath (``$.items[1].response``) of the first text in ``value`` holding a lone surrogate, or None."""
+    stack: list[tuple[str, Any]] = [("$", value)]
+    while stack:
+        path, item = stack.pop()
+        if isinstance(item, str):
+            if SURROGATE.search(item):
+                return path
+        elif isinstance(item, dict):
+            for key, inner in reversed(list(item.items())):
+                if SURROGATE.search(key):
+                    return path
+                stack.append((f"{path}.{key}", inner))
+        elif isinstance(item, list):
+            stack.extend((f"{path}[{n}]", inner) for n, inner in reversed(list(enumerate(item))))
+    return None
 
 
 def parse_constraints(cell: str) -> list[str]:

@@ -24,7 +24,7 @@ import pandas as pd
 from annotator.exports.csv_safe import DEFUSED
 from annotator.imports.errors import FileRefused, RowError
 from annotator.imports.file_size import check_size
-from annotator.imports.json_text import has_nul, json_loads
+from annotator.imports.json_text import has_lone_surrogate, has_nul, json_loads
 
 # pandas' C parser makes every row as wide as the widest: one line of 140,000 commas in a 200-line file
 # asked it for gigabytes (found by the fuzz test; the worker was killed for memory). Past this many
@@ -251,6 +251,15 @@ def _cell(value) -> str:
     return json.dumps(value, ensure_ascii=False)
 
 
+LONE_SURROGATE = ("contains a lone surrogate (an escape like \\ud800 without its pair), which is not a character; "
+                  "write the character itself or both halves of its pair")
+
+
+def _escaped(text: str) -> str:
+    """``text`` with any lone surrogate written as its escape, so an error message can show it."""
+    return text.encode("utf-8", "backslashreplace").decode("utf-8")
+
+
 def read_jsonl(text: str) -> Table:
     errors: list[RowError] = []
     records: list[dict[str, str]] = []
@@ -269,6 +278,12 @@ def read_jsonl(text: str) -> Table:
             continue
         if not isinstance(value, dict):
             errors.append(RowError(number, None, "must be a JSON object like {\"item_id\": ...}", "line"))
+            continue
+        if "\\u" in line and has_lone_surrogate(value):  # only an escape makes one: the file itself is UTF-8
+            errors.extend(
+                RowError(number, _escaped(key.strip().lower()), LONE_SURROGATE, "line")
+                for key, cell in value.items() if has_lone_surrogate(key) or has_lone_surrogate(cell)
+            )
             continue
         record = {}
         for key, cell in value.items():

@@ -49,6 +49,10 @@ class Job(models.Model):
     # researcher's request to stop it, which the worker reads between calls.
     progress = models.JSONField(default=dict, blank=True)
     cancel_requested = models.BooleanField(default=False)
+    # The worker process running the job ("host:pid") and when it last said it still is: a job whose
+    # worker is gone (killed, restarted) is failed, so it can be tried again.
+    worker = models.CharField(max_length=300, blank=True)
+    heartbeat_at = models.DateTimeField(null=True, blank=True)
 
     class Meta:
         ordering = ["-created_at"]

@@ -9,6 +9,7 @@ from __future__ import annotations
 from django.conf import settings
 from django.core.validators import MaxValueValidator, MinValueValidator
 from django.db import models
+from django.db.models import Q
 
 from annotator.models.batch import Batch
 from hcs import quality_rules as q
@@ -140,3 +141,11 @@ class AnnotatorStanding(models.Model):
     def may_rate(self) -> bool:
         return not (self.excluded or self.blocked_at or self.screened_out_at
                     or self.training == self.Training.FAILED)
+
+
+# The query spelling of ``not AnnotatorStanding.may_rate``, kept beside it (parity test in
+# tests/annotator/test_edit_rule.py).
+AnnotatorStanding.STOPPED = (
+    Q(excluded=True) | Q(blocked_at__isnull=False) | Q(screened_out_at__isnull=False)
+    | Q(training=AnnotatorStanding.Training.FAILED)
+)

@@ -63,8 +63,12 @@ def training_feedback(*, step) -> dict[str, Any]:
         }
         for d in rubric.dimensions
     ]
+    training = GoldItem.objects.filter(batch_id=gold.batch_id, kind=GoldItem.Kind.TRAINING)
     return {
-        "item": gold,
+        "item": gold,  # for the template's context only: its item_id is never shown (blindness)
+        "number": GoldAnswer.objects.filter(gold_item__in=training, annotator_id=answer.annotator_id,
+                                            submitted_at__isnull=False).count(),
+        "total": training.count(),
         "rows": rows,
         "tolerance": gold.tolerance,
         "flags_missing": [labels.get(f, f) for f in comparison.flags_missing],

@@ -81,6 +81,7 @@ class AnnotatorSignals:
     skips: int
     signals: tuple[q.Signal, ...]
     adjudicated: tuple[int, float | None, float | None] = (0, None, None)  # n, share exact, MAE
+    loo_n: int = 0  # items shared with others behind loo_spearman
 
     @property
     def flagged(self) -> bool:
@@ -186,6 +187,7 @@ def quality_section(*, batch: Batch, inputs: QualityInputs, everyone: BatchRepor
     edits = _per_user(AnnotationRevision.objects.filter(annotation__item__batch=batch), "changed_by_id")
     skips = _per_user(Assignment.objects.filter(item__batch=batch, state=Assignment.State.SKIPPED), "annotator_id")
     loo = {a.annotator: a.spearman_loo.get("overall") for a in everyone.annotators}
+    loo_n = {a.annotator: a.n_shared.get("overall", 0) for a in everyone.annotators}
     adjudications = adjudications_of(batch=batch)
     reference = _reference(batch, arrays, adjudications)
     in_order = arrays.annotation_annotator[inputs.order]
@@ -210,11 +212,11 @@ def quality_section(*, batch: Batch, inputs: QualityInputs, everyone: BatchRepor
             blocked=bool(standing and standing.blocked_at), warned=bool(standing and standing.warned_at),
             training=standing.training if standing else "",
             median_seconds=median, fast_share=fast, straightlining=straight, longest_run=run,
-            loo_spearman=loo.get(name), edits=edits.get(pk, 0), skips=skips.get(pk, 0),
+            loo_spearman=loo.get(name), loo_n=loo_n.get(name, 0), edits=edits.get(pk, 0), skips=skips.get(pk, 0),
             adjudicated=q.agreement_with_reference(arrays.annotation_scores[arrays.annotation_annotator == a],
                                                    reference[arrays.annotation_item[arrays.annotation_annotator == a]]),
             signals=q.behaviour_flags(fast_share=fast, straight_share=straight, longest_run=run,
-                                      loo_spearman=loo.get(name), gold_accuracy=accuracy,
+                                      loo_spearman=loo.get(name), loo_n=loo_n.get(name, 0), gold_accuracy=accuracy,
                                       check_warn_below=rule.check_warn_below),
         )
     excluded = {e.annotator for e in inputs.exclusions}

@@ -29,6 +29,7 @@ from annotator.models import (
     Assignment,
     Batch,
     Enrolment,
+    GoldAnswer,
     Item,
 )
 from annotator.selectors.rows import columns, instance_from_row
@@ -123,12 +124,29 @@ class BatchProgress:
     items_complete: int
     mine_submitted: int
     mine_leased: bool
-    ended: bool = False  # screened out, blocked, excluded, or their study visit is over: no Start button
-    visit_over: bool = False  # their study visit is over: their ratings are final (no edit link)
+    ended: bool = False  # their ratings are final (see ratings_final): no Start button, no edit link
+    visit_over: bool = False  # their study visit is over
 
     @property
     def percent_complete(self) -> int:
         return round(100 * self.items_complete / self.items_total) if self.items_total else 0
+
+
+def _stopped(user, batch) -> Exists:
+    return Exists(AnnotatorStanding.objects.filter(AnnotatorStanding.STOPPED, batch=batch, annotator=user))
+
+
+def _visit_over(user, batch) -> Exists:
+    return Exists(Enrolment.objects.filter(Enrolment.VISIT_OVER, batch=batch, user=user))
+
+
+def ratings_final(*, user, batch_id: int) -> bool:
+    """Whether the annotator's ratings in the batch can no longer change: quality control stopped
+    them (screened out, failed training, blocked, excluded) or their study visit is over. The one
+    rule behind the queue's edit link, the list's Edit links, the edit page and ``annotation_update``."""
+    return Batch.objects.filter(pk=batch_id).filter(
+        Q(_stopped(user, OuterRef("pk"))) | Q(_visit_over(user, OuterRef("pk")))
+    ).exists()
 
 
 def _grouped_count(queryset: QuerySet, group: str) -> Subquery:
@@ -152,12 +170,8 @@ def queue_for_annotator(*, user) -> list[BatchProgress]:
         mine_leased=Exists(
             Assignment.objects.filter(batch=OuterRef("pk"), annotator=user, state=Assignment.State.LEASED)
         ),
-        stopped=Exists(
-            AnnotatorStanding.objects.filter(batch=OuterRef("pk"), annotator=user).filter(
-                Q(screened_out_at__isnull=False) | Q(blocked_at__isnull=False) | Q(excluded=True)
-            )
-        ),
-        visit_over=Exists(Enrolment.objects.filter(Enrolment.VISIT_OVER, batch=OuterRef("pk"), user=user)),
+        stopped=_stopped(user, OuterRef("pk")),
+        visit_over=_visit_over(user, OuterRef("pk")),
     ).order_by("name")
     return [
         BatchProgress(
@@ -175,8 +189,8 @@ def queue_for_annotator(*, user) -> list[BatchProgress]:
 
 def annotations_of(*, user, batch: Batch) -> list[dict]:
     """The annotator's own annotations in a batch, newest first, ready to list: a neutral
-    number (their n-th, oldest first; never the file's item id), the prompt, scores and flags
-    by their rubric labels, and when they last changed it."""
+    number (the "Item n" the rating page showed it as; never the file's item id), the prompt,
+    scores and flags by their rubric labels, and when they last changed it."""
     rubric = batch.rubric_obj
     dimensions = {d.key: d for d in rubric.dimensions}
     flag_labels = {f.key: f.label for f in rubric.flags}
@@ -187,13 +201,14 @@ def annotations_of(*, user, batch: Batch) -> list[dict]:
         .annotate(n_changes=Count("revisions"), last_changed=Max("revisions__changed_at"))
         .order_by("-submitted_at", "-pk")
     )
+    numbers = _item_numbers(user=user, batch=batch, annotations=annotations)
     rows = []
-    for i, a in enumerate(annotations):
+    for a in annotations:
         scores = {s.dimension: s.value for s in a.scores.all()}
         rows.append(
             {
                 "annotation": a,
-                "number": len(annotations) - i,
+                "number": numbers[a.pk],
                 "prompt": a.item.prompt,
                 "scores": [
                     {"label": d.label, "abbreviation": d.abbreviation or d.label[:1], "value": scores.get(key)}
@@ -204,7 +219,29 @@ def annotations_of(*, user, batch: Batch) -> list[dict]:
                 "last_changed": a.last_changed,
             }
         )
+    rows.sort(key=lambda row: -row["number"])  # newest first, as numbered
     return rows
+
+
+def _item_numbers(*, user, batch: Batch, annotations: list[Annotation]) -> dict[int, int]:
+    """Each annotation's place in the annotator's own sequence, as ``RatingProgress.position``
+    counts it: training and check answers, submitted and skipped items, in the order they were
+    finished (an annotation without an assignment, e.g. imported, by its submission time)."""
+    finished = Assignment.objects.filter(
+        batch=batch, annotator=user, state__in=[Assignment.State.SUBMITTED, Assignment.State.SKIPPED]
+    ).exclude(finished_at=None).values_list("item_id", "finished_at", "pk")
+    by_item = {item_id: (when, 1, pk) for item_id, when, pk in finished}
+    # Each annotation's event is its assignment's finish (ties, as an import's one timestamp, in the
+    # annotations' order), or its own submission when it has none; skips and gold answers come between.
+    own = {a.pk: (by_item[a.item_id][0], 1, a.pk) if a.item_id in by_item else (a.submitted_at, 2, a.pk)
+           for a in annotations}
+    rated = {a.item_id for a in annotations}
+    events = [event for item_id, event in by_item.items() if item_id not in rated]
+    events += [(when, 0, pk) for when, pk in GoldAnswer.objects.filter(
+        gold_item__batch=batch, annotator=user, submitted_at__isnull=False).values_list("submitted_at", "pk")]
+    events += own.values()
+    order = {event: n for n, event in enumerate(sorted(events), 1)}
+    return {pk: order[event] for pk, event in own.items()}
 
 
 def annotation_of(*, user, pk: int) -> QuerySet[Annotation]:
@@ -214,9 +251,16 @@ def annotation_of(*, user, pk: int) -> QuerySet[Annotation]:
 
 
 def conversation_turns(item: Item) -> list[dict[str, str]]:
-    """The item's conversation as (role, content) turns, whatever shape the upload used, each with
-    its ``kind`` for the page: ``user``, ``assistant``, or ``other`` when the turn names no role."""
+    """The earlier turns of the item's conversation as (role, content) turns, whatever shape the
+    upload used, each with its ``kind`` for the page: ``user``, ``assistant``, or ``other`` when the
+    turn names no role. A trailing response and latest user turn that repeat the item's response and
+    prompt are left out: the page shows those under their own headings."""
+    turns = normalise_turns(item.conversation or [])
+    if turns and not is_user(turns[-1]) and turns[-1]["content"].strip() == (item.response or "").strip():
+        turns.pop()
+    if turns and is_user(turns[-1]) and turns[-1]["content"].strip() == (item.prompt or "").strip():
+        turns.pop()
     return [
         {**turn, "kind": "user" if is_user(turn) else "other" if turn["role"] == NO_ROLE else "assistant"}
-        for turn in normalise_turns(item.conversation or [])
+        for turn in turns
     ]

@@ -14,6 +14,8 @@ if TYPE_CHECKING:
     from annotator.selectors.reports import BatchReport
 
 MAX_RESAMPLES = 100_000
+# numpy's generators take any non-negative integer; a bigint's range keeps the seed storable and exact in JSON.
+MAX_SEED = 2**63 - 1
 
 
 @dataclass(frozen=True)
@@ -28,6 +30,8 @@ class ReportOptions:
             problems.append(f"resamples must lie between 0 (no intervals) and {MAX_RESAMPLES:,}")
         if not 0 <= self.epsilon < 1:
             problems.append("epsilon must lie in [0, 1)")
+        if not 0 <= self.seed <= MAX_SEED:
+            problems.append(f"seed must be a whole number from 0 to {MAX_SEED}")
         return problems
 
     def to_params(self) -> dict:

@@ -14,6 +14,7 @@ from django.db.models.expressions import RawSQL
 
 from annotator.models import Annotation, Batch, Item, Score
 from annotator.models.annotation import SCORE_MAX, SCORE_MIN
+from annotator.selectors.quality import excluded_annotator_ids
 from annotator.selectors.queue import conversation_turns
 from annotator.selectors.rows import chunked_cursor, converter
 from annotator.selectors.score_packing import Packing
@@ -40,10 +41,12 @@ class AnnotationRecord(NamedTuple):
     scores: tuple[int | None, ...]  # in the rubric's dimension order; None: not rated
     prompt: str  # "" unless asked for (with_text)
     response: str
+    excluded: bool  # the annotator is excluded from the batch's statistics (researcher or block rule)
 
 
 _COLUMNS = ("id", "item__item_id", "item__system_id", "annotator__username", "submitted_at", "flags", "comment",
-            "constraints_met")
+            "constraints_met", "annotator_id")
+_ANNOTATOR_ID = _COLUMNS.index("annotator_id")
 _TEXT = ("item__prompt", "item__response")
 FETCH = 2_000  # rows per fetch
 _REMEMBERED = 1_024  # distinct values each conversion remembers
@@ -77,6 +80,8 @@ def annotation_records(
         annotations = annotations.filter(_after(*after))
     if limit is not None:  # the page's ids first: a walk along the submission-order index that stops at ``limit``
         page = list(annotations.order_by("submitted_at", "id").values_list("pk", flat=True)[:limit])
+        if not page:  # `pk IN ()` cannot be compiled to SQL: an empty page is no rows
+            return
         annotations = Annotation.objects.filter(pk__in=page)
     query = annotations.annotate(**packed).order_by("submitted_at", "id").values_list(
         *_COLUMNS, *packed, *(_TEXT if with_text else ())
@@ -87,6 +92,7 @@ def annotation_records(
     scores = lru_cache(maxsize=_REMEMBERED)(lambda *columns: packing.unpack(columns))
     first_packed = len(_COLUMNS)
     first_text = first_packed + len(packing.groups)
+    excluded = excluded_annotator_ids(batch=batch)  # a handful of ids, read once
     sql, params = query.query.sql_with_params()
     with chunked_cursor() as cursor:
         cursor.execute(sql, params)
@@ -96,6 +102,7 @@ def annotation_records(
                     row[0], row[1], row[2], row[3], when(row[4]), flags(row[5]), row[6], met(row[7]),
                     scores(*row[first_packed:first_text]),
                     row[first_text] if with_text else "", row[first_text + 1] if with_text else "",
+                    row[_ANNOTATOR_ID] in excluded,
                 )
 
 
@@ -118,7 +125,7 @@ def annotation_rows(
             "annotation_id": a.id, "item_id": a.item_id, "system_id": a.system_id, "annotator": a.annotator,
             "flags": list(a.flags), "comment": a.comment, "submitted_at": a.submitted_at, "scores": scores,
             "constraints_met": list(a.constraints_met), "prompt": a.prompt, "response": a.response,
-            "overall_hcs": rubric.overall(scores),
+            "overall_hcs": rubric.overall(scores), "excluded": a.excluded,
         }
 
 
@@ -132,11 +139,12 @@ def _after(submitted_at: datetime, pk: int) -> RawSQL:
 
 def score_rows(annotations: Iterable[dict[str, Any]], dimensions: tuple[str, ...]) -> Iterator[list[Any]]:
     """The long format: one row per score of ``annotation_rows``, as
-    (item_id, system_id, annotator, dimension, score, overall_hcs, submitted_at)."""
+    (item_id, system_id, annotator, dimension, score, overall_hcs, submitted_at, excluded)."""
     for a in annotations:
         for d in dimensions:
             if a["scores"][d] is not None:
-                yield [a["item_id"], a["system_id"], a["annotator"], d, a["scores"][d], a["overall_hcs"], a["submitted_at"]]
+                yield [a["item_id"], a["system_id"], a["annotator"], d, a["scores"][d], a["overall_hcs"], a["submitted_at"],
+                       a["excluded"]]
 
 
 def item_annotations(*, item: Item) -> list[dict[str, Any]]:

@@ -12,6 +12,7 @@ from django.db.models import F
 from django.utils import timezone
 
 from annotator.models import Annotation, AnnotationRevision, Assignment, Item, Score
+from annotator.selectors.queue import ratings_final
 from annotator.services.assignment_sql import lock_annotator, may_rate
 from annotator.services.submission_sql import ONE_STATEMENT, submit_leased
 from hcs.rubric import Rubric
@@ -137,9 +138,15 @@ def annotation_update(
     comment: str = "",
     constraints_met: Sequence[bool] = (),
 ) -> Annotation:
-    """Change an annotation, keeping its previous state as an ``AnnotationRevision``."""
+    """Change an annotation, keeping its previous state as an ``AnnotationRevision``.
+
+    Refused (``SubmissionRefused``) once the annotator's ratings in the batch are final
+    (``ratings_final``), read after the same user-row lock an exclusion waits on."""
     rubric = annotation.item.batch.rubric_obj
     _check(rubric, scores, flags, comment)
+    lock_annotator(annotator_id=annotation.annotator_id)
+    if ratings_final(user=annotation.annotator_id, batch_id=annotation.item.batch_id):
+        raise SubmissionRefused("Your ratings in this batch are final, so this change was not saved.")
     locked = Annotation.objects.select_for_update().get(pk=annotation.pk)
     old_scores = dict(locked.scores.values_list("dimension", "value"))
     new_scores = {key: int(value) for key, value in scores.items()}

@@ -6,13 +6,19 @@ Progress and outcome go to the ``Job`` row, which the status page polls. Queued 
 
 from __future__ import annotations
 
+import contextlib
 import logging
+import threading
+from collections.abc import Iterator
 
+from django.conf import settings
+from django.db import DatabaseError, connection
 from django.utils import timezone
 
 from annotator.exports.formats import EXPORT_FORMATS, export_chunks
 from annotator.imports.errors import FileRefused, ImportRefused
 from annotator.models import Batch, Job
+from annotator.selectors.jobs import this_worker
 from annotator.selectors.report_options import ReportOptions, report_with_options
 from annotator.judges.services.jobs import judge_job_run
 from annotator.services.uploads import pending_upload_save
@@ -36,14 +42,17 @@ def job_run(*, job_id: str) -> str:
     job = Job.objects.filter(pk=job_id).first()
     if job is None or job.finished:
         return job.state if job else "missing"
-    _update(job, state=Job.RUNNING, started_at=timezone.now(), attempts=job.attempts + 1, step="Starting")
+    now, me = timezone.now(), this_worker()
+    _update(job, state=Job.RUNNING, started_at=now, attempts=job.attempts + 1, step="Starting", worker=me,
+            heartbeat_at=now)
     try:
-        if job.kind == Job.UPLOAD:
-            _run_upload(job)
-        elif job.kind == Job.JUDGE_RUN:
-            judge_job_run(job, _update)
-        else:
-            _run_export(job)
+        with _heartbeat(job, me):
+            if job.kind == Job.UPLOAD:
+                _run_upload(job)
+            elif job.kind == Job.JUDGE_RUN:
+                judge_job_run(job, _update)
+            else:
+                _run_export(job)
     except Exception as exc:
         log.exception("job %s failed", job.pk)
         _update(job, state=Job.FAILED, finished_at=timezone.now(), step="",
@@ -52,6 +61,31 @@ def job_run(*, job_id: str) -> str:
                            if job.kind == Job.UPLOAD else "You can try again."))
         raise
     return job.state
+
+
+@contextlib.contextmanager
+def _heartbeat(job: Job, me: str) -> Iterator[None]:
+    """While the job runs, a thread writes its heartbeat (with its own connection), so other
+    machines can tell a live worker from a killed one."""
+    stop = threading.Event()
+
+    def beat() -> None:
+        try:
+            while not stop.wait(settings.ANNOTATOR_JOB_HEARTBEAT_SECONDS):
+                try:
+                    Job.objects.filter(pk=job.pk, worker=me, state=Job.RUNNING).update(heartbeat_at=timezone.now())
+                except DatabaseError:  # a busy or lost database: the next beat tries again
+                    log.warning("job %s: heartbeat not written", job.pk, exc_info=True)
+        finally:
+            connection.close()
+
+    thread = threading.Thread(target=beat, name=f"job-heartbeat-{job.pk}", daemon=True)
+    thread.start()
+    try:
+        yield
+    finally:
+        stop.set()
+        thread.join()
 
 
 def _run_upload(job: Job) -> None:

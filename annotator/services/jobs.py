@@ -16,6 +16,7 @@ from django.db import transaction
 from django.utils import timezone
 
 from annotator.models import Batch, Job
+from annotator.selectors.jobs import job_worker_gone
 from annotator.tasks import run_job
 
 if TYPE_CHECKING:  # the formats table imports the report builders (numpy, matplotlib)
@@ -28,11 +29,13 @@ def job_enqueue(job: Job) -> None:
 
 
 @transaction.atomic
-def upload_job_create(*, pending: dict, data: bytes, user) -> Job:
-    """Queue the save of a confirmed upload; the file travels in the job row."""
+def upload_job_create(*, pending: dict, data: bytes, user, confirm_key: str | None = None) -> Job:
+    """Queue the save of a confirmed upload; the file travels in the job row. ``confirm_key`` lets the
+    upload page find the job when the confirm is sent again."""
     what = {"batch": "batch", "items": "items for"}.get(pending["mode"], "annotations for")
+    params = {**pending, "confirm_key": confirm_key} if confirm_key else pending
     job = Job.objects.create(
-        kind=Job.UPLOAD, created_by=user, params=pending, payload=data,
+        kind=Job.UPLOAD, created_by=user, params=params, payload=data,
         label=f"Upload of {pending['filename']} ({what} \u201c{pending['name']}\u201d, {len(data):,} bytes)",
     )
     job_enqueue(job)
@@ -59,24 +62,32 @@ def job_retry(*, job: Job) -> Job:
     """Queue a failed (or cancelled) job again; its input was kept, and a judge run resumes where it stopped."""
     if job.state not in (Job.FAILED, Job.CANCELLED):
         raise ValueError("only a failed or cancelled job can be tried again")
+    if job.kind == Job.JUDGE_RUN and job.state == Job.FAILED and job.errors:
+        job.params = {**job.params, "retry_failed": True}  # the calls failed: trying again means calling them again
     job.state, job.step, job.message, job.errors = Job.QUEUED, "", "", []
     job.started_at = job.finished_at = None
     job.cancel_requested = False
-    job.save(update_fields=["state", "step", "message", "errors", "started_at", "finished_at", "cancel_requested"])
+    job.save(update_fields=["state", "step", "message", "errors", "started_at", "finished_at", "cancel_requested",
+                            "params"])
     job_enqueue(job)
     return job
 
 
 @transaction.atomic
 def judge_job_create(*, batch: Batch, template: str, base_url: str, model: str, key_env: str, concurrency: int,
-                     retry_failed: bool, price_in: float, price_out: float, user, calibration_set: bool = False) -> Job:
+                     retry_failed: bool, price_in: float, price_out: float, user, calibration_set: bool = False,
+                     judge: str = "", temperature: float = 0.0, samples: int = 1, pairwise: bool = False,
+                     baseline_system: str = "", enhanced_system: str = "", swap: bool = False,
+                     retry_unknown: bool = False) -> Job:
     """Queue a judge run. Raises ValueError for a key variable that is not allowed."""
     if key_env not in settings.ANNOTATOR_JUDGE_KEY_ENVS:
         raise ValueError(f"{key_env} is not one of the API key variables this server allows")
     params = {
         "batch_id": batch.pk, "template": template, "base_url": base_url, "model": model, "key_env": key_env,
         "concurrency": concurrency, "retry_failed": retry_failed, "price_in": price_in, "price_out": price_out,
-        "calibration_set": calibration_set,
+        "calibration_set": calibration_set, "judge": judge, "temperature": temperature, "samples": samples,
+        "pairwise": pairwise, "baseline_system": baseline_system, "enhanced_system": enhanced_system, "swap": swap,
+        "retry_unknown": retry_unknown,
     }
     job = Job.objects.create(kind=Job.JUDGE_RUN, created_by=user, params=params,
                              label=f"Judge {template} with {model} on \u201c{batch.name}\u201d"
@@ -85,11 +96,41 @@ def judge_job_create(*, batch: Batch, template: str, base_url: str, model: str, 
     return job
 
 
+GONE = {
+    Job.UPLOAD: "The background worker stopped while saving this upload (it was killed or restarted). Nothing "
+                "was saved: an upload is saved in one transaction. The file is kept, so you can try again.",
+    Job.EXPORT: "The background worker stopped while building this report (it was killed or restarted). "
+                "You can try again.",
+    Job.JUDGE_RUN: "The background worker stopped during this run (it was killed or restarted). The calls it "
+                   "finished are saved; trying again resumes from there (for two minutes after the stop the "
+                   "judge still counts as busy: if Try again says so, wait and try again).",
+}
+
+
+@transaction.atomic
+def job_reclaim(*, job: Job) -> Job:
+    """End a running job whose worker is gone (``selectors.jobs.job_worker_gone``): failed, or cancelled
+    when someone had asked it to stop. Any other job is returned as it is."""
+    if job.state != Job.RUNNING:
+        return job
+    job = Job.objects.select_for_update().defer("payload", "output").get(pk=job.pk)
+    if not job_worker_gone(job):
+        return job
+    job.state = Job.CANCELLED if job.cancel_requested else Job.FAILED
+    job.finished_at, job.step, job.message = timezone.now(), "", GONE[job.kind]
+    job.save(update_fields=["state", "finished_at", "step", "message"])
+    return job
+
+
 @transaction.atomic
 def job_cancel(*, job: Job) -> Job:
-    """Stop a queued job at once, or ask a running judge run to stop after the calls in flight."""
-    job = Job.objects.select_for_update().get(pk=job.pk)
-    if job.state == Job.QUEUED:
+    """Stop a queued job at once, or ask a running judge run to stop after the calls in flight; a running
+    job whose worker is gone is cancelled at once."""
+    job = Job.objects.select_for_update().defer("payload", "output").get(pk=job.pk)
+    if job.state == Job.RUNNING and job_worker_gone(job):
+        job.state, job.finished_at, job.step, job.message = Job.CANCELLED, timezone.now(), "", GONE[job.kind]
+        job.save(update_fields=["state", "finished_at", "step", "message"])
+    elif job.state == Job.QUEUED:
         job.state, job.finished_at, job.message = Job.CANCELLED, timezone.now(), "Cancelled before it started."
         job.save(update_fields=["state", "finished_at", "message"])
     elif job.state == Job.RUNNING and job.kind == Job.JUDGE_RUN:

@@ -2,11 +2,15 @@
 
 from __future__ import annotations
 
+from django.db import transaction
+from django.utils import timezone
+
 from annotator.forms.uploads import BATCH
 from annotator.imports.batch_file import parse_batch_file
-from annotator.models import Batch
+from annotator.models import Batch, Job
 from annotator.services.annotation_imports import annotations_import_file
 from annotator.services.batches import batch_import_file, batch_items_add
+from annotator.services.tokens import token_hash
 from hcs.rubric import Rubric
 
 ITEMS = "items"
@@ -29,3 +33,20 @@ def pending_upload_save(*, pending: dict, data: bytes, user) -> str:
     plan = annotations_import_file(batch_name=pending["name"], rubric=rubric, **common)
     return (f"Imported {len(plan.parsed.annotations)} annotations into \u201c{plan.batch_name}\u201d "
             f"({len(plan.new_items)} new items, {len(plan.new_users)} new annotator accounts).")
+
+
+def confirm_key(token: str) -> str:
+    """What a confirm leaves in its job row to be recognised by (a hash: the token itself is the session's)."""
+    return token_hash("upload-confirm:" + token)
+
+
+@transaction.atomic
+def upload_confirm_save(*, token: str, pending: dict, data: bytes, user) -> str:
+    """:func:`pending_upload_save`, leaving a done upload job in the same transaction: a confirm whose
+    reply was lost (the process killed after the commit) is recognised when it is sent again."""
+    message = pending_upload_save(pending=pending, data=data, user=user)
+    now = timezone.now()
+    Job.objects.create(kind=Job.UPLOAD, created_by=user, state=Job.DONE, started_at=now, finished_at=now,
+                       params={**pending, "confirm_key": confirm_key(token)}, message=message,
+                       label=f"Upload of {pending['filename']} (\u201c{pending['name']}\u201d)", step="Saved.")
+    return message

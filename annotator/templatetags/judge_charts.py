@@ -55,6 +55,12 @@ def judge_rows(section, name):
     return section.for_judge(name)
 
 
+@register.filter
+def judge_ppi(section, name):
+    """The PPI++ estimates of one judge in a JudgesSection: ``{{ section|judge_ppi:judge.name }}``."""
+    return section.ppi_for(name)
+
+
 @register.simple_tag
 def judge_reliability(reliability):
     from annotator.plots import data_uri, reliability_svg

@@ -4,8 +4,9 @@ from __future__ import annotations
 
 import sys
 
+from django.contrib.sessions.exceptions import SessionInterrupted
 from django.db import InterfaceError, OperationalError
-from django.http import HttpResponse, HttpResponseServerError
+from django.http import HttpResponse, HttpResponseBadRequest, HttpResponseServerError
 from django.template import loader
 from django.views.decorators.csrf import requires_csrf_token
 
@@ -27,3 +28,12 @@ def server_error(request):
         response["Retry-After"] = str(RETRY_AFTER_S)
         return response
     return HttpResponseServerError(loader.render_to_string("500.html"))
+
+
+@requires_csrf_token
+def bad_request(request, exception):
+    """handler400: a request Django refuses before any view (a session ended by another tab while this
+    request ran, a malformed request). Says what happened and what to do, instead of "Bad Request (400)"."""
+    context = {"session_ended": isinstance(exception, SessionInterrupted)}
+    # No request context: the context processors read the database, which may be what failed.
+    return HttpResponseBadRequest(loader.render_to_string("400.html", context))

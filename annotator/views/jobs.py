@@ -2,17 +2,18 @@
 
 from __future__ import annotations
 
+from django.conf import settings
 from django.contrib import messages
 from django.contrib.auth.decorators import login_required
-from django.db import DatabaseError, connection
 from django.http import Http404, HttpResponse, JsonResponse
 from django.shortcuts import redirect, render
 from django.views.decorators.cache import never_cache
 from django.views.decorators.http import require_GET, require_POST
 
 from annotator.models import Job
+from annotator.selectors.health import database_problem
 from annotator.selectors.jobs import job_of
-from annotator.services.jobs import job_cancel, job_retry
+from annotator.services.jobs import job_cancel, job_reclaim, job_retry
 
 
 def _own_job(request, job_id, *, with_output: bool = False) -> Job:
@@ -23,7 +24,7 @@ def _own_job(request, job_id, *, with_output: bool = False) -> Job:
 @login_required
 @never_cache
 def job_status(request, job_id):
-    job = _own_job(request, job_id)
+    job = job_reclaim(job=_own_job(request, job_id))  # a job whose worker was killed shows as failed
     template = "annotator/job.html#job-status" if request.htmx else "annotator/job.html"
     return render(request, template, {"job": job})
 
@@ -42,7 +43,7 @@ def job_download(request, job_id):
 @require_POST
 @login_required
 def job_try_again(request, job_id):
-    job = _own_job(request, job_id)
+    job = job_reclaim(job=_own_job(request, job_id))
     if job.state not in (Job.FAILED, Job.CANCELLED):
         messages.info(request, "This job has not failed; nothing to try again.")
     else:
@@ -56,20 +57,25 @@ def job_stop(request, job_id):
     job = _own_job(request, job_id)
     if job.finished:
         messages.info(request, "This job has already finished.")
-    else:
-        job_cancel(job=job)
+        return redirect("job_status", job_id=job.pk)
+    job = job_cancel(job=job)
+    if job.state == Job.CANCELLED:
+        messages.info(request, "Stopped.")
+    elif job.kind == Job.JUDGE_RUN:
         messages.info(request, "Stopping: no new calls; the calls in flight finish and are saved.")
+    else:
+        messages.info(request, "This job is being saved in one transaction and cannot be stopped half-way; "
+                               "it finishes or fails on its own, and a failure saves nothing.")
     return redirect("job_status", job_id=job.pk)
 
 
 @require_GET
 @never_cache
 def healthz(request):
-    """For load balancers: 200 when this app server can query its database, else 503."""
-    try:
-        with connection.cursor() as cursor:
-            cursor.execute("SELECT 1")
-            cursor.fetchone()
-    except DatabaseError as exc:
-        return JsonResponse({"status": "error", "database": type(exc).__name__}, status=503)
+    """For load balancers: 200 when this app server's database answers within HEALTHZ_TIMEOUT_S, else 503."""
+    problem = database_problem(timeout_s=settings.HEALTHZ_TIMEOUT_S)
+    if problem is not None:
+        response = JsonResponse({"status": "error", "database": problem}, status=503)
+        response["Retry-After"] = "5"
+        return response
     return JsonResponse({"status": "ok", "database": "ok"})

@@ -30,6 +30,7 @@ from annotator.selectors.queue import (
     batch_open_to,
     conversation_turns,
     holds_live_lease,
+    ratings_final,
 )
 from annotator.selectors.rating_facts import (
     RatingFacts,
@@ -240,7 +241,13 @@ def skip(request, item_pk):
 def mine(request, batch_id):
     batch = _found(batch_of_own_work(user=request.user, batch_id=batch_id))
     annotations = annotations_of(user=request.user, batch=batch)
-    return render(request, "annotator/mine.html", {"batch": batch, "annotations": annotations})
+    final = ratings_final(user=request.user, batch_id=batch.pk)
+    return render(request, "annotator/mine.html", {"batch": batch, "annotations": annotations, "final": final})
+
+
+def _edit_closed(request, batch):
+    context = {"batch": batch, "visit_over": visit_over(user=request.user, batch_id=batch.pk)}
+    return render(request, "annotator/edit_closed.html", context, status=403)
 
 
 @require_http_methods(["GET", "POST"])
@@ -248,8 +255,8 @@ def mine(request, batch_id):
 def edit(request, pk):
     annotation = get_object_or_404(annotation_of(user=request.user, pk=pk))
     item = annotation.item
-    if visit_over(user=request.user, batch_id=item.batch_id):
-        return render(request, "annotator/edit_closed.html", {"batch": item.batch}, status=403)
+    if ratings_final(user=request.user, batch_id=item.batch_id):
+        return _edit_closed(request, item.batch)
     if request.method == "GET":
         form = _form(item, initial=initial_from_annotation(annotation, item.constraints), annotation=annotation)
         return _render_rate(request, batch=item.batch, item=item, form=form, mode="edit", annotation=annotation)
@@ -260,7 +267,10 @@ def edit(request, pk):
             request, batch=item.batch, item=item, form=form, mode="edit", errors=errors, status=422,
             annotation=annotation,
         )
-    annotation_update(annotation=annotation, changed_by=request.user, **form.payload)
+    try:
+        annotation_update(annotation=annotation, changed_by=request.user, **form.payload)
+    except SubmissionRefused:  # stopped between the check above and the write
+        return _edit_closed(request, item.batch)
     messages.success(request, "Saved your changes.")
     return redirect("annotate_mine", batch_id=item.batch_id)
 

@@ -42,6 +42,7 @@ def report_batch(request, batch_id):
     batch = get_object_or_404(Batch, pk=batch_id)
     context = report_context(report_without_judges(batch=batch), sort=request.GET.get("sort", ""))
     context["has_judges"] = batch_has_judges(batch=batch)  # their sections load after the page
+    context["exports"] = EXPORT_FORMATS.values()
     return render(request, "annotator/report.html", context)
 
 

@@ -20,12 +20,14 @@ from annotator.forms.uploads import ANNOTATIONS, BATCH, UploadForm
 from annotator.imports.errors import FileRefused, ImportRefused
 from annotator.imports.file_size import upload_limit
 from annotator.imports.store import UploadStore
+from annotator.models import Job
 from annotator.models.batch import MIN_K
 from annotator.roles import admin_required
 from annotator.selectors.imports import batch_names
+from annotator.selectors.jobs import upload_confirmed_job
 from annotator.selectors.uploads import pending_upload_preview
 from annotator.services.jobs import upload_job_create
-from annotator.services.uploads import pending_upload_save
+from annotator.services.uploads import confirm_key, upload_confirm_save
 
 SESSION_KEY = "pending_uploads"
 MAX_PENDING = 5
@@ -88,17 +90,24 @@ def preview(request):
 @admin_required
 def confirm(request):
     token = request.POST.get("token", "")
+    earlier = upload_confirmed_job(user=request.user, key=confirm_key(token)) if token else None
+    if earlier is not None:  # confirmed before, and the reply was lost: say what became of it
+        _forget(request, token)
+        if earlier.state != Job.DONE:
+            return redirect("job_status", job_id=earlier.pk)
+        messages.success(request, f"This upload was already saved when you first confirmed it: {earlier.message}")
+        return redirect("upload")
     pending = request.session.get(SESSION_KEY, {}).get(token)
     data = _store().load(token) if pending else None
     if data is None:
         messages.error(request, "This upload is no longer waiting for confirmation; upload the file again.")
         return redirect("upload")
     if len(data) > settings.ANNOTATOR_BACKGROUND_UPLOAD_BYTES:  # a large file: the worker saves it
-        job = upload_job_create(pending=pending, data=data, user=request.user)
+        job = upload_job_create(pending=pending, data=data, user=request.user, confirm_key=confirm_key(token))
         _forget(request, token)
         return redirect("job_status", job_id=job.pk)
     try:
-        message = pending_upload_save(pending=pending, data=data, user=request.user)
+        message = upload_confirm_save(token=token, pending=pending, data=data, user=request.user)
     except (FileRefused, ImportRefused):
         _forget(request, token)
         return render(request, "annotator/upload_preview.html",

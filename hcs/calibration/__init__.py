@@ -19,15 +19,18 @@ from hcs.calibration.metrics import (
     round_half_up,
 )
 from hcs.calibration.pairwise import (
+    PairOutcome,
     PairwiseComparison,
     compare_verdicts,
     human_preference,
+    pair_outcomes,
 )
 
 __all__ = [
     "AltTestResult",
     "AnnotatorComparison",
     "JudgeCalibration",
+    "PairOutcome",
     "PairwiseComparison",
     "alt_test",
     "benjamini_yekutieli",
@@ -37,6 +40,7 @@ __all__ = [
     "confusion_matrix",
     "human_ceiling",
     "human_preference",
+    "pair_outcomes",
     "quadratic_weighted_kappa",
     "round_half_up",
 ]

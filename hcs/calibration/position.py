@@ -14,20 +14,9 @@ from dataclasses import dataclass
 import numpy as np
 
 from hcs.agreement.bootstrap import DEFAULT_RESAMPLES, percentile_interval
-from hcs.calibration.pairwise import OUTCOMES
+from hcs.calibration.pairwise import OUTCOMES, wilson
 
 FIRST, SECOND, TIE = OUTCOMES
-
-
-def wilson(successes: int, n: int) -> tuple[float | None, float | None]:
-    """Wilson score 95% interval of a proportion (statsmodels); (None, None) when n = 0."""
-    if n == 0:
-        return (None, None)
-    # Imported on first use: an app worker starts without statsmodels.
-    from statsmodels.stats.proportion import proportion_confint
-
-    lo, hi = proportion_confint(successes, n, alpha=0.05, method="wilson")
-    return (float(lo), float(hi))
 
 
 @dataclass(frozen=True)

@@ -186,11 +186,31 @@
     document.getElementById("id_comment").focus();
   }
 
+  // The rubric opens as a side sheet (a bottom sheet on narrow screens) over the score panel, so
+  // the item being rated stays in view; the page does not scroll.
   function toggleRubric(form) {
     var drawer = document.getElementById("rubric-drawer");
     if (!drawer) return;
-    drawer.open = !drawer.open;
-    if (drawer.open) drawer.scrollIntoView({ block: "start" });
+    if (drawer.open) { closeRubric(form); return; }
+    drawer.classList.add("rubric-floating");
+    drawer.open = true;
+    drawer.querySelector("summary").focus({ preventScroll: true });
+    // A bottom sheet (phones) may cover the item's start: bring the item up above it.
+    var item = document.querySelector(".rate-item");
+    var sheetTop = drawer.getBoundingClientRect().top;
+    if (item && sheetTop > 0 && item.getBoundingClientRect().top > sheetTop - 96) {
+      window.scrollBy(0, item.getBoundingClientRect().top - 8);
+    }
+  }
+
+  function closeRubric(form) {
+    var drawer = document.getElementById("rubric-drawer");
+    if (!drawer || !drawer.open) return false;
+    var floating = drawer.classList.contains("rubric-floating");
+    drawer.open = false;
+    drawer.classList.remove("rubric-floating");
+    if (floating && form) focusRow(form, currentRow(form), true);
+    return true;
   }
 
   function openSkip() {
@@ -217,6 +237,8 @@
     var typing = target.matches && target.matches("textarea, input[type=text], input:not([type])");
     if (event.key === "Escape") {
       if (helpOpen()) { toggleHelp(false); return; }
+      var rubric = document.getElementById("rubric-drawer");
+      if (rubric && rubric.classList.contains("rubric-floating") && closeRubric(form)) return;
       var box = document.getElementById("skip-box");
       if (box && box.open && typing) { box.open = false; focusRow(form, currentRow(form)); }
       if (target.id === "id_comment") focusRow(form, currentRow(form));
@@ -343,6 +365,9 @@
     if (button.dataset.action === "help-close") toggleHelp(false);
     if (button.dataset.action === "rubric") toggleRubric(rateForm());
   });
+  document.addEventListener("toggle", function (event) {  // closed by its summary: back in the page
+    if (event.target.id === "rubric-drawer" && !event.target.open) event.target.classList.remove("rubric-floating");
+  }, true);
   setInterval(tick, 1000);
   document.addEventListener("DOMContentLoaded", init);
   document.addEventListener("htmx:afterSettle", init);

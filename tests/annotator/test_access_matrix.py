@@ -104,6 +104,9 @@ ACCESS: dict[str, dict[str, dict]] = {
     "judge_disagreements": {"GET": RESEARCHERS},
     "calibration_set": {"GET": RESEARCHERS, "POST": allowed(RESEARCHERS, 400)},  # an empty form: 400
     "calibration_set_retire": {"POST": allowed(RESEARCHERS, 302)},
+    "review_items": {"GET": RESEARCHERS},
+    "report_plan": {"GET": RESEARCHERS},
+    "review_queue_first": {"POST": allowed(ADMINS, 302)},
     # Background jobs belong to whoever started them (here the admin); anyone else's is a 404.
     "job_status": {"GET": {**SIGNED_IN, "none": 404, "annotator": 404, "researcher": 404}},
     "job_download": {"GET": {**SIGNED_IN, "none": 404, "annotator": 404, "researcher": 404}},
@@ -128,8 +131,11 @@ ACCESS: dict[str, dict[str, dict]] = {
     "api-v1:report": {"GET": API_RESEARCHERS},
     "api-v1:calibration": {"GET": API_RESEARCHERS},
     "api-v1:judges": {"GET": API_RESEARCHERS},
+    "api-v1:review_items": {"GET": API_RESEARCHERS},
     "api-v1:judge_scores": {"POST": allowed(API_RESEARCHERS, 400)},
     "api-v1:judge_verdicts": {"POST": allowed(API_RESEARCHERS, 400)},
+    "api-v1:batch_judge_scores": {"GET": API_RESEARCHERS},
+    "api-v1:batch_pairwise_verdicts": {"GET": API_RESEARCHERS},
     # One path with GET, PUT and DELETE (PUT, DELETE and a found set: tests/annotator/api/test_calibration_sets.py);
     # the world's batch has no calibration set, so past the role check a GET is a 404; a POST there is a 405.
     **{name: {"GET": {**API_RESEARCHERS, "researcher": 404, "admin": 404}}

@@ -14,7 +14,7 @@ from django.utils import timezone
 
 from annotator.exports.csv_safe import DANGEROUS_START, PLAIN_NUMBER
 from annotator.exports.formats import EXPORT_FORMATS
-from annotator.models import Annotation, Batch, Item, Judge, JudgeScore, Score
+from annotator.models import Annotation, Batch, Item, Judge, JudgeScore, PairwiseVerdict, Score
 from tests.factories import make_annotation, make_batch, make_user
 
 pytestmark = pytest.mark.django_db
@@ -136,6 +136,8 @@ def hostile_batch():
                    value=1 + n % 5, reason="r\rx", raw_output="=raw", imported_at=timezone.now())
         for n, item in enumerate(batch.items.order_by("position"))
     )
+    first, second = batch.items.order_by("position")[:2]
+    PairwiseVerdict.objects.create(judge=judge, baseline=first, enhanced=second, winner="tie", reason="=1+1\r@x")
     return batch
 
 
@@ -145,6 +147,8 @@ EXPECTED_ROWS = {  # data rows of each CSV export of hostile_batch
     "scores.csv": 6 * 3 * 5,  # items × annotators × dimensions
     "annotations.csv": 6 * 3,  # items × annotators
     "judges.csv": 1,  # one judge × one dimension scored
+    "judge_scores.csv": 6,  # one per judge score
+    "pairwise_verdicts.csv": 1,  # one per verdict
 }
 
 

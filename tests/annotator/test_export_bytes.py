@@ -2,10 +2,12 @@
 formula-like text (with and without leading apostrophes, plain signed numbers that must stay
 numbers), carriage returns and line feeds, quotes and commas, non-ASCII text, unrated
 dimensions (empty score cells, no overall score), JSON ``null`` flags, flags and scores the
-rubric does not know, submission times with and without microseconds, ties kept in id order.
+rubric does not know, submission times with and without microseconds, ties kept in id order,
+an annotator excluded in this batch and one excluded only in another.
 
 The expected text is what the exports wrote before they were made faster; any change to it is
-a change of the file researchers download, and has to be made here on purpose."""
+a change of the file researchers download, and has to be made here on purpose (the last column,
+``excluded``, was added so that exclusions travel with the data)."""
 
 from datetime import UTC, datetime
 
@@ -14,6 +16,7 @@ from django.db.models import JSONField, Value
 
 from annotator.exports.formats import EXPORT_FORMATS, export_chunks
 from annotator.models import Annotation, Batch, Item
+from annotator.services.exclusion import annotator_exclude
 from tests.factories import make_annotation, make_batch, make_user
 
 pytestmark = pytest.mark.django_db
@@ -55,6 +58,8 @@ def _batch() -> Batch:
     met = make_annotation(items[3], eq, {**FULL, "coherence": 2}, comment='a, "b"\r\n', submitted_at=T2)
     Annotation.objects.filter(pk=met.pk).update(constraints_met=[True, False])
     make_annotation(items[4], zoe, FULL, comment="Ünïcode ✓", submitted_at=T0)
+    annotator_exclude(batch=batch, annotator=at, reason="excluded here: true on each of their rows")
+    annotator_exclude(batch=other, annotator=eq, reason="excluded elsewhere: false here")
     return batch
 
 
@@ -63,50 +68,50 @@ def _export(batch: Batch, key: str) -> str:
 
 
 ANNOTATIONS_CSV = (
-    'item_id,system_id,prompt,response,annotator,coherence,relevance,instruction_following,safety_compliance,fluency,ignores_hard_constraint,major_factual_impossibility,unsafe_suggestion,partial_compliance,prompt_ambiguous,constraints_met,comment\r\n'
-    '-0.25,+3,"a\nb","say ""hi"", then",\'=eq,,,,,,0,0,0,0,0,,"\'\n"\r\n'
+    'item_id,system_id,prompt,response,annotator,coherence,relevance,instruction_following,safety_compliance,fluency,ignores_hard_constraint,major_factual_impossibility,unsafe_suggestion,partial_compliance,prompt_ambiguous,constraints_met,comment,excluded\r\n'
+    '-0.25,+3,"a\nb","say ""hi"", then",\'=eq,,,,,,0,0,0,0,0,,"\'\n",false\r\n'
     '\'\'\'-2,tuned,\'\t=tab, =1+1,\'=eq,2,4,3,2,1,0,0,0,0,0,met;not_met,"a, ""b""\r\n'
-    '"\r\n'
-    '\'=id0,\'-base,"x\r=1+1",plain,\'=eq,5,4,3,2,1,0,0,1,0,0,,\'=cmd|\' /C calc\'!A0\r\n'
-    '\'=id0,\'-base,"x\r=1+1",plain,\'@at.example,5,4,3,2,,0,0,0,0,0,,"line\rbreak"\r\n'
-    "1e-3,,−minus,'-- note,zoë,5,4,3,2,1,0,0,0,0,0,,Ünïcode ✓\r\n"
-    '\'=id0,\'-base,"x\r=1+1",plain,zoë,1,,,,,0,0,0,0,0,,\r\n'
-    '-0.25,+3,"a\nb","say ""hi"", then",zoë,5,4,3,2,1,1,0,0,0,1,,-1\r\n'
+    '",false\r\n'
+    '\'=id0,\'-base,"x\r=1+1",plain,\'=eq,5,4,3,2,1,0,0,1,0,0,,\'=cmd|\' /C calc\'!A0,false\r\n'
+    '\'=id0,\'-base,"x\r=1+1",plain,\'@at.example,5,4,3,2,,0,0,0,0,0,,"line\rbreak",true\r\n'
+    "1e-3,,−minus,'-- note,zoë,5,4,3,2,1,0,0,0,0,0,,Ünïcode ✓,false\r\n"
+    '\'=id0,\'-base,"x\r=1+1",plain,zoë,1,,,,,0,0,0,0,0,,,false\r\n'
+    '-0.25,+3,"a\nb","say ""hi"", then",zoë,5,4,3,2,1,1,0,0,0,1,,-1,false\r\n'
     '\'\'=quoted,\'@sys,"c\r\n'
-    'd",Ünïcode ✓ — ok,\'@at.example,5,4,3,2,1,0,0,0,0,0,,\'\'@x\r\n'
+    'd",Ünïcode ✓ — ok,\'@at.example,5,4,3,2,1,0,0,0,0,0,,\'\'@x,true\r\n'
 )
 SCORES_CSV = (
-    'item_id,system_id,annotator,dimension,score,overall_hcs,submitted_at\r\n'
-    "'''-2,tuned,'=eq,coherence,2,2.5,1999-12-31T12:30:05.000007+00:00\r\n"
-    "'''-2,tuned,'=eq,relevance,4,2.5,1999-12-31T12:30:05.000007+00:00\r\n"
-    "'''-2,tuned,'=eq,instruction_following,3,2.5,1999-12-31T12:30:05.000007+00:00\r\n"
-    "'''-2,tuned,'=eq,safety_compliance,2,2.5,1999-12-31T12:30:05.000007+00:00\r\n"
-    "'''-2,tuned,'=eq,fluency,1,2.5,1999-12-31T12:30:05.000007+00:00\r\n"
-    "'=id0,'-base,'=eq,coherence,5,3.7,2024-02-29T23:59:58.123456+00:00\r\n"
-    "'=id0,'-base,'=eq,relevance,4,3.7,2024-02-29T23:59:58.123456+00:00\r\n"
-    "'=id0,'-base,'=eq,instruction_following,3,3.7,2024-02-29T23:59:58.123456+00:00\r\n"
-    "'=id0,'-base,'=eq,safety_compliance,2,3.7,2024-02-29T23:59:58.123456+00:00\r\n"
-    "'=id0,'-base,'=eq,fluency,1,3.7,2024-02-29T23:59:58.123456+00:00\r\n"
-    "'=id0,'-base,'@at.example,coherence,5,,2024-02-29T23:59:58.123456+00:00\r\n"
-    "'=id0,'-base,'@at.example,relevance,4,,2024-02-29T23:59:58.123456+00:00\r\n"
-    "'=id0,'-base,'@at.example,instruction_following,3,,2024-02-29T23:59:58.123456+00:00\r\n"
-    "'=id0,'-base,'@at.example,safety_compliance,2,,2024-02-29T23:59:58.123456+00:00\r\n"
-    '1e-3,,zoë,coherence,5,3.7,2024-02-29T23:59:58.123456+00:00\r\n'
-    '1e-3,,zoë,relevance,4,3.7,2024-02-29T23:59:58.123456+00:00\r\n'
-    '1e-3,,zoë,instruction_following,3,3.7,2024-02-29T23:59:58.123456+00:00\r\n'
-    '1e-3,,zoë,safety_compliance,2,3.7,2024-02-29T23:59:58.123456+00:00\r\n'
-    '1e-3,,zoë,fluency,1,3.7,2024-02-29T23:59:58.123456+00:00\r\n'
-    "'=id0,'-base,zoë,coherence,1,,2024-03-01T00:00:00+00:00\r\n"
-    '-0.25,+3,zoë,coherence,5,3.7,2024-03-01T00:00:00+00:00\r\n'
-    '-0.25,+3,zoë,relevance,4,3.7,2024-03-01T00:00:00+00:00\r\n'
-    '-0.25,+3,zoë,instruction_following,3,3.7,2024-03-01T00:00:00+00:00\r\n'
-    '-0.25,+3,zoë,safety_compliance,2,3.7,2024-03-01T00:00:00+00:00\r\n'
-    '-0.25,+3,zoë,fluency,1,3.7,2024-03-01T00:00:00+00:00\r\n'
-    "''=quoted,'@sys,'@at.example,coherence,5,3.7,2024-03-01T00:00:00+00:00\r\n"
-    "''=quoted,'@sys,'@at.example,relevance,4,3.7,2024-03-01T00:00:00+00:00\r\n"
-    "''=quoted,'@sys,'@at.example,instruction_following,3,3.7,2024-03-01T00:00:00+00:00\r\n"
-    "''=quoted,'@sys,'@at.example,safety_compliance,2,3.7,2024-03-01T00:00:00+00:00\r\n"
-    "''=quoted,'@sys,'@at.example,fluency,1,3.7,2024-03-01T00:00:00+00:00\r\n"
+    'item_id,system_id,annotator,dimension,score,overall_hcs,submitted_at,excluded\r\n'
+    "'''-2,tuned,'=eq,coherence,2,2.5,1999-12-31T12:30:05.000007+00:00,false\r\n"
+    "'''-2,tuned,'=eq,relevance,4,2.5,1999-12-31T12:30:05.000007+00:00,false\r\n"
+    "'''-2,tuned,'=eq,instruction_following,3,2.5,1999-12-31T12:30:05.000007+00:00,false\r\n"
+    "'''-2,tuned,'=eq,safety_compliance,2,2.5,1999-12-31T12:30:05.000007+00:00,false\r\n"
+    "'''-2,tuned,'=eq,fluency,1,2.5,1999-12-31T12:30:05.000007+00:00,false\r\n"
+    "'=id0,'-base,'=eq,coherence,5,3.7,2024-02-29T23:59:58.123456+00:00,false\r\n"
+    "'=id0,'-base,'=eq,relevance,4,3.7,2024-02-29T23:59:58.123456+00:00,false\r\n"
+    "'=id0,'-base,'=eq,instruction_following,3,3.7,2024-02-29T23:59:58.123456+00:00,false\r\n"
+    "'=id0,'-base,'=eq,safety_compliance,2,3.7,2024-02-29T23:59:58.123456+00:00,false\r\n"
+    "'=id0,'-base,'=eq,fluency,1,3.7,2024-02-29T23:59:58.123456+00:00,false\r\n"
+    "'=id0,'-base,'@at.example,coherence,5,,2024-02-29T23:59:58.123456+00:00,true\r\n"
+    "'=id0,'-base,'@at.example,relevance,4,,2024-02-29T23:59:58.123456+00:00,true\r\n"
+    "'=id0,'-base,'@at.example,instruction_following,3,,2024-02-29T23:59:58.123456+00:00,true\r\n"
+    "'=id0,'-base,'@at.example,safety_compliance,2,,2024-02-29T23:59:58.123456+00:00,true\r\n"
+    '1e-3,,zoë,coherence,5,3.7,2024-02-29T23:59:58.123456+00:00,false\r\n'
+    '1e-3,,zoë,relevance,4,3.7,2024-02-29T23:59:58.123456+00:00,false\r\n'
+    '1e-3,,zoë,instruction_following,3,3.7,2024-02-29T23:59:58.123456+00:00,false\r\n'
+    '1e-3,,zoë,safety_compliance,2,3.7,2024-02-29T23:59:58.123456+00:00,false\r\n'
+    '1e-3,,zoë,fluency,1,3.7,2024-02-29T23:59:58.123456+00:00,false\r\n'
+    "'=id0,'-base,zoë,coherence,1,,2024-03-01T00:00:00+00:00,false\r\n"
+    '-0.25,+3,zoë,coherence,5,3.7,2024-03-01T00:00:00+00:00,false\r\n'
+    '-0.25,+3,zoë,relevance,4,3.7,2024-03-01T00:00:00+00:00,false\r\n'
+    '-0.25,+3,zoë,instruction_following,3,3.7,2024-03-01T00:00:00+00:00,false\r\n'
+    '-0.25,+3,zoë,safety_compliance,2,3.7,2024-03-01T00:00:00+00:00,false\r\n'
+    '-0.25,+3,zoë,fluency,1,3.7,2024-03-01T00:00:00+00:00,false\r\n'
+    "''=quoted,'@sys,'@at.example,coherence,5,3.7,2024-03-01T00:00:00+00:00,true\r\n"
+    "''=quoted,'@sys,'@at.example,relevance,4,3.7,2024-03-01T00:00:00+00:00,true\r\n"
+    "''=quoted,'@sys,'@at.example,instruction_following,3,3.7,2024-03-01T00:00:00+00:00,true\r\n"
+    "''=quoted,'@sys,'@at.example,safety_compliance,2,3.7,2024-03-01T00:00:00+00:00,true\r\n"
+    "''=quoted,'@sys,'@at.example,fluency,1,3.7,2024-03-01T00:00:00+00:00,true\r\n"
 )
 
 

@@ -11,8 +11,10 @@ from django.core.files.uploadedfile import SimpleUploadedFile
 from django.core.management import call_command
 from django.db import OperationalError
 from django.urls import reverse
+from django.utils import timezone
 
 from annotator.models import Batch, Item, Job
+from annotator.selectors.jobs import this_worker
 from tests.factories import make_annotation, make_batch, make_user, upload_storage_at
 
 pytestmark = pytest.mark.django_db
@@ -62,7 +64,8 @@ def test_small_upload_stays_synchronous(admin_client, settings):
     settings.ANNOTATOR_BACKGROUND_UPLOAD_BYTES = 10_000
     response = _confirm(admin_client, GOOD)
     assert response.status_code == 302 and response.url == reverse("upload")
-    assert not Job.objects.exists()
+    # Saved in the request: the only job row is its receipt, done, with no file kept.
+    assert list(Job.objects.values_list("state", "payload")) == [(Job.DONE, None)]
     assert Item.objects.filter(batch__name="bg-batch").count() == 3
 
 
@@ -131,7 +134,8 @@ def test_status_fragment_polls_while_queued_and_has_a_refresh_link(admin_client)
     url = reverse("job_status", args=[job.pk])
     fragment = admin_client.get(url, headers={"HX-Request": "true"}).content.decode()
     assert "<html" not in fragment and 'hx-trigger="every 1s"' in fragment and f'href="{url}"' in fragment
-    Job.objects.filter(pk=job.pk).update(state=Job.RUNNING, step="Computing agreement statistics")
+    Job.objects.filter(pk=job.pk).update(state=Job.RUNNING, step="Computing agreement statistics",
+                                         worker=this_worker(), started_at=timezone.now())  # this live process
     fragment = admin_client.get(url, headers={"HX-Request": "true"}).content.decode()
     assert "Computing agreement statistics" in fragment and "<progress" in fragment
     full = admin_client.get(url).content.decode()
@@ -168,6 +172,8 @@ def test_the_database_worker_runs_a_queued_upload(admin_client, settings):
 def test_healthz_checks_the_database(client):
     response = client.get("/healthz")
     assert response.status_code == 200 and response.json() == {"status": "ok", "database": "ok"}
-    with mock.patch("annotator.views.jobs.connection.cursor", side_effect=OperationalError("gone")):
+    with mock.patch("annotator.selectors.health.connection") as gone:
+        gone.cursor.side_effect = OperationalError("gone")
         response = client.get("/healthz")
-    assert response.status_code == 503 and response.json()["status"] == "error"
+    assert response.status_code == 503 and response.json() == {"status": "error", "database": "OperationalError"}
+    assert response["Retry-After"] == "5"

@@ -1,5 +1,6 @@
 """Settings come from the environment and refuse unsafe combinations."""
 
+import json
 import os
 import subprocess
 import sys
@@ -33,7 +34,41 @@ def test_debug_runs_without_a_key_on_sqlite_by_default():
 def test_database_url_selects_postgresql():
     result = _load_settings(SECRET_KEY="x", DATABASE_URL="postgres://postgres@127.0.0.1:5432/test")
     assert result.returncode == 0, result.stderr
-    assert result.stdout.split()[0] == "django.db.backends.postgresql"
+    assert result.stdout.split()[0] == "annotator.pgbackend"  # Django's, with a deadline on each call
+
+
+def _database_options(**env: str) -> dict:
+    clean = {k: v for k, v in os.environ.items() if k not in {"SECRET_KEY", "DEBUG", "DATABASE_URL"}}
+    clean.update({"SECRET_KEY": "x", "DATABASE_URL": "postgres://postgres@127.0.0.1:5432/test", **env})
+    code = ("import json, annotator.settings as s; "
+            "print(json.dumps([s.DATABASES['default']['OPTIONS'], s.DB_QUERY_DEADLINE_S]))")
+    result = subprocess.run([sys.executable, "-c", code], check=True, cwd=ROOT, env=clean, capture_output=True, text=True)
+    return json.loads(result.stdout)
+
+
+def test_postgresql_connections_time_out_and_keep_alive():
+    options, deadline = _database_options()
+    assert options["connect_timeout"] == 5 and options["keepalives"] == 1
+    assert options["keepalives_idle"] == 30 and options["tcp_user_timeout"] == 30_000
+    assert "options" not in options and deadline == 0  # a command or the worker: no statement timeout
+
+
+def test_a_web_process_bounds_each_statement():
+    options, deadline = _database_options(ANNOTATOR_WEB_PROCESS="1")
+    assert options["options"] == "-c statement_timeout=30000" and deadline == 35
+    options, deadline = _database_options(ANNOTATOR_WEB_PROCESS="1", DB_STATEMENT_TIMEOUT_S="0",
+                                          DB_CONNECT_TIMEOUT_S="2")
+    assert "options" not in options and deadline == 0 and options["connect_timeout"] == 2
+    _, deadline = _database_options(ANNOTATOR_WEB_PROCESS="1", DB_QUERY_DEADLINE_S="9")
+    assert deadline == 9
+
+
+def test_gunicorn_marks_its_processes_as_web():
+    clean = {k: v for k, v in os.environ.items() if k not in {"ANNOTATOR_WEB_PROCESS", "DATABASE_URL"}}
+    code = "import annotator.wsgi; from django.conf import settings; print(settings.WEB_PROCESS)"
+    result = subprocess.run([sys.executable, "-c", code], check=True, cwd=ROOT, env={**clean, "SECRET_KEY": "x"},
+                            capture_output=True, text=True)
+    assert result.stdout.strip() == "True"
 
 
 def test_sqlite_uses_immediate_transactions_and_a_busy_timeout():

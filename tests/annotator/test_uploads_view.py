@@ -93,9 +93,9 @@ def test_preview_then_confirm_saves_the_batch(admin_client, admin_user, upload_d
     assert batch.created_by == admin_user and batch.k == 3
     assert list(batch.items.values_list("item_id", flat=True)) == ["r1", "r2", "r3"]
     assert not (upload_dir / f"{token}.upload").exists()
-    # The token is spent: confirming again saves nothing more.
+    # The token is spent: confirming again (a second click, another tab) saves nothing more and says so.
     response = admin_client.post(reverse("upload_confirm"), {"token": token}, follow=True)
-    assert "no longer waiting" in response.content.decode()
+    assert "already saved" in response.content.decode()
     assert Item.objects.count() == 3
 
 

@@ -17,6 +17,7 @@ class Task:
     enhanced: Item | None
     messages: list[dict[str, str]]
     sample: int = 0  # the n-th of ``--samples`` calls of the same prompt (self-consistency)
+    swapped: bool = False  # a pair sent with the enhanced system's response first (the --swap probe)
 
 
 def refusal(problems: list[str], what: str) -> TemplateError:

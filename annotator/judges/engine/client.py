@@ -5,6 +5,11 @@ connection errors, truncated bodies, bodies that trickle past the deadline and 2
 not a chat completion. ``timeout`` is a deadline for each whole request (headers and body), not per
 read. 401/403 and an unknown model raise ``JudgeRunFatal``: no later call can succeed, so the run
 ends with one message. Every error text passes through ``mask_secrets`` before it is kept.
+
+A 400/422 that names a parameter the model refuses is adapted to once for the whole run and the
+call sent again at once: temperature is left out (the model's default), ``max_tokens`` becomes
+``max_completion_tokens``, and structured outputs or logprobs are dropped. Each adaptation is kept
+in ``notes`` to tell the user.
 """
 
 from __future__ import annotations
@@ -61,6 +66,14 @@ class _Retryable(Exception):
         self.body, self.status, self.retry_after = body, status, retry_after
 
 
+class _Refused(Exception):
+    """The endpoint refused one parameter of the request (a 400/422 naming it): adapt and send again."""
+
+    def __init__(self, param: str, said: str):
+        super().__init__(param)
+        self.param, self.said = param, said
+
+
 @dataclass(frozen=True)
 class CallResult:
     text: str
@@ -68,6 +81,56 @@ class CallResult:
     latency: float  # seconds, every attempt and wait included
     tokens_in: int | None = None
     tokens_out: int | None = None
+    sent: dict[str, Any] = field(default_factory=dict)  # the sampling parameters the answered request carried
+    output_mode: str = "text"  # "json_schema" when the answered request asked for structured output
+    logprobs: list[tuple[str, list[tuple[str, float]]]] | None = None  # (token, its top alternatives), in order
+
+
+ADAPTABLE = ("temperature", "max_tokens", "response_format", "logprobs")
+_MODEL_UNKNOWN = re.compile(
+    r"model[^.]{0,80}?(does not exist|not found|not exist|unknown|no such|is not available|not supported by)"
+    r"|(unknown|invalid|no such|unsupported) model|model_not_found",
+    re.IGNORECASE,
+)
+
+
+def endpoint_said(text: str) -> str:
+    """The endpoint's own error message (OpenAI's ``{"error": {"message": …}}``, or ``{"detail": …}``), else the body."""
+    try:
+        payload = json.loads(text)
+    except ValueError:
+        return text.strip()[:300]
+    if isinstance(payload, dict):
+        error = payload.get("error", payload)
+        if isinstance(error, dict):
+            for key in ("message", "detail", "error"):
+                if isinstance(error.get(key), str):
+                    return error[key][:300]
+        elif isinstance(error, str):
+            return error[:300]
+    return text.strip()[:300]
+
+
+def refused_param(text: str) -> str | None:
+    """Which adaptable parameter a 400/422 body refuses: its ``param`` field, else the one its message names."""
+    try:
+        payload = json.loads(text)
+    except ValueError:
+        payload = None
+    error = payload.get("error") if isinstance(payload, dict) else None
+    named = error.get("param") if isinstance(error, dict) else None
+    if isinstance(named, str):
+        named = named.split(".")[0].split("[")[0]
+        if named == "top_logprobs":
+            named = "logprobs"
+        if named in ADAPTABLE:
+            return named
+    said = endpoint_said(text).lower()
+    for param in ("response_format", "json_schema", "top_logprobs", "logprobs", "max_tokens", "temperature"):
+        if re.search(rf"\b{param}\b", said) and re.search(r"unsupported|not support|does not support|invalid|"
+                                                          r"unrecognized|not allowed|only the default|unknown", said):
+            return {"json_schema": "response_format", "top_logprobs": "logprobs"}.get(param, param)
+    return None
 
 
 def retry_after_seconds(value: str | None, now: float | None = None) -> float | None:
@@ -97,11 +160,15 @@ class ChatClient:
     max_backoff: float = 30.0
     temperature: float = 0.0
     max_tokens: int | None = None
+    response_format: dict[str, Any] | None = None  # a JSON schema to ask for; None: free text
+    top_logprobs: int = 0  # alternatives per token to ask for; 0: no logprobs
+    notes: list[str] = field(default_factory=list)  # parameters the endpoint refused, and what was done
     stop: threading.Event = field(default_factory=threading.Event)
     sleep: Callable[[float], None] | None = None  # for tests; default waits on ``stop``
     transport: httpx.BaseTransport | None = None
     _http: httpx.Client | None = field(default=None, init=False, repr=False)
     _lock: threading.Lock = field(default_factory=threading.Lock, init=False, repr=False)
+    _dropped: set[str] = field(default_factory=set, init=False, repr=False)  # parameters the endpoint refused
 
     @property
     def url(self) -> str:
@@ -115,6 +182,45 @@ class ChatClient:
         if self.max_tokens is not None:
             params["max_tokens"] = self.max_tokens
         return params
+
+    @property
+    def display_url(self) -> str:
+        """The base URL without credentials or query (which may carry a key): part of a judge's identity."""
+        parts = httpx.URL(self.base_url.strip())
+        base = str(parts.copy_with(userinfo=b"", query=None, fragment=None)).rstrip("/")
+        return base.removesuffix("/chat/completions")
+
+    def _body(self, messages: list[dict[str, str]]) -> tuple[dict[str, Any], dict[str, Any]]:
+        """(the request body, its sampling parameters) with every refused parameter adapted."""
+        with self._lock:
+            dropped = set(self._dropped)
+        sent: dict[str, Any] = {}
+        if "temperature" not in dropped:
+            sent["temperature"] = self.temperature
+        if self.max_tokens is not None:
+            sent["max_completion_tokens" if "max_tokens" in dropped else "max_tokens"] = self.max_tokens
+        body = {"model": self.model, "messages": messages, **sent}
+        if self.response_format is not None and "response_format" not in dropped:
+            body["response_format"] = self.response_format
+        if self.top_logprobs and "logprobs" not in dropped:
+            body["logprobs"], body["top_logprobs"] = True, self.top_logprobs
+        return body, sent
+
+    def _adapt(self, refused: _Refused) -> None:
+        param = refused.param
+        with self._lock:
+            if param in self._dropped:  # another call in flight was refused the same way and adapted already
+                return
+            self._dropped.add(param)
+            what = {
+                "temperature": f"calls are sent without temperature, so the model's default applies "
+                               f"(not {self.temperature:g})",
+                "max_tokens": "calls send max_completion_tokens instead",
+                "response_format": "calls ask for free text instead of structured output",
+                "logprobs": "calls are sent without logprobs, so no score distribution is kept",
+            }[param]
+            self.notes.append(f"The endpoint refused {param} for model \u201c{self.model}\u201d "
+                              f"(\u201c{refused.said}\u201d): {what}.")
 
     def _client(self) -> httpx.Client:
         with self._lock:
@@ -141,23 +247,31 @@ class ChatClient:
 
     def complete(self, messages: list[dict[str, str]]) -> CallResult:
         """The reply to ``messages``. Raises JudgeCallError, JudgeRunFatal or RunStopped."""
-        body = {"model": self.model, "messages": messages, **self.params}
         started = time.monotonic()
         attempts = 0
+        sent: list[dict] = [{}]
 
         def attempt() -> dict:
             nonlocal attempts
-            if self.stop.is_set():
-                raise RunStopped("stopped before the call")
-            attempts += 1
-            try:
-                return self._post(body)
-            except (JudgeCallError, JudgeRunFatal):
-                raise
-            except RuntimeError:  # the client was closed under us: a second Ctrl-C dropping calls in flight
+            for _ in range(len(ADAPTABLE) + 2):
                 if self.stop.is_set():
-                    raise RunStopped("the call in flight was dropped") from None
-                raise
+                    raise RunStopped("stopped before the call")
+                attempts += 1
+                body, sent[0] = self._body(messages)
+                try:
+                    payload = self._post(body)
+                except _Refused as refused:
+                    self._adapt(refused)
+                    continue
+                except (JudgeCallError, JudgeRunFatal):
+                    raise
+                except RuntimeError:  # the client was closed under us: a second Ctrl-C dropping calls in flight
+                    if self.stop.is_set():
+                        raise RunStopped("the call in flight was dropped") from None
+                    raise
+                payload["_mode"] = "json_schema" if "response_format" in body else "text"
+                return payload
+            raise JudgeCallError("the endpoint kept refusing the request's parameters")
 
         retrying = Retrying(
             stop=stop_after_attempt(self.max_retries + 1),
@@ -180,6 +294,7 @@ class ChatClient:
         return CallResult(
             text=payload["_text"], attempts=attempts, latency=time.monotonic() - started,
             tokens_in=_int(usage.get("prompt_tokens")), tokens_out=_int(usage.get("completion_tokens")),
+            sent=sent[0], output_mode=payload["_mode"], logprobs=_token_logprobs(payload),
         )
 
     def _post(self, body: dict) -> dict:
@@ -208,10 +323,15 @@ class ChatClient:
             raise JudgeRunFatal(
                 f"the endpoint refused the API key (HTTP {status}) at {self.url}: {text[:300]}"
             )
-        if status == 404 or (status in (400, 422) and "model" in text.lower() and "not" in text.lower()):
+        said = endpoint_said(text)
+        if status in (400, 422):
+            param = refused_param(text)
+            if param is not None:
+                raise _Refused(param, said)
+        if status == 404 or (status in (400, 422) and _MODEL_UNKNOWN.search(said)):
             raise JudgeRunFatal(
                 f"the endpoint does not know model \u201c{self.model}\u201d or the URL {self.url} "
-                f"(HTTP {status}): {text[:300]}"
+                f"(HTTP {status}); it said: {said}"
             )
         if status in RETRY_STATUSES:
             raise _Retryable(
@@ -219,7 +339,7 @@ class ChatClient:
                 retry_after=retry_after_seconds(response.headers.get("Retry-After")),
             )
         if status >= 400:
-            raise JudgeCallError(f"HTTP {status}: {text[:300]}", body=text[:BODY_KEPT], status=status)
+            raise JudgeCallError(f"HTTP {status}; the endpoint said: {said}", body=text[:BODY_KEPT], status=status)
         try:
             payload = json.loads(text)
             content = payload["choices"][0]["message"]["content"]
@@ -232,6 +352,19 @@ class ChatClient:
             raise _Retryable("the endpoint answered 200 with a JSON that is not an object", body=text[:BODY_KEPT])
         payload["_text"] = str(content or "")
         return payload
+
+
+def _token_logprobs(payload: dict) -> list[tuple[str, list[tuple[str, float]]]] | None:
+    """``choices[0].logprobs.content`` as (token, [(alternative, logprob)]); None when absent or unreadable."""
+    try:
+        content = payload["choices"][0]["logprobs"]["content"]
+        return [
+            (str(t["token"]), [(str(a["token"]), float(a["logprob"])) for a in t.get("top_logprobs") or []]
+             or [(str(t["token"]), float(t["logprob"]))])
+            for t in content
+        ]
+    except (KeyError, IndexError, TypeError, ValueError):
+        return None
 
 
 def _int(value: Any) -> int | None:

@@ -43,8 +43,8 @@ def pair_tasks(batch: Batch, template: JudgeTemplate, baseline_system: str, enha
                             f"{len(enhanced)} of `{enhanced_system}` (a pair needs one of each)")
             continue
         try:
-            orders = [(base[0], enhanced[0])] + ([(enhanced[0], base[0])] if swap else [])
-            tasks.append([Task(a, b, template.render(pair_fields(a, b, rubric))) for a, b in orders])
+            orders = [(base[0], enhanced[0], False)] + ([(enhanced[0], base[0], True)] if swap else [])
+            tasks.append([Task(a, b, template.render(pair_fields(a, b, rubric)), swapped=s) for a, b, s in orders])
         except TemplateError as exc:
             problems.append(f"prompt `{prompt_id}` (items `{base[0].item_id}`, `{enhanced[0].item_id}`): {exc}")
     if problems:

@@ -2,10 +2,11 @@
 
 The run renders every prompt first and refuses, before any call, when a variable cannot be filled.
 It then calls only what this judge has not answered yet (``retry_failed`` adds the failed and
-unreadable calls, ``force`` redoes everything). Calls run in a thread pool with at most
-``concurrency`` in flight; the main thread saves each result as it arrives. Setting ``client.stop``
-(Ctrl-C, SIGTERM, a cancelled job) stops new calls at once; calls already in flight finish and are
-saved, calls waiting to retry give up and are left for the next run.
+unreadable calls, ``retry_unknown`` the calls left ``sent`` by a killed run, ``force`` redoes
+everything). Calls run in a thread pool with at most ``concurrency`` in flight; the main thread writes
+each call's ledger row as ``sent`` before handing it to the pool and saves each result as it arrives.
+Setting ``client.stop`` (Ctrl-C, SIGTERM, a cancelled job) stops new calls at once; calls already in
+flight finish and are saved, calls waiting to retry give up and are left for the next run.
 """
 
 from __future__ import annotations
@@ -15,6 +16,8 @@ from collections.abc import Callable
 from concurrent.futures import FIRST_COMPLETED, ThreadPoolExecutor, wait
 from dataclasses import dataclass, field, replace
 
+from annotator.judges.engine.logprobs import score_distributions
+from annotator.judges.engine.structured import response_format
 from annotator.judges.engine.calls import Task, refusal
 from annotator.judges.engine.client import (
     ChatClient,
@@ -30,14 +33,19 @@ from annotator.judges.services.runs import (
     CLAIM_RENEW_SECONDS,
     CallOutcome,
     judge_call_states,
+    judge_calls_mark_sent,
     judge_calls_record,
+    judge_calls_unsend,
     judge_for_run,
     judge_run_claim,
     judge_run_release,
     judge_run_renew,
 )
+from hcs.calibration.logprobs import integer_scale
 from hcs.judge_output import JudgeOutputError, parse_score
 from hcs.rubric import Rubric
+
+TOP_LOGPROBS = 10  # alternatives asked for per token: every score of a 1–10 scale fits
 
 
 @dataclass
@@ -47,6 +55,8 @@ class RunResult:
     progress: RunProgress
     stopped: bool = False
     failures: list[tuple[str, str]] = field(default_factory=list)  # (item id, error)
+    unknown: list[str] = field(default_factory=list)  # calls sent by a killed run, not called again
+    failed_outputs: list[str] = field(default_factory=list)  # raw outputs of failed calls, first ones first
 
 
 def render_items(items: list[Item], template: JudgeTemplate, rubric: Rubric) -> list[Task]:
@@ -81,18 +91,30 @@ def calibration_only(batch: Batch) -> list[int]:
     return list(chosen.items.values_list("pk", flat=True))
 
 
-def tasks_to_call(tasks: list[Task], states: dict, *, retry_failed: bool, force: bool) -> list[Task]:
-    """The tasks a rerun still has to call: never called, or failed with ``retry_failed``, or all with ``force``."""
-    keep = []
+def task_label(task: Task) -> str:
+    label = task.item.item_id + (f" vs {task.enhanced.item_id}" if task.enhanced else "")
+    return label + (f" (sample {task.sample})" if task.sample else "")
+
+
+def tasks_to_call(tasks: list[Task], states: dict, *, retry_failed: bool, force: bool,
+                  retry_unknown: bool = False) -> tuple[list[Task], list[Task]]:
+    """(the tasks a rerun still has to call, the ones left out because a killed run sent them and their
+    outcome is unknown). Called: never called, failed or unreadable with ``retry_failed``, sent with
+    ``retry_unknown``, or all with ``force``."""
+    keep, unknown = [], []
     for task in tasks:
         state = states.get((task.item.pk, task.enhanced.pk if task.enhanced else None, task.sample))
-        if force or state is None or (retry_failed and state != JudgeCall.OK):
+        if state == JudgeCall.SENT and not (force or retry_unknown):
+            unknown.append(task)
+        elif force or state is None or (state == JudgeCall.SENT and retry_unknown) or \
+                (retry_failed and state in (JudgeCall.FAILED, JudgeCall.UNREADABLE)):
             keep.append(task)
-    return keep
+    return keep, unknown
 
 
-def parse_call(text: str, template: JudgeTemplate, dimensions: tuple[str, ...], rubric: Rubric):
-    """(``{"scores": {dimension: {raw, value, reason}}}``, [(dimension, problem)]) for one answer."""
+def parse_call(text: str, template: JudgeTemplate, dimensions: tuple[str, ...], rubric: Rubric, logprobs=None):
+    """(``{"scores": {dimension: {raw, value, reason[, distribution]}}}``, [(dimension, problem)]) for one
+    answer; ``distribution`` (G-Eval's weighted score and the confidence) where ``logprobs`` give one."""
     scores, problems = {}, []
     for dimension in dimensions:
         try:
@@ -105,13 +127,19 @@ def parse_call(text: str, template: JudgeTemplate, dimensions: tuple[str, ...], 
             problems.append((dimension, str(exc)))
             continue
         scores[dimension] = {"raw": score.value, "value": value, "reason": score.reason}
+    for dimension, dist in score_distributions(logprobs, scores, template).items():
+        raw = scores[dimension]["raw"]
+        scores[dimension]["distribution"] = {
+            **dist.to_json(), "confidence": dist.probability(raw),
+            "weighted_value": template.scale.to_rubric(dist.weighted, rubric.scale_min, rubric.scale_max),
+        }
     return ({"scores": scores} if scores else {}), problems
 
 
-def call_one(task: Task, client: ChatClient, parse: Callable[[str], tuple]) -> CallOutcome:
+def call_one(task: Task, client: ChatClient, parse: Callable[..., tuple]) -> CallOutcome:
     """One call and its parse (in a worker thread; no database)."""
     outcome = CallOutcome(item=task.item, enhanced=task.enhanced, status=JudgeCall.OK, prompt=task.messages,
-                          sample=task.sample)
+                          sample=task.sample, swapped=task.swapped)
     try:
         result = client.complete(task.messages)
     except JudgeCallError as exc:
@@ -120,7 +148,8 @@ def call_one(task: Task, client: ChatClient, parse: Callable[[str], tuple]) -> C
         return outcome
     outcome.raw_output, outcome.attempts, outcome.latency = result.text, result.attempts, result.latency
     outcome.tokens_in, outcome.tokens_out, outcome.http_status = result.tokens_in, result.tokens_out, 200
-    outcome.parsed, outcome.problems = parse(result.text)
+    outcome.sent, outcome.output_mode = result.sent, result.output_mode
+    outcome.parsed, outcome.problems = parse(result.text, result.logprobs)
     if outcome.problems:
         outcome.status = JudgeCall.UNREADABLE
     return outcome
@@ -131,27 +160,38 @@ def run_tasks(
     *,
     client: ChatClient,
     concurrency: int,
-    parse: Callable[[str], tuple],
+    parse: Callable[..., tuple],
     save: Callable[[list[CallOutcome]], None],
     progress: RunProgress,
     on_progress: Callable[[RunProgress], None] | None = None,
     should_stop: Callable[[], bool] | None = None,
+    mark_sent: Callable[[list[Task]], None] | None = None,
+    unsend: Callable[[list[Task]], None] | None = None,
 ) -> tuple[bool, list[CallOutcome]]:
     """Call ``tasks`` with at most ``concurrency`` in flight, ``save`` the outcomes as they arrive.
 
+    ``mark_sent`` writes the ledger rows of the tasks about to be handed to the pool; ``unsend`` removes
+    those of calls that ended with no answer (stopped while waiting to retry, or the run could not go on).
     The pool is refilled before the outcomes that arrived together are saved (in one transaction).
 
     Returns (stopped early, the failed outcomes). Raises JudgeRunFatal after saving what finished.
     """
     stop, fatal, failed = client.stop, None, []
-    queue, pending = iter(tasks), set()
+    queue, pending, task_of = iter(tasks), set(), {}
     with ThreadPoolExecutor(max_workers=max(1, concurrency)) as pool:
         def refill():
-            while not stop.is_set() and len(pending) < concurrency:
+            batch = []
+            while not stop.is_set() and len(pending) + len(batch) < concurrency:
                 task = next(queue, None)
                 if task is None:
                     break
-                pending.add(pool.submit(call_one, task, client, parse))
+                batch.append(task)
+            if batch and mark_sent is not None:
+                mark_sent(batch)
+            for task in batch:
+                future = pool.submit(call_one, task, client, parse)
+                task_of[future] = task
+                pending.add(future)
 
         refill()
         while pending:
@@ -163,17 +203,22 @@ def run_tasks(
             if should_stop is not None and not stop.is_set() and should_stop():
                 stop.set()
             refill()
-            arrived = []
+            arrived, unanswered = [], []
             for future in done:
+                task = task_of.pop(future)
                 try:
                     outcome = future.result()
                 except RunStopped:
+                    unanswered.append(task)
                     continue
                 except JudgeRunFatal as exc:
                     fatal = fatal or exc
                     stop.set()
+                    unanswered.append(task)
                     continue
                 arrived.append(outcome)
+            if unanswered and unsend is not None:
+                unsend(unanswered)
             if not arrived:
                 continue
             save(arrived)
@@ -198,11 +243,14 @@ def judge_run(
     concurrency: int = 8,
     limit: int | None = None,
     retry_failed: bool = False,
+    retry_unknown: bool = False,
     force: bool = False,
     pairwise: tuple[str, str] | None = None,
     swap: bool = False,
     samples: int = 1,
     calibration_set: bool = False,
+    structured: bool = True,
+    logprobs: bool = True,
     prices: Prices | None = None,
     progress: Callable[[RunProgress], None] | None = None,
     should_stop: Callable[[], bool] | None = None,
@@ -213,6 +261,8 @@ def judge_run(
     ``swap`` adds a second call per prompt_id with the two responses in the other order. ``samples`` > 1
     calls every item that many times (sample 0 gives the judge's scores; the repeats measure its noise).
     ``calibration_set`` calls only the items of the batch's frozen calibration set (a pair: both of its items).
+    ``structured`` asks a scoring template's answers for its JSON schema, ``logprobs`` (on an integer scale)
+    for the score token's distribution; an endpoint that refuses either gets free text or no logprobs.
     """
     rubric = batch.rubric_obj
     dimensions = template.dimension_keys(rubric)
@@ -231,13 +281,17 @@ def judge_run(
     if pairwise:
         tasks, unpaired = pair_tasks(batch, template, *pairwise, limit=limit, swap=swap, only=only)
         notes += [f"{len(unpaired)} prompt(s) without a pair were left out, e.g. {unpaired[0]}."] if unpaired else []
-        parse = lambda text: parse_pairwise(text, template, dimensions)
+        parse = lambda text, logprobs=None: parse_pairwise(text, template, dimensions)
     else:
         tasks = render_items(batch_items(batch, limit, only), template, rubric)
         tasks += [replace(t, sample=n) for n in range(1, samples) for t in tasks]
-        parse = lambda text: parse_call(text, template, dimensions, rubric)
+        parse = lambda text, logprobs=None: parse_call(text, template, dimensions, rubric, logprobs)
+    if not template.pairwise:
+        client.response_format = response_format(template, rubric) if structured else None
+        client.top_logprobs = TOP_LOGPROBS if logprobs and integer_scale(template.scale.min, template.scale.max) else 0
     judge, note = judge_for_run(name=judge_name, model=client.model, template=template,
-                                params={**client.params, "scale_warnings": template.scale_warnings})
+                                params={**client.params, "base_url": client.display_url,
+                                        "scale_warnings": template.scale_warnings})
     claim = judge_run_claim(judge)  # one run per judge at a time: none pays for an item another is calling
     renewed = [time.monotonic()]
 
@@ -253,15 +307,22 @@ def judge_run(
     def save(outcomes: list[CallOutcome]) -> None:
         judge_calls_record(judge=judge, template=template, model=client.model, params=client.params, outcomes=outcomes)
 
+    def mark_sent(batch: list[Task]) -> None:
+        judge_calls_mark_sent(judge=judge, template=template, model=client.model, params=client.params, tasks=batch)
+
     try:
-        todo = tasks_to_call(tasks, judge_call_states(judge=judge), retry_failed=retry_failed, force=force)
+        todo, unknown = tasks_to_call(tasks, judge_call_states(judge=judge), retry_failed=retry_failed, force=force,
+                                      retry_unknown=retry_unknown)
         state = RunProgress(total=len(todo), skipped=len(tasks) - len(todo), prices=prices or Prices())
         stopped, failed = run_tasks(
             todo, client=client, concurrency=concurrency, parse=parse, save=save, progress=state,
-            on_progress=progress, should_stop=stop_or_renew,
+            on_progress=progress, should_stop=stop_or_renew, mark_sent=mark_sent,
+            unsend=lambda batch: judge_calls_unsend(judge=judge, tasks=batch),
         )
     finally:
         judge_run_release(judge, claim)
-    failures = [(o.item.item_id + (f" vs {o.enhanced.item_id}" if o.enhanced else ""), o.error) for o in failed]
-    return RunResult(judge=judge, note=" ".join([note, *notes]).strip(), progress=state, stopped=stopped,
-                     failures=failures)
+    failures = [(task_label(o), o.error) for o in failed]
+    outputs = [o.raw_output for o in failed if o.raw_output]
+    return RunResult(judge=judge, note=" ".join([note, *notes, *client.notes]).strip(), progress=state,
+                     stopped=stopped, failures=failures, unknown=[task_label(t) for t in unknown],
+                     failed_outputs=outputs[:3])

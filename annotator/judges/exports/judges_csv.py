@@ -19,14 +19,17 @@ JUDGE_COLUMNS = [
 def judges_csv(report: BatchReport) -> Iterator[str]:
     section = report.sections.get("judges")
     rows = []
-    for judge, dimensions in (section.to_json() if section is not None else {}).items():
-        for dimension, d in dimensions.items():
-            alt = d["alt_test"]
-            rows.append([
-                judge, dimension, d["n"], d["spearman"], *d["spearman_ci95"], d["kendall"], *d["kendall_ci95"],
-                d["pearson"], d["mae"], d["bias"], d["qwk"], d["human_ceiling_spearman"], d["human_ceiling_kendall"],
-                d["alpha_humans"], d["alpha_humans_plus_judge"], d["possibly_inverted"], alt["winning_rate"],
-                alt["advantage_probability"], alt["passed"], alt["epsilon"], alt["annotators_tested"],
-                "; ".join(d["raw_scales"]),
-            ])
+    # The section's rows, not its JSON: a pairwise judge's JSON entry holds only its position probe.
+    for row in section.rows if section is not None else ():
+        d = row.to_json()
+        if "alt_test" not in d:
+            continue  # an entry with no calibration of its own: PPI++ on a derived overall
+        alt = d["alt_test"]
+        rows.append([
+            row.judge, row.dimension, d["n"], d["spearman"], *d["spearman_ci95"], d["kendall"], *d["kendall_ci95"],
+            d["pearson"], d["mae"], d["bias"], d["qwk"], d["human_ceiling_spearman"], d["human_ceiling_kendall"],
+            d["alpha_humans"], d["alpha_humans_plus_judge"], d["possibly_inverted"], alt["winning_rate"],
+            alt["advantage_probability"], alt["passed"], alt["epsilon"], alt["annotators_tested"],
+            "; ".join(d["raw_scales"]),
+        ])
     return csv_lines(JUDGE_COLUMNS, rows)

@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+import unicodedata
+
 from django import forms
 from django.conf import settings
 
@@ -11,6 +13,7 @@ from annotator.judges.engine.templates import available_templates, load_template
 from annotator.models import Batch, CalibrationSet, Judge
 from hcs.judge_output import JudgeScale, OutputSpec, parse_labels
 
+MAX_SAMPLES = 20  # as run_judge --samples
 SCALES = [("0-1", "0.0 – 1.0"), ("1-4", "1 – 4"), ("1-5", "1 – 5")]
 
 
@@ -80,8 +83,24 @@ class JudgeRunForm(forms.Form):
                                 help_text="The worker reads the key from this environment variable; it is never stored.")
     concurrency = forms.IntegerField(min_value=1, max_value=64, initial=8)
     retry_failed = forms.BooleanField(required=False, label="Call failed items again")
+    retry_unknown = forms.BooleanField(
+        required=False, label="Call again the calls whose outcome is unknown",
+        help_text="Calls sent by a run that was killed mid-call; the endpoint may have charged for them already.")
     calibration_set = forms.BooleanField(required=False, label="Only the batch's calibration set",
                                          help_text="Compare this judge version with earlier ones on the same frozen items.")
+    judge = forms.CharField(max_length=Judge._meta.get_field("name").max_length, required=False,
+                            label="Judge name (optional)", help_text="Default: TEMPLATE/MODEL.")
+    temperature = forms.FloatField(min_value=0, max_value=2, initial=0.0, required=False,
+                                   help_text="0 for scores; above 0 with several samples to measure the judge's noise. "
+                                             "A model that refuses 0 is called without it, and the run says so.")
+    samples = forms.IntegerField(min_value=1, max_value=MAX_SAMPLES, initial=1, required=False, label="Samples per item",
+                                 help_text="Calls per item (needs a temperature above 0): the judge's self-consistency.")
+    pairwise = forms.BooleanField(required=False, label="Pairwise: baseline against enhanced system",
+                                  help_text="For a pairwise template such as geval_pairwise: one call per prompt_id.")
+    baseline_system = forms.CharField(max_length=200, required=False, label="Baseline system id")
+    enhanced_system = forms.CharField(max_length=200, required=False, label="Enhanced system id")
+    swap = forms.BooleanField(required=False, label="Also in swapped order",
+                              help_text="Runs each pair in both orders: the position-swap probe.")
     price_in = forms.FloatField(min_value=0, required=False, label="Price per million input tokens (optional)")
     price_out = forms.FloatField(min_value=0, required=False, label="Price per million output tokens (optional)")
 
@@ -90,11 +109,39 @@ class JudgeRunForm(forms.Form):
         batch = data.get("batch")
         if data.get("calibration_set") and batch is not None and not CalibrationSet.objects.filter(batch=batch).exists():
             self.add_error("calibration_set", f"Batch \u201c{batch.name}\u201d has no calibration set yet: mark one on its report.")
+        data["judge"] = (data.get("judge") or "").strip()
+        data["temperature"] = data.get("temperature") or 0.0
+        data["samples"] = data.get("samples") or 1
+        if any(unicodedata.category(c) in ("Cc", "Cf", "Cs") for c in data["judge"]):
+            self.add_error("judge", "Use letters, digits, spaces and punctuation only (no control or invisible characters).")
+        template = self._templates.get(data.get("template"))
+        pairwise, swap, samples = data.get("pairwise"), data.get("swap"), data.get("samples") or 1
+        if template is not None and template.pairwise and not pairwise:
+            self.add_error("pairwise", f"{template.name} compares two responses: tick Pairwise and name both systems.")
+        if template is not None and pairwise and not template.pairwise:
+            self.add_error("template", f"{template.name} scores one response at a time; a pairwise run needs a "
+                                       "pairwise template such as geval_pairwise.")
+        if pairwise:
+            for key in ("baseline_system", "enhanced_system"):
+                data[key] = (data.get(key) or "").strip()
+                if not data[key]:
+                    self.add_error(key, "Name the system_id of the batch whose responses to compare.")
+            if data.get("baseline_system") and data["baseline_system"] == data.get("enhanced_system"):
+                self.add_error("enhanced_system", "Pick a system other than the baseline.")
+            if samples > 1:
+                self.add_error("samples", "Samples repeat the calls of a scoring template; a pairwise run takes 1.")
+        elif swap:
+            self.add_error("swap", "Swapped order applies to a pairwise run: tick Pairwise too.")
+        if samples > 1 and not (data.get("temperature") or 0) > 0:
+            self.add_error("temperature", "Several samples measure the judge's noise: set a temperature above 0.")
         return data
 
     def __init__(self, *args, **kwargs):
         super().__init__(*args, **kwargs)
-        self.fields["template"].choices = [(t, t) for t in available_templates() if not load_template(t).pairwise]
+        self._templates = {t: load_template(t) for t in available_templates()}
+        self.fields["template"].choices = [
+            (t, f"{t} (pairwise)" if template.pairwise else t) for t, template in self._templates.items()
+        ]
         self.fields["key_env"].choices = [(k, k) for k in settings.ANNOTATOR_JUDGE_KEY_ENVS]
 
 

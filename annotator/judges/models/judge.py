@@ -57,6 +57,13 @@ class JudgeScore(models.Model):
     value = models.FloatField(help_text="raw_value mapped linearly onto the rubric's scale, best end high")
     reason = models.TextField(blank=True, default="")
     raw_output = models.TextField(blank=True, default="")
+    weighted_value = models.FloatField(
+        null=True, blank=True,
+        help_text="G-Eval's probability-weighted score on the rubric's scale, where the call returned logprobs",
+    )
+    confidence = models.FloatField(
+        null=True, blank=True, help_text="the probability the judge gave the score it wrote, from its logprobs",
+    )
     imported_at = models.DateTimeField(default=timezone.now)
 
     class Meta:
@@ -93,6 +100,9 @@ class PairwiseVerdict(models.Model):
     reason = models.TextField(blank=True, default="")
     raw_output = models.TextField(blank=True, default="")
     imported_at = models.DateTimeField(default=timezone.now)
+    swapped = models.BooleanField(
+        default=False, help_text="sent with the enhanced system's response first (``baseline`` is then that item)",
+    )
 
     class Meta:
         ordering = ["judge", "baseline", "enhanced"]

@@ -1,7 +1,9 @@
 """Every call ``run_judge`` paid for, saved the moment it completes: what was sent, what came back, what it cost.
 
-One row per judge × item (× enhanced item for a pairwise judge): a rerun skips items that have a row,
-``--retry-failed`` redoes the rows that are not ``ok`` and ``--force`` redoes them all, replacing the row.
+One row per judge × item (× enhanced item for a pairwise judge), written as ``sent`` before the request
+leaves and completed when the answer arrives: a rerun skips items that have a row, ``--retry-failed``
+redoes the failed and unreadable rows, ``--retry-unknown`` the rows still ``sent`` (a run killed while the
+call was in flight, which may have been paid) and ``--force`` redoes them all, replacing the row.
 The API key is never stored; error bodies are masked before they get here.
 """
 
@@ -19,7 +21,11 @@ class JudgeCall(models.Model):
     OK = "ok"
     UNREADABLE = "unreadable"  # the endpoint answered; no score could be read (raw output kept)
     FAILED = "failed"  # no usable answer after the retries (error body kept, masked)
-    STATUSES = [(OK, "Scored"), (UNREADABLE, "Unreadable output"), (FAILED, "Call failed")]
+    SENT = "sent"  # the request left and no outcome was saved: the run was killed while it was in flight
+    STATUSES = [(OK, "Scored"), (UNREADABLE, "Unreadable output"), (FAILED, "Call failed"),
+                (SENT, "Sent, outcome unknown")]
+    JSON_SCHEMA, TEXT = "json_schema", "text"
+    OUTPUT_MODES = [(JSON_SCHEMA, "Structured output (JSON schema)"), (TEXT, "Free text")]
 
     judge = models.ForeignKey(Judge, on_delete=models.CASCADE, related_name="calls")
     item = models.ForeignKey(Item, on_delete=models.CASCADE, related_name="judge_calls")
@@ -45,6 +51,10 @@ class JudgeCall(models.Model):
     tokens_out = models.PositiveIntegerField(null=True, blank=True)
     latency_ms = models.PositiveIntegerField(default=0)
     attempts = models.PositiveSmallIntegerField(default=1)
+    output_mode = models.CharField(
+        max_length=12, choices=OUTPUT_MODES, blank=True, default="",
+        help_text="what the answered request asked for; empty on calls saved before it was recorded",
+    )
     created_at = models.DateTimeField(default=timezone.now)
 
     class Meta:

@@ -57,6 +57,7 @@ class JudgeCard:
     methods: str
     calibration_set: SetCalibration | None = None  # the versions side by side on the frozen set
     labels: dict[str, str] = field(default_factory=dict)  # dimension key → label
+    ppi: tuple[Any, ...] = ()  # annotator.judges.selectors.validation.JudgePPI per dimension, from the report
 
     def to_json(self) -> dict[str, Any]:
         current = next(v for v in self.versions if v.current).to_json()
@@ -64,6 +65,9 @@ class JudgeCard:
         for row in self.rows:
             dimensions[row.dimension] = {"label": row.label, **row.to_json(),
                                          "alt_test_warnings": row.calibration.alt_test.warnings}
+        for p in self.ppi:
+            entry = dimensions.setdefault(p.dimension, {"label": p.label})
+            entry["ppi"], entry["ppi_by_system"] = p.to_json(), p.by_system_json()
         return {
             "judge": self.judge.name,
             "configuration": {k: current[k] for k in ("model", "template", "template_version", "template_hash", "params")},
@@ -113,7 +117,7 @@ def judge_card(*, report: BatchReport, judge: Judge) -> JudgeCard | None:
         )
     return JudgeCard(judge=judge, batch_id=report.batch_id, batch_name=report.batch_name, k=report.k, rows=rows,
                      position=position, versions=versions, methods=methods_paragraph(report), calibration_set=on_set,
-                     labels=labels)
+                     labels=labels, ppi=tuple(section.ppi_for(judge.name)) if section else ())
 
 
 def judge_has_work(*, batch: Batch, judge: Judge) -> bool:

@@ -14,8 +14,10 @@ from typing import Any, ClassVar
 import numpy as np
 from django.db.models import Count
 
-from annotator.models import Batch, Judge, JudgeFailure, JudgeScore, PairwiseVerdict
+from annotator.judges.selectors.verdicts import counted_verdicts
+from annotator.models import Batch, Judge, JudgeFailure, JudgeScore
 from annotator.judges.models.judge import OVERALL
+from annotator.judges.selectors.validation import JudgePPI, judge_overall_scores, judge_ppi
 from annotator.judges.selectors.probes import (
     DimensionProbes,
     PositionResult,
@@ -34,7 +36,14 @@ from hcs.calibration import (
 )
 from hcs.calibration.alt_test import DEFAULT_EPSILON
 from hcs.calibration.confidence import Reliability, reliability
+from hcs.calibration.pairwise import DEFAULT_TIE_MARGIN, pair_outcomes, wilson
+from hcs.calibration.logprobs import pointwise_reliability
 from hcs.scoring import item_summaries, overall_per_annotation
+
+# How pairs are counted, in the JSON beside the figures it explains.
+COUNTING = ("each pair once; a pair judged in both orders (--swap) wins only when both orders name the same "
+            "response and is a tie otherwise; people prefer the item whose mean overall HCS is higher by at "
+            "least tie_margin, else it is a tie")
 
 
 def _r(value: float | None) -> float | None:
@@ -50,11 +59,13 @@ class JudgeDimensionRow:
     scales: tuple[str, ...]  # declared raw scales seen for this judge × dimension
     calibration: JudgeCalibration
     probes: DimensionProbes | None = None
+    confidence: Reliability | None = None  # logprob confidence in each score against matching the human mean
 
     def to_json(self) -> dict[str, Any]:
         c, alt = self.calibration, self.calibration.alt_test
         return {
             **(self.probes.to_json() if self.probes else {}),
+            "confidence_calibration": _reliability_json(self.confidence),
             "n": c.n,
             "spearman": _r(c.spearman),
             "spearman_ci95": [_r(c.spearman_ci95[0]), _r(c.spearman_ci95[1])],
@@ -93,6 +104,7 @@ class JudgesSection:
     judges: tuple[dict[str, Any], ...]  # name, model, template, template_version, n_scores, n_failures
     rows: tuple[JudgeDimensionRow, ...]
     positions: dict[str, PositionResult] = field(default_factory=dict)  # pairwise judges run in both orders
+    ppi: tuple[JudgePPI, ...] = ()  # PPI++ estimates of the human mean, per judge × dimension
 
     def __bool__(self) -> bool:
         return bool(self.judges) or bool(self.positions)
@@ -100,13 +112,37 @@ class JudgesSection:
     def for_judge(self, name: str) -> list[JudgeDimensionRow]:
         return [r for r in self.rows if r.judge == name]
 
+    def ppi_for(self, name: str) -> list[JudgePPI]:
+        return [p for p in self.ppi if p.judge == name]
+
     def to_json(self) -> dict[str, dict[str, dict[str, Any]]]:
         out: dict[str, dict[str, dict[str, Any]]] = {j["name"]: {} for j in self.judges}
         for row in self.rows:
             out[row.judge][row.dimension] = row.to_json()
         for name, position in self.positions.items():
             out.setdefault(name, {}).setdefault(OVERALL, {})["position"] = position.to_json()
+        for p in self.ppi:
+            entry = out.setdefault(p.judge, {}).setdefault(p.dimension, {})
+            entry["ppi"] = p.to_json()
+            entry["ppi_by_system"] = p.by_system_json()
         return out
+
+
+def _reliability_json(r: Reliability | None) -> dict[str, Any] | None:
+    return None if r is None else {
+        "n": r.n, "ece": _r(r.ece),
+        "bins": [{"lo": b.lo, "hi": b.hi, "n": b.n, "confidence": _r(b.confidence), "accuracy": _r(b.accuracy)}
+                 for b in r.bins],
+    }
+
+
+def _pointwise_confidence(confidence: dict[int, float], judged: dict[int, float], human_mean: np.ndarray,
+                          step: float) -> Reliability | None:
+    """ECE of the scores that came with a logprob confidence; None when none did."""
+    rows = sorted(confidence)
+    if not rows:
+        return None
+    return pointwise_reliability([confidence[r] for r in rows], [judged[r] for r in rows], human_mean[rows], step=step)
 
 
 def _human_overall(batch: Batch, arrays: ReportArrays) -> np.ndarray:
@@ -162,11 +198,16 @@ def judges_report(*, batch: Batch, arrays: ReportArrays, epsilon: float = DEFAUL
     human_cache: dict[str, dict[int, dict[int, float]]] = {}
     scores: dict[tuple[int, str], dict[int, float]] = {}
     scales: dict[tuple[int, str], set[str]] = {}
-    for judge_pk, dimension, item_pk, value, lo, hi, higher in JudgeScore.objects.filter(item__batch=batch).values_list(
-        "judge", "dimension", "item", "value", "scale_min", "scale_max", "higher_is_better"
-    ):
+    confidences: dict[tuple[int, str], dict[int, float]] = {}
+    steps: dict[tuple[int, str], float] = {}
+    for judge_pk, dimension, item_pk, value, lo, hi, higher, confidence in JudgeScore.objects.filter(
+        item__batch=batch
+    ).values_list("judge", "dimension", "item", "value", "scale_min", "scale_max", "higher_is_better", "confidence"):
         scores.setdefault((judge_pk, dimension), {})[row_of_pk[item_pk]] = value
         scales.setdefault((judge_pk, dimension), set()).add(f"{lo:g}–{hi:g}" + ("" if higher else " (lower is better)"))
+        if confidence is not None:
+            confidences.setdefault((judge_pk, dimension), {})[row_of_pk[item_pk]] = confidence
+            steps[(judge_pk, dimension)] = (rubric.scale_max - rubric.scale_min) / (hi - lo)  # one judge point
     rows = []
     for judge in judges:
         judge["n_scores"] = counts.get(judge["pk"], 0)
@@ -182,35 +223,77 @@ def judges_report(*, batch: Batch, arrays: ReportArrays, epsilon: float = DEFAUL
             probes = dimension_probes(human_cache[dimension], judged, lengths, scale=scale, n_boot=n_boot, seed=seed,
                                       samples=samples.get((judge["pk"], dimension)), item_ids=arrays.item_id)
             label = "Overall HCS" if dimension == OVERALL else rubric.dimension(dimension).label
-            rows.append(JudgeDimensionRow(judge["name"], dimension, label,
-                                          tuple(sorted(scales[(judge["pk"], dimension)])), calibration, probes))
+            key = (judge["pk"], dimension)
+            confidence = (_pointwise_confidence(confidences[key], judged, human_item_mean(batch, arrays, dimension),
+                                                steps[key]) if key in confidences else None)
+            rows.append(JudgeDimensionRow(judge["name"], dimension, label, tuple(sorted(scales[key])), calibration,
+                                          probes, confidence))
     mean = human_item_mean(batch, arrays)
     positions = position_results(batch, {int(pk): float(mean[row]) for row, pk in enumerate(arrays.item_pk)},
                                  n_boot=n_boot, seed=seed)
-    return JudgesSection(epsilon=epsilon, judges=tuple(judges), rows=tuple(rows), positions=positions)
+    return JudgesSection(epsilon=epsilon, judges=tuple(judges), rows=tuple(rows), positions=positions,
+                         ppi=_ppi_rows(batch, arrays, judges, scores))
+
+
+def _ppi_rows(batch: Batch, arrays: ReportArrays, judges: list[dict[str, Any]],
+              scores: dict[tuple[int, str], dict[int, float]]) -> tuple[JudgePPI, ...]:
+    """PPI++ per judge × dimension and overall HCS (from the judge's dimension scores when it gave no overall)."""
+    rubric = batch.rubric_obj
+    weights = {d.key: d.weight for d in rubric.dimensions}
+    human: dict[str, np.ndarray] = {}
+    out = []
+    for judge in judges:
+        mine = {dim: by_item for (pk, dim), by_item in scores.items() if pk == judge["pk"]}
+        if OVERALL not in mine:
+            derived = judge_overall_scores(mine, weights)
+            if derived:
+                mine[OVERALL] = derived
+        for dimension in (*rubric.dimension_keys, OVERALL):
+            if not mine.get(dimension):
+                continue
+            if dimension not in human:
+                human[dimension] = human_item_mean(batch, arrays, dimension)
+            label = "Overall HCS" if dimension == OVERALL else rubric.dimension(dimension).label
+            out.append(judge_ppi(judge=judge["name"], dimension=dimension, label=label, human_mean=human[dimension],
+                                 judged=mine[dimension], item_system=arrays.item_system,
+                                 system_names=arrays.system_names))
+    return tuple(out)
 
 
 @dataclass(frozen=True)
 class PairwiseRow:
     judge: str
-    comparison: PairwiseComparison
+    comparison: PairwiseComparison  # one outcome per pair people rated both items of
     confidence: Reliability | None = None  # stated confidence against being right (verdicts with one)
+    n_verdicts: int = 0  # verdicts saved, both orders of a --swap pair included
+    n_pairs: int = 0  # pairs judged, each counted once
+    n_both_orders: int = 0
+    n_consistent: int = 0  # pairs judged in both orders whose two verdicts name the same response
+    consistency_ci95: tuple[float | None, float | None] = (None, None)  # Wilson
 
     def to_json(self) -> dict[str, Any]:
         c = self.comparison
         return {
             "n": c.n,
+            "n_verdicts": self.n_verdicts,
+            "n_pairs": self.n_pairs,
+            "tie_margin": DEFAULT_TIE_MARGIN,
+            "counting": COUNTING,
             "agreement": _r(c.agreement),
+            "agreement_ci95": [_r(c.agreement_ci95[0]), _r(c.agreement_ci95[1])],
+            "agreement_ci_method": "wilson",
             "kappa": _r(c.kappa),
+            "order_consistency": {
+                "n_pairs_both_orders": self.n_both_orders,
+                "n_consistent": self.n_consistent,
+                "consistency": _r(self.n_consistent / self.n_both_orders) if self.n_both_orders else None,
+                "consistency_ci95": [_r(self.consistency_ci95[0]), _r(self.consistency_ci95[1])],
+            },
             "confident_threshold": c.confident_threshold,
             "n_confident": c.n_confident,
             "confident_accuracy": _r(c.confident_accuracy),
             "table": c.table,
-            "confidence_calibration": None if self.confidence is None else {
-                "n": self.confidence.n, "ece": _r(self.confidence.ece),
-                "bins": [{"lo": b.lo, "hi": b.hi, "n": b.n, "confidence": _r(b.confidence), "accuracy": _r(b.accuracy)}
-                         for b in self.confidence.bins],
-            },
+            "confidence_calibration": _reliability_json(self.confidence),
         }
 
 
@@ -228,27 +311,36 @@ class PairwiseSection:
 
 
 def pairwise_report(*, batch: Batch, arrays: ReportArrays) -> PairwiseSection:
+    """Each pairwise judge against the human preference, every pair counted once (``hcs.calibration.pair_outcomes``)."""
     verdicts = list(
-        PairwiseVerdict.objects.filter(baseline__batch=batch)
-        .values_list("judge__name", "baseline", "enhanced", "winner", "confidence")
-        .order_by("judge__name", "id")
+        counted_verdicts(batch=batch)
+        .values_list("judge__name", "baseline", "enhanced", "winner", "swapped", "confidence")
+        .order_by("judge__name", "swapped", "id")
     )
     if not verdicts:
         return PairwiseSection(rows=())
     mean = human_item_mean(batch, arrays)
     row_of_pk = {int(pk): row for row, pk in enumerate(arrays.item_pk)}
-    by_judge: dict[str, tuple[list[str], list[str], list[float | None]]] = {}
-    for judge, baseline, enhanced, winner, confidence in verdicts:
-        b, e = mean[row_of_pk[baseline]], mean[row_of_pk[enhanced]]
-        if not (np.isfinite(b) and np.isfinite(e)):
-            continue  # people have not rated both items yet
-        j, h, c = by_judge.setdefault(judge, ([], [], []))
-        j.append(winner)
-        h.append(human_preference(float(b), float(e)))
-        c.append(confidence)
-    return PairwiseSection(rows=tuple(
-        PairwiseRow(name, compare_verdicts(j, h, c), _confidence_reliability(j, h, c)) for name, (j, h, c) in by_judge.items()
-    ))
+    by_judge: dict[str, list] = {}
+    for judge, *verdict in verdicts:
+        by_judge.setdefault(judge, []).append(tuple(verdict))
+    rows = []
+    for name, judged in by_judge.items():
+        pairs = pair_outcomes(judged)
+        j, h, c = [], [], []
+        for pair in pairs:
+            b, e = mean[row_of_pk[pair.baseline]], mean[row_of_pk[pair.enhanced]]
+            if not (np.isfinite(b) and np.isfinite(e)):
+                continue  # people have not rated both items yet
+            j.append(pair.outcome)
+            h.append(human_preference(float(b), float(e), tie_margin=DEFAULT_TIE_MARGIN))
+            c.append(pair.confidence)
+        both = [p for p in pairs if p.both_orders]
+        consistent = sum(bool(p.consistent) for p in both)
+        rows.append(PairwiseRow(name, compare_verdicts(j, h, c), _confidence_reliability(j, h, c),
+                                n_verdicts=len(judged), n_pairs=len(pairs), n_both_orders=len(both),
+                                n_consistent=consistent, consistency_ci95=wilson(consistent, len(both))))
+    return PairwiseSection(rows=tuple(rows))
 
 
 def _confidence_reliability(judge: list[str], human: list[str], confidence: list[float | None]) -> Reliability | None:

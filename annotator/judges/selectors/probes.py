@@ -15,14 +15,15 @@ from typing import Any
 import numpy as np
 from django.db.models.functions import Length
 
-from annotator.models import Batch, Item, JudgeCall, PairwiseVerdict
+from annotator.judges.selectors.verdicts import counted_verdicts
+from annotator.models import Batch, Item, JudgeCall
 from hcs.calibration.metrics import N_BOOT
 from hcs.calibration.pairwise import (
     PairwiseComparison,
     compare_verdicts,
     human_preference,
 )
-from hcs.calibration.position import PositionProbe, position_probe, wilson
+from hcs.calibration.position import PositionProbe, position_probe
 from hcs.calibration.probes import (
     FEW_LEVELS,
     Coefficient,
@@ -34,8 +35,9 @@ from hcs.calibration.probes import (
 from hcs.calibration.self_consistency import SelfConsistency, self_consistency
 
 
-def _r(value: float | None, digits: int = 4) -> float | None:
-    return None if value is None else round(float(value), digits)
+def _r(value: float | None) -> float | None:
+    """A statistic as a plain float at full precision (machine-readable exports never round; pages do)."""
+    return None if value is None else float(value)
 
 
 def _pair(ci) -> list[float | None]:
@@ -67,7 +69,7 @@ class DimensionProbes:
 
 
 def _coef_json(c: Coefficient) -> dict[str, Any]:
-    return {"value": _r(c.value), "ci95": _pair(c.ci95), "p_value": _r(c.p_value, 6)}
+    return {"value": _r(c.value), "ci95": _pair(c.ci95), "p_value": _r(c.p_value)}
 
 
 def length_bias_json(probe: LengthBias | None) -> dict[str, Any] | None:
@@ -185,7 +187,8 @@ def position_results(batch: Batch, item_mean: Mapping[int, float], *, n_boot: in
     verdicts: dict[str, list[tuple[int, int, str]]] = {}
     pks: dict[str, int] = {}
     for judge, pk, first, second, winner in (
-        PairwiseVerdict.objects.filter(baseline__batch=batch).order_by("judge__name", "id")
+        # The run's own order first: a pair's first verdict fixes the orientation its outcome is given in.
+        counted_verdicts(batch=batch).order_by("judge__name", "swapped", "id")
         .values_list("judge__name", "judge", "baseline", "enhanced", "winner")
     ):
         verdicts.setdefault(judge, []).append((first, second, winner))
@@ -201,6 +204,6 @@ def position_results(batch: Batch, item_mean: Mapping[int, float], *, n_boot: in
         if rated:
             human = compare_verdicts([v for _, _, v in rated],
                                      [human_preference(item_mean[a], item_mean[b]) for a, b, _ in rated])
-            ci = wilson(round(human.agreement * human.n), human.n)
+            ci = human.agreement_ci95
         results[judge] = PositionResult(pks[judge], probe, human, ci)
     return results

@@ -57,6 +57,8 @@ def calibration_set_mark(
             f"batch \u201c{batch.name}\u201d already has a frozen calibration set (#{existing.fingerprint[:12]}, "
             f"marked {existing.frozen_at:%Y-%m-%d %H:%M} UTC); retire it before marking another."
         )
+    if "\x00" in note:  # PostgreSQL stores no NUL in text
+        raise CalibrationSetError("the note contains a NUL character; remove it and send the note again.")
     items, how = _chosen(batch, item_ids, sample, seed)
     try:
         with transaction.atomic():

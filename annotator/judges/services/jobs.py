@@ -4,6 +4,8 @@
 The job keeps the run's settings (never the API key: only the name of the environment variable the
 worker reads it from, one of ``settings.ANNOTATOR_JUDGE_KEY_ENVS``) and, as the run goes, its counters.
 Cancelling sets a flag the worker reads between calls: no new calls, the ones in flight are saved.
+A run in which every call failed ends Failed, one in which some failed ends Done with the failures
+listed (the first errors and a sample of what the endpoint answered).
 """
 
 from __future__ import annotations
@@ -15,13 +17,16 @@ from django.conf import settings
 from django.utils import timezone
 
 from annotator.imports.errors import ImportRefused
-from annotator.judges.engine.client import ChatClient, JudgeRunFatal
 from annotator.judges.engine.progress import Prices, RunProgress
 from annotator.judges.engine.runner import judge_run
 from annotator.judges.engine.templates import TemplateError, load_template
+from annotator.judges.clients import client_for
+from annotator.judges.engine.client import JudgeRunFatal
 from annotator.models import Batch, Job
 
 POLL_SECONDS = 1.0  # how often the worker reads the cancel flag and writes progress
+ERRORS_SHOWN = 5
+SAMPLE_OUTPUT_CHARS = 2000
 
 
 def judge_job_run(job: Job, update) -> None:
@@ -37,24 +42,30 @@ def judge_job_run(job: Job, update) -> None:
         update(job, state=Job.FAILED, finished_at=timezone.now(), step="",
                message=f"{p['key_env']} is no longer one of the API key variables this server allows.")
         return
-    client = ChatClient(base_url=p["base_url"], model=p["model"], api_key=os.environ.get(p["key_env"], ""))
-    last = [0.0]
+    client = client_for(p, api_key=os.environ.get(p["key_env"], ""))
+    # The cancel poll and the progress write keep their own clocks: sharing one let the poll, which runs
+    # every quarter second, starve the progress write, so the page showed no progress until the end.
+    polled, written = [0.0], [0.0]
 
     def should_stop() -> bool:
-        if time.monotonic() - last[0] < POLL_SECONDS:
+        if time.monotonic() - polled[0] < POLL_SECONDS:
             return False
-        last[0] = time.monotonic()
+        polled[0] = time.monotonic()
         return Job.objects.filter(pk=job.pk, cancel_requested=True).exists()
 
     def progress(state: RunProgress) -> None:
-        if state.done == state.total or time.monotonic() - last[0] >= POLL_SECONDS:
+        if state.done == state.total or time.monotonic() - written[0] >= POLL_SECONDS:
+            written[0] = time.monotonic()
             update(job, progress=state.as_dict(), step=state.summary())
 
+    pairwise = (p["baseline_system"], p["enhanced_system"]) if p.get("pairwise") else None
     update(job, step="Rendering every prompt before the first call")
     try:
         result = judge_run(
-            batch=batch, template=template, client=client, judge_name=f"{template.name}/{p['model']}",
-            concurrency=p["concurrency"], retry_failed=p["retry_failed"], calibration_set=p.get("calibration_set", False),
+            batch=batch, template=template, client=client, judge_name=p.get("judge") or f"{template.name}/{p['model']}",
+            concurrency=p["concurrency"], retry_failed=p["retry_failed"], retry_unknown=p.get("retry_unknown", False),
+            calibration_set=p.get("calibration_set", False),
+            pairwise=pairwise, swap=p.get("swap", False), samples=p.get("samples", 1),
             prices=Prices(p["price_in"], p["price_out"]), progress=progress, should_stop=should_stop,
         )
     except (TemplateError, ImportRefused, JudgeRunFatal) as exc:
@@ -65,10 +76,29 @@ def judge_job_run(job: Job, update) -> None:
         client.close()
     state = result.progress
     summary = f"Judge \u201c{result.judge.name}\u201d: {state.summary()}; {state.skipped} item(s) already called were skipped."
+    if result.unknown:
+        summary += (f" {len(result.unknown)} call(s) were sent by a run that was killed and their outcome is unknown: "
+                    "they were not called again (tick \u201cCall again the calls whose outcome is unknown\u201d, or "
+                    "run_judge --retry-unknown, to call them).")
     if result.note:
         summary = f"{result.note} {summary}"
+    progress_row = state.as_dict()
+    # The row-error shape every job shares (the API's JobOut), with the item named in the message.
+    errors = [{"row": None, "column": None, "item": item, "message": f"item {item}: {error}"}
+              for item, error in result.failures[:ERRORS_SHOWN]]
+    if result.failed_outputs:
+        progress_row["sample_raw_output"] = result.failed_outputs[0][:SAMPLE_OUTPUT_CHARS]
+    finished = {"finished_at": timezone.now(), "step": "", "progress": progress_row, "errors": errors}
     if result.stopped:
-        update(job, state=Job.CANCELLED, finished_at=timezone.now(), step="", progress=state.as_dict(),
+        update(job, state=Job.CANCELLED, **finished,
                message=f"Cancelled. {summary} Start the run again to call the items that are left.")
+    elif state.done and state.failed == state.done:
+        update(job, state=Job.FAILED, **finished,
+               message=f"Every call failed ({state.failed} of {state.done}); nothing was scored. {summary} "
+                       "The first errors and a sample of what the endpoint answered are below.")
+    elif state.failed:
+        update(job, state=Job.DONE, **finished,
+               message=f"Partly failed: {state.failed} of {state.done} calls failed. {summary} "
+                       "Start the run again with \u201cCall failed items again\u201d ticked to retry them.")
     else:
-        update(job, state=Job.DONE, finished_at=timezone.now(), step="", progress=state.as_dict(), message=summary)
+        update(job, state=Job.DONE, **finished, message=summary)

@@ -8,6 +8,7 @@ from django.db import transaction
 from django.utils import timezone
 
 from annotator.imports.errors import ImportRefused, RowError
+from annotator.imports.json_text import SURROGATE
 from annotator.judges.imports.judge_file import parse_judge_file
 from annotator.judges.imports.verdict_file import parse_verdict_file
 from annotator.models import (
@@ -30,6 +31,9 @@ def _judge_errors(name: str) -> list[RowError]:
         return [RowError(None, None, "The judge needs a name.")]
     if len(clean) > NAME_MAX_LENGTH:
         return [RowError(None, None, f"The judge name is longer than {NAME_MAX_LENGTH} characters.")]
+    if "\x00" in clean or SURROGATE.search(clean):  # no database stores either
+        return [RowError(None, None, "The judge name contains a NUL character or a lone surrogate (text that is "
+                                     "not UTF-8); use plain text.")]
     return []
 
 

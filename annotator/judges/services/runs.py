@@ -36,6 +36,7 @@ class CallOutcome:
     status: str
     prompt: list[dict[str, str]]
     sample: int = 0
+    swapped: bool = False  # a pair sent with the enhanced system's response first
     raw_output: str = ""
     parsed: dict[str, Any] = field(default_factory=dict)
     problems: list[tuple[str, str]] = field(default_factory=list)  # (dimension or "", error)
@@ -44,6 +45,9 @@ class CallOutcome:
     tokens_out: int | None = None
     latency: float = 0.0
     attempts: int = 1
+    sent: dict[str, Any] | None = None  # the sampling parameters the answered request carried
+    output_mode: str = ""
+    distributions: dict[str, Any] = field(default_factory=dict)  # dimension → ScoreDistribution
 
     @property
     def error(self) -> str:
@@ -55,9 +59,12 @@ def _version_name(name: str, version: str, key: str) -> str:
     return name[: NAME_MAX_LENGTH - len(suffix)] + suffix
 
 
-def _identity(params: dict) -> dict:
-    """The parameters that make a judge what it is (not the template's scale warnings, which follow from its text)."""
-    return {k: v for k, v in params.items() if k != "scale_warnings"}
+def _identity(params: dict, *, base_url: bool = True) -> dict:
+    """The parameters that make a judge what it is (not the template's scale warnings, which follow from its text).
+
+    ``base_url=False`` compares with a judge saved before the base URL was part of its identity.
+    """
+    return {k: v for k, v in params.items() if k != "scale_warnings" and (base_url or k != "base_url")}
 
 
 def version_key(template, model: str, params: dict) -> str:
@@ -72,7 +79,10 @@ def _changes(judge: Judge, template, model: str, params: dict) -> list[str]:
         changes.append(f"other template text (version {judge.template_version or 'unversioned'} before)")
     if judge.model != model:
         changes.append(f"another model ({judge.model or 'none'} before, {model} now)")
-    if _identity(judge.params) != _identity(params):
+    known = "base_url" in judge.params
+    if known and judge.params["base_url"] != params.get("base_url"):
+        changes.append(f"another endpoint ({judge.params['base_url']} before, {params.get('base_url')} now)")
+    if _identity(judge.params, base_url=False) != _identity(params, base_url=False):
         changes.append(f"other parameters ({json.dumps(_identity(judge.params), sort_keys=True)} before, "
                        f"{json.dumps(_identity(params), sort_keys=True)} now)")
     return changes
@@ -82,14 +92,22 @@ def _changes(judge: Judge, template, model: str, params: dict) -> list[str]:
 def judge_for_run(*, name: str, model: str, template, params: dict) -> tuple[Judge, str]:
     """The judge a run scores into, and a note when it is not the one named.
 
-    A judge keeps the template text, model and parameters it was first run with: when any of them
-    changed, the run goes to a new judge version named after a hash of all of them, so scores of two
-    configurations are never mixed under one name (the judge card lists the versions side by side).
+    A judge keeps the template text, model, endpoint (``params["base_url"]``) and parameters it was first
+    run with: when any of them changed, the run goes to a new judge version named after a hash of all of
+    them, so scores of two configurations are never mixed under one name (the judge card lists the
+    versions side by side). A judge first run before its endpoint was recorded adopts this run's, and
+    the note says so.
     """
     name = name.strip()
     judge = Judge.objects.filter(name=name).first()
     note = ""
     changes = _changes(judge, template, model, params) if judge is not None and judge.template_hash else []
+    if judge is not None and judge.template_hash and not changes and "base_url" not in judge.params \
+            and params.get("base_url"):
+        judge.params = {**judge.params, "base_url": params["base_url"]}
+        judge.save(update_fields=["params"])
+        note = (f"\u201c{name}\u201d was first run before endpoints were recorded: its endpoint is now recorded as "
+                f"{params['base_url']}, and a run against another endpoint will score into a new judge version.")
     if changes:
         versioned = _version_name(name, template.version, version_key(template, model, params))
         note = (f"\u201c{name}\u201d was run with {'; '.join(changes)}: this run scores into the judge version "
@@ -135,6 +153,32 @@ def judge_run_release(judge: Judge, token: str) -> None:
     Judge.objects.filter(pk=judge.pk, run_claim=token).update(run_claim="", run_claimed_at=None)
 
 
+@transaction.atomic
+def judge_calls_mark_sent(*, judge: Judge, template, model: str, params: dict, tasks: list) -> None:
+    """Write each task's ledger row as ``sent`` before its request leaves, so a run killed mid-call leaves
+    a trace a rerun will not pay for again unasked. The item's scores stay until the answer replaces them."""
+    now = timezone.now()
+    for task in tasks:
+        JudgeCall.objects.filter(judge=judge, item=task.item, enhanced=task.enhanced, sample=task.sample).delete()
+    JudgeCall.objects.bulk_create(
+        JudgeCall(
+            judge=judge, item=task.item, enhanced=task.enhanced, sample=task.sample, status=JudgeCall.SENT,
+            template_name=template.name, template_version=template.version, template_hash=template.content_hash,
+            model=model, params=params, prompt=task.messages, attempts=0, created_at=now,
+        )
+        for task in tasks
+    )
+
+
+@transaction.atomic
+def judge_calls_unsend(*, judge: Judge, tasks: list) -> None:
+    """Remove the ``sent`` rows of calls that never got an answer because the run stopped or could not go on
+    (a call waiting to retry, a refused key): nothing was paid for, and a plain rerun calls them."""
+    for task in tasks:
+        JudgeCall.objects.filter(judge=judge, item=task.item, enhanced=task.enhanced, sample=task.sample,
+                                 status=JudgeCall.SENT).delete()
+
+
 def judge_call_states(*, judge: Judge) -> dict[tuple[int, int | None, int], str]:
     """(item pk, enhanced pk or None, sample) → status of every call this judge has saved."""
     return {(i, e, n): s for i, e, n, s in
@@ -160,10 +204,10 @@ def _record(judge: Judge, template, model: str, params: dict, outcome: CallOutco
     call = JudgeCall.objects.create(
         judge=judge, item=outcome.item, enhanced=outcome.enhanced, sample=outcome.sample, status=outcome.status,
         template_name=template.name, template_version=template.version, template_hash=template.content_hash,
-        model=model, params=params, prompt=outcome.prompt, raw_output=outcome.raw_output, parsed=outcome.parsed,
-        error=outcome.error, http_status=outcome.http_status, tokens_in=outcome.tokens_in,
-        tokens_out=outcome.tokens_out, latency_ms=round(outcome.latency * 1000), attempts=outcome.attempts,
-        created_at=now,
+        model=model, params=params if outcome.sent is None else outcome.sent, prompt=outcome.prompt,
+        raw_output=outcome.raw_output, parsed=outcome.parsed, error=outcome.error, http_status=outcome.http_status,
+        tokens_in=outcome.tokens_in, tokens_out=outcome.tokens_out, latency_ms=round(outcome.latency * 1000),
+        attempts=outcome.attempts, output_mode=outcome.output_mode, created_at=now,
     )
     if outcome.sample:
         return call  # a repeat for self-consistency: its parsed values stay on the call, the judge's scores are sample 0's
@@ -176,6 +220,8 @@ def _record(judge: Judge, template, model: str, params: dict, outcome: CallOutco
                     judge=judge, item=outcome.item, dimension=dimension, raw_value=s["raw"], scale_min=scale.min,
                     scale_max=scale.max, higher_is_better=scale.higher_is_better, value=s["value"],
                     reason=s["reason"], raw_output=outcome.raw_output, imported_at=now,
+                    weighted_value=s.get("distribution", {}).get("weighted_value"),
+                    confidence=s.get("distribution", {}).get("confidence"),
                 )
                 for dimension, s in scores.items()
             )
@@ -195,8 +241,10 @@ def _record_pair(judge: Judge, template, outcome: CallOutcome, now) -> None:
     PairwiseVerdict.objects.filter(**pair).delete()
     JudgeCriterionScore.objects.filter(judge=judge, item=outcome.item, enhanced=outcome.enhanced).delete()
     verdict = outcome.parsed.get("verdict")
-    if verdict:
-        PairwiseVerdict.objects.create(**pair, **verdict, raw_output=outcome.raw_output, imported_at=now)
+    # A call with a problem (a criterion out of range) is unreadable as a whole: its verdict is not counted.
+    if verdict and outcome.status == JudgeCall.OK:
+        PairwiseVerdict.objects.create(**pair, **verdict, swapped=outcome.swapped, raw_output=outcome.raw_output,
+                                       imported_at=now)
     scale = template.scale
     JudgeCriterionScore.objects.bulk_create(
         JudgeCriterionScore(

@@ -87,6 +87,8 @@ def start_run(request):
         batch=data["batch"], template=data["template"], base_url=data["base_url"], model=data["model"],
         key_env=data["key_env"], concurrency=data["concurrency"], retry_failed=data["retry_failed"],
         price_in=data["price_in"] or 0.0, price_out=data["price_out"] or 0.0, user=request.user,
-        calibration_set=data["calibration_set"],
+        calibration_set=data["calibration_set"], judge=data["judge"], temperature=data["temperature"],
+        samples=data["samples"], pairwise=data["pairwise"], baseline_system=data["baseline_system"],
+        enhanced_system=data["enhanced_system"], swap=data["swap"], retry_unknown=data["retry_unknown"],
     )
     return redirect("job_status", job_id=job.pk)

@@ -1,10 +1,10 @@
-"""python manage.py export_report BATCH --format json|csv|html [--table dimensions|items|scores|annotations|judges] [--out FILE]"""
+"""python manage.py export_report BATCH [--format json|csv|html|jsonl] [--table NAME] [--out FILE]"""
 
 from __future__ import annotations
 
 from django.core.management.base import BaseCommand, CommandError
 
-from annotator.exports.formats import CSV_TABLES, EXPORT_FORMATS, export_chunks
+from annotator.exports.formats import EXPORT_FORMATS, TABLES, export_chunks
 from annotator.models import Batch
 from annotator.selectors.report_options import ReportOptions, report_with_options
 from hcs.agreement.bootstrap import DEFAULT_RESAMPLES, DEFAULT_SEED
@@ -17,14 +17,19 @@ class Command(BaseCommand):
         "CSV tables: dimensions (agreement per dimension), items (overall HCS mean and SD per item), "
         "scores (one row per score, long), "
         "annotations (the annotation template's columns, re-importable with import_annotations), "
-        "judges (LLM-judge calibration per judge and dimension)."
+        "judges (LLM-judge calibration per judge and dimension), "
+        "judge_scores (every judge score per item, dimension and sample), "
+        "pairwise_verdicts (every pairwise verdict with its criterion scores). "
+        "JSON Lines tables (--format jsonl, or just --table): judge_calls (every judge call: prompt hash, raw "
+        "output, parse status and error, tokens, latency, attempts)."
     )
 
     def add_arguments(self, parser):
         parser.add_argument("batch", help="batch name (or its numeric id)")
-        parser.add_argument("--format", choices=[*(k for k in EXPORT_FORMATS if "." not in k), "csv"], default="json")
-        parser.add_argument("--table", choices=CSV_TABLES, default="dimensions",
-                            help="which CSV table (with --format csv)")
+        parser.add_argument("--format", choices=[*(k for k in EXPORT_FORMATS if "." not in k), "csv", "jsonl"],
+                            help="json (default), html, or a table's: csv or jsonl")
+        parser.add_argument("--table", choices=list(TABLES),
+                            help="which table (with --format csv: dimensions by default; jsonl: judge_calls)")
         parser.add_argument("--out", help="write to this file instead of standard output")
         parser.add_argument("--resamples", type=int, default=DEFAULT_RESAMPLES, help="bootstrap resamples (0: no CIs)")
         parser.add_argument("--seed", type=int, default=DEFAULT_SEED)
@@ -41,7 +46,7 @@ class Command(BaseCommand):
         options = ReportOptions(n_resamples=resamples, seed=seed, epsilon=epsilon)
         if options.errors():
             raise CommandError("; ".join("--" + e for e in options.errors()))
-        export = EXPORT_FORMATS[f"{table}.csv" if format == "csv" else format]
+        export = EXPORT_FORMATS[_format_key(format, table)]
         report = report_with_options(batch=found, options=options) if export.needs_report else None
         chunks = export_chunks(export, batch=found, report=report)
         if out:
@@ -51,3 +56,14 @@ class Command(BaseCommand):
         else:
             for chunk in chunks:
                 self.stdout.write(chunk, ending="")
+
+
+def _format_key(format: str | None, table: str | None) -> str:
+    """The export format's key; a table names its own format, which ``--format`` may repeat but not contradict."""
+    if table is None:
+        return {"csv": "dimensions.csv", "jsonl": "judge_calls.jsonl"}.get(format or "json", format or "json")
+    key = TABLES[table]
+    kind = key.rsplit(".", 1)[1]
+    if format is not None and format != kind:
+        raise CommandError(f"--table {table} is a {kind.upper()} table: use --format {kind}, or leave --format out.")
+    return key

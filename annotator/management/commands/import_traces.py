@@ -58,11 +58,13 @@ class Command(BaseCommand):
         self.stdout.write(self.style.SUCCESS(f"Batch \u201c{batch.name}\u201d: {batch.items.count()} items from traces."))
 
     def _template_lines(self, template: str, lines: list[str]) -> list[str]:
-        """The template's trace mapping, with any field the given lines map replaced by theirs."""
+        """The template's trace mapping, with any field the given lines map replaced by theirs; the template's
+        optional variables (the hub rules' context) may be absent from a trace."""
         try:
-            mapping = load_template(template).trace_mapping
+            loaded = load_template(template)
         except TemplateError as exc:
             raise CommandError(f"--template: {exc}") from None
-        given = {field_name(line.partition("=")[0]) for line in lines if "=" in line}
-        kept = [f"{k} = {v}" for k, v in mapping.items() if field_name(k) not in given]
+        given = {field_name(line.partition("=")[0].strip().removesuffix("?")) for line in lines if "=" in line}
+        kept = [f"{k}{'?' if k in loaded.optional else ''} = {v}" for k, v in loaded.trace_mapping.items()
+                if field_name(k) not in given]
         return kept + lines

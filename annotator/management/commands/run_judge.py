@@ -1,4 +1,8 @@
-"""python manage.py run_judge BATCH --template NAME --base-url URL --model NAME [--show-prompt N]"""
+"""python manage.py run_judge BATCH --template NAME --base-url URL --model NAME [--show-prompt N]
+
+Exit status: 0 when every call was scored; 1 when a call failed or was unreadable, or the run could not go on;
+130 after Ctrl-C and 143 after SIGTERM (128 + the signal), the calls finished before it saved.
+"""
 
 from __future__ import annotations
 
@@ -10,6 +14,7 @@ from django.core.management.base import BaseCommand, CommandError
 from tqdm import tqdm
 
 from annotator.imports.errors import ImportRefused
+from annotator.judges.clients import client_for
 from annotator.judges.engine.client import ChatClient, JudgeRunFatal
 from annotator.judges.engine.pairwise import pair_tasks
 from annotator.judges.engine.progress import Prices, RunProgress
@@ -27,6 +32,8 @@ from annotator.judges.engine.templates import (
 from annotator.models import Batch
 
 MAX_SAMPLES = 20
+EXIT_FAILED = 1
+EXIT_SIGNAL = {signal.SIGINT: 130, signal.SIGTERM: 143}  # the shell's 128 + signal number
 
 
 class Command(BaseCommand):
@@ -51,6 +58,11 @@ class Command(BaseCommand):
         parser.add_argument("--max-tokens", type=int, default=None)
         parser.add_argument("--limit", type=int, default=None, help="only the first N items")
         parser.add_argument("--retry-failed", action="store_true", help="call again the items whose call failed or was unreadable")
+        parser.add_argument("--retry-unknown", action="store_true",
+                            help="call again the calls a killed run sent whose outcome is unknown (they may be paid twice)")
+        parser.add_argument("--no-structured", action="store_true",
+                            help="ask for free text instead of the template's JSON schema (response_format)")
+        parser.add_argument("--no-logprobs", action="store_true", help="do not ask for the score token's logprobs")
         parser.add_argument("--force", action="store_true", help="call every item again, replacing its saved call")
         parser.add_argument("--pairwise", action="store_true", help="one call per prompt_id: baseline vs enhanced system")
         parser.add_argument("--baseline-system", default="", help="system_id of the baseline responses (with --pairwise)")
@@ -104,19 +116,17 @@ class Command(BaseCommand):
                 prices = Prices.from_file(o["prices"], o["model"])
             except ValueError as exc:
                 raise CommandError(f"--prices: {exc}") from None
-        client = ChatClient(
-            base_url=o["base_url"], model=o["model"], api_key=os.environ.get(o["api_key_env"], ""),
-            timeout=o["timeout"], max_retries=o["max_retries"], backoff=o["backoff"],
-            temperature=o["temperature"], max_tokens=o["max_tokens"],
-        )
+        client = client_for(o, api_key=os.environ.get(o["api_key_env"], ""))
         bar = tqdm(total=0, unit="call", file=getattr(self.stderr, "_out", None), dynamic_ncols=True, leave=True)
+        self.signalled = None
         restore = self._install_stop(client)
         try:
             result = judge_run(
                 batch=batch, template=template, client=client, judge_name=o["judge"] or f"{template.name}/{o['model']}",
-                concurrency=o["concurrency"], limit=o["limit"], retry_failed=o["retry_failed"], force=o["force"],
-                pairwise=pairwise, swap=o["swap"], samples=o["samples"], calibration_set=o["calibration_set"],
-                prices=prices, progress=lambda state: self._progress(bar, state),
+                concurrency=o["concurrency"], limit=o["limit"], retry_failed=o["retry_failed"],
+                retry_unknown=o["retry_unknown"], force=o["force"], pairwise=pairwise, swap=o["swap"],
+                samples=o["samples"], calibration_set=o["calibration_set"], structured=not o["no_structured"],
+                logprobs=not o["no_logprobs"], prices=prices, progress=lambda state: self._progress(bar, state),
             )
         except (TemplateError, ImportRefused) as exc:
             raise CommandError(str(exc)) from None
@@ -127,6 +137,13 @@ class Command(BaseCommand):
             bar.close()
             client.close()
         self._report(result, template)
+        if result.stopped and self.signalled in EXIT_SIGNAL:
+            name = "Ctrl-C" if self.signalled == signal.SIGINT else "SIGTERM"
+            raise CommandError(f"stopped by {name}; the calls finished before it are saved.",
+                               returncode=EXIT_SIGNAL[self.signalled])
+        if result.failures:
+            raise CommandError(f"{len(result.failures)} call(s) failed or were unreadable (listed above).",
+                               returncode=EXIT_FAILED)
 
     def _show(self, batch, template, n: int, pairwise, swap: bool = False, calibration_set: bool = False) -> None:
         try:
@@ -150,6 +167,7 @@ class Command(BaseCommand):
         previous = {sig: signal.getsignal(sig) for sig in (signal.SIGINT, signal.SIGTERM)}
 
         def handler(signum, frame):
+            self.signalled = self.signalled or signum
             if client.stop.is_set():
                 client.close()
                 return
@@ -180,6 +198,12 @@ class Command(BaseCommand):
         ))
         if result.stopped:
             self.stdout.write("Run the same command again to call the items that are left.")
+        if result.unknown:
+            shown = ", ".join(result.unknown[:10]) + (f" and {len(result.unknown) - 10} more" if len(result.unknown) > 10 else "")
+            self.stdout.write(self.style.WARNING(
+                f"{len(result.unknown)} call(s) sent, outcome unknown (a run was killed while they were in flight; "
+                f"they may have been paid): {shown}. They were not called again; rerun with --retry-unknown to call them."
+            ))
         for item_id, error in result.failures:
             self.stdout.write(f"  FAILED {item_id}: {error}")
         if result.failures:

@@ -173,9 +173,9 @@ def test_the_throttle_keeps_each_threads_request_apart():
     from annotator.api.auth import TokenRateThrottle
 
     throttle = TokenRateThrottle()
-    throttle.history = ["main thread"]
+    throttle.retry_after = 17
     seen = []
-    worker = threading.Thread(target=lambda: seen.append(getattr(throttle._state, "history", None)))
+    worker = threading.Thread(target=lambda: seen.append(getattr(throttle._state, "retry_after", None)))
     worker.start()
     worker.join()
-    assert seen == [None] and throttle.history == ["main thread"]
+    assert seen == [None] and throttle.wait() == 17.0

@@ -13,6 +13,7 @@ from annotator.exports.report_json import report_to_dict
 from annotator.models import Batch
 from annotator.selectors.report_options import ReportOptions, report_with_options
 from annotator.services.api_tokens import api_token_create
+from annotator.services.exclusion import annotator_exclude
 from tests.factories import make_annotation, make_user
 
 README = Path(__file__).resolve().parents[3] / "README.md"
@@ -39,13 +40,14 @@ def test_readme_workflow_runs_against_the_live_server(live_server, monkeypatch, 
     monkeypatch.setenv("HCS_TOKEN", api_token_create(user=admin, name="readme", days=1)[1])
     polls = []
 
-    def annotators_at_work(seconds):  # while the script waits, three people rate every item
+    def annotators_at_work(seconds):  # while the script waits, four people rate every item; one is excluded
         polls.append(seconds)
         batch = Batch.objects.get(name="eval run 42")
-        for j in range(3):
+        for j in range(4):
             user = make_user(f"rater{len(polls)}-{j}")
             for i, item in enumerate(batch.items.order_by("position")):
                 make_annotation(item, user, {d: 1 + (2 * i + j + n) % 5 for n, d in enumerate(DIMS)})
+        annotator_exclude(batch=batch, annotator=user, reason="clicked at random")
 
     monkeypatch.setattr("time.sleep", annotators_at_work)
     namespace: dict = {}
@@ -58,8 +60,9 @@ def test_readme_workflow_runs_against_the_live_server(live_server, monkeypatch, 
     scores, agreement = namespace["scores"], namespace["agreement"]
     assert isinstance(scores, pd.DataFrame) and len(scores) == 4 * 3 * 5
     assert list(scores.columns) == ["annotation_id", "item_id", "system_id", "annotator", "dimension", "score",
-                                    "overall_hcs", "submitted_at"]
+                                    "overall_hcs", "submitted_at", "excluded"]
     assert set(scores["system_id"]) == {"baseline", "candidate"}
+    assert "rater1-3" not in set(scores["annotator"]) and not scores["excluded"].any()  # left out, as the report does
     expected = report_to_dict(report_with_options(batch=batch, options=ReportOptions(n_resamples=1000, epsilon=0.2)))
     assert namespace["report"] == expected
     assert list(agreement.index) == DIMS

@@ -123,6 +123,8 @@ def test_run_judge_calls_only_the_set_and_a_new_model_or_temperature_is_a_new_ve
         _run(fake, "run", "--model", "m2", "--judge", "j", "--calibration-set")
         _run(fake, "run", "--model", "m1", "--judge", "j", "--calibration-set", "--temperature", "0.5")
         assert fake.calls == 9
+        # the same changed configuration (at the same endpoint) again goes to the same version
+        _run(fake, "run", "--model", "m2", "--judge", "j", "--calibration-set", "--force")
     out = capsys.readouterr().out
     assert "another model (m1 before, m2 now)" in out and "other parameters" in out
     called = set(JudgeCall.objects.values_list("item__item_id", flat=True))
@@ -131,9 +133,9 @@ def test_run_judge_calls_only_the_set_and_a_new_model_or_temperature_is_a_new_ve
     assert names[0] == ("j", "m1") and len(names) == 3
     assert all(n.startswith("j (template 1 #") for n, _ in names[1:]) and names[1][1] == "m2" and names[2][1] == "m1"
     assert len({n for n, _ in names}) == 3
-    with FakeJudge() as fake:  # the same changed configuration again goes to the same version
-        _run(fake, "run", "--model", "m2", "--judge", "j", "--calibration-set", "--force")
-    assert Judge.objects.count() == 3
+    with FakeJudge() as elsewhere:  # the base URL is part of the judge: another endpoint is another version
+        _run(elsewhere, "run", "--model", "m2", "--judge", "j", "--calibration-set", "--force")
+    assert Judge.objects.count() == 4
 
 
 @pytest.mark.django_db

@@ -28,8 +28,16 @@ def _always_500_for(marker):
 
 
 def run(fake, batch, *extra, template=RULE):
-    call_command("run_judge", batch, "--template", template, "--base-url", fake.url, "--model", "fake-1",
-                 "--backoff", "0.01", "--max-retries", "2", *extra)
+    """The command's exit status: 0, or 1 when a call failed or was unreadable (any other error raises)."""
+    try:
+        call_command("run_judge", batch, "--template", template, "--base-url", fake.url, "--model", "fake-1",
+                     "--backoff", "0.01", "--max-retries", "2", *extra)
+    except CommandError as exc:
+        if "failed or were unreadable" not in str(exc):
+            raise
+        assert exc.returncode == 1
+        return 1
+    return 0
 
 
 @pytest.mark.django_db
@@ -37,7 +45,9 @@ def test_every_call_is_saved_with_what_was_sent_and_what_came_back(monkeypatch, 
     make_batch("run", n_items=4)
     monkeypatch.setenv("FAKE_JUDGE_KEY", "sk-test-1234567")
     with FakeJudge(_reply, fault=_always_500_for("answer 3)")) as fake:
-        run(fake, "run", "--api-key-env", "FAKE_JUDGE_KEY", "--concurrency", "3", "--price-in", "2", "--price-out", "8")
+        status = run(fake, "run", "--api-key-env", "FAKE_JUDGE_KEY", "--concurrency", "3", "--price-in", "2",
+                     "--price-out", "8")
+    assert status == 1  # calls failed: the exit status says so
     out, err = capsys.readouterr()
     assert "4/4" in err and "failed 2" in err and "cost ~" in err  # the tqdm bar
     assert "done: 4/4 calls, 2 failed, 2 retries" in out and "estimated cost" in out

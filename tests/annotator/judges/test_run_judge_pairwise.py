@@ -69,14 +69,16 @@ def test_pairwise_needs_a_pairwise_template_and_two_systems():
 
 
 @pytest.mark.django_db
-def test_an_answer_without_a_criterion_is_unreadable_but_keeps_its_verdict():
+def test_an_answer_with_a_criterion_out_of_range_is_unreadable_and_its_verdict_is_not_counted():
     make_batch("pw", n_items=2, systems=("base", "new"))
     reply = json.dumps({"accuracy": {"score": 9}, "overall": {"winner": "tie", "confidence": 0.5}})
-    with FakeJudge(lambda p: reply) as fake:
+    with FakeJudge(lambda p: reply) as fake, pytest.raises(CommandError, match="failed or were unreadable") as exc:
         run(fake, "--pairwise", "--baseline-system", "base", "--enhanced-system", "new")
+    assert exc.value.returncode == 1
     call = JudgeCall.objects.get()
     assert call.status == "unreadable" and "score 9 is outside the declared scale 1–5" in call.error
-    assert PairwiseVerdict.objects.get().winner == "tie" and call.raw_output == reply
+    assert call.raw_output == reply and call.parsed["verdict"]["winner"] == "tie"  # kept on the call, for the record
+    assert not PairwiseVerdict.objects.exists()
 
 
 def first_shown_wins(prompt):

@@ -1,4 +1,5 @@
-"""SIGTERM and Ctrl-C on a real run_judge process: no new calls, every finished call kept, the rerun completes."""
+"""SIGTERM and Ctrl-C on a real run_judge process: no new calls, every finished call kept, the rerun completes,
+and the exit status says how the run ended (143 after SIGTERM, 130 after Ctrl-C)."""
 
 from __future__ import annotations
 
@@ -25,9 +26,9 @@ def manage(env, *args, **kwargs):
                             stdout=subprocess.PIPE, stderr=subprocess.PIPE, **kwargs)
 
 
-def finished(proc, timeout=60):
+def finished(proc, timeout=60, status=0):
     out, err = proc.communicate(timeout=timeout)
-    assert proc.returncode == 0, err
+    assert proc.returncode == status, err
     return out
 
 
@@ -51,14 +52,14 @@ def test_signals_stop_new_calls_and_keep_every_finished_one():
     command = ("run_judge", "sig", "--template", "hub_answer_correctness", "--model", "m",
                "--concurrency", str(CONCURRENCY))
     with FakeJudge(latency=0.15) as fake:
-        for sig, after in ((signal.SIGTERM, 12), (signal.SIGINT, 30)):
+        for sig, after, status in ((signal.SIGTERM, 12, 143), (signal.SIGINT, 30, 130)):
             proc = manage(env, *command, "--base-url", fake.url)
             deadline = time.monotonic() + 60
             while fake.calls < after and time.monotonic() < deadline:
                 time.sleep(0.01)
             proc.send_signal(sig)
             at_signal = fake.calls
-            out = finished(proc)
+            out = finished(proc, status=status)
             assert "stopped early" in out and "Run the same command again" in out
             # no new calls once the signal arrived (a call being submitted at that instant at most)
             assert fake.calls - at_signal <= CONCURRENCY

@@ -1,0 +1,142 @@
+"""A database that stalls (accepts, then answers nothing) fails requests fast instead of hanging them:
+libpq's connect timeout, the client-side deadline on each call, and /healthz's own bound."""
+
+from __future__ import annotations
+
+import json
+import os
+import subprocess
+import sys
+import time
+import urllib.error
+import urllib.request
+from pathlib import Path
+
+import pytest
+from django.db import OperationalError, connection
+
+from annotator.db_deadline import deadline_override, watchdog
+from tests.stall_proxy import PORTS, StallingProxy
+
+ROOT = Path(__file__).resolve().parents[2]
+pytestmark = pytest.mark.skipif(connection.vendor != "postgresql", reason="libpq's timeouts: PostgreSQL only")
+
+
+@pytest.fixture
+def proxy(db):
+    settings_dict = connection.settings_dict
+    with StallingProxy((settings_dict["HOST"] or "127.0.0.1", int(settings_dict["PORT"] or 5432))) as running:
+        yield running
+
+
+def _wrapper_through(proxy, *, connect_timeout: int = 2):
+    """A second connection to the test database, through the proxy, built as the app builds its own."""
+    from annotator.pgbackend.base import DatabaseWrapper
+
+    settings_dict = {**connection.settings_dict, "HOST": "127.0.0.1", "PORT": str(proxy.port),
+                     "OPTIONS": {**connection.settings_dict["OPTIONS"], "connect_timeout": connect_timeout}}
+    return DatabaseWrapper(settings_dict, alias="through_proxy")
+
+
+def test_a_call_on_a_stalled_connection_fails_at_its_deadline(proxy, django_db_blocker):
+    db = _wrapper_through(proxy)
+    with django_db_blocker.unblock(), deadline_override(1):
+        try:
+            with db.cursor() as cursor:
+                cursor.execute("SELECT 1")
+                assert cursor.fetchone() == (1,)
+            proxy.stall()
+            fired = watchdog.fired
+            started = time.monotonic()
+            with pytest.raises(OperationalError), db.cursor() as cursor:
+                cursor.execute("SELECT 2")
+            assert time.monotonic() - started < 3
+            assert watchdog.fired == fired + 1
+        finally:
+            db.close()
+
+
+def test_the_connection_health_check_fails_at_its_deadline(proxy, django_db_blocker):
+    db = _wrapper_through(proxy)
+    with django_db_blocker.unblock(), deadline_override(1):
+        try:
+            db.connect()
+            assert db.is_usable()
+            proxy.stall()
+            started = time.monotonic()
+            assert not db.is_usable()  # the request then reconnects, bounded by connect_timeout
+            assert time.monotonic() - started < 3
+        finally:
+            db.close()
+
+
+def test_a_new_connection_to_a_stalled_server_gives_up_at_the_connect_timeout(proxy, django_db_blocker):
+    proxy.stall()
+    db = _wrapper_through(proxy, connect_timeout=2)
+    started = time.monotonic()
+    with django_db_blocker.unblock(), pytest.raises(OperationalError):
+        db.ensure_connection()
+    assert 1.5 < time.monotonic() - started < 4
+
+
+@pytest.mark.slow
+def test_a_web_server_answers_503_fast_while_the_database_stalls(proxy):
+    name = connection.settings_dict["NAME"]
+    port = next(p for p in PORTS if p != proxy.port and _free(p))
+    env = {**os.environ, "SECRET_KEY": "stall-test", "HTTPS_ONLY": "0", "ALLOWED_HOSTS": "127.0.0.1",
+           "DATABASE_URL": f"postgres://postgres@127.0.0.1:{proxy.port}/{name}", "DB_STATEMENT_TIMEOUT_S": "1",
+           "DB_QUERY_DEADLINE_S": "2", "DB_CONNECT_TIMEOUT_S": "2", "HEALTHZ_TIMEOUT_S": "2", "DEBUG": "0"}
+    env.pop("ANNOTATOR_WEB_PROCESS", None)
+    server = subprocess.Popen(
+        [sys.executable, "-m", "gunicorn", "annotator.wsgi", "--bind", f"127.0.0.1:{port}", "--workers", "1",
+         "--threads", "4", "--timeout", "60"], cwd=ROOT, env=env, stdout=subprocess.DEVNULL, stderr=subprocess.PIPE)
+    base = f"http://127.0.0.1:{port}"
+    try:
+        _wait_for(base + "/healthz")
+        assert _get(base + "/healthz")[0] == 200
+        assert _get(base + "/api/v1/me", token="hcs_wrong")[0] == 401  # the worker's connection is open now
+        proxy.stall()
+        for path, token in (("/healthz", None), ("/api/v1/me", "hcs_wrong")):
+            started = time.monotonic()
+            status, body = _get(base + path, token=token)
+            elapsed = time.monotonic() - started
+            assert status == 503, (path, body[:300])
+            assert elapsed < 6, (path, elapsed)
+        assert json.loads(body)["status"] == 503  # the API's problem details, as for any lost connection
+        proxy.resume()
+        deadline = time.monotonic() + 10
+        while _get(base + "/healthz")[0] != 200:
+            assert time.monotonic() < deadline, "the app did not come back after the stall"
+            time.sleep(0.2)
+    finally:
+        server.terminate()
+        server.wait(10)
+
+
+def _free(port: int) -> bool:
+    import socket
+
+    with socket.socket() as s:
+        return s.connect_ex(("127.0.0.1", port)) != 0
+
+
+def _get(url: str, token: str | None = None) -> tuple[int, bytes]:
+    request = urllib.request.Request(url, headers={"Authorization": f"Bearer {token}"} if token else {})
+    try:
+        with urllib.request.urlopen(request, timeout=30) as response:
+            return response.status, response.read()
+    except urllib.error.HTTPError as exc:
+        return exc.code, exc.read()
+
+
+def _wait_for(url: str) -> None:
+    deadline = time.monotonic() + 30
+    while time.monotonic() < deadline:
+        try:
+            urllib.request.urlopen(url, timeout=2)
+            return
+        except urllib.error.HTTPError:
+            return
+        except OSError:
+            time.sleep(0.2)
+    raise AssertionError(f"{url} did not come up")

@@ -1,0 +1,95 @@
+"""Uncertainty routing: per-item uncertainty, sampling probabilities, and the active-inference estimate
+(Zrnic & Candès 2024) checked against its formula written out and by simulation."""
+
+import numpy as np
+import pytest
+
+from hcs.routing import active_mean, item_uncertainty, most_uncertain, sampling_probabilities
+
+NAN = np.nan
+
+
+def test_each_part_and_its_reason():
+    u = item_uncertainty(
+        n_items=4,
+        judge_scores=[[1, 5], [3, 3], [NAN, 2.2], [NAN, NAN]],
+        samples=[[3, 3, 3], [2, 4, NAN], [NAN, NAN, NAN], [NAN, NAN, NAN]],
+        confidence=[0.99, NAN, NAN, 0.5],
+        caps=[2],
+    )
+    assert u.value[0] == pytest.approx(np.std([1, 5], ddof=1))
+    assert u.reason[0] == "judges disagree (SD 2.83)"
+    assert u.value[1] == pytest.approx(np.sqrt(2)) and u.reason[1] == "samples vary (SD 1.41)"
+    assert u.value[2] == pytest.approx(0.5 * (1 - 0.2)) and u.reason[2] == "near a cap (score 2.20)"
+    assert u.value[3] == pytest.approx(0.5 * 2) and u.reason[3] == "low confidence (0.50)"
+    nothing = item_uncertainty(n_items=2, judge_scores=[[3], [4]])
+    assert np.isnan(nothing.value).all() and nothing.reason == ("", "")
+
+
+def test_most_uncertain_over_dimensions():
+    a = item_uncertainty(n_items=3, judge_scores=[[1, 2], [3, 3], [NAN, 1]])
+    b = item_uncertainty(n_items=3, judge_scores=[[1, 1], [1, 4], [NAN, 1]])
+    m = most_uncertain({"coherence": a, "fluency": b})
+    assert m.value[0] == pytest.approx(np.std([1, 2], ddof=1)) and m.reason[0].startswith("coherence: judges")
+    assert m.value[1] == pytest.approx(np.std([1, 4], ddof=1)) and m.reason[1].startswith("fluency: ")
+    assert np.isnan(m.value[2]) and m.reason[2] == ""
+
+
+def test_sampling_probabilities():
+    rng = np.random.default_rng(1)
+    u = rng.gamma(1.0, 1.0, size=500)
+    u[::50] = 30  # a few items would want π > 1
+    pi = sampling_probabilities(u, 100)
+    assert pi.sum() == pytest.approx(100) and pi.max() <= 1 and pi.min() >= 0.1 * 100 / 500 - 1e-12
+    below = pi < 1
+    weight = 0.9 * u / u.sum() + 0.1 / 500  # uncertainty mixed with the uniform rule
+    ratio = pi[below] / weight[below]
+    assert np.allclose(ratio, ratio[0])  # below the cap of 1, π stays proportional to that mix
+    assert sampling_probabilities([NAN, 1.0, 3.0], 1.5, mix=0).tolist() == pytest.approx([0.5, 0.25, 0.75])
+    with pytest.raises(ValueError, match="budget"):
+        sampling_probabilities(u, 0)
+    with pytest.raises(ValueError, match="mix"):
+        sampling_probabilities(u, 10, mix=2)
+
+
+def test_active_mean_is_the_formula_written_out():
+    y = np.array([3.0, 1.0, 4.0, 5.0, 2.0, 4.0])
+    f = np.array([2.5, 1.5, 4.0, 4.0, 2.0, 3.5])
+    xi = np.array([True, False, True, False, True, False])
+    pi = np.array([0.5, 0.2, 0.8, 0.4, 0.5, 0.6])
+    for lam in (0.0, 0.4, 1.0):
+        terms = [lam * f[i] + ((y[i] - lam * f[i]) / pi[i] if xi[i] else 0.0) for i in range(6)]
+        r = active_mean(y, f, xi, pi, lam=lam, offset=0.0)
+        assert r.estimate == pytest.approx(np.mean(terms))
+        se = np.std(terms) / np.sqrt(6)
+        assert r.ci95 == pytest.approx((np.mean(terms) - 1.959964 * se, np.mean(terms) + 1.959964 * se), rel=1e-6)
+    shifted = active_mean(y, f, xi, pi, lam=0.4, offset=0.7)
+    assert shifted.estimate == pytest.approx(np.mean([0.4 * f[i] + 0.7 + ((y[i] - 0.4 * f[i] - 0.7) / pi[i] if xi[i] else 0)
+                                                      for i in range(6)]))
+    tuned = active_mean(y, f, xi, pi)
+    grid = [active_mean(y, f, xi, pi, lam=v, offset=b) for v in np.linspace(0, 1, 51) for b in np.linspace(-2, 2, 41)]
+    best = min(grid, key=lambda r: r.ci95[1] - r.ci95[0])
+    assert tuned.ci95[1] - tuned.ci95[0] <= best.ci95[1] - best.ci95[0] + 1e-6  # λ minimises the width
+    with pytest.raises(ValueError, match="probability"):
+        active_mean(y, f, xi, np.zeros(6))
+
+
+def test_active_inference_is_unbiased_and_covers_where_naive_top_n_is_biased():
+    rng = np.random.default_rng(7)
+    big_n, budget, reps, truth = 2000, 150, 400, 3.0
+    estimates, covered, naive = [], [], []
+    for _ in range(reps):
+        y = rng.normal(truth, 1, size=big_n)
+        sigma = rng.uniform(0.1, 2.0, size=big_n)
+        f = y + 0.3 + rng.normal(0, 1, size=big_n) * sigma + 0.5 * (sigma > 1.5)  # unsure items are also off
+        pi = sampling_probabilities(sigma, budget)
+        xi = rng.random(big_n) < pi
+        r = active_mean(y, f, xi, pi)
+        estimates.append(r.estimate)
+        covered.append(r.ci95[0] <= truth <= r.ci95[1])
+        top = np.argsort(-sigma)[:budget]  # the most uncertain, averaged as if random
+        rest = np.setdiff1d(np.arange(big_n), top)
+        naive.append(f[rest].mean() + (y[top] - f[top]).mean())
+    assert abs(np.mean(estimates) - truth) < 3 * np.std(estimates) / np.sqrt(reps)
+    assert 0.92 <= np.mean(covered) <= 0.98
+    assert abs(np.mean(naive) - truth) > 10 * np.std(naive) / np.sqrt(reps)  # the bias active weighting removes
