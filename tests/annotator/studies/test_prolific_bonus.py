@@ -243,3 +243,15 @@ def test_two_runs_at_once_pay_once():
     pay(batch, fake, owed)  # whatever the race left, a rerun settles it
     assert fake.paid == {A: [30]}, errors
     assert ProlificBonus.objects.get().state == Paid.PAID
+
+
+def test_a_dry_run_after_paying_says_the_ledger_has_it(setup, monkeypatch):
+    batch, fake, _owed = setup
+    monkeypatch.setattr(command, "client_factory", fake.client)
+    fake.submissions["subA"]["status"] = "AWAITING REVIEW"
+    args = ("prolific_review", batch.name, "--study-id", STUDY, "--approve", "--bonus-per-item", "0.10")
+    call_command(*args, stdout=StringIO())
+    out = StringIO()
+    call_command(*args, "--dry-run", stdout=out)
+    assert f"bonus per-item for {A} is already in the ledger: 0.30 paid; not paid again" in out.getvalue()
+    assert fake.paid == {A: [30], B: [20]}

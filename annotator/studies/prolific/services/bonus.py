@@ -73,6 +73,27 @@ def bonus_plan(*, batch: Batch, study_id: str, owed: list[Owed]) -> tuple[list[P
     return rows, notes
 
 
+def bonus_preview(*, study_id: str, owed: list[Owed]) -> list[str]:
+    """What a run would do with each owed bonus, read from the ledger (a dry run writes nothing)."""
+    known = {
+        (b.participant_id, b.reason): b
+        for b in ProlificBonus.objects.filter(
+            study_id=study_id, participant_id__in=[o.participant_id for o in owed]
+        )
+    }
+    lines = []
+    for o in owed:
+        row = known.get((o.participant_id, o.reason))
+        if row is None:
+            lines.append(f"would pay bonus {o.reason} {o.amount:.2f} to {o.participant_id}")
+        else:
+            lines.append(
+                f"bonus {o.reason} for {o.participant_id} is already in the ledger: {row.amount} "
+                f"{row.get_state_display().lower()}; not paid again"
+            )
+    return lines
+
+
 @transaction.atomic
 def bonus_mark_created(*, rows: list[ProlificBonus], bulk_id: str) -> int:
     return ProlificBonus.objects.filter(pk__in=[r.pk for r in rows], state=State.PLANNED).update(

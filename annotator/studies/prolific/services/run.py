@@ -62,11 +62,7 @@ def prolific_review_run(
             lines.append("Bonuses were not paid because a decision above failed; run again once it is fixed.")
             return Outcome(lines=lines, ok=False)
         if dry_run:
-            lines += [
-                f"would pay bonus {o.reason} {o.amount:.2f} to {o.participant_id} (unless the ledger already "
-                "has it)"
-                for o in owed
-            ] or ["no bonuses owed"]
+            lines += ledger.bonus_preview(study_id=review.study_id, owed=owed) or ["no bonuses owed"]
         else:
             bonus_lines, paid = ledger.bonus_run(
                 client=client, batch=batch, study_id=review.study_id, owed=owed
