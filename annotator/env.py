@@ -96,3 +96,20 @@ def env_json_object(name: str) -> dict:
     if not isinstance(data, dict):
         raise ImproperlyConfigured(f"{name} must be a JSON object, like {{\"bucket_name\": \"x\"}}, not {value!r}.")
     return data
+
+
+def env_url(name: str, default: str) -> str:
+    """``name`` as an ``http://`` or ``https://`` URL without a trailing slash; unset or blank is ``default``."""
+    value = _raw(name)
+    if value is None:
+        return default
+    if not re.fullmatch(r"https?://[^\s/?#]+(/[^\s?#]*)?", value):
+        raise ImproperlyConfigured(
+            f"{name}={value!r} is not a URL; accepted values: http:// or https:// followed by a host (and a path)."
+        )
+    return value.rstrip("/")
+
+
+def env_secret(name: str) -> str:
+    """``name`` as a secret string (surrounding blanks dropped); unset is empty. Never put in a message."""
+    return _raw(name) or ""

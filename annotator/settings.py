@@ -12,7 +12,7 @@ from pathlib import Path
 import dj_database_url
 from django.core.exceptions import ImproperlyConfigured
 
-from annotator.env import env_bool, env_int, env_json_object, env_list, env_rate
+from annotator.env import env_bool, env_int, env_json_object, env_list, env_rate, env_secret, env_url
 
 BASE_DIR = Path(__file__).resolve().parent.parent
 VAR_DIR = BASE_DIR / "var"
@@ -250,6 +250,11 @@ ANNOTATOR_JUDGE_KEY_ENVS = env_list("ANNOTATOR_JUDGE_KEY_ENVS", "OPENAI_API_KEY"
 ANNOTATOR_API_RATE = env_rate("ANNOTATOR_API_RATE", "120/min")
 ANNOTATOR_API_TOKEN_FAILURES_PER_MINUTE = env_int("API_TOKEN_FAILURES_PER_MINUTE", 20, minimum=1)
 ANNOTATOR_API_TOKEN_MAX_DAYS = env_int("ANNOTATOR_API_TOKEN_MAX_DAYS", 365, minimum=1)
+# Prolific (manage.py prolific_review, the Studies page, the webhook): the token and the webhook secret
+# come only from the environment and are never stored or logged.
+PROLIFIC_API_URL = env_url("PROLIFIC_API_URL", "https://api.prolific.com")
+PROLIFIC_API_TOKEN = env_secret("PROLIFIC_API_TOKEN")
+PROLIFIC_WEBHOOK_SECRET = env_secret("PROLIFIC_WEBHOOK_SECRET")
 # Uploads are read in memory up to the upload limit, then checked in one piece.
 DATA_UPLOAD_MAX_MEMORY_SIZE = ANNOTATOR_UPLOAD_MAX_BYTES + 1024 * 1024
 FILE_UPLOAD_MAX_MEMORY_SIZE = 5 * 1024 * 1024

@@ -16,6 +16,7 @@ from annotator.views import (
     queue,
     rating,
 )
+from annotator.studies.prolific import views as prolific_views
 from annotator.studies.views import admin as study_admin
 from annotator.studies.views import flow as study_flow
 from annotator.studies.views import links as study_links
@@ -92,6 +93,8 @@ urlpatterns = [
     path("studies/revoke/<str:kind>/<int:link_id>/", study_admin.link_revoke_view, name="link_revoke"),
     path("studies/<int:batch_id>/settings/", study_admin.study_settings, name="study_settings"),
     path("studies/<int:batch_id>/workers.csv", study_admin.payments_csv, name="study_workers_csv"),
+    path("studies/prolific-review/", prolific_views.prolific_review, name="prolific_review"),
+    path("prolific/webhook/", prolific_views.prolific_webhook, name="prolific_webhook"),
     path("judges/", judges.judges, name="judges"),
     path("judges/import/scores/", judges.import_scores, name="judge_import_scores"),
     path("judges/import/verdicts/", judges.import_verdicts, name="judge_import_verdicts"),

@@ -22,6 +22,7 @@ from annotator.models.quality import (
     QualityRule,
 )
 from annotator.models.session import UserSession
+from annotator.studies.prolific.models import ProlificBonus, ProlificWebhookEvent
 from annotator.studies.models import (
     AccountScope,
     Enrolment,
@@ -34,6 +35,6 @@ from annotator.studies.models import (
 __all__ = [
     "AccountScope", "Adjudication", "AdjudicatorGrant", "Annotation", "AnnotationRevision", "AnnotatorStanding",
     "ApiToken", "Assignment", "Batch", "CalibrationSet", "Enrolment", "GoldAnswer", "GoldItem", "InviteLink", "Item", "Job", "Judge",
-    "JudgeCall", "JudgeCriterionScore", "JudgeFailure", "JudgeScore", "PairwiseVerdict", "QualityRule",
+    "JudgeCall", "JudgeCriterionScore", "JudgeFailure", "JudgeScore", "PairwiseVerdict", "ProlificBonus", "ProlificWebhookEvent", "QualityRule",
     "RateBucket", "Score", "SignInLink", "StudyLink", "UserSession",
 ]

@@ -125,6 +125,7 @@ class Enrolment(models.Model):
         SCREENED_OUT = "screened_out", "Screened out"
         DECLINED = "declined", "Declined consent"
         FULL = "full", "Study full"  # nothing was left to rate when the worker could start: no code
+        RETURNED = "returned", "Returned"  # the worker returned the study on Prolific (a webhook said so): no code
 
     user = models.ForeignKey(settings.AUTH_USER_MODEL, on_delete=models.CASCADE, related_name="enrolments")
     batch = models.ForeignKey(Batch, on_delete=models.CASCADE, related_name="enrolments")

@@ -161,6 +161,9 @@ ACCESS: dict[str, dict[str, dict]] = {
     "link_revoke": {"POST": allowed(ADMINS, 302)},
     "study_settings": {"POST": allowed(ADMINS, 302)},
     "study_workers_csv": {"GET": ADMINS},
+    "prolific_review": {"POST": allowed(ADMINS, 422)},
+    # Prolific calls it without a session or CSRF token: the HMAC signature is checked instead (none here: 401).
+    "prolific_webhook": {"POST": {role: 401 for role in ROLES}},
 }
 
 # Every export format is requested (taken from the view, so a new format is checked too).

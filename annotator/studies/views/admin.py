@@ -18,6 +18,7 @@ from annotator.studies.forms import (
     StudySettingsForm,
 )
 from annotator.imports.annotator_list import AnnotatorListError, parse_annotator_list
+from annotator.studies.prolific.forms import ProlificReviewForm
 from annotator.studies.link_urls import base_of, invite_url, signin_url, study_url
 from annotator.models import Batch, InviteLink, StudyLink
 from annotator.roles import admin_required
@@ -46,6 +47,7 @@ def _page(request, status=200, settings_form=None, **extra):
         "study_form": StudyLinkForm(),
         "invite_form": InviteLinkForm(),
         "bulk_form": AnnotatorListForm(),
+        "prolific_form": ProlificReviewForm(),
         **extra,
     }
     return render(request, "annotator/studies.html", context, status=status)

@@ -1,0 +1,1 @@
+"""Prolific services: the review, the bonus ledger, the webhook."""
