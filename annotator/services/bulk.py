@@ -11,12 +11,12 @@ from collections.abc import Iterable, Mapping, Sequence
 from datetime import datetime
 from typing import Any
 
-import pandas as pd
 from django.db import connection, models, transaction
 from django.db.models import Max
 from django.utils import timezone
 
 from annotator.imports.batch_file import OUTPUT_COLUMNS
+from annotator.imports.columns import Frame
 from annotator.models import Item
 
 
@@ -127,7 +127,7 @@ def analyze_after_commit(*models_: type[models.Model]) -> None:
     transaction.on_commit(run)
 
 
-def _item_rows(batch_id: int, frame: pd.DataFrame, start_position: int, extra: Sequence[str]) -> Iterable[Sequence]:
+def _item_rows(batch_id: int, frame: Frame, start_position: int, extra: Sequence[str]) -> Iterable[Sequence]:
     values = [frame[name].tolist() for name in (*OUTPUT_COLUMNS, *extra)]
     position_index = OUTPUT_COLUMNS.index("position")
     values[position_index] = range(start_position, start_position + len(frame))
@@ -145,7 +145,7 @@ def next_position(*, batch_id: int) -> int:
 ITEM_EXTRA_COLUMNS = ("id", "n_annotations")
 
 
-def items_insert(*, batch_id: int, frame: pd.DataFrame, start_position: int = 0) -> int:
+def items_insert(*, batch_id: int, frame: Frame, start_position: int = 0) -> int:
     """Insert ``frame`` (the columns of ``OUTPUT_COLUMNS``, JSON fields as text, and any of
     ``ITEM_EXTRA_COLUMNS``) into one batch.
 
