@@ -162,26 +162,26 @@ def _read_records(reader, columns: list[str]) -> Table:
     width = len(columns)
     records: list[list[str]] = []
     rows: list[int] = []
+    keep, number = records.append, rows.append
     row = 1
     try:
-        for record in reader:
-            row += 1
-            if len(record) != width:
-                if not any(cell.strip() for cell in record):
-                    continue  # blank lines, e.g. at the end of a spreadsheet export
-                if len(record) > width:
-                    if any(cell.strip() for cell in record[width:]):
-                        errors.append(
-                            RowError(row, None, f"has {len(record)} cells but the header has {width} columns")
-                        )
-                        continue
-                    record = record[:width]
-                else:
-                    record = record + [""] * (width - len(record))
-            elif not any(record):
-                continue  # a row of empty cells: ",,,"
-            records.append(record)
-            rows.append(row)
+        for row, record in enumerate(reader, start=2):  # noqa: B007 (row names the record that fails)
+            if len(record) == width:
+                if any(record):  # else a row of empty cells: ",,,"
+                    keep(record)
+                    number(row)
+                continue
+            if not any(cell.strip() for cell in record):
+                continue  # blank lines, e.g. at the end of a spreadsheet export
+            if len(record) > width:
+                if any(cell.strip() for cell in record[width:]):
+                    errors.append(RowError(row, None, f"has {len(record)} cells but the header has {width} columns"))
+                    continue
+                record = record[:width]
+            else:
+                record = record + [""] * (width - len(record))
+            keep(record)
+            number(row)
     except csv.Error as exc:
         errors.append(RowError(row + 1, None, f"cannot be read as CSV ({exc}); the rows after it were not read"))
     cells = list(zip(*records)) if records else [()] * width
