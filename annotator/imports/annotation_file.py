@@ -305,6 +305,8 @@ def _collect_item(parsed, item_cells, i, row, item_id, row_errors, table) -> Non
         parsed.items[item_id] = record
         return
     for name in ("system_id", "prompt", "response"):
+        if name in known and item_cells[name][i] == known[name]:
+            continue  # the common case, a later row repeating the item's text as the first gave it
         value = item_cells[name][i].strip() if name in item_cells else ""
         if value and name in known and value != str(known[name]).strip():
             row_errors.append(

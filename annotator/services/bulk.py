@@ -6,7 +6,9 @@ then refresh the planner's statistics of the tables they filled (``analyze``).
 
 from __future__ import annotations
 
+import itertools
 import json
+import operator
 from collections.abc import Iterable, Mapping, Sequence
 from datetime import datetime
 from typing import Any
@@ -57,13 +59,12 @@ def rows_insert(
         # any other write does, so callers can catch the one constraint they mean.
         with connection.wrap_database_errors, connection.cursor() as cursor, \
                 cursor.cursor.copy(f"COPY {table} ({quoted}) FROM STDIN") as copy:
-            for row in ((*r, *tail) for r in rows) if tail else rows:
+            for row in _with_tail(rows, tail):
                 copy.write_row(row)
     elif connection.vendor == "sqlite":
         placeholders = ", ".join(["%s"] * len(columns))
         with connection.cursor() as cursor:  # sqlite3 reads the rows as it inserts them: no list of them all
-            cursor.executemany(f"INSERT INTO {table} ({quoted}) VALUES ({placeholders})",
-                               ((*r, *tail) for r in rows) if tail else rows)
+            cursor.executemany(f"INSERT INTO {table} ({quoted}) VALUES ({placeholders})", _with_tail(rows, tail))
     else:  # other databases: the ORM's bulk insert
         attnames = [f.attname for f in given]
         objects = []
@@ -74,6 +75,13 @@ def rows_insert(
                     values[f.attname] = json.loads(values[f.attname])
             objects.append(model(**values, **{f.attname: v for f, v in fixed}))
         model.objects.bulk_create(objects, batch_size=2000)
+
+
+def _with_tail(rows: Iterable[Sequence], tail: tuple) -> Iterable[Sequence]:
+    """Each row followed by the constant values; ``tuple + tuple`` in C, not an unpacking per row."""
+    if not tail:
+        return rows
+    return map(operator.add, map(tuple, rows), itertools.repeat(tail))
 
 
 def ids_reserve(*, model: type[models.Model], count: int) -> list[int]:
