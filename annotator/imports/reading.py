@@ -12,7 +12,8 @@ import csv
 import io
 import json
 import re
-from collections.abc import Iterator
+from collections.abc import Iterable, Iterator
+from itertools import compress
 from dataclasses import dataclass, field
 from pathlib import PurePath
 
@@ -126,7 +127,7 @@ def read_csv(text: str, delimiter: str, *, has_defused: bool = True) -> Table:
     errors = _header_errors(columns)
     if errors:
         return Table(CSV, Frame({ROW: []}), [c for c in columns if c], errors)
-    table = _read_records(reader, columns)
+    table = _read_records(text, delimiter, columns)
     if has_defused:
         _undefuse(table.frame, columns)
     return table
@@ -156,32 +157,51 @@ def _header_errors(columns: list[str]) -> list[RowError]:
     return errors
 
 
-def _read_records(reader, columns: list[str]) -> Table:
-    """The records after the header, each as wide as the header; every row with surplus cells is named."""
+def _read_records(text: str, delimiter: str, columns: list[str]) -> Table:
+    """The records after the header, each as wide as the header; every row with surplus cells is named.
+
+    A file whose records all have the header's width is read in one go (the usual case); any other
+    record by record."""
+    width = len(columns)
+    reader = csv.reader(_lines(text), delimiter=delimiter, strict=True)
+    next(reader)
+    try:
+        records = list(reader)
+    except csv.Error:
+        records = None
+    if records is None or any(len(record) != width for record in records):
+        return _read_irregular_records(text, delimiter, columns)
+    keep = list(map(any, records))  # a row of empty cells (",,,") is blank
+    rows: Iterable[int] = range(2, len(records) + 2)
+    if not all(keep):
+        records, rows = list(compress(records, keep)), list(compress(rows, keep))
+    cells = list(zip(*records)) if records else [()] * width
+    frame = Frame(dict(zip(columns, cells)), len(records))
+    frame[ROW] = rows
+    return Table(CSV, frame, columns, [])
+
+
+def _read_irregular_records(text: str, delimiter: str, columns: list[str]) -> Table:
     errors: list[RowError] = []
     width = len(columns)
+    reader = csv.reader(_lines(text), delimiter=delimiter, strict=True)
+    next(reader)
     records: list[list[str]] = []
     rows: list[int] = []
-    keep, number = records.append, rows.append
     row = 1
     try:
         for row, record in enumerate(reader, start=2):  # noqa: B007 (row names the record that fails)
-            if len(record) == width:
-                if any(record):  # else a row of empty cells: ",,,"
-                    keep(record)
-                    number(row)
-                continue
-            if not any(cell.strip() for cell in record):
-                continue  # blank lines, e.g. at the end of a spreadsheet export
+            if not any(cell.strip() for cell in record) if len(record) != width else not any(record):
+                continue  # blank lines, e.g. at the end of a spreadsheet export, and rows of empty cells
             if len(record) > width:
                 if any(cell.strip() for cell in record[width:]):
                     errors.append(RowError(row, None, f"has {len(record)} cells but the header has {width} columns"))
                     continue
                 record = record[:width]
-            else:
+            elif len(record) < width:
                 record = record + [""] * (width - len(record))
-            keep(record)
-            number(row)
+            records.append(record)
+            rows.append(row)
     except csv.Error as exc:
         errors.append(RowError(row + 1, None, f"cannot be read as CSV ({exc}); the rows after it were not read"))
     cells = list(zip(*records)) if records else [()] * width
