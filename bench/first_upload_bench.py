@@ -9,7 +9,9 @@ a browser does: GET /uploads/, POST the file to /uploads/preview/, POST the toke
 the same again with a second batch name. The first round is the cold one (modules imported on first
 use, templates compiled); the second is warm. Printed: each step's seconds, medians over the fresh
 starts, the ratio first ÷ warm, and each worker's resident memory at the end with what it loaded.
-Then an annotator makes ``--round-trips`` rating round trips (GET the next item, POST scores) in the
+With ``--annotations``, the admin then uploads a file of offline annotations (10,000 items × 3
+annotators, bench/annotation_import_bench.py's file) into a new batch, timed the same way. Then an
+annotator makes ``--round-trips`` rating round trips (GET the next item, POST scores) in the
 first batch, and each worker's resident memory is read again. ``--pause`` waits that many seconds between the upload page and the preview, as a person choosing a
 file does. ``--root`` runs another checkout of the app (its own ``.venv``), for a before/after.
 Not part of the test suite: it measures, it does not pass or fail.
@@ -91,7 +93,7 @@ class Browser:
             raise RuntimeError(f"login failed: {status}")
 
 
-def upload(browser: Browser, name: str, file: Path, data: bytes, pause: float) -> dict[str, float]:
+def upload(browser: Browser, name: str, file: Path, data: bytes, pause: float, mode: str = "batch") -> dict[str, float]:
     """The three steps of one upload, timed; raises when a step does not answer as a browser expects."""
     times = {}
     start = time.perf_counter()
@@ -102,7 +104,7 @@ def upload(browser: Browser, name: str, file: Path, data: bytes, pause: float) -
     time.sleep(pause)
     start = time.perf_counter()
     status, page = browser.multipart("/uploads/preview/", {"csrfmiddlewaretoken": CSRF.search(page).group(1),
-                                                           "mode": "batch", "name": name, "k": "3"}, file.name, data)
+                                                           "mode": mode, "name": name, "k": "3"}, file.name, data)
     times["preview"] = time.perf_counter() - start
     token = TOKEN.search(page)
     if status != 200 or token is None:
@@ -120,7 +122,7 @@ def upload(browser: Browser, name: str, file: Path, data: bytes, pause: float) -
 LOADED = ("pandas", "numpy", "pyarrow")
 
 
-def one_start(root: Path, file: Path, workers: int, pause: float, round_trips: int) -> dict:
+def one_start(root: Path, file: Path, workers: int, pause: float, round_trips: int, annotations: Path | None) -> dict:
     folder = Path(tempfile.mkdtemp(prefix="first_upload_"))
     env = server_env(f"sqlite:///{folder / 'db.sqlite3'}")
     env.update(ANNOTATOR_BACKGROUND_UPLOAD_KB=str(10 * file.stat().st_size // 1024 + 1024),
@@ -148,6 +150,8 @@ def one_start(root: Path, file: Path, workers: int, pause: float, round_trips: i
         data = file.read_bytes()
         first = upload(browser, "first", file, data, pause)
         warm = upload(browser, "second", file, data, pause)
+        offline = upload(browser, "offline", annotations, annotations.read_bytes(), pause, "annotations") \
+            if annotations else None
         time.sleep(0.5)
         memory = {pid: (rss_mb(pid), _loaded(pid)) for pid in child_pids(server.pid)}
         rater = Annotator(port, "rater")
@@ -159,7 +163,7 @@ def one_start(root: Path, file: Path, workers: int, pause: float, round_trips: i
     finally:
         server.terminate()
         server.wait(timeout=30)
-    return {"first": first, "warm": warm, "memory": memory, "after": after}
+    return {"first": first, "warm": warm, "offline": offline, "memory": memory, "after": after}
 
 
 def _loaded(pid: int) -> str:
@@ -177,13 +181,22 @@ def main() -> None:
     parser.add_argument("--starts", type=int, default=3, help="fresh servers; medians are printed")
     parser.add_argument("--workers", type=int, default=2)
     parser.add_argument("--pause", type=float, default=0.0, help="seconds between the page and the preview")
+    parser.add_argument("--annotations", action="store_true", help="also upload offline annotations (10,000 x 3)")
     parser.add_argument("--round-trips", type=int, default=1000, help="rating round trips after the uploads")
     parser.add_argument("--root", type=Path, default=ROOT, help="the checkout to run (default: this one)")
     args = parser.parse_args()
     file = Path(f"/tmp/first_upload_{args.items}.csv")
     if not file.exists():
         generate(file, args.items)
-    runs = [one_start(args.root.resolve(), file, args.workers, args.pause, args.round_trips) for _ in range(args.starts)]
+    annotations = None
+    if args.annotations:
+        from annotation_import_bench import generate as generate_annotations
+
+        annotations = Path("/tmp/annotation_import_bench_10000x3.csv")
+        if not annotations.exists():
+            generate_annotations(annotations, 10_000, 3)
+    runs = [one_start(args.root.resolve(), file, args.workers, args.pause, args.round_trips, annotations)
+            for _ in range(args.starts)]
     print(f"{args.root.resolve()}: {args.items} items ({file.stat().st_size / 2**20:.1f} MB CSV), {args.workers} sync"
           f" workers, SQLite, pause {args.pause:g} s; medians of {args.starts} fresh starts (seconds)\n")
     print(f"{'step':<8} {'first':>7} {'warm':>7} {'first ÷ warm':>12}   first, each start")
@@ -192,6 +205,9 @@ def main() -> None:
         warm = statistics.median(r["warm"][step] for r in runs)
         each = " ".join(f"{r['first'][step]:.2f}" for r in runs)
         print(f"{step:<8} {first:>7.3f} {warm:>7.3f} {first / warm:>12.2f}   {each}")
+    if annotations:
+        print("offline annotations (30,000 rows), after the batch uploads: "
+              + ", ".join(f"{step} {statistics.median(r['offline'][step] for r in runs):.3f}" for step in (*STEPS, "total")))
     print(f"\nworkers (MB resident, heavy libraries mapped) after both uploads, then after {args.round_trips} round trips:")
     for number, r in enumerate(runs, start=1):
         print(f"  start {number}: " + "; ".join(f"{mb:.0f} MB ({loaded})" for mb, loaded in r["memory"].values())

@@ -59,7 +59,8 @@ class Frame:
 
     def rows(self, indices: Sequence[int]) -> Frame:
         """The rows at ``indices``, in that order."""
-        return Frame({name: [values[i] for i in indices] for name, values in self._data.items()}, len(indices))
+        picked = {name: [values[i] for i in indices] for name, values in self._data.items()}
+        return Frame(picked, len(indices))
 
     def head(self, n: int) -> Frame:
         return self.rows(range(min(n, len(self))))

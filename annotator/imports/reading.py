@@ -195,7 +195,8 @@ def _read_irregular_records(text: str, delimiter: str, columns: list[str]) -> Ta
                 continue  # blank lines, e.g. at the end of a spreadsheet export, and rows of empty cells
             if len(record) > width:
                 if any(cell.strip() for cell in record[width:]):
-                    errors.append(RowError(row, None, f"has {len(record)} cells but the header has {width} columns"))
+                    message = f"has {len(record)} cells but the header has {width} columns"
+                    errors.append(RowError(row, None, message))
                     continue
                 record = record[:width]
             elif len(record) < width:

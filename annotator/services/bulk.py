@@ -64,7 +64,8 @@ def rows_insert(
     elif connection.vendor == "sqlite":
         placeholders = ", ".join(["%s"] * len(columns))
         with connection.cursor() as cursor:  # sqlite3 reads the rows as it inserts them: no list of them all
-            cursor.executemany(f"INSERT INTO {table} ({quoted}) VALUES ({placeholders})", _with_tail(rows, tail))
+            cursor.executemany(f"INSERT INTO {table} ({quoted}) VALUES ({placeholders})",
+                               _with_tail(rows, tail))
     else:  # other databases: the ORM's bulk insert
         attnames = [f.attname for f in given]
         objects = []
