@@ -23,8 +23,9 @@ from annotator.studies.views import links as study_links
 
 
 class _Imported:
-    """Views of a module imported on its first request. Uploads, judges and reports pull in pandas
-    (and, when they draw, matplotlib); a worker that only serves rating pages never loads them."""
+    """Views of a module imported on its first request. Judges and reports pull in numpy and pandas
+    (and, when they draw, matplotlib), uploads the file parsers; a worker that only serves rating
+    pages never loads them."""
 
     def __init__(self, module: str):
         self.module = module

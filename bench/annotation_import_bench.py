@@ -120,12 +120,15 @@ def server_cpu(connection) -> float | None:
     return (int(fields[11]) + int(fields[12])) / os.sysconf("SC_CLK_TCK")
 
 
-def fresh_database(database: str, pg_url: str) -> str:
-    return fresh_database_at(database, pg_url, SQLITE_PATH)
+def fresh_database(database: str, pg_url: str, sqlite_path: Path = SQLITE_PATH) -> str:
+    return fresh_database_at(database, pg_url, sqlite_path)
 
 
-def run(database: str, file: Path, profile: bool, pg_url: str = PG_URL) -> dict:
-    env = dict(os.environ, DATABASE_URL=fresh_database(database, pg_url), DJANGO_SETTINGS_MODULE="annotator.settings",
+def run(
+    database: str, file: Path, profile: bool, pg_url: str = PG_URL, sqlite_path: Path = SQLITE_PATH
+) -> dict:
+    env = dict(os.environ, DATABASE_URL=fresh_database(database, pg_url, sqlite_path),
+               DJANGO_SETTINGS_MODULE="annotator.settings",
                SECRET_KEY="bench-only-not-secret", DEBUG="0")
     command = [sys.executable, __file__, "--child", str(file), *(["--profile"] if profile else [])]
     result = subprocess.run(command, cwd=ROOT, env=env, capture_output=True, text=True, check=False)
@@ -144,6 +147,9 @@ def main() -> None:
     parser.add_argument("--repeat", type=int, default=1, help="runs per database; the median is printed")
     parser.add_argument("--profile", action="store_true", help="print a cProfile of the import (slower)")
     parser.add_argument("--pg-url", default=PG_URL, help="PostgreSQL database to drop and re-create")
+    parser.add_argument("--sqlite-path", type=Path, default=SQLITE_PATH,
+                        help="SQLite file to delete and re-create")
+    parser.add_argument("--json", action="store_true", help="also print each run as a JSON line")
     parser.add_argument("--child", help=argparse.SUPPRESS)
     args = parser.parse_args()
     if args.child:
@@ -164,7 +170,9 @@ def main() -> None:
     runs: dict[str, list[dict]] = {d: [] for d in databases}
     for _ in range(args.repeat):  # interleaved, so a burst of load on the machine hits both databases
         for database in databases:
-            runs[database].append(run(database, file, args.profile, args.pg_url))
+            runs[database].append(run(database, file, args.profile, args.pg_url, args.sqlite_path))
+            if args.json:
+                print(json.dumps({"database": database, **runs[database][-1]}))
     for database in databases:
         r = sorted(runs[database], key=lambda r: r["seconds"])[len(runs[database]) // 2]
         db_cpu = r["server_cpu"] or 0.0

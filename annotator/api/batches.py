@@ -109,7 +109,7 @@ def batch_create(request, payload: BatchCreateIn, response: HttpResponse):
     """All or nothing: any bad item (or a taken name, k < 3) saves nothing and lists every problem
     with its row (the item's 1-based position, or its JSONL line). Over
     ``ANNOTATOR_BACKGROUND_UPLOAD_KB`` of items: 202 with a job to poll."""
-    # The parser and the import service read files with pandas: imported by the endpoints that take items.
+    # The parser and the import service: imported by the endpoints that take items.
     from annotator.imports.batch_file import parse_batch_file
     from annotator.services.batches import batch_import, batch_settings_errors
 
@@ -138,7 +138,7 @@ def batch_items(request, batch_id: int, payload: ItemsIn, response: HttpResponse
     """The same columns and checks as creating a batch; an item id already in the batch is a row
     error too. A closed batch answers 409."""
     from annotator.imports.batch_file import (
-        parse_batch_file,  # pandas, as in batch_create
+        parse_batch_file,  # imported here, as in batch_create
     )
     from annotator.services.batches import BatchClosed, batch_items_add
     from annotator.services.uploads import ITEMS

@@ -14,8 +14,6 @@ from dataclasses import dataclass, field
 from functools import cache
 from typing import Any
 
-import pandas as pd
-
 from annotator.imports.annotation_template import (  # the template's columns: also the export's
     CONSTRAINTS_MET,
     EXCLUDED,
@@ -27,6 +25,7 @@ from annotator.imports.batch_file import (
     parse_conversation,
     prompt_id_for,
 )
+from annotator.imports.columns import Frame
 from annotator.imports.errors import RowError
 from annotator.imports.id_text import invisible_character
 from annotator.imports.json_text import parse_constraints
@@ -310,6 +309,8 @@ def _collect_item(parsed, item_cells, i, row, item_id, row_errors, table) -> Non
         parsed.items[item_id] = record
         return
     for name in ("system_id", "prompt", "response"):
+        if name in known and item_cells[name][i] == known[name]:
+            continue  # the common case, a later row repeating the item's text as the first gave it
         value = item_cells[name][i].strip() if name in item_cells else ""
         if value and name in known and value != str(known[name]).strip():
             row_errors.append(
@@ -319,7 +320,7 @@ def _collect_item(parsed, item_cells, i, row, item_id, row_errors, table) -> Non
             known[name] = value
 
 
-def new_item_frame(records: list[tuple[str, dict[str, Any]]]) -> pd.DataFrame:
+def new_item_frame(records: list[tuple[str, dict[str, Any]]]) -> Frame:
     """Rows for ``annotator.services.bulk.items_insert`` from ``ParsedAnnotations.items`` records."""
     as_json = cache(lambda value: json.dumps(value, ensure_ascii=False))  # "[]" for nearly every item
 
@@ -327,7 +328,7 @@ def new_item_frame(records: list[tuple[str, dict[str, Any]]]) -> pd.DataFrame:
         return [record.get(name, "") for _, record in records]
 
     prompts = text("prompt")
-    return pd.DataFrame(
+    return Frame(
         {
             "item_id": [item_id for item_id, _ in records],
             "prompt_id": [record.get("prompt_id") or prompt_id_for(prompt) for (_, record), prompt in zip(records, prompts)],
@@ -342,6 +343,5 @@ def new_item_frame(records: list[tuple[str, dict[str, Any]]]) -> pd.DataFrame:
                              else "[]" for _, record in records],
             "metadata": "{}",
         },
-        columns=["item_id", "prompt_id", "position", "prompt", "response", "context", "expected_output",
-                 "constraints", "system_id", "conversation", "metadata"],
+        len(records),
     )

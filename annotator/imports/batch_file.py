@@ -2,20 +2,19 @@
 
 Columns (CSV header or JSONL keys): ``item_id``, ``prompt``, ``response`` (required), ``system_id``,
 ``prompt_id``, ``context``, ``expected_output``, ``constraints``, ``conversation``, ``metadata``.
-Any other column is kept in each item's ``metadata``. Each check is one pass over a column
-(duplicates with pandas' hashing); JSON cells are parsed once per distinct value.
+Any other column is kept in each item's ``metadata``. Each check is one pass over a column; JSON
+cells are parsed once per distinct value.
 """
 
 from __future__ import annotations
 
 import hashlib
 import json
+from collections import Counter
 from dataclasses import dataclass, field
 from typing import Any
 
-import numpy as np
-import pandas as pd
-
+from annotator.imports.columns import Frame
 from annotator.imports.errors import RowError
 from annotator.imports.gold_columns import (
     GoldRow,
@@ -51,7 +50,7 @@ class ParsedBatch:
     columns: list[str]
     extra_columns: list[str]
     errors: list[RowError]
-    rows: pd.DataFrame = field(repr=False)
+    rows: Frame = field(repr=False)
     row_numbers: list[int] = field(default_factory=list, repr=False)  # the file row (or line) of each of ``rows``
 
     @property
@@ -59,7 +58,7 @@ class ParsedBatch:
         return "line" if self.format == JSONL else "row"
     # Gold items (training and check), taken out of ``rows``; ``gold_frame`` holds their item text.
     gold: list[GoldRow] = field(default_factory=list)
-    gold_frame: pd.DataFrame | None = field(default=None, repr=False)
+    gold_frame: Frame | None = field(default=None, repr=False)
 
     @property
     def gold_counts(self) -> dict[str, int]:
@@ -73,12 +72,12 @@ class ParsedBatch:
     def systems(self) -> dict[str, int]:
         if self.rows.empty:
             return {}
-        counts = self.rows["system_id"].value_counts(sort=False)
+        counts = Counter(self.rows["system_id"])
         return {str(k) or "(none)": int(v) for k, v in sorted(counts.items())}
 
     @property
     def prompt_count(self) -> int:
-        return int(self.rows["prompt_id"].nunique()) if not self.rows.empty else 0
+        return len(set(self.rows["prompt_id"])) if not self.rows.empty else 0
 
     def preview_rows(self, n: int = 5) -> list[dict[str, Any]]:
         out = []
@@ -112,7 +111,7 @@ def parse_batch_table(table: Table, *, rubric: Rubric | None = None) -> ParsedBa
         errors.append(table.error(None, name, "is missing: the file needs the columns item_id, prompt and response"))
     extra = [c for c in table.columns if c and c not in COLUMNS and not is_gold_column(c)]
     if missing or any(e.row == 1 for e in errors):
-        return ParsedBatch(table.format, len(frame), table.columns, extra, errors, frame.iloc[0:0])
+        return ParsedBatch(table.format, len(frame), table.columns, extra, errors, frame.head(0))
 
     rows = frame[ROW].tolist()
     n = len(rows)
@@ -134,11 +133,10 @@ def parse_batch_table(table: Table, *, rubric: Rubric | None = None) -> ParsedBa
     for i, c in enumerate(ids):
         if (problem := invisible_character(c)) is not None:
             errors.append(table.error(rows[i], "item_id", problem))
-    id_series = pd.Series(ids, dtype=object)
-    dup = (id_series.ne("") & id_series.duplicated(keep=False)).to_numpy()
-    if dup.any():
+    counts = Counter(ids)
+    if len(counts) < n:
         first_seen: dict[str, int] = {}
-        for i in np.flatnonzero(dup):
+        for i in (i for i, c in enumerate(ids) if c and counts[c] > 1):
             first = first_seen.setdefault(ids[i], rows[i])
             if first != rows[i]:
                 errors.append(table.error(rows[i], "item_id", f"`{ids[i]}` is already used on {table.unit} {first}"))
@@ -159,7 +157,7 @@ def parse_batch_table(table: Table, *, rubric: Rubric | None = None) -> ParsedBa
     out = {
         "item_id": ids,
         "prompt_id": prompt_ids,
-        "position": np.arange(n, dtype="int64"),
+        "position": range(n),
         "prompt": prompts,
         "response": responses,
         "context": text("context"),
@@ -169,7 +167,7 @@ def parse_batch_table(table: Table, *, rubric: Rubric | None = None) -> ParsedBa
         "conversation": _json_column(text("conversation"), rows, table, errors, "conversation", parse_conversation),
         "metadata": _metadata(frame, text("metadata"), extra, rows, table, errors),
     }
-    result = pd.DataFrame({k: (v if isinstance(v, np.ndarray) else np.array(v, dtype=object)) for k, v in out.items()})
+    result = Frame(out, n)
     gold_cells = {c: frame[c].tolist() for c in table.columns if is_gold_column(c)}
     gold: list[GoldRow] = []
     gold_frame = None
@@ -177,11 +175,12 @@ def parse_batch_table(table: Table, *, rubric: Rubric | None = None) -> ParsedBa
         gold = gold_rows(gold_cells, rows, rubric or Rubric.default(),
                          lambda r, c, m: errors.append(table.error(r, c, m)),
                          n_constraints=[len(json.loads(c)) for c in out["constraints"]])
-        is_gold = np.zeros(n, dtype=bool)
-        is_gold[[g.index for g in gold]] = True
-        gold_frame = result[is_gold].reset_index(drop=True)
-        result = result[~is_gold].reset_index(drop=True)
-        result["position"] = np.arange(len(result), dtype="int64")
+        is_gold = [False] * n
+        for g in gold:
+            is_gold[g.index] = True
+        gold_frame = result.rows([i for i in range(n) if is_gold[i]])
+        result = result.rows([i for i in range(n) if not is_gold[i]])
+        result["position"] = range(len(result))
     order = {name: i for i, name in enumerate(table.columns)}
     errors.sort(key=lambda e: (e.sort_key[0], order.get(e.column, -1)))
     kept_rows = [int(r) for r, g in zip(rows, is_gold) if not g] if gold_cells else [int(r) for r in rows]

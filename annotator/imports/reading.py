@@ -1,10 +1,9 @@
 """From uploaded bytes to a table of text cells with the row number of each record.
 
 CSV: every record keeps its spreadsheet row number (the header is row 1), even when a cell
-spans several lines. Regular files go through pandas' C parser; a file with a row of too many
-cells (which pandas would reject at the first one, or silently truncate) is read again record by
-record with the standard library's ``csv`` reader so that every such row is named. JSONL is one
-JSON object per line. Cells are text; blank cells are ``""``.
+spans several lines. Files are read record by record with the standard library's ``csv`` reader,
+so every row with too many cells is named. JSONL is one JSON object per line. Cells are text;
+blank cells are ``""``. No pandas: see ``annotator.imports.columns``.
 """
 
 from __future__ import annotations
@@ -13,24 +12,18 @@ import csv
 import io
 import json
 import re
-import warnings
-from collections.abc import Iterator
+from collections.abc import Iterable, Iterator
+from itertools import compress
 from dataclasses import dataclass, field
 from pathlib import PurePath
 
-import numpy as np
-import pandas as pd
-
 from annotator.exports.csv_safe import DEFUSED
+from annotator.imports.columns import Frame
 from annotator.imports.errors import FileRefused, RowError
 from annotator.imports.file_size import check_size
 from annotator.imports.json_text import has_lone_surrogate, has_nul, json_loads
 
-# pandas' C parser makes every row as wide as the widest: one line of 140,000 commas in a 200-line file
-# asked it for gigabytes (found by the fuzz test; the worker was killed for memory). Past this many
-# cells (lines x widest line), such a file takes the record-by-record path, which names the wide rows.
-MAX_PARSED_CELLS = 10_000_000
-ROW = "__row__"  # the DataFrame column holding each record's row (CSV) or line (JSONL) number
+ROW = "__row__"  # the Frame column holding each record's row (CSV) or line (JSONL) number
 CSV, JSONL = "csv", "jsonl"
 JSONL_SUFFIXES = {".jsonl", ".ndjson", ".json"}
 CSV_SUFFIXES = {".csv", ".tsv", ".txt"}
@@ -47,7 +40,7 @@ class Table:
     """The cells of a file as text; blank cells are ``""``."""
 
     format: str
-    frame: pd.DataFrame  # one str column per file column, plus ROW
+    frame: Frame  # one str column per file column, plus ROW
     columns: list[str]  # file columns in file order, names stripped and lower-cased
     errors: list[RowError] = field(default_factory=list)
 
@@ -93,16 +86,17 @@ def read_table(data: bytes, *, filename: str = "") -> Table:
     if detect_format(filename, text) == JSONL:
         return read_jsonl(text)
     delimiter = _delimiter(text[: text.find("\n")] if "\n" in text else text)
-    try:
-        header = next(csv.reader(_lines(text), delimiter=delimiter, strict=True))
-    except csv.Error as exc:
-        raise FileRefused(f"The header row cannot be read as CSV: {exc}.") from None
-    del text  # pandas reads the bytes; a second copy of a large file as text is not needed
-    return read_csv(data, delimiter, header)
+    return read_csv(text, delimiter, has_defused=MAYBE_DEFUSED.search(data) is not None)
 
 
-def _lines(text: str) -> Iterator[str]:
-    """The lines of ``text`` one at a time, without copying it whole (the csv reader takes any iterable)."""
+def _lines(text: str) -> io.StringIO:
+    """The lines of ``text`` for the csv reader; ``newline=""`` ends a line at "\n", "\r\n" or a lone
+    "\r" outside quotes and keeps line breaks inside quoted cells as they are."""
+    return io.StringIO(text, newline="")
+
+
+def _json_lines(text: str) -> Iterator[str]:
+    """The lines of ``text`` (ended by "\n") one at a time, without copying it whole."""
     start, size = 0, len(text)
     while start < size:
         end = text.find("\n", start)
@@ -122,27 +116,31 @@ def _delimiter(header_line: str) -> str:
     return ","
 
 
-def read_csv(data: bytes, delimiter: str, header: list[str]) -> Table:
+def read_csv(text: str, delimiter: str, *, has_defused: bool = True) -> Table:
+    """Read CSV text; ``has_defused`` False skips looking for cells the app's CSV writer defused."""
+    reader = csv.reader(_lines(text), delimiter=delimiter, strict=True)
+    try:
+        header = next(reader)
+    except csv.Error as exc:
+        raise FileRefused(f"The header row cannot be read as CSV: {exc}.") from None
     columns = [name.strip().lower() for name in header]
     errors = _header_errors(columns)
     if errors:
-        return Table(CSV, pd.DataFrame({ROW: pd.Series([], dtype="int64")}), [c for c in columns if c], errors)
-    frame = _read_regular_csv(data, delimiter, columns)
-    table = Table(CSV, frame, columns, []) if frame is not None else _read_irregular_csv(
-        decode_text(data), delimiter, columns
-    )
-    if MAYBE_DEFUSED.search(data):
+        return Table(CSV, Frame({ROW: []}), [c for c in columns if c], errors)
+    table = _read_records(text, delimiter, columns)
+    if has_defused:
         _undefuse(table.frame, columns)
     return table
 
 
-def _undefuse(frame: pd.DataFrame, columns: list[str]) -> None:
+def _undefuse(frame: Frame, columns: list[str]) -> None:
     """Take off the apostrophe the app's CSV writer puts before formula-like text, so an export
     imports back unchanged (``annotator.exports.csv_safe``); in place."""
     for name in columns:
-        starts = frame[name].str.startswith("'")
-        if starts.any():
-            frame.loc[starts, name] = frame.loc[starts, name].str.replace(DEFUSED, "", n=1, regex=True)
+        values = frame[name]
+        for i, cell in enumerate(values):
+            if cell.startswith("'"):
+                values[i] = DEFUSED.sub("", cell, count=1)
 
 
 def _header_errors(columns: list[str]) -> list[RowError]:
@@ -159,72 +157,46 @@ def _header_errors(columns: list[str]) -> list[RowError]:
     return errors
 
 
-def _read_regular_csv(data: bytes, delimiter: str, columns: list[str]) -> pd.DataFrame | None:
-    """The fast path: pandas' C parser, when every row has at most as many cells as the header.
+def _read_records(text: str, delimiter: str, columns: list[str]) -> Table:
+    """The records after the header, each as wide as the header; every row with surplus cells is named.
 
-    Returns ``None`` when pandas finds a row it would have to reject or silently truncate; the
-    slow path then reports every such row with its number.
-    """
-    if _too_wide(data, delimiter, len(columns)):
-        return None
-    with warnings.catch_warnings():
-        warnings.simplefilter("error", pd.errors.ParserWarning)
-        try:
-            frame = pd.read_csv(
-                io.BytesIO(data), sep=delimiter, header=0, names=columns, dtype=str, keep_default_na=False,
-                na_filter=False, index_col=False, skip_blank_lines=False, engine="c", encoding="utf-8",
-            )
-        except (pd.errors.ParserError, pd.errors.ParserWarning, ValueError):
-            return None
-    frame = frame.astype(object) if len(frame) == 0 else frame
-    # Record i (0-based) is spreadsheet row i + 2; blank records are dropped after numbering.
-    frame[ROW] = np.arange(2, len(frame) + 2, dtype="int64")
-    blank = np.ones(len(frame), dtype=bool)
-    for name in columns:
-        blank &= frame[name].to_numpy() == ""
-    if blank.any():
-        frame = frame[~blank].reset_index(drop=True)
-    return frame
-
-
-def _too_wide(data: bytes, delimiter: str, width: int) -> bool:
-    """Whether some line has more delimiters than the header and lines x that line's cells exceed
-    MAX_PARSED_CELLS (an upper bound: quoted delimiters count too, so a false alarm only costs speed)."""
-    raw = np.frombuffer(data, dtype=np.uint8)
-    delimiters = np.flatnonzero(raw == ord(delimiter))
-    if len(delimiters) < width:
-        return False
-    # pandas ends a line at "\n", "\r\n" or a lone "\r": count "\n" and every "\r" not followed by "\n".
-    lone_cr = (raw[:-1] == ord("\r")) & (raw[1:] != ord("\n")) if len(raw) > 1 else np.zeros(0, dtype=bool)
-    ends = (raw == ord("\n"))
-    ends[:-1] |= lone_cr
-    if len(raw) and raw[-1] == ord("\r"):
-        ends[-1] = True
-    newlines = np.flatnonzero(ends)
-    per_line = np.bincount(np.searchsorted(newlines, delimiters), minlength=len(newlines) + 1)
-    widest = int(per_line.max()) + 1
-    return widest > width and widest * (len(newlines) + 1) > MAX_PARSED_CELLS
-
-
-def _read_irregular_csv(text: str, delimiter: str, columns: list[str]) -> Table:
-    """The slow path, record by record, so that every row with surplus cells is named."""
+    A file whose records all have the header's width is read in one go (the usual case); any other
+    record by record."""
+    width = len(columns)
     reader = csv.reader(_lines(text), delimiter=delimiter, strict=True)
     next(reader)
+    try:
+        records = list(reader)
+    except csv.Error:
+        records = None
+    if records is None or any(len(record) != width for record in records):
+        return _read_irregular_records(text, delimiter, columns)
+    keep = list(map(any, records))  # a row of empty cells (",,,") is blank
+    rows: Iterable[int] = range(2, len(records) + 2)
+    if not all(keep):
+        records, rows = list(compress(records, keep)), list(compress(rows, keep))
+    cells = list(zip(*records)) if records else [()] * width
+    frame = Frame(dict(zip(columns, cells)), len(records))
+    frame[ROW] = rows
+    return Table(CSV, frame, columns, [])
+
+
+def _read_irregular_records(text: str, delimiter: str, columns: list[str]) -> Table:
     errors: list[RowError] = []
     width = len(columns)
+    reader = csv.reader(_lines(text), delimiter=delimiter, strict=True)
+    next(reader)
     records: list[list[str]] = []
     rows: list[int] = []
     row = 1
     try:
-        for record in reader:
-            row += 1
-            if not any(cell.strip() for cell in record):
-                continue  # blank lines, e.g. at the end of a spreadsheet export
+        for row, record in enumerate(reader, start=2):  # noqa: B007 (row names the record that fails)
+            if not any(cell.strip() for cell in record) if len(record) != width else not any(record):
+                continue  # blank lines, e.g. at the end of a spreadsheet export, and rows of empty cells
             if len(record) > width:
                 if any(cell.strip() for cell in record[width:]):
-                    errors.append(
-                        RowError(row, None, f"has {len(record)} cells but the header has {width} columns")
-                    )
+                    message = f"has {len(record)} cells but the header has {width} columns"
+                    errors.append(RowError(row, None, message))
                     continue
                 record = record[:width]
             elif len(record) < width:
@@ -234,8 +206,8 @@ def _read_irregular_csv(text: str, delimiter: str, columns: list[str]) -> Table:
     except csv.Error as exc:
         errors.append(RowError(row + 1, None, f"cannot be read as CSV ({exc}); the rows after it were not read"))
     cells = list(zip(*records)) if records else [()] * width
-    frame = pd.DataFrame({name: np.array(col, dtype=object) for name, col in zip(columns, cells)})
-    frame[ROW] = np.array(rows, dtype="int64")
+    frame = Frame(dict(zip(columns, cells)), len(rows))
+    frame[ROW] = rows
     return Table(CSV, frame, columns, errors)
 
 
@@ -267,7 +239,7 @@ def read_jsonl(text: str) -> Table:
     names: dict[str, str] = {}  # key as written -> column name
     columns: dict[str, None] = {}  # column names in order of first appearance
     lists: dict[tuple[str, ...], str] = {}
-    for number, line in enumerate(_lines(text), start=1):
+    for number, line in enumerate(_json_lines(text), start=1):
         line = line.strip()
         if not line:
             continue
@@ -314,9 +286,8 @@ def read_jsonl(text: str) -> Table:
         records.append(record)
         rows.append(number)
     header = [c for c in columns if c != ROW]  # a line naming the reserved key was refused above
-    frame = pd.DataFrame.from_records(records, columns=header) if records else pd.DataFrame(columns=header)
-    frame = frame.fillna("").astype(object)
-    frame[ROW] = pd.Series(rows, dtype="int64")
+    frame = Frame({name: [record.get(name, "") for record in records] for name in header}, len(rows))
+    frame[ROW] = rows
     if not records and not errors:
         raise FileRefused("The file has no JSON lines.")
     return Table(JSONL, frame, header, errors)

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 from annotator.forms.uploads import BATCH
+from annotator.memory import gc_paused
 from annotator.selectors.imports import (
     UploadPreview,
     annotation_upload_preview,
@@ -11,6 +12,7 @@ from annotator.selectors.imports import (
 from hcs.rubric import Rubric
 
 
+@gc_paused()  # reading a file makes many objects and no cycles
 def pending_upload_preview(*, pending: dict, data: bytes) -> UploadPreview:
     """Parse and check a pending upload again; raises ``FileRefused`` when the file cannot be read."""
     build = batch_upload_preview if pending["mode"] == BATCH else annotation_upload_preview

@@ -15,6 +15,7 @@ from django.utils import timezone
 
 from annotator.imports.annotation_file import new_item_frame
 from annotator.imports.errors import ImportRefused
+from annotator.memory import gc_paused
 from annotator.models import Annotation, Assignment, Item, Score
 from annotator.roles import ANNOTATOR
 from annotator.selectors.imports import AnnotationImportPlan, annotation_import_plan
@@ -30,6 +31,7 @@ from annotator.services.integrity import integrity_message
 from hcs.rubric import Rubric
 
 
+@gc_paused()  # reading a file makes many objects and no cycles
 @transaction.atomic
 def annotations_import_file(
     *,

@@ -6,6 +6,7 @@ from django.db import IntegrityError, transaction
 
 from annotator.imports.batch_file import ParsedBatch, parse_batch_file
 from annotator.imports.errors import ImportRefused, RowError
+from annotator.memory import gc_paused
 from annotator.models import Batch, Item
 from annotator.selectors.imports import batch_file_errors, batch_settings_errors
 from annotator.services.bulk import analyze_after_commit, items_insert, next_position
@@ -78,6 +79,7 @@ def batch_items_add(*, batch: Batch, parsed: ParsedBatch) -> int:
     return added
 
 
+@gc_paused()  # reading a file makes many objects and no cycles
 def batch_import_file(
     *,
     data: bytes,

@@ -6,17 +6,19 @@ then refresh the planner's statistics of the tables they filled (``analyze``).
 
 from __future__ import annotations
 
+import itertools
 import json
+import operator
 from collections.abc import Iterable, Mapping, Sequence
 from datetime import datetime
 from typing import Any
 
-import pandas as pd
 from django.db import connection, models, transaction
 from django.db.models import Max
 from django.utils import timezone
 
 from annotator.imports.batch_file import OUTPUT_COLUMNS
+from annotator.imports.columns import Frame
 from annotator.models import Item
 
 
@@ -57,13 +59,13 @@ def rows_insert(
         # any other write does, so callers can catch the one constraint they mean.
         with connection.wrap_database_errors, connection.cursor() as cursor, \
                 cursor.cursor.copy(f"COPY {table} ({quoted}) FROM STDIN") as copy:
-            for row in ((*r, *tail) for r in rows) if tail else rows:
+            for row in _with_tail(rows, tail):
                 copy.write_row(row)
     elif connection.vendor == "sqlite":
         placeholders = ", ".join(["%s"] * len(columns))
         with connection.cursor() as cursor:  # sqlite3 reads the rows as it inserts them: no list of them all
             cursor.executemany(f"INSERT INTO {table} ({quoted}) VALUES ({placeholders})",
-                               ((*r, *tail) for r in rows) if tail else rows)
+                               _with_tail(rows, tail))
     else:  # other databases: the ORM's bulk insert
         attnames = [f.attname for f in given]
         objects = []
@@ -74,6 +76,13 @@ def rows_insert(
                     values[f.attname] = json.loads(values[f.attname])
             objects.append(model(**values, **{f.attname: v for f, v in fixed}))
         model.objects.bulk_create(objects, batch_size=2000)
+
+
+def _with_tail(rows: Iterable[Sequence], tail: tuple) -> Iterable[Sequence]:
+    """Each row followed by the constant values; ``tuple + tuple`` in C, not an unpacking per row."""
+    if not tail:
+        return rows
+    return map(operator.add, map(tuple, rows), itertools.repeat(tail))
 
 
 def ids_reserve(*, model: type[models.Model], count: int) -> list[int]:
@@ -127,7 +136,7 @@ def analyze_after_commit(*models_: type[models.Model]) -> None:
     transaction.on_commit(run)
 
 
-def _item_rows(batch_id: int, frame: pd.DataFrame, start_position: int, extra: Sequence[str]) -> Iterable[Sequence]:
+def _item_rows(batch_id: int, frame: Frame, start_position: int, extra: Sequence[str]) -> Iterable[Sequence]:
     values = [frame[name].tolist() for name in (*OUTPUT_COLUMNS, *extra)]
     position_index = OUTPUT_COLUMNS.index("position")
     values[position_index] = range(start_position, start_position + len(frame))
@@ -145,7 +154,7 @@ def next_position(*, batch_id: int) -> int:
 ITEM_EXTRA_COLUMNS = ("id", "n_annotations")
 
 
-def items_insert(*, batch_id: int, frame: pd.DataFrame, start_position: int = 0) -> int:
+def items_insert(*, batch_id: int, frame: Frame, start_position: int = 0) -> int:
     """Insert ``frame`` (the columns of ``OUTPUT_COLUMNS``, JSON fields as text, and any of
     ``ITEM_EXTRA_COLUMNS``) into one batch.
 

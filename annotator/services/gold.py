@@ -29,13 +29,13 @@ from annotator.services.exclusion import annotator_block, annotator_screen_out
 from hcs import quality_rules as q
 
 if TYPE_CHECKING:
-    import pandas as pd  # only a type here: the rating views import this module, pandas stays unloaded
+    from annotator.imports.columns import Frame
 
 TRAINING, CHECK = GoldItem.Kind.TRAINING, GoldItem.Kind.CHECK
 
 
 @transaction.atomic
-def gold_items_create(*, batch: Batch, gold: Sequence[GoldRow], frame: pd.DataFrame) -> int:
+def gold_items_create(*, batch: Batch, gold: Sequence[GoldRow], frame: Frame) -> int:
     """Store the gold rows of an import (``frame`` holds their item text, in the same order)."""
     records = frame.to_dict("records")
     GoldItem.objects.bulk_create(

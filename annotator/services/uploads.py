@@ -7,6 +7,7 @@ from django.utils import timezone
 
 from annotator.forms.uploads import BATCH
 from annotator.imports.batch_file import parse_batch_file
+from annotator.memory import gc_paused
 from annotator.models import Batch, Job
 from annotator.services.annotation_imports import annotations_import_file
 from annotator.services.batches import batch_import_file, batch_items_add
@@ -16,6 +17,7 @@ from hcs.rubric import Rubric
 ITEMS = "items"
 
 
+@gc_paused()  # reading a file makes many objects and no cycles
 def pending_upload_save(*, pending: dict, data: bytes, user) -> str:
     """Check the file again and save it in one transaction; returns the message for the admin.
 

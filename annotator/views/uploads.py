@@ -20,6 +20,7 @@ from annotator.forms.uploads import ANNOTATIONS, BATCH, UploadForm
 from annotator.imports.errors import FileRefused, ImportRefused
 from annotator.imports.file_size import upload_limit
 from annotator.imports.store import UploadStore
+from annotator.memory import releases_memory
 from annotator.models import Job
 from annotator.models.batch import MIN_K
 from annotator.roles import admin_required
@@ -64,6 +65,7 @@ def upload(request):
     return _page(request)
 
 
+@releases_memory  # the parsed file: a worker that served one upload would keep its heap
 @require_POST
 @admin_required
 def preview(request):
@@ -86,6 +88,7 @@ def preview(request):
                                                              "again_query": _again_query(pending)})
 
 
+@releases_memory
 @require_POST
 @admin_required
 def confirm(request):

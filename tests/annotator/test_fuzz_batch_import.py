@@ -163,9 +163,9 @@ def test_one_very_wide_row_is_named_without_exhausting_memory():
 
 
 @pytest.mark.parametrize("end", [b"\n", b"\r\n", b"\r"])
-def test_the_wide_row_guard_counts_every_kind_of_line_end(end):
-    from annotator.imports.reading import _too_wide
-
-    data = end.join([b"a,b,c", b"x" + b"," * 140_000, *[b"1,2,3"] * 400]) + end
-    assert _too_wide(data, ",", 3)
-    assert not _too_wide(end.join([b"a,b,c", *[b"1,2,3"] * 400]) + end, ",", 3)
+def test_every_kind_of_line_end_numbers_the_rows_alike(end):
+    data = end.join([b"item_id,prompt,response", b"x" + b",y" * 140_000, *[b"i%d,p,r" % n for n in range(400)]]) + end
+    table = read_table(data, filename="f.csv")
+    assert [str(e) for e in table.errors] == ["row 2: has 140001 cells but the header has 3 columns"]
+    assert table.frame["__row__"].tolist() == list(range(3, 403))
+    assert table.frame["item_id"].tolist()[-1] == "i399" and table.frame["response"].tolist()[-1] == "r"

@@ -13,6 +13,7 @@ ROOT = Path(__file__).resolve().parents[2]
 HEAVY = (
     "matplotlib", "numpy", "pandas", "statsmodels", "scipy", "krippendorff", "irrCAC",  # reports, uploads
     "httpx", "tenacity",  # the judge client (background worker)
+    "pyarrow",  # pandas imports it when it is installed (parquet export)
 )
 
 # What a gunicorn worker does before its first rating request: the WSGI application (Django set up,
@@ -83,6 +84,38 @@ print(json.dumps(sorted(m for m in %r if m in sys.modules)))
 """
 
 
+# An admin's uploads as a worker serves them: the upload page, the preview and the confirm of a batch file
+# (CSV), then of offline annotations for it (JSONL), on a database of its own.
+UPLOADS_PROBE = """
+import json, os, re, sys, tempfile
+os.environ["DATABASE_URL"] = "sqlite:///" + os.path.join(tempfile.mkdtemp(), "probe.sqlite3")
+from django.core.wsgi import get_wsgi_application
+get_wsgi_application()
+from django.core.management import call_command
+call_command("migrate", verbosity=0)
+from django.core.files.uploadedfile import SimpleUploadedFile
+from django.test import Client
+from annotator.models import Annotation, Item
+from tests.factories import make_user
+TOKEN = re.compile(r'name="token" value="([^"]+)"')
+client = Client()
+client.force_login(make_user("admin", role="admin"))
+items = "item_id,prompt,response,system_id\\n" + "".join(f"i{n},Prompt {n // 2},Answer {n},s{n & 1}\\n" for n in range(40))
+scores = {"coherence": 4, "relevance": 3, "instruction_following": 5, "safety_compliance": 5, "fluency": 4}
+notes = "".join(json.dumps({"item_id": f"i{n}", "annotator": f"rater{a}", **scores}) + "\\n"
+                for n in range(40) for a in range(3))
+for mode, name, data in (("batch", "items.csv", items), ("annotations", "notes.jsonl", notes)):
+    assert client.get("/uploads/").status_code == 200
+    page = client.post("/uploads/preview/", {"mode": mode, "name": "probe", "k": "3",
+                                             "file": SimpleUploadedFile(name, data.encode())})
+    assert page.status_code == 200, page.content.decode()[-2000:]
+    token = TOKEN.search(page.content.decode()).group(1)
+    assert client.post("/uploads/confirm/", {"token": token}).status_code == 302
+assert Item.objects.count() == 40 and Annotation.objects.count() == 120
+print(json.dumps(sorted(m for m in %r if m in sys.modules)))
+"""
+
+
 def _loaded(probe: str) -> list[str]:
     env = dict(os.environ, DJANGO_SETTINGS_MODULE="tests.settings")
     result = subprocess.run([sys.executable, "-c", probe % (HEAVY,)], cwd=ROOT, env=env, capture_output=True, text=True)
@@ -103,6 +136,12 @@ def test_the_wsgi_application_and_url_configuration_import_none_of_them():
 @pytest.mark.slow
 def test_rating_round_trips_import_none_of_them():
     assert _loaded(ROUND_TRIPS_PROBE) == []
+
+
+def test_uploads_import_none_of_them():
+    # The page, the preview and the confirm: a worker that serves an admin's upload stays as lean as a
+    # rating worker, and the first upload after a start waits for no import of pandas.
+    assert _loaded(UPLOADS_PROBE) == []
 
 
 def test_the_lazily_imported_views_still_work(admin_client):

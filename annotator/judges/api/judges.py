@@ -107,7 +107,7 @@ def _judge_import(payload: _JudgeImportIn, service, **options) -> Status:
              summary="Import a judge's scores (researchers)")
 def judge_scores(request, payload: ScoresIn):
     from annotator.judges.services.judges import (
-        judge_scores_import,  # the file importers read with pandas
+        judge_scores_import,  # imported by the endpoints that take files
     )
 
     scale = JudgeScale.parse(payload.scale, higher_is_better=not payload.lower_is_better)
@@ -118,7 +118,7 @@ def judge_scores(request, payload: ScoresIn):
              summary="Import a judge's pairwise verdicts (researchers)")
 def judge_verdicts(request, payload: VerdictsIn):
     from annotator.judges.services.judges import (
-        pairwise_verdicts_import,  # the file importers read with pandas
+        pairwise_verdicts_import,  # imported by the endpoints that take files
     )
 
     return _judge_import(payload, pairwise_verdicts_import, baseline_system=payload.baseline_system or None)

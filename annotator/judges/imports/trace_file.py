@@ -28,9 +28,8 @@ from dataclasses import dataclass
 from datetime import UTC, datetime
 from typing import Any
 
-import pandas as pd
-
 from annotator.imports.batch_file import COLUMNS, ParsedBatch, parse_batch_table
+from annotator.imports.columns import Frame
 from annotator.imports.errors import FileRefused, RowError
 from annotator.imports.file_size import check_size
 from annotator.imports.json_text import json_loads
@@ -180,12 +179,12 @@ def parse_trace_file(
                 errors.append(RowError(number, START, str(exc), "line"))
         records.append(record)
     if errors:
-        return ParsedBatch(JSONL, len(records), list(mapping), [], errors, pd.DataFrame())
+        return ParsedBatch(JSONL, len(records), list(mapping), [], errors, Frame())
     rows = _threads(records) if THREAD in mapping else [_single(r) for r in records]
     names = {k for r in rows for k in r if k != ROW}
     columns = [c for c in COLUMNS if c in names] + sorted(names - set(COLUMNS))
-    frame = pd.DataFrame([{c: r.get(c, "") for c in columns} for r in rows], columns=columns, dtype=object)
-    frame[ROW] = pd.Series([r[ROW] for r in rows], dtype="int64")
+    frame = Frame({c: [r.get(c, "") for r in rows] for c in columns}, len(rows))
+    frame[ROW] = [r[ROW] for r in rows]
     return parse_batch_table(Table(JSONL, frame, columns))
 
 
