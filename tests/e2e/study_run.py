@@ -131,6 +131,7 @@ class StudyRun:
     exports: dict[str, Path] = field(default_factory=dict)
     workers_csv: Path | None = None
     one_address_statuses: list[int] = field(default_factory=list)
+    returned: dict = field(default_factory=dict)  # a worker who returned the study on Prolific mid-item
     lock: threading.Lock = field(default_factory=threading.Lock)
 
     def log(self, request: Request) -> None:
@@ -435,6 +436,48 @@ def one_address_too_fast(run: StudyRun, token: str) -> None:
         run.one_address_statuses.append(raw.status_code)
 
 
+WEBHOOK_SECRET = "e2e-webhook-secret"
+
+
+def a_worker_returns_on_prolific(run: StudyRun, token: str) -> None:
+    """A worker takes an item, then returns the study on Prolific: Prolific's signed webhook gives the
+    slot back at once and ends the visit, with no code."""
+    import base64
+    import hashlib
+    import hmac
+
+    from django.test import override_settings
+
+    me = Worker(pid=pid_of(WORKERS), behaviour="careful", htmx=True)
+    browser = Browser(run, me.pid, address="203.0.113.250")
+    tab = browser.tab()
+    tab.get(entry_url(token, me.pid, "session-returns"))
+    tab.post(reverse("study_consent", args=[run.batch_id]), {"decision": "accept"})
+    page = tab.post(reverse("study_instructions", args=[run.batch_id]))
+    for _step in range(10):  # training answered as the expert did, up to the first real item
+        if 'id="continue"' in page.text:
+            page = tab.get(reverse("annotate_next", args=[run.batch_id]))
+            continue
+        found = ACTION.search(page.text)
+        if found is None or found.group(2) != "answer":
+            break
+        page = tab.post(found.group(1), _rating(page.text, _gold(int(found.group(3))).scores), htmx=True)
+    held = {"annotator__enrolments__worker_id": me.pid, "state": Assignment.State.LEASED}
+    run.returned["leases_before"] = Assignment.objects.filter(**held).count()
+    body = json.dumps({"event_type": "submission.status.change", "resource_id": "session-returns",
+                       "participant_id": me.pid, "status": "RETURNED"}).encode()
+    stamp = str(int(time.time()))
+    signature = base64.b64encode(hmac.new(WEBHOOK_SECRET.encode(), stamp.encode() + body, hashlib.sha256).digest())
+    with override_settings(PROLIFIC_WEBHOOK_SECRET=WEBHOOK_SECRET):
+        answer = Client(enforce_csrf_checks=True).post(
+            reverse("prolific_webhook"), body, content_type="application/json",
+            HTTP_X_PROLIFIC_REQUEST_TIMESTAMP=stamp, HTTP_X_PROLIFIC_REQUEST_SIGNATURE=signature.decode())
+    run.log(Request("prolific", "POST", "webhook", answer.status_code))
+    run.returned.update(status=answer.status_code, leases_after=Assignment.objects.filter(**held).count(),
+                        end=Enrolment.objects.get(worker_id=me.pid).end,
+                        next_page=tab.get(reverse("annotate_next", args=[run.batch_id])).text)
+
+
 def study_run(out_dir: Path) -> StudyRun:
     run = StudyRun()
     token = admin_prepares(run)
@@ -447,5 +490,6 @@ def study_run(out_dir: Path) -> StudyRun:
         run.workers = list(pool.map(lambda i: _in_thread(worker_visit, run, i, *arrived[i]), range(WORKERS)))
     run.flow_seconds = time.monotonic() - started
     researcher_finishes(run, out_dir)
+    a_worker_returns_on_prolific(run, token)
     one_address_too_fast(run, token)
     return run

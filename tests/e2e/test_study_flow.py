@@ -62,7 +62,7 @@ def test_no_5xx_anywhere(run):
 
 def test_distinct_workers_behind_one_proxy_are_not_throttled(run):
     entries = [r for r in run.requests if r.path.startswith("/study/") and r.who != "one-address"]
-    assert len({r.who for r in entries}) == flow.WORKERS
+    assert len({r.who for r in entries}) == flow.WORKERS + 1  # and the worker who returns the study later
     assert [w.pid for w in run.workers if w.throttled] == []
     assert not [r for r in entries if r.status == 429]
 
@@ -250,3 +250,19 @@ def test_csv_exports_mark_exclusions(run):
     assert ratings["excluded"].any() and not ratings["excluded"].all()
     assert not set(ratings["rater"]) & {w.pid for w in run.workers} and run.excluded_user not in set(ratings["rater"])
 
+
+
+def test_a_worker_who_returns_on_prolific_frees_their_slot_at_once(run):
+    returned = run.returned
+    assert returned["leases_before"] == 1, "the worker held an item when they returned the study"
+    assert returned["status"] == 200 and returned["leases_after"] == 0
+    assert returned["end"] == Enrolment.End.RETURNED and not flow.CODE.search(returned["next_page"])
+
+
+def test_the_judge_is_validated_against_the_people(run):
+    """The judge run's scores meet the people's in the report: calibration and a PPI++ estimate."""
+    judges = _read(run, "json")["judges"]
+    assert judges, "the judge run made a judge section"
+    entries = [d for dims in judges.values() for d in dims.values() if isinstance(d, dict) and d.get("ppi")]
+    assert entries and all(set(e["ppi"]) >= {"estimate", "ci95", "n_labelled", "n_unlabelled", "lambda"}
+                           for e in entries)
