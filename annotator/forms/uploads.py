@@ -15,12 +15,25 @@ BATCH, ANNOTATIONS = "batch", "annotations"
 RUBRIC_MAX_BYTES = 1024 * 1024
 
 
+class SizeCheckedFileField(forms.FileField):
+    """A file field that refuses a file over ``ANNOTATOR_UPLOAD_MAX_MB`` with the reader's message."""
+
+    def clean(self, data, initial=None):
+        upload = super().clean(data, initial)
+        if upload:
+            try:
+                check_size(upload.size)
+            except FileRefused as exc:
+                raise forms.ValidationError(str(exc)) from None
+        return upload
+
+
 class UploadForm(forms.Form):
     mode = forms.ChoiceField(
         choices=[(BATCH, "A batch of items to rate"), (ANNOTATIONS, "Annotations made offline")],
         widget=forms.HiddenInput,
     )
-    file = forms.FileField(help_text="CSV (UTF-8) or JSONL.")
+    file = SizeCheckedFileField(help_text="CSV (UTF-8) or JSONL.")
     name = forms.CharField(max_length=NAME_MAX_LENGTH, label="Batch name")
     k = forms.IntegerField(
         min_value=MIN_K,
@@ -36,14 +49,6 @@ class UploadForm(forms.Form):
         label="Rubric (optional)",
         help_text="A rubric JSON file of the same schema as hcs/rubrics/hcs.json; default HCS.",
     )
-
-    def clean_file(self):
-        upload = self.cleaned_data["file"]
-        try:
-            check_size(upload.size)
-        except FileRefused as exc:
-            raise forms.ValidationError(str(exc)) from None
-        return upload
 
     def clean_rubric_file(self):
         upload = self.cleaned_data.get("rubric_file")

@@ -31,14 +31,14 @@ def json_loads(text: str) -> Any:
         raise json.JSONDecodeError("nested too deeply", text, 0) from None
 
 
-def has_nul(value: Any) -> bool:
-    """True when a NUL character is in ``value``, its keys, or anything nested in it (iterative:
-    nesting as deep as the parser accepts cannot exhaust the stack)."""
+def _any_text(value: Any, found) -> bool:
+    """True when ``found`` holds for a text in ``value``, its keys, or anything nested in it
+    (iterative: nesting as deep as the parser accepts cannot exhaust the stack)."""
     stack = [value]
     while stack:
         item = stack.pop()
         if isinstance(item, str):
-            if "\x00" in item:
+            if found(item):
                 return True
         elif isinstance(item, dict):
             stack.extend(item.keys())
@@ -46,23 +46,17 @@ def has_nul(value: Any) -> bool:
         elif isinstance(item, list):
             stack.extend(item)
     return False
+
+
+def has_nul(value: Any) -> bool:
+    """True when a NUL character is in ``value``, its keys, or anything nested in it."""
+    return _any_text(value, lambda text: "\x00" in text)
 
 
 def has_lone_surrogate(value: Any) -> bool:
     """True when a text in ``value``, its keys, or anything nested in it holds a lone surrogate
     (a pair written as two escapes is decoded into one character and is not found)."""
-    stack = [value]
-    while stack:
-        item = stack.pop()
-        if isinstance(item, str):
-            if SURROGATE.search(item):
-                return True
-        elif isinstance(item, dict):
-            stack.extend(item.keys())
-            stack.extend(item.values())
-        elif isinstance(item, list):
-            stack.extend(item)
-    return False
+    return _any_text(value, lambda text: SURROGATE.search(text) is not None)
 
 
 def surrogate_path(value: Any) -> str | None:

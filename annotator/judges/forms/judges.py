@@ -7,8 +7,7 @@ import unicodedata
 from django import forms
 from django.conf import settings
 
-from annotator.imports.errors import FileRefused
-from annotator.imports.file_size import check_size
+from annotator.forms.uploads import SizeCheckedFileField
 from annotator.judges.engine.templates import available_templates, load_template
 from annotator.models import Batch, CalibrationSet, Judge
 from hcs.judge_output import JudgeScale, OutputSpec, parse_labels
@@ -22,15 +21,8 @@ class _JudgeFileForm(forms.Form):
     judge = forms.CharField(max_length=Judge._meta.get_field("name").max_length, label="Judge name")
     model = forms.CharField(max_length=200, required=False, label="Model (optional)")
     template = forms.CharField(max_length=200, required=False, label="Template (optional)")
-    file = forms.FileField(help_text="CSV (UTF-8) or JSONL.")
+    file = SizeCheckedFileField(help_text="CSV (UTF-8) or JSONL.")
 
-    def clean_file(self):
-        upload = self.cleaned_data["file"]
-        try:
-            check_size(upload.size)
-        except FileRefused as exc:
-            raise forms.ValidationError(str(exc)) from None
-        return upload
 
 
 class JudgeScoresForm(_JudgeFileForm):
