@@ -32,8 +32,8 @@ def batch_has_judges(*, batch: Batch) -> bool:
 
 
 def judge_sections(*, batch: Batch) -> dict[str, Any]:
-    """The report's judge sections, by name, as ``batch_report`` builds them (without the excluded
-    annotators, like the rest of the report)."""
+    """The report's further sections (``REPORT_SECTIONS``: today the judges'), by name, as ``batch_report``
+    builds them (without the excluded annotators, like the rest of the report)."""
     from annotator.selectors import quality_report  # it reads the report module's types
 
     arrays = quality_report.quality_inputs(batch=batch, arrays=report_arrays(batch=batch)).kept_arrays
