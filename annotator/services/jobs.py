@@ -9,18 +9,14 @@ saves nothing and can be tried again.
 
 from __future__ import annotations
 
-from typing import TYPE_CHECKING
-
 from django.conf import settings
 from django.db import transaction
 from django.utils import timezone
 
+from annotator.exports.export_format import ExportFormat
 from annotator.models import Batch, Job
 from annotator.selectors.jobs import job_worker_gone
 from annotator.tasks import run_job
-
-if TYPE_CHECKING:  # the formats table imports the report builders (numpy, matplotlib)
-    from annotator.exports.formats import ExportFormat
 
 
 def job_enqueue(job: Job) -> None:
