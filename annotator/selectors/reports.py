@@ -14,6 +14,7 @@ from typing import Any
 import numpy as np
 
 from annotator.models import Batch
+from annotator.selectors import quality_report
 from annotator.selectors.report_arrays import ReportArrays, report_arrays
 from annotator.selectors.report_sections import SectionInputs, report_sections
 from hcs.agreement import DimensionAgreement, dimension_agreement
@@ -116,8 +117,6 @@ def batch_report(
     table lists everyone, and ``quality`` says who was left out and why. ``with_sections=False``
     leaves out the judge sections, which the report page asks for separately; ``quality_over_time=False``
     the agreement-over-time series, which the dataset card does not show."""
-    from annotator.selectors import quality_report  # it reads this module's types
-
     everyone_arrays = report_arrays(batch=batch)
     inputs = quality_report.quality_inputs(batch=batch, arrays=everyone_arrays)
     arrays = inputs.kept_arrays  # without excluded annotators: agreement, HCS, ranking, calibration
@@ -129,7 +128,8 @@ def batch_report(
     if with_sections:
         sections = sections_from_arrays(batch=batch, arrays=arrays, epsilon=epsilon, n_resamples=n_resamples, seed=seed)
         report = replace(report, sections=sections)
-    quality = quality_report.quality_section(batch=batch, inputs=inputs, everyone=everyone,
+    quality = quality_report.quality_section(batch=batch, inputs=inputs, annotators_all=everyone.annotators,
+                                             dimensions_all=everyone.dimensions,
                                              with_over_time=quality_over_time)
     return replace(report, quality=quality, arrays=arrays)
 
