@@ -90,7 +90,7 @@ class BatchReport:
     disagreements: tuple[DisagreementRow, ...]
     n_resamples: int
     seed: int
-    # Further sections (annotator.selectors.report_sections.REPORT_SECTIONS), by name; filled in by batch_report.
+    # Further sections (report_sections.REPORT_SECTIONS), by name; filled in by batch_report.
     sections: dict[str, Any] = field(default_factory=dict)
     items: ItemOverall | None = None
     # Quality control (annotator.selectors.quality_report.QualitySection): exclusions, signals,
