@@ -22,6 +22,12 @@ def remember_roles(user, names) -> None:
     user._group_names = set(names) & set(GROUPS)
 
 
+def remember_scoped(user, scoped: bool) -> None:
+    """Record whether the account is limited to some batches (read with the session, in its query;
+    ``annotator.studies.selectors.is_scoped`` reads it)."""
+    user._scoped = scoped
+
+
 def _in_group(user, name: str) -> bool:
     if not user.is_authenticated:
         return False

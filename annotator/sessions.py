@@ -2,6 +2,11 @@
 with the session's user, their roles and whether the account is limited to some batches
 (``AccountScope``) loaded in the same query as the session.
 
+The session model and its store live together here, as Django's documentation of extending the
+database session engine shows; ``annotator.models`` re-exports the model. The model's ``user`` column
+lets that one query load the session, its user and the user's roles instead of three; deleting a
+user deletes their sessions.
+
 Sessions stay rows in the database, so logging out (or an admin deleting the row) ends a
 session on every app server at once, and a password change still ends the other sessions
 (``annotator.middleware`` checks the session hash exactly as Django does). The query is
@@ -13,17 +18,33 @@ from __future__ import annotations
 
 from functools import lru_cache
 
+from django.conf import settings
 from django.contrib.auth import SESSION_KEY, get_user_model
 from django.contrib.auth.models import Group
 from django.contrib.sessions.backends.base import UpdateError
 from django.contrib.sessions.backends.db import SessionStore as DatabaseSessionStore
-from django.db import InterfaceError, OperationalError, connection
+from django.contrib.sessions.base_session import AbstractBaseSession
+from django.db import InterfaceError, OperationalError, connection, models
 from django.utils import timezone
 
 from annotator.hot_sql import hot_cursor
-from annotator.roles import GROUPS, remember_roles
+from annotator.roles import GROUPS, remember_roles, remember_scoped
 from annotator.selectors.rows import columns, instance_from_row
-from annotator.studies.selectors import remember_scoped
+from annotator.studies.models import AccountScope
+
+
+class UserSession(AbstractBaseSession):
+    user = models.ForeignKey(
+        settings.AUTH_USER_MODEL, null=True, blank=True, on_delete=models.CASCADE, related_name="+"
+    )
+
+    class Meta:
+        app_label = "annotator"
+        verbose_name = "session"
+
+    @classmethod
+    def get_session_store_class(cls):
+        return SessionStore
 
 
 def _user_pk(value) -> int | None:
@@ -36,8 +57,6 @@ def _user_pk(value) -> int | None:
 @lru_cache(maxsize=4)
 def _session_sql(vendor: str) -> str:
     """The session's query text, built once per process (and database)."""
-    from annotator.models import AccountScope, UserSession
-
     qn = connection.ops.quote_name
     User = get_user_model()
     member, group = qn(User.groups.through._meta.db_table), qn(Group._meta.db_table)
@@ -59,8 +78,6 @@ class SessionStore(DatabaseSessionStore):
 
     @classmethod
     def get_model_class(cls):
-        from annotator.models import UserSession
-
         return UserSession
 
     def _load_sql(self) -> tuple[str, list]:

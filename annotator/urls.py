@@ -46,6 +46,7 @@ class _Imported:
 uploads = _Imported("annotator.views.uploads")
 judges = _Imported("annotator.judges.views.judges")
 reports = _Imported("annotator.views.reports")
+judge_reports = _Imported("annotator.judges.views.report")
 calibration_sets = _Imported("annotator.judges.views.calibration_set")
 judge_review = _Imported("annotator.judges.views.review")
 study_plans = _Imported("annotator.studies.views.plan")
@@ -102,7 +103,7 @@ urlpatterns = [
     path("judges/run/", judges.start_run, name="judge_run"),
     path("reports/", reports.report_list, name="report_list"),
     path("reports/<int:batch_id>/", reports.report_batch, name="report_batch"),
-    path("reports/<int:batch_id>/judges/", reports.report_judges, name="report_judges"),
+    path("reports/<int:batch_id>/judges/", judge_reports.report_judges, name="report_judges"),
     path("reports/<int:batch_id>/export/<str:fmt>", reports.report_export, name="report_export"),
     path("reports/<int:batch_id>/annotators/<int:user_pk>/exclude/", quality.exclude, name="annotator_exclude"),
     path("reports/<int:batch_id>/annotators/<int:user_pk>/include/", quality.include, name="annotator_include"),
@@ -110,11 +111,11 @@ urlpatterns = [
     path("adjudicate/<int:batch_id>/adjudicators/", adjudication.grant, name="adjudicator_grant"),
     path("adjudicate/item/<int:item_pk>/", adjudication.item, name="adjudication_item"),
     path("adjudicate/item/<int:item_pk>/gold/", adjudication.to_gold, name="adjudication_to_gold"),
-    path("reports/<int:batch_id>/judges/<int:judge_id>/", reports.report_judge_card, name="judge_card"),
-    path("reports/<int:batch_id>/judges/<int:judge_id>/card.<str:card_fmt>", reports.report_judge_card_export,
-         name="judge_card_export"),
-    path("reports/<int:batch_id>/judges/<int:judge_id>/disagreements/", reports.report_judge_disagreements,
-         name="judge_disagreements"),
+    path("reports/<int:batch_id>/judges/<int:judge_id>/", judge_reports.report_judge_card, name="judge_card"),
+    path("reports/<int:batch_id>/judges/<int:judge_id>/card.<str:card_fmt>",
+         judge_reports.report_judge_card_export, name="judge_card_export"),
+    path("reports/<int:batch_id>/judges/<int:judge_id>/disagreements/",
+         judge_reports.report_judge_disagreements, name="judge_disagreements"),
     path("reports/<int:batch_id>/calibration-set/", calibration_sets.calibration_set, name="calibration_set"),
     path("reports/<int:batch_id>/calibration-set/retire/", calibration_sets.calibration_set_retire_view,
          name="calibration_set_retire"),

@@ -1,5 +1,9 @@
-"""No import circles among the project's modules (a lazy import inside a function counts too),
-and every module imports on its own."""
+"""No import circles among the project's modules, and every module imports on its own.
+
+Every import counts: at module level, lazy inside a function, and under ``if TYPE_CHECKING:`` (a
+circle that only type checkers walk is still a circle a reader has to untangle). A package's
+``__init__`` counts as importing what it imports, its own submodules included: importing
+``annotator.models`` runs them."""
 
 import ast
 import importlib
@@ -23,31 +27,11 @@ def _modules() -> dict[str, Path]:
     return found
 
 
-def _is_type_checking(node: ast.AST) -> bool:
-    test = getattr(node, "test", None)
-    return isinstance(node, ast.If) and (
-        (isinstance(test, ast.Name) and test.id == "TYPE_CHECKING")
-        or (isinstance(test, ast.Attribute) and test.attr == "TYPE_CHECKING")
-    )
-
-
-def _runtime_nodes(tree: ast.AST):
-    """Every node of ``tree`` except the body of ``if TYPE_CHECKING:`` blocks (never run)."""
-    stack = [tree]
-    while stack:
-        node = stack.pop()
-        yield node
-        if _is_type_checking(node):
-            stack.extend(node.orelse)
-        else:
-            stack.extend(ast.iter_child_nodes(node))
-
-
 def _imports(name: str, path: Path, modules: dict[str, Path]) -> set[str]:
-    """The project modules ``name`` imports, anywhere in its file except ``if TYPE_CHECKING:`` blocks."""
+    """The project modules ``name`` imports, anywhere in its file."""
     package = name if path.name == "__init__.py" else name.rpartition(".")[0]
     out = set()
-    for node in _runtime_nodes(ast.parse(path.read_text(encoding="utf-8"))):
+    for node in ast.walk(ast.parse(path.read_text(encoding="utf-8"))):
         if isinstance(node, ast.Import):
             targets = [alias.name for alias in node.names]
         elif isinstance(node, ast.ImportFrom):
@@ -92,20 +76,59 @@ def _cycles(graph: dict[str, set[str]]) -> list[list[str]]:
     return result
 
 
-def _package_edges_removed(graph: dict[str, set[str]]) -> dict[str, set[str]]:
-    """A package's ``__init__`` re-exporting its own submodules is not a circle: drop the edges
-    from a package to the modules inside it."""
-    return {v: {w for w in ws if not w.startswith(v + ".")} for v, ws in graph.items()}
+def _graph(modules: dict[str, Path]) -> dict[str, set[str]]:
+    return {name: _imports(name, path, modules) for name, path in modules.items()}
 
 
 def test_no_import_circles():
     modules = _modules()
-    graph = _package_edges_removed({name: _imports(name, path, modules) for name, path in modules.items()})
-    assert _cycles(graph) == []
+    assert _cycles(_graph(modules)) == []
 
 
 def test_the_checker_finds_a_circle():
     assert _cycles({"a": {"b"}, "b": {"c"}, "c": {"a"}, "d": {"a"}}) == [["a", "b", "c"]]
+
+
+def _write(root: Path, files: dict[str, str]) -> dict[str, Path]:
+    """Write ``files`` under ``root``; the modules found there, by dotted name."""
+    for name, text in files.items():
+        (root / name).parent.mkdir(parents=True, exist_ok=True)
+        (root / name).write_text(text, encoding="utf-8")
+    found = {}
+    for path in root.rglob("*.py"):
+        parts = path.relative_to(root).with_suffix("").parts
+        found[".".join(parts[:-1] if parts[-1] == "__init__" else parts)] = path
+    return found
+
+
+@pytest.mark.parametrize("reach_back", [
+    "from pkg.a import A\n",
+    "def f():\n    from pkg import a\n",
+    "from typing import TYPE_CHECKING\nif TYPE_CHECKING:\n    from pkg.a import A\n",
+    "import typing\nif typing.TYPE_CHECKING:\n    import pkg.a\n",
+    "from . import a\n",
+    "from .a import A\n",
+])
+def test_the_checker_counts_every_kind_of_import(tmp_path, reach_back):
+    modules = _write(tmp_path, {"pkg/__init__.py": "", "pkg/a.py": "from pkg.b import B\nA = 1\n",
+                                "pkg/b.py": reach_back + "B = 2\n"})
+    assert _cycles(_graph(modules)) == [["pkg.a", "pkg.b"]]
+
+
+def test_the_checker_finds_a_circle_through_a_package_init(tmp_path):
+    # The shape the session engine had: a package re-exports a model whose module reaches back to it.
+    modules = _write(tmp_path, {
+        "app/__init__.py": "",
+        "app/models/__init__.py": "from app.models.session import Session\n",
+        "app/models/session.py": "def store():\n    from app.sessions import Store\n",
+        "app/sessions.py": "def model():\n    from app.models import Session\n",
+    })
+    assert _cycles(_graph(modules)) == [["app.models", "app.models.session", "app.sessions"]]
+    # The model and its store in one module, re-exported by the package: no circle.
+    (tmp_path / "app/models/session.py").unlink()
+    modules = _write(tmp_path, {"app/models/__init__.py": "from app.sessions import Session\n",
+                                "app/sessions.py": "Session = Store = 1\n"})
+    assert _cycles(_graph(modules)) == []
 
 
 @pytest.mark.parametrize("name", sorted(n for n in _modules() if not n.endswith(("__main__", "wsgi", "asgi"))))

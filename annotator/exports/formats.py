@@ -1,50 +1,25 @@
 """The one table of export formats, used by the report page's download links, the background
 job and ``export_report``.
 
-Each format names its content type, the file name it downloads as, how it is built and whether
-it can be built by the background worker. Formats that need the agreement report take it as
-their argument; the annotation and score tables read the batch's rows directly and stream.
+Each row is an :class:`~annotator.exports.export_format.ExportFormat`. A feature declares its rows in
+one list of its own and the table includes that list by name: the judges package's is
+``annotator.judges.exports.formats.JUDGE_EXPORT_FORMATS``.
 """
 
 from __future__ import annotations
 
-from collections.abc import Callable, Iterable
-from dataclasses import dataclass
-
-from django.utils.text import slugify
+from collections.abc import Iterable
 
 from annotator.exports import report_csv
-from annotator.judges.exports.judges_csv import judges_csv
+from annotator.exports.export_format import CSV_TYPE, ExportFormat
 from annotator.exports.report_html import report_html
 from annotator.exports.report_json import report_json
-from annotator.judges.exports import tables as judge_exports
+from annotator.judges.exports.formats import JUDGE_EXPORT_FORMATS
 from annotator.models import Batch
 from annotator.selectors.reports import BatchReport, batch_report
 
-CSV_TYPE = "text/csv; charset=utf-8"
-
-
-@dataclass(frozen=True)
-class ExportFormat:
-    key: str  # the URL's name for it: reports/<batch>/export/<key>
-    content_type: str
-    from_report: Callable[[BatchReport], Iterable[str]] | None = None  # built from the agreement report
-    from_batch: Callable[..., Iterable[str]] | None = None  # streamed from the batch's rows
-    background: bool = False  # large batches build it in the worker (make worker)
-    label: str = ""  # the report page's download link
-    judges: bool = False  # judge data: linked only when the batch has some
-    # A folder of files (the Hugging Face dataset), handed out as one zip: built whole, never streamed;
-    # it builds the report it needs itself.
-    zipped: Callable[..., bytes] | None = None
-    download_name: str = ""  # the file name's tail when it is not "report.<key>"
-
-    @property
-    def needs_report(self) -> bool:
-        return self.from_report is not None
-
-    def filename(self, batch: Batch) -> str:
-        tail = self.download_name or (self.key if "." in self.key else "report." + self.key)
-        return f"{slugify(batch.name) or 'batch'}-{tail}"
+__all__ = ["CSV_TABLES", "CSV_TYPE", "EXPORT_FORMATS", "TABLES", "ExportFormat", "export_bytes",
+           "export_chunks"]
 
 
 def _hf_zip(*, batch: Batch, report: BatchReport | None = None) -> bytes:
@@ -66,15 +41,7 @@ EXPORT_FORMATS: dict[str, ExportFormat] = {
         ExportFormat("scores.csv", CSV_TYPE, from_batch=report_csv.scores_csv, label="All scores, long (CSV)"),
         ExportFormat("annotations.csv", CSV_TYPE, from_batch=report_csv.annotations_csv,
                      label="Annotations, template format (CSV)"),
-        ExportFormat("judges.csv", CSV_TYPE, from_report=judges_csv, label="LLM judges (CSV)", judges=True),
-        ExportFormat("judge_scores.csv", CSV_TYPE, from_batch=judge_exports.judge_scores_csv,
-                     label="Judge scores per item (CSV)", judges=True),
-        ExportFormat("pairwise_verdicts.csv", CSV_TYPE, from_batch=judge_exports.pairwise_verdicts_csv,
-                     label="Pairwise verdicts (CSV)", judges=True),
-        # Raw outputs and prompts make it the largest table: large batches build it in the worker.
-        ExportFormat("judge_calls.jsonl", "application/x-ndjson; charset=utf-8",
-                     from_batch=judge_exports.judge_calls_jsonl, background=True, label="Judge calls (JSON Lines)",
-                     judges=True),
+        *JUDGE_EXPORT_FORMATS,
         # export_report --format hf --out DIR writes the folder itself (annotator.exports.hf.writer).
         ExportFormat("hf", "application/zip", zipped=_hf_zip, background=True, download_name="hf-dataset.zip",
                      label="Hugging Face dataset (zip)"),

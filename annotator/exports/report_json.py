@@ -11,6 +11,7 @@ from typing import Any
 
 from annotator.exports.methods import methods_paragraph
 from annotator.selectors.annotation_facts import annotation_facts
+from annotator.selectors.report_sections import REPORT_SECTIONS
 from annotator.selectors.reports import BatchReport
 from hcs.numbers import finite_or_none
 
@@ -157,8 +158,8 @@ def report_to_dict(report: BatchReport) -> dict[str, Any]:
     }
     data.update(_quality_keys(report, levels, dimensions))
     data.update(annotation_facts(batch_id=report.batch_id, rubric=report.rubric))
-    for name, section in report.sections.items():
-        data[name] = section
+    for name in REPORT_SECTIONS:  # every listed section's key, null when the report was built without it
+        data[name] = report.sections.get(name)
     return clean(data)
 
 

@@ -21,7 +21,7 @@ from annotator.models.quality import (
     GoldItem,
     QualityRule,
 )
-from annotator.models.session import UserSession
+from annotator.sessions import UserSession  # the session model lives with its store
 from annotator.studies.prolific.models import ProlificBonus, ProlificWebhookEvent
 from annotator.studies.models import (
     AccountScope,

@@ -10,7 +10,6 @@ from __future__ import annotations
 
 from dataclasses import dataclass, replace
 from datetime import datetime
-from typing import TYPE_CHECKING
 
 import numpy as np
 from django.db.models import Count, Q
@@ -29,9 +28,7 @@ from annotator.selectors.quality import quality_rule_of
 from annotator.selectors.quality_time import over_time
 from annotator.selectors.report_arrays import ReportArrays
 from hcs import quality as q
-
-if TYPE_CHECKING:  # reports imports this module inside batch_report
-    from annotator.selectors.reports import BatchReport, DimensionRow
+from hcs.scoring import AnnotatorQuality
 
 
 @dataclass(frozen=True)
@@ -92,7 +89,7 @@ class AnnotatorSignals:
 class QualitySection:
     annotators: dict[str, AnnotatorSignals]
     exclusions: tuple[Exclusion, ...]
-    dimensions_all: tuple[DimensionRow, ...]  # agreement with every annotator
+    dimensions_all: tuple  # the report's DimensionRow of agreement with every annotator
     min_seconds: float
     over_time: object | None = None
     adjudications: tuple = ()  # annotator.models.Adjudication of the batch's items
@@ -169,10 +166,13 @@ def _per_user(queryset, user_field: str) -> dict[int, int]:
     return dict(queryset.values_list(user_field).annotate(n=Count("pk")).values_list(user_field, "n"))
 
 
-def quality_section(*, batch: Batch, inputs: QualityInputs, everyone: BatchReport,
-                    with_over_time: bool = True) -> QualitySection:
+def quality_section(*, batch: Batch, inputs: QualityInputs, annotators_all: tuple[AnnotatorQuality, ...],
+                    dimensions_all: tuple, with_over_time: bool = True) -> QualitySection:
     """Signals per annotator (from every annotation, excluded or not) and the exclusions; with
-    ``with_over_time``, agreement per window of submissions and per day (most of the cost of a large batch)."""
+    ``with_over_time``, agreement per window of submissions and per day (most of the cost of a large batch).
+
+    ``annotators_all`` and ``dimensions_all`` are the report's annotator table and agreement rows computed
+    with every annotator."""
     rule = quality_rule_of(batch=batch)
     arrays = inputs.arrays
     gold = {
@@ -188,8 +188,8 @@ def quality_section(*, batch: Batch, inputs: QualityInputs, everyone: BatchRepor
     standings = {s.annotator_id: s for s in AnnotatorStanding.objects.filter(batch=batch)}
     edits = _per_user(AnnotationRevision.objects.filter(annotation__item__batch=batch), "changed_by_id")
     skips = _per_user(Assignment.objects.filter(item__batch=batch, state=Assignment.State.SKIPPED), "annotator_id")
-    loo = {a.annotator: a.spearman_loo.get("overall") for a in everyone.annotators}
-    loo_n = {a.annotator: a.n_shared.get("overall", 0) for a in everyone.annotators}
+    loo = {a.annotator: a.spearman_loo.get("overall") for a in annotators_all}
+    loo_n = {a.annotator: a.n_shared.get("overall", 0) for a in annotators_all}
     adjudications = adjudications_of(batch=batch)
     reference = _reference(batch, arrays, adjudications)
     in_order = arrays.annotation_annotator[inputs.order]
@@ -225,7 +225,7 @@ def quality_section(*, batch: Batch, inputs: QualityInputs, everyone: BatchRepor
     keep = np.array([name not in excluded for name in arrays.annotator_names], dtype=bool)[in_order] \
         if len(in_order) else np.zeros(0, dtype=bool)
     return QualitySection(
-        annotators=out, exclusions=inputs.exclusions, dimensions_all=everyone.dimensions,
+        annotators=out, exclusions=inputs.exclusions, dimensions_all=dimensions_all,
         min_seconds=rule.min_seconds,
         adjudications=tuple(adjudications),
         over_time=over_time(batch=batch, arrays=arrays, order=inputs.order, keep=keep, days=inputs.days,

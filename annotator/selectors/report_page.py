@@ -10,6 +10,7 @@ from __future__ import annotations
 from typing import Any
 
 from annotator.models import Batch, JudgeFailure, JudgeScore, PairwiseVerdict
+from annotator.selectors import quality_report
 from annotator.selectors.reports import (
     BatchReport,
     batch_report,
@@ -32,9 +33,7 @@ def batch_has_judges(*, batch: Batch) -> bool:
 
 
 def judge_sections(*, batch: Batch) -> dict[str, Any]:
-    """The report's judge sections, by name, as ``batch_report`` builds them (without the excluded
-    annotators, like the rest of the report)."""
-    from annotator.selectors import quality_report  # it reads the report module's types
-
+    """The report's further sections (``REPORT_SECTIONS``: today the judges'), by name, as ``batch_report``
+    builds them (without the excluded annotators, like the rest of the report)."""
     arrays = quality_report.quality_inputs(batch=batch, arrays=report_arrays(batch=batch)).kept_arrays
     return sections_from_arrays(batch=batch, arrays=arrays)

@@ -1,7 +1,8 @@
 """A batch's report: the arrays from :mod:`annotator.selectors.report_arrays` → ``hcs`` statistics.
 
 Views, exports, the background job and the ``export_report`` command all call :func:`batch_report`;
-its sections (judge calibration, pairwise verdicts) are built by plain calls listed in it.
+its further sections (judge calibration, pairwise verdicts) are those ``REPORT_SECTIONS`` lists
+(:mod:`annotator.selectors.report_sections`).
 """
 
 from __future__ import annotations
@@ -13,8 +14,9 @@ from typing import Any
 import numpy as np
 
 from annotator.models import Batch
-from annotator.judges.selectors.judges import judges_report, pairwise_report
+from annotator.selectors import quality_report
 from annotator.selectors.report_arrays import ReportArrays, report_arrays
+from annotator.selectors.report_sections import SectionInputs, report_sections
 from hcs.agreement import DimensionAgreement, dimension_agreement
 from hcs.agreement.bootstrap import DEFAULT_RESAMPLES, DEFAULT_SEED
 from hcs.calibration.alt_test import DEFAULT_EPSILON
@@ -88,7 +90,7 @@ class BatchReport:
     disagreements: tuple[DisagreementRow, ...]
     n_resamples: int
     seed: int
-    # Further sections (judge calibration, pairwise verdicts), by name; filled in by batch_report.
+    # Further sections (report_sections.REPORT_SECTIONS), by name; filled in by batch_report.
     sections: dict[str, Any] = field(default_factory=dict)
     items: ItemOverall | None = None
     # Quality control (annotator.selectors.quality_report.QualitySection): exclusions, signals,
@@ -115,8 +117,6 @@ def batch_report(
     table lists everyone, and ``quality`` says who was left out and why. ``with_sections=False``
     leaves out the judge sections, which the report page asks for separately; ``quality_over_time=False``
     the agreement-over-time series, which the dataset card does not show."""
-    from annotator.selectors import quality_report  # it reads this module's types
-
     everyone_arrays = report_arrays(batch=batch)
     inputs = quality_report.quality_inputs(batch=batch, arrays=everyone_arrays)
     arrays = inputs.kept_arrays  # without excluded annotators: agreement, HCS, ranking, calibration
@@ -128,7 +128,8 @@ def batch_report(
     if with_sections:
         sections = sections_from_arrays(batch=batch, arrays=arrays, epsilon=epsilon, n_resamples=n_resamples, seed=seed)
         report = replace(report, sections=sections)
-    quality = quality_report.quality_section(batch=batch, inputs=inputs, everyone=everyone,
+    quality = quality_report.quality_section(batch=batch, inputs=inputs, annotators_all=everyone.annotators,
+                                             dimensions_all=everyone.dimensions,
                                              with_over_time=quality_over_time)
     return replace(report, quality=quality, arrays=arrays)
 
@@ -137,11 +138,9 @@ def sections_from_arrays(
     *, batch: Batch, arrays: ReportArrays, epsilon: float = DEFAULT_EPSILON,
     n_resamples: int = DEFAULT_RESAMPLES, seed: int = DEFAULT_SEED,
 ) -> dict[str, Any]:
-    """The report's further sections, by name: judge calibration and pairwise verdicts."""
-    return {
-        "judges": judges_report(batch=batch, arrays=arrays, epsilon=epsilon, n_boot=n_resamples, seed=seed),
-        "judge_pairwise": pairwise_report(batch=batch, arrays=arrays),
-    }
+    """The report's further sections, by name, as ``REPORT_SECTIONS`` lists them."""
+    return report_sections(SectionInputs(batch=batch, arrays=arrays, epsilon=epsilon, n_resamples=n_resamples,
+                                         seed=seed))
 
 
 def report_from_arrays(*, batch: Batch, arrays: ReportArrays, n_resamples: int, seed: int) -> BatchReport:

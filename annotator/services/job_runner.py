@@ -1,4 +1,5 @@
-"""Carrying out a queued job in the worker: an upload saved in one transaction, or a report built.
+"""Carrying out a queued job in the worker: the runner ``JOB_KINDS`` lists for its kind (here: an upload
+saved in one transaction, or a report built; a judge run is the judges package's).
 
 Progress and outcome go to the ``Job`` row, which the status page polls. Queued by
 ``annotator.services.jobs``; called by the task ``annotator.tasks.run_job``.
@@ -17,10 +18,10 @@ from django.utils import timezone
 
 from annotator.exports.formats import EXPORT_FORMATS, export_bytes
 from annotator.imports.errors import FileRefused, ImportRefused
+from annotator.job_kinds import job_kind
 from annotator.models import Batch, Job
 from annotator.selectors.jobs import this_worker
 from annotator.selectors.report_options import ReportOptions, report_with_options
-from annotator.judges.services.jobs import judge_job_run
 from annotator.services.uploads import pending_upload_save
 
 log = logging.getLogger(__name__)
@@ -42,23 +43,22 @@ def job_run(*, job_id: str) -> str:
     job = Job.objects.filter(pk=job_id).first()
     if job is None or job.finished:
         return job.state if job else "missing"
+    kind = job_kind(job)
+    if not kind.runner:
+        _update(job, state=Job.FAILED, finished_at=timezone.now(), step="",
+                message=f"This server does not run jobs of the kind \u201c{job.kind}\u201d.")
+        return job.state
     now, me = timezone.now(), this_worker()
     _update(job, state=Job.RUNNING, started_at=now, attempts=job.attempts + 1, step="Starting", worker=me,
             heartbeat_at=now)
     try:
         with _heartbeat(job, me):
-            if job.kind == Job.UPLOAD:
-                _run_upload(job)
-            elif job.kind == Job.JUDGE_RUN:
-                judge_job_run(job, _update)
-            else:
-                _run_export(job)
+            kind.run(job, _update)
     except Exception as exc:
         log.exception("job %s failed", job.pk)
         _update(job, state=Job.FAILED, finished_at=timezone.now(), step="",
                 message=f"The job stopped with an error ({type(exc).__name__}: {str(exc)[:500]}). "
-                        + ("Nothing was saved; the file is kept, so you can try again."
-                           if job.kind == Job.UPLOAD else "You can try again."))
+                        f"{kind.failed}")
         raise
     return job.state
 
@@ -88,34 +88,37 @@ def _heartbeat(job: Job, me: str) -> Iterator[None]:
         thread.join()
 
 
-def _run_upload(job: Job) -> None:
+def upload_job_run(job: Job, update) -> None:
+    """Save a confirmed upload in one transaction (``JOB_KINDS["upload"]``)."""
     data = bytes(job.payload or b"")
-    _update(job, step=f"Checking and saving {len(data):,} bytes in one transaction")
+    update(job, step=f"Checking and saving {len(data):,} bytes in one transaction")
     try:
         message = pending_upload_save(pending=job.params, data=data, user=job.created_by)
     except FileRefused as exc:
-        _refused(job, str(exc), [])
+        _refused(job, str(exc), [], update)
         return
     except ImportRefused as exc:
         ordered = sorted(exc.errors, key=lambda e: e.sort_key)
         errors = [{"row": e.row, "column": e.column, "message": e.message} for e in ordered]
-        _refused(job, f"{len(errors)} problem{'s' if len(errors) != 1 else ''}: nothing was saved.", errors)
+        _refused(job, f"{len(errors)} problem{'s' if len(errors) != 1 else ''}: nothing was saved.", errors,
+                 update)
         return
-    _update(job, state=Job.DONE, finished_at=timezone.now(), step="", message=message, payload=None)
+    update(job, state=Job.DONE, finished_at=timezone.now(), step="", message=message, payload=None)
 
 
-def _refused(job: Job, message: str, errors: list[dict]) -> None:
-    _update(job, state=Job.FAILED, finished_at=timezone.now(), step="", message=message,
+def _refused(job: Job, message: str, errors: list[dict], update) -> None:
+    update(job, state=Job.FAILED, finished_at=timezone.now(), step="", message=message,
             errors=errors[:MAX_ERRORS_KEPT])
 
 
-def _run_export(job: Job) -> None:
+def export_job_run(job: Job, update) -> None:
+    """Build a report export (``JOB_KINDS["export"]``)."""
     batch = Batch.objects.get(pk=job.params["batch_id"])
     fmt = EXPORT_FORMATS[job.params["fmt"]]
-    _update(job, step=f"Computing agreement statistics for {batch.items.count():,} items")
+    update(job, step=f"Computing agreement statistics for {batch.items.count():,} items")
     options = ReportOptions(**job.params.get("options", {}))
     report = report_with_options(batch=batch, options=options) if fmt.needs_report else None
-    _update(job, step=f"Writing the {fmt.key.upper()} file")
+    update(job, step=f"Writing the {fmt.key.upper()} file")
     output = export_bytes(fmt, batch=batch, report=report)
-    _update(job, state=Job.DONE, finished_at=timezone.now(), step="", output=output,
+    update(job, state=Job.DONE, finished_at=timezone.now(), step="", output=output,
             message=f"Built {len(output):,} bytes.")

@@ -9,18 +9,15 @@ saves nothing and can be tried again.
 
 from __future__ import annotations
 
-from typing import TYPE_CHECKING
-
 from django.conf import settings
 from django.db import transaction
 from django.utils import timezone
 
+from annotator.exports.export_format import ExportFormat
+from annotator.job_kinds import job_kind
 from annotator.models import Batch, Job
 from annotator.selectors.jobs import job_worker_gone
 from annotator.tasks import run_job
-
-if TYPE_CHECKING:  # the formats table imports the report builders (numpy, matplotlib)
-    from annotator.exports.formats import ExportFormat
 
 
 def job_enqueue(job: Job) -> None:
@@ -62,8 +59,7 @@ def job_retry(*, job: Job) -> Job:
     """Queue a failed (or cancelled) job again; its input was kept, and a judge run resumes where it stopped."""
     if job.state not in (Job.FAILED, Job.CANCELLED):
         raise ValueError("only a failed or cancelled job can be tried again")
-    if job.kind == Job.JUDGE_RUN and job.state == Job.FAILED and job.errors:
-        job.params = {**job.params, "retry_failed": True}  # the calls failed: trying again means calling them again
+    job.params = job_kind(job).retry_params(job)
     job.state, job.step, job.message, job.errors = Job.QUEUED, "", "", []
     job.started_at = job.finished_at = None
     job.cancel_requested = False
@@ -96,17 +92,6 @@ def judge_job_create(*, batch: Batch, template: str, base_url: str, model: str, 
     return job
 
 
-GONE = {
-    Job.UPLOAD: "The background worker stopped while saving this upload (it was killed or restarted). Nothing "
-                "was saved: an upload is saved in one transaction. The file is kept, so you can try again.",
-    Job.EXPORT: "The background worker stopped while building this report (it was killed or restarted). "
-                "You can try again.",
-    Job.JUDGE_RUN: "The background worker stopped during this run (it was killed or restarted). The calls it "
-                   "finished are saved; trying again resumes from there (for two minutes after the stop the "
-                   "judge still counts as busy: if Try again says so, wait and try again).",
-}
-
-
 @transaction.atomic
 def job_reclaim(*, job: Job) -> Job:
     """End a running job whose worker is gone (``selectors.jobs.job_worker_gone``): failed, or cancelled
@@ -117,23 +102,24 @@ def job_reclaim(*, job: Job) -> Job:
     if not job_worker_gone(job):
         return job
     job.state = Job.CANCELLED if job.cancel_requested else Job.FAILED
-    job.finished_at, job.step, job.message = timezone.now(), "", GONE[job.kind]
+    job.finished_at, job.step, job.message = timezone.now(), "", job_kind(job).gone
     job.save(update_fields=["state", "finished_at", "step", "message"])
     return job
 
 
 @transaction.atomic
 def job_cancel(*, job: Job) -> Job:
-    """Stop a queued job at once, or ask a running judge run to stop after the calls in flight; a running
-    job whose worker is gone is cancelled at once."""
+    """Stop a queued job at once, or ask a running job whose kind can stop (a judge run: after the calls in
+    flight) to stop; a running job whose worker is gone is cancelled at once."""
     job = Job.objects.select_for_update().defer("payload", "output").get(pk=job.pk)
     if job.state == Job.RUNNING and job_worker_gone(job):
-        job.state, job.finished_at, job.step, job.message = Job.CANCELLED, timezone.now(), "", GONE[job.kind]
+        job.state, job.finished_at, job.step = Job.CANCELLED, timezone.now(), ""
+        job.message = job_kind(job).gone
         job.save(update_fields=["state", "finished_at", "step", "message"])
     elif job.state == Job.QUEUED:
         job.state, job.finished_at, job.message = Job.CANCELLED, timezone.now(), "Cancelled before it started."
         job.save(update_fields=["state", "finished_at", "message"])
-    elif job.state == Job.RUNNING and job.kind == Job.JUDGE_RUN:
+    elif job.state == Job.RUNNING and job_kind(job).stopping:
         job.cancel_requested = True
         job.save(update_fields=["cancel_requested"])
     return job

@@ -31,14 +31,9 @@ End = Enrolment.End
 WORKING = "working"
 
 
-def remember_scoped(user, scoped: bool) -> None:
-    """Record whether the account is limited to some batches (read with the session, in its query)."""
-    user._scoped = scoped
-
-
 def is_scoped(user) -> bool:
     """Whether the account may rate only the batches its scope lists (a link-made account); cached
-    on the user object for the request."""
+    on the user object for the request (the session engine sets it: ``annotator.roles.remember_scoped``)."""
     if not hasattr(user, "_scoped"):
         user._scoped = AccountScope.objects.filter(user_id=user.pk).exists()
     return user._scoped

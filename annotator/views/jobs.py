@@ -10,6 +10,7 @@ from django.shortcuts import redirect, render
 from django.views.decorators.cache import never_cache
 from django.views.decorators.http import require_GET, require_POST
 
+from annotator.job_kinds import job_kind
 from annotator.models import Job
 from annotator.selectors.health import database_problem
 from annotator.selectors.jobs import job_of
@@ -61,8 +62,8 @@ def job_stop(request, job_id):
     job = job_cancel(job=job)
     if job.state == Job.CANCELLED:
         messages.info(request, "Stopped.")
-    elif job.kind == Job.JUDGE_RUN:
-        messages.info(request, "Stopping: no new calls; the calls in flight finish and are saved.")
+    elif job_kind(job).stopping:
+        messages.info(request, job_kind(job).stopping)
     else:
         messages.info(request, "This job is being saved in one transaction and cannot be stopped half-way; "
                                "it finishes or fails on its own, and a failure saves nothing.")

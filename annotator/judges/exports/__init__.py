@@ -1,1 +1,1 @@
-"""Judge exports: the judges table and the judge card."""
+"""Judge exports: the judges table, the judge card, the judge tables and their export-format rows."""

@@ -1,7 +1,8 @@
 """Judge calibration for a batch report: database rows → ``hcs.calibration`` → a frozen section.
 
-``batch_report`` calls these for its sections ``"judges"`` (per judge × dimension) and
-``"judge_pairwise"`` (pairwise verdicts against the human preference). The human side comes from the
+``REPORT_SECTIONS`` (:mod:`annotator.selectors.report_sections`) lists ``judges_section`` and
+``pairwise_section`` as the report's sections ``"judges"`` (per judge × dimension) and ``"judge_pairwise"``
+(pairwise verdicts against the human preference). The human side comes from the
 report's arrays, so judges are read against exactly the annotations the report shows.
 """
 
@@ -27,6 +28,7 @@ from annotator.judges.selectors.probes import (
     position_results,
 )
 from annotator.selectors.report_arrays import ReportArrays
+from annotator.selectors.report_sections import SectionInputs
 from hcs.calibration import (
     JudgeCalibration,
     PairwiseComparison,
@@ -235,6 +237,12 @@ def judges_report(*, batch: Batch, arrays: ReportArrays, epsilon: float = DEFAUL
                          ppi=_ppi_rows(batch, arrays, judges, scores))
 
 
+def judges_section(inputs: SectionInputs) -> JudgesSection:
+    """The report section ``judges`` (listed in ``REPORT_SECTIONS``)."""
+    return judges_report(batch=inputs.batch, arrays=inputs.arrays, epsilon=inputs.epsilon, n_boot=inputs.n_resamples,
+                         seed=inputs.seed)
+
+
 def _ppi_rows(batch: Batch, arrays: ReportArrays, judges: list[dict[str, Any]],
               scores: dict[tuple[int, str], dict[int, float]]) -> tuple[JudgePPI, ...]:
     """PPI++ per judge × dimension and overall HCS (from the judge's dimension scores when it gave no overall)."""
@@ -341,6 +349,11 @@ def pairwise_report(*, batch: Batch, arrays: ReportArrays) -> PairwiseSection:
                                 n_verdicts=len(judged), n_pairs=len(pairs), n_both_orders=len(both),
                                 n_consistent=consistent, consistency_ci95=wilson(consistent, len(both))))
     return PairwiseSection(rows=tuple(rows))
+
+
+def pairwise_section(inputs: SectionInputs) -> PairwiseSection:
+    """The report section ``judge_pairwise`` (listed in ``REPORT_SECTIONS``)."""
+    return pairwise_report(batch=inputs.batch, arrays=inputs.arrays)
 
 
 def _confidence_reliability(judge: list[str], human: list[str], confidence: list[float | None]) -> Reliability | None:

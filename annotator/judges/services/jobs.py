@@ -1,5 +1,5 @@
 """A judge run started from the Judges page, carried out in the worker (queued and cancelled by
-``annotator.services.jobs``).
+``annotator.services.jobs``; its kind is listed in ``annotator.job_kinds.JOB_KINDS``).
 
 The job keeps the run's settings (never the API key: only the name of the environment variable the
 worker reads it from, one of ``settings.ANNOTATOR_JUDGE_KEY_ENVS``) and, as the run goes, its counters.
@@ -102,3 +102,10 @@ def judge_job_run(job: Job, update) -> None:
                        "Start the run again with \u201cCall failed items again\u201d ticked to retry them.")
     else:
         update(job, state=Job.DONE, **finished, message=summary)
+
+
+def judge_job_retry_params(job: Job) -> dict:
+    """The params of a judge run tried again: when its calls failed, trying again means calling them again."""
+    if job.state == Job.FAILED and job.errors:
+        return {**job.params, "retry_failed": True}
+    return job.params

@@ -1,0 +1,52 @@
+"""The report's further sections, in one table: ``REPORT_SECTIONS``.
+
+A feature joins the report by one line here: the section's name (its key in ``BatchReport.sections``
+and in the JSON export) and the function that builds it, given by dotted path so that the core report
+does not import the feature's package. A builder takes :class:`SectionInputs` and returns an object with
+a ``template`` (the report page and the HTML export include it) and ``to_json()`` (the JSON export).
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+from dataclasses import dataclass
+from typing import Any
+
+from django.utils.module_loading import import_string
+
+from annotator.models import Batch
+from annotator.selectors.report_arrays import ReportArrays
+
+
+@dataclass(frozen=True, eq=False)
+class SectionInputs:
+    batch: Batch
+    arrays: ReportArrays  # without the excluded annotators, like the rest of the report
+    epsilon: float  # the alt-test margin
+    n_resamples: int  # bootstrap resamples
+    seed: int
+
+
+@dataclass(frozen=True)
+class ReportSection:
+    name: str
+    builder: str | Callable[[SectionInputs], Any]  # a dotted path, imported on first use, or the function
+
+    def build(self, inputs: SectionInputs) -> Any:
+        builder = import_string(self.builder) if isinstance(self.builder, str) else self.builder
+        return builder(inputs)
+
+
+REPORT_SECTIONS: dict[str, ReportSection] = {
+    s.name: s
+    for s in (
+        # The judges package: calibration per judge × dimension, then pairwise verdicts against people.
+        ReportSection("judges", "annotator.judges.selectors.judges.judges_section"),
+        ReportSection("judge_pairwise", "annotator.judges.selectors.judges.pairwise_section"),
+    )
+}
+
+
+def report_sections(inputs: SectionInputs) -> dict[str, Any]:
+    """Every section of ``REPORT_SECTIONS``, by name, in the table's order."""
+    return {name: section.build(inputs) for name, section in REPORT_SECTIONS.items()}
