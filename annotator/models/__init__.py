@@ -21,6 +21,7 @@ from annotator.models.quality import (
     GoldItem,
     QualityRule,
 )
+from annotator.models.report_cache import ReportCache
 from annotator.models.session import UserSession
 from annotator.studies.models import (
     AccountScope,
@@ -35,5 +36,5 @@ __all__ = [
     "AccountScope", "Adjudication", "AdjudicatorGrant", "Annotation", "AnnotationRevision", "AnnotatorStanding",
     "ApiToken", "Assignment", "Batch", "CalibrationSet", "Enrolment", "GoldAnswer", "GoldItem", "InviteLink", "Item", "Job", "Judge",
     "JudgeCall", "JudgeCriterionScore", "JudgeFailure", "JudgeScore", "PairwiseVerdict", "QualityRule",
-    "RateBucket", "Score", "SignInLink", "StudyLink", "UserSession",
+    "RateBucket", "ReportCache", "Score", "SignInLink", "StudyLink", "UserSession",
 ]

@@ -2,7 +2,7 @@
 
 The judges' calibration (bootstrap intervals, the alt-test and two plots per judge and dimension)
 costs several times the rest of the page, so the page asks for it after it is shown. Each part is
-built once per request; the exports (JSON, HTML) still build everything in one go.
+stored for the batch's revision once computed (:mod:`annotator.selectors.report_cache`).
 """
 
 from __future__ import annotations
@@ -10,6 +10,7 @@ from __future__ import annotations
 from typing import Any
 
 from annotator.models import Batch, JudgeFailure, JudgeScore, PairwiseVerdict
+from hcs.defaults import DEFAULT_EPSILON, DEFAULT_RESAMPLES, DEFAULT_SEED
 from annotator.selectors.reports import (
     BatchReport,
     batch_report,
@@ -35,6 +36,14 @@ def judge_sections(*, batch: Batch) -> dict[str, Any]:
     """The report's judge sections, by name, as ``batch_report`` builds them (without the excluded
     annotators, like the rest of the report)."""
     from annotator.selectors import quality_report  # it reads the report module's types
+    from annotator.selectors.report_cache import options_key, report_through_cache
 
-    arrays = quality_report.quality_inputs(batch=batch, arrays=report_arrays(batch=batch)).kept_arrays
-    return sections_from_arrays(batch=batch, arrays=arrays)
+    def compute() -> dict[str, Any]:
+        arrays = quality_report.quality_inputs(batch=batch, arrays=report_arrays(batch=batch)).kept_arrays
+        return sections_from_arrays(batch=batch, arrays=arrays)
+
+    options = {"n_resamples": DEFAULT_RESAMPLES, "seed": DEFAULT_SEED, "epsilon": float(DEFAULT_EPSILON)}
+    # The whole report (an export's, or the background job's) holds the same sections.
+    whole = tuple(options_key("report", **options, sections=True, over_time=over_time) for over_time in (True, False))
+    return report_through_cache(batch=batch, key=options_key("judge_sections", **options), also=whole,
+                                pick=lambda report: report.sections, compute=compute)
