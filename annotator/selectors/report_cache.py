@@ -23,6 +23,7 @@ from annotator.models import (
     GoldAnswer,
     GoldItem,
     JudgeCriterionScore,
+    JudgeCall,
     JudgeFailure,
     JudgeScore,
     PairwiseVerdict,
@@ -36,7 +37,7 @@ _CHANGED = {"n": Count("pk"), "last": Max("pk")}
 def report_revision(*, batch: Batch) -> str:
     """A digest that changes with every write a report reads: annotations (submit, edit, import,
     delete), skips, exclusions, warnings, blocks and training, gold answers and gold items,
-    adjudications, judge scores, failures and verdicts, the calibration set, the quality rule and
+    adjudications, judge scores, failures, verdicts and calls, the calibration set, the quality rule and
     the batch's own name, k and rubric."""
     in_batch = Q(item__batch=batch)
     facts: list[Any] = [
@@ -56,6 +57,8 @@ def report_revision(*, batch: Batch) -> str:
         Adjudication.objects.filter(in_batch).aggregate(**_CHANGED, changed=Max("updated_at")),
         JudgeScore.objects.filter(in_batch).aggregate(**_CHANGED),
         JudgeFailure.objects.filter(in_batch).aggregate(**_CHANGED),
+        # A verdict counts only while its call reads as whole (judges.selectors.verdicts.counted_verdicts).
+        JudgeCall.objects.filter(in_batch).aggregate(**_CHANGED, not_ok=Count("pk", filter=~Q(status=JudgeCall.OK))),
         JudgeCriterionScore.objects.filter(in_batch).aggregate(**_CHANGED),
         PairwiseVerdict.objects.filter(baseline__batch=batch).aggregate(**_CHANGED),
         list(CalibrationSet.objects.filter(batch=batch).values_list("pk", "fingerprint", "frozen_at")),
