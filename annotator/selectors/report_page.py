@@ -47,3 +47,29 @@ def judge_sections(*, batch: Batch) -> dict[str, Any]:
     whole = tuple(options_key("report", **options, sections=True, over_time=over_time) for over_time in (True, False))
     return report_through_cache(batch=batch, key=options_key("judge_sections", **options), also=whole,
                                 pick=lambda report: report.sections, compute=compute)
+
+
+def report_page_context(*, batch: Batch, sort: str = "") -> dict[str, Any]:
+    """The report page's context (figures drawn), stored for the batch's revision and ``sort``."""
+    from annotator.exports.report_html import report_context
+    from annotator.selectors.report_cache import options_key, report_through_cache
+
+    return report_through_cache(batch=batch, key=options_key("page", sort=sort),
+                                compute=lambda: report_context(report_without_judges(batch=batch), sort=sort))
+
+
+def judge_sections_html(*, batch: Batch) -> str:
+    """The judge sections' HTML fragment (figures drawn), stored for the batch's revision: it holds
+    no form and nothing of the person who asks, so every researcher is served the same text."""
+    from django.template.loader import render_to_string
+
+    from annotator.selectors.report_cache import options_key, report_through_cache
+
+    def compute() -> str:
+        # The sections link to each judge's card by the report's batch id, as on the whole page.
+        return render_to_string("annotator/_report_judge_sections.html",
+                                {"sections": judge_sections(batch=batch), "links": True,
+                                 "report": {"batch_id": batch.pk}})
+
+    return report_through_cache(batch=batch, key=options_key("judge_sections_html"), compute=compute)
+

@@ -8,7 +8,6 @@ from django.views.decorators.http import require_GET
 
 from annotator.exports.formats import EXPORT_FORMATS, export_bytes, export_chunks
 from annotator.judges.exports.card import CARD_EXPORTS
-from annotator.exports.report_html import report_context
 from annotator.judges.forms.judges import DisagreementFilterForm
 from annotator.models import Batch, Item, Judge
 from annotator.judges.models.judge import OVERALL
@@ -22,8 +21,8 @@ from annotator.judges.selectors.disagreements import (
 )
 from annotator.selectors.report_page import (
     batch_has_judges,
-    judge_sections,
-    report_without_judges,
+    judge_sections_html,
+    report_page_context,
 )
 from annotator.selectors.report_rows import batches_for_reports, item_report
 from annotator.selectors.reports import batch_report
@@ -40,7 +39,7 @@ def report_list(request):
 @researcher_required
 def report_batch(request, batch_id):
     batch = get_object_or_404(Batch, pk=batch_id)
-    context = report_context(report_without_judges(batch=batch), sort=request.GET.get("sort", ""))
+    context = report_page_context(batch=batch, sort=request.GET.get("sort", ""))
     context["has_judges"] = batch_has_judges(batch=batch)  # their sections load after the page
     context["exports"] = EXPORT_FORMATS.values()
     return render(request, "annotator/report.html", context)
@@ -51,10 +50,7 @@ def report_batch(request, batch_id):
 def report_judges(request, batch_id):
     """The judge sections of the report page, asked for once the rest is on screen."""
     batch = get_object_or_404(Batch, pk=batch_id)
-    sections = judge_sections(batch=batch)
-    # The sections link to each judge's card by the report's batch id, as on the whole page.
-    return render(request, "annotator/_report_judge_sections.html",
-                  {"sections": sections, "links": True, "report": {"batch_id": batch.pk}})
+    return HttpResponse(judge_sections_html(batch=batch))
 
 
 @require_GET
