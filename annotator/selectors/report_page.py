@@ -73,3 +73,15 @@ def judge_sections_html(*, batch: Batch) -> str:
 
     return report_through_cache(batch=batch, key=options_key("judge_sections_html"), compute=compute)
 
+
+def report_page_ready(*, batch: Batch, sort: str = "") -> bool:
+    """Whether the page's context, or a whole report it can be drawn from, is stored for the batch's
+    current revision."""
+    from annotator.models import ReportCache
+    from annotator.selectors.report_cache import options_key, report_revision
+
+    options = {"n_resamples": DEFAULT_RESAMPLES, "seed": DEFAULT_SEED, "epsilon": float(DEFAULT_EPSILON)}
+    keys = [options_key("page", sort=sort)] + [
+        options_key("report", **options, sections=sections, over_time=True) for sections in (True, False)]
+    return ReportCache.objects.filter(batch=batch, revision=report_revision(batch=batch), options__in=keys).exists()
+

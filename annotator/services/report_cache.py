@@ -34,3 +34,4 @@ def report_cache_store(*, batch: Batch, revision: str, current: str, options: st
                  .values_list("pk", flat=True)[KEEP_PER_BATCH:])
     if stale:
         ReportCache.objects.filter(pk__in=stale).delete()
+

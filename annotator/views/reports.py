@@ -23,10 +23,12 @@ from annotator.selectors.report_page import (
     batch_has_judges,
     judge_sections_html,
     report_page_context,
+    report_page_ready,
 )
 from annotator.selectors.report_rows import batches_for_reports, item_report
 from annotator.selectors.reports import batch_report
 from annotator.services.jobs import export_job_create
+from annotator.services.report_jobs import report_job_for_page
 
 
 @require_GET
@@ -39,7 +41,11 @@ def report_list(request):
 @researcher_required
 def report_batch(request, batch_id):
     batch = get_object_or_404(Batch, pk=batch_id)
-    context = report_page_context(batch=batch, sort=request.GET.get("sort", ""))
+    sort = request.GET.get("sort", "")
+    if batch.items.count() > settings.ANNOTATOR_BACKGROUND_REPORT_ITEMS and not report_page_ready(batch=batch, sort=sort):
+        # A large batch's report is computed by the worker; once stored, this page is drawn from it.
+        return redirect("job_status", job_id=report_job_for_page(batch=batch, user=request.user).pk)
+    context = report_page_context(batch=batch, sort=sort)
     context["has_judges"] = batch_has_judges(batch=batch)  # their sections load after the page
     context["exports"] = EXPORT_FORMATS.values()
     return render(request, "annotator/report.html", context)

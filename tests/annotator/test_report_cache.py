@@ -144,3 +144,26 @@ def test_the_page_and_the_judge_section_are_served_from_storage_and_exclude_comp
         included = client.post(reverse("annotator_include", args=[batch.pk, people[0].pk]))
     assert excluded.status_code == included.status_code == 302
     assert AnnotatorStanding.objects.get(batch=batch, annotator=people[0]).excluded is False
+
+
+def test_a_large_batch_page_is_computed_by_the_worker_and_then_served(client, rated, settings):
+    from annotator.models import Job
+
+    batch, _ = rated
+    settings.ANNOTATOR_BACKGROUND_REPORT_ITEMS = 3  # the batch has 4 items
+    client.force_login(make_user("cached-large", role="researcher"))
+    page = reverse("report_batch", args=[batch.pk])
+    with mock.patch.object(reports, "batch_report_computed", side_effect=AssertionError("computed in the request")):
+        queued = client.get(page)
+        assert client.get(page).url == queued.url  # a second look waits for the same job
+    job = Job.objects.get()
+    assert queued.status_code == 302 and queued.url == reverse("job_status", args=[job.pk])
+    from annotator.services.job_runner import job_run
+
+    job_run(job_id=str(job.pk))
+    job.refresh_from_db()
+    assert job.state == Job.DONE
+    with mock.patch.object(reports, "batch_report_computed", side_effect=AssertionError("computed in the request")):
+        served = client.get(page)
+    assert served.status_code == 200 and b"cached-r0" in served.content
+    assert Job.objects.count() == 1
