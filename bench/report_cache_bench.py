@@ -1,7 +1,7 @@
 """The stored report's three targets on the demo batch: a report page seen before, the judge section
 cold, and exclude/include.
 
-    .venv/bin/python bench/report_cache_bench.py [--repeat 3] [--db /tmp/report_cache_bench.sqlite3]
+    .venv/bin/python bench/report_cache_bench.py [--repeat 3] [--db /tmp/report_cache_bench.sqlite3] [--code DIR]
 
 Builds the demo database once (migrate, load_demo), then runs each repeat in a fresh process, as a
 researcher through Django's test client (every middleware, DEBUG on). In each process, the stored
@@ -32,12 +32,12 @@ TARGETS = {"report page, seen before": 0.2, "judge section, cold": 2.0, "exclude
            "include (POST)": 0.5}
 
 
-def child(db: Path) -> None:
+def child(db: Path, root: Path) -> None:
     import os
 
     os.environ.update(DATABASE_URL=f"sqlite:///{db}", DJANGO_SETTINGS_MODULE="annotator.settings", DEBUG="1",
                       ALLOWED_HOSTS="testserver")
-    sys.path.insert(0, str(ROOT))
+    sys.path.insert(0, str(root))
     import django
 
     django.setup()
@@ -46,15 +46,21 @@ def child(db: Path) -> None:
     from django.urls import reverse
 
     from annotator.management.commands.load_demo import DEMO_BATCH
-    from annotator.models import Annotation, Batch, ReportCache
+    from annotator.models import Annotation, Batch
     from tests.factories import make_user
+
+    try:
+        from annotator.models import ReportCache
+    except ImportError:  # --code names a checkout from before stored reports
+        ReportCache = None
 
     batch = Batch.objects.get(name=DEMO_BATCH)
     researcher = get_user_model().objects.filter(username="bench-researcher").first() \
         or make_user("bench-researcher", role="researcher")
     annotator_pk = Annotation.objects.filter(item__batch=batch).order_by("annotator__username") \
         .values_list("annotator_id", flat=True).first()
-    ReportCache.objects.filter(batch=batch).delete()
+    if ReportCache is not None:
+        ReportCache.objects.filter(batch=batch).delete()
     client = Client()
     client.force_login(researcher)
     page, judges = reverse("report_batch", args=[batch.pk]), reverse("report_judges", args=[batch.pk])
@@ -79,12 +85,12 @@ def child(db: Path) -> None:
     print(json.dumps(times))
 
 
-def build(db: Path) -> None:
+def build(db: Path, root: Path) -> None:
     env = {"DATABASE_URL": f"sqlite:///{db}", "DEBUG": "1", "PATH": "/usr/bin:/bin"}
     for suffix in ("", "-wal", "-shm"):
         Path(f"{db}{suffix}").unlink(missing_ok=True)
     for command in (["migrate", "-v0"], ["load_demo"]):
-        subprocess.run([sys.executable, "manage.py", *command], cwd=ROOT, env=env, check=True,
+        subprocess.run([sys.executable, "manage.py", *command], cwd=root, env=env, check=True,
                        stdout=subprocess.DEVNULL)
 
 
@@ -92,16 +98,18 @@ def main() -> None:
     parser = argparse.ArgumentParser()
     parser.add_argument("--repeat", type=int, default=3)
     parser.add_argument("--db", type=Path, default=Path("/tmp/report_cache_bench.sqlite3"))
+    parser.add_argument("--code", type=Path, default=ROOT,
+                        help="the checkout to time (e.g. an older one unpacked with git archive)")
     parser.add_argument("--child", action="store_true", help=argparse.SUPPRESS)
     args = parser.parse_args()
     if args.child:
-        child(args.db)
+        child(args.db, args.code.resolve())
         return
-    build(args.db)
+    build(args.db, args.code.resolve())
     runs = []
     for _ in range(args.repeat):
-        out = subprocess.run([sys.executable, __file__, "--child", "--db", str(args.db)], cwd=ROOT, check=True,
-                             capture_output=True, text=True).stdout
+        out = subprocess.run([sys.executable, __file__, "--child", "--db", str(args.db), "--code", str(args.code)],
+                             cwd=args.code, check=True, capture_output=True, text=True).stdout
         runs.append(json.loads(out.strip().splitlines()[-1]))
     print(f"demo batch, {args.repeat} fresh processes, medians (seconds)")
     print(f"| {'measurement':<40} | median s | target s | runs |")
