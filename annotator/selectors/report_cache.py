@@ -70,7 +70,11 @@ def report_revision(*, batch: Batch) -> str:
 
 def options_key(kind: str, **options: Any) -> str:
     """The stored key of a report kind with its options, e.g. ``report;epsilon=0.1;n_resamples=1000;...``."""
-    return ";".join([kind, *(f"{name}={options[name]!r}" for name in sorted(options))])
+    key = ";".join([kind, *(f"{name}={options[name]!r}" for name in sorted(options))])
+    # A key from a query string may be long or hold characters PostgreSQL's text refuses (NUL): digest it.
+    if len(key) > 200 or not key.isascii() or not key.isprintable():
+        key = f"{kind};sha256={hashlib.sha256(key.encode('utf-8', 'surrogatepass')).hexdigest()}"
+    return key
 
 
 def report_through_cache(*, batch: Batch, key: str, compute, also: tuple[str, ...] = (),

@@ -167,3 +167,13 @@ def test_a_large_batch_page_is_computed_by_the_worker_and_then_served(client, ra
         served = client.get(page)
     assert served.status_code == 200 and b"cached-r0" in served.content
     assert Job.objects.count() == 1
+
+
+@pytest.mark.parametrize("sort", ["x" * 5000, "bias%00", "%C3%A9%ED%A0%80", "%3Cscript%3E"])
+def test_any_sort_in_the_query_string_is_stored_under_a_bounded_key(client, rated, sort):
+    batch, _ = rated
+    client.force_login(make_user("cached-sorter", role="researcher"))
+    response = client.get(reverse("report_batch", args=[batch.pk]) + "?sort=" + sort)  # as sent, percent-encoded
+    assert response.status_code in (200, 400)
+    keys = list(ReportCache.objects.filter(batch=batch).values_list("options", flat=True))
+    assert keys and all(len(k) <= 200 and k.isascii() and k.isprintable() for k in keys)
