@@ -134,20 +134,21 @@ def scatter_svg(pairs, *, scale: tuple[int, int] = (1, 5), seed: int = 0) -> str
     def y(v: float) -> float:
         return top + side - (v - low) / span * side
 
-    parts = [f'<svg xmlns="http://www.w3.org/2000/svg" width="360" height="340" viewBox="0 0 360 340">',
+    parts = ['<svg xmlns="http://www.w3.org/2000/svg" width="360" height="340" viewBox="0 0 360 340">',
              f'<rect x="{left}" y="{top}" width="{side}" height="{side}" fill="white" stroke="black" '
              'stroke-width="0.8"/>']
     for tick in range(lo, hi + 1):
-        parts.append(f'<line x1="{x(tick):.1f}" y1="{top}" x2="{x(tick):.1f}" y2="{top + side}" stroke="#b0b0b0" '
-                     'stroke-opacity="0.25" stroke-width="0.8"/>')
-        parts.append(f'<line x1="{left}" y1="{y(tick):.1f}" x2="{left + side}" y2="{y(tick):.1f}" stroke="#b0b0b0" '
-                     'stroke-opacity="0.25" stroke-width="0.8"/>')
+        grid = 'stroke="#b0b0b0" stroke-opacity="0.25" stroke-width="0.8"'
+        parts.append(f'<line x1="{x(tick):.1f}" y1="{top}" x2="{x(tick):.1f}" y2="{top + side}" {grid}/>')
+        parts.append(f'<line x1="{left}" y1="{y(tick):.1f}" x2="{left + side}" y2="{y(tick):.1f}" {grid}/>')
         parts.append(_text(x(tick), top + side + 16, str(tick)))
         parts.append(_text(left - 6, y(tick) + 3.5, str(tick), anchor="end"))
-    parts.append(f'<line x1="{x(lo):.1f}" y1="{y(lo):.1f}" x2="{x(hi):.1f}" y2="{y(hi):.1f}" stroke="#999999" '
+    parts.append(f'<line x1="{x(lo):.1f}" y1="{y(lo):.1f}" x2="{x(hi):.1f}" y2="{y(hi):.1f}" '
+                 'stroke="#999999" '
                  'stroke-width="1" stroke-dasharray="3.7,1.6"/>')
     for (h, j), (dh, dj) in zip(data, jitter):
-        parts.append(f'<circle cx="{x(h + dh):.2f}" cy="{y(j + dj):.2f}" r="2" fill="#1f5fa8" fill-opacity="0.55"/>')
+        parts.append(f'<circle cx="{x(h + dh):.2f}" cy="{y(j + dj):.2f}" r="2" fill="#1f5fa8" '
+                     'fill-opacity="0.55"/>')
     parts.append(f'<line x1="{left + 8}" y1="{top + 12}" x2="{left + 28}" y2="{top + 12}" stroke="#999999" '
                  'stroke-width="1" stroke-dasharray="3.7,1.6"/>')
     parts.append(_text(left + 34, top + 15, "judge = people", size=9, anchor="start"))
@@ -167,7 +168,7 @@ def confusion_svg(matrix, *, scale: tuple[int, int] = (1, 5)) -> str:
     top_count = max(1, int(counts.max())) if counts.size else 1
     left, top, side = 62.0, 10.0, 250.0
     cell = side / n
-    parts = [f'<svg xmlns="http://www.w3.org/2000/svg" width="340" height="320" viewBox="0 0 340 320">']
+    parts = ['<svg xmlns="http://www.w3.org/2000/svg" width="340" height="320" viewBox="0 0 340 320">']
     for i in range(counts.shape[0]):
         for j in range(counts.shape[1]):
             value = int(counts[i, j])

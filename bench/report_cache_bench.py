@@ -1,7 +1,8 @@
 """The stored report's three targets on the demo batch: a report page seen before, the judge section
 cold, and exclude/include.
 
-    .venv/bin/python bench/report_cache_bench.py [--repeat 3] [--db /tmp/report_cache_bench.sqlite3] [--code DIR]
+    .venv/bin/python bench/report_cache_bench.py [--repeat 3] [--db /tmp/report_cache_bench.sqlite3]
+                                                 [--code DIR]
 
 Builds the demo database once (migrate, load_demo), then runs each repeat in a fresh process, as a
 researcher through Django's test client (every middleware, DEBUG on). In each process, the stored
@@ -108,7 +109,8 @@ def main() -> None:
     build(args.db, args.code.resolve())
     runs = []
     for _ in range(args.repeat):
-        out = subprocess.run([sys.executable, __file__, "--child", "--db", str(args.db), "--code", str(args.code)],
+        command = [sys.executable, __file__, "--child", "--db", str(args.db), "--code", str(args.code)]
+        out = subprocess.run(command,
                              cwd=args.code, check=True, capture_output=True, text=True).stdout
         runs.append(json.loads(out.strip().splitlines()[-1]))
     print(f"demo batch, {args.repeat} fresh processes, medians (seconds)")
@@ -117,7 +119,8 @@ def main() -> None:
     for name in runs[0]:
         values = [run[name] for run in runs]
         target = TARGETS.get(name)
-        mark = "" if target is None else f"{target:.1f} {'met' if statistics.median(values) <= target else 'MISSED'}"
+        met = target is not None and statistics.median(values) <= target
+        mark = "" if target is None else f"{target:.1f} {'met' if met else 'MISSED'}"
         print(f"| {name:<40} | {statistics.median(values):8.3f} | {mark:<8} | "
               + " ".join(f"{v:.3f}" for v in values) + " |")
 

@@ -22,8 +22,8 @@ from annotator.models import (
     CalibrationSet,
     GoldAnswer,
     GoldItem,
-    JudgeCriterionScore,
     JudgeCall,
+    JudgeCriterionScore,
     JudgeFailure,
     JudgeScore,
     PairwiseVerdict,
@@ -58,7 +58,8 @@ def report_revision(*, batch: Batch) -> str:
         JudgeScore.objects.filter(in_batch).aggregate(**_CHANGED),
         JudgeFailure.objects.filter(in_batch).aggregate(**_CHANGED),
         # A verdict counts only while its call reads as whole (judges.selectors.verdicts.counted_verdicts).
-        JudgeCall.objects.filter(in_batch).aggregate(**_CHANGED, not_ok=Count("pk", filter=~Q(status=JudgeCall.OK))),
+        JudgeCall.objects.filter(in_batch).aggregate(
+            **_CHANGED, not_ok=Count("pk", filter=~Q(status=JudgeCall.OK))),
         JudgeCriterionScore.objects.filter(in_batch).aggregate(**_CHANGED),
         PairwiseVerdict.objects.filter(baseline__batch=batch).aggregate(**_CHANGED),
         list(CalibrationSet.objects.filter(batch=batch).values_list("pk", "fingerprint", "frozen_at")),

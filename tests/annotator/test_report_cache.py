@@ -7,7 +7,16 @@ import pytest
 from django.urls import reverse
 from django.utils import timezone
 
-from annotator.models import Annotation, AnnotatorStanding, Assignment, Judge, JudgeScore, QualityRule, ReportCache
+from annotator.judges.services.calibration_set import calibration_set_mark, calibration_set_retire
+from annotator.models import (
+    Annotation,
+    AnnotatorStanding,
+    Assignment,
+    Judge,
+    JudgeScore,
+    QualityRule,
+    ReportCache,
+)
 from annotator.selectors import reports
 from annotator.selectors.report_cache import report_revision
 from annotator.selectors.reports import batch_report, batch_report_computed
@@ -15,7 +24,6 @@ from annotator.services import report_cache as report_cache_service
 from annotator.services.adjudication import adjudication_save
 from annotator.services.annotations import annotation_update
 from annotator.services.exclusion import annotator_exclude, annotator_include
-from annotator.judges.services.calibration_set import calibration_set_mark, calibration_set_retire
 from tests.factories import PASSWORD, make_annotation, make_batch, make_user
 
 DIMS = ["coherence", "relevance", "instruction_following", "safety_compliance", "fluency"]
@@ -53,11 +61,14 @@ def test_every_write_a_report_reads_moves_the_revision(rated):
     _moves(batch, lambda: annotation_update(annotation=annotation, changed_by=annotation.annotator,
                                             scores=_scores(5)))  # an edit
     _moves(batch, lambda: Annotation.objects.filter(annotator=newcomer).delete())
-    _moves(batch, lambda: annotator_exclude(batch=batch, annotator=people[0], reason="too fast", by=researcher))
+    _moves(batch, lambda: annotator_exclude(batch=batch, annotator=people[0], reason="too fast",
+                                            by=researcher))
     _moves(batch, lambda: annotator_include(batch=batch, annotator=people[0]))
-    _moves(batch, lambda: adjudication_save(item=item, adjudicator=researcher, scores=_scores(4), note="checked"))
+    _moves(batch, lambda: adjudication_save(item=item, adjudicator=researcher, scores=_scores(4),
+                                            note="checked"))
     judge = Judge.objects.create(name="j")
-    _moves(batch, lambda: JudgeScore.objects.create(judge=judge, item=item, dimension="coherence", raw_value=4,
+    _moves(batch, lambda: JudgeScore.objects.create(judge=judge, item=item, dimension="coherence",
+                                                    raw_value=4,
                                                     scale_min=1, scale_max=5, value=4))
     _moves(batch, lambda: calibration_set_mark(batch=batch, sample=2, seed=1, user=researcher))
     _moves(batch, lambda: calibration_set_retire(batch=batch))
@@ -140,7 +151,8 @@ def test_the_page_and_the_judge_section_are_served_from_storage_and_exclude_comp
         assert client.get(judges).content == first_judges.content
         assert again.status_code == 200 and b"cached-r0" in again.content
         # exclude and include answer without computing the report; the next page view computes it
-        excluded = client.post(reverse("annotator_exclude", args=[batch.pk, people[0].pk]), {"reason": "fast"})
+        exclude = reverse("annotator_exclude", args=[batch.pk, people[0].pk])
+        excluded = client.post(exclude, {"reason": "fast"})
         included = client.post(reverse("annotator_include", args=[batch.pk, people[0].pk]))
     assert excluded.status_code == included.status_code == 302
     assert AnnotatorStanding.objects.get(batch=batch, annotator=people[0]).excluded is False
@@ -153,7 +165,7 @@ def test_a_large_batch_page_is_computed_by_the_worker_and_then_served(client, ra
     settings.ANNOTATOR_BACKGROUND_REPORT_ITEMS = 3  # the batch has 4 items
     client.force_login(make_user("cached-large", role="researcher"))
     page = reverse("report_batch", args=[batch.pk])
-    with mock.patch.object(reports, "batch_report_computed", side_effect=AssertionError("computed in the request")):
+    with mock.patch.object(reports, "batch_report_computed", side_effect=AssertionError("computed")):
         queued = client.get(page)
         assert client.get(page).url == queued.url  # a second look waits for the same job
     job = Job.objects.get()
@@ -163,7 +175,7 @@ def test_a_large_batch_page_is_computed_by_the_worker_and_then_served(client, ra
     job_run(job_id=str(job.pk))
     job.refresh_from_db()
     assert job.state == Job.DONE
-    with mock.patch.object(reports, "batch_report_computed", side_effect=AssertionError("computed in the request")):
+    with mock.patch.object(reports, "batch_report_computed", side_effect=AssertionError("computed")):
         served = client.get(page)
     assert served.status_code == 200 and b"cached-r0" in served.content
     assert Job.objects.count() == 1
@@ -173,7 +185,8 @@ def test_a_large_batch_page_is_computed_by_the_worker_and_then_served(client, ra
 def test_any_sort_in_the_query_string_is_stored_under_a_bounded_key(client, rated, sort):
     batch, _ = rated
     client.force_login(make_user("cached-sorter", role="researcher"))
-    response = client.get(reverse("report_batch", args=[batch.pk]) + "?sort=" + sort)  # as sent, percent-encoded
+    # the query string as sent, percent-encoded
+    response = client.get(reverse("report_batch", args=[batch.pk]) + "?sort=" + sort)
     assert response.status_code in (200, 400)
     keys = list(ReportCache.objects.filter(batch=batch).values_list("options", flat=True))
     assert keys and all(len(k) <= 200 and k.isascii() and k.isprintable() for k in keys)
