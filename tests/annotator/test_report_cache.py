@@ -190,3 +190,22 @@ def test_any_sort_in_the_query_string_is_stored_under_a_bounded_key(client, rate
     assert response.status_code in (200, 400)
     keys = list(ReportCache.objects.filter(batch=batch).values_list("options", flat=True))
     assert keys and all(len(k) <= 200 and k.isascii() and k.isprintable() for k in keys)
+
+
+def test_a_backup_leaves_stored_reports_out_and_the_restored_report_is_the_same(rated, tmp_path):
+    from django.contrib.auth import get_user_model
+    from django.core.management import call_command
+
+    from annotator.models import Batch
+
+    batch, _ = rated
+    before = batch_report(batch=batch, n_resamples=30)
+    assert ReportCache.objects.exists()
+    call_command("export_all", out=tmp_path / "backup")
+    assert not list((tmp_path / "backup").glob("annotator.reportcache*"))
+    Batch.objects.all().delete()
+    get_user_model().objects.all().delete()
+    call_command("import_all", tmp_path / "backup")
+    assert not ReportCache.objects.exists()
+    after = batch_report(batch=Batch.objects.get(name="cached"), n_resamples=30)
+    assert after.dimensions == before.dimensions and after.annotators == before.annotators
