@@ -21,6 +21,7 @@ from annotator.models.quality import (
     GoldItem,
     QualityRule,
 )
+from annotator.models.report_cache import ReportCache
 from annotator.sessions import UserSession  # the session model lives with its store
 from annotator.studies.prolific.models import ProlificBonus, ProlificWebhookEvent
 from annotator.studies.models import (
@@ -35,6 +36,6 @@ from annotator.studies.models import (
 __all__ = [
     "AccountScope", "Adjudication", "AdjudicatorGrant", "Annotation", "AnnotationRevision", "AnnotatorStanding",
     "ApiToken", "Assignment", "Batch", "CalibrationSet", "Enrolment", "GoldAnswer", "GoldItem", "InviteLink", "Item", "Job", "Judge",
-    "JudgeCall", "JudgeCriterionScore", "JudgeFailure", "JudgeScore", "PairwiseVerdict", "ProlificBonus", "ProlificWebhookEvent", "QualityRule",
-    "RateBucket", "Score", "SignInLink", "StudyLink", "UserSession",
+    "JudgeCall", "JudgeCriterionScore", "JudgeFailure", "JudgeScore", "PairwiseVerdict", "ProlificBonus",
+    "ProlificWebhookEvent", "QualityRule", "RateBucket", "ReportCache", "Score", "SignInLink", "StudyLink", "UserSession",
 ]

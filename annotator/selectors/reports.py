@@ -32,7 +32,7 @@ from hcs.scoring import (
     widest_spread,
 )
 
-__all__ = ["BatchReport", "ReportArrays", "batch_report", "report_arrays", "report_from_arrays", "sections_from_arrays"]
+__all__ = ["BatchReport", "ReportArrays", "batch_report", "batch_report_computed", "report_arrays", "report_from_arrays", "sections_from_arrays"]
 
 DISAGREEMENTS_PER_DIMENSION = 10
 
@@ -108,6 +108,35 @@ class BatchReport:
 
 
 def batch_report(
+    *, batch: Batch, n_resamples: int = DEFAULT_RESAMPLES, seed: int = DEFAULT_SEED,
+    epsilon: float = DEFAULT_EPSILON, with_sections: bool = True, quality_over_time: bool = True,
+) -> BatchReport:
+    """:func:`batch_report_computed`, served from the report stored for the batch's revision when
+    there is one (:mod:`annotator.selectors.report_cache`)."""
+    from annotator.selectors.report_cache import options_key, report_through_cache
+
+    options = {"n_resamples": n_resamples, "seed": seed, "epsilon": float(epsilon)}
+    key = options_key("report", **options, sections=with_sections, over_time=quality_over_time)
+    # A report with more in it serves a request for less: the page's report without the judge
+    # sections comes out of the whole report an export or the background job stored.
+    fuller = [options_key("report", **options, sections=sections, over_time=over_time)
+              for sections in (True, with_sections) for over_time in (True, quality_over_time)]
+    also = tuple(dict.fromkeys(k for k in fuller if k != key))
+
+    def pick(whole: BatchReport) -> BatchReport:
+        quality = whole.quality
+        if not quality_over_time and quality is not None:
+            quality = replace(quality, over_time=None)
+        return replace(whole, sections=whole.sections if with_sections else {}, quality=quality)
+
+    return report_through_cache(
+        batch=batch, key=key, also=also, pick=pick,
+        compute=lambda: batch_report_computed(batch=batch, n_resamples=n_resamples, seed=seed, epsilon=epsilon,
+                                              with_sections=with_sections, quality_over_time=quality_over_time),
+    )
+
+
+def batch_report_computed(
     *, batch: Batch, n_resamples: int = DEFAULT_RESAMPLES, seed: int = DEFAULT_SEED,
     epsilon: float = DEFAULT_EPSILON, with_sections: bool = True, quality_over_time: bool = True,
 ) -> BatchReport:

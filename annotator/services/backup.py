@@ -1,6 +1,6 @@
 """Back up a whole installation to a folder of JSON Lines files and restore it into an empty one.
 
-Every model of this app plus users and groups is written, one ``<app>.<model>.jsonl`` file per
+Every model of this app (but the stored reports) plus users and groups is written, one ``<app>.<model>.jsonl`` file per
 model, streamed row by row so memory stays flat. Primary keys are kept, so reports computed after
 a restore are identical; users and permissions are referred to by natural key.
 """
@@ -41,7 +41,9 @@ class RestoreError(Exception):
 
 def _backup_models() -> list:
     models = [apps.get_model("auth", "Group"), get_user_model()]
-    models += list(apps.get_app_config("annotator").get_models())
+    # Stored reports are derived (recomputed on the first view) and pickled: never written out, never
+    # read back from a file.
+    models += [m for m in apps.get_app_config("annotator").get_models() if m._meta.model_name != "reportcache"]
     return serializers.sort_dependencies([(None, models)], allow_cycles=True)
 
 

@@ -9,12 +9,16 @@ from django.shortcuts import get_object_or_404, redirect, render
 from django.views.decorators.http import require_GET
 
 from annotator.exports.formats import EXPORT_FORMATS, export_bytes, export_chunks
-from annotator.exports.report_html import report_context
 from annotator.models import Batch, Item
 from annotator.roles import researcher_required
-from annotator.selectors.report_page import batch_has_judges, report_without_judges
+from annotator.selectors.report_page import (
+    batch_has_judges,
+    report_page_context,
+    report_page_ready,
+)
 from annotator.selectors.report_rows import batches_for_reports, item_report
 from annotator.services.jobs import export_job_create
+from annotator.services.report_jobs import report_job_for_page
 
 
 @require_GET
@@ -27,7 +31,11 @@ def report_list(request):
 @researcher_required
 def report_batch(request, batch_id):
     batch = get_object_or_404(Batch, pk=batch_id)
-    context = report_context(report_without_judges(batch=batch), sort=request.GET.get("sort", ""))
+    sort = request.GET.get("sort", "")
+    if batch.items.count() > settings.ANNOTATOR_BACKGROUND_REPORT_ITEMS and not report_page_ready(batch=batch, sort=sort):
+        # A large batch's report is computed by the worker; once stored, this page is drawn from it.
+        return redirect("job_status", job_id=report_job_for_page(batch=batch, user=request.user).pk)
+    context = report_page_context(batch=batch, sort=sort)
     context["has_judges"] = batch_has_judges(batch=batch)  # their sections load after the page
     context["exports"] = EXPORT_FORMATS.values()
     return render(request, "annotator/report.html", context)

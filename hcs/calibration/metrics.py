@@ -193,7 +193,7 @@ def confusion_matrix(human, judge, scale: tuple[int, int] = SCALE) -> list[list[
 
 
 def kappa_of_table(table: np.ndarray, *, weights: str | None = None) -> float:
-    """Cohen's κ of a square contingency table, by ``statsmodels.stats.inter_rater.cohens_kappa``.
+    """Cohen's κ of a square contingency table, as ``statsmodels.stats.inter_rater.cohens_kappa`` gives it.
 
     Parameters
     ----------
@@ -212,14 +212,24 @@ def kappa_of_table(table: np.ndarray, *, weights: str | None = None) -> float:
     Cohen, J. (1960). A coefficient of agreement for nominal scales. *Educational and Psychological
     Measurement* 20(1), 37–46. Cohen, J. (1968). Weighted kappa. *Psychological Bulletin* 70(4), 213–220.
     """
-    # Imported on first use: the web app's rating workers never need statsmodels.
-    from statsmodels.stats.inter_rater import cohens_kappa
-
     table = np.asarray(table, dtype=float)
     if table.sum() == 0:
         return math.nan
+    # statsmodels' formula, written out: importing statsmodels costs more than a report's κs.
+    k = table.shape[0]
+    i, j = np.indices((k, k))
+    if weights is None:
+        disagree = (i != j).astype(float)
+    elif weights == "linear":
+        disagree = np.abs(i - j).astype(float)
+    elif weights == "quadratic":
+        disagree = ((i - j) ** 2).astype(float)
+    else:
+        raise ValueError(f"weights must be None, 'linear' or 'quadratic', not {weights!r}")
+    p = table / table.sum()
+    expected = np.outer(p.sum(axis=1), p.sum(axis=0))
     with np.errstate(divide="ignore", invalid="ignore"):
-        value = float(cohens_kappa(table, wt=weights).kappa)
+        value = float(1 - (disagree * p).sum() / (disagree * expected).sum())
     return value if math.isfinite(value) else math.nan
 
 

@@ -160,7 +160,8 @@ def pair_outcomes(verdicts: Sequence[tuple[Hashable, Hashable, str, bool, float 
 def cohen_kappa(a: Sequence[str], b: Sequence[str], categories: Sequence[str] = OUTCOMES) -> float:
     """Unweighted Cohen's κ of two label sequences over fixed ``categories``; NaN when undefined.
 
-    The contingency table is counted here; κ comes from ``statsmodels.stats.inter_rater.cohens_kappa``.
+    The contingency table is counted here; κ is computed as ``statsmodels.stats.inter_rater.cohens_kappa``
+    computes it.
 
     References
     ----------

@@ -12,6 +12,7 @@ Automatic Evaluators. arXiv:2404.04475 — regressing the judge on length is the
 
 from __future__ import annotations
 
+import math
 from dataclasses import dataclass
 
 import numpy as np
@@ -35,7 +36,7 @@ def _ci_pair(ci: tuple[float, float]) -> tuple[float | None, float | None]:
 
 @dataclass(frozen=True)
 class Coefficient:
-    """One OLS coefficient with its 95% confidence interval (t distribution, statsmodels)."""
+    """One OLS coefficient with its 95% confidence interval (t distribution), as statsmodels' OLS gives it."""
 
     value: float | None
     ci95: tuple[float | None, float | None]
@@ -61,13 +62,20 @@ def ols_coefficient(y, human_mean, length_term) -> Coefficient:
     design = np.column_stack([np.ones_like(h), h, t])
     if np.linalg.matrix_rank(design) < 3:  # length carries no information beyond the human mean
         return Coefficient(None, (None, None), None)
-    # Imported on first use: an app worker starts without statsmodels.
-    from statsmodels.regression.linear_model import OLS
+    # Ordinary least squares by numpy: importing statsmodels' OLS costs more than a report's probes.
+    from scipy.stats import t as student_t
 
-    fit = OLS(y, design).fit()
-    lo, hi = fit.conf_int(alpha=0.05)[2]
-    p = float(fit.pvalues[2])
-    return Coefficient(finite_or_none(float(fit.params[2])), _ci_pair((lo, hi)), finite_or_none(p))
+    params, _, _, _ = np.linalg.lstsq(design, y, rcond=None)
+    dof = len(y) - 3
+    residual = y - design @ params
+    sigma2 = float(residual @ residual) / dof
+    se = math.sqrt(sigma2 * np.linalg.inv(design.T @ design)[2, 2])
+    beta = float(params[2])
+    if se == 0:  # an exact fit: the coefficient is known, its interval and p-value are not defined
+        return Coefficient(finite_or_none(beta), (None, None), None)
+    half = float(student_t.ppf(0.975, dof)) * se
+    p = float(2 * student_t.sf(abs(beta / se), dof))
+    return Coefficient(finite_or_none(beta), _ci_pair((beta - half, beta + half)), finite_or_none(p))
 
 
 def length_bias(lengths, judge, human_mean, *, n_boot: int = N_BOOT, seed: int = 0) -> LengthBias:

@@ -255,3 +255,31 @@ def test_qwk_by_the_formula():
     expected = np.outer(observed.sum(1), observed.sum(0)) / 6
     assert quadratic_weighted_kappa(human, judge, (1, 3)) == pytest.approx(1 - (w * observed).sum() / (w * expected).sum())
     assert quadratic_weighted_kappa(human, judge, (1, 3)) == pytest.approx(1 - (2 / 4) / (w * expected).sum())
+
+
+@pytest.mark.parametrize("weights", [None, "linear", "quadratic"])
+def test_kappa_of_a_table_matches_statsmodels_for_every_weighting(weights):
+    from hcs.calibration.metrics import kappa_of_table
+
+    rng = np.random.default_rng(11)
+    for size in (2, 3, 5):
+        for _ in range(20):
+            table = rng.integers(0, 9, (size, size)).astype(float)
+            if table.sum() == 0:
+                continue
+            reference = cohens_kappa(table, wt=weights).kappa
+            mine = kappa_of_table(table, weights=weights)
+            if math.isfinite(reference):
+                assert mine == pytest.approx(reference, abs=1e-12)
+            else:
+                assert math.isnan(mine)
+    one_category = np.array([[7.0, 0], [0, 0]])  # chance agreement of 1: κ undefined
+    assert math.isnan(kappa_of_table(one_category, weights=weights))
+    assert math.isnan(kappa_of_table(np.zeros((3, 3)), weights=weights))
+
+
+def test_kappa_of_a_table_refuses_an_unknown_weighting():
+    from hcs.calibration.metrics import kappa_of_table
+
+    with pytest.raises(ValueError, match="weights must be"):
+        kappa_of_table(np.eye(3), weights="cubic")

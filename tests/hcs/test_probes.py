@@ -100,3 +100,30 @@ def test_score_use_half_rounds_up_and_three_levels_are_not_flagged():
 def test_score_use_refuses_ratings_off_the_scale():
     with pytest.raises(ValueError, match="outside 1–5"):
         score_use([3], [6])
+
+
+@pytest.mark.parametrize("seed,n", [(1, 5), (2, 6), (4, 12), (5, 40), (6, 300)])
+def test_numpy_least_squares_matches_statsmodels_ols_on_small_and_large_samples(seed, n):
+    from statsmodels.regression.linear_model import OLS
+
+    rng = np.random.default_rng(seed)
+    lengths, judge, human = _study(seed=seed, n=n, per_1000=float(rng.normal()), noise=0.5)
+    for term in (np.log(lengths), lengths / 1000):
+        mine = ols_coefficient(judge, human, term)
+        fit = OLS(judge, np.column_stack([np.ones(n), human, term])).fit()
+        assert mine.value == pytest.approx(fit.params[2], rel=1e-9, abs=1e-12)
+        assert list(mine.ci95) == pytest.approx(list(fit.conf_int()[2]), rel=1e-9, abs=1e-12)
+        assert mine.p_value == pytest.approx(fit.pvalues[2], rel=1e-7, abs=1e-14)
+
+
+def test_a_noise_free_fit_matches_statsmodels_too():
+    from statsmodels.regression.linear_model import OLS
+
+    lengths = np.array([100.0, 900, 400, 2500, 1600, 3600])
+    human = np.array([1.0, 2, 4, 3, 5, 2])
+    judge = 0.5 + human + 0.25 * lengths / 1000
+    coef = ols_coefficient(judge, human, lengths / 1000)
+    fit = OLS(judge, np.column_stack([np.ones(6), human, lengths / 1000])).fit()
+    assert coef.value == pytest.approx(0.25)
+    lo, hi = fit.conf_int()[2]
+    assert coef.ci95[0] == pytest.approx(lo, abs=1e-9) and coef.ci95[1] == pytest.approx(hi, abs=1e-9)

@@ -18,7 +18,7 @@ from annotator.judges.selectors.disagreements import (
 )
 from annotator.models import Batch, Judge
 from annotator.roles import researcher_required
-from annotator.selectors.report_page import judge_sections
+from annotator.selectors.report_page import judge_sections_html
 from annotator.selectors.reports import batch_report
 
 
@@ -27,10 +27,7 @@ from annotator.selectors.reports import batch_report
 def report_judges(request, batch_id):
     """The judge sections of the report page, asked for once the rest is on screen."""
     batch = get_object_or_404(Batch, pk=batch_id)
-    sections = judge_sections(batch=batch)
-    # The sections link to each judge's card by the report's batch id, as on the whole page.
-    return render(request, "annotator/_report_judge_sections.html",
-                  {"sections": sections, "links": True, "report": {"batch_id": batch.pk}})
+    return HttpResponse(judge_sections_html(batch=batch))  # stored for the batch's revision
 
 
 def _card(batch_id, judge_id):

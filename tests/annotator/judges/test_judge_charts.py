@@ -35,3 +35,37 @@ def test_drawing_leaves_the_global_matplotlib_settings_alone():
     assert dict(matplotlib.rcParams) == before
     for key in ("svg.fonttype", "svg.hashsalt"):  # importing the module changed nothing either
         assert matplotlib.rcParams[key] == matplotlib.rcParamsDefault[key]
+
+
+def test_scatter_is_well_formed_with_one_point_per_pair_inside_its_band():
+    import xml.etree.ElementTree as ET
+
+    pairs = [(1.0, 1.0), (2.0, 5.0), (4.5, 3.0), (5.0, 5.0)]
+    root = ET.fromstring(scatter_svg(pairs))
+    ns = "{http://www.w3.org/2000/svg}"
+    points = [(float(c.get("cx")), float(c.get("cy"))) for c in root.iter(f"{ns}circle")]
+    assert len(points) == len(pairs)
+    # plot area 62..330 px for 0.6..5.4: one score is 268 / 4.8 px, so jitter stays under half of it
+    per_score = 268 / 4.8
+    for (h, j), (cx, cy) in zip(pairs, points):
+        assert abs((cx - 62) / per_score + 0.6 - h) <= JITTER + 1e-6
+        assert abs((10 + 268 - cy) / per_score + 0.6 - j) <= JITTER + 1e-6
+
+
+def test_confusion_cells_darken_with_their_count_like_matplotlib_blues():
+    import xml.etree.ElementTree as ET
+
+    import matplotlib
+    from matplotlib.colors import to_hex
+
+    matrix = [[0, 3], [6, 12]]
+    root = ET.fromstring(confusion_svg(matrix, scale=(1, 2)))
+    fills = [r.get("fill") for r in root.iter("{http://www.w3.org/2000/svg}rect") if r.get("fill") != "none"]
+    blues = matplotlib.colormaps["Blues"]
+    expected = [to_hex(blues(v / 12)) for v in (0, 3, 6, 12)]
+    # within one step of 255 per channel: the colormap is sampled on 256 entries, the SVG interpolates
+    for got, want in zip(fills, expected):
+        assert all(abs(int(got[k:k + 2], 16) - int(want[k:k + 2], 16)) <= 2 for k in (1, 3, 5)), (got, want)
+    texts = [t for t in root.iter("{http://www.w3.org/2000/svg}text")]
+    assert [t.text for t in texts[:4]] == ["0", "3", "6", "12"]
+    assert texts[3].get("fill") == "white" and texts[0].get("fill") == "black"

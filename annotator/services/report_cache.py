@@ -1,0 +1,37 @@
+"""Storing computed reports for a batch revision, and pruning those no longer served."""
+
+from __future__ import annotations
+
+import pickle
+from typing import Any
+
+from django.db import IntegrityError, transaction
+
+from annotator.models import Batch, ReportCache
+
+# Reports kept per batch at its current revision (the API lets a researcher ask for any seed or
+# resample count, each a row of its own); older revisions are always pruned.
+KEEP_PER_BATCH = 20
+
+
+@transaction.atomic
+def report_cache_store(*, batch: Batch, revision: str, current: str, options: str, report: Any,
+                       seconds: float) -> None:
+    """Store ``report`` computed at ``revision`` for (batch, options), and drop the batch's rows of
+    revisions other than ``current`` (read after computing). A report whose batch changed while it
+    was computed is not stored, and prunes nothing newer than itself."""
+    if revision != current:
+        return
+    payload = pickle.dumps(report, protocol=pickle.HIGHEST_PROTOCOL)
+    try:
+        with transaction.atomic():
+            ReportCache.objects.create(batch=batch, revision=revision, options=options, payload=payload,
+                                       seconds=seconds)
+    except IntegrityError:  # another server computed the same report meanwhile; theirs is as good
+        return
+    ReportCache.objects.filter(batch=batch).exclude(revision=current).delete()
+    stale = list(ReportCache.objects.filter(batch=batch).order_by("-computed_at", "-pk")
+                 .values_list("pk", flat=True)[KEEP_PER_BATCH:])
+    if stale:
+        ReportCache.objects.filter(pk__in=stale).delete()
+
