@@ -52,9 +52,11 @@ def report_judges(request, batch_id):
     """The judge sections of the report page, asked for once the rest is on screen."""
     batch = get_object_or_404(Batch, pk=batch_id)
     sections = judge_sections(batch=batch)
-    # The sections link to each judge's card by the report's batch id, as on the whole page.
-    return render(request, "annotator/_report_judge_sections.html",
-                  {"sections": sections, "links": True, "report": {"batch_id": batch.pk}})
+    # The sections link to each judge's card by the report's batch id, as on the whole page. Without
+    # htmx (the report's <noscript> link) the same sections come as a page with the site's styles.
+    template = "annotator/_report_judge_sections.html" if request.htmx else "annotator/report_judges.html"
+    return render(request, template,
+                  {"sections": sections, "links": True, "report": {"batch_id": batch.pk}, "batch": batch})
 
 
 @require_GET
