@@ -90,7 +90,8 @@ def rated_count(*, user, batch: Batch) -> int:
     The rating page counts checks as rated so that a check looks like any item; the end page must
     count the same way, or its smaller figure tells the worker that some items were checks."""
     checks = GoldAnswer.objects.filter(
-        annotator=user, gold_item__batch=batch, gold_item__kind=GoldItem.Kind.CHECK, submitted_at__isnull=False
+        annotator=user, gold_item__batch=batch, gold_item__kind=GoldItem.Kind.CHECK,
+        submitted_at__isnull=False,
     ).count()
     return submitted_count(user=user, batch=batch) + checks
 
