@@ -94,5 +94,5 @@ def test_the_upload_preview_counts_items_to_rate_apart_from_gold_rows():
     assert facts["Items"] == "2 to rate"
     assert facts["Gold items (not rated for agreement)"] == "1 training, 1 check"
     plain_file = (HEADER + "a1,Route,Take Route 9,,,,,,,,,\n").encode()
-    plain = batch_upload_preview(data=plain_file, filename="items.csv", name="plain-preview", k=3, rubric=None)
+    plain = batch_upload_preview(data=plain_file, filename="items.csv", name="plain", k=3, rubric=None)
     assert dict(plain.facts)["Items"] == "1"
