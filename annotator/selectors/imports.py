@@ -224,8 +224,11 @@ def batch_upload_preview(
     parsed = parse_batch_file(data, filename=filename, rubric=rubric)
     errors = batch_file_errors(name=name, k=k, rubric=rubric, parsed=parsed)
     systems = ", ".join(f"{s} ({n})" for s, n in parsed.systems.items()) or "\u2014"
+    # Gold rows become gold items, not items to rate: counting them here made "Items" disagree with
+    # the systems' counts and with the number the saved batch reports.
+    n_gold = len(parsed.gold)
     facts = [
-        ("Items", str(parsed.row_count)),
+        ("Items", f"{parsed.row_count - n_gold} to rate" if n_gold else str(parsed.row_count)),
         ("Systems", systems),
         # Counted over the rows that could be read; a file refused at its header has none (not "0 prompts").
         ("Distinct prompts", str(parsed.prompt_count) if not parsed.rows.empty else "\u2014"),

@@ -22,6 +22,8 @@ from annotator.models import (
     Assignment,
     Batch,
     Enrolment,
+    GoldAnswer,
+    GoldItem,
     InviteLink,
     Item,
     StudyLink,
@@ -75,6 +77,18 @@ def is_study_batch(batch: Batch) -> bool:
 
 def submitted_count(*, user, batch: Batch) -> int:
     return Annotation.objects.filter(annotator=user, item__batch=batch).count()
+
+
+def rated_count(*, user, batch: Batch) -> int:
+    """What the worker rated as they saw it: their annotations and the gold checks they answered.
+
+    The rating page counts checks as rated so that a check looks like any item; the end page must
+    count the same way, or its smaller figure tells the worker that some items were checks."""
+    checks = GoldAnswer.objects.filter(
+        annotator=user, gold_item__batch=batch, gold_item__kind=GoldItem.Kind.CHECK,
+        submitted_at__isnull=False,
+    ).count()
+    return submitted_count(user=user, batch=batch) + checks
 
 
 @dataclass(frozen=True)

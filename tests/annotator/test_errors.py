@@ -29,6 +29,7 @@ def test_lost_database_is_503_with_retry_after(annotator_client, error):
         response = annotator_client.get(reverse("annotate_next", args=[batch.pk]))
     assert response.status_code == 503 and response["Retry-After"] == "5"
     assert "database is not answering" in response.content.decode()
+    assert "go back to the page you came from" in response.content.decode()  # how to send it again
 
 
 def test_a_submit_that_fails_on_the_database_saves_nothing_and_the_resubmit_saves_once(annotator_client):

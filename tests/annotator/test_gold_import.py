@@ -81,3 +81,18 @@ def test_a_bad_gold_row_saves_nothing():
     with pytest.raises(ImportRefused, match="row 4, column `gold_fluency`: 7"):
         batch_import_file(data=bad.encode(), filename="items.csv", name="bad gold", k=3, rubric=Rubric.default())
     assert not Item.objects.exists() and not GoldItem.objects.exists()
+
+
+@pytest.mark.django_db
+def test_the_upload_preview_counts_items_to_rate_apart_from_gold_rows():
+    """The preview's item count agrees with its systems' counts and with what the saved batch has."""
+    from annotator.selectors.imports import batch_upload_preview
+
+    preview = batch_upload_preview(data=GOOD.encode(), filename="items.csv", name="gold-preview", k=3,
+                                   rubric=None)
+    facts = dict(preview.facts)
+    assert facts["Items"] == "2 to rate"
+    assert facts["Gold items (not rated for agreement)"] == "1 training, 1 check"
+    plain_file = (HEADER + "a1,Route,Take Route 9,,,,,,,,,\n").encode()
+    plain = batch_upload_preview(data=plain_file, filename="items.csv", name="plain", k=3, rubric=None)
+    assert dict(plain.facts)["Items"] == "1"

@@ -45,6 +45,7 @@ def test_a_submit_during_an_outage_says_so_in_place_and_keeps_the_answers(chromi
     text = alert.inner_text()
     assert "The database is not answering for a moment" in text
     assert "Nothing you sent was saved half-way" in text and "Send the form again in 5 seconds" in text
+    assert "go back" not in text  # the form is right here; going back is advice for the full page
     assert _chosen(page) == before  # nothing the person chose was lost
     assert not Annotation.objects.exists()
     page.click("#submit-btn")  # the database is back

@@ -3,6 +3,7 @@ and the items where a judge and the people disagree most."""
 
 from django.http import Http404, HttpResponse
 from django.shortcuts import get_object_or_404, render
+from django.utils.safestring import mark_safe
 from django.utils.text import slugify
 from django.views.decorators.http import require_GET
 
@@ -27,7 +28,12 @@ from annotator.selectors.reports import batch_report
 def report_judges(request, batch_id):
     """The judge sections of the report page, asked for once the rest is on screen."""
     batch = get_object_or_404(Batch, pk=batch_id)
-    return HttpResponse(judge_sections_html(batch=batch))  # stored for the batch's revision
+    html = judge_sections_html(batch=batch)  # stored for the batch's revision
+    if request.htmx:
+        return HttpResponse(html)
+    # Without htmx (the report's <noscript> link) the same sections come as a page with the site's styles;
+    # the fragment was rendered by our own template with autoescaping.
+    return render(request, "annotator/report_judges.html", {"sections_html": mark_safe(html), "batch": batch})
 
 
 def _card(batch_id, judge_id):

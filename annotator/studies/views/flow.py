@@ -20,7 +20,7 @@ from annotator.studies.markdown_text import markdown_html
 from annotator.models import Batch, Enrolment
 from annotator.roles import annotator_required
 from annotator.selectors.queue import batch_open_to
-from annotator.studies.selectors import ending_for, limits_for, submitted_count
+from annotator.studies.selectors import ending_for, limits_for, rated_count
 from annotator.studies.services.enrolment import (
     UNREAD,
     Stage,
@@ -137,6 +137,6 @@ def done(request, batch_id):
         "batch": enrolment.batch,
         "enrolment": enrolment,
         "ending": ending_for(enrolment),
-        "items_done": submitted_count(user=request.user, batch=enrolment.batch),
+        "items_done": rated_count(user=request.user, batch=enrolment.batch),
     }
     return render(request, "annotator/study_done.html", context)

@@ -37,7 +37,10 @@ def test_report_page_shows_calibration_escaped(client, researcher_user, judged):
     judges_url = reverse("report_judges", args=[batch.pk])
     assert f'hx-get="{judges_url}" hx-trigger="load"' in page
     assert reverse("report_export", args=[batch.pk, "judges.csv"]) in page
-    page = client.get(judges_url).content.decode()
+    # The <noscript> link: a page of its own, styled like the site.
+    full = client.get(judges_url).content.decode()
+    assert "css/app.css" in full and "<h1>LLM judges against people" in full and "Human ceiling" in full
+    page = client.get(judges_url, headers={"HX-Request": "true"}).content.decode()  # htmx's swap
     assert page.lstrip().startswith('<section class="card" id="judges">')
     assert "&lt;b&gt;consensus&lt;/b&gt;" in page and "<b>consensus</b>" not in page
     assert "Human ceiling" in page

@@ -49,3 +49,25 @@ def test_prolific_code_is_large_with_a_copy_button():
     html = ended(client, batch, Enrolment.End.DONE)
     assert "Your Prolific completion code" in html
     assert 'class="copy-code" data-copy="completion-code"' in html and "js/copy_code.js" in html
+
+
+def test_the_end_page_counts_answered_checks_as_the_rating_page_does():
+    """A check looks like any item while rating, so the end page's count must include it too."""
+    from django.utils import timezone
+
+    from annotator.models import GoldAnswer, GoldItem
+    from tests.annotator.study_support import rate_next, start
+
+    batch = make_batch("end-count", n_items=3)
+    _link, token = prolific_link(batch, quota=2)
+    client, _ = arrive(token, PID_A)
+    start(client, batch)
+    assert rate_next(client, batch).status_code in (200, 302)
+    worker = Enrolment.objects.get(batch=batch).user
+    now = timezone.now()
+    for n, kind in enumerate(("check", "training")):
+        gold = GoldItem.objects.create(batch=batch, item_id=f"g{n}", kind=kind, prompt="p", response="r",
+                                       scores={"coherence": 2})
+        GoldAnswer.objects.create(gold_item=gold, annotator=worker, shown_at=now, submitted_at=now)
+    html = ended(client, batch, Enrolment.End.DONE)
+    assert "You rated 2 items." in html  # the item and the check; training is not rating
