@@ -10,6 +10,7 @@ from django.conf import settings
 from annotator.imports.errors import FileRefused
 from annotator.imports.file_size import check_size
 from annotator.judges.engine.templates import available_templates, load_template
+from annotator.judges.providers import JUDGE_PROVIDERS
 from annotator.models import Batch, CalibrationSet, Judge
 from hcs.judge_output import JudgeScale, OutputSpec, parse_labels
 
@@ -77,7 +78,11 @@ class JudgeRunForm(forms.Form):
 
     batch = forms.ModelChoiceField(queryset=Batch.objects.order_by("name"), to_field_name="name")
     template = forms.ChoiceField(choices=(), help_text="A template from fixtures/judge_templates/, run verbatim.")
-    base_url = forms.URLField(label="Base URL", assume_scheme="https", help_text="An OpenAI-compatible endpoint, e.g. https://api.openai.com/v1")
+    provider = forms.ChoiceField(choices=[(p.name, p.label) for p in JUDGE_PROVIDERS.values()], initial="openai",
+                                 required=False)
+    base_url = forms.URLField(label="Base URL", assume_scheme="https", required=False,
+                              help_text="An OpenAI-compatible endpoint, e.g. https://api.openai.com/v1; for Anthropic, "
+                                        "empty means https://api.anthropic.com")
     model = forms.CharField(max_length=200)
     key_env = forms.ChoiceField(choices=(), label="API key variable",
                                 help_text="The worker reads the key from this environment variable; it is never stored.")
@@ -110,6 +115,11 @@ class JudgeRunForm(forms.Form):
         if data.get("calibration_set") and batch is not None and not CalibrationSet.objects.filter(batch=batch).exists():
             self.add_error("calibration_set", f"Batch \u201c{batch.name}\u201d has no calibration set yet: mark one on its report.")
         data["judge"] = (data.get("judge") or "").strip()
+        data["provider"] = data.get("provider") or "openai"
+        if "base_url" in data and not data["base_url"]:
+            data["base_url"] = JUDGE_PROVIDERS[data["provider"]].base_url
+            if not data["base_url"]:
+                self.add_error("base_url", "Give the endpoint's base URL, e.g. https://api.openai.com/v1.")
         data["temperature"] = data.get("temperature") or 0.0
         data["samples"] = data.get("samples") or 1
         if any(unicodedata.category(c) in ("Cc", "Cf", "Cs") for c in data["judge"]):

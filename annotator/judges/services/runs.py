@@ -48,6 +48,8 @@ class CallOutcome:
     sent: dict[str, Any] | None = None  # the sampling parameters the answered request carried
     output_mode: str = ""
     distributions: dict[str, Any] = field(default_factory=dict)  # dimension → ScoreDistribution
+    request_key: str = ""
+    cached: bool = False  # served from an identical earlier call: nothing was paid
 
     @property
     def error(self) -> str:
@@ -164,7 +166,7 @@ def judge_calls_mark_sent(*, judge: Judge, template, model: str, params: dict, t
         JudgeCall(
             judge=judge, item=task.item, enhanced=task.enhanced, sample=task.sample, status=JudgeCall.SENT,
             template_name=template.name, template_version=template.version, template_hash=template.content_hash,
-            model=model, params=params, prompt=task.messages, attempts=0, created_at=now,
+            model=model, params=params, prompt=task.messages, attempts=0, created_at=now, request_key=task.key,
         )
         for task in tasks
     )
@@ -208,6 +210,7 @@ def _record(judge: Judge, template, model: str, params: dict, outcome: CallOutco
         raw_output=outcome.raw_output, parsed=outcome.parsed, error=outcome.error, http_status=outcome.http_status,
         tokens_in=outcome.tokens_in, tokens_out=outcome.tokens_out, latency_ms=round(outcome.latency * 1000),
         attempts=outcome.attempts, output_mode=outcome.output_mode, created_at=now,
+        request_key=outcome.request_key, cached=outcome.cached,
     )
     if outcome.sample:
         return call  # a repeat for self-consistency: its parsed values stay on the call, the judge's scores are sample 0's
