@@ -106,6 +106,9 @@ class JudgeRunForm(forms.Form):
     enhanced_system = forms.CharField(max_length=200, required=False, label="Enhanced system id")
     swap = forms.BooleanField(required=False, label="Also in swapped order",
                               help_text="Runs each pair in both orders: the position-swap probe.")
+    no_cache = forms.BooleanField(required=False, label="Pay for every call",
+                                  help_text="Off: a request identical to one already answered is served from the "
+                                            "stored call for free.")
     price_in = forms.FloatField(min_value=0, required=False, label="Price per million input tokens (optional)")
     price_out = forms.FloatField(min_value=0, required=False, label="Price per million output tokens (optional)")
 

@@ -83,8 +83,10 @@ class JudgeCard:
 
 def _configurations(judge: Judge) -> tuple[dict[str, Any], ...]:
     rows = (JudgeCall.objects.filter(judge=judge).values("model", "template_version", "template_hash", "params")
-            .annotate(calls=Count("id"), first=Min("created_at"), last=Max("created_at")).order_by("first"))
-    return tuple({**r, "first": _stamp(r["first"]), "last": _stamp(r["last"])} for r in rows)
+            .annotate(calls=Count("id"), cached=Count("id", filter=Q(cached=True)), first=Min("created_at"),
+                      last=Max("created_at")).order_by("first"))
+    return tuple({**r, "paid": r["calls"] - r["cached"], "first": _stamp(r["first"]), "last": _stamp(r["last"])}
+                 for r in rows)
 
 
 def judge_card(*, report: BatchReport, judge: Judge) -> JudgeCard | None:

@@ -76,6 +76,7 @@ def judge_job_run(job: Job, update) -> None:
             calibration_set=p.get("calibration_set", False),
             pairwise=pairwise, swap=p.get("swap", False), samples=p.get("samples", 1),
             prices=Prices(p["price_in"], p["price_out"]), progress=progress, should_stop=should_stop,
+            cache=p.get("cache", True),
         )
     except (TemplateError, ImportRefused, JudgeRunFatal) as exc:
         update(job, state=Job.FAILED, finished_at=timezone.now(), step="",

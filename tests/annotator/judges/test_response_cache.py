@@ -81,3 +81,15 @@ def test_failed_calls_are_not_served_and_anthropic_keys_apart(monkeypatch):
             call_command("run_judge", "f1", "--template", RULE, "--provider", "anthropic", "--base-url", fake.url,
                          "--model", "claude-test", "--judge", name)
     assert fake.calls == 2 and Judge.objects.get(name="Y").calls.filter(cached=True).count() == 2
+
+
+@pytest.mark.django_db
+def test_the_judge_card_counts_cache_hits_apart_from_paid_calls():
+    from annotator.judges.selectors.card import _configurations
+
+    make_batch("card", n_items=3)
+    with FakeJudge() as fake:
+        _run(fake, "card", "--judge", "A", "--limit", "1")
+        _run(fake, "card", "--judge", "B")
+    [config] = _configurations(Judge.objects.get(name="B"))
+    assert (config["calls"], config["paid"], config["cached"]) == (3, 2, 1)
