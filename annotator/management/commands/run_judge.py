@@ -31,6 +31,7 @@ from annotator.judges.engine.templates import (
     available_templates,
     load_template,
 )
+from annotator.judges.services.juries import jury_create, jury_members
 from annotator.models import Batch
 
 MAX_SAMPLES = 20
@@ -49,7 +50,12 @@ class Command(BaseCommand):
 
     def add_arguments(self, parser):
         parser.add_argument("batch", help="batch name")
-        parser.add_argument("--template", required=True, help="template name under fixtures/judge_templates/, or a path")
+        parser.add_argument("--template", help="template name under fixtures/judge_templates/, or a path "
+                                               "(required unless --jury)")
+        parser.add_argument("--jury", metavar="J1,J2,...",
+                            help="score the batch with a jury of judges already run on it (their mean score, majority "
+                                 "verdict), saved as the judge --judge (default jury:J1+J2); or the name of a saved "
+                                 "jury. Calls nothing.")
         parser.add_argument("--provider", default="openai",
                             help=f"judge provider, one of: {', '.join(JUDGE_PROVIDERS)} (default openai)")
         parser.add_argument("--base-url", help="e.g. https://api.openai.com/v1 or http://127.0.0.1:8080/v1 "
@@ -96,6 +102,10 @@ class Command(BaseCommand):
                                  "(needs --price-in/--price-out or --prices)")
 
     def handle(self, *args, **o):
+        if o["jury"]:
+            return self._jury(o)
+        if not o["template"]:
+            raise CommandError("--template is required to run a judge (or --jury to combine judges already run).")
         try:
             template = load_template(o["template"])
         except TemplateError as exc:
@@ -180,6 +190,21 @@ class Command(BaseCommand):
         if result.capped:
             raise CommandError(f"stopped at --max-cost {o['max_cost']:g}; the calls paid for are saved, and a rerun "
                                "continues with the calls left.", returncode=EXIT_CAPPED)
+
+    def _jury(self, o) -> None:
+        batch = Batch.objects.filter(name=o["batch"]).first()
+        if batch is None:
+            raise CommandError(f"there is no batch named “{o['batch']}”.")
+        names = o["jury"].split(",")
+        saved = o["judge"] or (names[0].strip() if len(names) == 1 else "")
+        try:
+            jury, n_scores, n_verdicts = jury_create(batch=batch, members=jury_members(names=names), name=saved)
+        except ImportRefused as exc:
+            raise CommandError(f"--jury: {exc}") from None
+        self.stdout.write(self.style.SUCCESS(
+            f"Jury “{jury.name}” of {', '.join(jury.params['jury'])} on “{batch.name}”: "
+            f"{n_scores} mean score(s), {n_verdicts} majority verdict(s); 0 calls. Its judge card compares it with "
+            f"its best member."))
 
     def _dry_run(self, batch, template, client, prices: Prices, o, pairwise) -> None:
         try:
