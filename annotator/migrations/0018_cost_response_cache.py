@@ -22,6 +22,14 @@ class Migration(migrations.Migration):
                 default=False, help_text="served from an identical earlier call: not paid for",
             ),
         ),
+        migrations.AddField(
+            model_name="judgecall",
+            name="provider_batch",
+            field=models.CharField(
+                blank=True, default="", max_length=200,
+                help_text="the provider's batch id while a --batch call waits in it: where a rerun fetches it from",
+            ),
+        ),
         migrations.AddIndex(
             model_name="judgecall",
             index=models.Index(fields=["request_key", "status"], name="judgecall_request_key"),

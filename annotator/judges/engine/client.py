@@ -306,6 +306,19 @@ class ChatClient:
             sent=sent[0], output_mode=payload["_mode"], logprobs=_token_logprobs(payload),
         )
 
+    def answer_from(self, status: int, text: str) -> CallResult:
+        """Read an answer the batch API returned (its HTTP status and body) as one call's answer. Raises
+        JudgeCallError for anything that is not a usable answer; nothing is retried here."""
+        try:
+            payload = self._read(httpx.Response(status, text=text), mask_secrets(text, self.api_key))
+        except (_Retryable, _Refused, JudgeRunFatal) as exc:
+            raise JudgeCallError(f"the batch answered: {exc}", body=text[:BODY_KEPT], status=status) from None
+        payload["_mode"] = "json_schema" if self.response_format is not None and "response_format" not in self._dropped \
+            else "text"
+        tokens_in, tokens_out = self._usage(payload)
+        return CallResult(text=payload["_text"], attempts=1, latency=0.0, tokens_in=tokens_in, tokens_out=tokens_out,
+                          sent=self._body([])[1], output_mode=payload["_mode"], logprobs=_token_logprobs(payload))
+
     def request_body(self, messages: list[dict[str, str]]) -> dict[str, Any]:
         """The body this client would send for ``messages`` now: what the response cache keys on."""
         return self._body(messages)[0]

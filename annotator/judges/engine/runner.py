@@ -16,6 +16,7 @@ from collections.abc import Callable
 from concurrent.futures import FIRST_COMPLETED, ThreadPoolExecutor, wait
 from dataclasses import dataclass, field, replace
 
+from annotator.judges.engine.batch_runner import run_batch
 from annotator.judges.engine.budget import DEFAULT_OUTPUT_TOKENS, CostCap, Estimate, estimate
 from annotator.judges.engine.cache import request_key
 from annotator.judges.engine.logprobs import score_distributions
@@ -37,7 +38,9 @@ from annotator.judges.services.runs import (
     CallOutcome,
     judge_call_states,
     judge_calls_mark_sent,
+    judge_calls_in_batches,
     judge_calls_record,
+    judge_calls_set_batch,
     judge_calls_unsend,
     judge_for_run,
     judge_run_claim,
@@ -60,6 +63,7 @@ class RunResult:
     failures: list[tuple[str, str]] = field(default_factory=list)  # (item id, error)
     unknown: list[str] = field(default_factory=list)  # calls sent by a killed run, not called again
     capped: bool = False  # stopped starting calls at the cost cap
+    waiting_batches: list[str] = field(default_factory=list)  # --batch: provider batches still running
     failed_outputs: list[str] = field(default_factory=list)  # raw outputs of failed calls, first ones first
 
 
@@ -93,6 +97,10 @@ def calibration_only(batch: Batch) -> list[int]:
             f"(python manage.py calibration_set \"{batch.name}\" --sample 50, or on its report's calibration set page)"
         )
     return list(chosen.items.values_list("pk", flat=True))
+
+
+def _slot(task: Task) -> tuple[int, int | None, int]:
+    return (task.item.pk, task.enhanced.pk if task.enhanced else None, task.sample)
 
 
 def task_label(task: Task) -> str:
@@ -327,6 +335,8 @@ def judge_run(
     should_stop: Callable[[], bool] | None = None,
     cache: bool = True,
     max_cost: float | None = None,
+    batch_api: bool = False,
+    poll_seconds: float = 30.0,
 ) -> RunResult:
     """Score ``batch`` with ``template``. Raises TemplateError (before any call) or JudgeRunFatal.
 
@@ -339,6 +349,8 @@ def judge_run(
     ``cache`` serves a request identical to one already answered (by any judge, batch or run) from the stored
     call instead of paying for it again; every call records its key either way. ``max_cost`` (with ``prices``)
     stops starting calls before the estimated spend of this run, calls in flight included, would pass it.
+    ``batch_api`` sends the calls through the provider's batch API and polls it every ``poll_seconds``
+    (see ``annotator.judges.engine.batch_runner``); it also fetches batches an earlier run left waiting.
     """
     tasks, parse, notes = plan_run(batch=batch, template=template, client=client, limit=limit, pairwise=pairwise,
                                    swap=swap, samples=samples, calibration_set=calibration_set, structured=structured,
@@ -366,12 +378,19 @@ def judge_run(
     try:
         todo, unknown = tasks_to_call(tasks, judge_call_states(judge=judge), retry_failed=retry_failed, force=force,
                                       retry_unknown=retry_unknown)
+        in_batches = judge_calls_in_batches(judge=judge) if batch_api else {}
+        waiting: dict[str, list[Task]] = {}
+        for task in [t for t in [*unknown, *todo] if _slot(t) in in_batches]:
+            waiting.setdefault(in_batches[_slot(task)], []).append(replace(task, key=request_key(client, task)))
+        unknown = [t for t in unknown if _slot(t) not in in_batches]
+        todo = [t for t in todo if _slot(t) not in in_batches]
         todo = [replace(t, key=request_key(client, t)) for t in todo]
         hits = judge_calls_cached(keys=[t.key for t in todo]) if cache else {}
         served = [t for t in todo if t.key in hits]
         todo = [t for t in todo if t.key not in hits]
-        state = RunProgress(total=len(todo) + len(served), skipped=len(tasks) - len(todo) - len(served),
-                            prices=prices or Prices())
+        resumed = sum(len(v) for v in waiting.values())
+        state = RunProgress(total=len(todo) + len(served) + resumed,
+                            skipped=len(tasks) - len(todo) - len(served) - resumed, prices=prices or Prices())
         cached_failed = []
         for start in range(0, len(served), CACHE_SAVE_CHUNK):
             outcomes = served_from_cache(served[start:start + CACHE_SAVE_CHUNK], hits,
@@ -387,11 +406,26 @@ def judge_run(
         if max_cost is not None:
             tokens_out, _ = output_estimate(client, template)
             cap = CostCap(limit=max_cost, prices=prices or Prices(), output_tokens=tokens_out)
-        stopped, failed = run_tasks(
-            todo, client=client, concurrency=concurrency, parse=parse, save=save, progress=state,
-            on_progress=progress, should_stop=stop_or_renew, mark_sent=mark_sent,
-            unsend=lambda batch: judge_calls_unsend(judge=judge, tasks=batch), cap=cap,
-        )
+        still_waiting: list[str] = []
+        if batch_api:
+            stopped, failed, still_waiting = run_batch(
+                todo, client=client, waiting=waiting, parse=parse, save=save, progress=state, mark_sent=mark_sent,
+                set_batch=lambda batch, batch_id: judge_calls_set_batch(judge=judge, tasks=batch, batch_id=batch_id),
+                unsend=lambda batch: judge_calls_unsend(judge=judge, tasks=batch), on_progress=progress,
+                should_stop=stop_or_renew, poll_seconds=poll_seconds, cap=cap,
+            )
+            if not stopped and state.done < state.total:
+                notes.append(f"{state.total - state.done} request(s) the batch did not answer (expired or cancelled) "
+                             "were not saved: run again to send them.")
+            if still_waiting:
+                notes.append(f"{len(still_waiting)} batch(es) still running at the provider "
+                             f"({', '.join(still_waiting)}): run again with --batch to fetch their answers.")
+        else:
+            stopped, failed = run_tasks(
+                todo, client=client, concurrency=concurrency, parse=parse, save=save, progress=state,
+                on_progress=progress, should_stop=stop_or_renew, mark_sent=mark_sent,
+                unsend=lambda batch: judge_calls_unsend(judge=judge, tasks=batch), cap=cap,
+            )
         if cap is not None and cap.reached and stopped:
             notes.append(f"The run stopped starting calls at the cost cap of {max_cost:g}: the estimated spend was "
                          f"{cap.spent:.4f}, and the next call would have passed it. The calls paid for are saved; "
@@ -402,7 +436,8 @@ def judge_run(
     failures = [(task_label(o), o.error) for o in failed]
     outputs = [o.raw_output for o in failed if o.raw_output]
     return RunResult(judge=judge, note=" ".join([note, *notes, *client.notes]).strip(), progress=state,
-                     stopped=stopped, capped=cap is not None and cap.reached and stopped, failures=failures, unknown=[task_label(t) for t in unknown],
+                     stopped=stopped, capped=cap is not None and cap.reached and stopped,
+                     waiting_batches=still_waiting, failures=failures, unknown=[task_label(t) for t in unknown],
                      failed_outputs=outputs[:3])
 
 

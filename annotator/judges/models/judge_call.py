@@ -60,6 +60,10 @@ class JudgeCall(models.Model):
         help_text="sha256 of provider, base URL, request body and sample: the response cache's key",
     )
     cached = models.BooleanField(default=False, help_text="served from an identical earlier call: not paid for")
+    provider_batch = models.CharField(
+        max_length=200, blank=True, default="",
+        help_text="the provider's batch id while a --batch call waits in it: where a rerun fetches it from",
+    )
     created_at = models.DateTimeField(default=timezone.now)
 
     class Meta:

@@ -9,6 +9,7 @@ from typing import Any
 from annotator.judges.engine.client import ChatClient
 from annotator.judges.providers.anthropic import DEFAULT_BASE_URL as ANTHROPIC_URL
 from annotator.judges.providers.anthropic import AnthropicClient
+from annotator.judges.providers.batches import AnthropicBatches, OpenAIBatches
 from annotator.judges.providers.openai import OpenAIClient
 
 DEFAULT_PROVIDER = "openai"
@@ -21,12 +22,14 @@ class Provider:
     label: str
     client: type[ChatClient]
     key_env: str  # the variable its key is read from unless another is named
+    batches: type  # its batch API (--batch)
     base_url: str = ""  # used when none is given; empty: a base URL is required
 
 
 JUDGE_PROVIDERS: dict[str, Provider] = {
-    "openai": Provider("openai", "OpenAI-compatible chat completions", OpenAIClient, "OPENAI_API_KEY"),
-    "anthropic": Provider("anthropic", "Anthropic Messages API", AnthropicClient, "ANTHROPIC_API_KEY", ANTHROPIC_URL),
+    "openai": Provider("openai", "OpenAI-compatible chat completions", OpenAIClient, "OPENAI_API_KEY", OpenAIBatches),
+    "anthropic": Provider("anthropic", "Anthropic Messages API", AnthropicClient, "ANTHROPIC_API_KEY",
+                          AnthropicBatches, ANTHROPIC_URL),
 }
 
 
@@ -50,3 +53,8 @@ def client_for(params: dict[str, Any], *, api_key: str = "") -> ChatClient:
     chosen = {k: params[k] if params.get(k) is not None else v for k, v in DEFAULTS.items()}
     base_url = params.get("base_url") or provider.base_url
     return provider.client(base_url=base_url, model=params["model"], api_key=api_key, **chosen)
+
+
+def batches_for(client: ChatClient):
+    """The batch API of ``client``'s provider."""
+    return JUDGE_PROVIDERS[client.provider].batches(client)

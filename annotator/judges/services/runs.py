@@ -181,6 +181,20 @@ def judge_calls_unsend(*, judge: Judge, tasks: list) -> None:
                                  status=JudgeCall.SENT).delete()
 
 
+@transaction.atomic
+def judge_calls_set_batch(*, judge: Judge, tasks: list, batch_id: str) -> None:
+    """Record on the ``sent`` rows of ``tasks`` the provider batch they wait in: the resume state of --batch."""
+    for task in tasks:
+        JudgeCall.objects.filter(judge=judge, item=task.item, enhanced=task.enhanced, sample=task.sample,
+                                 status=JudgeCall.SENT).update(provider_batch=batch_id)
+
+
+def judge_calls_in_batches(*, judge: Judge) -> dict[tuple[int, int | None, int], str]:
+    """(item pk, enhanced pk or None, sample) → provider batch id of this judge's calls still waiting in a batch."""
+    return {(i, e, n): b for i, e, n, b in JudgeCall.objects.filter(judge=judge, status=JudgeCall.SENT)
+            .exclude(provider_batch="").values_list("item_id", "enhanced_id", "sample", "provider_batch")}
+
+
 def judge_call_states(*, judge: Judge) -> dict[tuple[int, int | None, int], str]:
     """(item pk, enhanced pk or None, sample) → status of every call this judge has saved."""
     return {(i, e, n): s for i, e, n, s in

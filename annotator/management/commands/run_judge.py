@@ -95,6 +95,11 @@ class Command(BaseCommand):
         parser.add_argument("--price-in", type=float, default=0.0, help="price per million input tokens, for the cost estimate")
         parser.add_argument("--price-out", type=float, default=0.0, help="price per million output tokens")
         parser.add_argument("--prices", help='JSON file {"MODEL": {"input": 2.5, "output": 10}} per million tokens')
+        parser.add_argument("--batch", action="store_true", dest="batch_api",
+                            help="send the calls through the provider's batch API (about half the price; answers "
+                                 "within 24 h); a rerun with --batch fetches a batch an earlier run left waiting")
+        parser.add_argument("--batch-poll", type=float, default=30.0, metavar="SECONDS",
+                            help="how often --batch asks whether the batch has ended (default 30)")
         parser.add_argument("--dry-run", action="store_true",
                             help="print the calls, estimated tokens and cost (with prices), and call nothing")
         parser.add_argument("--max-cost", type=float, default=None, metavar="USD",
@@ -139,6 +144,8 @@ class Command(BaseCommand):
             raise CommandError("--samples N repeats each call to measure the judge's noise: it needs --temperature > 0.")
         if not 1 <= o["concurrency"] <= 64:
             raise CommandError("--concurrency must be between 1 and 64.")
+        if o["batch_poll"] <= 0:
+            raise CommandError("--batch-poll must be a positive number of seconds.")
         if o["timeout"] <= 0 or o["max_retries"] < 0:
             raise CommandError("--timeout must be positive and --max-retries at least 0.")
         prices = Prices(o["price_in"], o["price_out"])
@@ -169,7 +176,7 @@ class Command(BaseCommand):
                 retry_unknown=o["retry_unknown"], force=o["force"], pairwise=pairwise, swap=o["swap"],
                 samples=o["samples"], calibration_set=o["calibration_set"], structured=not o["no_structured"],
                 logprobs=not o["no_logprobs"], prices=prices, progress=lambda state: self._progress(bar, state),
-                cache=not o["no_cache"], max_cost=o["max_cost"],
+                cache=not o["no_cache"], max_cost=o["max_cost"], batch_api=o["batch_api"], poll_seconds=o["batch_poll"],
             )
         except (TemplateError, ImportRefused) as exc:
             raise CommandError(str(exc)) from None
