@@ -40,6 +40,7 @@ from annotator.judges.services.runs import (
     judge_calls_mark_sent,
     judge_calls_in_batches,
     judge_calls_record,
+    judge_calls_record_many,
     judge_calls_set_batch,
     judge_calls_unsend,
     judge_for_run,
@@ -395,7 +396,8 @@ def judge_run(
         for start in range(0, len(served), CACHE_SAVE_CHUNK):
             outcomes = served_from_cache(served[start:start + CACHE_SAVE_CHUNK], hits,
                                          template_hash=template.content_hash, parse=parse)
-            save(outcomes)
+            judge_calls_record_many(judge=judge, template=template, model=client.model, params=client.params,
+                                    outcomes=outcomes)
             for outcome in outcomes:
                 state.add(ok=outcome.status == JudgeCall.OK, attempts=0, tokens_in=None, tokens_out=None, cached=True)
                 if outcome.status != JudgeCall.OK:

@@ -208,6 +208,50 @@ def judge_calls_record(*, judge: Judge, template, model: str, params: dict, outc
         _record(judge, template, model, params, outcome)
 
 
+@transaction.atomic
+def judge_calls_record_many(*, judge: Judge, template, model: str, params: dict, outcomes: list[CallOutcome]) -> None:
+    """Save many outcomes at once (those served from the cache): as ``judge_calls_record``, with one delete and
+    one insert per table for the single-response calls instead of several statements per call."""
+    single = [o for o in outcomes if o.enhanced is None]
+    for outcome in outcomes:
+        if outcome.enhanced is not None:
+            _record(judge, template, model, params, outcome)
+    if not single:
+        return
+    now, scale = timezone.now(), template.scale
+    for sample in {o.sample for o in single}:
+        JudgeCall.objects.filter(judge=judge, enhanced__isnull=True, sample=sample,
+                                 item__in=[o.item.pk for o in single if o.sample == sample]).delete()
+    JudgeCall.objects.bulk_create(
+        JudgeCall(
+            judge=judge, item=o.item, sample=o.sample, status=o.status, template_name=template.name,
+            template_version=template.version, template_hash=template.content_hash, model=model,
+            params=params if o.sent is None else o.sent, prompt=o.prompt, raw_output=o.raw_output, parsed=o.parsed,
+            error=o.error, http_status=o.http_status, tokens_in=o.tokens_in, tokens_out=o.tokens_out,
+            latency_ms=round(o.latency * 1000), attempts=o.attempts, output_mode=o.output_mode, created_at=now,
+            request_key=o.request_key, cached=o.cached,
+        )
+        for o in single
+    )
+    scored = [o for o in single if not o.sample and o.parsed.get("scores")]
+    JudgeScore.objects.filter(judge=judge, item__in=[o.item.pk for o in scored]).delete()
+    JudgeScore.objects.bulk_create(
+        JudgeScore(
+            judge=judge, item=o.item, dimension=dimension, raw_value=s["raw"], scale_min=scale.min,
+            scale_max=scale.max, higher_is_better=scale.higher_is_better, value=s["value"], reason=s["reason"],
+            raw_output=o.raw_output, imported_at=now, weighted_value=s.get("distribution", {}).get("weighted_value"),
+            confidence=s.get("distribution", {}).get("confidence"),
+        )
+        for o in scored for dimension, s in o.parsed["scores"].items()
+    )
+    kept = [o for o in single if not o.sample]
+    JudgeFailure.objects.filter(judge=judge, item__in=[o.item.pk for o in kept]).delete()
+    JudgeFailure.objects.bulk_create(
+        JudgeFailure(judge=judge, item=o.item, dimension=d, error=e, raw_output=o.raw_output, created_at=now)
+        for o in kept for d, e in o.problems
+    )
+
+
 def _record(judge: Judge, template, model: str, params: dict, outcome: CallOutcome) -> JudgeCall:
     """Save one completed call with its scores (replacing the item's earlier ones) or its failure.
 
