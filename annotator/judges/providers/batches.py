@@ -11,7 +11,13 @@ from dataclasses import dataclass
 
 import httpx
 
-from annotator.judges.engine.client import ChatClient, JudgeCallError, JudgeRunFatal, endpoint_said, mask_secrets
+from annotator.judges.engine.client import (
+    ChatClient,
+    JudgeCallError,
+    JudgeRunFatal,
+    endpoint_said,
+    mask_secrets,
+)
 
 ENDED, RUNNING = "ended", "running"
 

@@ -8,8 +8,8 @@ import pytest
 from django.core.management import CommandError, call_command
 
 from annotator.judges.engine.budget import input_tokens
+from annotator.judges.engine.runner import batch_items, render_items
 from annotator.judges.engine.templates import load_template
-from annotator.judges.engine.runner import render_items, batch_items
 from annotator.models import Batch, JudgeCall
 from tests.factories import make_batch
 from tests.fake_judge import FakeJudge

@@ -12,9 +12,9 @@ from django.urls import reverse
 from scipy.stats import spearmanr
 
 from annotator.models import Judge, JudgeScore, PairwiseVerdict
+from hcs.calibration.jury import jury_verdict
 from tests.annotator.judges.test_judges_selector import _add_scores, _study
 from tests.factories import make_batch, make_user
-from hcs.calibration.jury import jury_verdict
 
 
 def _noisy(truth, seed):
