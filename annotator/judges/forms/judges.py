@@ -10,7 +10,6 @@ from django.conf import settings
 from annotator.imports.errors import FileRefused
 from annotator.imports.file_size import check_size
 from annotator.judges.engine.templates import available_templates, load_template
-from annotator.judges.providers import JUDGE_PROVIDERS
 from annotator.models import Batch, CalibrationSet, Judge
 from hcs.judge_output import JudgeScale, OutputSpec, parse_labels
 
@@ -78,8 +77,7 @@ class JudgeRunForm(forms.Form):
 
     batch = forms.ModelChoiceField(queryset=Batch.objects.order_by("name"), to_field_name="name")
     template = forms.ChoiceField(choices=(), help_text="A template from fixtures/judge_templates/, run verbatim.")
-    provider = forms.ChoiceField(choices=[(p.name, p.label) for p in JUDGE_PROVIDERS.values()], initial="openai",
-                                 required=False)
+    provider = forms.ChoiceField(choices=(), initial="openai", required=False)
     base_url = forms.URLField(label="Base URL", assume_scheme="https", required=False,
                               help_text="An OpenAI-compatible endpoint, e.g. https://api.openai.com/v1; for Anthropic, "
                                         "empty means https://api.anthropic.com")
@@ -120,6 +118,8 @@ class JudgeRunForm(forms.Form):
         data["judge"] = (data.get("judge") or "").strip()
         data["provider"] = data.get("provider") or "openai"
         if "base_url" in data and not data["base_url"]:
+            from annotator.judges.providers import JUDGE_PROVIDERS  # the clients load httpx: rating workers never do
+
             data["base_url"] = JUDGE_PROVIDERS[data["provider"]].base_url
             if not data["base_url"]:
                 self.add_error("base_url", "Give the endpoint's base URL, e.g. https://api.openai.com/v1.")
@@ -156,6 +156,9 @@ class JudgeRunForm(forms.Form):
             (t, f"{t} (pairwise)" if template.pairwise else t) for t, template in self._templates.items()
         ]
         self.fields["key_env"].choices = [(k, k) for k in settings.ANNOTATOR_JUDGE_KEY_ENVS]
+        from annotator.judges.providers import JUDGE_PROVIDERS  # the clients load httpx: rating workers never do
+
+        self.fields["provider"].choices = [(p.name, p.label) for p in JUDGE_PROVIDERS.values()]
 
 
 class DisagreementFilterForm(forms.Form):
