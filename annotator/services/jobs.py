@@ -74,7 +74,7 @@ def judge_job_create(*, batch: Batch, template: str, base_url: str, model: str, 
                      retry_failed: bool, price_in: float, price_out: float, user, calibration_set: bool = False,
                      judge: str = "", temperature: float = 0.0, samples: int = 1, pairwise: bool = False,
                      baseline_system: str = "", enhanced_system: str = "", swap: bool = False,
-                     retry_unknown: bool = False) -> Job:
+                     retry_unknown: bool = False, provider: str = "openai", cache: bool = True) -> Job:
     """Queue a judge run. Raises ValueError for a key variable that is not allowed."""
     if key_env not in settings.ANNOTATOR_JUDGE_KEY_ENVS:
         raise ValueError(f"{key_env} is not one of the API key variables this server allows")
@@ -83,7 +83,7 @@ def judge_job_create(*, batch: Batch, template: str, base_url: str, model: str, 
         "concurrency": concurrency, "retry_failed": retry_failed, "price_in": price_in, "price_out": price_out,
         "calibration_set": calibration_set, "judge": judge, "temperature": temperature, "samples": samples,
         "pairwise": pairwise, "baseline_system": baseline_system, "enhanced_system": enhanced_system, "swap": swap,
-        "retry_unknown": retry_unknown,
+        "retry_unknown": retry_unknown, "provider": provider, "cache": cache,
     }
     job = Job.objects.create(kind=Job.JUDGE_RUN, created_by=user, params=params,
                              label=f"Judge {template} with {model} on \u201c{batch.name}\u201d"

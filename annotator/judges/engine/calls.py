@@ -18,6 +18,7 @@ class Task:
     messages: list[dict[str, str]]
     sample: int = 0  # the n-th of ``--samples`` calls of the same prompt (self-consistency)
     swapped: bool = False  # a pair sent with the enhanced system's response first (the --swap probe)
+    key: str = ""  # the response cache's key (annotator.judges.engine.cache.request_key)
 
 
 def refusal(problems: list[str], what: str) -> TemplateError:

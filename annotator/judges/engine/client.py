@@ -31,7 +31,7 @@ from tenacity import (
     wait_random_exponential,
 )
 
-RETRY_STATUSES = frozenset({408, 409, 425, 429, 500, 502, 503, 504})
+RETRY_STATUSES = frozenset({408, 409, 425, 429, 500, 502, 503, 504, 529})  # 529: Anthropic "overloaded"
 BODY_KEPT = 2000  # characters of an error body kept with the call
 _KEYLIKE = re.compile(r"(sk-|Bearer\s+)[A-Za-z0-9_\-.]{6,}")
 
@@ -151,6 +151,8 @@ def retry_after_seconds(value: str | None, now: float | None = None) -> float | 
 
 @dataclass
 class ChatClient:
+    provider = "openai"  # its name in JUDGE_PROVIDERS: part of a judge's identity and of the cache key
+
     base_url: str
     model: str
     api_key: str = field(default="", repr=False)
@@ -189,6 +191,13 @@ class ChatClient:
         parts = httpx.URL(self.base_url.strip())
         base = str(parts.copy_with(userinfo=b"", query=None, fragment=None)).rstrip("/")
         return base.removesuffix("/chat/completions")
+
+    @property
+    def identity(self) -> dict[str, Any]:
+        """What makes a judge version besides template and model: parameters, endpoint, and the provider
+        unless it is ``openai`` (judges run before providers existed keep their version)."""
+        named = {"provider": self.provider} if self.provider != "openai" else {}
+        return {**self.params, "base_url": self.display_url, **named}
 
     def _body(self, messages: list[dict[str, str]]) -> tuple[dict[str, Any], dict[str, Any]]:
         """(the request body, its sampling parameters) with every refused parameter adapted."""
@@ -290,15 +299,39 @@ class ChatClient:
         except JudgeCallError as exc:
             exc.attempts = attempts
             raise
-        usage = payload.get("usage") if isinstance(payload.get("usage"), dict) else {}
+        tokens_in, tokens_out = self._usage(payload)
         return CallResult(
             text=payload["_text"], attempts=attempts, latency=time.monotonic() - started,
-            tokens_in=_int(usage.get("prompt_tokens")), tokens_out=_int(usage.get("completion_tokens")),
+            tokens_in=tokens_in, tokens_out=tokens_out,
             sent=sent[0], output_mode=payload["_mode"], logprobs=_token_logprobs(payload),
         )
 
+    def answer_from(self, status: int, text: str) -> CallResult:
+        """Read an answer the batch API returned (its HTTP status and body) as one call's answer. Raises
+        JudgeCallError for anything that is not a usable answer; nothing is retried here."""
+        try:
+            payload = self._read(httpx.Response(status, text=text), mask_secrets(text, self.api_key))
+        except (_Retryable, _Refused, JudgeRunFatal) as exc:
+            raise JudgeCallError(f"the batch answered: {exc}", body=text[:BODY_KEPT], status=status) from None
+        payload["_mode"] = "json_schema" if self.response_format is not None and "response_format" not in self._dropped \
+            else "text"
+        tokens_in, tokens_out = self._usage(payload)
+        return CallResult(text=payload["_text"], attempts=1, latency=0.0, tokens_in=tokens_in, tokens_out=tokens_out,
+                          sent=self._body([])[1], output_mode=payload["_mode"], logprobs=_token_logprobs(payload))
+
+    def request_body(self, messages: list[dict[str, str]]) -> dict[str, Any]:
+        """The body this client would send for ``messages`` now: what the response cache keys on."""
+        return self._body(messages)[0]
+
+    def _usage(self, payload: dict) -> tuple[int | None, int | None]:
+        usage = payload.get("usage") if isinstance(payload.get("usage"), dict) else {}
+        return _int(usage.get("prompt_tokens")), _int(usage.get("completion_tokens"))
+
+    def _headers(self) -> dict[str, str]:
+        return {"Authorization": f"Bearer {self.api_key}"} if self.api_key else {}
+
     def _post(self, body: dict) -> dict:
-        headers = {"Authorization": f"Bearer {self.api_key}"} if self.api_key else {}
+        headers = self._headers()
         deadline = time.monotonic() + self.timeout
         try:
             with self._client().stream("POST", self.url, json=body, headers=headers) as response:
@@ -350,6 +383,9 @@ class ChatClient:
             ) from None
         if not isinstance(payload, dict):
             raise _Retryable("the endpoint answered 200 with a JSON that is not an object", body=text[:BODY_KEPT])
+        said_no = payload["choices"][0]["message"].get("refusal")
+        if not content and isinstance(said_no, str) and said_no:
+            raise JudgeCallError(f"the model refused to answer: {said_no[:300]}", body=text[:BODY_KEPT], status=status)
         payload["_text"] = str(content or "")
         return payload
 

@@ -45,13 +45,18 @@ class RunProgress:
     retries: int = 0
     tokens_in: int = 0
     tokens_out: int = 0
+    cached: int = 0  # calls served from the response cache: done, not paid
     prices: Prices = field(default_factory=Prices)
     started: float = field(default_factory=time.monotonic)
 
-    def add(self, *, ok: bool, attempts: int, tokens_in: int | None, tokens_out: int | None) -> None:
+    def add(self, *, ok: bool, attempts: int, tokens_in: int | None, tokens_out: int | None,
+            cached: bool = False) -> None:
         self.done += 1
         self.scored += ok
         self.failed += not ok
+        if cached:
+            self.cached += 1
+            return
         self.retries += max(0, attempts - 1)
         self.tokens_in += tokens_in or 0
         self.tokens_out += tokens_out or 0
@@ -59,6 +64,10 @@ class RunProgress:
     @property
     def cost(self) -> float:
         return (self.tokens_in * self.prices.input_per_million + self.tokens_out * self.prices.output_per_million) / 1e6
+
+    @property
+    def paid(self) -> int:
+        return self.done - self.cached
 
     @property
     def eta_seconds(self) -> float | None:
@@ -69,6 +78,7 @@ class RunProgress:
     def as_dict(self) -> dict:
         return {
             "total": self.total, "skipped": self.skipped, "done": self.done, "scored": self.scored,
+            "cached": self.cached, "paid": self.paid,
             "failed": self.failed, "retries": self.retries, "tokens_in": self.tokens_in,
             "tokens_out": self.tokens_out, "cost": round(self.cost, 4) if self.prices.known else None,
             "eta_seconds": None if self.eta_seconds is None else round(self.eta_seconds),
@@ -79,4 +89,5 @@ class RunProgress:
                  f"{self.tokens_in:,} tokens in / {self.tokens_out:,} out"]
         if self.prices.known:
             parts.append(f"estimated cost {self.cost:.4f}")
+        parts.append(f"{self.paid} paid call(s), {self.cached} served from the cache")
         return ", ".join(parts)

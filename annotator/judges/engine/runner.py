@@ -16,6 +16,9 @@ from collections.abc import Callable
 from concurrent.futures import FIRST_COMPLETED, ThreadPoolExecutor, wait
 from dataclasses import dataclass, field, replace
 
+from annotator.judges.engine.batch_runner import run_batch
+from annotator.judges.engine.budget import DEFAULT_OUTPUT_TOKENS, CostCap, Estimate, estimate
+from annotator.judges.engine.cache import request_key
 from annotator.judges.engine.logprobs import score_distributions
 from annotator.judges.engine.structured import response_format
 from annotator.judges.engine.calls import Task, refusal
@@ -29,12 +32,16 @@ from annotator.judges.engine.pairwise import pair_tasks, parse_pairwise
 from annotator.judges.engine.progress import Prices, RunProgress
 from annotator.judges.engine.templates import JudgeTemplate, TemplateError, item_fields
 from annotator.models import Batch, CalibrationSet, Item, Judge, JudgeCall
+from annotator.judges.selectors.cache import judge_calls_cached, judge_output_tokens
 from annotator.judges.services.runs import (
     CLAIM_RENEW_SECONDS,
     CallOutcome,
     judge_call_states,
     judge_calls_mark_sent,
+    judge_calls_in_batches,
     judge_calls_record,
+    judge_calls_record_many,
+    judge_calls_set_batch,
     judge_calls_unsend,
     judge_for_run,
     judge_run_claim,
@@ -56,6 +63,8 @@ class RunResult:
     stopped: bool = False
     failures: list[tuple[str, str]] = field(default_factory=list)  # (item id, error)
     unknown: list[str] = field(default_factory=list)  # calls sent by a killed run, not called again
+    capped: bool = False  # stopped starting calls at the cost cap
+    waiting_batches: list[str] = field(default_factory=list)  # --batch: provider batches still running
     failed_outputs: list[str] = field(default_factory=list)  # raw outputs of failed calls, first ones first
 
 
@@ -89,6 +98,10 @@ def calibration_only(batch: Batch) -> list[int]:
             f"(python manage.py calibration_set \"{batch.name}\" --sample 50, or on its report's calibration set page)"
         )
     return list(chosen.items.values_list("pk", flat=True))
+
+
+def _slot(task: Task) -> tuple[int, int | None, int]:
+    return (task.item.pk, task.enhanced.pk if task.enhanced else None, task.sample)
 
 
 def task_label(task: Task) -> str:
@@ -139,7 +152,7 @@ def parse_call(text: str, template: JudgeTemplate, dimensions: tuple[str, ...], 
 def call_one(task: Task, client: ChatClient, parse: Callable[..., tuple]) -> CallOutcome:
     """One call and its parse (in a worker thread; no database)."""
     outcome = CallOutcome(item=task.item, enhanced=task.enhanced, status=JudgeCall.OK, prompt=task.messages,
-                          sample=task.sample, swapped=task.swapped)
+                          sample=task.sample, swapped=task.swapped, request_key=task.key)
     try:
         result = client.complete(task.messages)
     except JudgeCallError as exc:
@@ -155,6 +168,29 @@ def call_one(task: Task, client: ChatClient, parse: Callable[..., tuple]) -> Cal
     return outcome
 
 
+CACHE_SAVE_CHUNK = 250  # cached outcomes saved per transaction
+
+
+def served_from_cache(tasks: list[Task], hits: dict[str, JudgeCall], *, template_hash: str,
+                      parse: Callable[..., tuple]) -> list[CallOutcome]:
+    """An outcome per task from the stored call with its key: the stored reading when the template text is the
+    same, else the stored answer read again by this template."""
+    outcomes = []
+    for task in tasks:
+        hit = hits[task.key]
+        if hit.template_hash == template_hash:
+            parsed, problems = hit.parsed, []
+        else:
+            parsed, problems = parse(hit.raw_output, None)
+        outcomes.append(CallOutcome(
+            item=task.item, enhanced=task.enhanced, prompt=task.messages, sample=task.sample, swapped=task.swapped,
+            status=JudgeCall.UNREADABLE if problems else JudgeCall.OK, raw_output=hit.raw_output, parsed=parsed,
+            problems=problems, http_status=hit.http_status, tokens_in=hit.tokens_in, tokens_out=hit.tokens_out,
+            attempts=0, sent=hit.params, output_mode=hit.output_mode, request_key=task.key, cached=True,
+        ))
+    return outcomes
+
+
 def run_tasks(
     tasks: list[Task],
     *,
@@ -167,12 +203,14 @@ def run_tasks(
     should_stop: Callable[[], bool] | None = None,
     mark_sent: Callable[[list[Task]], None] | None = None,
     unsend: Callable[[list[Task]], None] | None = None,
+    cap: CostCap | None = None,
 ) -> tuple[bool, list[CallOutcome]]:
     """Call ``tasks`` with at most ``concurrency`` in flight, ``save`` the outcomes as they arrive.
 
     ``mark_sent`` writes the ledger rows of the tasks about to be handed to the pool; ``unsend`` removes
     those of calls that ended with no answer (stopped while waiting to retry, or the run could not go on).
     The pool is refilled before the outcomes that arrived together are saved (in one transaction).
+    ``cap`` stops starting calls (those in flight finish) once the next would take the estimated spend past it.
 
     Returns (stopped early, the failed outcomes). Raises JudgeRunFatal after saving what finished.
     """
@@ -184,6 +222,8 @@ def run_tasks(
             while not stop.is_set() and len(pending) + len(batch) < concurrency:
                 task = next(queue, None)
                 if task is None:
+                    break
+                if cap is not None and not cap.may_start(task):
                     break
                 batch.append(task)
             if batch and mark_sent is not None:
@@ -216,6 +256,11 @@ def run_tasks(
                     stop.set()
                     unanswered.append(task)
                     continue
+                finally:
+                    if cap is not None:
+                        ok = future.exception() is None
+                        cap.finished(task, *(
+                            (future.result().tokens_in, future.result().tokens_out) if ok else (None, None)), paid=ok)
                 arrived.append(outcome)
             if unanswered and unsend is not None:
                 unsend(unanswered)
@@ -231,39 +276,16 @@ def run_tasks(
                 on_progress(progress)
     if fatal is not None:
         raise fatal
-    return stop.is_set() and progress.done < progress.total, failed
+    capped = cap is not None and cap.reached
+    return (stop.is_set() or capped) and progress.done < progress.total, failed
 
 
-def judge_run(
-    *,
-    batch: Batch,
-    template: JudgeTemplate,
-    client: ChatClient,
-    judge_name: str,
-    concurrency: int = 8,
-    limit: int | None = None,
-    retry_failed: bool = False,
-    retry_unknown: bool = False,
-    force: bool = False,
-    pairwise: tuple[str, str] | None = None,
-    swap: bool = False,
-    samples: int = 1,
-    calibration_set: bool = False,
-    structured: bool = True,
-    logprobs: bool = True,
-    prices: Prices | None = None,
-    progress: Callable[[RunProgress], None] | None = None,
-    should_stop: Callable[[], bool] | None = None,
-) -> RunResult:
-    """Score ``batch`` with ``template``. Raises TemplateError (before any call) or JudgeRunFatal.
-
-    ``pairwise`` is (baseline system, enhanced system) for a pairwise template: one call per prompt_id;
-    ``swap`` adds a second call per prompt_id with the two responses in the other order. ``samples`` > 1
-    calls every item that many times (sample 0 gives the judge's scores; the repeats measure its noise).
-    ``calibration_set`` calls only the items of the batch's frozen calibration set (a pair: both of its items).
-    ``structured`` asks a scoring template's answers for its JSON schema, ``logprobs`` (on an integer scale)
-    for the score token's distribution; an endpoint that refuses either gets free text or no logprobs.
-    """
+def plan_run(*, batch: Batch, template: JudgeTemplate, client: ChatClient, limit: int | None = None,
+             pairwise: tuple[str, str] | None = None, swap: bool = False, samples: int = 1,
+             calibration_set: bool = False, structured: bool = True,
+             logprobs: bool = True) -> tuple[list[Task], Callable[..., tuple], list[str]]:
+    """(every call a run makes, with its rendered messages; the parser of its answers; notes), with ``client``
+    set to ask for structured output and logprobs as the template allows. Calls nothing; raises TemplateError."""
     rubric = batch.rubric_obj
     dimensions = template.dimension_keys(rubric)
     notes = [f"Scale conflict in the template: {w}." for w in template.scale_warnings]
@@ -289,9 +311,53 @@ def judge_run(
     if not template.pairwise:
         client.response_format = response_format(template, rubric) if structured else None
         client.top_logprobs = TOP_LOGPROBS if logprobs and integer_scale(template.scale.min, template.scale.max) else 0
+    return tasks, parse, notes
+
+
+def judge_run(
+    *,
+    batch: Batch,
+    template: JudgeTemplate,
+    client: ChatClient,
+    judge_name: str,
+    concurrency: int = 8,
+    limit: int | None = None,
+    retry_failed: bool = False,
+    retry_unknown: bool = False,
+    force: bool = False,
+    pairwise: tuple[str, str] | None = None,
+    swap: bool = False,
+    samples: int = 1,
+    calibration_set: bool = False,
+    structured: bool = True,
+    logprobs: bool = True,
+    prices: Prices | None = None,
+    progress: Callable[[RunProgress], None] | None = None,
+    should_stop: Callable[[], bool] | None = None,
+    cache: bool = True,
+    max_cost: float | None = None,
+    batch_api: bool = False,
+    poll_seconds: float = 30.0,
+) -> RunResult:
+    """Score ``batch`` with ``template``. Raises TemplateError (before any call) or JudgeRunFatal.
+
+    ``pairwise`` is (baseline system, enhanced system) for a pairwise template: one call per prompt_id;
+    ``swap`` adds a second call per prompt_id with the two responses in the other order. ``samples`` > 1
+    calls every item that many times (sample 0 gives the judge's scores; the repeats measure its noise).
+    ``calibration_set`` calls only the items of the batch's frozen calibration set (a pair: both of its items).
+    ``structured`` asks a scoring template's answers for its JSON schema, ``logprobs`` (on an integer scale)
+    for the score token's distribution; an endpoint that refuses either gets free text or no logprobs.
+    ``cache`` serves a request identical to one already answered (by any judge, batch or run) from the stored
+    call instead of paying for it again; every call records its key either way. ``max_cost`` (with ``prices``)
+    stops starting calls before the estimated spend of this run, calls in flight included, would pass it.
+    ``batch_api`` sends the calls through the provider's batch API and polls it every ``poll_seconds``
+    (see ``annotator.judges.engine.batch_runner``); it also fetches batches an earlier run left waiting.
+    """
+    tasks, parse, notes = plan_run(batch=batch, template=template, client=client, limit=limit, pairwise=pairwise,
+                                   swap=swap, samples=samples, calibration_set=calibration_set, structured=structured,
+                                   logprobs=logprobs)
     judge, note = judge_for_run(name=judge_name, model=client.model, template=template,
-                                params={**client.params, "base_url": client.display_url,
-                                        "scale_warnings": template.scale_warnings})
+                                params={**client.identity, "scale_warnings": template.scale_warnings})
     claim = judge_run_claim(judge)  # one run per judge at a time: none pays for an item another is calling
     renewed = [time.monotonic()]
 
@@ -313,16 +379,87 @@ def judge_run(
     try:
         todo, unknown = tasks_to_call(tasks, judge_call_states(judge=judge), retry_failed=retry_failed, force=force,
                                       retry_unknown=retry_unknown)
-        state = RunProgress(total=len(todo), skipped=len(tasks) - len(todo), prices=prices or Prices())
-        stopped, failed = run_tasks(
-            todo, client=client, concurrency=concurrency, parse=parse, save=save, progress=state,
-            on_progress=progress, should_stop=stop_or_renew, mark_sent=mark_sent,
-            unsend=lambda batch: judge_calls_unsend(judge=judge, tasks=batch),
-        )
+        in_batches = judge_calls_in_batches(judge=judge) if batch_api else {}
+        waiting: dict[str, list[Task]] = {}
+        for task in [t for t in [*unknown, *todo] if _slot(t) in in_batches]:
+            waiting.setdefault(in_batches[_slot(task)], []).append(replace(task, key=request_key(client, task)))
+        unknown = [t for t in unknown if _slot(t) not in in_batches]
+        todo = [t for t in todo if _slot(t) not in in_batches]
+        todo = [replace(t, key=request_key(client, t)) for t in todo]
+        hits = judge_calls_cached(keys=[t.key for t in todo]) if cache else {}
+        served = [t for t in todo if t.key in hits]
+        todo = [t for t in todo if t.key not in hits]
+        resumed = sum(len(v) for v in waiting.values())
+        state = RunProgress(total=len(todo) + len(served) + resumed,
+                            skipped=len(tasks) - len(todo) - len(served) - resumed, prices=prices or Prices())
+        cached_failed = []
+        for start in range(0, len(served), CACHE_SAVE_CHUNK):
+            outcomes = served_from_cache(served[start:start + CACHE_SAVE_CHUNK], hits,
+                                         template_hash=template.content_hash, parse=parse)
+            judge_calls_record_many(judge=judge, template=template, model=client.model, params=client.params,
+                                    outcomes=outcomes)
+            for outcome in outcomes:
+                state.add(ok=outcome.status == JudgeCall.OK, attempts=0, tokens_in=None, tokens_out=None, cached=True)
+                if outcome.status != JudgeCall.OK:
+                    cached_failed.append(outcome)
+            if progress is not None:
+                progress(state)
+        cap = None
+        if max_cost is not None:
+            tokens_out, _ = output_estimate(client, template)
+            cap = CostCap(limit=max_cost, prices=prices or Prices(), output_tokens=tokens_out)
+        still_waiting: list[str] = []
+        if batch_api:
+            stopped, failed, still_waiting = run_batch(
+                todo, client=client, waiting=waiting, parse=parse, save=save, progress=state, mark_sent=mark_sent,
+                set_batch=lambda batch, batch_id: judge_calls_set_batch(judge=judge, tasks=batch, batch_id=batch_id),
+                unsend=lambda batch: judge_calls_unsend(judge=judge, tasks=batch), on_progress=progress,
+                should_stop=stop_or_renew, poll_seconds=poll_seconds, cap=cap,
+            )
+            if not stopped and state.done < state.total:
+                notes.append(f"{state.total - state.done} request(s) the batch did not answer (expired or cancelled) "
+                             "were not saved: run again to send them.")
+            if still_waiting:
+                notes.append(f"{len(still_waiting)} batch(es) still running at the provider "
+                             f"({', '.join(still_waiting)}): run again with --batch to fetch their answers.")
+        else:
+            stopped, failed = run_tasks(
+                todo, client=client, concurrency=concurrency, parse=parse, save=save, progress=state,
+                on_progress=progress, should_stop=stop_or_renew, mark_sent=mark_sent,
+                unsend=lambda batch: judge_calls_unsend(judge=judge, tasks=batch), cap=cap,
+            )
+        if cap is not None and cap.reached and stopped:
+            notes.append(f"The run stopped starting calls at the cost cap of {max_cost:g}: the estimated spend was "
+                         f"{cap.spent:.4f}, and the next call would have passed it. The calls paid for are saved; "
+                         f"run again (with a higher cap) to continue.")
     finally:
         judge_run_release(judge, claim)
+    failed = cached_failed + failed
     failures = [(task_label(o), o.error) for o in failed]
     outputs = [o.raw_output for o in failed if o.raw_output]
     return RunResult(judge=judge, note=" ".join([note, *notes, *client.notes]).strip(), progress=state,
-                     stopped=stopped, failures=failures, unknown=[task_label(t) for t in unknown],
+                     stopped=stopped, capped=cap is not None and cap.reached and stopped,
+                     waiting_batches=still_waiting, failures=failures, unknown=[task_label(t) for t in unknown],
                      failed_outputs=outputs[:3])
+
+
+def output_estimate(client: ChatClient, template: JudgeTemplate) -> tuple[int, str]:
+    """(output tokens per call, how they were estimated): see ``annotator.judges.engine.budget``."""
+    if client.max_tokens:
+        return client.max_tokens, f"--max-tokens {client.max_tokens} per call (an upper bound)"
+    seen = judge_output_tokens(model=client.model, template_hash=template.content_hash)
+    if seen is not None:
+        return round(seen), f"{round(seen)} per call, the mean of this model's earlier answers to this template"
+    return DEFAULT_OUTPUT_TOKENS, f"{DEFAULT_OUTPUT_TOKENS} per call (no earlier answers of this model to this template)"
+
+
+def judge_run_estimate(*, batch: Batch, template: JudgeTemplate, client: ChatClient, prices: Prices,
+                       cache: bool = True, **plan) -> Estimate:
+    """What a run would call, and its estimated tokens and cost: renders every prompt, calls nothing, saves
+    nothing. Calls the cache would serve are counted apart. ``plan``: ``plan_run``'s options."""
+    tasks, _, _ = plan_run(batch=batch, template=template, client=client, **plan)
+    tasks = [replace(t, key=request_key(client, t)) for t in tasks]
+    hits = judge_calls_cached(keys=[t.key for t in tasks]) if cache else {}
+    paid = [t for t in tasks if t.key not in hits]
+    tokens_out, basis = output_estimate(client, template)
+    return estimate(paid, cached=len(tasks) - len(paid), output_tokens=tokens_out, output_basis=basis, prices=prices)

@@ -69,7 +69,10 @@ class JudgeRunForm(forms.Form):
 
     batch = forms.ModelChoiceField(queryset=Batch.objects.order_by("name"), to_field_name="name")
     template = forms.ChoiceField(choices=(), help_text="A template from fixtures/judge_templates/, run verbatim.")
-    base_url = forms.URLField(label="Base URL", assume_scheme="https", help_text="An OpenAI-compatible endpoint, e.g. https://api.openai.com/v1")
+    provider = forms.ChoiceField(choices=(), initial="openai", required=False)
+    base_url = forms.URLField(label="Base URL", assume_scheme="https", required=False,
+                              help_text="An OpenAI-compatible endpoint, e.g. https://api.openai.com/v1; for Anthropic, "
+                                        "empty means https://api.anthropic.com")
     model = forms.CharField(max_length=200)
     key_env = forms.ChoiceField(choices=(), label="API key variable",
                                 help_text="The worker reads the key from this environment variable; it is never stored.")
@@ -93,6 +96,9 @@ class JudgeRunForm(forms.Form):
     enhanced_system = forms.CharField(max_length=200, required=False, label="Enhanced system id")
     swap = forms.BooleanField(required=False, label="Also in swapped order",
                               help_text="Runs each pair in both orders: the position-swap probe.")
+    no_cache = forms.BooleanField(required=False, label="Pay for every call",
+                                  help_text="Off: a request identical to one already answered is served from the "
+                                            "stored call for free.")
     price_in = forms.FloatField(min_value=0, required=False, label="Price per million input tokens (optional)")
     price_out = forms.FloatField(min_value=0, required=False, label="Price per million output tokens (optional)")
 
@@ -102,6 +108,13 @@ class JudgeRunForm(forms.Form):
         if data.get("calibration_set") and batch is not None and not CalibrationSet.objects.filter(batch=batch).exists():
             self.add_error("calibration_set", f"Batch \u201c{batch.name}\u201d has no calibration set yet: mark one on its report.")
         data["judge"] = (data.get("judge") or "").strip()
+        data["provider"] = data.get("provider") or "openai"
+        if "base_url" in data and not data["base_url"]:
+            from annotator.judges.providers import JUDGE_PROVIDERS  # the clients load httpx: rating workers never do
+
+            data["base_url"] = JUDGE_PROVIDERS[data["provider"]].base_url
+            if not data["base_url"]:
+                self.add_error("base_url", "Give the endpoint's base URL, e.g. https://api.openai.com/v1.")
         data["temperature"] = data.get("temperature") or 0.0
         data["samples"] = data.get("samples") or 1
         if any(unicodedata.category(c) in ("Cc", "Cf", "Cs") for c in data["judge"]):
@@ -135,6 +148,9 @@ class JudgeRunForm(forms.Form):
             (t, f"{t} (pairwise)" if template.pairwise else t) for t, template in self._templates.items()
         ]
         self.fields["key_env"].choices = [(k, k) for k in settings.ANNOTATOR_JUDGE_KEY_ENVS]
+        from annotator.judges.providers import JUDGE_PROVIDERS  # the clients load httpx: rating workers never do
+
+        self.fields["provider"].choices = [(p.name, p.label) for p in JUDGE_PROVIDERS.values()]
 
 
 class DisagreementFilterForm(forms.Form):

@@ -55,6 +55,15 @@ class JudgeCall(models.Model):
         max_length=12, choices=OUTPUT_MODES, blank=True, default="",
         help_text="what the answered request asked for; empty on calls saved before it was recorded",
     )
+    request_key = models.CharField(
+        max_length=64, blank=True, default="",
+        help_text="sha256 of provider, base URL, request body and sample: the response cache's key",
+    )
+    cached = models.BooleanField(default=False, help_text="served from an identical earlier call: not paid for")
+    provider_batch = models.CharField(
+        max_length=200, blank=True, default="",
+        help_text="the provider's batch id while a --batch call waits in it: where a rerun fetches it from",
+    )
     created_at = models.DateTimeField(default=timezone.now)
 
     class Meta:
@@ -68,7 +77,8 @@ class JudgeCall(models.Model):
                 name="judgecall_one_per_pair",
             ),
         ]
-        indexes = [models.Index(fields=["judge", "status"], name="judgecall_judge_status")]
+        indexes = [models.Index(fields=["judge", "status"], name="judgecall_judge_status"),
+                   models.Index(fields=["request_key", "status"], name="judgecall_request_key")]
 
     def __str__(self) -> str:
         return f"{self.judge} {self.item}: {self.status}"

@@ -58,6 +58,7 @@ class JudgeCard:
     calibration_set: SetCalibration | None = None  # the versions side by side on the frozen set
     labels: dict[str, str] = field(default_factory=dict)  # dimension key → label
     ppi: tuple[Any, ...] = ()  # annotator.judges.selectors.validation.JudgePPI per dimension, from the report
+    jury: dict[str, Any] | None = None  # a jury's members and, per dimension, whether it beats its best member
 
     def to_json(self) -> dict[str, Any]:
         current = next(v for v in self.versions if v.current).to_json()
@@ -78,13 +79,16 @@ class JudgeCard:
             "versions": [v.to_json() for v in self.versions],
             "calibration_set": self.calibration_set.to_json() if self.calibration_set else None,
             "methods": self.methods,
+            "jury": self.jury,
         }
 
 
 def _configurations(judge: Judge) -> tuple[dict[str, Any], ...]:
     rows = (JudgeCall.objects.filter(judge=judge).values("model", "template_version", "template_hash", "params")
-            .annotate(calls=Count("id"), first=Min("created_at"), last=Max("created_at")).order_by("first"))
-    return tuple({**r, "first": _stamp(r["first"]), "last": _stamp(r["last"])} for r in rows)
+            .annotate(calls=Count("id"), cached=Count("id", filter=Q(cached=True)), first=Min("created_at"),
+                      last=Max("created_at")).order_by("first"))
+    return tuple({**r, "paid": r["calls"] - r["cached"], "first": _stamp(r["first"]), "last": _stamp(r["last"])}
+                 for r in rows)
 
 
 def judge_card(*, report: BatchReport, judge: Judge) -> JudgeCard | None:
@@ -117,7 +121,27 @@ def judge_card(*, report: BatchReport, judge: Judge) -> JudgeCard | None:
         )
     return JudgeCard(judge=judge, batch_id=report.batch_id, batch_name=report.batch_name, k=report.k, rows=rows,
                      position=position, versions=versions, methods=methods_paragraph(report), calibration_set=on_set,
-                     labels=labels, ppi=tuple(section.ppi_for(judge.name)) if section else ())
+                     labels=labels, ppi=tuple(section.ppi_for(judge.name)) if section else (),
+                     jury=_jury(judge, rows, section))
+
+
+def _jury(judge: Judge, rows, section) -> dict[str, Any] | None:
+    """For a jury: per dimension, its Spearman ρ with the human mean beside its best member's, and which is higher."""
+    members = judge.params.get("jury") if isinstance(judge.params, dict) else None
+    if not members:
+        return None
+    dimensions = {}
+    for row in rows:
+        theirs = [(r.calibration.spearman, name) for name in members
+                  for r in (section.for_judge(name) if section else ()) if r.dimension == row.dimension
+                  and r.calibration.spearman is not None]
+        best = max(theirs, default=(None, None))
+        mine = row.calibration.spearman
+        dimensions[row.dimension] = {
+            "spearman": mine, "best_member": best[1], "best_member_spearman": best[0],
+            "beats_best_member": None if mine is None or best[0] is None else bool(mine > best[0]),
+        }
+    return {"members": list(members), "dimensions": dimensions}
 
 
 def judge_has_work(*, batch: Batch, judge: Judge) -> bool:

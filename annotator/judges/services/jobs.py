@@ -20,7 +20,7 @@ from annotator.imports.errors import ImportRefused
 from annotator.judges.engine.progress import Prices, RunProgress
 from annotator.judges.engine.runner import judge_run
 from annotator.judges.engine.templates import TemplateError, load_template
-from annotator.judges.clients import client_for
+from annotator.judges.clients import UnknownProvider, client_for
 from annotator.judges.engine.client import JudgeRunFatal
 from annotator.models import Batch, Job
 
@@ -42,7 +42,16 @@ def judge_job_run(job: Job, update) -> None:
         update(job, state=Job.FAILED, finished_at=timezone.now(), step="",
                message=f"{p['key_env']} is no longer one of the API key variables this server allows.")
         return
-    client = client_for(p, api_key=os.environ.get(p["key_env"], ""))
+    api_key = os.environ.get(p["key_env"], "")
+    if not api_key and p.get("provider", "openai") != "openai":
+        update(job, state=Job.FAILED, finished_at=timezone.now(), step="",
+               message=f"The API key variable {p['key_env']} is not set on the worker; nothing was called.")
+        return
+    try:
+        client = client_for(p, api_key=api_key)
+    except UnknownProvider as exc:
+        update(job, state=Job.FAILED, finished_at=timezone.now(), step="", message=f"{exc}; nothing was called.")
+        return
     # The cancel poll and the progress write keep their own clocks: sharing one let the poll, which runs
     # every quarter second, starve the progress write, so the page showed no progress until the end.
     polled, written = [0.0], [0.0]
@@ -67,6 +76,7 @@ def judge_job_run(job: Job, update) -> None:
             calibration_set=p.get("calibration_set", False),
             pairwise=pairwise, swap=p.get("swap", False), samples=p.get("samples", 1),
             prices=Prices(p["price_in"], p["price_out"]), progress=progress, should_stop=should_stop,
+            cache=p.get("cache", True),
         )
     except (TemplateError, ImportRefused, JudgeRunFatal) as exc:
         update(job, state=Job.FAILED, finished_at=timezone.now(), step="",

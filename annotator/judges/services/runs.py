@@ -48,6 +48,8 @@ class CallOutcome:
     sent: dict[str, Any] | None = None  # the sampling parameters the answered request carried
     output_mode: str = ""
     distributions: dict[str, Any] = field(default_factory=dict)  # dimension → ScoreDistribution
+    request_key: str = ""
+    cached: bool = False  # served from an identical earlier call: nothing was paid
 
     @property
     def error(self) -> str:
@@ -164,7 +166,7 @@ def judge_calls_mark_sent(*, judge: Judge, template, model: str, params: dict, t
         JudgeCall(
             judge=judge, item=task.item, enhanced=task.enhanced, sample=task.sample, status=JudgeCall.SENT,
             template_name=template.name, template_version=template.version, template_hash=template.content_hash,
-            model=model, params=params, prompt=task.messages, attempts=0, created_at=now,
+            model=model, params=params, prompt=task.messages, attempts=0, created_at=now, request_key=task.key,
         )
         for task in tasks
     )
@@ -179,6 +181,20 @@ def judge_calls_unsend(*, judge: Judge, tasks: list) -> None:
                                  status=JudgeCall.SENT).delete()
 
 
+@transaction.atomic
+def judge_calls_set_batch(*, judge: Judge, tasks: list, batch_id: str) -> None:
+    """Record on the ``sent`` rows of ``tasks`` the provider batch they wait in: the resume state of --batch."""
+    for task in tasks:
+        JudgeCall.objects.filter(judge=judge, item=task.item, enhanced=task.enhanced, sample=task.sample,
+                                 status=JudgeCall.SENT).update(provider_batch=batch_id)
+
+
+def judge_calls_in_batches(*, judge: Judge) -> dict[tuple[int, int | None, int], str]:
+    """(item pk, enhanced pk or None, sample) → provider batch id of this judge's calls still waiting in a batch."""
+    return {(i, e, n): b for i, e, n, b in JudgeCall.objects.filter(judge=judge, status=JudgeCall.SENT)
+            .exclude(provider_batch="").values_list("item_id", "enhanced_id", "sample", "provider_batch")}
+
+
 def judge_call_states(*, judge: Judge) -> dict[tuple[int, int | None, int], str]:
     """(item pk, enhanced pk or None, sample) → status of every call this judge has saved."""
     return {(i, e, n): s for i, e, n, s in
@@ -190,6 +206,50 @@ def judge_calls_record(*, judge: Judge, template, model: str, params: dict, outc
     """Save completed calls (those that arrived together) in one transaction; see ``_record``."""
     for outcome in outcomes:
         _record(judge, template, model, params, outcome)
+
+
+@transaction.atomic
+def judge_calls_record_many(*, judge: Judge, template, model: str, params: dict, outcomes: list[CallOutcome]) -> None:
+    """Save many outcomes at once (those served from the cache): as ``judge_calls_record``, with one delete and
+    one insert per table for the single-response calls instead of several statements per call."""
+    single = [o for o in outcomes if o.enhanced is None]
+    for outcome in outcomes:
+        if outcome.enhanced is not None:
+            _record(judge, template, model, params, outcome)
+    if not single:
+        return
+    now, scale = timezone.now(), template.scale
+    for sample in {o.sample for o in single}:
+        JudgeCall.objects.filter(judge=judge, enhanced__isnull=True, sample=sample,
+                                 item__in=[o.item.pk for o in single if o.sample == sample]).delete()
+    JudgeCall.objects.bulk_create(
+        JudgeCall(
+            judge=judge, item=o.item, sample=o.sample, status=o.status, template_name=template.name,
+            template_version=template.version, template_hash=template.content_hash, model=model,
+            params=params if o.sent is None else o.sent, prompt=o.prompt, raw_output=o.raw_output, parsed=o.parsed,
+            error=o.error, http_status=o.http_status, tokens_in=o.tokens_in, tokens_out=o.tokens_out,
+            latency_ms=round(o.latency * 1000), attempts=o.attempts, output_mode=o.output_mode, created_at=now,
+            request_key=o.request_key, cached=o.cached,
+        )
+        for o in single
+    )
+    scored = [o for o in single if not o.sample and o.parsed.get("scores")]
+    JudgeScore.objects.filter(judge=judge, item__in=[o.item.pk for o in scored]).delete()
+    JudgeScore.objects.bulk_create(
+        JudgeScore(
+            judge=judge, item=o.item, dimension=dimension, raw_value=s["raw"], scale_min=scale.min,
+            scale_max=scale.max, higher_is_better=scale.higher_is_better, value=s["value"], reason=s["reason"],
+            raw_output=o.raw_output, imported_at=now, weighted_value=s.get("distribution", {}).get("weighted_value"),
+            confidence=s.get("distribution", {}).get("confidence"),
+        )
+        for o in scored for dimension, s in o.parsed["scores"].items()
+    )
+    kept = [o for o in single if not o.sample]
+    JudgeFailure.objects.filter(judge=judge, item__in=[o.item.pk for o in kept]).delete()
+    JudgeFailure.objects.bulk_create(
+        JudgeFailure(judge=judge, item=o.item, dimension=d, error=e, raw_output=o.raw_output, created_at=now)
+        for o in kept for d, e in o.problems
+    )
 
 
 def _record(judge: Judge, template, model: str, params: dict, outcome: CallOutcome) -> JudgeCall:
@@ -208,6 +268,7 @@ def _record(judge: Judge, template, model: str, params: dict, outcome: CallOutco
         raw_output=outcome.raw_output, parsed=outcome.parsed, error=outcome.error, http_status=outcome.http_status,
         tokens_in=outcome.tokens_in, tokens_out=outcome.tokens_out, latency_ms=round(outcome.latency * 1000),
         attempts=outcome.attempts, output_mode=outcome.output_mode, created_at=now,
+        request_key=outcome.request_key, cached=outcome.cached,
     )
     if outcome.sample:
         return call  # a repeat for self-consistency: its parsed values stay on the call, the judge's scores are sample 0's

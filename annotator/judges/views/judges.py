@@ -90,5 +90,6 @@ def start_run(request):
         calibration_set=data["calibration_set"], judge=data["judge"], temperature=data["temperature"],
         samples=data["samples"], pairwise=data["pairwise"], baseline_system=data["baseline_system"],
         enhanced_system=data["enhanced_system"], swap=data["swap"], retry_unknown=data["retry_unknown"],
+        provider=data["provider"], cache=not data["no_cache"],
     )
     return redirect("job_status", job_id=job.pk)

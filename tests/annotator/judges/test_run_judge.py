@@ -86,8 +86,10 @@ def test_a_rerun_calls_only_what_is_missing_then_failed_then_all(capsys):
         assert fake.calls == 0
         run(fake, "re", "--retry-failed")  # run-2 (unreadable) and run-3 (failed)
         assert fake.calls == 2
-        run(fake, "re", "--force")
-        assert fake.calls == 7
+        run(fake, "re", "--force")  # every call redone, the four scored ones from the response cache
+        assert fake.calls == 3
+        run(fake, "re", "--force", "--no-cache")
+        assert fake.calls == 8
     assert JudgeCall.objects.count() == 5 and JudgeCall.objects.filter(status="ok").count() == 4
     assert JudgeScore.objects.filter(item__item_id="run-3").count() == 0
     assert JudgeScore.objects.filter(item__item_id="re-3").count() == 1

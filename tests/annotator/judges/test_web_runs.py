@@ -183,3 +183,35 @@ def test_a_web_run_leaves_unknown_calls_alone_unless_ticked(researcher, django_c
         start(researcher, django_capture_on_commit_callbacks, form(fake.url, retry_unknown="on"))
         assert fake.calls == 1
     assert set(JudgeCall.objects.values_list("status", flat=True)) == {"ok"}
+
+
+@pytest.mark.django_db
+def test_an_anthropic_run_from_the_form_then_a_second_name_is_served_from_the_cache(
+        researcher, django_capture_on_commit_callbacks, monkeypatch, settings):
+    from tests.fake_anthropic import FakeAnthropic
+
+    settings.ANNOTATOR_JUDGE_KEY_ENVS = ["OPENAI_API_KEY", "ANTHROPIC_API_KEY"]
+    monkeypatch.setenv("ANTHROPIC_API_KEY", "sk-ant-web-123456789")
+    make_batch("web", n_items=3)
+    assert 'name="provider"' in researcher.get("/judges/").content.decode()
+    with FakeAnthropic(key="sk-ant-web-123456789") as fake:
+        for name in ("first", "second"):
+            start(researcher, django_capture_on_commit_callbacks, form(
+                fake.url, provider="anthropic", key_env="ANTHROPIC_API_KEY", model="claude-test", judge=name))
+        start(researcher, django_capture_on_commit_callbacks, form(
+            fake.url, provider="anthropic", key_env="ANTHROPIC_API_KEY", model="claude-test", judge="third",
+            no_cache="on"))
+    jobs = sorted(Job.objects.all(), key=lambda j: j.params["judge"])  # first, second, third
+    assert [j.state for j in jobs] == [Job.DONE] * 3, [j.message for j in jobs]
+    assert [(j.progress["paid"], j.progress["cached"]) for j in jobs] == [(3, 0), (0, 3), (3, 0)]
+    assert fake.calls == 6 and Judge.objects.get(name="first").params["provider"] == "anthropic"
+
+
+@pytest.mark.django_db
+def test_the_form_refuses_an_unknown_provider_and_a_missing_base_url(researcher):
+    make_batch("web", n_items=1)
+    response = researcher.post("/judges/run/", form("", provider="gemini"))
+    assert response.status_code == 400 and "gemini is not one of the available choices" in response.content.decode()
+    response = researcher.post("/judges/run/", form("", provider="openai"))
+    assert response.status_code == 400 and "Give the endpoint" in response.content.decode()
+    assert not Job.objects.exists()

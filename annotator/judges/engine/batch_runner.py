@@ -1,0 +1,104 @@
+"""``--batch``: the calls go through the provider's batch API instead of one request each.
+
+Every request's ledger row is written ``sent`` before the batch is submitted and then carries the batch's id,
+so the ledger is the resume state: a run stopped while the provider works (Ctrl-C, a crash) is picked up by the
+next ``--batch`` run, which polls the same batch and stores its answers as calls. Requests the batch did not
+answer (expired, cancelled) lose their ``sent`` row, so a rerun sends them again.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+
+from annotator.judges.engine.budget import CostCap
+from annotator.judges.engine.calls import Task
+from annotator.judges.engine.client import ChatClient, JudgeCallError, JudgeRunFatal
+from annotator.judges.engine.progress import RunProgress
+from annotator.judges.providers import batches_for
+from annotator.judges.providers.batches import ENDED
+from annotator.judges.services.runs import CallOutcome
+from annotator.models import JudgeCall
+
+
+def custom_id(task: Task) -> str:
+    return f"{task.item.pk}-{task.enhanced.pk if task.enhanced else 0}-{task.sample}"
+
+
+def _outcome(task: Task, client: ChatClient, answer, parse: Callable[..., tuple]) -> CallOutcome:
+    outcome = CallOutcome(item=task.item, enhanced=task.enhanced, status=JudgeCall.OK, prompt=task.messages,
+                          sample=task.sample, swapped=task.swapped, request_key=task.key)
+    try:
+        result = client.answer_from(answer.status, answer.body)
+    except JudgeCallError as exc:
+        outcome.status, outcome.raw_output, outcome.http_status = JudgeCall.FAILED, exc.body, exc.status
+        outcome.problems = [("", f"call failed: {exc}")]
+        return outcome
+    outcome.raw_output, outcome.tokens_in, outcome.tokens_out = result.text, result.tokens_in, result.tokens_out
+    outcome.http_status, outcome.sent, outcome.output_mode = 200, result.sent, result.output_mode
+    outcome.parsed, outcome.problems = parse(result.text, result.logprobs)
+    if outcome.problems:
+        outcome.status = JudgeCall.UNREADABLE
+    return outcome
+
+
+def run_batch(
+    todo: list[Task],
+    *,
+    client: ChatClient,
+    waiting: dict[str, list[Task]],
+    parse: Callable[..., tuple],
+    save: Callable[[list[CallOutcome]], None],
+    progress: RunProgress,
+    mark_sent: Callable[[list[Task]], None],
+    set_batch: Callable[[list[Task], str], None],
+    unsend: Callable[[list[Task]], None],
+    on_progress: Callable[[RunProgress], None] | None = None,
+    should_stop: Callable[[], bool] | None = None,
+    poll_seconds: float = 30.0,
+    cap: CostCap | None = None,
+) -> tuple[bool, list[CallOutcome], list[str]]:
+    """Submit ``todo`` as one batch, then poll it and the batches in ``waiting`` (id → their tasks, from an earlier
+    run) until all ended or the run is stopped. Returns (stopped early, the failed outcomes, batch ids still
+    running at the provider). Raises JudgeRunFatal when the batch cannot be submitted (nothing is left sent)."""
+    api, stop, failed = batches_for(client), client.stop, []
+    waiting = dict(waiting)
+    if cap is not None:
+        todo = [t for t in todo if cap.may_start(t)]  # in order: stops at the first that does not fit
+    if todo and not stop.is_set():
+        mark_sent(todo)
+        try:
+            batch_id = api.submit({custom_id(t): client.request_body(t.messages) for t in todo})
+        except (JudgeCallError, JudgeRunFatal) as exc:
+            unsend(todo)
+            raise JudgeRunFatal(f"the batch could not be submitted: {exc}") from None
+        set_batch(todo, batch_id)
+        waiting[batch_id] = todo
+    while waiting and not stop.is_set():
+        for batch_id in list(waiting):
+            if api.state(batch_id) != ENDED:
+                continue
+            answers = api.answers(batch_id)
+            tasks = waiting.pop(batch_id)
+            outcomes = []
+            for task in tasks:
+                if custom_id(task) in answers:
+                    outcomes.append(_outcome(task, client, answers[custom_id(task)], parse))
+                    if cap is not None:
+                        cap.finished(task, outcomes[-1].tokens_in, outcomes[-1].tokens_out)
+            unanswered = [t for t in tasks if custom_id(t) not in answers]
+            if unanswered:
+                unsend(unanswered)
+            save(outcomes)
+            for outcome in outcomes:
+                progress.add(ok=outcome.status == JudgeCall.OK, attempts=1, tokens_in=outcome.tokens_in,
+                             tokens_out=outcome.tokens_out)
+                if outcome.status != JudgeCall.OK:
+                    failed.append(outcome)
+            if on_progress is not None:
+                on_progress(progress)
+        if should_stop is not None and should_stop():
+            stop.set()
+        if waiting:
+            stop.wait(poll_seconds)
+    capped = cap is not None and cap.reached
+    return (stop.is_set() or capped) and progress.done < progress.total, failed, sorted(waiting)
