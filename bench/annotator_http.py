@@ -170,7 +170,7 @@ def start_gunicorn(env: dict[str, str], port: int, workers: int, *extra: str, lo
         except OSError:
             if process.poll() is not None:
                 tail = Path(log_path).read_text()[-2000:] if log_path else "(no log kept)"
-                raise RuntimeError(f"gunicorn exited: {tail}")
+                raise RuntimeError(f"gunicorn exited: {tail}") from None
             time.sleep(0.05)
     process.terminate()
     raise RuntimeError("gunicorn did not start")

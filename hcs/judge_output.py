@@ -413,7 +413,8 @@ class JudgeScale:
 
     @property
     def label(self) -> str:
-        fmt = lambda x: f"{x:g}"
+        def fmt(x):
+            return f"{x:g}"
         return f"{fmt(self.min)}–{fmt(self.max)}" + ("" if self.higher_is_better else ", lower is better")
 
     def check(self, value: float) -> None:

@@ -221,7 +221,7 @@ def parse_conversation(cell: str) -> list[dict[str, str]]:
     try:
         value = json_loads(cell)
     except json.JSONDecodeError as exc:
-        raise ValueError(f"is not valid JSON ({exc.msg} at character {exc.pos + 1})")
+        raise ValueError(f"is not valid JSON ({exc.msg} at character {exc.pos + 1})") from None
     if not isinstance(value, list):
         raise ValueError("must be a JSON list of turns like [{\"role\": \"user\", \"content\": \"...\"}]")
     turns = []

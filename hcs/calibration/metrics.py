@@ -417,7 +417,8 @@ def calibrate_judge(
     human_cat = np.clip(round_half_up(human_median), lo, hi).astype(int)
     errors = judge_values - human_mean
     alphas = alpha_with_and_without_judge({i: human[i] for i in items}, {i: judge[i] for i in items})
-    pair = lambda ci: (finite_or_none(ci[0]), finite_or_none(ci[1]))
+    def pair(ci):
+        return (finite_or_none(ci[0]), finite_or_none(ci[1]))
     return JudgeCalibration(
         n=n,
         spearman=finite_or_none(_corr("spearman", judge_values, human_mean)),

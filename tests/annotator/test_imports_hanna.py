@@ -13,9 +13,9 @@ from django.db.models import Count
 from annotator.models import Annotation, Batch, Item, Score
 from annotator.services.annotation_imports import annotations_import_file
 from hcs.rubric import Rubric
+from tests.hanna import HANNA_HUMAN as HANNA
 
 pytestmark = [pytest.mark.django_db, pytest.mark.slow]
-from tests.hanna import HANNA_HUMAN as HANNA
 
 RUBRIC = Path(__file__).resolve().parents[2] / "fixtures" / "rubrics" / "hanna.json"
 

@@ -23,6 +23,7 @@ from annotator.selectors.reports import batch_report
 from hcs.agreement import counts_from_long, dimension_agreement, first_k_counts
 from hcs.rubric import Rubric
 from tests.factories import make_annotation, make_batch, make_user
+from tests.hanna import HANNA_HUMAN as HANNA
 
 DIMS = ["coherence", "relevance", "instruction_following", "safety_compliance", "fluency"]
 ROOT = Path(__file__).resolve().parents[2]
@@ -189,7 +190,6 @@ def test_export_then_import_gives_the_same_report(batch, tmp_path):
 
 
 # ------------------------------------------------------------------ HANNA, a real study
-from tests.hanna import HANNA_HUMAN as HANNA
 
 
 @pytest.mark.slow

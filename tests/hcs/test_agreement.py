@@ -36,9 +36,9 @@ from hcs.agreement.coefficients import (
     _gwet_features,
 )
 from hcs.agreement.examples import FLEISS_1971_DIAGNOSES, KRIPPENDORFF_2011_RELIABILITY
+from tests.hanna import HANNA_HUMAN as HANNA
 
 FIVE = [1, 2, 3, 4, 5]
-from tests.hanna import HANNA_HUMAN as HANNA
 
 
 def _one(table):

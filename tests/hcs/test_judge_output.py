@@ -1,6 +1,8 @@
 """Reading judge scores out of text shaped like the seeds' judge outputs."""
 
 import pytest
+from hypothesis import given, settings
+from hypothesis import strategies as st
 
 from hcs.judge_output import (
     JudgeOutputError,
@@ -179,8 +181,6 @@ def test_scale_label():
 
 
 # ------------------------------------------------------------------ any text: a score or a clear error
-from hypothesis import given, settings
-from hypothesis import strategies as st
 
 json_values = st.recursive(
     st.none() | st.booleans() | st.floats(allow_nan=True) | st.integers() | st.text(max_size=8),

@@ -21,7 +21,9 @@ DEFAULT_OUTPUT_TOKENS = 200
 
 
 def input_tokens(messages: list[dict[str, str]]) -> int:
-    """>>> input_tokens([{"role": "user", "content": "x" * 10}])
+    """Estimated input tokens of ``messages``: 10 characters are 3 tokens, plus 4 for the message.
+
+    >>> input_tokens([{"role": "user", "content": "x" * 10}])
     7
     """
     return sum(math.ceil(len(m.get("content") or "") / CHARS_PER_TOKEN) + TOKENS_PER_MESSAGE for m in messages)

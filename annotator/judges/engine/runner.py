@@ -303,11 +303,13 @@ def plan_run(*, batch: Batch, template: JudgeTemplate, client: ChatClient, limit
     if pairwise:
         tasks, unpaired = pair_tasks(batch, template, *pairwise, limit=limit, swap=swap, only=only)
         notes += [f"{len(unpaired)} prompt(s) without a pair were left out, e.g. {unpaired[0]}."] if unpaired else []
-        parse = lambda text, logprobs=None: parse_pairwise(text, template, dimensions)
+        def parse(text, logprobs=None):
+            return parse_pairwise(text, template, dimensions)
     else:
         tasks = render_items(batch_items(batch, limit, only), template, rubric)
         tasks += [replace(t, sample=n) for n in range(1, samples) for t in tasks]
-        parse = lambda text, logprobs=None: parse_call(text, template, dimensions, rubric, logprobs)
+        def parse(text, logprobs=None):
+            return parse_call(text, template, dimensions, rubric, logprobs)
     if not template.pairwise:
         client.response_format = response_format(template, rubric) if structured else None
         client.top_logprobs = TOP_LOGPROBS if logprobs and integer_scale(template.scale.min, template.scale.max) else 0

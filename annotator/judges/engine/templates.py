@@ -155,7 +155,8 @@ class JudgeTemplate:
         if problems:
             raise TemplateError("; ".join(problems))
         pattern = SYNTAXES[self.syntax]
-        fill = lambda text: pattern.sub(lambda m: values[m.group(1)], text)
+        def fill(text):
+            return pattern.sub(lambda m: values[m.group(1)], text)
         messages = [{"role": "system", "content": fill(self.system)}] if self.system else []
         return messages + [{"role": "user", "content": fill(self.prompt)}]
 

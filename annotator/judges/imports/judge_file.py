@@ -112,7 +112,8 @@ def parse_judge_table(
     seen: dict[tuple[str, str], int] = {}
     rows: list[JudgeRow] = []
     frame = table.frame
-    get = lambda record, name: str(record.get(name, "") or "").strip() if name in columns else ""
+    def get(record, name):
+        return str(record.get(name, "") or "").strip() if name in columns else ""
     for record in frame.to_dict("records"):
         number = int(record[ROW])
         item_id, dimension = get(record, "item_id"), get(record, "dimension").lower()

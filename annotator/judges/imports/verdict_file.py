@@ -63,7 +63,8 @@ def parse_verdict_file(
     if errors:
         return ParsedVerdicts(table.format, errors)
     known = set(item_ids)
-    get = lambda record, name: str(record.get(name, "") or "").strip() if name in columns else ""
+    def get(record, name):
+        return str(record.get(name, "") or "").strip() if name in columns else ""
     rows: list[VerdictRow] = []
     seen: dict[tuple[str, str], int] = {}
     for record in table.frame.to_dict("records"):

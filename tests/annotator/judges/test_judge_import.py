@@ -4,14 +4,18 @@ import json
 
 import pytest
 from django.core.management import CommandError, call_command
+from hypothesis import given, settings
+from hypothesis import strategies as st
 
-from annotator.imports.errors import ImportRefused
-from annotator.models import Judge, JudgeScore, PairwiseVerdict
+from annotator.imports.errors import FileRefused, ImportRefused
+from annotator.judges.imports.judge_file import parse_judge_file
+from annotator.judges.imports.verdict_file import parse_verdict_file
 from annotator.judges.services.judges import (
     judge_get_or_create,
     judge_scores_import,
     pairwise_verdicts_import,
 )
+from annotator.models import Judge, JudgeScore, PairwiseVerdict
 from hcs.judge_output import JudgeScale
 from tests.factories import make_batch
 
@@ -173,12 +177,7 @@ def test_pairwise_errors():
 
 
 # ------------------------------------------------------------------ any bytes: rows or errors, never a crash
-from hypothesis import given, settings
-from hypothesis import strategies as st
 
-from annotator.imports.errors import FileRefused
-from annotator.judges.imports.judge_file import parse_judge_file
-from annotator.judges.imports.verdict_file import parse_verdict_file
 
 cells = st.sampled_from(["b-0", "coherence", "overall", "0.5", "9" * 400, "nan", "-1", '{"score": 1}', "", "x,y", '"'])
 

@@ -67,8 +67,10 @@ def test_an_answer_in_the_schema_is_read_by_the_parser(template):
 @pytest.mark.django_db
 def test_a_run_sends_the_schema_keeps_the_distribution_and_records_the_mode():
     make_batch("lp", n_items=3)
-    reply = lambda prompt: json.dumps({"reason": "Names 2 metrics.", "score": 3, "label": "Very Good"})
-    probs = lambda prompt: {"3": 0.6, "4": 0.3, "2": 0.1}
+    def reply(prompt):
+        return json.dumps({"reason": "Names 2 metrics.", "score": 3, "label": "Very Good"})
+    def probs(prompt):
+        return {"3": 0.6, "4": 0.3, "2": 0.1}
     with FakeJudge(reply, score_probs=probs) as fake:
         run(fake, "lp", COACH)
     body = fake.requests[0]["body"]
@@ -116,7 +118,8 @@ def test_a_pointwise_judge_with_logprobs_has_an_ece_in_the_report():
     for n, item in enumerate(batch.items.order_by("position")):
         for person in people:
             make_annotation(item, person, {d: 3 if n % 2 else 4 for d in batch.rubric_obj.dimension_keys})
-    reply = lambda prompt: json.dumps({"reason": "ok", "score": 4, "label": "Excellent"})
+    def reply(prompt):
+        return json.dumps({"reason": "ok", "score": 4, "label": "Excellent"})
     with FakeJudge(reply, score_probs=lambda p: {"4": 0.8, "3": 0.2}) as fake:
         run(fake, "ece", COACH)
     section = judges_report(batch=batch, arrays=report_arrays(batch=batch), n_boot=20)

@@ -4,9 +4,11 @@ import json
 
 import pytest
 from django.core.management import CommandError, call_command
+from hypothesis import given, settings
+from hypothesis import strategies as st
 
-from annotator.imports.errors import ImportRefused
-from annotator.judges.imports.trace_file import PathError, TracePath, parse_mapping
+from annotator.imports.errors import FileRefused, ImportRefused
+from annotator.judges.imports.trace_file import PathError, TracePath, parse_mapping, parse_trace_file
 from annotator.models import Item
 from annotator.services.traces import batch_import_traces
 from hcs.rubric import Rubric
@@ -120,11 +122,7 @@ def test_command(tmp_path, capsys):
         call_command("import_traces", str(path), "--name", "studio2", "--map", "prompt = id", "--map", "response = output.text")
 
 
-from hypothesis import given, settings
-from hypothesis import strategies as st
 
-from annotator.imports.errors import FileRefused
-from annotator.judges.imports.trace_file import parse_trace_file
 
 json_values = st.recursive(
     st.none() | st.booleans() | st.integers() | st.text(max_size=6),

@@ -110,7 +110,8 @@ def test_a_run_in_which_every_call_failed_is_failed_with_its_first_errors_and_a_
 @pytest.mark.django_db
 def test_a_run_with_some_failed_calls_shows_partly_failed(researcher, django_capture_on_commit_callbacks):
     make_batch("web", n_items=4)
-    fault = lambda n, prompt: 400 if "(answer 2)" in prompt else None
+    def fault(n, prompt):
+        return 400 if "(answer 2)" in prompt else None
     with FakeJudge(fault=fault) as fake:
         start(researcher, django_capture_on_commit_callbacks, form(fake.url))
     job = Job.objects.get()
