@@ -20,6 +20,7 @@ from django.db.models import OuterRef, Q, Subquery, Sum, Value
 from django.db.models.functions import Coalesce
 from django.utils.crypto import salted_hmac
 
+from annotator.db_private import compiled_sql
 from annotator.models import (
     Adjudication,
     Annotation,
@@ -129,7 +130,7 @@ def rating_chunks(*, batch: Batch, items: ItemIndex) -> Iterator[RatingChunk]:
     answers = converter(Annotation, "constraints_met")
     met = lru_cache(maxsize=1_024)(lambda raw: tuple(bool(m) for m in answers(raw) or ()))
     powers = [packing.base ** np.arange(len(g)) for g in packing.groups]
-    sql, params = _ratings_query(batch, packing).query.sql_with_params()
+    sql, params = compiled_sql(_ratings_query(batch, packing))
     with chunked_cursor() as cursor:
         cursor.execute(sql, params)
         while rows := cursor.fetchmany(FETCH):
