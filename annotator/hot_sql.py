@@ -35,6 +35,13 @@ class _PreparedDebugCursor(CursorDebugWrapper):
             return self._execute_with_wrappers(sql, params, many=False, executor=self._execute)
 
 
+def hand_written_sql() -> bool:
+    """Whether the rating path's statements written by hand run: on PostgreSQL only. SQLite runs
+    in the worker's own process, where the ORM's spellings cost about as much and are one less
+    dialect to keep right."""
+    return connection.vendor == "postgresql"
+
+
 def prepares() -> bool:
     """True when :func:`hot_cursor` prepares its statements (PostgreSQL with psycopg 3, unless turned off)."""
     if connection.vendor != "postgresql" or not settings.DB_PREPARED_STATEMENTS:

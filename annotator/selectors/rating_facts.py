@@ -1,11 +1,11 @@
-"""What a rating request needs to know about its batch, read in one statement.
+"""What a rating request needs to know about its batch.
 
 Every rating request (next item, submit, skip) reads the batch, checks that it is open to the
 annotator, and then asks the study gate (their enrolment and the study link it came by) and
 quality control (their standing and the batch's rule) what to do; a quota and the check schedule
 need the annotator's count of annotations, quality control their open gold answer and checks
-shown. Read one by one that was five to eight ORM queries; here it is one hand-written statement,
-whose text is built once.
+shown. SQLite reads them with the ORM, query by query; PostgreSQL in one statement written by
+hand, whose text is built once (a round trip per query costs more there).
 
 The standing read here only decides what to show; the lease statement checks it again inside
 its transaction (``annotator.services.assignment_sql``), which is what keeps exclusions exact.
@@ -17,8 +17,10 @@ from dataclasses import dataclass
 from functools import lru_cache
 
 from django.db import connection, models
+from django.db.models import Case, Count, Exists, OuterRef, Q, Subquery, When
+from django.db.models.functions import Coalesce
 
-from annotator.hot_sql import hot_cursor
+from annotator.hot_sql import hand_written_sql, hot_cursor
 from annotator.models import (
     Annotation,
     AnnotatorStanding,
@@ -30,7 +32,7 @@ from annotator.models import (
     QualityRule,
     StudyLink,
 )
-from annotator.selectors.queue import may_rate_sql
+from annotator.selectors.queue import batch_access_q, batch_access_sql
 from annotator.selectors.rows import columns, instance_from_row
 
 
@@ -60,15 +62,15 @@ def _joined(model: type[models.Model], row, start: int) -> tuple[models.Model | 
 
 
 @lru_cache(maxsize=8)
-def _sql(vendor: str, by_item: bool) -> str:
-    """The statement's text, built once per process (and database)."""
+def _sql(by_item: bool) -> str:
+    """The statement's text (PostgreSQL), built once per process."""
     qn = connection.ops.quote_name
     table = lambda model: qn(model._meta.db_table)  # noqa: E731
     if by_item:
         select, source, where = f"{columns(Item, 'i')}, ", f"{table(Item)} i INNER JOIN {table(Batch)} b ON b.id = i.batch_id", "i.id = %s"
     else:
         select, source, where = "", f"{table(Batch)} b", "b.id = %s"
-    may_rate, _ = may_rate_sql("b.id", None)
+    access, _ = batch_access_sql("b.id", None)
     answers = f"{table(GoldAnswer)} ga INNER JOIN {table(GoldItem)} gi ON gi.id = ga.gold_item_id"
     # Evaluated only when a quota or the batch's quality rule needs them (CASE: lazily, on both databases).
     counts = (
@@ -88,14 +90,63 @@ def _sql(vendor: str, by_item: bool) -> str:
         f" LEFT JOIN {table(StudyLink)} sl ON sl.id = e.study_link_id"
         f" LEFT JOIN {table(AnnotatorStanding)} st ON st.batch_id = b.id AND st.annotator_id = %s"
         f" LEFT JOIN {table(QualityRule)} qr ON qr.batch_id = b.id"
-        f" WHERE {where} AND b.is_open AND {may_rate}"
+        f" WHERE {where} AND b.is_open AND {access}"
+    )
+
+
+def _counts(user, batch: str, prefix: str) -> dict:
+    """The annotator's counts as annotations of the batch query (its batch's id in field ``batch``),
+    each read only when a quota or the batch's quality rule needs it, as in :func:`_sql`."""
+    ref = OuterRef(batch)
+    quota = Exists(Enrolment.objects.filter(batch_id=ref, user=user, study_link__quota__isnull=False))
+    ruled = Q(**{f"{prefix}quality_rule__isnull": False})
+    counted = Q(**{f"{prefix}max_items_per_annotator__isnull": False}) | quota | ruled
+    answers = GoldAnswer.objects.filter(gold_item__batch_id=ref, annotator=user).order_by()
+
+    def count(rows):
+        return Subquery(rows.values("annotator_id").annotate(n=Count("pk")).values("n")[:1])
+
+    return {
+        "submitted_n": Case(When(counted, then=Coalesce(
+            count(Annotation.objects.filter(annotator=user, item__batch_id=ref).order_by()), 0))),
+        "open_answer_id": Case(When(ruled, then=Subquery(
+            answers.filter(submitted_at=None).order_by("shown_at", "id").values("id")[:1]))),
+        "checks_n": Case(When(ruled, then=Coalesce(count(answers.filter(gold_item__kind=GoldItem.Kind.CHECK)), 0))),
+    }
+
+
+def _read_orm(*, user, item_pk: int | None, batch_id: int | None) -> RatingFacts | None:
+    if item_pk is not None:
+        found = (Item.objects.select_related("batch__quality_rule").filter(pk=item_pk, batch__is_open=True)
+                 .filter(batch_access_q(user, batch="batch_id")).annotate(**_counts(user, "batch_id", "batch__"))
+                 .first())
+        item, batch = found, found and found.batch
+    else:
+        found = (Batch.objects.select_related("quality_rule").filter(pk=batch_id, is_open=True)
+                 .filter(batch_access_q(user)).annotate(**_counts(user, "pk", "")).first())
+        item, batch = None, found
+    if batch is None:
+        return None
+    try:
+        rule = batch.quality_rule
+    except QualityRule.DoesNotExist:
+        rule = None
+    enrolment = Enrolment.objects.select_related("study_link").filter(batch=batch, user=user).first()
+    if enrolment is not None:
+        enrolment.batch = batch
+    return RatingFacts(
+        batch=batch, item=item, enrolment=enrolment, rule=rule,
+        standing=AnnotatorStanding.objects.filter(batch=batch, annotator=user).first(),
+        submitted=found.submitted_n, open_gold_answer_id=found.open_answer_id, checks_shown=found.checks_n,
     )
 
 
 def _read(*, user, item_pk: int | None = None, batch_id: int | None = None) -> RatingFacts | None:
-    sql = _sql(connection.vendor, item_pk is not None)
+    if not hand_written_sql():
+        return _read_orm(user=user, item_pk=item_pk, batch_id=batch_id)
+    sql = _sql(item_pk is not None)
     key = item_pk if item_pk is not None else batch_id
-    _, may_params = may_rate_sql("b.id", user)
+    _, may_params = batch_access_sql("b.id", user)
     with hot_cursor() as cursor:
         cursor.execute(sql, [user.pk, user.pk, GoldItem.Kind.CHECK, user.pk, user.pk, user.pk, key, *may_params])
         row = cursor.fetchone()
