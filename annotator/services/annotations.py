@@ -14,7 +14,7 @@ from django.utils import timezone
 from annotator.hot_sql import hand_written_sql
 from annotator.models import Annotation, AnnotationRevision, Assignment, Item, Score
 from annotator.selectors.queue import ratings_final
-from annotator.services.assignment_sql import lock_annotator, may_rate
+from annotator.services.assignment_sql import lock_annotator, standing_allows_rating
 from annotator.services.submission_sql import submit_leased
 from hcs.rubric import Rubric
 
@@ -102,7 +102,7 @@ def _submit(*, item: Item, annotator, scores, flags, comment, constraints_met, n
     if not held_slot:
         # A live lease always belongs to someone who may rate (an exclusion releases the leases
         # it finds, and no lease is given after it); a lapsed or released one is checked here.
-        if not may_rate(batch_id=item.batch_id, annotator_id=annotator.pk):
+        if not standing_allows_rating(batch_id=item.batch_id, annotator_id=annotator.pk):
             raise SubmissionRefused("You are no longer rating in this batch, so this rating was not saved.")
         # The lease ran out or an admin released it: honoured only while a slot is free.
         locked = Item.objects.select_for_update().only("n_annotations", "n_leased").get(pk=item.pk)

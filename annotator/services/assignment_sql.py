@@ -17,6 +17,7 @@ from django.db import connection
 
 from annotator.hot_sql import hot_cursor
 from annotator.models import AnnotatorStanding, Assignment, Item
+from annotator.models.quality import standing_stopped_sql
 from annotator.selectors.rows import instance_from_row
 
 WINDOW = 64  # free items the random tie-break draws from
@@ -239,21 +240,20 @@ def lock_annotator(*, annotator_id: int) -> None:
 
 
 def _forbidden_sql() -> str:
-    """SQL true when the annotator's standing in the batch forbids rating: excluded, blocked,
-    screened out or failed training (``AnnotatorStanding.may_rate``); parameters: :func:`_forbidden_params`."""
+    """SQL true when the annotator's standing in the batch stops them rating (the standing rule,
+    ``standing_stopped_sql``); parameters: :func:`_forbidden_params`."""
     table = connection.ops.quote_name(AnnotatorStanding._meta.db_table)
-    return (
-        f"EXISTS (SELECT 1 FROM {table} st WHERE st.batch_id = %s AND st.annotator_id = %s AND (st.excluded"
-        " OR st.blocked_at IS NOT NULL OR st.screened_out_at IS NOT NULL OR st.training = %s))"
-    )
+    return (f"EXISTS (SELECT 1 FROM {table} st WHERE st.batch_id = %s AND st.annotator_id = %s"
+            f" AND {standing_stopped_sql('st')[0]})")
 
 
 def _forbidden_params(batch_id: int, annotator_id: int) -> list:
-    return [batch_id, annotator_id, AnnotatorStanding.Training.FAILED]
+    return [batch_id, annotator_id, *standing_stopped_sql("st")[1]]
 
 
-def may_rate(*, batch_id: int, annotator_id: int, lock: bool = True) -> bool:
-    """False when the annotator is excluded, blocked or screened out of the batch.
+def standing_allows_rating(*, batch_id: int, annotator_id: int, lock: bool = True) -> bool:
+    """The standing rule, read in the transaction: False when the annotator is excluded, blocked,
+    screened out of the batch or failed its training.
 
     Takes :func:`lock_annotator` first (unless the caller did: ``lock=False``), then reads the
     standing in a second statement: after waiting for an exclusion's lock, only a new statement
