@@ -114,7 +114,7 @@ def _ratings_query(batch: Batch, packing: Packing):
 
 def _timestamps(raw: list[Any]) -> pa.Array:
     """Timestamps as the cursor gives them → UTC timestamps. SQLite's are text, parsed by pyarrow
-    at once (the ORM's converter per row took a fifth of the export); PostgreSQL's are datetimes."""
+    at once, not by the ORM's converter per row; PostgreSQL's are datetimes."""
     first = next((v for v in raw if v is not None), None)
     if isinstance(first, str):
         return pa.array(raw, type=pa.string()).cast(pa.timestamp("us")).cast(TIMESTAMP)
