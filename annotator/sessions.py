@@ -4,9 +4,9 @@ with the session's user, their roles and whether the account is limited to some 
 
 Sessions stay rows in the database, so logging out (or an admin deleting the row) ends a
 session on every app server at once, and a password change still ends the other sessions
-(``annotator.middleware`` checks the session hash exactly as Django does). SQLite reads it with
-the ORM; on PostgreSQL the query is written by hand, because it runs on every request and the ORM
-spends longer building it than the database spends running it.
+(``annotator.middleware`` checks the session hash exactly as Django does). The query is written
+by hand because it runs on every request and the ORM spends longer building it than the database
+spends running it; it is the same text on both databases.
 """
 
 from __future__ import annotations
@@ -18,10 +18,9 @@ from django.contrib.auth.models import Group
 from django.contrib.sessions.backends.base import UpdateError
 from django.contrib.sessions.backends.db import SessionStore as DatabaseSessionStore
 from django.db import InterfaceError, OperationalError, connection
-from django.db.models import Exists, OuterRef
 from django.utils import timezone
 
-from annotator.hot_sql import hand_written_sql, hot_cursor
+from annotator.hot_sql import hot_cursor
 from annotator.roles import GROUPS, remember_roles
 from annotator.selectors.rows import columns, instance_from_row
 from annotator.studies.selectors import remember_scoped
@@ -36,7 +35,7 @@ def _user_pk(value) -> int | None:
 
 @lru_cache(maxsize=1)
 def _session_sql() -> str:
-    """The session's query text (PostgreSQL), built once per process."""
+    """The session's query text, built once per process."""
     from annotator.models import AccountScope, UserSession
 
     qn = connection.ops.quote_name
@@ -67,32 +66,8 @@ class SessionStore(DatabaseSessionStore):
     def _load_sql(self) -> tuple[str, list]:
         return _session_sql(), [*GROUPS, self.session_key, connection.ops.adapt_datetimefield_value(timezone.now())]
 
-    def _get_session_from_orm(self):
-        from annotator.models import AccountScope
-
-        User = get_user_model()
-        member = User.groups.through.objects.filter(user_id=OuterRef("user_id"))
-        roles = {f"role_{n}": Exists(member.filter(group__name=name)) for n, name in enumerate(GROUPS)}
-        session = (
-            self.model.objects.select_related("user")
-            .filter(session_key=self.session_key, expire_date__gt=timezone.now())
-            .annotate(**roles, scoped=Exists(AccountScope.objects.filter(user_id=OuterRef("user_id"))))
-            .first()
-        )
-        if session is None:
-            self._session_key = None
-            return None
-        if session.user is not None:
-            user = session.user
-            remember_roles(user, [name for n, name in enumerate(GROUPS) if getattr(session, f"role_{n}")])
-            remember_scoped(user, session.scoped)
-            self.loaded_user = user
-        return session
-
     def _get_session_from_db(self):
         self.loaded_user = None
-        if not hand_written_sql():
-            return self._get_session_from_orm()
         with hot_cursor() as cursor:
             cursor.execute(*self._load_sql())
             row = cursor.fetchone()

@@ -4,8 +4,9 @@ Every rating request (next item, submit, skip) reads the batch, checks that it i
 annotator, and then asks the study gate (their enrolment and the study link it came by) and
 quality control (their standing and the batch's rule) what to do; a quota and the check schedule
 need the annotator's count of annotations, quality control their open gold answer and checks
-shown. SQLite reads them with the ORM, query by query; PostgreSQL in one statement written by
-hand, whose text is built once (a round trip per query costs more there).
+shown. They are read in one statement written by hand, whose text is built once and is the same
+on both databases: building its ORM spelling cost more CPU than the rest of the round trip
+(docs/performance.md, "One SQL dialect").
 
 The standing read here only decides what to show; the lease statement checks it again inside
 its transaction (``annotator.services.assignment_sql``), which is what keeps exclusions exact.
@@ -17,10 +18,8 @@ from dataclasses import dataclass
 from functools import lru_cache
 
 from django.db import connection, models
-from django.db.models import Case, Count, Exists, OuterRef, Q, Subquery, When
-from django.db.models.functions import Coalesce
 
-from annotator.hot_sql import hand_written_sql, hot_cursor
+from annotator.hot_sql import hot_cursor
 from annotator.models import (
     Annotation,
     AnnotatorStanding,
@@ -32,7 +31,7 @@ from annotator.models import (
     QualityRule,
     StudyLink,
 )
-from annotator.selectors.queue import batch_access_q, batch_access_sql
+from annotator.selectors.queue import batch_access_sql
 from annotator.selectors.rows import columns, instance_from_row
 
 
@@ -63,7 +62,7 @@ def _joined(model: type[models.Model], row, start: int) -> tuple[models.Model | 
 
 @lru_cache(maxsize=8)
 def _sql(by_item: bool) -> str:
-    """The statement's text (PostgreSQL), built once per process."""
+    """The statement's text, built once per process."""
     qn = connection.ops.quote_name
     table = lambda model: qn(model._meta.db_table)  # noqa: E731
     if by_item:
@@ -94,56 +93,7 @@ def _sql(by_item: bool) -> str:
     )
 
 
-def _counts(user, batch: str, prefix: str) -> dict:
-    """The annotator's counts as annotations of the batch query (its batch's id in field ``batch``),
-    each read only when a quota or the batch's quality rule needs it, as in :func:`_sql`."""
-    ref = OuterRef(batch)
-    quota = Exists(Enrolment.objects.filter(batch_id=ref, user=user, study_link__quota__isnull=False))
-    ruled = Q(**{f"{prefix}quality_rule__isnull": False})
-    counted = Q(**{f"{prefix}max_items_per_annotator__isnull": False}) | quota | ruled
-    answers = GoldAnswer.objects.filter(gold_item__batch_id=ref, annotator=user).order_by()
-
-    def count(rows):
-        return Subquery(rows.values("annotator_id").annotate(n=Count("pk")).values("n")[:1])
-
-    return {
-        "submitted_n": Case(When(counted, then=Coalesce(
-            count(Annotation.objects.filter(annotator=user, item__batch_id=ref).order_by()), 0))),
-        "open_answer_id": Case(When(ruled, then=Subquery(
-            answers.filter(submitted_at=None).order_by("shown_at", "id").values("id")[:1]))),
-        "checks_n": Case(When(ruled, then=Coalesce(count(answers.filter(gold_item__kind=GoldItem.Kind.CHECK)), 0))),
-    }
-
-
-def _read_orm(*, user, item_pk: int | None, batch_id: int | None) -> RatingFacts | None:
-    if item_pk is not None:
-        found = (Item.objects.select_related("batch__quality_rule").filter(pk=item_pk, batch__is_open=True)
-                 .filter(batch_access_q(user, batch="batch_id")).annotate(**_counts(user, "batch_id", "batch__"))
-                 .first())
-        item, batch = found, found and found.batch
-    else:
-        found = (Batch.objects.select_related("quality_rule").filter(pk=batch_id, is_open=True)
-                 .filter(batch_access_q(user)).annotate(**_counts(user, "pk", "")).first())
-        item, batch = None, found
-    if batch is None:
-        return None
-    try:
-        rule = batch.quality_rule
-    except QualityRule.DoesNotExist:
-        rule = None
-    enrolment = Enrolment.objects.select_related("study_link").filter(batch=batch, user=user).first()
-    if enrolment is not None:
-        enrolment.batch = batch
-    return RatingFacts(
-        batch=batch, item=item, enrolment=enrolment, rule=rule,
-        standing=AnnotatorStanding.objects.filter(batch=batch, annotator=user).first(),
-        submitted=found.submitted_n, open_gold_answer_id=found.open_answer_id, checks_shown=found.checks_n,
-    )
-
-
 def _read(*, user, item_pk: int | None = None, batch_id: int | None = None) -> RatingFacts | None:
-    if not hand_written_sql():
-        return _read_orm(user=user, item_pk=item_pk, batch_id=batch_id)
     sql = _sql(item_pk is not None)
     key = item_pk if item_pk is not None else batch_id
     _, may_params = batch_access_sql("b.id", user)
