@@ -5,8 +5,8 @@ costs the database more than running them (docs/performance.md, "One SQL dialect
 statement is the exception (``services/assignment_sql``): its best plan changes as the batch
 fills, and a prepared statement keeps one generic plan for the connection's life.
 ``DB_PREPARED_STATEMENTS=0`` turns preparing off, for a connection pooler that cannot keep
-prepared statements (PgBouncer before 1.22 in transaction mode). SQLite runs none of these
-statements: it takes the ORM paths (:func:`hand_written_sql`).
+prepared statements (PgBouncer before 1.22 in transaction mode). On SQLite it is the usual
+cursor; statements only PostgreSQL can run check :func:`hand_written_sql`.
 
 A migration that changes a column these statements return makes PostgreSQL refuse the prepared
 plans ("cached plan must not change result type"): the connection is then closed at the end of
@@ -24,9 +24,8 @@ from annotator.db_private import preparing_cursor
 
 
 def hand_written_sql() -> bool:
-    """Whether the rating path's statements written by hand run: on PostgreSQL only. SQLite runs
-    in the worker's own process, where the ORM's spellings cost about as much and are one less
-    dialect to keep right."""
+    """Whether the statements written in PostgreSQL's own dialect run (data-modifying CTEs,
+    ``LATERAL``, row locks); elsewhere their ORM spellings run, so no second dialect is kept."""
     return connection.vendor == "postgresql"
 
 

@@ -22,7 +22,6 @@ from django.db.models import (
 from django.db.models.functions import Coalesce
 from django.utils import timezone
 
-from annotator.hot_sql import hand_written_sql
 from annotator.judges.turns import NO_ROLE, is_user, normalise_turns
 from annotator.models import (
     AccountScope,
@@ -34,7 +33,6 @@ from annotator.models import (
     GoldAnswer,
     Item,
 )
-from annotator.selectors.rows import columns, instance_from_row
 
 
 # The batch-access rule: the batch names no annotators or names this one, and the account is not
@@ -68,25 +66,9 @@ def batches_open_to(*, user) -> QuerySet[Batch]:
     return Batch.objects.filter(is_open=True).filter(batch_access_q(user))
 
 
-def _fetch_one(sql: str, params: list):
-    with connection.cursor() as cursor:
-        cursor.execute(sql, params)
-        return cursor.fetchone()
-
-
-# On PostgreSQL the two reads below are written by hand: they run on every rating request, and
-# building them with the ORM costs more than running them (docs/performance.md, "One SQL dialect").
 def batch_open_to(*, user, batch_id: int) -> Batch | None:
     """The open batch with this id, if this annotator may rate it."""
-    if not hand_written_sql():
-        return batches_open_to(user=user).filter(pk=batch_id).first()
-    table = connection.ops.quote_name(Batch._meta.db_table)
-    access, params = batch_access_sql("b.id", user)
-    row = _fetch_one(
-        f"SELECT {columns(Batch, 'b')} FROM {table} b WHERE b.id = %s AND b.is_open AND {access}",
-        [batch_id, *params],
-    )
-    return None if row is None else instance_from_row(Batch, row)
+    return batches_open_to(user=user).filter(pk=batch_id).first()
 
 
 def batch_of_own_work(*, user, batch_id: int) -> Batch | None:
@@ -94,27 +76,6 @@ def batch_of_own_work(*, user, batch_id: int) -> Batch | None:
     it closed)."""
     own = Annotation.objects.filter(item__batch_id=OuterRef("pk"), annotator=user)
     return Batch.objects.filter(pk=batch_id).filter((Q(is_open=True) & batch_access_q(user)) | Q(Exists(own))).first()
-
-
-def item_open_to(*, user, item_pk: int) -> Item | None:
-    """The item with its batch, if the batch is open to this annotator."""
-    if not hand_written_sql():
-        return (Item.objects.select_related("batch").filter(pk=item_pk, batch__is_open=True)
-                .filter(batch_access_q(user, batch="batch_id")).first())
-    qn = connection.ops.quote_name
-    access, params = batch_access_sql("i.batch_id", user)
-    row = _fetch_one(
-        f"SELECT {columns(Item, 'i')}, {columns(Batch, 'b')} FROM {qn(Item._meta.db_table)} i"
-        f" INNER JOIN {qn(Batch._meta.db_table)} b ON b.id = i.batch_id"
-        f" WHERE i.id = %s AND b.is_open AND {access}",
-        [item_pk, *params],
-    )
-    if row is None:
-        return None
-    n = len(Item._meta.concrete_fields)
-    item = instance_from_row(Item, row[:n])
-    item.batch = instance_from_row(Batch, row[n:])
-    return item
 
 
 def holds_live_lease(*, user, item: Item) -> bool:
