@@ -98,3 +98,38 @@ def _compiled_tz_loader(tz: tzinfo | None) -> type:
             return self._parse(data).replace(tzinfo=tz)
 
     return TzLoader
+
+
+class CompiledQuery:
+    """An ORM read compiled once per process and database, then run with other values.
+
+    ``build(*values)`` returns the queryset; it is called once with stand-in integers, which are
+    found again among the compiled parameters and replaced by the real values on each run. The
+    ORM writes the SQL, in the connection's dialect; only building it, which costs more than
+    running a small read, is saved. Values must be integers that the ORM passes on unchanged
+    (ids, counts); a build that drops or transforms one raises at once.
+    """
+
+    # Inside a 32-bit integer column's range, where the ORM keeps a lookup's value as given.
+    _STAND_IN = 2_141_592_653
+
+    def __init__(self, build):
+        self._build = build
+        self._compiled: dict[str, tuple[str, list, list[tuple[int, int]]]] = {}
+
+    def sql(self, *values: int) -> tuple[str, list]:
+        compiled = self._compiled.get(connection.alias)
+        if compiled is None:
+            stand_ins = [self._STAND_IN + n for n in range(len(values))]
+            sql, params = compiled_sql(self._build(*stand_ins))
+            # psycopg's backend may wrap an integer (Int4, an int subclass); the wrapper is kept.
+            slots = [(at, stand_ins.index(p)) for at, p in enumerate(params)
+                     if isinstance(p, int) and not isinstance(p, bool) and p in stand_ins]
+            if {n for _, n in slots} != set(range(len(values))):
+                raise ValueError("the compiled query lost one of its values; build it with plain integers")
+            compiled = self._compiled[connection.alias] = (sql, list(params), slots)
+        sql, params, slots = compiled
+        params = list(params)
+        for at, n in slots:
+            params[at] = type(params[at])(values[n])
+        return sql, params

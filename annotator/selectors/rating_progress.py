@@ -15,6 +15,7 @@ from django.conf import settings
 from django.db import connection
 from django.db.models import Count
 
+from annotator.db_private import CompiledQuery
 from annotator.hot_sql import hand_written_sql, hot_cursor
 from annotator.models import Assignment, Batch, GoldAnswer, GoldItem, Item
 from annotator.services.assignment import lease_duration
@@ -58,20 +59,29 @@ _batch_parts: dict[tuple[str, int], tuple[float, list[tuple]]] = {}
 _BATCH_PARTS_KEPT = 256  # batches remembered per process
 
 
+# The three parts as ORM reads (SQLite), each compiled once per process.
+_MINE = CompiledQuery(lambda annotator_id, batch_id: (
+    Assignment.objects.filter(annotator_id=annotator_id, batch_id=batch_id).order_by()
+    .values_list("item__n_annotations", "item__n_leased", "state").annotate(n=Count("pk"))))
+_GOLD = CompiledQuery(lambda annotator_id, batch_id: (
+    GoldAnswer.objects.filter(annotator_id=annotator_id, gold_item__batch_id=batch_id, submitted_at__isnull=False)
+    .order_by().values_list("gold_item__kind").annotate(n=Count("pk"))))
+_ITEMS = CompiledQuery(lambda batch_id: (
+    Item.objects.filter(batch_id=batch_id).order_by().values_list("n_annotations", "n_leased").annotate(n=Count("pk"))))
+
+
 def _orm_rows(*, batch_id: int, annotator_id: int, count_gold: bool, with_items: bool) -> list[tuple]:
-    """The rows of :func:`_sql`, read with the ORM (SQLite)."""
-    mine = (Assignment.objects.filter(annotator_id=annotator_id, batch_id=batch_id).order_by()
-            .values_list("item__n_annotations", "item__n_leased", "state").annotate(n=Count("pk")))
-    rows = [(MINE, *row) for row in mine]
-    if count_gold:
-        gold = (GoldAnswer.objects.filter(annotator_id=annotator_id, gold_item__batch_id=batch_id,
-                                          submitted_at__isnull=False)
-                .order_by().values_list("gold_item__kind").annotate(n=Count("pk")))
-        rows += [(GOLD, 0, 0, kind, n) for kind, n in gold]
-    if with_items:
-        items = (Item.objects.filter(batch_id=batch_id).order_by()
-                 .values_list("n_annotations", "n_leased").annotate(n=Count("pk")))
-        rows += [(ITEMS, a, n_leased, "", n) for a, n_leased, n in items]
+    """The rows of :func:`_sql`, read with the ORM's statements (SQLite)."""
+    rows = []
+    with connection.cursor() as cursor:
+        cursor.execute(*_MINE.sql(annotator_id, batch_id))
+        rows += [(MINE, *row) for row in cursor.fetchall()]
+        if count_gold:
+            cursor.execute(*_GOLD.sql(annotator_id, batch_id))
+            rows += [(GOLD, 0, 0, kind, n) for kind, n in cursor.fetchall()]
+        if with_items:
+            cursor.execute(*_ITEMS.sql(batch_id))
+            rows += [(ITEMS, a, n_leased, "", n) for a, n_leased, n in cursor.fetchall()]
     return rows
 
 

@@ -108,3 +108,28 @@ def test_the_compiled_timestamptz_loader_reads_what_djangos_reads():
         cursor.execute(sql, [annotation.pk])
         value = cursor.fetchone()[0]
     assert value == django_value and value.tzinfo == django_value.tzinfo
+
+
+@pytest.mark.django_db
+def test_a_compiled_query_runs_with_each_call_s_values():
+    from annotator.db_private import CompiledQuery
+    from annotator.models import Item
+
+    small, large = make_batch("compiled-small", n_items=2), make_batch("compiled-large", n_items=5)
+    first_items = CompiledQuery(lambda batch_id, limit: Item.objects.filter(batch_id=batch_id, position__lt=limit)
+                                .order_by("position").values_list("position"))
+    for batch, limit in ((small, 9), (large, 3), (large, 9)):
+        with connection.cursor() as cursor:
+            cursor.execute(*first_items.sql(batch.pk, limit))
+            rows = cursor.fetchall()
+        assert rows == list(Item.objects.filter(batch=batch, position__lt=limit).order_by("position")
+                            .values_list("position"))
+    assert len(rows) == 5
+
+
+def test_a_compiled_query_that_loses_a_value_refuses_to_run():
+    from annotator.db_private import CompiledQuery
+
+    lost = CompiledQuery(lambda batch_id: Batch.objects.filter(pk=1).values_list("pk"))
+    with pytest.raises(ValueError, match="lost one of its values"):
+        lost.sql(5)
