@@ -36,7 +36,7 @@ _METADATA = re.compile(r"\s*<metadata>.*?</metadata>", re.DOTALL)
 @cache
 def _matplotlib():
     """matplotlib and its Figure class, imported on the first figure: a worker that serves only
-    the rating pages never loads matplotlib (~40 MB)."""
+    the rating pages never loads matplotlib, which is large."""
     import matplotlib
     from matplotlib.figure import Figure
 

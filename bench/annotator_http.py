@@ -145,9 +145,17 @@ def seed(n_users: int, n_items: int, k: int = 3, study: bool = False) -> None:
 
 
 def free_port() -> int:
-    with socket.socket() as s:
-        s.bind(("127.0.0.1", 0))
-        return s.getsockname()[1]
+    """A free port on 127.0.0.1: the first free one of ``BENCH_PORTS`` ("8230-8239") when that is
+    set, on a machine where each user keeps to a range; otherwise any the system gives."""
+    first, _, last = os.environ.get("BENCH_PORTS", "").partition("-")
+    for port in range(int(first), int(last or first) + 1) if first else [0]:
+        with socket.socket() as s:
+            try:
+                s.bind(("127.0.0.1", port))
+            except OSError:
+                continue
+            return s.getsockname()[1]
+    raise OSError(f"no free port in BENCH_PORTS={os.environ['BENCH_PORTS']}")
 
 
 def start_gunicorn(env: dict[str, str], port: int, workers: int, *extra: str, log_path: str | Path | None = None,

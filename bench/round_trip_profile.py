@@ -34,7 +34,7 @@ PARTS = [
     ("session + user", ("annotator/sessions.py", "_get_session_from_db")),
     ("rating facts", ("annotator/selectors/rating_facts.py", "_read")),
     ("lease", ("annotator/services/assignment_sql.py", "lease_best_item")),
-    ("submission", ("annotator/services/submission_sql.py", "submit_leased")),
+    ("submission", ("annotator/services/annotations.py", "annotation_submit")),
     ("progress strip", ("annotator/selectors/rating_progress.py", "rating_progress")),
     ("rating form", ("annotator/forms/rating.py", "__init__")),
     ("CSRF", ("django/middleware/csrf.py", "process_view")),

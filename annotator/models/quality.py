@@ -138,14 +138,26 @@ class AnnotatorStanding(models.Model):
         return f"{self.annotator} in {self.batch}"
 
     @property
-    def may_rate(self) -> bool:
+    def allows_rating(self) -> bool:
+        """The standing rule: quality control still lets the annotator rate in the batch (not
+        excluded, blocked, screened out, nor failed training). Batch access is another rule
+        (``annotator.selectors.queue.batch_access_q``)."""
         return not (self.excluded or self.blocked_at or self.screened_out_at
                     or self.training == self.Training.FAILED)
 
 
-# The query spelling of ``not AnnotatorStanding.may_rate``, kept beside it (parity test in
-# tests/annotator/test_edit_rule.py).
+# The standing rule's other spellings, kept beside the property: ``not allows_rating`` as a Q and
+# as SQL on a standing row aliased ``alias`` (tests/annotator/test_rule_parity.py checks all three).
 AnnotatorStanding.STOPPED = (
     Q(excluded=True) | Q(blocked_at__isnull=False) | Q(screened_out_at__isnull=False)
     | Q(training=AnnotatorStanding.Training.FAILED)
 )
+
+
+def standing_stopped_sql(alias: str) -> tuple[str, list]:
+    """SQL true when the standing row ``alias`` stops the annotator rating, with its parameters."""
+    return (
+        f"({alias}.excluded OR {alias}.blocked_at IS NOT NULL OR {alias}.screened_out_at IS NOT NULL"
+        f" OR {alias}.training = %s)",
+        [AnnotatorStanding.Training.FAILED],
+    )

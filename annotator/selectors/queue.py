@@ -22,6 +22,7 @@ from django.db.models import (
 from django.db.models.functions import Coalesce
 from django.utils import timezone
 
+from annotator.judges.turns import NO_ROLE, is_user, normalise_turns
 from annotator.models import (
     AccountScope,
     Annotation,
@@ -32,26 +33,21 @@ from annotator.models import (
     GoldAnswer,
     Item,
 )
-from annotator.selectors.rows import columns, instance_from_row
-from annotator.judges.turns import NO_ROLE, is_user, normalise_turns
 
 
-def _open_to(user) -> Q:
-    restricted = Batch.annotators.through.objects.filter(batch_id=OuterRef("pk"))
+# The batch-access rule: the batch names no annotators or names this one, and the account is not
+# limited to other batches (a link-made account: AccountScope). Its ORM and SQL spellings are kept
+# side by side; tests/annotator/test_rule_parity.py checks they select the same batches.
+def batch_access_q(user, batch: str = "pk") -> Q:
+    """The rule as a ``Q`` on a query whose field ``batch`` holds the batch's id."""
+    restricted = Batch.annotators.through.objects.filter(batch_id=OuterRef(batch))
     scoped = AccountScope.batches.through.objects.filter(accountscope__user_id=user.pk)
-    in_scope = Q(~Exists(AccountScope.objects.filter(user_id=user.pk))) | Q(Exists(scoped.filter(batch_id=OuterRef("pk"))))
+    in_scope = Q(~Exists(AccountScope.objects.filter(user_id=user.pk))) | Q(Exists(scoped.filter(batch_id=OuterRef(batch))))
     return (Q(~Exists(restricted)) | Q(Exists(restricted.filter(user_id=user.pk)))) & in_scope
 
 
-def batches_open_to(*, user) -> QuerySet[Batch]:
-    """Open batches this annotator may rate: all of them unless an admin named annotators."""
-    return Batch.objects.filter(is_open=True).filter(_open_to(user))
-
-
-def may_rate_sql(batch_column: str, user) -> tuple[str, list]:
-    """SQL true when the batch names no annotators or names this one, and the account is not
-    limited to other batches (a link-made account: AccountScope), with its parameters (none for
-    ``user=None``: the text alone)."""
+def batch_access_sql(batch_column: str, user) -> tuple[str, list]:
+    """The rule as SQL on ``batch_column``, with its parameters (none for ``user=None``: the text alone)."""
     q = connection.ops.quote_name
     through = q(Batch.annotators.through._meta.db_table)
     scope, scope_batches = q(AccountScope._meta.db_table), q(AccountScope.batches.through._meta.db_table)
@@ -65,48 +61,21 @@ def may_rate_sql(batch_column: str, user) -> tuple[str, list]:
     return sql, [] if user is None else [user.pk, user.pk, user.pk]
 
 
-def _fetch_one(sql: str, params: list):
-    with connection.cursor() as cursor:
-        cursor.execute(sql, params)
-        return cursor.fetchone()
+def batches_open_to(*, user) -> QuerySet[Batch]:
+    """Open batches this annotator may rate: all of them unless an admin named annotators."""
+    return Batch.objects.filter(is_open=True).filter(batch_access_q(user))
 
 
-# The two reads below run on every rating request, so they are written by hand: building them
-# with the ORM cost several times what running them does.
 def batch_open_to(*, user, batch_id: int) -> Batch | None:
     """The open batch with this id, if this annotator may rate it."""
-    table = connection.ops.quote_name(Batch._meta.db_table)
-    may_rate, params = may_rate_sql("b.id", user)
-    row = _fetch_one(
-        f"SELECT {columns(Batch, 'b')} FROM {table} b WHERE b.id = %s AND b.is_open AND {may_rate}",
-        [batch_id, *params],
-    )
-    return None if row is None else instance_from_row(Batch, row)
+    return batches_open_to(user=user).filter(pk=batch_id).first()
 
 
 def batch_of_own_work(*, user, batch_id: int) -> Batch | None:
     """A batch open to the annotator, or one they rated in (to reopen their own work after
     it closed)."""
     own = Annotation.objects.filter(item__batch_id=OuterRef("pk"), annotator=user)
-    return Batch.objects.filter(pk=batch_id).filter((Q(is_open=True) & _open_to(user)) | Q(Exists(own))).first()
-
-
-def item_open_to(*, user, item_pk: int) -> Item | None:
-    """The item with its batch, if the batch is open to this annotator."""
-    qn = connection.ops.quote_name
-    may_rate, params = may_rate_sql("i.batch_id", user)
-    row = _fetch_one(
-        f"SELECT {columns(Item, 'i')}, {columns(Batch, 'b')} FROM {qn(Item._meta.db_table)} i"
-        f" INNER JOIN {qn(Batch._meta.db_table)} b ON b.id = i.batch_id"
-        f" WHERE i.id = %s AND b.is_open AND {may_rate}",
-        [item_pk, *params],
-    )
-    if row is None:
-        return None
-    n = len(Item._meta.concrete_fields)
-    item = instance_from_row(Item, row[:n])
-    item.batch = instance_from_row(Batch, row[n:])
-    return item
+    return Batch.objects.filter(pk=batch_id).filter((Q(is_open=True) & batch_access_q(user)) | Q(Exists(own))).first()
 
 
 def holds_live_lease(*, user, item: Item) -> bool:

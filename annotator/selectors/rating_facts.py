@@ -1,11 +1,12 @@
-"""What a rating request needs to know about its batch, read in one statement.
+"""What a rating request needs to know about its batch.
 
 Every rating request (next item, submit, skip) reads the batch, checks that it is open to the
 annotator, and then asks the study gate (their enrolment and the study link it came by) and
 quality control (their standing and the batch's rule) what to do; a quota and the check schedule
 need the annotator's count of annotations, quality control their open gold answer and checks
-shown. Read one by one that was five to eight ORM queries; here it is one hand-written statement,
-whose text is built once.
+shown. They are read in one statement written by hand, whose text is built once and is the same
+on both databases: building its ORM spelling cost more CPU than the rest of the round trip
+(docs/performance.md, "One SQL dialect").
 
 The standing read here only decides what to show; the lease statement checks it again inside
 its transaction (``annotator.services.assignment_sql``), which is what keeps exclusions exact.
@@ -30,7 +31,7 @@ from annotator.models import (
     QualityRule,
     StudyLink,
 )
-from annotator.selectors.queue import may_rate_sql
+from annotator.selectors.queue import batch_access_sql
 from annotator.selectors.rows import columns, instance_from_row
 
 
@@ -60,15 +61,15 @@ def _joined(model: type[models.Model], row, start: int) -> tuple[models.Model | 
 
 
 @lru_cache(maxsize=8)
-def _sql(vendor: str, by_item: bool) -> str:
-    """The statement's text, built once per process (and database)."""
+def _sql(by_item: bool) -> str:
+    """The statement's text, built once per process."""
     qn = connection.ops.quote_name
     table = lambda model: qn(model._meta.db_table)  # noqa: E731
     if by_item:
         select, source, where = f"{columns(Item, 'i')}, ", f"{table(Item)} i INNER JOIN {table(Batch)} b ON b.id = i.batch_id", "i.id = %s"
     else:
         select, source, where = "", f"{table(Batch)} b", "b.id = %s"
-    may_rate, _ = may_rate_sql("b.id", None)
+    access, _ = batch_access_sql("b.id", None)
     answers = f"{table(GoldAnswer)} ga INNER JOIN {table(GoldItem)} gi ON gi.id = ga.gold_item_id"
     # Evaluated only when a quota or the batch's quality rule needs them (CASE: lazily, on both databases).
     counts = (
@@ -88,14 +89,14 @@ def _sql(vendor: str, by_item: bool) -> str:
         f" LEFT JOIN {table(StudyLink)} sl ON sl.id = e.study_link_id"
         f" LEFT JOIN {table(AnnotatorStanding)} st ON st.batch_id = b.id AND st.annotator_id = %s"
         f" LEFT JOIN {table(QualityRule)} qr ON qr.batch_id = b.id"
-        f" WHERE {where} AND b.is_open AND {may_rate}"
+        f" WHERE {where} AND b.is_open AND {access}"
     )
 
 
 def _read(*, user, item_pk: int | None = None, batch_id: int | None = None) -> RatingFacts | None:
-    sql = _sql(connection.vendor, item_pk is not None)
+    sql = _sql(item_pk is not None)
     key = item_pk if item_pk is not None else batch_id
-    _, may_params = may_rate_sql("b.id", user)
+    _, may_params = batch_access_sql("b.id", user)
     with hot_cursor() as cursor:
         cursor.execute(sql, [user.pk, user.pk, GoldItem.Kind.CHECK, user.pk, user.pk, user.pk, key, *may_params])
         row = cursor.fetchone()

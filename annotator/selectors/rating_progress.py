@@ -13,8 +13,10 @@ from time import monotonic
 
 from django.conf import settings
 from django.db import connection
+from django.db.models import Count
 
-from annotator.hot_sql import hot_cursor
+from annotator.db_private import CompiledQuery
+from annotator.hot_sql import hand_written_sql, hot_cursor
 from annotator.models import Assignment, Batch, GoldAnswer, GoldItem, Item
 from annotator.services.assignment import lease_duration
 
@@ -50,25 +52,47 @@ class RatingProgress:
 ITEMS, MINE, GOLD = 0, 1, 2
 
 # The batch's part (its items grouped by their progress counters) costs what counting the batch's
-# index entries costs, which grows with the batch (~1 ms at 3,000 items on SQLite, 4-7 ms on
-# PostgreSQL); each process reads it at most once per this many seconds per batch and shows it
-# that old at most. The annotator's own counts are always read fresh.
+# index entries costs, which grows with the batch; each process reads it at most once per
+# ANNOTATOR_PROGRESS_CACHE_SECONDS per batch and shows it that old at most. The annotator's own
+# counts are always read fresh.
 _batch_parts: dict[tuple[str, int], tuple[float, list[tuple]]] = {}
 _BATCH_PARTS_KEPT = 256  # batches remembered per process
 
 
+# The three parts as ORM reads (SQLite), each compiled once per process.
+_MINE = CompiledQuery(lambda annotator_id, batch_id: (
+    Assignment.objects.filter(annotator_id=annotator_id, batch_id=batch_id).order_by()
+    .values_list("item__n_annotations", "item__n_leased", "state").annotate(n=Count("pk"))))
+_GOLD = CompiledQuery(lambda annotator_id, batch_id: (
+    GoldAnswer.objects.filter(annotator_id=annotator_id, gold_item__batch_id=batch_id, submitted_at__isnull=False)
+    .order_by().values_list("gold_item__kind").annotate(n=Count("pk"))))
+_ITEMS = CompiledQuery(lambda batch_id: (
+    Item.objects.filter(batch_id=batch_id).order_by().values_list("n_annotations", "n_leased").annotate(n=Count("pk"))))
+
+
+def _orm_rows(*, batch_id: int, annotator_id: int, count_gold: bool, with_items: bool) -> list[tuple]:
+    """The rows of :func:`_sql`, read with the ORM's statements (SQLite)."""
+    rows = []
+    with connection.cursor() as cursor:
+        cursor.execute(*_MINE.sql(annotator_id, batch_id))
+        rows += [(MINE, *row) for row in cursor.fetchall()]
+        if count_gold:
+            cursor.execute(*_GOLD.sql(annotator_id, batch_id))
+            rows += [(GOLD, 0, 0, kind, n) for kind, n in cursor.fetchall()]
+        if with_items:
+            cursor.execute(*_ITEMS.sql(batch_id))
+            rows += [(ITEMS, a, n_leased, "", n) for a, n_leased, n in cursor.fetchall()]
+    return rows
+
+
 @lru_cache(maxsize=8)
-def _sql(vendor: str, with_items: bool, count_gold: bool) -> str:
+def _sql(with_items: bool, count_gold: bool) -> str:
+    """The three parts in one statement (PostgreSQL)."""
     qn = connection.ops.quote_name
     item_t, assignment_t = qn(Item._meta.db_table), qn(Assignment._meta.db_table)
-    # The annotator's assignments in the batch (one index range), each item's counters looked up
-    # by its key. On PostgreSQL a plain join was planned as a scan of every item in the table once
-    # the annotator had a few hundred (8 ms for 600 of 13,000 items, against 1.3 ms this way):
-    # the lateral subquery ending in OFFSET 0 keeps the lookup per assignment.
-    if vendor == "postgresql":
-        items = f"CROSS JOIN LATERAL (SELECT n_annotations, n_leased FROM {item_t} WHERE id = a.item_id OFFSET 0) i"
-    else:
-        items = f"INNER JOIN {item_t} i ON i.id = a.item_id"
+    # A lateral lookup per assignment, fenced by OFFSET 0: as a plain join it was planned as a scan
+    # of every item in the table once the annotator had a few hundred assignments.
+    items = f"CROSS JOIN LATERAL (SELECT n_annotations, n_leased FROM {item_t} WHERE id = a.item_id OFFSET 0) i"
     parts = [(
         f"SELECT {MINE}, i.n_annotations, i.n_leased, a.state, COUNT(*) FROM {assignment_t} a {items}"
         " WHERE a.annotator_id = %s AND a.batch_id = %s GROUP BY i.n_annotations, i.n_leased, a.state"
@@ -93,15 +117,17 @@ def _counts(*, batch_id: int, annotator_id: int, count_gold: bool, fresh: bool =
     grouped by state and their item's counters (MINE), with ``count_gold`` their submitted gold
     answers (GOLD), and the batch's items grouped by their counters (ITEMS; remembered for
     ``ANNOTATOR_PROGRESS_CACHE_SECONDS``, unless ``fresh``); and whether that last part was the
-    remembered one. One statement, written by hand: it runs on every rating page, and building it
-    with the ORM cost more than running it."""
+    remembered one. On PostgreSQL one statement written by hand: it runs on every rating page."""
     key, now = (connection.alias, batch_id), monotonic()
     kept = _batch_parts.get(key)
     with_items = fresh or kept is None or kept[0] <= now
-    params = [annotator_id, batch_id] + ([annotator_id, batch_id] if count_gold else [])
-    with hot_cursor() as cursor:
-        cursor.execute(_sql(connection.vendor, with_items, count_gold), params + ([batch_id] if with_items else []))
-        rows = cursor.fetchall()
+    if hand_written_sql():
+        params = [annotator_id, batch_id] + ([annotator_id, batch_id] if count_gold else [])
+        with hot_cursor() as cursor:
+            cursor.execute(_sql(with_items, count_gold), params + ([batch_id] if with_items else []))
+            rows = cursor.fetchall()
+    else:
+        rows = _orm_rows(batch_id=batch_id, annotator_id=annotator_id, count_gold=count_gold, with_items=with_items)
     if not with_items:
         return rows + kept[1], True
     seconds = settings.ANNOTATOR_PROGRESS_CACHE_SECONDS

@@ -18,6 +18,7 @@ from django.db import connection
 from django.db.models import Q, QuerySet, Sum, Value
 from django.db.models.functions import Coalesce
 
+from annotator.db_private import compiled_sql
 from annotator.models import Annotation, Batch, Item
 from annotator.selectors.score_packing import Packing
 
@@ -64,7 +65,7 @@ def _packed_scores_query(batch: Batch, packing: Packing):
 def _integer_rows(query: QuerySet, width: int) -> np.ndarray:
     """The rows of ``query`` (integers, no NULLs) as an (n, width) array, read in chunks straight
     from the cursor: the ORM writes the SQL, numpy holds the result (no model or tuple per row)."""
-    sql, params = query.query.sql_with_params()
+    sql, params = compiled_sql(query)
     chunks = []
     with connection.cursor() as cursor:
         cursor.execute(sql, params)
@@ -104,9 +105,8 @@ def report_arrays(*, batch: Batch) -> ReportArrays:
     """Read a batch's annotations in one ordered query and derive every array a report needs."""
     rubric = batch.rubric_obj
     dims = rubric.dimension_keys
-    items_sql, params = (
+    items_sql, params = compiled_sql(
         Item.objects.filter(batch=batch).order_by("position", "id").values_list("id", "item_id", "system_id")
-        .query.sql_with_params()
     )
     with connection.cursor() as cursor:  # plain rows: no ORM work per item
         cursor.execute(items_sql, params)

@@ -12,6 +12,7 @@ from django.db import connection
 from django.db.models import BooleanField, Count, OuterRef, Subquery, Sum
 from django.db.models.expressions import RawSQL
 
+from annotator.db_private import compiled_sql
 from annotator.models import Annotation, Batch, Item, Score
 from annotator.models.annotation import SCORE_MAX, SCORE_MIN
 from annotator.selectors.quality import excluded_annotator_ids
@@ -93,7 +94,7 @@ def annotation_records(
     first_packed = len(_COLUMNS)
     first_text = first_packed + len(packing.groups)
     excluded = excluded_annotator_ids(batch=batch)  # a handful of ids, read once
-    sql, params = query.query.sql_with_params()
+    sql, params = compiled_sql(query)
     with chunked_cursor() as cursor:
         cursor.execute(sql, params)
         while rows := cursor.fetchmany(FETCH):

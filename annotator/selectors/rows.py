@@ -9,11 +9,11 @@ from __future__ import annotations
 
 from collections.abc import Callable, Iterator, Sequence
 from contextlib import contextmanager
-from datetime import tzinfo
-from functools import cache
 from typing import Any
 
 from django.db import connection, models
+
+from annotator.db_private import field_converters, register_timestamptz_loader
 
 
 def columns(model: type[models.Model], alias: str) -> str:
@@ -33,8 +33,7 @@ def _converters_of(model: type[models.Model], fields: Sequence[models.Field]) ->
     if found is None:
         found = []
         for field in fields:
-            col = field.get_col(model._meta.db_table)
-            found.append((col, connection.ops.get_db_converters(col) + col.get_db_converters(connection)))
+            found.append(field_converters(model, field))
         _converters[key] = found
     return found
 
@@ -70,10 +69,8 @@ def instance_from_row(model: type[models.Model], row: Sequence) -> models.Model:
 @contextmanager
 def chunked_cursor() -> Iterator[Any]:
     """``connection.chunked_cursor()`` for long reads (server-side on PostgreSQL: memory stays one
-    fetch). On PostgreSQL its timestamps come back exactly as Django's loader gives them (parsed in
-    the session's time zone, then given the connection's) but parsed by psycopg's compiled loader:
-    Django's loader subclasses psycopg's pure-Python one (Django ticket #36960), 0.33 CPU-s per
-    30,000 timestamps on the development machine against 0.12 s this way."""
+    fetch). On PostgreSQL its timestamps come back as Django's loader gives them, but parsed by
+    psycopg's compiled loader (``annotator.db_private.register_timestamptz_loader``)."""
     # A deployment behind a transaction-mode pooler turns server-side cursors off (as .iterator() obeys).
     server_side = not connection.settings_dict.get("DISABLE_SERVER_SIDE_CURSORS")
     with (connection.chunked_cursor() if server_side else connection.cursor()) as cursor:
@@ -81,27 +78,5 @@ def chunked_cursor() -> Iterator[Any]:
             from django.db.backends.postgresql.psycopg_any import is_psycopg3
 
             if is_psycopg3:
-                cursor.cursor.adapters.register_loader("timestamptz", _compiled_tz_loader(connection.timezone))
+                register_timestamptz_loader(cursor, connection.timezone)
         yield cursor
-
-
-@cache
-def _compiled_tz_loader(tz: tzinfo | None) -> type:
-    """A timestamptz text loader: psycopg's own (compiled when psycopg-binary is installed), then
-    ``replace(tzinfo=tz)`` as Django's ``BaseTzLoader`` does."""
-    import psycopg
-    from psycopg.adapt import Loader
-    from psycopg.postgres import types
-    from psycopg.pq import Format
-
-    parser = psycopg.adapters.get_loader(types["timestamptz"].oid, Format.TEXT)
-
-    class TzLoader(Loader):
-        def __init__(self, oid, context=None):
-            super().__init__(oid, context)
-            self._parse = parser(oid, context).load
-
-        def load(self, data):
-            return self._parse(data).replace(tzinfo=tz)
-
-    return TzLoader

@@ -11,10 +11,11 @@ from django.db import connection, transaction
 from django.db.models import F
 from django.utils import timezone
 
+from annotator.hot_sql import hand_written_sql
 from annotator.models import Annotation, AnnotationRevision, Assignment, Item, Score
 from annotator.selectors.queue import ratings_final
-from annotator.services.assignment_sql import lock_annotator, may_rate
-from annotator.services.submission_sql import ONE_STATEMENT, submit_leased
+from annotator.services.assignment_sql import lock_annotator, standing_allows_rating
+from annotator.services.submission_sql import submit_leased
 from hcs.rubric import Rubric
 
 MAX_COMMENT = 5000
@@ -61,21 +62,22 @@ def annotation_submit(
     ``created=False`` and changes nothing. A lease that ran out or was released is honoured
     only while the item still has a free slot, so no item ever exceeds k annotations.
 
-    The common case (the annotator holds the lease) is written by hand
-    (``annotator.services.submission_sql``): on PostgreSQL one statement, which is its own
-    transaction when no caller opened one. Every other case takes the ORM path in one
-    transaction. Both lock the assignment row first, then the item row (the lock order of
-    every writer; see ``annotator.services.assignment``).
+    On PostgreSQL the common case (the annotator holds the lease) is one statement written by
+    hand (``annotator.services.submission_sql``), its own transaction when no caller opened one.
+    Every other case, and every case on SQLite, takes the ORM path in one transaction. Both lock
+    the assignment row first, then the item row (the lock order of every writer; see
+    ``annotator.services.assignment``).
     """
     now = now or timezone.now()
     _check(item.batch.rubric_obj, scores, flags, comment)
     fields = {"scores": scores, "flags": flags, "comment": comment, "constraints_met": constraints_met, "now": now}
-    alone = ONE_STATEMENT[connection.vendor] and not connection.in_atomic_block
+    hand = hand_written_sql()
+    alone = hand and not connection.in_atomic_block
     if alone:
         annotation = submit_leased(item_id=item.pk, annotator_id=annotator.pk, **fields)
         if annotation is not None:
             return SubmitResult(annotation=annotation, created=True)
-    return _submit(item=item, annotator=annotator, leased_tried=alone, **fields)
+    return _submit(item=item, annotator=annotator, leased_tried=alone or not hand, **fields)
 
 
 @transaction.atomic
@@ -100,7 +102,7 @@ def _submit(*, item: Item, annotator, scores, flags, comment, constraints_met, n
     if not held_slot:
         # A live lease always belongs to someone who may rate (an exclusion releases the leases
         # it finds, and no lease is given after it); a lapsed or released one is checked here.
-        if not may_rate(batch_id=item.batch_id, annotator_id=annotator.pk):
+        if not standing_allows_rating(batch_id=item.batch_id, annotator_id=annotator.pk):
             raise SubmissionRefused("You are no longer rating in this batch, so this rating was not saved.")
         # The lease ran out or an admin released it: honoured only while a slot is free.
         locked = Item.objects.select_for_update().only("n_annotations", "n_leased").get(pk=item.pk)

@@ -101,7 +101,7 @@ def _lease_once(*, batch: Batch, annotator, now: datetime) -> Assignment | None:
     lease = sql.lease_best_item(batch=batch, annotator=annotator, now=now, expires=expires)
     if lease is not None:
         return lease
-    if not sql.may_rate(batch_id=batch.pk, annotator_id=annotator.pk, lock=False):
+    if not sql.standing_allows_rating(batch_id=batch.pk, annotator_id=annotator.pk, lock=False):
         return None  # excluded, blocked or screened out of this batch
     current = sql.live_lease(batch=batch, annotator_id=annotator.pk, now=now)
     if current is not None:

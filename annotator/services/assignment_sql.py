@@ -1,10 +1,10 @@
 """The lease statement, in SQL written by hand: the one place assignment needs what the ORM cannot say.
 
 ``lease_best_item`` takes the best free item with ``FOR UPDATE SKIP LOCKED`` inside an
-``UPDATE … RETURNING`` (on PostgreSQL with the lease row inserted by the same statement). Which
-items are candidates is written here too (:func:`_candidates_sql`), and the "anything left?" check
-reads the same SQL; the statement's text is built once per batch shape, since building it with the
-ORM on every lease cost more than running it. The live-lease lookup is an ORM query.
+``UPDATE … RETURNING`` (on PostgreSQL with the lease row inserted by the same statement): it is
+what keeps exactly k annotations per item. Which items are candidates is written here too
+(:func:`_candidates_sql`), and the "anything left?" check reads the same SQL; the text is built
+once per batch shape. The live-lease lookup is an ORM query.
 """
 
 from __future__ import annotations
@@ -17,6 +17,7 @@ from django.db import connection
 
 from annotator.hot_sql import hot_cursor
 from annotator.models import AnnotatorStanding, Assignment, Item
+from annotator.models.quality import standing_stopped_sql
 from annotator.selectors.rows import instance_from_row
 
 WINDOW = 64  # free items the random tie-break draws from
@@ -32,22 +33,12 @@ def _tables() -> tuple[str, str]:
 
 
 def _candidates_sql(one_system_per_prompt: bool) -> str:
-    """The items of a batch with a free slot (submitted + leased < k) that this annotator may get:
-    never given to them before and, with one system per prompt, sharing no prompt with one that
-    was. Parameters: batch id, k, k, annotator id (and batch id, annotator id).
-
-    "Never given" is looked up by the candidate's id in the ``(item, annotator)`` unique index
-    (an item has at most a few assignments) for each candidate the window walks past, whatever
-    the statistics say. On PostgreSQL the ``NOT EXISTS`` subqueries end in ``OFFSET 0``, which
-    keeps them subplans: as an anti join, with statistics older than the annotator's history,
-    it was planned as a scan of all the annotator's assignments per candidate, and a lease grew
-    with the square of their history (23 ms at 600 items). ``annotator_id + 0`` keeps the
-    index that leads with the annotator out of it: without statistics PostgreSQL rated the
-    ``(annotator, state)`` index as cheap as the unique one for this lookup and then read the
-    annotator's whole history per candidate. (A scalar ``(SELECT …) IS NULL`` also stays a subplan, but its 0.5 % default
-    selectivity made plans sort the whole level.) The prompt rule looks up the candidate's
-    prompt's items (``item_batch_prompt``), each in the unique index.
-    """
+    """The items of a batch with a free slot that this annotator may get: never given to them and,
+    with one system per prompt, sharing no prompt with one that was. Parameters: batch id, k, k,
+    annotator id (and batch id, annotator id)."""
+    # ``NOT EXISTS … OFFSET 0`` keeps "never given" an index probe per candidate, and
+    # ``annotator_id + 0`` keeps the planner off the index that leads with the annotator: see
+    # tests/annotator/test_history_cost.py.
     item_t, assignment_t = _tables()
     fence = " OFFSET 0" if connection.vendor == "postgresql" else ""
     sql = (
@@ -95,15 +86,10 @@ def _levels(k: int) -> list[tuple[int, int]]:
 
 
 def _window_sql(vendor: str, one_system_per_prompt: bool, k: int) -> str:
-    """The first ``WINDOW`` candidate ids in ``NEXT_ORDER``; parameters: :func:`_window_params`.
-
-    On PostgreSQL one index range per progress level (``n_annotations``, ``n_leased``), each read
-    in ``position`` order and stopped at ``WINDOW`` rows: the ``item_next_order`` index gives
-    that order whatever the planner estimates. The plain ``ORDER BY … LIMIT`` is planned from
-    the table's statistics; a batch imported since the last ANALYZE has none, and PostgreSQL then
-    sorted the whole batch (28-48 ms for 20,000 items, against 0.5-0.8 ms this way:
-    ``bench/lease_plan.py``). SQLite walks the index for the plain form.
-    """
+    """The first ``WINDOW`` candidate ids in ``NEXT_ORDER``; parameters: :func:`_window_params`."""
+    # On PostgreSQL one index range per progress level, so the window never depends on the table's
+    # statistics (a batch imported since the last ANALYZE has none; bench/lease_plan.py). SQLite
+    # walks the item_next_order index for the plain ORDER BY … LIMIT.
     items = _candidates_sql(one_system_per_prompt)
     if vendor != "postgresql":
         return f"{items} ORDER BY c.n_annotations DESC, c.n_leased DESC, c.position LIMIT {WINDOW}"
@@ -178,28 +164,19 @@ def lease_statement(*, batch, annotator_id: int, now: datetime, expires: datetim
 
 def lease_best_item(*, batch, annotator, now: datetime, expires: datetime) -> Assignment | None:
     """Lock the best free item, count a lease on it and record the lease; None if none is free,
-    or the annotator may not rate in the batch, or already holds a live lease in it.
+    or the annotator's standing stops them, or they already hold a live lease in the batch.
 
     Best: most submitted annotations, then most live leases (closest to completion), random
-    among equals. The inner query walks the ``item_next_order`` index and stops after
-    ``WINDOW`` rows, so its cost does not grow with the batch; the random draw is among those.
-    On PostgreSQL the chosen row is taken with FOR UPDATE SKIP LOCKED and the slot filter is
-    re-checked on it, so a row another lease changed meanwhile is skipped, never overfilled;
-    there the whole lease is one statement, which also lets this transaction commit without
-    waiting for its WAL flush (a crash could forget the last moment's leases, slot and lease
-    row together, which only re-offers those items).
-
-    The statement itself checks the annotator's standing and that they hold no live lease in the
-    batch (the caller looks for the reason only when nothing was leased). On PostgreSQL the caller
-    has key-share locked the user's row in an earlier statement (:func:`lock_annotator`), so this
-    statement's snapshot sees an exclusion that committed while it waited.
+    among the first ``WINDOW`` of those. On PostgreSQL the chosen row is taken with FOR UPDATE
+    SKIP LOCKED and its slot re-checked, so it is skipped, never overfilled, when another lease
+    changed it; the lease is one statement there, committed without waiting for the WAL flush (a
+    crash can only forget the last moment's leases, slot and lease row together). On SQLite the
+    caller's ``BEGIN IMMEDIATE`` serialises writers instead.
     """
     postgres = connection.vendor == "postgresql"
     sql, params = lease_statement(batch=batch, annotator_id=annotator.pk, now=now, expires=expires)
-    # Not prepared, unlike the other rating statements: planned with this lease's values and the
-    # tables' sizes now. A prepared statement's generic plan is kept for the connection's life,
-    # and one made while the assignment table was small (a new installation; autovacuum off)
-    # looked up "never given" by scanning the table, once per candidate the window walks past.
+    # Not prepared, unlike the other rating statements: its best plan changes as the tables grow,
+    # and a prepared statement keeps one generic plan for the connection's life.
     with connection.cursor() as cursor:
         cursor.execute(sql, params)
         row = cursor.fetchone()
@@ -239,21 +216,20 @@ def lock_annotator(*, annotator_id: int) -> None:
 
 
 def _forbidden_sql() -> str:
-    """SQL true when the annotator's standing in the batch forbids rating: excluded, blocked,
-    screened out or failed training (``AnnotatorStanding.may_rate``); parameters: :func:`_forbidden_params`."""
+    """SQL true when the annotator's standing in the batch stops them rating (the standing rule,
+    ``standing_stopped_sql``); parameters: :func:`_forbidden_params`."""
     table = connection.ops.quote_name(AnnotatorStanding._meta.db_table)
-    return (
-        f"EXISTS (SELECT 1 FROM {table} st WHERE st.batch_id = %s AND st.annotator_id = %s AND (st.excluded"
-        " OR st.blocked_at IS NOT NULL OR st.screened_out_at IS NOT NULL OR st.training = %s))"
-    )
+    return (f"EXISTS (SELECT 1 FROM {table} st WHERE st.batch_id = %s AND st.annotator_id = %s"
+            f" AND {standing_stopped_sql('st')[0]})")
 
 
 def _forbidden_params(batch_id: int, annotator_id: int) -> list:
-    return [batch_id, annotator_id, AnnotatorStanding.Training.FAILED]
+    return [batch_id, annotator_id, *standing_stopped_sql("st")[1]]
 
 
-def may_rate(*, batch_id: int, annotator_id: int, lock: bool = True) -> bool:
-    """False when the annotator is excluded, blocked or screened out of the batch.
+def standing_allows_rating(*, batch_id: int, annotator_id: int, lock: bool = True) -> bool:
+    """The standing rule, read in the transaction: False when the annotator is excluded, blocked,
+    screened out of the batch or failed its training.
 
     Takes :func:`lock_annotator` first (unless the caller did: ``lock=False``), then reads the
     standing in a second statement: after waiting for an exclusion's lock, only a new statement

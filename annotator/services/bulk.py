@@ -53,7 +53,7 @@ def rows_insert(
     table = connection.ops.quote_name(opts.db_table)
     quoted = ", ".join(connection.ops.quote_name(c) for c in columns)
     if connection.vendor == "postgresql":
-        # The constant timestamps as text, once: psycopg's datetime dumper costs ~2 µs a value.
+        # The constant timestamps as text, once, rather than through psycopg's datetime dumper per row.
         tail = tuple(v.isoformat() if isinstance(v, datetime) else v for v in tail)
         # wrap_database_errors: a constraint broken by the COPY raises Django's IntegrityError, as
         # any other write does, so callers can catch the one constraint they mean.
@@ -89,7 +89,7 @@ def ids_reserve(*, model: type[models.Model], count: int) -> list[int]:
     """``count`` new primary keys of ``model``, for rows that ``rows_insert`` then writes with an
     ``id`` column. Rows that point at them (an annotation's scores) are then written without
     reading the new rows back, a query whose plan PostgreSQL gets badly wrong on a table with no
-    statistics yet (13 s for 30,000 annotations). Call inside the transaction that writes the rows.
+    statistics yet. Call inside the transaction that writes the rows.
     """
     if count <= 0:
         return []

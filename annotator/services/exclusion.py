@@ -6,7 +6,7 @@ assignment service hands it to someone else until the item has k valid annotatio
 
 Concurrency: the annotator's user row is locked for update first; every lease and submission
 key-share locks it before anything else (``assignment_sql.lock_annotator``), and a lease then
-reads the standing (``may_rate``), so a lease either commits before the exclusion looks at the
+reads the standing (``standing_allows_rating``), so a lease either commits before the exclusion looks at the
 annotator's assignments (and is released by it) or waits and is refused. Then the annotator's assignment rows in the batch are locked (id order): a
 submission holding its lease row commits first and its annotation is then uncounted; one that
 comes later finds its lease released, takes the general path and is refused there (it reads

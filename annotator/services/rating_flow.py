@@ -37,7 +37,7 @@ def rating_next(*, batch: Batch, annotator, now: datetime | None = None, facts: 
     The lease checks the standing again in its own transaction."""
     now = now or timezone.now()
     standing = facts.standing if facts is not None else standing_of(batch=batch, annotator=annotator)
-    if standing is not None and not standing.may_rate:
+    if standing is not None and not standing.allows_rating:
         failed_training = standing.screened_out_at is not None and not standing.excluded
         return NextStep(ended=ENDED_TRAINING if failed_training else ENDED_BLOCKED)
     if facts is not None:

@@ -1,16 +1,13 @@
-"""The common submission in SQL written by hand: the annotator holds the lease and submits once.
+"""The common submission on PostgreSQL, one statement written by hand: the annotator holds the lease.
 
 ``submit_leased`` turns the annotator's lease on the item into a submission, inserts the
-annotation and its scores and moves the item's counters: on PostgreSQL in one statement (the
-``UPDATE`` of the lease row takes its row lock, so a second submission of the same lease, from
-another tab, waits and then finds it no longer leased); on SQLite, which has no data-modifying
-CTEs, in four, inside the caller's ``BEGIN IMMEDIATE``. It returns None when the annotator holds
-no lease on the item (submitted already, skipped, released, never given): the caller then takes
-the general ORM path, which tells these cases apart.
+annotation and its scores and moves the item's counters in one statement (the ``UPDATE`` of the
+lease row takes its row lock, so a second submission of the same lease, from another tab, waits
+and then finds it no longer leased). It returns None when the annotator holds no lease on the
+item (submitted already, skipped, released, never given): the caller then takes the ORM path,
+which tells these cases apart and is the only path on SQLite.
 
-Lock order, as every writer: the user row (key share: on SQLite the caller's ``BEGIN IMMEDIATE``
-serialises writers instead; on PostgreSQL the statement's first step), the lease row, then the
-item row.
+Lock order, as every writer: the user row (key share), the lease row, then the item row.
 """
 
 from __future__ import annotations
@@ -24,9 +21,6 @@ from django.db import connection
 from annotator.hot_sql import hot_cursor
 from annotator.models import Annotation, Assignment, Item, Score
 from annotator.selectors.rows import instance_from_row
-
-# Where submit_leased is one statement, so it can run as its own transaction.
-ONE_STATEMENT = {"postgresql": True, "sqlite": False}
 
 _ANNOTATION_FIELDS = [f for f in Annotation._meta.concrete_fields if not f.primary_key]
 _RETURNED = ", ".join(f.column for f in Annotation._meta.concrete_fields)
@@ -64,45 +58,24 @@ def submit_leased(
     if not score_rows:
         return None  # the general path stores an annotation without scores
     count = f"UPDATE {t['item']} SET n_annotations = n_annotations + 1, n_leased = n_leased - 1 WHERE id = %s"
+    # started_at comes from the lease row the first CTE updated.
+    placeholders = ", ".join("taken.leased_at" if f.attname == "started_at" else "%s" for f in _ANNOTATION_FIELDS)
+    params = [*take_params, *(values[f.attname] for f in _ANNOTATION_FIELDS if f.attname != "started_at")]
+    score_values = ", ".join("(%s::text, %s::integer)" for _ in score_rows)
+    # The user row first (key share, as :func:`lock_annotator`): the lease row's UPDATE waits on
+    # it, so an exclusion holding it is waited for and the lease it released fails the re-check.
     with hot_cursor() as cursor:
-        if connection.vendor == "postgresql":
-            # started_at comes from the lease row the first CTE updated.
-            placeholders = ", ".join("taken.leased_at" if f.attname == "started_at" else "%s" for f in _ANNOTATION_FIELDS)
-            params = [*take_params, *(values[f.attname] for f in _ANNOTATION_FIELDS if f.attname != "started_at")]
-            score_values = ", ".join("(%s::text, %s::integer)" for _ in score_rows)
-            # The user row first (key share, as :func:`lock_annotator`): the lease row's UPDATE
-            # waits on it through an init plan, so an exclusion holding it is waited for before
-            # the lease row is touched; the lease row it released then fails the re-check
-            # (state = leased) and nothing is submitted here.
-            cursor.execute(
-                f"WITH locked AS (SELECT id FROM {t['user']} WHERE id = %s FOR KEY SHARE),"
-                f" taken AS ({take} AND EXISTS (SELECT 1 FROM locked) RETURNING leased_at),"
-                f" annotation AS (INSERT INTO {t['annotation']} ({columns}) SELECT {placeholders} FROM taken"
-                f" RETURNING {_RETURNED}),"
-                f" scores AS (INSERT INTO {t['score']} (annotation_id, item_id, dimension, value)"
-                f" SELECT annotation.id, %s, v.dimension, v.value FROM annotation,"
-                f" (VALUES {score_values}) AS v (dimension, value)),"
-                f" counted AS ({count} AND EXISTS (SELECT 1 FROM taken))"
-                " SELECT * FROM annotation",
-                [annotator_id, *params, item_id, *(x for row in score_rows for x in row), item_id],
-            )
-            row = cursor.fetchone()
-            return None if row is None else instance_from_row(Annotation, row)
-        cursor.execute(f"{take} RETURNING leased_at", take_params)
-        taken = cursor.fetchone()
-        if taken is None:
-            return None
-        values["started_at"] = taken[0]
-        placeholders = ", ".join("%s" for _ in _ANNOTATION_FIELDS)
         cursor.execute(
-            f"INSERT INTO {t['annotation']} ({columns}) VALUES ({placeholders}) RETURNING {_RETURNED}",
-            [values[f.attname] for f in _ANNOTATION_FIELDS],
+            f"WITH locked AS (SELECT id FROM {t['user']} WHERE id = %s FOR KEY SHARE),"
+            f" taken AS ({take} AND EXISTS (SELECT 1 FROM locked) RETURNING leased_at),"
+            f" annotation AS (INSERT INTO {t['annotation']} ({columns}) SELECT {placeholders} FROM taken"
+            f" RETURNING {_RETURNED}),"
+            f" scores AS (INSERT INTO {t['score']} (annotation_id, item_id, dimension, value)"
+            f" SELECT annotation.id, %s, v.dimension, v.value FROM annotation,"
+            f" (VALUES {score_values}) AS v (dimension, value)),"
+            f" counted AS ({count} AND EXISTS (SELECT 1 FROM taken))"
+            " SELECT * FROM annotation",
+            [annotator_id, *params, item_id, *(x for row in score_rows for x in row), item_id],
         )
-        annotation = instance_from_row(Annotation, cursor.fetchone())
-        cursor.execute(
-            f"INSERT INTO {t['score']} (annotation_id, item_id, dimension, value) VALUES "
-            + ", ".join("(%s, %s, %s, %s)" for _ in score_rows),
-            [x for key, value in score_rows for x in (annotation.pk, item_id, key, value)],
-        )
-        cursor.execute(count, [item_id])
-    return annotation
+        row = cursor.fetchone()
+    return None if row is None else instance_from_row(Annotation, row)

@@ -28,7 +28,7 @@ FORM = {
 }
 
 
-def test_the_query_spelling_of_the_standing_matches_may_rate():
+def test_the_query_spelling_of_the_standing_matches_allows_rating():
     batch = make_batch("parity", n_items=1, constraints=())
     now = timezone.now()
     cases = list(product([False, True], [None, now], [None, now], AnnotatorStanding.Training.values))
@@ -38,7 +38,7 @@ def test_the_query_spelling_of_the_standing_matches_may_rate():
             screened_out_at=screened, training=training,
         )
     stopped = set(AnnotatorStanding.objects.filter(AnnotatorStanding.STOPPED).values_list("pk", flat=True))
-    expected = {s.pk for s in AnnotatorStanding.objects.all() if not s.may_rate}
+    expected = {s.pk for s in AnnotatorStanding.objects.all() if not s.allows_rating}
     assert stopped == expected and 0 < len(expected) < len(cases)
 
 

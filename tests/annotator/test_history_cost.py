@@ -128,7 +128,7 @@ def test_the_progress_strip_reads_the_annotators_work_in_this_batch_only():
     with connection.cursor() as cursor:
         cursor.execute(f"ANALYZE {connection.ops.quote_name(Item._meta.db_table)}, "
                        f"{connection.ops.quote_name(Assignment._meta.db_table)}")
-        cursor.execute("EXPLAIN (ANALYZE, FORMAT JSON) " + rating_progress._sql(connection.vendor, False, False),
+        cursor.execute("EXPLAIN (ANALYZE, FORMAT JSON) " + rating_progress._sql(False, False),
                        [user.pk, batch.pk])
         plan = _plan(cursor.fetchone()[0])
 

@@ -1,6 +1,8 @@
 """The rating page's batch progress is read at most once per ANNOTATOR_PROGRESS_CACHE_SECONDS per
 process and batch; the annotator's own counts are always fresh."""
 
+import re
+
 import pytest
 from django.db import connection
 from django.test.utils import CaptureQueriesContext, override_settings
@@ -11,6 +13,11 @@ from annotator.services.assignment import item_next_for_annotator
 from tests.factories import make_annotation, make_batch, make_user
 
 pytestmark = pytest.mark.django_db
+
+
+# The batch part of the progress read: the items grouped by their two counters alone (PostgreSQL's
+# hand-written statement or the ORM's, on SQLite).
+BATCH_PART = re.compile(r'FROM "annotator_item" WHERE ("annotator_item"\.)?"?batch_id"? = \S+ GROUP BY')
 
 
 @pytest.fixture(autouse=True)
@@ -46,7 +53,7 @@ def test_batch_part_is_kept_for_its_lifetime_and_own_counts_stay_fresh(monkeypat
         kept = rating_progress(batch=batch, item=lease.item, annotator=user, lease=lease)
     assert kept.mine_submitted == 1  # own work: read now
     assert (kept.items_complete, kept.items_total) == (0, 6)  # the batch: as read 0 s ago
-    assert not [q for q in ctx.captured_queries if "GROUP BY n_annotations, n_leased" in q["sql"]]
+    assert not [q for q in ctx.captured_queries if BATCH_PART.search(q["sql"])]
 
     clock[0] += 61
     fresh = rating_progress(batch=batch, item=lease.item, annotator=user, lease=lease)
@@ -72,4 +79,4 @@ def test_near_the_end_the_batch_part_is_read_fresh(monkeypatch):
     lease = item_next_for_annotator(batch=batch, annotator=user)
     with CaptureQueriesContext(connection) as ctx:
         rating_progress(batch=batch, item=lease.item, annotator=user, lease=lease)
-    assert [q for q in ctx.captured_queries if "GROUP BY n_annotations, n_leased" in q["sql"]]
+    assert [q for q in ctx.captured_queries if BATCH_PART.search(q["sql"])]

@@ -20,6 +20,7 @@ from django.db.models import OuterRef, Q, Subquery, Sum, Value
 from django.db.models.functions import Coalesce
 from django.utils.crypto import salted_hmac
 
+from annotator.db_private import compiled_sql
 from annotator.models import (
     Adjudication,
     Annotation,
@@ -113,7 +114,7 @@ def _ratings_query(batch: Batch, packing: Packing):
 
 def _timestamps(raw: list[Any]) -> pa.Array:
     """Timestamps as the cursor gives them → UTC timestamps. SQLite's are text, parsed by pyarrow
-    at once (the ORM's converter per row took a fifth of the export); PostgreSQL's are datetimes."""
+    at once, not by the ORM's converter per row; PostgreSQL's are datetimes."""
     first = next((v for v in raw if v is not None), None)
     if isinstance(first, str):
         return pa.array(raw, type=pa.string()).cast(pa.timestamp("us")).cast(TIMESTAMP)
@@ -129,7 +130,7 @@ def rating_chunks(*, batch: Batch, items: ItemIndex) -> Iterator[RatingChunk]:
     answers = converter(Annotation, "constraints_met")
     met = lru_cache(maxsize=1_024)(lambda raw: tuple(bool(m) for m in answers(raw) or ()))
     powers = [packing.base ** np.arange(len(g)) for g in packing.groups]
-    sql, params = _ratings_query(batch, packing).query.sql_with_params()
+    sql, params = compiled_sql(_ratings_query(batch, packing))
     with chunked_cursor() as cursor:
         cursor.execute(sql, params)
         while rows := cursor.fetchmany(FETCH):

@@ -245,7 +245,7 @@ def destination_check(out: str | Path) -> Path:
 def card_report(*, batch: Batch, n_resamples: int = DEFAULT_RESAMPLES, seed: int = DEFAULT_SEED,
                 epsilon: float = DEFAULT_EPSILON) -> BatchReport:
     """The report the card quotes: ``batch_report`` without the agreement-over-time series, which the
-    card does not show and which was two thirds of the time a 1,000,000-rating batch took."""
+    card does not show and which is most of the time a large batch takes."""
     from annotator.selectors.reports import batch_report
 
     return batch_report(batch=batch, n_resamples=n_resamples, seed=seed, epsilon=epsilon, quality_over_time=False)

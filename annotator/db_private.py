@@ -1,0 +1,135 @@
+"""Every use of Django's and psycopg's private internals, in one module.
+
+These are not public APIs: an upgrade may change them without notice.
+``tests/annotator/test_db_private.py`` pins the versions they were written for (``WRITTEN_FOR``)
+and exercises each one, so an upgrade fails there first, with this module to read.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Iterator
+from contextlib import contextmanager
+from datetime import tzinfo
+from functools import cache
+from typing import Any
+
+from django.db import connection, models
+from django.db.backends.utils import CursorDebugWrapper
+from django.db.models import QuerySet
+
+# (major, minor) of the releases this module was written and tested against.
+WRITTEN_FOR = {"django": (5, 2), "psycopg": (3, 3)}
+
+
+def field_converters(model: type[models.Model], field: models.Field) -> tuple[Any, list]:
+    """The column expression of ``field`` and the converters the ORM applies to its values
+    (``get_db_converters``: the ORM's compiler calls it, there is no public spelling)."""
+    col = field.get_col(model._meta.db_table)
+    return col, connection.ops.get_db_converters(col) + col.get_db_converters(connection)
+
+
+def compiled_sql(queryset: QuerySet) -> tuple[str, tuple]:
+    """The SQL and parameters the ORM would run for ``queryset`` (``query.sql_with_params``), for
+    reads that stream rows from the cursor instead of building a model or tuple per row."""
+    return queryset.query.sql_with_params()
+
+
+class PreparedDebugCursor(CursorDebugWrapper):
+    """Logs a prepared statement by its text (``%s`` for the values) where Django's debug cursor
+    logs nothing: psycopg keeps no composed query for a prepared execution."""
+
+    def execute(self, sql, params=None):
+        with self.debug_sql(sql, params):
+            return self._execute_with_wrappers(sql, params, many=False, executor=self._execute)
+
+
+@contextmanager
+def preparing_cursor() -> Iterator[Any]:
+    """A Django cursor whose psycopg cursor binds on the server and prepares on first use.
+
+    Django sets psycopg's ``cursor_factory`` to a client-side binding cursor and
+    ``prepare_threshold`` to None; both are swapped only while this cursor is open, so the ORM's
+    own statements are never prepared nor remembered by psycopg.
+    """
+    import psycopg
+
+    connection.ensure_connection()
+    raw = connection.connection
+    factory = raw.cursor_factory
+    raw.cursor_factory = psycopg.Cursor
+    try:
+        cursor = connection.cursor()
+    finally:
+        raw.cursor_factory = factory
+    if isinstance(cursor, CursorDebugWrapper):  # DEBUG, or a test capturing queries
+        cursor = PreparedDebugCursor(cursor.cursor, connection)
+    raw = cursor.cursor.connection  # the same, unless the health check reconnected
+    threshold = raw.prepare_threshold
+    raw.prepare_threshold = 0
+    try:
+        with cursor:
+            yield cursor
+    finally:
+        raw.prepare_threshold = threshold
+
+
+def register_timestamptz_loader(cursor, tz: tzinfo | None) -> None:
+    """Parse ``timestamptz`` on this psycopg cursor with psycopg's compiled loader, then give it the
+    connection's zone as Django's loader does; Django's subclasses psycopg's pure-Python one
+    (Django ticket #36960)."""
+    cursor.cursor.adapters.register_loader("timestamptz", _compiled_tz_loader(tz))
+
+
+@cache
+def _compiled_tz_loader(tz: tzinfo | None) -> type:
+    import psycopg
+    from psycopg.adapt import Loader
+    from psycopg.postgres import types
+    from psycopg.pq import Format
+
+    parser = psycopg.adapters.get_loader(types["timestamptz"].oid, Format.TEXT)
+
+    class TzLoader(Loader):
+        def __init__(self, oid, context=None):
+            super().__init__(oid, context)
+            self._parse = parser(oid, context).load
+
+        def load(self, data):
+            return self._parse(data).replace(tzinfo=tz)
+
+    return TzLoader
+
+
+class CompiledQuery:
+    """An ORM read compiled once per process and database, then run with other values.
+
+    ``build(*values)`` returns the queryset; it is called once with stand-in integers, which are
+    found again among the compiled parameters and replaced by the real values on each run. The
+    ORM writes the SQL, in the connection's dialect; only building it, which costs more than
+    running a small read, is saved. Values must be integers that the ORM passes on unchanged
+    (ids, counts); a build that drops or transforms one raises at once.
+    """
+
+    # Inside a 32-bit integer column's range, where the ORM keeps a lookup's value as given.
+    _STAND_IN = 2_141_592_653
+
+    def __init__(self, build):
+        self._build = build
+        self._compiled: dict[str, tuple[str, list, list[tuple[int, int]]]] = {}
+
+    def sql(self, *values: int) -> tuple[str, list]:
+        compiled = self._compiled.get(connection.alias)
+        if compiled is None:
+            stand_ins = [self._STAND_IN + n for n in range(len(values))]
+            sql, params = compiled_sql(self._build(*stand_ins))
+            # psycopg's backend may wrap an integer (Int4, an int subclass); the wrapper is kept.
+            slots = [(at, stand_ins.index(p)) for at, p in enumerate(params)
+                     if isinstance(p, int) and not isinstance(p, bool) and p in stand_ins]
+            if {n for _, n in slots} != set(range(len(values))):
+                raise ValueError("the compiled query lost one of its values; build it with plain integers")
+            compiled = self._compiled[connection.alias] = (sql, list(params), slots)
+        sql, params, slots = compiled
+        params = list(params)
+        for at, n in slots:
+            params[at] = type(params[at])(values[n])
+        return sql, params

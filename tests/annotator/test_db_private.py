@@ -1,0 +1,135 @@
+"""The private Django and psycopg internals the app relies on stay in annotator/db_private.py,
+and the installed releases are the ones that module was written for.
+
+An upgrade of Django or psycopg fails the version test first: read annotator/db_private.py,
+check each touch against the new release (the tests below exercise every one), then move
+WRITTEN_FOR.
+"""
+
+import re
+from pathlib import Path
+
+import django
+import pytest
+from django.db import connection
+from django.test.utils import CaptureQueriesContext
+
+from annotator import db_private
+from annotator.db_private import WRITTEN_FOR, compiled_sql, field_converters
+from annotator.models import Annotation, Batch
+from tests.factories import make_annotation, make_batch, make_user
+
+ROOT = Path(__file__).resolve().parents[2]
+PRIVATE = re.compile(r"_execute_with_wrappers|get_db_converters|sql_with_params|prepare_threshold|cursor_factory"
+                     r"|register_loader|from psycopg\.(adapt|pq|postgres)")
+postgres_only = pytest.mark.skipif(connection.vendor != "postgresql", reason="psycopg's internals are PostgreSQL's")
+
+
+def _major_minor(version: str) -> tuple[int, int]:
+    major, minor = version.split(".")[:2]
+    return int(major), int(minor)
+
+
+def test_django_is_the_release_the_private_touches_were_written_for():
+    assert django.VERSION[:2] == WRITTEN_FOR["django"]
+
+
+def test_psycopg_is_the_release_the_private_touches_were_written_for():
+    psycopg = pytest.importorskip("psycopg")  # required by requirements.txt; PostgreSQL runs on it
+    assert _major_minor(psycopg.__version__) == WRITTEN_FOR["psycopg"]
+
+
+def test_no_other_module_touches_the_internals():
+    found = []
+    for path in sorted((ROOT / "annotator").rglob("*.py")):
+        if path.name == "db_private.py":
+            continue
+        for n, line in enumerate(path.read_text().splitlines(), 1):
+            if PRIVATE.search(line):
+                found.append(f"{path.relative_to(ROOT)}:{n}: {line.strip()}")
+    assert found == []
+
+
+@pytest.mark.django_db
+def test_field_converters_convert_as_the_orm_does():
+    batch = make_batch("converters", n_items=1)
+    annotation = make_annotation(batch.items.first(), make_user("conv"), {}, flags=["off_topic"])
+    with connection.cursor() as cursor:
+        table = connection.ops.quote_name(Annotation._meta.db_table)
+        cursor.execute(f"SELECT flags, submitted_at FROM {table} WHERE id = %s", [annotation.pk])
+        raw_flags, raw_when = cursor.fetchone()
+    converted = []
+    for name, raw in (("flags", raw_flags), ("submitted_at", raw_when)):
+        col, converters = field_converters(Annotation, Annotation._meta.get_field(name))
+        for convert in converters:
+            raw = convert(raw, col, connection)
+        converted.append(raw)
+    stored = Annotation.objects.values_list("flags", "submitted_at").get(pk=annotation.pk)
+    assert tuple(converted) == stored == (["off_topic"], annotation.submitted_at)
+
+
+@pytest.mark.django_db
+def test_compiled_sql_runs_what_the_orm_runs():
+    make_batch("compiled-a", n_items=1)
+    make_batch("compiled-b", n_items=1)
+    query = Batch.objects.filter(name__startswith="compiled").order_by("name").values_list("name")
+    sql, params = compiled_sql(query)
+    with connection.cursor() as cursor:
+        cursor.execute(sql, params)
+        assert cursor.fetchall() == list(query)
+
+
+@postgres_only
+@pytest.mark.django_db
+def test_the_preparing_cursor_logs_its_statement_and_leaves_the_connection_as_django_set_it():
+    connection.ensure_connection()
+    raw = connection.connection
+    factory, threshold = raw.cursor_factory, raw.prepare_threshold
+    with CaptureQueriesContext(connection) as ctx, db_private.preparing_cursor() as cursor:
+        cursor.execute("SELECT %s::int AS private_probe", [41])
+        assert cursor.fetchone() == (41,)
+        assert raw.prepare_threshold == 0
+    assert [q["sql"] for q in ctx.captured_queries] == ["SELECT %s::int AS private_probe"]
+    assert (raw.cursor_factory, raw.prepare_threshold) == (factory, threshold)
+
+
+@postgres_only
+@pytest.mark.django_db
+def test_the_compiled_timestamptz_loader_reads_what_djangos_reads():
+    batch = make_batch("loader", n_items=1)
+    annotation = make_annotation(batch.items.first(), make_user("loader"), {})
+    table = connection.ops.quote_name(Annotation._meta.db_table)
+    sql = f"SELECT submitted_at FROM {table} WHERE id = %s"
+    with connection.cursor() as cursor:
+        cursor.execute(sql, [annotation.pk])
+        django_value = cursor.fetchone()[0]
+    with connection.cursor() as cursor:
+        db_private.register_timestamptz_loader(cursor, connection.timezone)
+        cursor.execute(sql, [annotation.pk])
+        value = cursor.fetchone()[0]
+    assert value == django_value and value.tzinfo == django_value.tzinfo
+
+
+@pytest.mark.django_db
+def test_a_compiled_query_runs_with_each_call_s_values():
+    from annotator.db_private import CompiledQuery
+    from annotator.models import Item
+
+    small, large = make_batch("compiled-small", n_items=2), make_batch("compiled-large", n_items=5)
+    first_items = CompiledQuery(lambda batch_id, limit: Item.objects.filter(batch_id=batch_id, position__lt=limit)
+                                .order_by("position").values_list("position"))
+    for batch, limit in ((small, 9), (large, 3), (large, 9)):
+        with connection.cursor() as cursor:
+            cursor.execute(*first_items.sql(batch.pk, limit))
+            rows = cursor.fetchall()
+        assert rows == list(Item.objects.filter(batch=batch, position__lt=limit).order_by("position")
+                            .values_list("position"))
+    assert len(rows) == 5
+
+
+def test_a_compiled_query_that_loses_a_value_refuses_to_run():
+    from annotator.db_private import CompiledQuery
+
+    lost = CompiledQuery(lambda batch_id: Batch.objects.filter(pk=1).values_list("pk"))
+    with pytest.raises(ValueError, match="lost one of its values"):
+        lost.sql(5)
