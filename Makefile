@@ -77,8 +77,10 @@ bench: install
 docs: install
 	NO_MKDOCS_2_WARNING=1 $(VENV)/bin/mkdocs build --strict --quiet
 
+# Lint and layout: ruff check (pyflakes, pycodestyle, isort, bugbear, pyupgrade) and ruff format.
 lint: install
 	$(VENV)/bin/ruff check .
+	$(VENV)/bin/ruff format --check .
 
 rubric-md: install
 	$(PY) -m hcs.rubric_markdown > HCS_rubric.md

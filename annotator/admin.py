@@ -58,7 +58,15 @@ class EnrolmentAdmin(admin.ModelAdmin):
     list_display = ("user", "batch", "platform", "worker_id", "started_at", "consented_at", "end", "ended_at")
     list_filter = ("batch", "end", "platform")
     search_fields = ("user__username", "worker_id")
-    readonly_fields = ("user", "batch", "study_link", "platform", "worker_id", "platform_study_id", "platform_session_id")
+    readonly_fields = (
+        "user",
+        "batch",
+        "study_link",
+        "platform",
+        "worker_id",
+        "platform_study_id",
+        "platform_session_id",
+    )
 
 
 @admin.register(StudyLink, InviteLink, SignInLink)
@@ -85,8 +93,16 @@ class AccountScopeAdmin(admin.ModelAdmin):
 
 @admin.register(QualityRule)
 class QualityRuleAdmin(admin.ModelAdmin):
-    list_display = ("batch", "training_items", "training_max_mae", "check_every", "check_warn_below",
-                    "check_block_below", "min_seconds", "window")
+    list_display = (
+        "batch",
+        "training_items",
+        "training_max_mae",
+        "check_every",
+        "check_warn_below",
+        "check_block_below",
+        "min_seconds",
+        "window",
+    )
 
 
 @admin.register(GoldItem)

@@ -43,7 +43,9 @@ class _Watchdog:
             self._start()
             self._active[ident] = fd
             heapq.heappush(self._heap, (time.monotonic() + seconds, ident))
-            if self._heap[0][1] == ident:  # the watchdog sleeps until the earliest deadline: wake it only for a new one
+            if (
+                self._heap[0][1] == ident
+            ):  # the watchdog sleeps until the earliest deadline: wake it only for a new one
                 self._cond.notify()
         try:
             yield

@@ -123,8 +123,11 @@ class CompiledQuery:
             stand_ins = [self._STAND_IN + n for n in range(len(values))]
             sql, params = compiled_sql(self._build(*stand_ins))
             # psycopg's backend may wrap an integer (Int4, an int subclass); the wrapper is kept.
-            slots = [(at, stand_ins.index(p)) for at, p in enumerate(params)
-                     if isinstance(p, int) and not isinstance(p, bool) and p in stand_ins]
+            slots = [
+                (at, stand_ins.index(p))
+                for at, p in enumerate(params)
+                if isinstance(p, int) and not isinstance(p, bool) and p in stand_ins
+            ]
             if {n for _, n in slots} != set(range(len(values))):
                 raise ValueError("the compiled query lost one of its values; build it with plain integers")
             compiled = self._compiled[connection.alias] = (sql, list(params), slots)

@@ -51,7 +51,9 @@ def env_int(name: str, default: int, *, minimum: int = 0) -> int:
         )
     number = int(value)
     if number < minimum:
-        raise ImproperlyConfigured(f"{name}={value!r} is below {minimum}; accepted values: whole numbers from {minimum} up.")
+        raise ImproperlyConfigured(
+            f"{name}={value!r} is below {minimum}; accepted values: whole numbers from {minimum} up."
+        )
     return number
 
 
@@ -92,9 +94,13 @@ def env_json_object(name: str) -> dict:
     try:
         data = json.loads(value)
     except json.JSONDecodeError as exc:
-        raise ImproperlyConfigured(f"{name} must be a JSON object, like {{\"bucket_name\": \"x\"}}: {exc}") from None
+        raise ImproperlyConfigured(
+            f'{name} must be a JSON object, like {{"bucket_name": "x"}}: {exc}'
+        ) from None
     if not isinstance(data, dict):
-        raise ImproperlyConfigured(f"{name} must be a JSON object, like {{\"bucket_name\": \"x\"}}, not {value!r}.")
+        raise ImproperlyConfigured(
+            f'{name} must be a JSON object, like {{"bucket_name": "x"}}, not {value!r}.'
+        )
     return data
 
 

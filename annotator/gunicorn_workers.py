@@ -24,9 +24,9 @@ HEAD_BYTES = 300  # enough of the request line to tell an /api/ path and name it
 _API_TARGET = re.compile(rb"\A(?:\r\n)?[A-Za-z]+ (/api/[^ \r\n]{0,200})")
 DETAILS = {
     414: "The request line is longer than this server reads; send long input in the JSON body of a POST "
-         "(item ids, filters) instead of the query string.",
+    "(item ids, filters) instead of the query string.",
     431: "The request's headers are larger than this server reads; send only the Authorization header "
-         "this API needs (Bearer and a token of about 50 characters), without large cookies.",
+    "this API needs (Bearer and a token of about 50 characters), without large cookies.",
 }
 
 
@@ -48,16 +48,25 @@ class _RememberingRequest(Request):
 
 def api_problem(exc: Exception) -> bytes | None:
     """The whole HTTP response for a refusal of an /api/ request over gunicorn's limits, else None."""
-    status = 414 if isinstance(exc, LimitRequestLine) else 431 if isinstance(exc, LimitRequestHeaders) else None
+    status = (
+        414 if isinstance(exc, LimitRequestLine) else 431 if isinstance(exc, LimitRequestHeaders) else None
+    )
     match = _API_TARGET.match(getattr(exc, "request_head", b""))
     if status is None or match is None:
         return None
-    body = json.dumps({
-        "type": "about:blank", "title": HTTPStatus(status).phrase, "status": status, "detail": DETAILS[status],
-        "instance": match.group(1).decode("ascii", "replace"),
-    }).encode("utf-8")
-    head = (f"HTTP/1.1 {status} {HTTPStatus(status).phrase}\r\nConnection: close\r\n"
-            f"Content-Type: application/problem+json\r\nContent-Length: {len(body)}\r\n\r\n")
+    body = json.dumps(
+        {
+            "type": "about:blank",
+            "title": HTTPStatus(status).phrase,
+            "status": status,
+            "detail": DETAILS[status],
+            "instance": match.group(1).decode("ascii", "replace"),
+        }
+    ).encode("utf-8")
+    head = (
+        f"HTTP/1.1 {status} {HTTPStatus(status).phrase}\r\nConnection: close\r\n"
+        f"Content-Type: application/problem+json\r\nContent-Length: {len(body)}\r\n\r\n"
+    )
     return head.encode("latin-1") + body
 
 

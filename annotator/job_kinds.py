@@ -38,20 +38,20 @@ JOB_KINDS: dict[str, JobKind] = {
     Job.UPLOAD: JobKind(
         runner="annotator.services.job_runner.upload_job_run",
         gone="The background worker stopped while saving this upload (it was killed or restarted). Nothing "
-             "was saved: an upload is saved in one transaction. The file is kept, so you can try again.",
+        "was saved: an upload is saved in one transaction. The file is kept, so you can try again.",
         failed="Nothing was saved; the file is kept, so you can try again.",
     ),
     Job.EXPORT: JobKind(
         runner="annotator.services.job_runner.export_job_run",
         gone="The background worker stopped while building this report (it was killed or restarted). "
-             "You can try again.",
+        "You can try again.",
     ),
     # The judges package: a judge run started from the Judges page.
     Job.JUDGE_RUN: JobKind(
         runner="annotator.judges.services.jobs.judge_job_run",
         gone="The background worker stopped during this run (it was killed or restarted). The calls it "
-             "finished are saved; trying again resumes from there (for two minutes after the stop the "
-             "judge still counts as busy: if Try again says so, wait and try again).",
+        "finished are saved; trying again resumes from there (for two minutes after the stop the "
+        "judge still counts as busy: if Try again says so, wait and try again).",
         stopping="Stopping: no new calls; the calls in flight finish and are saved.",
         retry="annotator.judges.services.jobs.judge_job_retry_params",
     ),

@@ -38,7 +38,9 @@ def session_user(request):
     current = user.get_session_auth_hash()
     if session_hash and constant_time_compare(session_hash, current):
         return user
-    if session_hash and any(constant_time_compare(session_hash, h) for h in user.get_session_auth_fallback_hash()):
+    if session_hash and any(
+        constant_time_compare(session_hash, h) for h in user.get_session_auth_fallback_hash()
+    ):
         session.cycle_key()  # signed with a retired SECRET_KEY: re-sign, as Django does
         session[HASH_SESSION_KEY] = current
         return user

@@ -73,7 +73,9 @@ def _plain(label: str) -> str:
     return label.replace("$", r"\$")
 
 
-def distribution_svg(title: str, levels: Sequence[int], counts: Sequence[int], *, mean: float | None = None) -> str:
+def distribution_svg(
+    title: str, levels: Sequence[int], counts: Sequence[int], *, mean: float | None = None
+) -> str:
     """A bar chart of how often each score was given, as an ``<svg>`` element (no XML prolog)."""
     total = sum(counts) or 1
     fig = _figure(3.4, 2.3)
@@ -82,14 +84,26 @@ def distribution_svg(title: str, levels: Sequence[int], counts: Sequence[int], *
         bars = ax.bar([str(v) for v in levels], [c / total * 100 for c in counts], color="#2457c5")
         # Bars are labelled in the axis's unit (percent); the count of ratings is in the axis title.
         for bar, c in zip(bars, counts):
-            ax.annotate(f"{c / total * 100:.0f}%", (bar.get_x() + bar.get_width() / 2, bar.get_height()),
-                        ha="center", va="bottom", fontsize=8, xytext=(0, 1), textcoords="offset points")
+            ax.annotate(
+                f"{c / total * 100:.0f}%",
+                (bar.get_x() + bar.get_width() / 2, bar.get_height()),
+                ha="center",
+                va="bottom",
+                fontsize=8,
+                xytext=(0, 1),
+                textcoords="offset points",
+            )
         ax.set_title(_plain(title), fontsize=10)
         n = sum(counts)
-        ax.set_xlabel(f"score · n = {n} rating{'s' if n != 1 else ''}"
-                      + ("" if mean is None else f" · mean {mean:.2f}"), fontsize=8)
+        ax.set_xlabel(
+            f"score · n = {n} rating{'s' if n != 1 else ''}"
+            + ("" if mean is None else f" · mean {mean:.2f}"),
+            fontsize=8,
+        )
         ax.set_ylabel("% of ratings", fontsize=8)
-        ax.set_ylim(0, max(100 / len(levels) * 1.2, max(c / total * 100 for c in counts) * 1.18 if counts else 1))
+        ax.set_ylim(
+            0, max(100 / len(levels) * 1.2, max(c / total * 100 for c in counts) * 1.18 if counts else 1)
+        )
         ax.tick_params(labelsize=8)
         for side in ("top", "right"):
             ax.spines[side].set_visible(False)
@@ -100,8 +114,17 @@ def distribution_svg(title: str, levels: Sequence[int], counts: Sequence[int], *
 # these two are written as SVG directly (~1 ms), in the same look.
 _FONT = 'font-family="DejaVu Sans, Arial, sans-serif"'
 # matplotlib's "Blues" colormap: ColorBrewer's nine stops, evenly spaced and linearly interpolated.
-_BLUES = ((0xF7, 0xFB, 0xFF), (0xDE, 0xEB, 0xF7), (0xC6, 0xDB, 0xEF), (0x9E, 0xCA, 0xE1), (0x6B, 0xAE, 0xD6),
-          (0x42, 0x92, 0xC6), (0x21, 0x71, 0xB5), (0x08, 0x51, 0x9C), (0x08, 0x30, 0x6B))
+_BLUES = (
+    (0xF7, 0xFB, 0xFF),
+    (0xDE, 0xEB, 0xF7),
+    (0xC6, 0xDB, 0xEF),
+    (0x9E, 0xCA, 0xE1),
+    (0x6B, 0xAE, 0xD6),
+    (0x42, 0x92, 0xC6),
+    (0x21, 0x71, 0xB5),
+    (0x08, 0x51, 0x9C),
+    (0x08, 0x30, 0x6B),
+)
 
 
 def _blue(share: float) -> str:
@@ -115,8 +138,10 @@ def _blue(share: float) -> str:
 def _text(x: float, y: float, text: str, *, size: float = 10, anchor: str = "middle", extra: str = "") -> str:
     from xml.sax.saxutils import escape
 
-    return (f'<text x="{x:.1f}" y="{y:.1f}" font-size="{size}" text-anchor="{anchor}" {_FONT}{extra}>'
-            f"{escape(text)}</text>")
+    return (
+        f'<text x="{x:.1f}" y="{y:.1f}" font-size="{size}" text-anchor="{anchor}" {_FONT}{extra}>'
+        f"{escape(text)}</text>"
+    )
 
 
 def scatter_svg(pairs, *, scale: tuple[int, int] = (1, 5), seed: int = 0) -> str:
@@ -134,27 +159,40 @@ def scatter_svg(pairs, *, scale: tuple[int, int] = (1, 5), seed: int = 0) -> str
     def y(v: float) -> float:
         return top + side - (v - low) / span * side
 
-    parts = ['<svg xmlns="http://www.w3.org/2000/svg" width="360" height="340" viewBox="0 0 360 340">',
-             f'<rect x="{left}" y="{top}" width="{side}" height="{side}" fill="white" stroke="black" '
-             'stroke-width="0.8"/>']
+    parts = [
+        '<svg xmlns="http://www.w3.org/2000/svg" width="360" height="340" viewBox="0 0 360 340">',
+        f'<rect x="{left}" y="{top}" width="{side}" height="{side}" fill="white" stroke="black" '
+        'stroke-width="0.8"/>',
+    ]
     for tick in range(lo, hi + 1):
         grid = 'stroke="#b0b0b0" stroke-opacity="0.25" stroke-width="0.8"'
         parts.append(f'<line x1="{x(tick):.1f}" y1="{top}" x2="{x(tick):.1f}" y2="{top + side}" {grid}/>')
         parts.append(f'<line x1="{left}" y1="{y(tick):.1f}" x2="{left + side}" y2="{y(tick):.1f}" {grid}/>')
         parts.append(_text(x(tick), top + side + 16, str(tick)))
         parts.append(_text(left - 6, y(tick) + 3.5, str(tick), anchor="end"))
-    parts.append(f'<line x1="{x(lo):.1f}" y1="{y(lo):.1f}" x2="{x(hi):.1f}" y2="{y(hi):.1f}" '
-                 'stroke="#999999" '
-                 'stroke-width="1" stroke-dasharray="3.7,1.6"/>')
+    parts.append(
+        f'<line x1="{x(lo):.1f}" y1="{y(lo):.1f}" x2="{x(hi):.1f}" y2="{y(hi):.1f}" '
+        'stroke="#999999" '
+        'stroke-width="1" stroke-dasharray="3.7,1.6"/>'
+    )
     for (h, j), (dh, dj) in zip(data, jitter):
-        parts.append(f'<circle cx="{x(h + dh):.2f}" cy="{y(j + dj):.2f}" r="2" fill="#1f5fa8" '
-                     'fill-opacity="0.55"/>')
-    parts.append(f'<line x1="{left + 8}" y1="{top + 12}" x2="{left + 28}" y2="{top + 12}" stroke="#999999" '
-                 'stroke-width="1" stroke-dasharray="3.7,1.6"/>')
+        parts.append(
+            f'<circle cx="{x(h + dh):.2f}" cy="{y(j + dj):.2f}" r="2" fill="#1f5fa8" fill-opacity="0.55"/>'
+        )
+    parts.append(
+        f'<line x1="{left + 8}" y1="{top + 12}" x2="{left + 28}" y2="{top + 12}" stroke="#999999" '
+        'stroke-width="1" stroke-dasharray="3.7,1.6"/>'
+    )
     parts.append(_text(left + 34, top + 15, "judge = people", size=9, anchor="start"))
     parts.append(_text(left + side / 2, top + side + 36, "human mean"))
-    parts.append(_text(16, top + side / 2, "judge (mapped onto the rubric scale)",
-                       extra=f' transform="rotate(-90 16 {top + side / 2:.1f})"'))
+    parts.append(
+        _text(
+            16,
+            top + side / 2,
+            "judge (mapped onto the rubric scale)",
+            extra=f' transform="rotate(-90 16 {top + side / 2:.1f})"',
+        )
+    )
     parts.append("</svg>")
     return "\n".join(parts)
 
@@ -173,33 +211,61 @@ def confusion_svg(matrix, *, scale: tuple[int, int] = (1, 5)) -> str:
         for j in range(counts.shape[1]):
             value = int(counts[i, j])
             cx, cy = left + j * cell, top + i * cell
-            parts.append(f'<rect x="{cx:.1f}" y="{cy:.1f}" width="{cell:.1f}" height="{cell:.1f}" '
-                         f'fill="{_blue(value / top_count)}"/>')
+            parts.append(
+                f'<rect x="{cx:.1f}" y="{cy:.1f}" width="{cell:.1f}" height="{cell:.1f}" '
+                f'fill="{_blue(value / top_count)}"/>'
+            )
             dark = value > counts.max() / 2
-            parts.append(_text(cx + cell / 2, cy + cell / 2 + 3.5, str(value), size=8,
-                               extra=f' fill="{"white" if dark else "black"}"'))
-    parts.append(f'<rect x="{left}" y="{top}" width="{side}" height="{side}" fill="none" stroke="black" '
-                 'stroke-width="0.8"/>')
+            parts.append(
+                _text(
+                    cx + cell / 2,
+                    cy + cell / 2 + 3.5,
+                    str(value),
+                    size=8,
+                    extra=f' fill="{"white" if dark else "black"}"',
+                )
+            )
+    parts.append(
+        f'<rect x="{left}" y="{top}" width="{side}" height="{side}" fill="none" stroke="black" '
+        'stroke-width="0.8"/>'
+    )
     for k, label in enumerate(labels):
         parts.append(_text(left + (k + 0.5) * cell, top + side + 16, str(label)))
         parts.append(_text(left - 6, top + (k + 0.5) * cell + 3.5, str(label), anchor="end"))
     parts.append(_text(left + side / 2, top + side + 36, "judge (rounded)"))
-    parts.append(_text(16, top + side / 2, "human median (rounded)",
-                       extra=f' transform="rotate(-90 16 {top + side / 2:.1f})"'))
+    parts.append(
+        _text(
+            16,
+            top + side / 2,
+            "human median (rounded)",
+            extra=f' transform="rotate(-90 16 {top + side / 2:.1f})"',
+        )
+    )
     parts.append("</svg>")
     return "\n".join(parts)
 
 
-def over_time_svg(labels: list[str], series: dict[str, list[float | None]], *, ylabel: str,
-                  xlabel: str = "window of submissions") -> str:
+def over_time_svg(
+    labels: list[str],
+    series: dict[str, list[float | None]],
+    *,
+    ylabel: str,
+    xlabel: str = "window of submissions",
+) -> str:
     """Agreement over time, one line per dimension. ``series``: dimension label → one value per
     window of submissions, or per judge version (None = undefined, a gap in the line)."""
     fig = _figure(6.4, 2.8)
     ax = fig.add_subplot()
     x = list(range(len(labels)))
     for name, values in series.items():
-        ax.plot(x, [float("nan") if v is None else v for v in values], marker="o", markersize=3,
-                linewidth=1.2, label=_plain(name))
+        ax.plot(
+            x,
+            [float("nan") if v is None else v for v in values],
+            marker="o",
+            markersize=3,
+            linewidth=1.2,
+            label=_plain(name),
+        )
     ax.set_xticks(x, [_plain(label) for label in labels], fontsize=7, rotation=30, ha="right")
     ax.set_ylabel(_plain(ylabel), fontsize=8)
     ax.set_xlabel(_plain(xlabel), fontsize=8)
@@ -219,9 +285,15 @@ def reliability_svg(bins) -> str:
         ax = fig.add_subplot()
         ax.plot([0, 1], [0, 1], color="#999999", linewidth=1, linestyle="--", label="perfect calibration")
         filled = [b for b in bins if b.n]
-        ax.bar([(b.lo + b.hi) / 2 for b in filled], [b.accuracy for b in filled],
-               width=[b.hi - b.lo for b in filled], color="#1f5fa8", alpha=0.6, edgecolor="white",
-               label="share right")
+        ax.bar(
+            [(b.lo + b.hi) / 2 for b in filled],
+            [b.accuracy for b in filled],
+            width=[b.hi - b.lo for b in filled],
+            color="#1f5fa8",
+            alpha=0.6,
+            edgecolor="white",
+            label="share right",
+        )
         ax.set_xlim(0, 1)
         ax.set_ylim(0, 1)
         ax.set_xlabel("stated confidence")

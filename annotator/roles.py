@@ -78,7 +78,12 @@ NAV_LINKS = {
 
 
 def nav_links(role: dict[str, bool]) -> list[dict[str, str]]:
-    links = [{"label": label, "url": reverse(name)} for key in NAV_LINKS if role[key] for label, name in NAV_LINKS[key]]
+    links = [
+        {"label": label, "url": reverse(name)}
+        for key in NAV_LINKS
+        if role[key]
+        for label, name in NAV_LINKS[key]
+    ]
     return links + [{"label": "Rubric", "url": reverse("rubric")}]
 
 

@@ -81,7 +81,11 @@ class SessionStore(DatabaseSessionStore):
         return UserSession
 
     def _load_sql(self) -> tuple[str, list]:
-        return _session_sql(), [*GROUPS, self.session_key, connection.ops.adapt_datetimefield_value(timezone.now())]
+        return _session_sql(), [
+            *GROUPS,
+            self.session_key,
+            connection.ops.adapt_datetimefield_value(timezone.now()),
+        ]
 
     def _get_session_from_db(self):
         self.loaded_user = None

@@ -98,8 +98,11 @@ DB_STATEMENT_TIMEOUT_S = env_int("DB_STATEMENT_TIMEOUT_S", 30)
 HEALTHZ_TIMEOUT_S = env_int("HEALTHZ_TIMEOUT_S", 3, minimum=1)
 # The client's own bound on one database call in a web process (0: none); it must outlast the
 # statement timeout, which the server enforces when it is answering at all.
-DB_QUERY_DEADLINE_S = env_int("DB_QUERY_DEADLINE_S", DB_STATEMENT_TIMEOUT_S + 5 if DB_STATEMENT_TIMEOUT_S else 0) \
-    if WEB_PROCESS else 0
+DB_QUERY_DEADLINE_S = (
+    env_int("DB_QUERY_DEADLINE_S", DB_STATEMENT_TIMEOUT_S + 5 if DB_STATEMENT_TIMEOUT_S else 0)
+    if WEB_PROCESS
+    else 0
+)
 
 
 def database_config() -> dict:
@@ -131,7 +134,9 @@ def database_config() -> dict:
         options.setdefault("tcp_user_timeout", env_int("DB_TCP_USER_TIMEOUT_S", 30, minimum=0) * 1000)
         if WEB_PROCESS and DB_STATEMENT_TIMEOUT_S:
             # Web requests only: imports, report builds and the worker's jobs may run long on purpose.
-            options["options"] = f"{options.get('options', '')} -c statement_timeout={DB_STATEMENT_TIMEOUT_S * 1000}".strip()
+            options["options"] = (
+                f"{options.get('options', '')} -c statement_timeout={DB_STATEMENT_TIMEOUT_S * 1000}".strip()
+            )
     return config
 
 
@@ -225,12 +230,18 @@ ANNOTATOR_UPLOAD_MAX_BYTES = env_int("ANNOTATOR_UPLOAD_MAX_MB", 50, minimum=1) *
 ANNOTATOR_UPLOAD_DIR = Path(os.environ.get("ANNOTATOR_UPLOAD_DIR", "") or VAR_DIR / "uploads")
 _UPLOAD_BACKEND = os.environ.get("ANNOTATOR_UPLOAD_STORAGE", "").strip()
 if _UPLOAD_BACKEND:
-    STORAGES["uploads"] = {"BACKEND": _UPLOAD_BACKEND, "OPTIONS": env_json_object("ANNOTATOR_UPLOAD_STORAGE_OPTIONS")}
+    STORAGES["uploads"] = {
+        "BACKEND": _UPLOAD_BACKEND,
+        "OPTIONS": env_json_object("ANNOTATOR_UPLOAD_STORAGE_OPTIONS"),
+    }
 else:
     STORAGES["uploads"] = {
         "BACKEND": "django.core.files.storage.FileSystemStorage",
-        "OPTIONS": {"location": ANNOTATOR_UPLOAD_DIR, "file_permissions_mode": 0o600,
-                    "directory_permissions_mode": 0o700},
+        "OPTIONS": {
+            "location": ANNOTATOR_UPLOAD_DIR,
+            "file_permissions_mode": 0o600,
+            "directory_permissions_mode": 0o700,
+        },
     }
 # Confirmed uploads above this size, and HTML/JSON reports of batches with more items than this,
 # are built by the background worker while the page shows their progress; smaller ones stay

@@ -6,6 +6,10 @@ from django.urls import path
 from django.utils.module_loading import import_string
 
 from annotator.api.main import api
+from annotator.studies.prolific import views as prolific_views
+from annotator.studies.views import admin as study_admin
+from annotator.studies.views import flow as study_flow
+from annotator.studies.views import links as study_links
 from annotator.views import (
     adjudication,
     api_tokens,
@@ -16,10 +20,6 @@ from annotator.views import (
     queue,
     rating,
 )
-from annotator.studies.prolific import views as prolific_views
-from annotator.studies.views import admin as study_admin
-from annotator.studies.views import flow as study_flow
-from annotator.studies.views import links as study_links
 
 
 class _Imported:
@@ -105,24 +105,41 @@ urlpatterns = [
     path("reports/<int:batch_id>/", reports.report_batch, name="report_batch"),
     path("reports/<int:batch_id>/judges/", judge_reports.report_judges, name="report_judges"),
     path("reports/<int:batch_id>/export/<str:fmt>", reports.report_export, name="report_export"),
-    path("reports/<int:batch_id>/annotators/<int:user_pk>/exclude/", quality.exclude, name="annotator_exclude"),
-    path("reports/<int:batch_id>/annotators/<int:user_pk>/include/", quality.include, name="annotator_include"),
+    path(
+        "reports/<int:batch_id>/annotators/<int:user_pk>/exclude/", quality.exclude, name="annotator_exclude"
+    ),
+    path(
+        "reports/<int:batch_id>/annotators/<int:user_pk>/include/", quality.include, name="annotator_include"
+    ),
     path("adjudicate/<int:batch_id>/", adjudication.queue, name="adjudication_queue"),
     path("adjudicate/<int:batch_id>/adjudicators/", adjudication.grant, name="adjudicator_grant"),
     path("adjudicate/item/<int:item_pk>/", adjudication.item, name="adjudication_item"),
     path("adjudicate/item/<int:item_pk>/gold/", adjudication.to_gold, name="adjudication_to_gold"),
     path("reports/<int:batch_id>/judges/<int:judge_id>/", judge_reports.report_judge_card, name="judge_card"),
-    path("reports/<int:batch_id>/judges/<int:judge_id>/card.<str:card_fmt>",
-         judge_reports.report_judge_card_export, name="judge_card_export"),
-    path("reports/<int:batch_id>/judges/<int:judge_id>/disagreements/",
-         judge_reports.report_judge_disagreements, name="judge_disagreements"),
+    path(
+        "reports/<int:batch_id>/judges/<int:judge_id>/card.<str:card_fmt>",
+        judge_reports.report_judge_card_export,
+        name="judge_card_export",
+    ),
+    path(
+        "reports/<int:batch_id>/judges/<int:judge_id>/disagreements/",
+        judge_reports.report_judge_disagreements,
+        name="judge_disagreements",
+    ),
     path("reports/<int:batch_id>/calibration-set/", calibration_sets.calibration_set, name="calibration_set"),
-    path("reports/<int:batch_id>/calibration-set/retire/", calibration_sets.calibration_set_retire_view,
-         name="calibration_set_retire"),
+    path(
+        "reports/<int:batch_id>/calibration-set/retire/",
+        calibration_sets.calibration_set_retire_view,
+        name="calibration_set_retire",
+    ),
     path("reports/item/<int:item_pk>/", reports.report_item, name="report_item"),
     path("reports/<int:batch_id>/review/", judge_review.review, name="review_items"),
     path("reports/<int:batch_id>/plan/", study_plans.report_plan, name="report_plan"),
-    path("reports/<int:batch_id>/review/queue-first/", judge_review.review_queue_first, name="review_queue_first"),
+    path(
+        "reports/<int:batch_id>/review/queue-first/",
+        judge_review.review_queue_first,
+        name="review_queue_first",
+    ),
     path("jobs/<uuid:job_id>/", jobs.job_status, name="job_status"),
     path("jobs/<uuid:job_id>/download/", jobs.job_download, name="job_download"),
     path("jobs/<uuid:job_id>/try-again/", jobs.job_try_again, name="job_try_again"),
@@ -130,6 +147,8 @@ urlpatterns = [
     path("healthz", jobs.healthz, name="healthz"),
     path("account/api-tokens/", api_tokens.api_tokens, name="api_tokens"),
     path("account/api-tokens/new/", api_tokens.api_token_new, name="api_token_new"),
-    path("account/api-tokens/<int:token_id>/revoke/", api_tokens.api_token_revoke_view, name="api_token_revoke"),
+    path(
+        "account/api-tokens/<int:token_id>/revoke/", api_tokens.api_token_revoke_view, name="api_token_revoke"
+    ),
     path("api/v1/", api.urls),
 ]

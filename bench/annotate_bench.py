@@ -103,7 +103,9 @@ def count_queries(study: bool = False) -> None:
 
 def statements(ctx) -> int:
     """SQL statements captured, not counting BEGIN/COMMIT (which SQLite and psycopg 3 log too)."""
-    return sum(1 for q in ctx.captured_queries if q["sql"].split(None, 1)[0].upper() not in ("BEGIN", "COMMIT"))
+    return sum(
+        1 for q in ctx.captured_queries if q["sql"].split(None, 1)[0].upper() not in ("BEGIN", "COMMIT")
+    )
 
 
 class HtmxAnnotator(Annotator):
@@ -144,8 +146,14 @@ class BareClient(Annotator):
         return None if status == 200 and text == "ok" else f"bare GET {status}"
 
 
-def run_clients(port: int, batch_id: int, annotators: list[Annotator], rounds: int, server_pid: int = 0,
-                database: str = "") -> dict:
+def run_clients(
+    port: int,
+    batch_id: int,
+    annotators: list[Annotator],
+    rounds: int,
+    server_pid: int = 0,
+    database: str = "",
+) -> dict:
     latencies: list[float] = []
     errors: list[str] = []
     lock = threading.Lock()
@@ -210,17 +218,35 @@ def bench_database(label: str, database_url: str, args) -> list[dict]:
     env = {**server_env(database_url), "BENCH_WORKER_STATS": stats_dir}
     max_clients = max(args.clients)
     flows = 2 if args.htmx else 1
-    n_items = max(args.items, (args.rounds * len(args.clients) * flows * args.repeat + args.warmup) // 3 + 100)
+    n_items = max(
+        args.items, (args.rounds * len(args.clients) * flows * args.repeat + args.warmup) // 3 + 100
+    )
     batch_id = setup_database(env, max_clients, n_items, study=args.study)
     database = database_url.rsplit("/", 1)[1] if database_url.startswith("postgres") else ""
     queries = json.loads(
-        subprocess.run([str(VENV_BIN / "python"), __file__, "--_count", *(["study"] if args.study else [])], cwd=ROOT, env=env, check=True,
-                       capture_output=True, text=True).stdout.strip().splitlines()[-1]
+        subprocess.run(
+            [str(VENV_BIN / "python"), __file__, "--_count", *(["study"] if args.study else [])],
+            cwd=ROOT,
+            env=env,
+            check=True,
+            capture_output=True,
+            text=True,
+        )
+        .stdout.strip()
+        .splitlines()[-1]
     )
     port = free_port()
     here = Path(__file__).parent
-    server = start_gunicorn(env, port, args.workers, "-c", str(here / "worker_stats.py"), "--pythonpath", str(here),
-                            app="bare_wsgi")
+    server = start_gunicorn(
+        env,
+        port,
+        args.workers,
+        "-c",
+        str(here / "worker_stats.py"),
+        "--pythonpath",
+        str(here),
+        app="bare_wsgi",
+    )
     runs: dict[tuple[str, int], list[dict]] = {}
     try:
         annotators = [Annotator(port, f"bench{i}") for i in range(max_clients)]
@@ -238,7 +264,8 @@ def bench_database(label: str, database_url: str, args) -> list[dict]:
             for n in args.clients:
                 for mode, group in clients.items():  # interleaved: each block sees much the same load
                     runs.setdefault((mode, n), []).append(
-                        run_clients(port, batch_id, group[:n], args.rounds, server.pid, database))
+                        run_clients(port, batch_id, group[:n], args.rounds, server.pid, database)
+                    )
         pids = child_pids(server.pid)
         worker_rss = [rss_mb(pid) for pid in pids]
     finally:
@@ -250,12 +277,25 @@ def bench_database(label: str, database_url: str, args) -> list[dict]:
             server.wait()
     workers = worker_rows(pids, worker_rss, stats_dir)
     shutil.rmtree(stats_dir, ignore_errors=True)
-    trips = args.warmup + sum(r["n"] for (mode, _), results in runs.items() if mode != "bare" for r in results)
+    trips = args.warmup + sum(
+        r["n"] for (mode, _), results in runs.items() if mode != "bare" for r in results
+    )
     rows = []
     for (mode, n), results in runs.items():
-        row = {key: statistics.median(r[key] for r in results) for key in ("p50", "p95", "rps", "server_cpu_ms", "db_cpu_ms", "load")}
-        row.update(db=label, mode=mode, clients=n, n=sum(r["n"] for r in results),
-                   errors=[e for r in results for e in r["errors"]], queries=queries, workers=workers, trips=trips)
+        row = {
+            key: statistics.median(r[key] for r in results)
+            for key in ("p50", "p95", "rps", "server_cpu_ms", "db_cpu_ms", "load")
+        }
+        row.update(
+            db=label,
+            mode=mode,
+            clients=n,
+            n=sum(r["n"] for r in results),
+            errors=[e for r in results for e in r["errors"]],
+            queries=queries,
+            workers=workers,
+            trips=trips,
+        )
         bare = statistics.median(r["p50"] for r in runs[("bare", n)])
         bare_cpu = statistics.median(r["server_cpu_ms"] for r in runs[("bare", n)])
         row["x_bare"] = row["p50"] / bare if bare else 0.0
@@ -265,34 +305,51 @@ def bench_database(label: str, database_url: str, args) -> list[dict]:
 
 
 def main() -> None:
-    parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
+    parser = argparse.ArgumentParser(
+        description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter
+    )
     parser.add_argument("--db", choices=["postgres", "sqlite", "both"], default="both")
     parser.add_argument("--pg-url", default="postgres://postgres@127.0.0.1:5432/bench_annotate")
     parser.add_argument("--clients", type=lambda s: [int(x) for x in s.split(",")], default=[1, 8])
     parser.add_argument("--rounds", type=int, default=400, help="round trips per block")
-    parser.add_argument("--repeat", type=int, default=1, help="blocks per row, interleaved; medians are printed")
+    parser.add_argument(
+        "--repeat", type=int, default=1, help="blocks per row, interleaved; medians are printed"
+    )
     parser.add_argument("--warmup", type=int, default=30)
     parser.add_argument("--items", type=int, default=3000, help="items in the benchmark batch (at least)")
     parser.add_argument("--workers", type=int, default=4, help="gunicorn sync workers")
-    parser.add_argument("--study", action="store_true",
-                        help="rate a study batch with quality control: consent and instructions (given), a quota,"
-                             " a session length, a gold check every 50 items (check pages are rated like items)")
-    parser.add_argument("--no-htmx", dest="htmx", action="store_false",
-                        help="skip the rows for the htmx flow (one POST per item)")
+    parser.add_argument(
+        "--study",
+        action="store_true",
+        help="rate a study batch with quality control: consent and instructions (given), a quota,"
+        " a session length, a gold check every 50 items (check pages are rated like items)",
+    )
+    parser.add_argument(
+        "--no-htmx",
+        dest="htmx",
+        action="store_false",
+        help="skip the rows for the htmx flow (one POST per item)",
+    )
     args = parser.parse_args()
 
     rows = []
     if args.db in ("postgres", "both"):
-        rows += bench_database("PostgreSQL" + (" study" if args.study else ""), recreate_postgres(args.pg_url), args)
+        rows += bench_database(
+            "PostgreSQL" + (" study" if args.study else ""), recreate_postgres(args.pg_url), args
+        )
     if args.db in ("sqlite", "both"):
         with tempfile.TemporaryDirectory() as tmp:
-            rows += bench_database("SQLite" + (" study" if args.study else ""), f"sqlite:///{tmp}/bench.sqlite3", args)
+            rows += bench_database(
+                "SQLite" + (" study" if args.study else ""), f"sqlite:///{tmp}/bench.sqlite3", args
+            )
 
-    print(f"\nRound trip (mode page) = GET the next item page + POST the scores (redirect); mode htmx = what"
-          f" the page does with JavaScript: one POST of scores answered by the next item's fragment;"
-          f" mode bare = one GET of a bare Django view on the same server (the yardstick).\n"
-          f"gunicorn --workers {args.workers}; {os.cpu_count()} CPUs; {args.rounds} round trips per block,"
-          f" {args.repeat} block(s) per row (medians).\n")
+    print(
+        f"\nRound trip (mode page) = GET the next item page + POST the scores (redirect); mode htmx = what"
+        f" the page does with JavaScript: one POST of scores answered by the next item's fragment;"
+        f" mode bare = one GET of a bare Django view on the same server (the yardstick).\n"
+        f"gunicorn --workers {args.workers}; {os.cpu_count()} CPUs; {args.rounds} round trips per block,"
+        f" {args.repeat} block(s) per row (medians).\n"
+    )
     header = (
         f"{'database':<16} {'mode':<5} {'clients':>7} {'trips':>6} {'p50 ms':>7} {'p95 ms':>7} {'trips/s':>8}"
         f" {'errors':>6} {'app CPU ms':>10} {'DB CPU ms':>9} {'p50 x bare':>10} {'CPU x bare':>10} {'load':>5}  SQL per trip"
@@ -301,28 +358,43 @@ def main() -> None:
     print("-" * len(header))
     for r in rows:
         q = r["queries"]
-        sql = "" if r["mode"] == "bare" else (
-            f"{q['20']} | {q['5000']}" if r["mode"] == "page" else f"{q['htmx 20']} | {q['htmx 5000']}")
-        print(f"{r['db']:<16} {r['mode']:<5} {r['clients']:>7} {r['n']:>6} {r['p50']:>7.1f} {r['p95']:>7.1f}"
-              f" {r['rps']:>8.1f} {len(r['errors']):>6} {r['server_cpu_ms']:>10.1f} {r['db_cpu_ms']:>9.1f} {r['x_bare']:>10.2f}"
-              f" {r['cpu_x_bare']:>10.2f} {r['load']:>5.1f}  {sql}")
-    print("\napp CPU = gunicorn workers' CPU time per round trip; DB CPU = the PostgreSQL server processes' serving"
-          " the bench database (SQLite runs inside the workers: 0);"
-          " x bare = that figure over the bare view's in the same run; SQL per trip = queries for a batch of"
-          " 20 | 5000 items, not counting BEGIN/COMMIT; load = the machine's 1-minute load average during the block.")
+        sql = (
+            ""
+            if r["mode"] == "bare"
+            else (f"{q['20']} | {q['5000']}" if r["mode"] == "page" else f"{q['htmx 20']} | {q['htmx 5000']}")
+        )
+        print(
+            f"{r['db']:<16} {r['mode']:<5} {r['clients']:>7} {r['n']:>6} {r['p50']:>7.1f} {r['p95']:>7.1f}"
+            f" {r['rps']:>8.1f} {len(r['errors']):>6} {r['server_cpu_ms']:>10.1f} {r['db_cpu_ms']:>9.1f} {r['x_bare']:>10.2f}"
+            f" {r['cpu_x_bare']:>10.2f} {r['load']:>5.1f}  {sql}"
+        )
+    print(
+        "\napp CPU = gunicorn workers' CPU time per round trip; DB CPU = the PostgreSQL server processes' serving"
+        " the bench database (SQLite runs inside the workers: 0);"
+        " x bare = that figure over the bare view's in the same run; SQL per trip = queries for a batch of"
+        " 20 | 5000 items, not counting BEGIN/COMMIT; load = the machine's 1-minute load average during the block."
+    )
     for label in dict.fromkeys(r["db"] for r in rows):
         first = next(r for r in rows if r["db"] == label)
-        print(f"\n{label}: {first['trips']:,} rating round trips in the run (page and htmx, warm-up included)"
-              f" over {len(first['workers'])} workers; worker RSS after the run: "
-              + ", ".join(f"{w['end']:.0f} MB" for w in first["workers"]))
-        print(f"  {'worker':>8} {'start MB':>8} {'1st request MB':>14} {'end MB':>7} {'rating requests':>15}"
-              f" {'bare':>6} {'other':>6}")
+        print(
+            f"\n{label}: {first['trips']:,} rating round trips in the run (page and htmx, warm-up included)"
+            f" over {len(first['workers'])} workers; worker RSS after the run: "
+            + ", ".join(f"{w['end']:.0f} MB" for w in first["workers"])
+        )
+        print(
+            f"  {'worker':>8} {'start MB':>8} {'1st request MB':>14} {'end MB':>7} {'rating requests':>15}"
+            f" {'bare':>6} {'other':>6}"
+        )
         for w in first["workers"]:
             served = w["served"]
-            print(f"  {w['pid']:>8} {w.get('start', 0):>8.1f} {w.get('first_request', 0):>14.1f} {w['end']:>7.1f}"
-                  f" {served.get('rating', 0):>15,} {served.get('bare', 0):>6,} {served.get('other', 0):>6,}")
-    print("start = the worker once it has loaded the app; rating requests = next-item pages and submits"
-          " (a page round trip is two, an htmx one is one), served by that worker.")
+            print(
+                f"  {w['pid']:>8} {w.get('start', 0):>8.1f} {w.get('first_request', 0):>14.1f} {w['end']:>7.1f}"
+                f" {served.get('rating', 0):>15,} {served.get('bare', 0):>6,} {served.get('other', 0):>6,}"
+            )
+    print(
+        "start = the worker once it has loaded the app; rating requests = next-item pages and submits"
+        " (a page round trip is two, an htmx one is one), served by that worker."
+    )
     for r in rows:
         for error in sorted(set(r["errors"]))[:5]:
             print(f"  {r['db']} {r['mode']} x{r['clients']} error: {error}")

@@ -42,14 +42,29 @@ def generate(path: Path, items: int, annotators: int, seed: int = 11) -> None:
     rng = random.Random(seed)
     with path.open("w", newline="", encoding="utf-8") as handle:
         writer = csv.writer(handle)
-        writer.writerow(["item_id", "system_id", "prompt", "response", "annotator", *DIMENSIONS, *FLAGS, "comment"])
+        writer.writerow(
+            ["item_id", "system_id", "prompt", "response", "annotator", *DIMENSIONS, *FLAGS, "comment"]
+        )
         for i in range(items):
             prompt = f"Request {i // 2}: plan a route to the depot avoiding tolls."
             response = f"Route {i}: head north on Main St, then Route {rng.randint(1, 99)} east; no tolls."
             for a in range(annotators):
                 scores = [rng.randint(3, 5) for _ in DIMENSIONS]
-                writer.writerow([f"item-{i:06d}", f"sys-{i % 2}", prompt, response, f"rater{a:02d}", *scores,
-                                 0, 0, 0, 0, "fine" if rng.random() < 0.3 else ""])
+                writer.writerow(
+                    [
+                        f"item-{i:06d}",
+                        f"sys-{i % 2}",
+                        prompt,
+                        response,
+                        f"rater{a:02d}",
+                        *scores,
+                        0,
+                        0,
+                        0,
+                        0,
+                        "fine" if rng.random() < 0.3 else "",
+                    ]
+                )
 
 
 def child(file: Path, profile: bool) -> None:
@@ -102,8 +117,21 @@ def child(file: Path, profile: bool) -> None:
             profiler.disable()
             pstats.Stats(profiler, stream=sys.stderr).sort_stats("tottime").print_stats(15)
         exports[name + "_mb"] = size / 2**20
-    print(json.dumps({"annotations": Annotation.objects.count(), "scores": Score.objects.count(),
-                      "seconds": seconds, "cpu": cpu, "server_cpu": server, "load": os.getloadavg()[0], "rss_mb": rss_mb, "queries": len(queries.captured_queries), **exports}))
+    print(
+        json.dumps(
+            {
+                "annotations": Annotation.objects.count(),
+                "scores": Score.objects.count(),
+                "seconds": seconds,
+                "cpu": cpu,
+                "server_cpu": server,
+                "load": os.getloadavg()[0],
+                "rss_mb": rss_mb,
+                "queries": len(queries.captured_queries),
+                **exports,
+            }
+        )
+    )
 
 
 def server_cpu(connection) -> float | None:
@@ -127,9 +155,13 @@ def fresh_database(database: str, pg_url: str, sqlite_path: Path = SQLITE_PATH) 
 def run(
     database: str, file: Path, profile: bool, pg_url: str = PG_URL, sqlite_path: Path = SQLITE_PATH
 ) -> dict:
-    env = dict(os.environ, DATABASE_URL=fresh_database(database, pg_url, sqlite_path),
-               DJANGO_SETTINGS_MODULE="annotator.settings",
-               SECRET_KEY="bench-only-not-secret", DEBUG="0")
+    env = dict(
+        os.environ,
+        DATABASE_URL=fresh_database(database, pg_url, sqlite_path),
+        DJANGO_SETTINGS_MODULE="annotator.settings",
+        SECRET_KEY="bench-only-not-secret",
+        DEBUG="0",
+    )
     command = [sys.executable, __file__, "--child", str(file), *(["--profile"] if profile else [])]
     result = subprocess.run(command, cwd=ROOT, env=env, capture_output=True, text=True, check=False)
     if result.returncode != 0:
@@ -140,15 +172,18 @@ def run(
 
 
 def main() -> None:
-    parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
+    parser = argparse.ArgumentParser(
+        description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter
+    )
     parser.add_argument("--items", type=int, default=10_000)
     parser.add_argument("--annotators", type=int, default=3)
     parser.add_argument("--databases", default="sqlite,postgresql")
     parser.add_argument("--repeat", type=int, default=1, help="runs per database; the median is printed")
     parser.add_argument("--profile", action="store_true", help="print a cProfile of the import (slower)")
     parser.add_argument("--pg-url", default=PG_URL, help="PostgreSQL database to drop and re-create")
-    parser.add_argument("--sqlite-path", type=Path, default=SQLITE_PATH,
-                        help="SQLite file to delete and re-create")
+    parser.add_argument(
+        "--sqlite-path", type=Path, default=SQLITE_PATH, help="SQLite file to delete and re-create"
+    )
     parser.add_argument("--json", action="store_true", help="also print each run as a JSON line")
     parser.add_argument("--child", help=argparse.SUPPRESS)
     args = parser.parse_args()
@@ -159,13 +194,19 @@ def main() -> None:
     file = Path(f"/tmp/annotation_import_bench_{args.items}x{args.annotators}.csv")
     if not file.exists():
         generate(file, args.items, args.annotators)
-    print(f"file: {file} ({file.stat().st_size / 2**20:.1f} MB, {args.items} items × {args.annotators} annotators)")
-    print(f"rows = annotation rows of the file; s = wall seconds; cpu = this process's CPU seconds, db cpu = the"
-          f" PostgreSQL backend's (SQLite runs inside this process); rows/cpu-s = rows / (cpu + db cpu); median of"
-          f" {args.repeat} by wall time, the databases interleaved; load = 1-minute load average after the import\n")
-    print(f"{'database':<11} {'annotations':>11} {'scores':>7} {'s':>6} {'cpu':>5} {'db cpu':>6} {'rows/s':>7}"
-          f" {'rows/cpu-s':>10} {'SQL':>4} {'RSS MB':>6} {'annotations.csv s / cpu':>23} {'scores.csv s / cpu':>18}"
-          f" {'load':>5}")
+    print(
+        f"file: {file} ({file.stat().st_size / 2**20:.1f} MB, {args.items} items × {args.annotators} annotators)"
+    )
+    print(
+        f"rows = annotation rows of the file; s = wall seconds; cpu = this process's CPU seconds, db cpu = the"
+        f" PostgreSQL backend's (SQLite runs inside this process); rows/cpu-s = rows / (cpu + db cpu); median of"
+        f" {args.repeat} by wall time, the databases interleaved; load = 1-minute load average after the import\n"
+    )
+    print(
+        f"{'database':<11} {'annotations':>11} {'scores':>7} {'s':>6} {'cpu':>5} {'db cpu':>6} {'rows/s':>7}"
+        f" {'rows/cpu-s':>10} {'SQL':>4} {'RSS MB':>6} {'annotations.csv s / cpu':>23} {'scores.csv s / cpu':>18}"
+        f" {'load':>5}"
+    )
     databases = [d.strip() for d in args.databases.split(",")]
     runs: dict[str, list[dict]] = {d: [] for d in databases}
     for _ in range(args.repeat):  # interleaved, so a burst of load on the machine hits both databases
@@ -176,10 +217,13 @@ def main() -> None:
     for database in databases:
         r = sorted(runs[database], key=lambda r: r["seconds"])[len(runs[database]) // 2]
         db_cpu = r["server_cpu"] or 0.0
-        print(f"{database:<11} {r['annotations']:>11} {r['scores']:>7} {r['seconds']:>6.2f} {r['cpu']:>5.2f}"
-              f" {db_cpu:>6.2f} {r['annotations'] / r['seconds']:>7.0f} {r['annotations'] / (r['cpu'] + db_cpu):>10.0f}"
-              f" {r['queries']:>4} {r['rss_mb']:>6.0f} {r['annotations_csv']:>16.2f} / {r['annotations_csv_cpu']:<4.2f}"
-              f" {r['scores_csv']:>11.2f} / {r['scores_csv_cpu']:<4.2f} {r['load']:>5.1f}")
+        print(
+            f"{database:<11} {r['annotations']:>11} {r['scores']:>7} {r['seconds']:>6.2f} {r['cpu']:>5.2f}"
+            f" {db_cpu:>6.2f} {r['annotations'] / r['seconds']:>7.0f} {r['annotations'] / (r['cpu'] + db_cpu):>10.0f}"
+            f" {r['queries']:>4} {r['rss_mb']:>6.0f} {r['annotations_csv']:>16.2f} / {r['annotations_csv_cpu']:<4.2f}"
+            f" {r['scores_csv']:>11.2f} / {r['scores_csv_cpu']:<4.2f} {r['load']:>5.1f}"
+        )
+
 
 if __name__ == "__main__":
     main()

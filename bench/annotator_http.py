@@ -23,8 +23,13 @@ ROOT = Path(__file__).resolve().parent.parent
 VENV_BIN = ROOT / ".venv" / "bin"
 PASSWORD = "bench-password-not-secret-42"
 SCORES = {
-    "score_coherence": "4", "score_relevance": "4", "score_instruction_following": "3",
-    "score_safety_compliance": "5", "score_fluency": "4", "constraint_0": "met", "constraint_1": "not_met",
+    "score_coherence": "4",
+    "score_relevance": "4",
+    "score_instruction_following": "3",
+    "score_safety_compliance": "5",
+    "score_fluency": "4",
+    "constraint_0": "met",
+    "constraint_1": "not_met",
 }
 ACTION = re.compile(r'action="(/annotate/(?:item|answer)/(\d+)/submit/)"')  # an item, or a gold check
 CSRF = re.compile(r'name="csrfmiddlewaretoken" value="([^"]+)"')
@@ -59,11 +64,27 @@ def recreate_postgres(url: str) -> str:
 def setup_database(env: dict[str, str], n_users: int, n_items: int, k: int = 3, study: bool = False) -> int:
     """Migrate, create annotators bench0.. and a batch (in child processes), a study with quality
     control when ``study``; returns the batch id."""
-    subprocess.run([str(VENV_BIN / "python"), "manage.py", "migrate", "--noinput", "-v", "0"],
-                   cwd=ROOT, env=env, check=True)
+    subprocess.run(
+        [str(VENV_BIN / "python"), "manage.py", "migrate", "--noinput", "-v", "0"],
+        cwd=ROOT,
+        env=env,
+        check=True,
+    )
     out = subprocess.run(
-        [str(VENV_BIN / "python"), __file__, "--seed", str(n_users), str(n_items), str(k), *(["study"] if study else [])],
-        cwd=ROOT, env=env, check=True, capture_output=True, text=True,
+        [
+            str(VENV_BIN / "python"),
+            __file__,
+            "--seed",
+            str(n_users),
+            str(n_items),
+            str(k),
+            *(["study"] if study else []),
+        ],
+        cwd=ROOT,
+        env=env,
+        check=True,
+        capture_output=True,
+        text=True,
     ).stdout
     return int(json.loads(out.strip().splitlines()[-1])["batch"])
 
@@ -83,7 +104,11 @@ def make_batch(name: str, n_items: int, k: int = 3) -> int:
     Item.objects.bulk_create(
         (
             Item(
-                batch=batch, item_id=f"{name}-{i}", prompt_id=f"p{i // 2}", position=i, system_id=f"s{i % 2}",
+                batch=batch,
+                item_id=f"{name}-{i}",
+                prompt_id=f"p{i // 2}",
+                position=i,
+                system_id=f"s{i % 2}",
                 prompt=f"Plan a route to terminal {i} avoiding tolls; arrive before 8AM.",
                 response="Take the ring road west (no tolls), leave by 6:40.\n" * 8,
                 constraints=["avoid tolls", "arrive before 8AM"],
@@ -111,9 +136,16 @@ def make_study(batch_id: int, users) -> None:
     dims = [d.key for d in batch.rubric_obj.dimensions]
     for n in range(3):
         GoldItem.objects.create(
-            batch=batch, item_id=f"check-{n}", kind="check", position=n, prompt="Plan a route avoiding tolls.",
-            response="Take the ring road west.", constraints=["avoid tolls", "arrive before 8AM"],
-            scores=dict.fromkeys(dims, 4), flags=None, tolerance=1,
+            batch=batch,
+            item_id=f"check-{n}",
+            kind="check",
+            position=n,
+            prompt="Plan a route avoiding tolls.",
+            response="Take the ring road west.",
+            constraints=["avoid tolls", "arrive before 8AM"],
+            scores=dict.fromkeys(dims, 4),
+            flags=None,
+            tolerance=1,
         )
     now = timezone.now()
     for user in users:
@@ -158,8 +190,14 @@ def free_port() -> int:
     raise OSError(f"no free port in BENCH_PORTS={os.environ['BENCH_PORTS']}")
 
 
-def start_gunicorn(env: dict[str, str], port: int, workers: int, *extra: str, log_path: str | Path | None = None,
-                   app: str = "annotator.wsgi") -> subprocess.Popen:
+def start_gunicorn(
+    env: dict[str, str],
+    port: int,
+    workers: int,
+    *extra: str,
+    log_path: str | Path | None = None,
+    app: str = "annotator.wsgi",
+) -> subprocess.Popen:
     """gunicorn on 127.0.0.1:port; returns once it accepts connections (the Popen is the master).
 
     Its stderr (gunicorn's and Django's error log) goes to ``log_path``, or is discarded: a pipe
@@ -167,9 +205,22 @@ def start_gunicorn(env: dict[str, str], port: int, workers: int, *extra: str, lo
     """
     log = open(log_path, "a") if log_path else subprocess.DEVNULL  # noqa: SIM115 (closed with the process)
     process = subprocess.Popen(
-        [str(VENV_BIN / "gunicorn"), app, "--bind", f"127.0.0.1:{port}",
-         "--workers", str(workers), "--log-level", "warning", *extra],
-        cwd=ROOT, env=env, stdout=subprocess.DEVNULL, stderr=log, text=True,
+        [
+            str(VENV_BIN / "gunicorn"),
+            app,
+            "--bind",
+            f"127.0.0.1:{port}",
+            "--workers",
+            str(workers),
+            "--log-level",
+            "warning",
+            *extra,
+        ],
+        cwd=ROOT,
+        env=env,
+        stdout=subprocess.DEVNULL,
+        stderr=log,
+        text=True,
     )
     for _ in range(400):
         try:
@@ -259,7 +310,9 @@ class Annotator:
         if match is None:
             return "no item offered"
         token = CSRF.search(page).group(1)
-        status, text, _headers = self.request("POST", match.group(1), {**SCORES, "csrfmiddlewaretoken": token})
+        status, text, _headers = self.request(
+            "POST", match.group(1), {**SCORES, "csrfmiddlewaretoken": token}
+        )
         if status != 302:
             return f"POST {status}: {text[:120]!r}"
         return None
@@ -309,5 +362,9 @@ def postgres_backends_cpu_seconds(database: str) -> float:
 
 
 if __name__ == "__main__" and len(sys.argv) >= 4 and sys.argv[1] == "--seed":
-    seed(int(sys.argv[2]), int(sys.argv[3]), int(sys.argv[4]) if len(sys.argv) > 4 else 3, "study" in sys.argv[5:])
-
+    seed(
+        int(sys.argv[2]),
+        int(sys.argv[3]),
+        int(sys.argv[4]) if len(sys.argv) > 4 else 3,
+        "study" in sys.argv[5:],
+    )

@@ -55,7 +55,9 @@ def main() -> None:
     from annotator.services.api_tokens import api_token_create
 
     admin = get_user_model().objects.create_user("bench-admin", is_staff=True)
-    client = Client(headers={"Authorization": "Bearer " + api_token_create(user=admin, name="bench", days=1)[1]})
+    client = Client(
+        headers={"Authorization": "Bearer " + api_token_create(user=admin, name="bench", days=1)[1]}
+    )
     batch = Batch.objects.get(name=BATCH)
     url, rows, times, ids = f"/api/v1/batches/{batch.pk}/annotations?limit={args.limit}", 0, [], set()
     started = time.perf_counter()
@@ -69,8 +71,10 @@ def main() -> None:
         ids.update(r["annotation_id"] for r in page["items"])
         url = page["next"]
     total = time.perf_counter() - started
-    print(f"| {args.url.split(':')[0]} | {args.items:,} | {len(ids):,} | {rows:,} | {len(times)} | {total:.1f} | "
-          f"{statistics.median(times) * 1000:.0f} | {max(times) * 1000:.0f} | {times[0] * 1000:.0f} / {times[-1] * 1000:.0f} |")
+    print(
+        f"| {args.url.split(':')[0]} | {args.items:,} | {len(ids):,} | {rows:,} | {len(times)} | {total:.1f} | "
+        f"{statistics.median(times) * 1000:.0f} | {max(times) * 1000:.0f} | {times[0] * 1000:.0f} / {times[-1] * 1000:.0f} |"
+    )
     assert len(ids) == args.items * 5 and rows == args.items * 25, "a page lost or repeated annotations"
 
 

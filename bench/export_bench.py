@@ -89,8 +89,10 @@ def export(code: Path, key: str, way: str, profile: bool) -> None:
             assert response.status_code == 200, response.status_code
             return (chunk.decode() for chunk in response.streaming_content)
     else:
+
         def text():
             return export_chunks(EXPORT_FORMATS[key], batch=batch)
+
     connection.ensure_connection()
     digest, size, chunks, records = hashlib.sha256(), 0, 0, 0
     profiler = None
@@ -116,16 +118,32 @@ def export(code: Path, key: str, way: str, profile: bool) -> None:
         import pstats
 
         pstats.Stats(profiler, stream=sys.stderr).sort_stats("tottime").print_stats(20)
-    print(json.dumps({
-        "wall": wall, "cpu": cpu, "server_cpu": server, "rows": records - 1, "chunks": chunks, "chars": size,
-        "sha256": digest.hexdigest(),
-        "rss_growth_mb": (resource.getrusage(resource.RUSAGE_SELF).ru_maxrss - rss_before) / 1024,
-    }))
+    print(
+        json.dumps(
+            {
+                "wall": wall,
+                "cpu": cpu,
+                "server_cpu": server,
+                "rows": records - 1,
+                "chunks": chunks,
+                "chars": size,
+                "sha256": digest.hexdigest(),
+                "rss_growth_mb": (resource.getrusage(resource.RUSAGE_SELF).ru_maxrss - rss_before) / 1024,
+            }
+        )
+    )
 
 
 def _env(url: str) -> dict[str, str]:
-    return dict(os.environ, DATABASE_URL=url, DJANGO_SETTINGS_MODULE="annotator.settings",
-                SECRET_KEY="bench-only-not-secret", DEBUG="0", HTTPS_ONLY="0", ALLOWED_HOSTS="testserver")
+    return dict(
+        os.environ,
+        DATABASE_URL=url,
+        DJANGO_SETTINGS_MODULE="annotator.settings",
+        SECRET_KEY="bench-only-not-secret",
+        DEBUG="0",
+        HTTPS_ONLY="0",
+        ALLOWED_HOSTS="testserver",
+    )
 
 
 def _child(args: list[str], code: Path, url: str, profile: bool = False) -> dict | None:
@@ -144,16 +162,23 @@ def fresh_database(database: str, pg_url: str) -> str:
 
 
 def main() -> None:
-    parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
+    parser = argparse.ArgumentParser(
+        description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter
+    )
     parser.add_argument("--items", type=int, default=10_000)
     parser.add_argument("--annotators", type=int, default=3)
     parser.add_argument("--databases", default="sqlite,postgresql")
-    parser.add_argument("--repeat", type=int, default=3, help="runs per export, database and code; medians printed")
+    parser.add_argument(
+        "--repeat", type=int, default=3, help="runs per export, database and code; medians printed"
+    )
     parser.add_argument("--before", type=Path, help="a checkout of the older code to compare with")
     parser.add_argument("--pg-url", default=PG_URL, help="PostgreSQL database to drop and re-create")
     parser.add_argument("--keep", action="store_true", help="reuse the databases a previous run loaded")
-    parser.add_argument("--ways", default="function,page",
-                        help="function: export_chunks; page: the download link through Django (test client)")
+    parser.add_argument(
+        "--ways",
+        default="function,page",
+        help="function: export_chunks; page: the download link through Django (test client)",
+    )
     parser.add_argument("--profile", action="store_true", help="print a cProfile of each export (slower)")
     parser.add_argument("--load", help=argparse.SUPPRESS)
     parser.add_argument("--export", help=argparse.SUPPRESS)
@@ -189,12 +214,18 @@ def main() -> None:
                         result = _child(["--export", key, "--way", way], code, urls[database], args.profile)
                         runs.setdefault((key, way, database, name), []).append(result)
 
-    print(f"{args.items:,} items × {args.annotators} annotators; medians of {args.repeat} runs, interleaved;"
-          f" load average {os.getloadavg()[0]:.1f} at the end")
-    print("function: export_chunks (the job and export_report); page: the download link through Django's handler"
-          " (test client, streamed). wall s / CPU s: building and consuming every chunk; db CPU s: the PostgreSQL"
-          " backend's; RSS: this process's peak growth meanwhile\n")
-    print("| export | through | database | code | rows | wall s | CPU s | db CPU s | chunks | RSS MB | same bytes |")
+    print(
+        f"{args.items:,} items × {args.annotators} annotators; medians of {args.repeat} runs, interleaved;"
+        f" load average {os.getloadavg()[0]:.1f} at the end"
+    )
+    print(
+        "function: export_chunks (the job and export_report); page: the download link through Django's handler"
+        " (test client, streamed). wall s / CPU s: building and consuming every chunk; db CPU s: the PostgreSQL"
+        " backend's; RSS: this process's peak growth meanwhile\n"
+    )
+    print(
+        "| export | through | database | code | rows | wall s | CPU s | db CPU s | chunks | RSS MB | same bytes |"
+    )
     print("|---|---|---|---|---|---|---|---|---|---|---|")
     for key in EXPORTS:
         for way in ways:
@@ -202,15 +233,20 @@ def main() -> None:
                 for name in codes:
                     results = runs[(key, way, database, name)]
                     hashes = {r["sha256"] for r in results}
-                    before = {r["sha256"] for r in runs[(key, way, database, "before")]} if args.before else None
+                    before = (
+                        {r["sha256"] for r in runs[(key, way, database, "before")]} if args.before else None
+                    )
                     same = "–" if before is None else "yes" if hashes == before and len(hashes) == 1 else "NO"
                     db_cpu = [r["server_cpu"] for r in results if r["server_cpu"] is not None]
-                    print(f"| {key} | {way} | {database} | {name} | {results[0]['rows']:,}"
-                          f" | {statistics.median(r['wall'] for r in results):.2f}"
-                          f" | {statistics.median(r['cpu'] for r in results):.2f}"
-                          f" | {f'{statistics.median(db_cpu):.2f}' if db_cpu else '–'}"
-                          f" | {results[0]['chunks']:,}"
-                          f" | {statistics.median(r['rss_growth_mb'] for r in results):.0f} | {same} |")
+                    print(
+                        f"| {key} | {way} | {database} | {name} | {results[0]['rows']:,}"
+                        f" | {statistics.median(r['wall'] for r in results):.2f}"
+                        f" | {statistics.median(r['cpu'] for r in results):.2f}"
+                        f" | {f'{statistics.median(db_cpu):.2f}' if db_cpu else '–'}"
+                        f" | {results[0]['chunks']:,}"
+                        f" | {statistics.median(r['rss_growth_mb'] for r in results):.0f} | {same} |"
+                    )
+
 
 if __name__ == "__main__":
     main()

@@ -49,10 +49,17 @@ def measure(url: str, resamples: int) -> dict:
         size = sum(p.stat().st_size for p in out.rglob("*") if p.is_file())
     finally:
         shutil.rmtree(out.parent, ignore_errors=True)
-    return {"report_s": report_s, "write_s": write_s, "total_s": report_s + write_s,
-            "report_cpu": cpu1 - cpu0, "write_cpu": cpu2 - cpu1, "load": os.getloadavg()[0],
-            "peak_mb": resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 1024, "rows": written.rows,
-            "bytes": size}
+    return {
+        "report_s": report_s,
+        "write_s": write_s,
+        "total_s": report_s + write_s,
+        "report_cpu": cpu1 - cpu0,
+        "write_cpu": cpu2 - cpu1,
+        "load": os.getloadavg()[0],
+        "peak_mb": resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 1024,
+        "rows": written.rows,
+        "bytes": size,
+    }
 
 
 def _child(*args: str) -> str:
@@ -86,17 +93,21 @@ def main() -> None:
             if not args.keep:
                 Path(args.sqlite_path).unlink(missing_ok=True)
         else:
-            url = args.pg_url if args.keep else report_bench._prepare_postgres(args.pg_url)  # dropped and re-created
+            url = (
+                args.pg_url if args.keep else report_bench._prepare_postgres(args.pg_url)
+            )  # dropped and re-created
         if not args.keep:
             _child("--child", "load", "--url", url, "--items", str(args.items))
         result = json.loads(_child("--child", "measure", "--url", url, "--resamples", str(args.resamples)))
         ratings = result["rows"]["ratings"]
         ok = result["total_s"] <= TARGET_SECONDS and result["peak_mb"] <= TARGET_MB
-        print(f"{database}: {ratings:,} ratings, {result['rows']['items']:,} items: report {result['report_s']:.1f} s "
-              f"+ write {result['write_s']:.1f} s = {result['total_s']:.1f} s, peak RSS {result['peak_mb']:.0f} MB, "
-              f"{result['bytes'] / 1e6:.1f} MB written; CPU report {result['report_cpu']:.1f} s + write "
-              f"{result['write_cpu']:.1f} s (load average {result['load']:.1f} on {os.cpu_count()} cores) "
-              f"({'within' if ok else 'OVER'} the targets {TARGET_SECONDS:.0f} s, {TARGET_MB:.0f} MB)")
+        print(
+            f"{database}: {ratings:,} ratings, {result['rows']['items']:,} items: report {result['report_s']:.1f} s "
+            f"+ write {result['write_s']:.1f} s = {result['total_s']:.1f} s, peak RSS {result['peak_mb']:.0f} MB, "
+            f"{result['bytes'] / 1e6:.1f} MB written; CPU report {result['report_cpu']:.1f} s + write "
+            f"{result['write_cpu']:.1f} s (load average {result['load']:.1f} on {os.cpu_count()} cores) "
+            f"({'within' if ok else 'OVER'} the targets {TARGET_SECONDS:.0f} s, {TARGET_MB:.0f} MB)"
+        )
 
 
 if __name__ == "__main__":

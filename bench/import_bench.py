@@ -27,10 +27,28 @@ PG_URL = "postgres://postgres@127.0.0.1:5432/imports_bench"
 SQLITE_PATH = Path("/tmp/imports_bench.sqlite3")
 
 SYSTEMS = ("navigator-v2", "navigator-v1", "baseline-chat")
-PLACES = ("the airport", "Union Station", "the Art Museum", "Lincoln Elementary", "the stadium", "Harbor St depot",
-          "Cannon Beach", "the courthouse", "Grand Park", "Lake Tahoe")
-CONSTRAINTS = ("avoid tolls", "arrive before 8AM", "wheelchair accessible", "avoid highways in snow",
-               "one charging stop", "no busy arterials", "step-free access", "truck route")
+PLACES = (
+    "the airport",
+    "Union Station",
+    "the Art Museum",
+    "Lincoln Elementary",
+    "the stadium",
+    "Harbor St depot",
+    "Cannon Beach",
+    "the courthouse",
+    "Grand Park",
+    "Lake Tahoe",
+)
+CONSTRAINTS = (
+    "avoid tolls",
+    "arrive before 8AM",
+    "wheelchair accessible",
+    "avoid highways in snow",
+    "one charging stop",
+    "no busy arterials",
+    "step-free access",
+    "truck route",
+)
 
 
 COLUMNS = ["item_id", "prompt", "response", "system_id", "context", "constraints", "conversation"]
@@ -52,17 +70,30 @@ def generate(path: Path, rows: int, seed: int = 7) -> None:
             response = (
                 f"Route {i}: head north on Main St for {rng.randint(1, 9)} blocks, then take Route {rng.randint(1, 99)} "
                 f"east. This keeps to {cons[0]}. Expect about {rng.randint(10, 60)} minutes; "
-                + "leave a little earlier if the weather turns. " * rng.randint(1, 4)
+                + "leave a little earlier if the weather turns. "
+                * rng.randint(1, 4)
             )
             context = f"Departure at {rng.randint(5, 9)}:{rng.randint(0, 59):02d} AM." if i % 2 else ""
             conversation = (
-                json.dumps([{"role": "user", "content": prompt}, {"role": "assistant", "content": "Where from?"},
-                            {"role": "user", "content": "From home."}])
+                json.dumps(
+                    [
+                        {"role": "user", "content": prompt},
+                        {"role": "assistant", "content": "Where from?"},
+                        {"role": "user", "content": "From home."},
+                    ]
+                )
                 if i % 10 == 0
                 else ""
             )
-            row = [f"item-{i:07d}", prompt, response, SYSTEMS[i % len(SYSTEMS)], context, "; ".join(cons),
-                   conversation]
+            row = [
+                f"item-{i:07d}",
+                prompt,
+                response,
+                SYSTEMS[i % len(SYSTEMS)],
+                context,
+                "; ".join(cons),
+                conversation,
+            ]
             if jsonl:
                 record = dict(zip(COLUMNS, row), constraints=cons)
                 record["conversation"] = json.loads(conversation) if conversation else []
@@ -111,10 +142,20 @@ def fresh_database(database: str) -> str:
 
 
 def run(database: str, file: Path) -> dict:
-    env = dict(os.environ, DATABASE_URL=fresh_database(database), DJANGO_SETTINGS_MODULE="annotator.settings",
-               SECRET_KEY="bench-only-not-secret", DEBUG="0")
+    env = dict(
+        os.environ,
+        DATABASE_URL=fresh_database(database),
+        DJANGO_SETTINGS_MODULE="annotator.settings",
+        SECRET_KEY="bench-only-not-secret",
+        DEBUG="0",
+    )
     result = subprocess.run(
-        [sys.executable, __file__, "--child", str(file)], check=False, cwd=ROOT, env=env, capture_output=True, text=True
+        [sys.executable, __file__, "--child", str(file)],
+        check=False,
+        cwd=ROOT,
+        env=env,
+        capture_output=True,
+        text=True,
     )
     if result.returncode != 0:
         raise SystemExit(f"{database} run failed:\n{result.stderr}")
@@ -122,7 +163,9 @@ def run(database: str, file: Path) -> dict:
 
 
 def main() -> None:
-    parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
+    parser = argparse.ArgumentParser(
+        description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter
+    )
     parser.add_argument("--rows", type=int, default=100_000)
     parser.add_argument("--databases", default="sqlite,postgresql")
     parser.add_argument("--format", choices=["csv", "jsonl"], default="csv")
@@ -139,7 +182,9 @@ def main() -> None:
     print(f"{'database':<12} {'rows':>8} {'seconds':>8} {'rows/s':>9} {'peak RSS MB':>12}")
     for database in args.databases.split(","):
         r = run(database.strip(), file)
-        print(f"{database:<12} {r['rows']:>8} {r['seconds']:>8.2f} {r['rows'] / r['seconds']:>9.0f} {r['rss_mb']:>12.0f}")
+        print(
+            f"{database:<12} {r['rows']:>8} {r['seconds']:>8.2f} {r['rows'] / r['seconds']:>9.0f} {r['rss_mb']:>12.0f}"
+        )
 
 
 if __name__ == "__main__":

@@ -46,8 +46,13 @@ def main() -> int:
     template = load_template("hub_answer_correctness")
     batch = Batch.objects.create(name="cost", rubric=Rubric.default().to_dict(), k=3)
     Item.objects.bulk_create(
-        Item(batch=batch, item_id=f"cost-{n}", position=n, prompt=f"Question {n}: how far to the coast?",
-             response=f"About {n} km.")
+        Item(
+            batch=batch,
+            item_id=f"cost-{n}",
+            position=n,
+            prompt=f"Question {n}: how far to the coast?",
+            response=f"About {n} km.",
+        )
         for n in range(args.items)
     )
     prices = Prices(PRICE_IN, PRICE_OUT)
@@ -59,8 +64,15 @@ def main() -> int:
         client = client_for({"base_url": fake.url, "model": "bench", "max_tokens": 40, "backoff": 0.05})
         started = time.perf_counter()
         try:
-            result = judge_run(batch=batch, template=template, client=client, judge_name=name,
-                               concurrency=args.concurrency, prices=prices, **options)
+            result = judge_run(
+                batch=batch,
+                template=template,
+                client=client,
+                judge_name=name,
+                concurrency=args.concurrency,
+                prices=prices,
+                **options,
+            )
         finally:
             client.close()
         return result, time.perf_counter() - started
@@ -72,21 +84,36 @@ def main() -> int:
         cached_calls = fake.calls - paid_calls
         a_calls = list(JudgeCall.objects.filter(judge__name="A"))
         full_cost = cost(a_calls)
-        one_call = max(((c.tokens_in or 0) * PRICE_IN + (c.tokens_out or 0) * PRICE_OUT) / 1e6 for c in a_calls)
+        one_call = max(
+            ((c.tokens_in or 0) * PRICE_IN + (c.tokens_out or 0) * PRICE_OUT) / 1e6 for c in a_calls
+        )
         cap = full_cost / 3
         before = fake.calls
         capped, capped_s = run(fake, "C", cache=False, max_cost=cap)
         capped_calls = fake.calls - before
     spent = cost(JudgeCall.objects.filter(judge__name="C"))
-    print(f"{args.items} items, concurrency {args.concurrency}, {args.latency * 1000:.0f} ms a call, "
-          f"prices {PRICE_IN}/{PRICE_OUT} per million tokens")
-    print(f"paid run:   {paid_calls} calls in {paid_s:.2f} s, cost {full_cost:.6f} ({paid.progress.summary()})")
-    print(f"cached run: {cached_calls} calls in {cached_s:.2f} s ({cached.progress.cached} served from the cache)")
-    print(f"capped run: cap {cap:.6f}, {capped_calls} calls in {capped_s:.2f} s, real spend {spent:.6f}, one call "
-          f"at most {one_call:.6f}; over the cap by {max(0.0, spent - cap):.6f}, under it by {max(0.0, cap - spent):.6f}; "
-          f"stopped at the cap: {capped.capped}")
-    ok = cached_s <= 2.0 and cached_calls == 0 and cached.progress.cached == args.items \
-        and spent <= cap + one_call and capped.capped
+    print(
+        f"{args.items} items, concurrency {args.concurrency}, {args.latency * 1000:.0f} ms a call, "
+        f"prices {PRICE_IN}/{PRICE_OUT} per million tokens"
+    )
+    print(
+        f"paid run:   {paid_calls} calls in {paid_s:.2f} s, cost {full_cost:.6f} ({paid.progress.summary()})"
+    )
+    print(
+        f"cached run: {cached_calls} calls in {cached_s:.2f} s ({cached.progress.cached} served from the cache)"
+    )
+    print(
+        f"capped run: cap {cap:.6f}, {capped_calls} calls in {capped_s:.2f} s, real spend {spent:.6f}, one call "
+        f"at most {one_call:.6f}; over the cap by {max(0.0, spent - cap):.6f}, under it by {max(0.0, cap - spent):.6f}; "
+        f"stopped at the cap: {capped.capped}"
+    )
+    ok = (
+        cached_s <= 2.0
+        and cached_calls == 0
+        and cached.progress.cached == args.items
+        and spent <= cap + one_call
+        and capped.capped
+    )
     print("targets met" if ok else "TARGETS MISSED")
     return 0 if ok else 1
 

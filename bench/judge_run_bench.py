@@ -56,30 +56,49 @@ def main() -> int:
     def batch(name: str) -> Batch:
         created = Batch.objects.create(name=name, rubric=Rubric.default().to_dict(), k=3)
         Item.objects.bulk_create(
-            Item(batch=created, item_id=f"{name}-{n}", position=n, prompt=f"Question {name}-{n}: how far to the coast?",
-                 response=f"About {n} km.")
+            Item(
+                batch=created,
+                item_id=f"{name}-{n}",
+                position=n,
+                prompt=f"Question {name}-{n}: how far to the coast?",
+                response=f"About {n} km.",
+            )
             for n in range(args.items)
         )
         return created
 
     def run(url: str, target: Batch, stop_at: int | None = None) -> None:
-        client = ChatClient(base_url=url, model="bench", backoff=0.05, max_backoff=1.0, max_retries=6, timeout=30)
+        client = ChatClient(
+            base_url=url, model="bench", backoff=0.05, max_backoff=1.0, max_retries=6, timeout=30
+        )
 
         def progress(state):
             if stop_at is not None and state.done >= stop_at:
                 client.stop.set()  # what Ctrl-C, SIGTERM and a cancelled job do
 
         try:
-            judge_run(batch=target, template=template, client=client, judge_name=f"bench/{target.name}",
-                      concurrency=args.concurrency, progress=progress)
+            judge_run(
+                batch=target,
+                template=template,
+                client=client,
+                judge_name=f"bench/{target.name}",
+                concurrency=args.concurrency,
+                progress=progress,
+            )
         finally:
             client.close()
 
     rows = []
-    for name, faults, halves in (("clean", False, False), ("faults", True, False), ("interrupted", False, True)):
+    for name, faults, halves in (
+        ("clean", False, False),
+        ("faults", True, False),
+        ("interrupted", False, True),
+    ):
         target = batch(name)
         command = [sys.executable, str(ROOT / "tests" / "fake_judge.py"), "--latency", str(args.latency)]
-        endpoint = subprocess.Popen(command + (["--faults"] if faults else []), stdout=subprocess.PIPE, text=True)
+        endpoint = subprocess.Popen(
+            command + (["--faults"] if faults else []), stdout=subprocess.PIPE, text=True
+        )
         try:
             url = endpoint.stdout.readline().strip()
             started = time.perf_counter()
@@ -98,15 +117,35 @@ def main() -> int:
         saved = calls.values("item").distinct().count()
         duplicates = sum(1 for n in seen["answered"].values() if n > 1) + (calls.count() - saved)
         note = f"stopped after {first} calls, then rerun" if halves else ""
-        rows.append((name, args.items, seen["calls"], seen["calls"] / args.items, saved, args.items - saved,
-                     duplicates, seconds, note))
+        rows.append(
+            (
+                name,
+                args.items,
+                seen["calls"],
+                seen["calls"] / args.items,
+                saved,
+                args.items - saved,
+                duplicates,
+                seconds,
+                note,
+            )
+        )
     print(f"{args.items} items, concurrency {args.concurrency}, {args.latency * 1000:.0f} ms a call")
-    print(f"{'run':<12} {'items':>6} {'calls':>6} {'calls/item':>10} {'saved':>6} {'lost':>5} {'dupl.':>5} {'seconds':>8}")
+    print(
+        f"{'run':<12} {'items':>6} {'calls':>6} {'calls/item':>10} {'saved':>6} {'lost':>5} {'dupl.':>5} {'seconds':>8}"
+    )
     for name, items, n_calls, ratio, saved, lost, dup, seconds, note in rows:
-        print(f"{name:<12} {items:>6} {n_calls:>6} {ratio:>10.3f} {saved:>6} {lost:>5} {dup:>5} {seconds:>8.1f}  {note}")
+        print(
+            f"{name:<12} {items:>6} {n_calls:>6} {ratio:>10.3f} {saved:>6} {lost:>5} {dup:>5} {seconds:>8.1f}  {note}"
+        )
     clean, faults, interrupted = rows
-    ok = (clean[7] <= 20 and faults[5] == faults[6] == 0 and faults[3] <= 1.25 and interrupted[3] <= 1.1
-          and interrupted[5] == interrupted[6] == 0)
+    ok = (
+        clean[7] <= 20
+        and faults[5] == faults[6] == 0
+        and faults[3] <= 1.25
+        and interrupted[3] <= 1.1
+        and interrupted[5] == interrupted[6] == 0
+    )
     print("targets met" if ok else "TARGETS MISSED")
     return 0 if ok else 1
 

@@ -21,7 +21,14 @@ sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
 from hcs.calibration import calibrate_judge
 
 HANNA = Path(__file__).resolve().parents[1] / "fixtures" / "hanna"
-CRITERIA = {"Relevance": "RE", "Coherence": "CH", "Empathy": "EM", "Surprise": "SU", "Engagement": "EG", "Complexity": "CX"}
+CRITERIA = {
+    "Relevance": "RE",
+    "Coherence": "CH",
+    "Empathy": "EM",
+    "Surprise": "SU",
+    "Engagement": "EG",
+    "Complexity": "CX",
+}
 
 
 def main() -> None:
@@ -58,7 +65,9 @@ def main() -> None:
                 f"{c.qwk:>6.3f} {alt.winning_rate:>5.2f} {alt.advantage_probability:>7.3f} "
                 f"{'pass' if alt.passed else 'fail':>8} {seconds:>5.2f}"
             )
-    print(f"\n{len(CRITERIA) * len(judges)} calibrations in {total:.1f} s ({args.boot} bootstrap resamples each, ε = {args.epsilon}).")
+    print(
+        f"\n{len(CRITERIA) * len(judges)} calibrations in {total:.1f} s ({args.boot} bootstrap resamples each, ε = {args.epsilon})."
+    )
 
 
 if __name__ == "__main__":

@@ -20,7 +20,14 @@ from bench_django import django_on_fresh_sqlite
 ROOT = Path(__file__).resolve().parent.parent
 HANNA = Path(__file__).resolve().parents[1] / "fixtures" / "hanna"
 DB = Path("/tmp/judges_report_bench.sqlite3")
-CODES = {"Relevance": "RE", "Coherence": "CH", "Empathy": "EM", "Surprise": "SU", "Engagement": "EG", "Complexity": "CX"}
+CODES = {
+    "Relevance": "RE",
+    "Coherence": "CH",
+    "Empathy": "EM",
+    "Surprise": "SU",
+    "Engagement": "EG",
+    "Complexity": "CX",
+}
 
 
 def main() -> None:
@@ -33,9 +40,9 @@ def main() -> None:
     from django.core.management import call_command
     from django.utils import timezone
 
+    from annotator.judges.services.judges import judge_scores_import
     from annotator.models import Annotation, Batch, Item, Score
     from annotator.selectors import reports
-    from annotator.judges.services.judges import judge_scores_import
     from hcs.judge_output import JudgeScale
     from hcs.rubric import Rubric
     from tests.factories import make_user
@@ -55,15 +62,22 @@ def main() -> None:
     base["rules"], base["flags"], base["exclusive_flags"], base["name"] = [], [], [], "hanna"
     batch = Batch.objects.create(name="hanna", rubric=base, k=3)
     Item.objects.bulk_create(
-        Item(batch=batch, item_id=str(s), position=i, prompt="(story prompt)", response="(story)", system_id=m)
+        Item(
+            batch=batch, item_id=str(s), position=i, prompt="(story prompt)", response="(story)", system_id=m
+        )
         for i, (s, m) in enumerate(wide[["story_id", "model"]].itertuples(index=False))
     )
     items = dict(Item.objects.filter(batch=batch).values_list("item_id", "pk"))
     users = {slot: make_user(slot) for slot in sorted(human.rater.unique())}
     now = timezone.now()
     pairs = sorted({(str(s), r) for s, r in human[["story_id", "rater"]].itertuples(index=False)})
-    Annotation.objects.bulk_create(Annotation(item_id=items[i], annotator=users[r], submitted_at=now, source="import") for i, r in pairs)
-    ann = {(i, u): pk for pk, i, u in Annotation.objects.values_list("pk", "item__item_id", "annotator__username")}
+    Annotation.objects.bulk_create(
+        Annotation(item_id=items[i], annotator=users[r], submitted_at=now, source="import") for i, r in pairs
+    )
+    ann = {
+        (i, u): pk
+        for pk, i, u in Annotation.objects.values_list("pk", "item__item_id", "annotator__username")
+    }
     Score.objects.bulk_create(
         Score(annotation_id=ann[(str(s), r)], item_id=items[str(s)], dimension=c.lower(), value=v)
         for s, c, r, v in human[["story_id", "criterion", "rater", "score"]].itertuples(index=False)
@@ -78,13 +92,22 @@ def main() -> None:
         for criterion, code in CODES.items():
             for story, value in zip(wide.story_id, wide[f"{judge} {code} 1"]):
                 out.write(f"{story},{criterion.lower()},{min(5.0, max(1.0, value))}\n")
-        judge_scores_import(batch=batch, judge_name=judge, data=out.getvalue().encode(), filename="j.csv",
-                            scale=JudgeScale.parse("1-5"))
+        judge_scores_import(
+            batch=batch,
+            judge_name=judge,
+            data=out.getvalue().encode(),
+            filename="j.csv",
+            scale=JudgeScale.parse("1-5"),
+        )
     step(f"import {len(judges)} judges × 6 criteria × 1,056 scores", started)
 
     started = time.perf_counter()
-    reports.report_from_arrays(batch=batch, arrays=reports.report_arrays(batch=batch), n_resamples=args.resamples,
-                               seed=reports.DEFAULT_SEED)
+    reports.report_from_arrays(
+        batch=batch,
+        arrays=reports.report_arrays(batch=batch),
+        n_resamples=args.resamples,
+        seed=reports.DEFAULT_SEED,
+    )
     step("the report without the judge sections", started)
     started = time.perf_counter()
     report = reports.batch_report(batch=batch, n_resamples=args.resamples)
@@ -95,7 +118,9 @@ def main() -> None:
     for name, seconds in rows:
         print(f"{name:<{width}}  {seconds:7.2f}")
     passed = sum(r.calibration.alt_test.passed for r in report.sections["judges"].rows)
-    print(f"\nalt-test passed in {passed} of {len(report.sections['judges'].rows)} judge × criterion pairs (ε = 0.2).")
+    print(
+        f"\nalt-test passed in {passed} of {len(report.sections['judges'].rows)} judge × criterion pairs (ε = 0.2)."
+    )
 
 
 if __name__ == "__main__":

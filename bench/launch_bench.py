@@ -280,25 +280,46 @@ def quality_rule(batch: int) -> None:
 def batch_file(items: int) -> bytes:
     """JSONL: the items, one training row and two checks whose expert scores are the workers' SCORES."""
     constraints = ["avoid tolls", "arrive before 8AM"]
-    rows = [{"item_id": f"launch-{i}", "prompt_id": f"p{i // 2}", "system_id": f"s{i % 2}",
-             "prompt": f"Plan a route to terminal {i} avoiding tolls; arrive before 8AM.",
-             "response": "Take the ring road west (no tolls), leave by 6:40.\n" * 8, "constraints": constraints}
-            for i in range(items)]
+    rows = [
+        {
+            "item_id": f"launch-{i}",
+            "prompt_id": f"p{i // 2}",
+            "system_id": f"s{i % 2}",
+            "prompt": f"Plan a route to terminal {i} avoiding tolls; arrive before 8AM.",
+            "response": "Take the ring road west (no tolls), leave by 6:40.\n" * 8,
+            "constraints": constraints,
+        }
+        for i in range(items)
+    ]
     expert = {f"gold_{k.removeprefix('score_')}": int(v) for k, v in SCORES.items() if k.startswith("score_")}
     for n, kind in enumerate(("training", "check", "check")):
-        rows.append({"item_id": f"launch-route-{n}", "prompt": "Plan a route avoiding tolls; arrive before 8AM.",
-                     "response": "Take the ring road west.", "constraints": constraints, **expert,
-                     "gold_kind": kind, "gold_explanation": "The ring road has no tolls."})
+        rows.append(
+            {
+                "item_id": f"launch-route-{n}",
+                "prompt": "Plan a route avoiding tolls; arrive before 8AM.",
+                "response": "Take the ring road west.",
+                "constraints": constraints,
+                **expert,
+                "gold_kind": kind,
+                "gold_explanation": "The ring road has no tolls.",
+            }
+        )
     return "".join(json.dumps(row) + "\n" for row in rows).encode()
 
 
 def multipart(fields: dict[str, str], files: dict[str, tuple[str, bytes]]) -> tuple[str, bytes]:
     boundary = "launchbench" + os.urandom(8).hex()
-    parts = [f'--{boundary}\r\nContent-Disposition: form-data; name="{k}"\r\n\r\n{v}\r\n'.encode()
-             for k, v in fields.items()]
+    parts = [
+        f'--{boundary}\r\nContent-Disposition: form-data; name="{k}"\r\n\r\n{v}\r\n'.encode()
+        for k, v in fields.items()
+    ]
     for key, (filename, data) in files.items():
-        parts.append(f'--{boundary}\r\nContent-Disposition: form-data; name="{key}"; filename="{filename}"\r\n'
-                     f"Content-Type: application/octet-stream\r\n\r\n".encode() + data + b"\r\n")
+        parts.append(
+            f'--{boundary}\r\nContent-Disposition: form-data; name="{key}"; filename="{filename}"\r\n'
+            f"Content-Type: application/octet-stream\r\n\r\n".encode()
+            + data
+            + b"\r\n"
+        )
     return f"multipart/form-data; boundary={boundary}", b"".join(parts) + f"--{boundary}--\r\n".encode()
 
 
@@ -321,27 +342,63 @@ def prepare_study(app_ports: list[int], args, env: dict[str, str]) -> tuple[dict
         return page
 
     csrf = CSRF.search(step("login page", app_ports[0], "GET", "/login/")).group(1)
-    step("log in", app_ports[0], "POST", "/login/",
-         {"username": ADMIN, "password": ADMIN_PASSWORD, "csrfmiddlewaretoken": csrf})
+    step(
+        "log in",
+        app_ports[0],
+        "POST",
+        "/login/",
+        {"username": ADMIN, "password": ADMIN_PASSWORD, "csrfmiddlewaretoken": csrf},
+    )
     csrf = CSRF.search(step("upload page", app_ports[0], "GET", "/uploads/")).group(1)
-    form = multipart({"mode": "batch", "name": "launch", "k": "3", "csrfmiddlewaretoken": csrf},
-                     {"file": ("launch.jsonl", batch_file(args.items))})
+    form = multipart(
+        {"mode": "batch", "name": "launch", "k": "3", "csrfmiddlewaretoken": csrf},
+        {"file": ("launch.jsonl", batch_file(args.items))},
+    )
     page = step("upload preview", app_ports[0], "POST", "/uploads/preview/", form)
     token = UPLOAD_TOKEN.search(page).group(1)
-    page = step("upload confirm", app_ports[1], "POST", "/uploads/confirm/",
-                {"token": token, "csrfmiddlewaretoken": CSRF.search(page).group(1)})
+    page = step(
+        "upload confirm",
+        app_ports[1],
+        "POST",
+        "/uploads/confirm/",
+        {"token": token, "csrfmiddlewaretoken": CSRF.search(page).group(1)},
+    )
     if "no longer waiting" in page:
         raise RuntimeError("the confirm on the second server did not find the file the first one kept")
     page = step("studies page", app_ports[1], "GET", "/studies/")
     batch, csrf = int(SETTINGS_ACTION.search(page).group(1)), CSRF.search(page).group(1)
-    step("study settings", app_ports[1], "POST", f"/studies/{batch}/settings/", {
-        "consent_text": "## Consent\n\nYou agree that we keep your ratings.",
-        "instructions": "Read each response in full before you score.",
-        "max_items_per_annotator": "", "max_session_minutes": "", "csrfmiddlewaretoken": csrf})
-    page = step("study link", app_ports[1], "POST", "/studies/study-link/", {
-        "batch": str(batch), "platform": "prolific", "quota": str(args.quota), "max_minutes": "60",
-        "completion_code": COMPLETION, "screen_out_code": "LAUNCHSCR", "days": "30", "csrfmiddlewaretoken": csrf})
-    subprocess.run([str(VENV_BIN / "python"), __file__, "--quality-rule", str(batch)], cwd=ROOT, env=env, check=True)
+    step(
+        "study settings",
+        app_ports[1],
+        "POST",
+        f"/studies/{batch}/settings/",
+        {
+            "consent_text": "## Consent\n\nYou agree that we keep your ratings.",
+            "instructions": "Read each response in full before you score.",
+            "max_items_per_annotator": "",
+            "max_session_minutes": "",
+            "csrfmiddlewaretoken": csrf,
+        },
+    )
+    page = step(
+        "study link",
+        app_ports[1],
+        "POST",
+        "/studies/study-link/",
+        {
+            "batch": str(batch),
+            "platform": "prolific",
+            "quota": str(args.quota),
+            "max_minutes": "60",
+            "completion_code": COMPLETION,
+            "screen_out_code": "LAUNCHSCR",
+            "days": "30",
+            "csrfmiddlewaretoken": csrf,
+        },
+    )
+    subprocess.run(
+        [str(VENV_BIN / "python"), __file__, "--quality-rule", str(batch)], cwd=ROOT, env=env, check=True
+    )
     return {"batch": batch, "token": STUDY_TOKEN.search(page).group(1), "k": 3}, steps
 
 
@@ -368,8 +425,14 @@ class Shared:
 def kind_of(method: str, path: str) -> str:
     if path.startswith("/study/"):
         return "open link"
-    for part, name in (("/consent/", "consent"), ("/instructions/", "instructions"), ("/next/", "next item"),
-                       ("/done/", "done page"), ("/answer/", "gold submit"), ("/item/", "submit")):
+    for part, name in (
+        ("/consent/", "consent"),
+        ("/instructions/", "instructions"),
+        ("/next/", "next item"),
+        ("/done/", "done page"),
+        ("/answer/", "gold submit"),
+        ("/item/", "submit"),
+    ):
         if part in path:
             return f"{name} {method}" if name in ("consent", "instructions") else name
     return f"other {method}"
@@ -386,7 +449,9 @@ class Worker:
         self.cookies: dict[str, str] = {}
 
     def _once(self, method: str, path: str, body):
-        conn = http.client.HTTPConnection("127.0.0.1", self.port, timeout=30, source_address=(self.address, 0))
+        conn = http.client.HTTPConnection(
+            "127.0.0.1", self.port, timeout=30, source_address=(self.address, 0)
+        )
         headers = {"Cookie": "; ".join(f"{k}={v}" for k, v in self.cookies.items())}
         data = None
         if isinstance(body, tuple):  # (content type, bytes): a multipart form
@@ -451,7 +516,9 @@ class Worker:
                         self.shared.codes.add(self.n)
                 return
             if path.endswith("/consent/"):
-                status, page, path = self.go("POST", path, {"decision": "accept", "csrfmiddlewaretoken": csrf})
+                status, page, path = self.go(
+                    "POST", path, {"decision": "accept", "csrfmiddlewaretoken": csrf}
+                )
             elif path.endswith("/instructions/"):
                 status, page, path = self.go("POST", path, {"csrfmiddlewaretoken": csrf})
             elif 'id="continue"' in page:  # training feedback
@@ -475,9 +542,13 @@ def warm_up(app_ports: list[int], study: dict, gunicorn_workers: int) -> None:
     templates once per worker; the link limit's count of 127.0.0.1 starts at a few."""
     shared = Shared()
     for port in app_ports:
-        visitors = [Worker(9000 + port % 100 * 10 + n, port, shared, time.monotonic() + 60, label="warmup")
-                    for n in range(2 * gunicorn_workers)]
-        threads = [threading.Thread(target=v.visit, args=(study["token"], study["batch"], 0.0)) for v in visitors]
+        visitors = [
+            Worker(9000 + port % 100 * 10 + n, port, shared, time.monotonic() + 60, label="warmup")
+            for n in range(2 * gunicorn_workers)
+        ]
+        threads = [
+            threading.Thread(target=v.visit, args=(study["token"], study["batch"], 0.0)) for v in visitors
+        ]
         for thread in threads:
             thread.start()
         for thread in threads:
@@ -488,28 +559,48 @@ def verify(pg_url: str, batch: int, k: int, acked: set[tuple[str, int]]) -> dict
     import psycopg
 
     with psycopg.connect(pg_url) as conn:
-        stored = set(conn.execute(
-            "SELECT e.worker_id, a.item_id FROM annotator_annotation a "
-            "JOIN annotator_enrolment e ON e.user_id = a.annotator_id AND e.batch_id = %s "
-            "WHERE e.worker_id LIKE '%%launch%%'", [batch]).fetchall())
+        stored = set(
+            conn.execute(
+                "SELECT e.worker_id, a.item_id FROM annotator_annotation a "
+                "JOIN annotator_enrolment e ON e.user_id = a.annotator_id AND e.batch_id = %s "
+                "WHERE e.worker_id LIKE '%%launch%%'",
+                [batch],
+            ).fetchall()
+        )
         duplicates = conn.execute(
             "SELECT count(*) FROM (SELECT 1 FROM annotator_annotation GROUP BY item_id, annotator_id "
-            "HAVING count(*) > 1) d").fetchone()[0]
+            "HAVING count(*) > 1) d"
+        ).fetchone()[0]
         over_k = conn.execute(
             "SELECT count(*) FROM annotator_item i WHERE i.batch_id = %s AND "
-            "(SELECT count(*) FROM annotator_annotation a WHERE a.item_id = i.id) > %s", [batch, k]).fetchone()[0]
-        enrolled = conn.execute("SELECT count(*) FROM annotator_enrolment WHERE batch_id = %s "
-                                "AND worker_id LIKE '%%launch%%'", [batch]).fetchone()[0]
-    return {"acknowledged": len(acked), "stored": len(stored), "lost": len(acked - stored),
-            "stored_unacknowledged": len(stored - acked), "duplicates": duplicates, "over_k": over_k,
-            "enrolled": enrolled}
+            "(SELECT count(*) FROM annotator_annotation a WHERE a.item_id = i.id) > %s",
+            [batch, k],
+        ).fetchone()[0]
+        enrolled = conn.execute(
+            "SELECT count(*) FROM annotator_enrolment WHERE batch_id = %s AND worker_id LIKE '%%launch%%'",
+            [batch],
+        ).fetchone()[0]
+    return {
+        "acknowledged": len(acked),
+        "stored": len(stored),
+        "lost": len(acked - stored),
+        "stored_unacknowledged": len(stored - acked),
+        "duplicates": duplicates,
+        "over_k": over_k,
+        "enrolled": enrolled,
+    }
 
 
 def table(title: str, header: list[str], rows: list[list]) -> str:
     widths = [max(len(str(x)) for x in col) for col in zip(header, *rows, strict=False)]
-    lines = [f"\n{title}", "| " + " | ".join(h.ljust(w) for h, w in zip(header, widths, strict=True)) + " |",
-             "|" + "|".join("-" * (w + 2) for w in widths) + "|"]
-    lines += ["| " + " | ".join(str(x).ljust(w) for x, w in zip(row, widths, strict=True)) + " |" for row in rows]
+    lines = [
+        f"\n{title}",
+        "| " + " | ".join(h.ljust(w) for h, w in zip(header, widths, strict=True)) + " |",
+        "|" + "|".join("-" * (w + 2) for w in widths) + "|",
+    ]
+    lines += [
+        "| " + " | ".join(str(x).ljust(w) for x, w in zip(row, widths, strict=True)) + " |" for row in rows
+    ]
     return "\n".join(lines)
 
 
@@ -524,14 +615,32 @@ def timeline(records: list[Record], t0: float, step: float = 5.0) -> str:
         answered = [(r.end - r.start) * 1000 for r in part if r.status is not None]
         instants = [lo + step * k / 10 for k in range(10)]
         in_flight = max(sum(1 for r in records if r.start <= t < r.end) for t in instants)
-        rows.append([f"{lo - t0:.0f}-{hi - t0:.0f}", len(part), sum(1 for r in part if r.status == 503),
-                     f"{percentile(answered, 0.5):.0f}", f"{percentile(answered, 0.95):.0f}", in_flight])
-    return table("over time (s after the first arrival, by request start)",
-                 ["s", "requests", "503", "p50 ms", "p95 ms", "most in flight"], rows)
+        rows.append(
+            [
+                f"{lo - t0:.0f}-{hi - t0:.0f}",
+                len(part),
+                sum(1 for r in part if r.status == 503),
+                f"{percentile(answered, 0.5):.0f}",
+                f"{percentile(answered, 0.95):.0f}",
+                in_flight,
+            ]
+        )
+    return table(
+        "over time (s after the first arrival, by request start)",
+        ["s", "requests", "503", "p50 ms", "p95 ms", "most in flight"],
+        rows,
+    )
 
 
-def report(shared: Shared, cut: tuple[float, float] | None, t0: float, args, outcome: dict, sent: Counter,
-           machine: list[list]) -> str:
+def report(
+    shared: Shared,
+    cut: tuple[float, float] | None,
+    t0: float,
+    args,
+    outcome: dict,
+    sent: Counter,
+    machine: list[list],
+) -> str:
     def inside(r: Record) -> bool:
         return cut is not None and r.start < cut[1] and r.end > cut[0]
 
@@ -543,31 +652,63 @@ def report(shared: Shared, cut: tuple[float, float] | None, t0: float, args, out
         row = [kind]
         for part in ("outside", "inside"):
             answered = [(r.end - r.start) * 1000 for r in by_kind[kind][part] if r.status is not None]
-            row += [len(by_kind[kind][part]), f"{percentile(answered, 0.5):.0f}", f"{percentile(answered, 0.95):.0f}"]
+            row += [
+                len(by_kind[kind][part]),
+                f"{percentile(answered, 0.5):.0f}",
+                f"{percentile(answered, 0.95):.0f}",
+            ]
         rows.append(row)
     everything = [(r.end - r.start) * 1000 for r in shared.records if r.status is not None and not inside(r)]
-    rows.append(["all", len(everything), f"{percentile(everything, 0.5):.0f}", f"{percentile(everything, 0.95):.0f}",
-                 "", "", ""])
-    out = [f"launch bench: {args.workers} workers arriving within {args.arrive:.0f} s, quota {args.quota}, "
-           f"mean pause {args.think:g} s, "
-           f"2 app servers x {args.gunicorn_workers} gunicorn workers, DB_PREPARED_STATEMENTS="
-           f"{os.environ.get('DB_PREPARED_STATEMENTS', '1')}, LINK_OPENS_PER_MINUTE={args.link_opens_per_minute}, "
-           f"PROXY_COUNT=1"]
+    rows.append(
+        [
+            "all",
+            len(everything),
+            f"{percentile(everything, 0.5):.0f}",
+            f"{percentile(everything, 0.95):.0f}",
+            "",
+            "",
+            "",
+        ]
+    )
+    out = [
+        f"launch bench: {args.workers} workers arriving within {args.arrive:.0f} s, quota {args.quota}, "
+        f"mean pause {args.think:g} s, "
+        f"2 app servers x {args.gunicorn_workers} gunicorn workers, DB_PREPARED_STATEMENTS="
+        f"{os.environ.get('DB_PREPARED_STATEMENTS', '1')}, LINK_OPENS_PER_MINUTE={args.link_opens_per_minute}, "
+        f"PROXY_COUNT=1"
+    ]
     if cut is not None:
         out.append(f"database cut from {cut[0] - t0:.1f} s to {cut[1] - t0:.1f} s after the first arrival")
-    out.append(table("latency (ms; inside = the request overlapped the cut; errors left out of the percentiles)",
-                     ["request", "n outside", "p50", "p95", "n inside", "p50", "p95"], rows))
-    statuses = Counter((("inside" if inside(r) else "outside"), r.status or "conn error") for r in shared.records)
+    out.append(
+        table(
+            "latency (ms; inside = the request overlapped the cut; errors left out of the percentiles)",
+            ["request", "n outside", "p50", "p95", "n inside", "p50", "p95"],
+            rows,
+        )
+    )
+    statuses = Counter(
+        (("inside" if inside(r) else "outside"), r.status or "conn error") for r in shared.records
+    )
     out.append(timeline(shared.records, t0))
-    out.append(table("statuses", ["when", "status", "n"],
-                     [[w, s, n] for (w, s), n in sorted(statuses.items(), key=lambda x: (x[0][0], str(x[0][1])))]))
-    visits = [["workers", args.workers], ["refused at the link (429)", len(shared.throttled)],
-              ["shown the completion code", len(shared.codes)],
-              *[[f"stopped: {why}", n] for why, n in shared.stuck.items()],
-              *[[key.replace("_", " "), value] for key, value in outcome.items()],
-              *[[f"requests to app server :{port}", n] for port, n in sorted(sent.items())]]
+    out.append(
+        table(
+            "statuses",
+            ["when", "status", "n"],
+            [[w, s, n] for (w, s), n in sorted(statuses.items(), key=lambda x: (x[0][0], str(x[0][1])))],
+        )
+    )
+    visits = [
+        ["workers", args.workers],
+        ["refused at the link (429)", len(shared.throttled)],
+        ["shown the completion code", len(shared.codes)],
+        *[[f"stopped: {why}", n] for why, n in shared.stuck.items()],
+        *[[key.replace("_", " "), value] for key, value in outcome.items()],
+        *[[f"requests to app server :{port}", n] for port, n in sorted(sent.items())],
+    ]
     out.append(table("what held", ["", "n"], visits))
-    out.append(table("the machine during the run (CPU seconds; load average at start and end)", ["", ""], machine))
+    out.append(
+        table("the machine during the run (CPU seconds; load average at start and end)", ["", ""], machine)
+    )
     return "\n".join(out)
 
 
@@ -580,13 +721,20 @@ def server_log_summary(logs: Path) -> str:
         for i, line in enumerate(lines):
             if not re.match(r"^[\w.]+(Error|Exception|Timeout)\b", line):
                 continue
-            following = next((x for x in lines[i + 1:i + 8] if x.strip() and not x.startswith(("\t", " "))), "")
-            if not following.startswith(("During handling of the above exception", "The above exception was")):
+            following = next(
+                (x for x in lines[i + 1 : i + 8] if x.strip() and not x.startswith(("\t", " "))), ""
+            )
+            if not following.startswith(
+                ("During handling of the above exception", "The above exception was")
+            ):
                 raised[re.sub(r"\d+", "N", line)[:150]] += 1
     if not raised:
         return "\n\nserver logs: no tracebacks"
-    return table("server logs: exceptions that ended a traceback", ["exception", "n"],
-                 [[line, n] for line, n in raised.most_common(8)])
+    return table(
+        "server logs: exceptions that ended a traceback",
+        ["exception", "n"],
+        [[line, n] for line, n in raised.most_common(8)],
+    )
 
 
 def main() -> None:
@@ -601,12 +749,18 @@ def main() -> None:
     parser.add_argument("--no-cut", action="store_true")
     parser.add_argument("--gunicorn-workers", type=int, default=2)
     parser.add_argument("--link-opens-per-minute", type=int, default=30, help="the app's default is 30")
-    parser.add_argument("--port", type=int, default=8140, help="the proxy's port; app servers and the "
-                        "database proxy take the next three")
+    parser.add_argument(
+        "--port",
+        type=int,
+        default=8140,
+        help="the proxy's port; app servers and the database proxy take the next three",
+    )
     parser.add_argument("--pg", default="postgres://postgres@127.0.0.1:5432/launch_bench")
     parser.add_argument("--keep", action="store_true", help="keep the database afterwards")
     parser.add_argument("--out", help="also write the tables to this file")
-    parser.add_argument("--records", help="write every request (kind, start, end, status, worker) as JSON lines")
+    parser.add_argument(
+        "--records", help="write every request (kind, start, end, status, worker) as JSON lines"
+    )
     args = parser.parse_args()
 
     pg_host, pg_port = "127.0.0.1", 5432
@@ -615,10 +769,18 @@ def main() -> None:
     recreate_postgres(args.pg)
     uploads = tempfile.mkdtemp(prefix="launch-uploads-")
     env = server_env(args.pg)
-    env.update(PROXY_COUNT="1", LINK_OPENS_PER_MINUTE=str(args.link_opens_per_minute), ANNOTATOR_UPLOAD_DIR=uploads,
-               DB_PREPARED_STATEMENTS=os.environ.get("DB_PREPARED_STATEMENTS", "1"))
-    subprocess.run([str(VENV_BIN / "python"), "manage.py", "migrate", "--noinput", "-v", "0"], cwd=ROOT, env=env,
-                   check=True)
+    env.update(
+        PROXY_COUNT="1",
+        LINK_OPENS_PER_MINUTE=str(args.link_opens_per_minute),
+        ANNOTATOR_UPLOAD_DIR=uploads,
+        DB_PREPARED_STATEMENTS=os.environ.get("DB_PREPARED_STATEMENTS", "1"),
+    )
+    subprocess.run(
+        [str(VENV_BIN / "python"), "manage.py", "migrate", "--noinput", "-v", "0"],
+        cwd=ROOT,
+        env=env,
+        check=True,
+    )
     subprocess.run([str(VENV_BIN / "python"), __file__, "--seed"], cwd=ROOT, env=env, check=True)
 
     cut_event = multiprocessing.get_context("fork").Event()
@@ -630,8 +792,16 @@ def main() -> None:
     proxy = None
     try:
         for port in app_ports:
-            servers.append(start_gunicorn(env, port, args.gunicorn_workers, "--timeout", "60",
-                                          log_path=logs / f"gunicorn-{port}.log"))
+            servers.append(
+                start_gunicorn(
+                    env,
+                    port,
+                    args.gunicorn_workers,
+                    "--timeout",
+                    "60",
+                    log_path=logs / f"gunicorn-{port}.log",
+                )
+            )
         study, setup = prepare_study(app_ports, args, env)
         warm_up(app_ports, study, args.gunicorn_workers)
         sent = multiprocessing.get_context("fork").Array("i", len(app_ports))
@@ -639,20 +809,25 @@ def main() -> None:
         wait_for_port(args.port)
         shared = Shared()
         load_start = os.getloadavg()
-        cpu_start = {"app servers": sum(process_cpu_seconds(s.pid) for s in servers),
-                     "proxies": process_cpu_seconds(proxy.pid) + process_cpu_seconds(database.pid),
-                     "bench clients": sum(os.times()[:2])}
+        cpu_start = {
+            "app servers": sum(process_cpu_seconds(s.pid) for s in servers),
+            "proxies": process_cpu_seconds(proxy.pid) + process_cpu_seconds(database.pid),
+            "bench clients": sum(os.times()[:2]),
+        }
         t0 = time.monotonic()
         deadline = t0 + args.arrive + 120
         rng = random.Random(7)
         arrivals = sorted(rng.uniform(0, args.arrive) for _ in range(args.workers))
         threads = []
+
         def arrive(worker: Worker, at: float) -> None:
             time.sleep(max(0.0, t0 + at - time.monotonic()))
             worker.visit(study["token"], study["batch"], args.think)
 
         for n, at in enumerate(arrivals):
-            thread = threading.Thread(target=arrive, args=(Worker(n, args.port, shared, deadline), at), daemon=True)
+            thread = threading.Thread(
+                target=arrive, args=(Worker(n, args.port, shared, deadline), at), daemon=True
+            )
             thread.start()
             threads.append(thread)
         cut = None
@@ -665,16 +840,29 @@ def main() -> None:
             cut = (start, time.monotonic())
         for thread in threads:
             thread.join(timeout=max(1.0, deadline + 30 - time.monotonic()))
-        cpu_end = {"app servers": sum(process_cpu_seconds(s.pid) for s in servers),
-                   "proxies": process_cpu_seconds(proxy.pid) + process_cpu_seconds(database.pid),
-                   "bench clients": sum(os.times()[:2])}
+        cpu_end = {
+            "app servers": sum(process_cpu_seconds(s.pid) for s in servers),
+            "proxies": process_cpu_seconds(proxy.pid) + process_cpu_seconds(database.pid),
+            "bench clients": sum(os.times()[:2]),
+        }
         machine = [[f"{key} CPU s", f"{cpu_end[key] - cpu_start[key]:.1f}"] for key in cpu_start]
-        machine += [["wall s", f"{time.monotonic() - t0:.1f}"], ["cores", os.cpu_count()],
-                    ["load average 1 min", f"{load_start[0]:.1f} -> {os.getloadavg()[0]:.1f}"]]
+        machine += [
+            ["wall s", f"{time.monotonic() - t0:.1f}"],
+            ["cores", os.cpu_count()],
+            ["load average 1 min", f"{load_start[0]:.1f} -> {os.getloadavg()[0]:.1f}"],
+        ]
         outcome = verify(args.pg, study["batch"], study["k"], shared.acked)
-        text = table("the admin's set-up, straight to each app server (before the launch)",
-                     ["step", "server", "status", "ms"], setup) + "\n\n"
-        text += report(shared, cut, t0, args, outcome, Counter(dict(zip(app_ports, sent[:], strict=True))), machine)
+        text = (
+            table(
+                "the admin's set-up, straight to each app server (before the launch)",
+                ["step", "server", "status", "ms"],
+                setup,
+            )
+            + "\n\n"
+        )
+        text += report(
+            shared, cut, t0, args, outcome, Counter(dict(zip(app_ports, sent[:], strict=True))), machine
+        )
         text += server_log_summary(logs)
         print(text)
         if args.out:
@@ -682,8 +870,18 @@ def main() -> None:
         if args.records:
             with open(args.records, "w") as f:
                 for r in shared.records:
-                    f.write(json.dumps({"kind": r.kind, "start": r.start - t0, "end": r.end - t0,
-                                        "status": r.status, "worker": r.worker}) + "\n")
+                    f.write(
+                        json.dumps(
+                            {
+                                "kind": r.kind,
+                                "start": r.start - t0,
+                                "end": r.end - t0,
+                                "status": r.status,
+                                "worker": r.worker,
+                            }
+                        )
+                        + "\n"
+                    )
     finally:
         if proxy is not None:
             proxy.terminate()

@@ -27,8 +27,9 @@ def explain(label: str, batch, user) -> None:
     from annotator.services import assignment_sql
 
     now = timezone.now()
-    sql, params = assignment_sql.lease_statement(batch=batch, annotator_id=user.pk, now=now,
-                                                 expires=now + timedelta(minutes=30))
+    sql, params = assignment_sql.lease_statement(
+        batch=batch, annotator_id=user.pk, now=now, expires=now + timedelta(minutes=30)
+    )
     with transaction.atomic():  # EXPLAIN ANALYZE runs the lease: roll it back
         with connection.cursor() as cursor:
             cursor.execute("EXPLAIN (ANALYZE, COSTS OFF) " + sql, params)
@@ -39,11 +40,15 @@ def explain(label: str, batch, user) -> None:
 
 
 def main() -> None:
-    parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
+    parser = argparse.ArgumentParser(
+        description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter
+    )
     parser.add_argument("--pg-url", default="postgres://postgres@127.0.0.1:5432/bench_lease_plan")
     parser.add_argument("--items", type=int, default=20000)
     args = parser.parse_args()
-    os.environ.update(DATABASE_URL=recreate_postgres(args.pg_url), DJANGO_SETTINGS_MODULE="annotator.settings", DEBUG="1")
+    os.environ.update(
+        DATABASE_URL=recreate_postgres(args.pg_url), DJANGO_SETTINGS_MODULE="annotator.settings", DEBUG="1"
+    )
     django_setup()
     from django.contrib.auth import get_user_model
     from django.core.management import call_command
@@ -60,7 +65,9 @@ def main() -> None:
     batch = Batch.objects.get(pk=make_batch("plan", args.items))
     explain(f"fresh batch of {args.items} items, no statistics", batch, user)
     with connection.cursor() as cursor:
-        cursor.execute("UPDATE annotator_item SET n_annotations = 3 WHERE batch_id = %s AND position < 300", [batch.pk])
+        cursor.execute(
+            "UPDATE annotator_item SET n_annotations = 3 WHERE batch_id = %s AND position < 300", [batch.pk]
+        )
         cursor.execute(
             "UPDATE annotator_item SET n_annotations = 1, n_leased = 1 WHERE batch_id = %s AND position BETWEEN 300 AND 400",
             [batch.pk],

@@ -90,8 +90,19 @@ class Shared:
 class Browser(threading.Thread):
     """One annotator at one browser, until the deadline."""
 
-    def __init__(self, port: int, username: str, batch_id: int, start: threading.Barrier, shared: Shared,
-                 *, seed: int, think: tuple[float, float], double_submit: float, login_timeout: float = 180):
+    def __init__(
+        self,
+        port: int,
+        username: str,
+        batch_id: int,
+        start: threading.Barrier,
+        shared: Shared,
+        *,
+        seed: int,
+        think: tuple[float, float],
+        double_submit: float,
+        login_timeout: float = 180,
+    ):
         super().__init__(daemon=True)
         self.http = Annotator(port, username, timeout=30)
         self.username, self.batch_id, self.start_line, self.shared = username, batch_id, start, shared
@@ -125,8 +136,11 @@ class Browser(threading.Thread):
             if got is None:
                 return False
             match = CSRF.search(got[1])
-            form = {"csrfmiddlewaretoken": match.group(1) if match else "", "username": self.username,
-                    "password": PASSWORD}
+            form = {
+                "csrfmiddlewaretoken": match.group(1) if match else "",
+                "username": self.username,
+                "password": PASSWORD,
+            }
             got = self.send("login", "POST", "/login/", form)
             if got is not None and got[0] == 302 and "sessionid" in self.http.cookies:
                 return True
@@ -214,9 +228,18 @@ def run_faults(master: subprocess.Popen, t0: float, kill_at: float, restart_at: 
         time.sleep(0.05)
     version, name = pg_cluster()
     start = time.monotonic()
-    done = subprocess.run(["pg_ctlcluster", "--skip-systemctl-redirect", version, name, "restart"],
-                          capture_output=True, text=True)
-    log["restart"] = (start - t0, time.monotonic() - t0, f"{version}/{name}", done.returncode, done.stderr.strip())
+    done = subprocess.run(
+        ["pg_ctlcluster", "--skip-systemctl-redirect", version, name, "restart"],
+        capture_output=True,
+        text=True,
+    )
+    log["restart"] = (
+        start - t0,
+        time.monotonic() - t0,
+        f"{version}/{name}",
+        done.returncode,
+        done.stderr.strip(),
+    )
 
 
 # --------------------------------------------------------------------------- checks
@@ -233,20 +256,35 @@ def stored_state(batch_id: int) -> None:
     per_item = annotations.values("item_id").annotate(n=Count("id"))
     counts = {row["item_id"]: row["n"] for row in per_item}
     counters = dict(Item.objects.filter(batch=batch).values_list("pk", "n_annotations"))
-    print(json.dumps({
-        "stored": list(annotations.values_list("annotator__username", "item_id")),
-        "duplicates": sum(row["n"] - 1 for row in per_pair),
-        "over_k": sum(1 for n in counts.values() if n > batch.k),
-        "items_full": sum(1 for n in counts.values() if n >= batch.k),
-        "items": len(counters),
-        "counter_mismatch": sum(1 for pk, n in counters.items() if n != counts.get(pk, 0)),
-    }))
+    print(
+        json.dumps(
+            {
+                "stored": list(annotations.values_list("annotator__username", "item_id")),
+                "duplicates": sum(row["n"] - 1 for row in per_pair),
+                "over_k": sum(1 for n in counts.values() if n > batch.k),
+                "items_full": sum(1 for n in counts.values() if n >= batch.k),
+                "items": len(counters),
+                "counter_mismatch": sum(1 for pk, n in counters.items() if n != counts.get(pk, 0)),
+            }
+        )
+    )
 
 
-def run_load(*, database_url: str, clients: int, seconds: float, items: int, workers: int = 2,
-             faults: bool = True, kill_at: float | None = None, restart_at: float | None = None,
-             think: tuple[float, float] = (0.2, 1.0), double_submit: float = 0.03, k: int = 3,
-             seed: int = 1) -> dict:
+def run_load(
+    *,
+    database_url: str,
+    clients: int,
+    seconds: float,
+    items: int,
+    workers: int = 2,
+    faults: bool = True,
+    kill_at: float | None = None,
+    restart_at: float | None = None,
+    think: tuple[float, float] = (0.2, 1.0),
+    double_submit: float = 0.03,
+    k: int = 3,
+    seed: int = 1,
+) -> dict:
     """Run the load (and the faults) against a fresh database; returns the figures."""
     env = server_env(database_url)
     batch_id = setup_database(env, clients, items, k)
@@ -264,8 +302,16 @@ def run_load(*, database_url: str, clients: int, seconds: float, items: int, wor
 
         start_line = threading.Barrier(clients + 1, action=go)
         browsers = [
-            Browser(port, f"bench{i}", batch_id, start_line, shared, seed=seed * 1000 + i, think=think,
-                    double_submit=double_submit)
+            Browser(
+                port,
+                f"bench{i}",
+                batch_id,
+                start_line,
+                shared,
+                seed=seed * 1000 + i,
+                think=think,
+                double_submit=double_submit,
+            )
             for i in range(clients)
         ]
         for b in browsers:
@@ -276,9 +322,17 @@ def run_load(*, database_url: str, clients: int, seconds: float, items: int, wor
         deadline = shared.deadline
         faulter = None
         if faults:
-            faulter = threading.Thread(target=run_faults, daemon=True, args=(
-                master, t0, seconds / 3 if kill_at is None else kill_at,
-                seconds * 0.55 if restart_at is None else restart_at, fault_log))
+            faulter = threading.Thread(
+                target=run_faults,
+                daemon=True,
+                args=(
+                    master,
+                    t0,
+                    seconds / 3 if kill_at is None else kill_at,
+                    seconds * 0.55 if restart_at is None else restart_at,
+                    fault_log,
+                ),
+            )
             faulter.start()
         for b in browsers:
             b.join(timeout=max(1.0, deadline - time.monotonic()) + 35)
@@ -291,8 +345,14 @@ def run_load(*, database_url: str, clients: int, seconds: float, items: int, wor
             master.wait(timeout=20)
         except subprocess.TimeoutExpired:
             master.kill()
-    out = subprocess.run([str(VENV_BIN / "python"), __file__, "--_check", str(batch_id)], cwd=ROOT, env=env,
-                         check=True, capture_output=True, text=True).stdout
+    out = subprocess.run(
+        [str(VENV_BIN / "python"), __file__, "--_check", str(batch_id)],
+        cwd=ROOT,
+        env=env,
+        check=True,
+        capture_output=True,
+        text=True,
+    ).stdout
     state = json.loads(out.strip().splitlines()[-1])
     stored = {(u, pk) for u, pk in state["stored"]}
 
@@ -309,7 +369,12 @@ def run_load(*, database_url: str, clients: int, seconds: float, items: int, wor
     quiet = [r for r in answered if not in_window(r)]
     return {
         "database": "PostgreSQL" if database_url.startswith("postgres") else "SQLite",
-        "clients": clients, "seconds": seconds, "wall": wall, "workers": workers, "items": items, "k": k,
+        "clients": clients,
+        "seconds": seconds,
+        "wall": wall,
+        "workers": workers,
+        "items": items,
+        "k": k,
         "faults": fault_log,
         "acknowledged": len(shared.acked),
         "stored": len(stored),
@@ -328,10 +393,14 @@ def run_load(*, database_url: str, clients: int, seconds: float, items: int, wor
         "login_p95_ms": percentile([r.end - r.start for r in logins if r.status], 0.95) * 1000,
         "acks_per_s": len(shared.acked) / wall,
         "http_5xx_in_window": sum(1 for r in records if r.status and r.status >= 500 and in_window(r)),
-        "http_5xx_outside_window": sum(1 for r in records if r.status and r.status >= 500 and not in_window(r)),
+        "http_5xx_outside_window": sum(
+            1 for r in records if r.status and r.status >= 500 and not in_window(r)
+        ),
         "connection_errors": sum(1 for r in records if r.status is None),
-        "statuses_5xx": {str(code): sum(1 for r in records if r.status == code)
-                         for code in sorted({r.status for r in records if r.status and r.status >= 500})},
+        "statuses_5xx": {
+            str(code): sum(1 for r in records if r.status == code)
+            for code in sorted({r.status for r in records if r.status and r.status >= 500})
+        },
         "p50_ms": percentile([r.end - r.start for r in answered], 0.50) * 1000,
         "p95_ms": percentile([r.end - r.start for r in answered], 0.95) * 1000,
         "p95_outside_window_ms": percentile([r.end - r.start for r in quiet], 0.95) * 1000,
@@ -346,7 +415,9 @@ def run_load(*, database_url: str, clients: int, seconds: float, items: int, wor
 
 
 def main() -> int:
-    parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
+    parser = argparse.ArgumentParser(
+        description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter
+    )
     parser.add_argument("--db", choices=["postgres", "sqlite"], default="postgres")
     parser.add_argument("--pg-url", default="postgres://postgres@127.0.0.1:5432/ops_load")
     parser.add_argument("--clients", type=int, default=50)
@@ -356,7 +427,9 @@ def main() -> int:
     parser.add_argument("--no-faults", action="store_true")
     parser.add_argument("--kill-at", type=float, default=None, help="seconds into the run (default: a third)")
     parser.add_argument("--restart-at", type=float, default=None, help="seconds into the run (default: 55%%)")
-    parser.add_argument("--double-submit", type=float, default=0.03, help="share of acknowledged forms sent twice")
+    parser.add_argument(
+        "--double-submit", type=float, default=0.03, help="share of acknowledged forms sent twice"
+    )
     args = parser.parse_args()
     if args.seconds > 600 or args.clients > 200:
         parser.error("bounded: at most 600 s and 200 annotators")
@@ -365,9 +438,17 @@ def main() -> int:
         parser.error("the PostgreSQL restart needs --db postgres (or --no-faults)")
     with tempfile.TemporaryDirectory() as tmp:
         url = recreate_postgres(args.pg_url) if args.db == "postgres" else f"sqlite:///{tmp}/load.sqlite3"
-        result = run_load(database_url=url, clients=args.clients, seconds=args.seconds, items=args.items,
-                          workers=args.workers, faults=faults, kill_at=args.kill_at, restart_at=args.restart_at,
-                          double_submit=args.double_submit)
+        result = run_load(
+            database_url=url,
+            clients=args.clients,
+            seconds=args.seconds,
+            items=args.items,
+            workers=args.workers,
+            faults=faults,
+            kill_at=args.kill_at,
+            restart_at=args.restart_at,
+            double_submit=args.double_submit,
+        )
     print_report(result)
     return 1 if failed_checks(result) else 0
 

@@ -21,9 +21,18 @@ def timeline(records: list, t0: float, seconds: float, window, step: float = 5.0
     for i in range(int((seconds + step - 1) // step)):
         lo, hi = t0 + i * step, t0 + (i + 1) * step
         part = [r for r in records if lo <= r.end < hi]
-        answered = [r.end - r.start for r in part if r.status is not None and r.status < 500 and r.kind != "login"]
-        rows.append((i * step, len(part), sum(1 for r in part if r.status and r.status >= 500),
-                     sum(1 for r in part if r.status is None), percentile(answered, 0.95) * 1000))
+        answered = [
+            r.end - r.start for r in part if r.status is not None and r.status < 500 and r.kind != "login"
+        ]
+        rows.append(
+            (
+                i * step,
+                len(part),
+                sum(1 for r in part if r.status and r.status >= 500),
+                sum(1 for r in part if r.status is None),
+                percentile(answered, 0.95) * 1000,
+            )
+        )
     return rows
 
 
@@ -50,8 +59,13 @@ def server_log_summary(path: str) -> dict:
 
 
 def failed_checks(r: dict) -> list[str]:
-    checks = {"lost": r["lost"], "duplicates": r["duplicates"], "over_k": r["over_k"],
-              "counter_mismatch": r["counter_mismatch"], "http_5xx_outside_window": r["http_5xx_outside_window"]}
+    checks = {
+        "lost": r["lost"],
+        "duplicates": r["duplicates"],
+        "over_k": r["over_k"],
+        "counter_mismatch": r["counter_mismatch"],
+        "http_5xx_outside_window": r["http_5xx_outside_window"],
+    }
     failed = [f"{name} = {value}" for name, value in checks.items() if value]
     if r["acknowledged"] == 0:
         failed.append("nothing was acknowledged")
@@ -60,19 +74,29 @@ def failed_checks(r: dict) -> list[str]:
 
 def print_report(r: dict) -> None:
     f = r["faults"]
-    print(f"\nLoad with faults: {r['database']}, gunicorn {r['workers']} sync workers, {r['clients']} annotators, "
-          f"{r['seconds']:g} s (wall {r['wall']:.1f} s), {r['items']} items × k={r['k']}, {os.cpu_count()} CPUs")
+    print(
+        f"\nLoad with faults: {r['database']}, gunicorn {r['workers']} sync workers, {r['clients']} annotators, "
+        f"{r['seconds']:g} s (wall {r['wall']:.1f} s), {r['items']} items × k={r['k']}, {os.cpu_count()} CPUs"
+    )
     if "killed" in f:
-        respawn = f"respawned after {f['respawned'] - f['killed'][1]:.1f} s" if "respawned" in f else "respawn not seen"
+        respawn = (
+            f"respawned after {f['respawned'] - f['killed'][1]:.1f} s"
+            if "respawned" in f
+            else "respawn not seen"
+        )
         print(f"  fault 1: gunicorn worker {f['killed'][0]} SIGKILLed at {f['killed'][1]:.1f} s ({respawn})")
     if "restart" in f:
         start, end, cluster, code, err = f["restart"]
-        print(f"  fault 2: PostgreSQL {cluster} restarted {start:.1f}–{end:.1f} s (exit {code}{'; ' + err if err else ''});"
-              f" restart window counted to {end + RESTART_GRACE_S:.1f} s")
+        print(
+            f"  fault 2: PostgreSQL {cluster} restarted {start:.1f}–{end:.1f} s (exit {code}{'; ' + err if err else ''});"
+            f" restart window counted to {end + RESTART_GRACE_S:.1f} s"
+        )
     if not f:
         print("  no faults")
-    print(f"  before the timed run: {r['clients']} logins in {r['login_seconds']:.1f} s "
-          f"(p95 {r['login_p95_ms']:.0f} ms; PBKDF2 password hashing)")
+    print(
+        f"  before the timed run: {r['clients']} logins in {r['login_seconds']:.1f} s "
+        f"(p95 {r['login_p95_ms']:.0f} ms; PBKDF2 password hashing)"
+    )
     rows = [
         ("submissions acknowledged (302 to a POST)", r["acknowledged"]),
         ("stored (annotations in the batch)", r["stored"]),
@@ -117,5 +141,3 @@ def print_report(r: dict) -> None:
             print(f"  {n:>4}  {key}")
     failed = failed_checks(r)
     print("\nRESULT: " + ("all checks held" if not failed else "FAILED: " + ", ".join(failed)))
-
-

@@ -33,7 +33,9 @@ def load() -> dict[str, np.ndarray]:
     long = pd.read_csv(HANNA)
     out = {}
     for criterion, rows in long.groupby("criterion"):
-        out[criterion] = rows.pivot_table(index="story_id", columns="rater", values="score").sort_index().to_numpy(float)
+        out[criterion] = (
+            rows.pivot_table(index="story_id", columns="rater", values="score").sort_index().to_numpy(float)
+        )
     return out
 
 
@@ -42,8 +44,10 @@ def actual_widths(data: dict[str, np.ndarray], seed: int) -> dict[str, dict[str,
     for criterion, ratings in data.items():
         table = _counts(ratings, CATEGORIES)
         result = dimension_agreement(table, table, CATEGORIES, k=3, n_resamples=1000, seed=seed)
-        out[criterion] = {key: getattr(result, attr)[1] - getattr(result, attr)[0]
-                          for key, attr in AGREEMENT_STATISTICS.items()}
+        out[criterion] = {
+            key: getattr(result, attr)[1] - getattr(result, attr)[0]
+            for key, attr in AGREEMENT_STATISTICS.items()
+        }
     overall = np.mean(np.stack(list(data.values())), axis=0)  # stories × raters, mean over criteria
     means = overall.mean(axis=1)
     idx = np.random.default_rng(seed).integers(0, len(means), size=(1000, len(means)))
@@ -69,12 +73,21 @@ def main() -> None:
             for criterion, ratings in data.items():
                 plan = plan_agreement(ratings[pick], CATEGORIES, n_items=n_full, k=3, seed=draw)
                 for key, p in plan.items():
-                    ratios.setdefault((criterion, key, size), []).append(p.predicted_ci95_width / actual[criterion][key])
+                    ratios.setdefault((criterion, key, size), []).append(
+                        p.predicted_ci95_width / actual[criterion][key]
+                    )
             overall = np.mean(np.stack([r[pick] for r in data.values()]), axis=0)
             p = plan_mean(overall, n_items=n_full, k=3, seed=draw)
-            ratios.setdefault(("overall mean", "mean", size), []).append(p.predicted_ci95_width / actual["overall mean"]["mean"])
-    print(f"HANNA: {n_full} stories × 3 raters; {args.draws} pilots per size; predicted / actual 95% CI width")
-    print(f"{'criterion':<13} {'statistic':<28} {'actual':>7} " + " ".join(f"{'n=' + str(s):>16}" for s in args.pilots))
+            ratios.setdefault(("overall mean", "mean", size), []).append(
+                p.predicted_ci95_width / actual["overall mean"]["mean"]
+            )
+    print(
+        f"HANNA: {n_full} stories × 3 raters; {args.draws} pilots per size; predicted / actual 95% CI width"
+    )
+    print(
+        f"{'criterion':<13} {'statistic':<28} {'actual':>7} "
+        + " ".join(f"{'n=' + str(s):>16}" for s in args.pilots)
+    )
     within_all = []
     for criterion in [*data, "overall mean"]:
         for key in actual[criterion]:
@@ -84,7 +97,10 @@ def main() -> None:
                 within = np.mean(np.abs(r - 1) <= 0.2)
                 within_all.extend(np.abs(r - 1) <= 0.2)
                 cells.append(f"{r.mean():>6.3f} ({within:>4.0%} ok)")
-            print(f"{criterion:<13} {key:<28} {actual[criterion][key]:>7.4f} " + " ".join(f"{c:>16}" for c in cells))
+            print(
+                f"{criterion:<13} {key:<28} {actual[criterion][key]:>7.4f} "
+                + " ".join(f"{c:>16}" for c in cells)
+            )
     print(f"\nwithin ±20% of the full-data width: {np.mean(within_all):.1%} of {len(within_all)} predictions")
 
 

@@ -39,8 +39,11 @@ def run(items: int, budget: int, reps: int, seed: int, judge: str = "spread") ->
     out: dict[str, list[tuple[float, float, float]]] = {"random": [], "active": [], "top-n unweighted": []}
     for _ in range(reps):
         y = rng.normal(truth, 1, size=items)
-        sigma = (rng.uniform(0.1, 2.0, size=items) if judge == "spread"
-                 else np.where(rng.random(items) < 0.8, 0.3, 1.8))
+        sigma = (
+            rng.uniform(0.1, 2.0, size=items)
+            if judge == "spread"
+            else np.where(rng.random(items) < 0.8, 0.3, 1.8)
+        )
         f = y + 0.3 + 0.4 * (sigma - sigma.mean()) + sigma * rng.normal(size=items)
         reported = (sigma[:, None] * rng.normal(size=(items, 5))).std(axis=1, ddof=1)  # 5 samples' SD
 
@@ -82,10 +85,14 @@ def main() -> None:
         print(f"\njudge: {judge}")
         print(f"{'design':<18} {'CI width':>9} {'RMSE':>8} {'bias':>8} {'coverage':>8}")
         for name, s in summary.items():
-            print(f"{name:<18} {s['ci_width']:>9.4f} {s['rmse']:>8.4f} {s['bias']:>+8.4f} {s['coverage']:>8.3f}")
+            print(
+                f"{name:<18} {s['ci_width']:>9.4f} {s['rmse']:>8.4f} {s['bias']:>+8.4f} {s['coverage']:>8.3f}"
+            )
         base = summary["random"]
-        print(f"active vs random: CI width ×{summary['active']['ci_width'] / base['ci_width']:.3f}, "
-              f"RMSE ×{summary['active']['rmse'] / base['rmse']:.3f}")
+        print(
+            f"active vs random: CI width ×{summary['active']['ci_width'] / base['ci_width']:.3f}, "
+            f"RMSE ×{summary['active']['rmse'] / base['rmse']:.3f}"
+        )
 
 
 if __name__ == "__main__":

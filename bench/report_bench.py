@@ -76,7 +76,10 @@ def _rows_for(model, fixed: dict, varying: list[str]):
         else:
             consts[f.attname] = value
     columns = [f.column for f in fields]
-    order = [(f.attname in varying, varying.index(f.attname) if f.attname in varying else f.attname) for f in fields]
+    order = [
+        (f.attname in varying, varying.index(f.attname) if f.attname in varying else f.attname)
+        for f in fields
+    ]
 
     def make(values):
         return tuple(values[i] if is_var else consts[i] for is_var, i in order)
@@ -131,18 +134,43 @@ def load(url: str, n_items: int, seed: int = 11) -> None:
         batch = Batch.objects.create(name=BATCH, rubric=rubric.to_dict(), k=N_ANNOTATORS)
         User = get_user_model()
         users = [User.objects.create_user(username=f"bench-annotator-{j}") for j in range(N_ANNOTATORS)]
-        cols, make = _rows_for(Item, {"batch_id": batch.pk, "n_annotations": N_ANNOTATORS},
-                               ["id", "item_id", "position", "prompt", "response", "system_id", "prompt_id"])
-        _insert(Item, cols, (
-            make((i + 1, f"item-{i:06d}", i, f"Plan a route to stop {i // len(SYSTEMS)} avoiding tolls.",
-                  f"Response {i}: take Route {i % 97} and allow extra time.", SYSTEMS[i % len(SYSTEMS)],
-                  f"p{i // len(SYSTEMS)}"))
-            for i in range(n_items)
-        ))
-        cols, make = _rows_for(Annotation, {"submitted_at": now, "updated_at": now, "source": "import"}, ["id", "item_id", "annotator_id"])
-        _insert(Annotation, cols, (
-            make((i * N_ANNOTATORS + j + 1, i + 1, users[j].pk)) for i in range(n_items) for j in range(N_ANNOTATORS)
-        ))
+        cols, make = _rows_for(
+            Item,
+            {"batch_id": batch.pk, "n_annotations": N_ANNOTATORS},
+            ["id", "item_id", "position", "prompt", "response", "system_id", "prompt_id"],
+        )
+        _insert(
+            Item,
+            cols,
+            (
+                make(
+                    (
+                        i + 1,
+                        f"item-{i:06d}",
+                        i,
+                        f"Plan a route to stop {i // len(SYSTEMS)} avoiding tolls.",
+                        f"Response {i}: take Route {i % 97} and allow extra time.",
+                        SYSTEMS[i % len(SYSTEMS)],
+                        f"p{i // len(SYSTEMS)}",
+                    )
+                )
+                for i in range(n_items)
+            ),
+        )
+        cols, make = _rows_for(
+            Annotation,
+            {"submitted_at": now, "updated_at": now, "source": "import"},
+            ["id", "item_id", "annotator_id"],
+        )
+        _insert(
+            Annotation,
+            cols,
+            (
+                make((i * N_ANNOTATORS + j + 1, i + 1, users[j].pk))
+                for i in range(n_items)
+                for j in range(N_ANNOTATORS)
+            ),
+        )
         # Scores pile up on 4–5 with item-level quality and some annotator noise.
         quality = rng.choice([2, 3, 4, 4, 5, 5], size=(n_items, len(dims)))
         noise = rng.choice([-1, 0, 0, 0, 1], size=(n_items, N_ANNOTATORS, len(dims)))
@@ -161,8 +189,11 @@ def load(url: str, n_items: int, seed: int = 11) -> None:
         _insert(Score, cols, scores())
     with connection.cursor() as cursor:
         cursor.execute("ANALYZE")
-    print(f"  loaded {n_items:,} items, {n_items * N_ANNOTATORS * len(dims):,} scores "
-          f"in {time.perf_counter() - t0:.1f} s", file=sys.stderr)
+    print(
+        f"  loaded {n_items:,} items, {n_items * N_ANNOTATORS * len(dims):,} scores "
+        f"in {time.perf_counter() - t0:.1f} s",
+        file=sys.stderr,
+    )
 
 
 # ------------------------------------------------------------------ measuring
@@ -179,9 +210,11 @@ def floor(url: str) -> dict:
     cats = list(rubric.levels)
     dims = rubric.dimension_keys
     case = "CASE s.dimension " + " ".join(f"WHEN %s THEN {i}" for i in range(len(dims))) + " END"
-    sql = (f"SELECT s.item_id, {case} AS d, s.value, COUNT(*) FROM {Score._meta.db_table} s "
-           f"JOIN {Item._meta.db_table} i ON i.id = s.item_id WHERE i.batch_id = %s "
-           f"GROUP BY s.item_id, s.dimension, s.value")
+    sql = (
+        f"SELECT s.item_id, {case} AS d, s.value, COUNT(*) FROM {Score._meta.db_table} s "
+        f"JOIN {Item._meta.db_table} i ON i.id = s.item_id WHERE i.batch_id = %s "
+        f"GROUP BY s.item_id, s.dimension, s.value"
+    )
     fleiss_kappa(np.array([[1, 1], [2, 0]]))  # import the libraries outside the timing
     krippendorff_alpha(np.array([[1, 1], [2, 0]]), [1, 2], "ordinal")
     gwet_ac2(np.array([[1, 1], [2, 0], [0, 2]]), [1, 2])
@@ -202,7 +235,12 @@ def floor(url: str) -> dict:
         krippendorff_alpha(counts[j], cats, "ordinal")
         krippendorff_alpha(counts[j], cats, "interval")
         gwet_ac2(counts[j], cats)
-    return {"seconds": time.perf_counter() - start, "cpu_s": _cpu() - cpu, "query_s": query_s, "peak_mb": _peak_mb()}
+    return {
+        "seconds": time.perf_counter() - start,
+        "cpu_s": _cpu() - cpu,
+        "query_s": query_s,
+        "peak_mb": _peak_mb(),
+    }
 
 
 def report(url: str, resamples: int) -> dict:
@@ -228,7 +266,10 @@ def report(url: str, resamples: int) -> dict:
 def _child(mode: str, url: str, *extra: str) -> dict:
     out = subprocess.run(
         [sys.executable, __file__, "--child", mode, "--url", url, *extra],
-        capture_output=True, text=True, cwd=ROOT, check=False,
+        capture_output=True,
+        text=True,
+        cwd=ROOT,
+        check=False,
     )
     if out.returncode != 0:
         raise SystemExit(f"{mode} on {url} failed:\n{out.stderr}")
@@ -269,9 +310,11 @@ def main() -> None:
     args = parser.parse_args()
 
     if args.child:
-        result = {"load": lambda: load(args.url, args.items) or {},
-                  "floor": lambda: floor(args.url),
-                  "report": lambda: report(args.url, args.resamples)}[args.child]()
+        result = {
+            "load": lambda: load(args.url, args.items) or {},
+            "floor": lambda: floor(args.url),
+            "report": lambda: report(args.url, args.resamples),
+        }[args.child]()
         print(json.dumps(result))
         return
 
@@ -280,12 +323,18 @@ def main() -> None:
         if args.reuse:
             url = {"postgresql": args.pg_url, "sqlite": f"sqlite:///{args.sqlite_path}"}[name]
         else:
-            url = {"postgresql": lambda: _prepare_postgres(args.pg_url),
-                   "sqlite": lambda: _prepare_sqlite(args.sqlite_path)}[name]()
+            url = {
+                "postgresql": lambda: _prepare_postgres(args.pg_url),
+                "sqlite": lambda: _prepare_sqlite(args.sqlite_path),
+            }[name]()
             print(f"{name}: loading…", file=sys.stderr)
             _child("load", url, "--items", str(args.items))
         # Interleaved, so a change in the machine's load hits all three alike.
-        runs = {"floor (grouped query + libraries)": [], "report, bootstrap 1,000": [], "report, bootstrap off": []}
+        runs = {
+            "floor (grouped query + libraries)": [],
+            "report, bootstrap 1,000": [],
+            "report, bootstrap off": [],
+        }
         for _ in range(args.repeat):
             runs["floor (grouped query + libraries)"].append(_child("floor", url))
             runs["report, bootstrap 1,000"].append(_child("report", url))
@@ -299,23 +348,44 @@ def main() -> None:
             med = statistics.median(r["seconds"] for r in results)
             cpu = statistics.median(r["cpu_s"] for r in results)
             peak = max(r["peak_mb"] for r in results)
-            rows.append((name, label, best, med, cpu, peak, best / floor_min, med / floor_med, cpu / floor_cpu))
+            rows.append(
+                (name, label, best, med, cpu, peak, best / floor_min, med / floor_med, cpu / floor_cpu)
+            )
         query = [r["query_s"] for r in floor_runs]
-        rows.append((name, "  of which the grouped query", min(query), statistics.median(query), None, None,
-                     min(query) / floor_min, statistics.median(query) / floor_med, None))
+        rows.append(
+            (
+                name,
+                "  of which the grouped query",
+                min(query),
+                statistics.median(query),
+                None,
+                None,
+                min(query) / floor_min,
+                statistics.median(query) / floor_med,
+                None,
+            )
+        )
 
     scores = args.items * N_ANNOTATORS * 5
-    print(f"\n{args.items:,} items × {N_ANNOTATORS} annotators × 5 dimensions = {scores:,} scores; "
-          f"median of {args.repeat} runs, each in a fresh process")
+    print(
+        f"\n{args.items:,} items × {N_ANNOTATORS} annotators × 5 dimensions = {scores:,} scores; "
+        f"median of {args.repeat} runs, each in a fresh process"
+    )
     print("Wall seconds (best and median), this process's median CPU seconds (PostgreSQL's own work is not")
     print("in it), and each as a multiple of the floor's.")
-    print(f"{'database':<11} {'what':<36} {'best s':>7} {'median s':>9} {'CPU s':>6} {'peak RSS MB':>12}"
-          f" {'× floor best':>13} {'× floor median':>15} {'× floor CPU':>12}")
+    print(
+        f"{'database':<11} {'what':<36} {'best s':>7} {'median s':>9} {'CPU s':>6} {'peak RSS MB':>12}"
+        f" {'× floor best':>13} {'× floor median':>15} {'× floor CPU':>12}"
+    )
     for name, label, best, med, cpu, peak, r_best, r_med, r_cpu in rows:
+
         def f(v, spec):
             return "" if v is None else format(v, spec)
-        print(f"{name:<11} {label:<36} {best:>7.2f} {med:>9.2f} {f(cpu, '.2f'):>6} {f(peak, '.0f'):>12}"
-              f" {r_best:>13.2f} {r_med:>15.2f} {f(r_cpu, '.2f'):>12}")
+
+        print(
+            f"{name:<11} {label:<36} {best:>7.2f} {med:>9.2f} {f(cpu, '.2f'):>6} {f(peak, '.0f'):>12}"
+            f" {r_best:>13.2f} {r_med:>15.2f} {f(r_cpu, '.2f'):>12}"
+        )
 
 
 if __name__ == "__main__":

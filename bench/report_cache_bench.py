@@ -29,15 +29,23 @@ import time
 from pathlib import Path
 
 ROOT = Path(__file__).resolve().parent.parent
-TARGETS = {"report page, seen before": 0.2, "judge section, cold": 2.0, "exclude (POST)": 0.5,
-           "include (POST)": 0.5}
+TARGETS = {
+    "report page, seen before": 0.2,
+    "judge section, cold": 2.0,
+    "exclude (POST)": 0.5,
+    "include (POST)": 0.5,
+}
 
 
 def child(db: Path, root: Path) -> None:
     import os
 
-    os.environ.update(DATABASE_URL=f"sqlite:///{db}", DJANGO_SETTINGS_MODULE="annotator.settings", DEBUG="1",
-                      ALLOWED_HOSTS="testserver")
+    os.environ.update(
+        DATABASE_URL=f"sqlite:///{db}",
+        DJANGO_SETTINGS_MODULE="annotator.settings",
+        DEBUG="1",
+        ALLOWED_HOSTS="testserver",
+    )
     sys.path.insert(0, str(root))
     import django
 
@@ -56,10 +64,15 @@ def child(db: Path, root: Path) -> None:
         ReportCache = None
 
     batch = Batch.objects.get(name=DEMO_BATCH)
-    researcher = get_user_model().objects.filter(username="bench-researcher").first() \
-        or make_user("bench-researcher", role="researcher")
-    annotator_pk = Annotation.objects.filter(item__batch=batch).order_by("annotator__username") \
-        .values_list("annotator_id", flat=True).first()
+    researcher = get_user_model().objects.filter(username="bench-researcher").first() or make_user(
+        "bench-researcher", role="researcher"
+    )
+    annotator_pk = (
+        Annotation.objects.filter(item__batch=batch)
+        .order_by("annotator__username")
+        .values_list("annotator_id", flat=True)
+        .first()
+    )
     if ReportCache is not None:
         ReportCache.objects.filter(batch=batch).delete()
     client = Client()
@@ -77,8 +90,13 @@ def child(db: Path, root: Path) -> None:
     timed("report page, cold", "get", page)
     timed("report page, seen before", "get", page)
     timed("judge section, seen before", "get", judges)
-    timed("exclude (POST)", "post", reverse("annotator_exclude", args=[batch.pk, annotator_pk]), 302,
-          reason="bench")
+    timed(
+        "exclude (POST)",
+        "post",
+        reverse("annotator_exclude", args=[batch.pk, annotator_pk]),
+        302,
+        reason="bench",
+    )
     timed("report page after exclude, cold", "get", page)
     timed("report page after exclude, seen before", "get", page)
     timed("include (POST)", "post", reverse("annotator_include", args=[batch.pk, annotator_pk]), 302)
@@ -91,16 +109,21 @@ def build(db: Path, root: Path) -> None:
     for suffix in ("", "-wal", "-shm"):
         Path(f"{db}{suffix}").unlink(missing_ok=True)
     for command in (["migrate", "-v0"], ["load_demo"]):
-        subprocess.run([sys.executable, "manage.py", *command], cwd=root, env=env, check=True,
-                       stdout=subprocess.DEVNULL)
+        subprocess.run(
+            [sys.executable, "manage.py", *command], cwd=root, env=env, check=True, stdout=subprocess.DEVNULL
+        )
 
 
 def main() -> None:
     parser = argparse.ArgumentParser()
     parser.add_argument("--repeat", type=int, default=3)
     parser.add_argument("--db", type=Path, default=Path("/tmp/report_cache_bench.sqlite3"))
-    parser.add_argument("--code", type=Path, default=ROOT,
-                        help="the checkout to time (e.g. an older one unpacked with git archive)")
+    parser.add_argument(
+        "--code",
+        type=Path,
+        default=ROOT,
+        help="the checkout to time (e.g. an older one unpacked with git archive)",
+    )
     parser.add_argument("--child", action="store_true", help=argparse.SUPPRESS)
     args = parser.parse_args()
     if args.child:
@@ -110,8 +133,7 @@ def main() -> None:
     runs = []
     for _ in range(args.repeat):
         command = [sys.executable, __file__, "--child", "--db", str(args.db), "--code", str(args.code)]
-        out = subprocess.run(command,
-                             cwd=args.code, check=True, capture_output=True, text=True).stdout
+        out = subprocess.run(command, cwd=args.code, check=True, capture_output=True, text=True).stdout
         runs.append(json.loads(out.strip().splitlines()[-1]))
     print(f"demo batch, {args.repeat} fresh processes, medians (seconds)")
     print(f"| {'measurement':<40} | median s | target s | runs |")
@@ -121,8 +143,11 @@ def main() -> None:
         target = TARGETS.get(name)
         met = target is not None and statistics.median(values) <= target
         mark = "" if target is None else f"{target:.1f} {'met' if met else 'MISSED'}"
-        print(f"| {name:<40} | {statistics.median(values):8.3f} | {mark:<8} | "
-              + " ".join(f"{v:.3f}" for v in values) + " |")
+        print(
+            f"| {name:<40} | {statistics.median(values):8.3f} | {mark:<8} | "
+            + " ".join(f"{v:.3f}" for v in values)
+            + " |"
+        )
 
 
 if __name__ == "__main__":

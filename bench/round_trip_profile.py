@@ -42,8 +42,13 @@ PARTS = [
 
 
 def setup(pg_url: str | None) -> None:
-    env = {"DJANGO_SETTINGS_MODULE": "annotator.settings", "SECRET_KEY": "profile-only-not-secret",
-           "ALLOWED_HOSTS": "testserver", "HTTPS_ONLY": "0", "DEBUG": "0"}
+    env = {
+        "DJANGO_SETTINGS_MODULE": "annotator.settings",
+        "SECRET_KEY": "profile-only-not-secret",
+        "ALLOWED_HOSTS": "testserver",
+        "HTTPS_ONLY": "0",
+        "DEBUG": "0",
+    }
     if pg_url:
         from annotator_http import recreate_postgres
 
@@ -68,16 +73,27 @@ class WsgiClient:
     def __init__(self, handler, cookies: dict[str, str]):
         self.handler, self.cookies = handler, dict(cookies)
 
-    def request(self, method: str, path: str, data: dict | None = None, headers: dict | None = None) -> tuple[int, str, dict]:
+    def request(
+        self, method: str, path: str, data: dict | None = None, headers: dict | None = None
+    ) -> tuple[int, str, dict]:
         from urllib.parse import urlencode
 
         body = urlencode(data or {}).encode()
         environ = {
-            "REQUEST_METHOD": method, "PATH_INFO": path, "QUERY_STRING": "", "SERVER_NAME": "testserver",
-            "SERVER_PORT": "80", "SERVER_PROTOCOL": "HTTP/1.1", "wsgi.url_scheme": "http",
-            "wsgi.input": io.BytesIO(body), "wsgi.errors": sys.stderr, "CONTENT_LENGTH": str(len(body)),
-            "CONTENT_TYPE": "application/x-www-form-urlencoded", "REMOTE_ADDR": "127.0.0.1",
-            "HTTP_HOST": "testserver", "HTTP_COOKIE": "; ".join(f"{k}={v}" for k, v in self.cookies.items()),
+            "REQUEST_METHOD": method,
+            "PATH_INFO": path,
+            "QUERY_STRING": "",
+            "SERVER_NAME": "testserver",
+            "SERVER_PORT": "80",
+            "SERVER_PROTOCOL": "HTTP/1.1",
+            "wsgi.url_scheme": "http",
+            "wsgi.input": io.BytesIO(body),
+            "wsgi.errors": sys.stderr,
+            "CONTENT_LENGTH": str(len(body)),
+            "CONTENT_TYPE": "application/x-www-form-urlencoded",
+            "REMOTE_ADDR": "127.0.0.1",
+            "HTTP_HOST": "testserver",
+            "HTTP_COOKIE": "; ".join(f"{k}={v}" for k, v in self.cookies.items()),
             **(headers or {}),
         }
         status_headers = {}
@@ -102,8 +118,12 @@ class WsgiClient:
         return text
 
     def post(self, path: str, data: dict, headers: dict | None = None) -> tuple[int, str]:
-        status, text, _ = self.request("POST", path, {**data, "csrfmiddlewaretoken": self.cookies["csrftoken"]},
-                                       {"HTTP_X_CSRFTOKEN": self.cookies["csrftoken"], **(headers or {})})
+        status, text, _ = self.request(
+            "POST",
+            path,
+            {**data, "csrfmiddlewaretoken": self.cookies["csrftoken"]},
+            {"HTTP_X_CSRFTOKEN": self.cookies["csrftoken"], **(headers or {})},
+        )
         return status, text
 
 
@@ -125,8 +145,11 @@ def annotator_client(batch_size: int):
         user.groups.add(group)
         client = Client()
         client.force_login(user)
-        users.append(WsgiClient(handler, {"sessionid": client.cookies["sessionid"].value,
-                                          "csrftoken": _get_new_csrf_string()}))
+        users.append(
+            WsgiClient(
+                handler, {"sessionid": client.cookies["sessionid"].value, "csrftoken": _get_new_csrf_string()}
+            )
+        )
     return batch_id, users
 
 
@@ -209,7 +232,9 @@ def report(flow: str, n: int, cpu: float, stats: pstats.Stats, top: int) -> None
 
 
 def main() -> None:
-    parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
+    parser = argparse.ArgumentParser(
+        description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter
+    )
     parser.add_argument("--pg-url", help="profile on this PostgreSQL database (dropped and re-created)")
     parser.add_argument("--items", type=int, default=3000)
     parser.add_argument("--rounds", type=int, default=200)
@@ -218,14 +243,17 @@ def main() -> None:
     args = parser.parse_args()
     setup(args.pg_url)
     n = args.rounds
-    for flow in (["page", "htmx"] if args.flow == "both" else [args.flow]):
+    for flow in ["page", "htmx"] if args.flow == "both" else [args.flow]:
         batch_id, clients = annotator_client(max(args.items, 2 * n))
         if flow == "page":
+
             def run(count, clients=clients, batch_id=batch_id):
                 return lambda: [page_round_trip(clients[i % 3], batch_id) for i in range(count)]
         else:
+
             def run(count, clients=clients, batch_id=batch_id):
                 return lambda: htmx_round_trips(clients, batch_id, count)
+
         run(30)()  # warm up: templates, statement caches, connections
         cpu = timed(run(n))
         _, stats = profiled(run(n))

@@ -50,7 +50,9 @@ def checklist_flags(met: Sequence[bool], available: Iterable[str] = CHECKLIST_FL
     return implied & available
 
 
-def checklist_outcomes(n_constraints: int, available: Iterable[str] = CHECKLIST_FLAGS) -> list[frozenset[str]]:
+def checklist_outcomes(
+    n_constraints: int, available: Iterable[str] = CHECKLIST_FLAGS
+) -> list[frozenset[str]]:
     """Every set of flags the checklist can set on an item with ``n_constraints`` hard constraints
     (all met, none met, and, from two constraints on, some met); ``[frozenset()]`` for none."""
     if n_constraints <= 0:

@@ -137,8 +137,10 @@ class StudyRatings:
         keep = np.ones(len(self.order), dtype=bool) if include_excluded else ~self.excluded
         item, scores, keep = self.item_index[self.order], self.scores[self.order], keep[self.order]
         n = len(self.item_ids)
-        return (count_cube(item, scores, n_items=n, levels=self.categories, keep=keep),
-                count_cube(item, scores, n_items=n, levels=self.categories, keep=keep, first_k=self.k))
+        return (
+            count_cube(item, scores, n_items=n, levels=self.categories, keep=keep),
+            count_cube(item, scores, n_items=n, levels=self.categories, keep=keep, first_k=self.k),
+        )
 
     def counts(self, dimension: str, *, include_excluded: bool = False) -> npt.NDArray[np.int64]:
         """Items × categories counts of one dimension (every item, in the ``items`` order)."""
@@ -149,7 +151,11 @@ class StudyRatings:
         return self._cubes(include_excluded)[1][self.dimensions.index(dimension)]
 
     def agreement(
-        self, dimension: str, *, n_resamples: int | None = None, seed: int | None = None,
+        self,
+        dimension: str,
+        *,
+        n_resamples: int | None = None,
+        seed: int | None = None,
         include_excluded: bool = False,
     ) -> DimensionAgreement:
         """:func:`hcs.agreement.dimension_agreement` as the report calls it (the report's bootstrap
@@ -157,7 +163,10 @@ class StudyRatings:
         j = self.dimensions.index(dimension)
         counts, fleiss = (cube[j] for cube in self._cubes(include_excluded))
         return dimension_agreement(
-            counts[counts.sum(axis=1) > 0], fleiss[fleiss.sum(axis=1) > 0], list(self.categories), k=self.k,
+            counts[counts.sum(axis=1) > 0],
+            fleiss[fleiss.sum(axis=1) > 0],
+            list(self.categories),
+            k=self.k,
             n_resamples=self.n_resamples if n_resamples is None else n_resamples,
             seed=(self.seed if seed is None else seed) + j,
         )
@@ -221,10 +230,14 @@ def load(folder: str | Path) -> StudyRatings:
     try:
         item_index = np.fromiter((row_of[i] for i in rated_items), dtype=np.int64, count=len(rated_items))
     except KeyError as exc:
-        raise DatasetError(f"a rating names item {exc.args[0]!r}, which the items config does not list") from exc
-    scores = np.column_stack(
-        [ratings.column(d).to_numpy(zero_copy_only=False).astype(np.float64) for d in dims]
-    ) if dims else np.zeros((len(rated_items), 0))
+        raise DatasetError(
+            f"a rating names item {exc.args[0]!r}, which the items config does not list"
+        ) from exc
+    scores = (
+        np.column_stack([ratings.column(d).to_numpy(zero_copy_only=False).astype(np.float64) for d in dims])
+        if dims
+        else np.zeros((len(rated_items), 0))
+    )
     scores = scores.reshape(len(rated_items), len(dims))
     created = ratings.column("created_at").cast("timestamp[us]").to_numpy(zero_copy_only=False)
     return StudyRatings(

@@ -36,10 +36,15 @@ _NUMBER = r"(-?\d+(?:\.\d+)?)(?:\s*/\s*(\d+(?:\.\d+)?))?"
 _LABEL_NOTE = r"[ \t]*\**[ \t]*(?:\(([^()\n]*)\))?"
 _LABELLED = re.compile(r"\b(?:score|rating)\b\s*(?:is|[:=])?\s*\**\s*" + _NUMBER + _LABEL_NOTE, re.IGNORECASE)
 # "**3 (Very Good)** → ..." or "3 (Very Good) - ..." at a line's start: the seed's rubric prints verdicts so.
-_LINE_VERDICT = re.compile(r"^[ \t]*(?:[-*\u2022][ \t]+)?\**[ \t]*" + _NUMBER + r"[ \t]*\(([^()\n]*)\)[ \t]*\**[ \t]*"
-                           r"(?=(?:\u2192|->|[-\u2013\u2014:.])(?:[ \t]|$)|$)", re.MULTILINE)
+_LINE_VERDICT = re.compile(
+    r"^[ \t]*(?:[-*\u2022][ \t]+)?\**[ \t]*" + _NUMBER + r"[ \t]*\(([^()\n]*)\)[ \t]*\**[ \t]*"
+    r"(?=(?:\u2192|->|[-\u2013\u2014:.])(?:[ \t]|$)|$)",
+    re.MULTILINE,
+)
 _THINK = re.compile(r"<think>.*?</think>", re.DOTALL | re.IGNORECASE)
-_LABELLED_WORD = re.compile(r"\b(?:score|rating|verdict)\b\s*(?:is|[:=])?\s*\**\s*([A-Za-z][^\n*.,;]*)", re.IGNORECASE)
+_LABELLED_WORD = re.compile(
+    r"\b(?:score|rating|verdict)\b\s*(?:is|[:=])?\s*\**\s*([A-Za-z][^\n*.,;]*)", re.IGNORECASE
+)
 _BARE_NUMBER = re.compile(r"^\s*" + _NUMBER + r"[ \t]*(?:(?:[-–—:]|\n)\s*(.*))?$", re.DOTALL)
 _TEXT_NUMBER = re.compile(r"^\s*\**\s*" + _NUMBER + r"\s*\**\s*(?:\(([^()]*)\))?\s*$")
 
@@ -166,8 +171,10 @@ def _number(value: Any, where: str, spec: OutputSpec | None = None) -> float:
                 number = _fraction(float(match.group(1)), match.group(2), f"{where} {shown}", scale)
                 label = spec.label_value(match.group(3)) if spec and spec.labels and match.group(3) else None
                 if label is not None and label != number:
-                    raise JudgeOutputError(f"{where} {shown}: {number:g} is labelled \u201c{match.group(3)}\u201d, "
-                                           f"which is {label:g} on this template's labels: number and label disagree")
+                    raise JudgeOutputError(
+                        f"{where} {shown}: {number:g} is labelled \u201c{match.group(3)}\u201d, "
+                        f"which is {label:g} on this template's labels: number and label disagree"
+                    )
             else:
                 known = f" (labels: {', '.join(spec.labels)})" if spec and spec.labels else ""
                 raise JudgeOutputError(f"{where} is {shown}, not a number{known}")
@@ -194,7 +201,9 @@ def _from_object(obj: Mapping[str, Any], where: str, score_keys, reason_keys, sp
     for key in score_keys:
         original = keys.get(normalize_key(key))
         if original is not None and not isinstance(obj[original], (dict, list)):
-            return ParsedScore(_number(obj[original], f"{where}{original!r}", spec), _reason(obj, reason_keys))
+            return ParsedScore(
+                _number(obj[original], f"{where}{original!r}", spec), _reason(obj, reason_keys)
+            )
     return None
 
 
@@ -227,7 +236,9 @@ def parse_score(
     if text is not None and "think>" in str(text):
         text = strip_thinking(text)
         if not text.strip():
-            raise JudgeOutputError("the judge output holds only its reasoning (<think>…</think>) and no answer")
+            raise JudgeOutputError(
+                "the judge output holds only its reasoning (<think>…</think>) and no answer"
+            )
     score_keys = tuple(k for k in (spec.verdict_key, *SCORE_KEYS) if k)
     reason_keys = (spec.reason_key,) if spec.reason_key else ()
     try:
@@ -253,12 +264,18 @@ def parse_score(
     found = _from_object(obj, "", score_keys, reason_keys, spec)
     if found is not None:
         return found
-    nested = [k for k, v in obj.items() if isinstance(v, dict) and _from_object(v, "", score_keys, (), spec) is not None]
+    nested = [
+        k
+        for k, v in obj.items()
+        if isinstance(v, dict) and _from_object(v, "", score_keys, (), spec) is not None
+    ]
     if len(nested) == 1:
         return _from_object(obj[nested[0]], f"{nested[0]!r} → ", score_keys, reason_keys, spec)
     available = ", ".join(map(str, obj)) or "none"
     if dimension is not None and dimension != "overall":
-        raise JudgeOutputError(f"no score for dimension {dimension!r} in the judge output (keys: {available})")
+        raise JudgeOutputError(
+            f"no score for dimension {dimension!r} in the judge output (keys: {available})"
+        )
     if len(nested) > 1:
         raise JudgeOutputError(f"the judge output scores several dimensions ({available}); name one")
     flat = _flat_named(obj, reason_keys, spec)
@@ -299,17 +316,25 @@ def _label_pattern(spec: OutputSpec) -> re.Pattern | None:
         return None
     names = sorted(spec.labels, key=len, reverse=True)  # "Very Good" before "Good"
     alternatives = "|".join(r"\s+".join(map(re.escape, name.split())) for name in names)
-    return re.compile(r"^[ \t]*(?:[-*\u2022][ \t]+)?\**[ \t]*(" + alternatives + r")[ \t]*\**[ \t]*(?=[.:!\-\u2013\u2014\u2192]|$)",
-                      re.IGNORECASE | re.MULTILINE)
+    return re.compile(
+        r"^[ \t]*(?:[-*\u2022][ \t]+)?\**[ \t]*("
+        + alternatives
+        + r")[ \t]*\**[ \t]*(?=[.:!\-\u2013\u2014\u2192]|$)",
+        re.IGNORECASE | re.MULTILINE,
+    )
 
 
 def _score_lines(text: str, spec: OutputSpec) -> list[_Found]:
     """Every place in ``text`` that reads as a verdict: ``Score: N``, ``N (Label) → …`` at a line's start,
     a label alone at a line's start, ``Score: Label``, or a whole answer ``N - reason``."""
-    found = [_Found(m.start(), m.end(), float(m.group(1)), m.group(2), (m.group(3) or "").strip())
-             for m in _LABELLED.finditer(text)]
-    found += [_Found(m.start(), m.end(), float(m.group(1)), m.group(2), m.group(3).strip())
-              for m in _LINE_VERDICT.finditer(text)]
+    found = [
+        _Found(m.start(), m.end(), float(m.group(1)), m.group(2), (m.group(3) or "").strip())
+        for m in _LABELLED.finditer(text)
+    ]
+    found += [
+        _Found(m.start(), m.end(), float(m.group(1)), m.group(2), m.group(3).strip())
+        for m in _LINE_VERDICT.finditer(text)
+    ]
     labels = _label_pattern(spec)
     if labels is not None:
         found += [_Found(m.start(), m.end(), label=m.group(1)) for m in labels.finditer(text)]
@@ -321,7 +346,9 @@ def _score_lines(text: str, spec: OutputSpec) -> list[_Found]:
                     break
     bare = _BARE_NUMBER.match(text)
     if bare:
-        found.append(_Found(0, len(text), float(bare.group(1)), bare.group(2), reason=(bare.group(3) or "").strip()))
+        found.append(
+            _Found(0, len(text), float(bare.group(1)), bare.group(2), reason=(bare.group(3) or "").strip())
+        )
     return found
 
 
@@ -348,7 +375,7 @@ def _parse_plain(text: str, cause: JudgeOutputError, spec: OutputSpec) -> Parsed
                 f"template's labels ({', '.join(f'{k}={v:g}' for k, v in spec.labels.items())}): number and "
                 "label disagree"
             )
-    rest = last.reason if last.reason is not None else (text[: last.start] + text[last.end:])
+    rest = last.reason if last.reason is not None else (text[: last.start] + text[last.end :])
     return ParsedScore(_number(value, "the score"), rest.lstrip(" \n\t.:-*\u2192>").rstrip(" \n\t*"))
 
 
@@ -372,8 +399,12 @@ def parse_verdict(text: str) -> ParsedVerdict:
     return ParsedVerdict(
         winner=winner,
         confidence=None if confidence is None else parse_confidence(confidence),
-        baseline_score=None if inner.get("baseline_score") is None else _number(inner["baseline_score"], "baseline_score"),
-        enhanced_score=None if inner.get("enhanced_score") is None else _number(inner["enhanced_score"], "enhanced_score"),
+        baseline_score=None
+        if inner.get("baseline_score") is None
+        else _number(inner["baseline_score"], "baseline_score"),
+        enhanced_score=None
+        if inner.get("enhanced_score") is None
+        else _number(inner["enhanced_score"], "enhanced_score"),
     )
 
 
@@ -415,6 +446,7 @@ class JudgeScale:
     def label(self) -> str:
         def fmt(x):
             return f"{x:g}"
+
         return f"{fmt(self.min)}–{fmt(self.max)}" + ("" if self.higher_is_better else ", lower is better")
 
     def check(self, value: float) -> None:

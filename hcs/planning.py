@@ -32,8 +32,16 @@ from hcs.agreement import dimension_agreement
 from hcs.calibration.alt_test import alt_test
 from hcs.ppi import ppi_lambda
 
-__all__ = ["AGREEMENT_STATISTICS", "StatisticPlan", "alt_test_items_for_power", "items_for_width", "plan_agreement",
-           "plan_mean", "ppi_labels_for_width", "simulate_ratings"]
+__all__ = [
+    "AGREEMENT_STATISTICS",
+    "StatisticPlan",
+    "alt_test_items_for_power",
+    "items_for_width",
+    "plan_agreement",
+    "plan_mean",
+    "ppi_labels_for_width",
+    "simulate_ratings",
+]
 
 Z95 = 1.959963984540054
 # Plan key → the DimensionAgreement attribute holding its interval.
@@ -95,9 +103,18 @@ def _counts(values: np.ndarray, categories: Sequence[int]) -> np.ndarray:
     return table
 
 
-def plan_agreement(ratings, categories: Sequence[int], *, n_items: int, k: int, target_width: float | None = None,
-                   n_sims: int = 5, n_resamples: int = 1000, max_sim_items: int = 2000,
-                   seed: int = 0) -> dict[str, StatisticPlan]:
+def plan_agreement(
+    ratings,
+    categories: Sequence[int],
+    *,
+    n_items: int,
+    k: int,
+    target_width: float | None = None,
+    n_sims: int = 5,
+    n_resamples: int = 1000,
+    max_sim_items: int = 2000,
+    seed: int = 0,
+) -> dict[str, StatisticPlan]:
     """Predicted 95 % interval widths of κ, α (ordinal, interval) and AC2 for ``n_items`` × ``k``.
 
     Parameters
@@ -121,7 +138,9 @@ def plan_agreement(ratings, categories: Sequence[int], *, n_items: int, k: int, 
     widths: dict[str, list[float]] = {key: [] for key in AGREEMENT_STATISTICS}
     for s in range(n_sims):
         table = _counts(simulate_ratings(ratings, m, k, rng), categories)
-        result = dimension_agreement(table, table, list(categories), k=k, n_resamples=n_resamples, seed=seed + s)
+        result = dimension_agreement(
+            table, table, list(categories), k=k, n_resamples=n_resamples, seed=seed + s
+        )
         for key, attr in AGREEMENT_STATISTICS.items():
             ci = getattr(result, attr)
             if ci is not None and all(v is not None and math.isfinite(v) for v in ci):
@@ -133,8 +152,16 @@ def plan_agreement(ratings, categories: Sequence[int], *, n_items: int, k: int, 
     return out
 
 
-def plan_mean(values, *, n_items: int, k: int, target_width: float | None = None, n_sims: int = 20,
-              max_sim_items: int = 2000, seed: int = 0) -> StatisticPlan:
+def plan_mean(
+    values,
+    *,
+    n_items: int,
+    k: int,
+    target_width: float | None = None,
+    n_sims: int = 20,
+    max_sim_items: int = 2000,
+    seed: int = 0,
+) -> StatisticPlan:
     """Predicted 95 % interval width of the mean over items of each item's mean of ``k`` values (the overall
     HCS mean): simulated item means, then the normal width 2·z·SD/√N.
 
@@ -170,10 +197,16 @@ def ppi_labels_for_width(y, yhat, yhat_unlabelled, *, n_items: int, width: float
     return int(n[ok[0]]) if len(ok) else None
 
 
-def alt_test_items_for_power(human: Mapping[Hashable, Mapping[Hashable, float]], judge: Mapping[Hashable, float], *,
-                             epsilon: float, power: float = 0.8, grid: Sequence[int] = (30, 50, 75, 100, 150, 200,
-                                                                                        300, 500, 750, 1000),
-                             n_sims: int = 40, seed: int = 0) -> int | None:
+def alt_test_items_for_power(
+    human: Mapping[Hashable, Mapping[Hashable, float]],
+    judge: Mapping[Hashable, float],
+    *,
+    epsilon: float,
+    power: float = 0.8,
+    grid: Sequence[int] = (30, 50, 75, 100, 150, 200, 300, 500, 750, 1000),
+    n_sims: int = 40,
+    seed: int = 0,
+) -> int | None:
     """Items (each rated by the pilot's annotators) for the alt-test to pass with probability ``power``.
 
     Each candidate size resamples the pilot's items with replacement and runs :func:`alt_test`; the first

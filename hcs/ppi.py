@@ -30,7 +30,14 @@ from dataclasses import dataclass
 import numpy as np
 from scipy.stats import norm
 
-__all__ = ["PPIMean", "classical_mean_ci", "equivalent_labels_saved", "ppi_lambda", "ppi_mean", "ppi_mean_many"]
+__all__ = [
+    "PPIMean",
+    "classical_mean_ci",
+    "equivalent_labels_saved",
+    "ppi_lambda",
+    "ppi_mean",
+    "ppi_mean_many",
+]
 
 
 @dataclass(frozen=True)
@@ -66,7 +73,10 @@ class PPIMean:
             "n_labelled": self.n_labelled,
             "n_unlabelled": self.n_unlabelled,
             "lambda": self.lam,
-            "human_only": {"estimate": self.human_only, "ci95": [self.human_only_ci95[0], self.human_only_ci95[1]]},
+            "human_only": {
+                "estimate": self.human_only,
+                "ci95": [self.human_only_ci95[0], self.human_only_ci95[1]],
+            },
             "judge_only": {"estimate": self.judge_only},
         }
 
@@ -103,7 +113,11 @@ def ppi_mean_many(y, yhat, yhat_unlabelled, *, alpha: float = 0.05, lam=None):
     per study; a number fixes it (1: plain PPI [1]_, 0: the human-only interval).
     """
     y, yhat, yu = (np.asarray(a, dtype=float) for a in (y, yhat, yhat_unlabelled))
-    lam = ppi_lambda(y, yhat, yu) if lam is None else np.broadcast_to(np.asarray(lam, dtype=float), y.shape[:-1])
+    lam = (
+        ppi_lambda(y, yhat, yu)
+        if lam is None
+        else np.broadcast_to(np.asarray(lam, dtype=float), y.shape[:-1])
+    )
     lam_ = np.asarray(lam)[..., None]
     rectifier = y - lam_ * yhat
     estimate = (lam_ * yu).mean(-1) + rectifier.mean(-1)
@@ -160,7 +174,9 @@ def ppi_mean(y, yhat, yhat_unlabelled, *, alpha: float = 0.05) -> PPIMean | None
     if not len(yu):
         return PPIMean(human, (h_lo, h_hi), len(y), 0, 0.0, human, (h_lo, h_hi), judge_only)
     est, lo, hi, lam = ppi_mean_many(y, yhat, yu, alpha=alpha)
-    return PPIMean(float(est), (float(lo), float(hi)), len(y), len(yu), float(lam), human, (h_lo, h_hi), judge_only)
+    return PPIMean(
+        float(est), (float(lo), float(hi)), len(y), len(yu), float(lam), human, (h_lo, h_hi), judge_only
+    )
 
 
 def equivalent_labels_saved(n_labelled: int, human_only_width: float, ppi_width: float) -> float:

@@ -41,7 +41,9 @@ from hcs.quality_rules import (  # noqa: F401 (re-exported: hcs.quality is the w
 
 
 # ------------------------------------------------------------------ behaviour signals
-def seconds_signals(seconds: npt.ArrayLike, *, minimum: float = MIN_SECONDS) -> tuple[float | None, float | None]:
+def seconds_signals(
+    seconds: npt.ArrayLike, *, minimum: float = MIN_SECONDS
+) -> tuple[float | None, float | None]:
     """Median seconds per item and the share of items (0–1) done in under ``minimum`` seconds.
 
     NaN entries (no start time, e.g. imported annotations) are ignored.
@@ -70,7 +72,9 @@ def straightlining(scores: npt.ArrayLike) -> tuple[float | None, int]:
     if matrix.ndim != 2 or len(matrix) == 0:
         return None, 0
     complete = np.isfinite(matrix).all(axis=1)
-    flat = complete & (np.nanmax(matrix, axis=1, initial=-np.inf) == np.nanmin(matrix, axis=1, initial=np.inf))
+    flat = complete & (
+        np.nanmax(matrix, axis=1, initial=-np.inf) == np.nanmin(matrix, axis=1, initial=np.inf)
+    )
     same_as_previous = np.zeros(len(matrix), dtype=bool)
     same_as_previous[1:] = complete[1:] & complete[:-1] & (matrix[1:] == matrix[:-1]).all(axis=1)
     longest = run = 1 if complete.any() else 0
@@ -113,8 +117,13 @@ def behaviour_flags(
     return (
         signal("too fast", fast_share, FAST_SHARE_FLAG, True),
         signal("straight-lining", straight_share, STRAIGHT_SHARE_FLAG, True),
-        Signal("identical run", float(longest_run), STRAIGHT_RUN_FLAG, longest_run >= STRAIGHT_RUN_FLAG,
-               f"\u2265 {STRAIGHT_RUN_FLAG}"),
+        Signal(
+            "identical run",
+            float(longest_run),
+            STRAIGHT_RUN_FLAG,
+            longest_run >= STRAIGHT_RUN_FLAG,
+            f"\u2265 {STRAIGHT_RUN_FLAG}",
+        ),
         _low_agreement(signal("low agreement", loo_spearman, LOO_SPEARMAN_FLAG, False), loo_n),
         signal("gold accuracy", gold_accuracy, check_warn_below, False),
     )
@@ -129,8 +138,13 @@ def _low_agreement(signal: Signal, n: int | None) -> Signal:
 
 # ------------------------------------------------------------------ counts without some annotators
 def count_cube(
-    item_index: npt.ArrayLike, scores: npt.ArrayLike, *, n_items: int, levels: Sequence[int],
-    keep: npt.ArrayLike | None = None, first_k: int | None = None,
+    item_index: npt.ArrayLike,
+    scores: npt.ArrayLike,
+    *,
+    n_items: int,
+    levels: Sequence[int],
+    keep: npt.ArrayLike | None = None,
+    first_k: int | None = None,
 ) -> npt.NDArray[np.int64]:
     """Dimensions × items × categories counts from annotation rows (in submission order).
 
@@ -167,7 +181,9 @@ def count_cube(
 
 
 # ------------------------------------------------------------------ agreement with a reference label
-def agreement_with_reference(own: npt.ArrayLike, reference: npt.ArrayLike) -> tuple[int, float | None, float | None]:
+def agreement_with_reference(
+    own: npt.ArrayLike, reference: npt.ArrayLike
+) -> tuple[int, float | None, float | None]:
     """Annotations × dimensions against the reference (e.g. adjudicated) scores of the same items:
     how many annotations, the share of dimension scores equal to the reference, and the mean
     absolute difference. NaN cells (unrated) are left out.

@@ -89,12 +89,17 @@ def compare_with_gold(
             own_set, gold_set = own_set & scope, gold_set & scope
         missing, extra = tuple(sorted(gold_set - own_set)), tuple(sorted(own_set - gold_set))
     return GoldComparison(
-        mae=mae, off=off, differences={k: d for k, d in differences.items() if d is not None},
-        flags_missing=missing, flags_extra=extra,
+        mae=mae,
+        off=off,
+        differences={k: d for k, d in differences.items() if d is not None},
+        flags_missing=missing,
+        flags_extra=extra,
     )
 
 
-def training_passed(maes: Sequence[float], flags_right: Sequence[bool], *, max_mae: float = TRAINING_MAX_MAE) -> bool:
+def training_passed(
+    maes: Sequence[float], flags_right: Sequence[bool], *, max_mae: float = TRAINING_MAX_MAE
+) -> bool:
     """The training pass rule: mean of the items' MAE ≤ ``max_mae`` and every cap right.
 
     >>> training_passed([0.4, 1.0], [True, True])

@@ -31,7 +31,14 @@ from dataclasses import dataclass
 import numpy as np
 from scipy.stats import norm
 
-__all__ = ["ActiveMean", "Uncertainty", "active_mean", "item_uncertainty", "most_uncertain", "sampling_probabilities"]
+__all__ = [
+    "ActiveMean",
+    "Uncertainty",
+    "active_mean",
+    "item_uncertainty",
+    "most_uncertain",
+    "sampling_probabilities",
+]
 
 
 @dataclass(frozen=True, eq=False)
@@ -52,8 +59,15 @@ def _sd(x: np.ndarray) -> np.ndarray:
         return np.where(count >= 2, np.sqrt(ss / np.maximum(count - 1, 1)), np.nan)
 
 
-def item_uncertainty(*, n_items: int, judge_scores=None, samples=None, confidence=None, caps=(),
-                     scale: tuple[float, float] = (1, 5)) -> Uncertainty:
+def item_uncertainty(
+    *,
+    n_items: int,
+    judge_scores=None,
+    samples=None,
+    confidence=None,
+    caps=(),
+    scale: tuple[float, float] = (1, 5),
+) -> Uncertainty:
     """Each item's uncertainty from what is known about its judge scores on one dimension.
 
     Parameters
@@ -112,8 +126,10 @@ def most_uncertain(by_dimension: dict[str, Uncertainty]) -> Uncertainty:
     best = np.argmax(np.where(finite, stack, -np.inf), axis=0)
     items = np.arange(stack.shape[1])
     value = np.where(finite.any(axis=0), stack[best, items], np.nan)
-    reason = tuple(f"{names[b]}: {by_dimension[names[b]].reason[i]}" if np.isfinite(value[i]) else ""
-                   for i, b in enumerate(best))
+    reason = tuple(
+        f"{names[b]}: {by_dimension[names[b]].reason[i]}" if np.isfinite(value[i]) else ""
+        for i, b in enumerate(best)
+    )
     return Uncertainty(value=value, reason=reason)
 
 
@@ -162,8 +178,9 @@ class ActiveMean:
     offset: float  # b of the predictor λ·f + b
 
 
-def active_mean(y, yhat, labelled, pi, *, alpha: float = 0.05, lam: float | None = None,
-                offset: float | None = None) -> ActiveMean:
+def active_mean(
+    y, yhat, labelled, pi, *, alpha: float = 0.05, lam: float | None = None, offset: float | None = None
+) -> ActiveMean:
     """The active-inference estimate of the mean of ``y`` over all items ([1]_, eq. 3, with PPI++'s λ).
 
     Parameters
@@ -209,7 +226,9 @@ def active_mean(y, yhat, labelled, pi, *, alpha: float = 0.05, lam: float | None
     estimate = float(terms.mean())
     se = float(terms.std() / np.sqrt(len(terms)))
     z = float(norm.ppf(1 - alpha / 2))
-    return ActiveMean(estimate, (estimate - z * se, estimate + z * se), int(xi.sum()), len(f), float(lam), float(b))
+    return ActiveMean(
+        estimate, (estimate - z * se, estimate + z * se), int(xi.sum()), len(f), float(lam), float(b)
+    )
 
 
 def _offset(t: np.ndarray, c: np.ndarray) -> float:

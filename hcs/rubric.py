@@ -171,8 +171,10 @@ class Rubric:
         texts = [("name", self.name), ("title", self.title), ("purpose", self.purpose)]
         texts += [(f"guidance {i + 1}", g) for i, g in enumerate(self.guidance)]
         for d in self.dimensions:
-            texts += [(f"dimension {d.key!r} {field}", getattr(d, field))
-                      for field in ("label", "description", "abbreviation")]
+            texts += [
+                (f"dimension {d.key!r} {field}", getattr(d, field))
+                for field in ("label", "description", "abbreviation")
+            ]
             texts += [(f"dimension {d.key!r} level {i + self.scale_min}", t) for i, t in enumerate(d.levels)]
         for f in self.flags:
             texts += [(f"flag {f.key!r} label", f.label), (f"flag {f.key!r} description", f.description)]
@@ -183,7 +185,9 @@ class Rubric:
         for kind, keys in (("dimension", self.dimension_keys), ("flag", self.flag_keys)):
             for key in keys:
                 if not isinstance(key, str) or not key.strip() or len(key) > KEY_MAX_LENGTH:
-                    raise RubricError(f"rubric {kind} keys must be text of 1 to {KEY_MAX_LENGTH} characters: {key!r}")
+                    raise RubricError(
+                        f"rubric {kind} keys must be text of 1 to {KEY_MAX_LENGTH} characters: {key!r}"
+                    )
         if not all(isinstance(e, Mapping) for e in self.examples):
             raise RubricError("rubric examples must be JSON objects")
         if not all(isinstance(k, str) for group in self.exclusive_flags for k in group):
@@ -269,9 +273,7 @@ class Rubric:
                 errors.append(f"{dim.label}: {value!r} is not a whole number.")
                 continue
             if not self.scale_min <= number <= self.scale_max:
-                errors.append(
-                    f"{dim.label}: {number} is outside {self.scale_min}\u2013{self.scale_max}."
-                )
+                errors.append(f"{dim.label}: {number} is outside {self.scale_min}\u2013{self.scale_max}.")
                 continue
             for rule in self.rules:
                 if rule.dimension == dim.key and rule.flag in active and not rule.min <= number <= rule.max:
@@ -318,7 +320,13 @@ class Rubric:
             ],
             "flags": [{"key": f.key, "label": f.label, "description": f.description} for f in self.flags],
             "rules": [
-                {"flag": r.flag, "dimension": r.dimension, "min": r.min, "max": r.max, "explanation": r.explanation}
+                {
+                    "flag": r.flag,
+                    "dimension": r.dimension,
+                    "min": r.min,
+                    "max": r.max,
+                    "explanation": r.explanation,
+                }
                 for r in self.rules
             ],
             "exclusive_flags": [list(group) for group in self.exclusive_flags],

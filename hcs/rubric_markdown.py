@@ -28,7 +28,8 @@ def _example_lines(rubric: Rubric, example) -> list[str]:
     raw_scores = example.get("scores")
     raw_scores = raw_scores if isinstance(raw_scores, Mapping) else {}
     scores = {  # in the rubric's order, whatever order the stored JSON keeps (a batch's is sorted)
-        k: raw_scores[k] for k in rubric.dimension_keys
+        k: raw_scores[k]
+        for k in rubric.dimension_keys
         if k in raw_scores and isinstance(raw_scores[k], int | float) and not isinstance(raw_scores[k], bool)
     }
     score_text = ", ".join(f"{rubric.dimension(k).abbreviation or k}={v}" for k, v in scores.items())
@@ -63,7 +64,9 @@ def render_instructions(rubric: Rubric) -> str:
     lines = [f"# How to rate: {rubric.title}", ""]
     if rubric.purpose:
         lines += [rubric.purpose, ""]
-    lines.append(_scale_sentence(rubric) + " The rubric with every level is one key away on each item (press r).")
+    lines.append(
+        _scale_sentence(rubric) + " The rubric with every level is one key away on each item (press r)."
+    )
     return "\n".join(lines + _guidance_and_examples(rubric)) + "\n"
 
 
@@ -85,7 +88,8 @@ def render_markdown(rubric: Rubric) -> str:
         "",
         "## Overall score",
         "",
-        "Overall = " + " + ".join(f"{_percent(d.weight)}\u00b7{d.abbreviation or d.label}" for d in rubric.dimensions),
+        "Overall = "
+        + " + ".join(f"{_percent(d.weight)}\u00b7{d.abbreviation or d.label}" for d in rubric.dimensions),
         "",
         "| Dimension | Weight | What it measures |",
         "|---|---|---|",

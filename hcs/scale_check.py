@@ -21,7 +21,9 @@ GOOD = ("excellent", "outstanding", "perfect", "perfectly", "very good", "best")
 BAD = ("very poor", "poor", "bad", "worst", "inadequate", "terrible")
 _WORDS = "|".join(sorted((re.escape(w) for w in GOOD + BAD), key=len, reverse=True))
 _LEVEL = re.compile(
-    r"(?:\bscore\s*)?(?<![\d.])(-?\d+(?:\.\d+)?)\s*\**\s*(?:[(:=\u2192]|-(?!\d)|\u2013)\s*\**\s*\(?\s*(" + _WORDS + r")\b",
+    r"(?:\bscore\s*)?(?<![\d.])(-?\d+(?:\.\d+)?)\s*\**\s*(?:[(:=\u2192]|-(?!\d)|\u2013)\s*\**\s*\(?\s*("
+    + _WORDS
+    + r")\b",
     re.IGNORECASE,
 )
 

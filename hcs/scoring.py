@@ -342,8 +342,14 @@ def annotator_quality(
             reasons.append(f"agrees with the others far less than the rest (robust z {zr:+.1f})")
         out.append(
             AnnotatorQuality(
-                annotator=name, n_items=n, mean=mean, bias=bias, spearman_loo=rho,
-                outlier=bool(reasons), reasons=tuple(reasons), n_shared=n_shared,
+                annotator=name,
+                n_items=n,
+                mean=mean,
+                bias=bias,
+                spearman_loo=rho,
+                outlier=bool(reasons),
+                reasons=tuple(reasons),
+                n_shared=n_shared,
             )
         )
     return out
@@ -397,7 +403,10 @@ def widest_spread(
     order = order[spread[order] > 0][:limit]
     return [
         Disagreement(
-            item=int(item_rows[i]), dimension=dimension, spread=int(spread[i]), sd=float(sd[i]),
+            item=int(item_rows[i]),
+            dimension=dimension,
+            spread=int(spread[i]),
+            sd=float(sd[i]),
             distribution=tuple(int(x) for x in counts[i]),
         )
         for i in order

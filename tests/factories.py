@@ -69,7 +69,9 @@ def make_annotation(
         source=Annotation.Source.IMPORT,
     )
     Score.objects.bulk_create(
-        Score(annotation=annotation, item=item, dimension=d, value=v) for d, v in scores.items() if v is not None
+        Score(annotation=annotation, item=item, dimension=d, value=v)
+        for d, v in scores.items()
+        if v is not None
     )
     Item.objects.filter(pk=item.pk).update(n_annotations=F("n_annotations") + 1)
     return annotation
@@ -79,6 +81,9 @@ def upload_storage_at(settings, folder) -> Path:
     """Point the storage of uploads waiting for confirmation (``STORAGES["uploads"]``) at ``folder``."""
     settings.STORAGES = {
         **settings.STORAGES,
-        "uploads": {"BACKEND": "django.core.files.storage.FileSystemStorage", "OPTIONS": {"location": folder}},
+        "uploads": {
+            "BACKEND": "django.core.files.storage.FileSystemStorage",
+            "OPTIONS": {"location": folder},
+        },
     }
     return Path(folder)

@@ -13,14 +13,26 @@ import threading
 from collections.abc import Callable
 from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 
-ERROR_TYPES = {401: "authentication_error", 404: "not_found_error", 429: "rate_limit_error", 529: "overloaded_error",
-               400: "invalid_request_error", 500: "api_error"}
+ERROR_TYPES = {
+    401: "authentication_error",
+    404: "not_found_error",
+    429: "rate_limit_error",
+    529: "overloaded_error",
+    400: "invalid_request_error",
+    500: "api_error",
+}
 
 
 class FakeAnthropic:
-    def __init__(self, reply: Callable[[str], str] = lambda prompt: '{"score": 0.75, "reason": "Mostly answers."}', *,
-                 key: str = "", unknown: frozenset[str] = frozenset(), fault: Callable[[int], int | None] | None = None,
-                 refuses: Callable[[str], bool] | None = None):
+    def __init__(
+        self,
+        reply: Callable[[str], str] = lambda prompt: '{"score": 0.75, "reason": "Mostly answers."}',
+        *,
+        key: str = "",
+        unknown: frozenset[str] = frozenset(),
+        fault: Callable[[int], int | None] | None = None,
+        refuses: Callable[[str], bool] | None = None,
+    ):
         self.reply, self.key, self.unknown, self.fault, self.refuses = reply, key, unknown, fault, refuses
         self.calls = 0
         self.requests: list[dict] = []
@@ -61,16 +73,25 @@ class FakeAnthropic:
                 self.wfile.write(body)
 
             def _error(self, status: int, message: str, headers: dict | None = None) -> None:
-                self._json(status, {"type": "error", "error": {"type": ERROR_TYPES[status], "message": message}},
-                           headers)
+                self._json(
+                    status,
+                    {"type": "error", "error": {"type": ERROR_TYPES[status], "message": message}},
+                    headers,
+                )
 
             def do_POST(self):
                 body = json.loads(self.rfile.read(int(self.headers["Content-Length"])))
                 with fake.lock:
                     fake.calls += 1
                     number = fake.calls
-                    fake.requests.append({"path": self.path, "key": self.headers.get("x-api-key"),
-                                          "version": self.headers.get("anthropic-version"), "body": body})
+                    fake.requests.append(
+                        {
+                            "path": self.path,
+                            "key": self.headers.get("x-api-key"),
+                            "version": self.headers.get("anthropic-version"),
+                            "body": body,
+                        }
+                    )
                 if self.path != "/v1/messages":
                     return self._error(404, f"no route {self.path}")
                 if fake.key and self.headers.get("x-api-key") != fake.key:
@@ -87,12 +108,20 @@ class FakeAnthropic:
                 prompt = body["messages"][-1]["content"][0]["text"]
                 refused = bool(fake.refuses and fake.refuses(prompt))
                 text = "" if refused else fake.reply(prompt)
-                self._json(200, {
-                    "id": f"msg_{number}", "type": "message", "role": "assistant", "model": body["model"],
-                    "content": [{"type": "text", "text": text}] if text else [],
-                    "stop_reason": "refusal" if refused else "end_turn",
-                    "usage": {"input_tokens": len(prompt) // 4 + len(body.get("system", "")) // 4,
-                              "output_tokens": len(text) // 4},
-                })
+                self._json(
+                    200,
+                    {
+                        "id": f"msg_{number}",
+                        "type": "message",
+                        "role": "assistant",
+                        "model": body["model"],
+                        "content": [{"type": "text", "text": text}] if text else [],
+                        "stop_reason": "refusal" if refused else "end_turn",
+                        "usage": {
+                            "input_tokens": len(prompt) // 4 + len(body.get("system", "")) // 4,
+                            "output_tokens": len(text) // 4,
+                        },
+                    },
+                )
 
         return Handler

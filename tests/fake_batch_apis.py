@@ -22,8 +22,14 @@ def _multipart_file(content_type: str, body: bytes) -> bytes:
 
 
 class FakeBatchAPIs:
-    def __init__(self, reply: Callable[[str], str] = lambda p: '{"score": 0.75, "reason": "Mostly answers."}', *,
-                 polls: int = 2, expire: Callable[[str], bool] | None = None, key: str = ""):
+    def __init__(
+        self,
+        reply: Callable[[str], str] = lambda p: '{"score": 0.75, "reason": "Mostly answers."}',
+        *,
+        polls: int = 2,
+        expire: Callable[[str], bool] | None = None,
+        key: str = "",
+    ):
         self.reply, self.polls, self.expire, self.key = reply, polls, expire, key
         self.files: dict[str, bytes] = {}
         self.batches: dict[str, dict] = {}
@@ -75,7 +81,9 @@ class FakeBatchAPIs:
                 self.wfile.write(body)
 
             def _authorised(self) -> bool:
-                given = self.headers.get("x-api-key") or (self.headers.get("Authorization") or "").removeprefix("Bearer ")
+                given = self.headers.get("x-api-key") or (
+                    self.headers.get("Authorization") or ""
+                ).removeprefix("Bearer ")
                 if fake.key and given != fake.key:
                     self._send(401, {"error": {"type": "authentication_error", "message": "bad key"}})
                     return False
@@ -94,17 +102,31 @@ class FakeBatchAPIs:
                     bid = f"batch_{fake.created}"
                     if self.path == "/v1/batches":
                         spec = json.loads(body)
-                        lines = [json.loads(x) for x in fake.files[spec["input_file_id"]].decode().splitlines() if x]
-                        requests = [(x["custom_id"], x["body"]["messages"][-1]["content"], x["body"]["model"])
-                                    for x in lines]
+                        lines = [
+                            json.loads(x)
+                            for x in fake.files[spec["input_file_id"]].decode().splitlines()
+                            if x
+                        ]
+                        requests = [
+                            (x["custom_id"], x["body"]["messages"][-1]["content"], x["body"]["model"])
+                            for x in lines
+                        ]
                         fake.batches[bid] = {"kind": "openai", "requests": requests, "polled": 0}
                         return self._send(200, {"id": bid, "status": "validating"})
                     if self.path == "/v1/messages/batches":
                         spec = json.loads(body)
-                        requests = [(r["custom_id"], r["params"]["messages"][-1]["content"][0]["text"],
-                                     r["params"]["model"]) for r in spec["requests"]]
+                        requests = [
+                            (
+                                r["custom_id"],
+                                r["params"]["messages"][-1]["content"][0]["text"],
+                                r["params"]["model"],
+                            )
+                            for r in spec["requests"]
+                        ]
                         fake.batches[bid] = {"kind": "anthropic", "requests": requests, "polled": 0}
-                        return self._send(200, {"id": bid, "type": "message_batch", "processing_status": "in_progress"})
+                        return self._send(
+                            200, {"id": bid, "type": "message_batch", "processing_status": "in_progress"}
+                        )
                 return self._send(404, {"error": {"type": "not_found_error", "message": self.path}})
 
             def do_GET(self):
@@ -119,33 +141,66 @@ class FakeBatchAPIs:
                             return self._send(200, {"id": parts[2], "status": "in_progress"})
                         if "results" not in batch:
                             fake._run(batch)
-                        return self._send(200, {"id": parts[2], "status": "completed",
-                                                "output_file_id": f"out-{parts[2]}"})
+                        return self._send(
+                            200, {"id": parts[2], "status": "completed", "output_file_id": f"out-{parts[2]}"}
+                        )
                     if parts[:2] == ["v1", "files"] and parts[2].startswith("out-"):
                         batch = fake.batches[parts[2].removeprefix("out-")]
-                        lines = [json.dumps({"custom_id": cid, "response": {"status_code": 200, "body": {
-                            "choices": [{"message": {"role": "assistant", "content": text}}],
-                            "usage": {"prompt_tokens": 100, "completion_tokens": 10}}}})
-                            for cid, text, _ in batch["results"] if text is not None]
+                        lines = [
+                            json.dumps(
+                                {
+                                    "custom_id": cid,
+                                    "response": {
+                                        "status_code": 200,
+                                        "body": {
+                                            "choices": [{"message": {"role": "assistant", "content": text}}],
+                                            "usage": {"prompt_tokens": 100, "completion_tokens": 10},
+                                        },
+                                    },
+                                }
+                            )
+                            for cid, text, _ in batch["results"]
+                            if text is not None
+                        ]
                         return self._send(200, "\n".join(lines).encode(), raw=True)
                     if parts[:3] == ["v1", "messages", "batches"] and parts[3] in fake.batches:
                         batch = fake.batches[parts[3]]
                         if len(parts) == 5:
-                            lines = [json.dumps({"custom_id": cid, "result": {"type": "expired"}} if text is None else
-                                                {"custom_id": cid, "result": {"type": "succeeded", "message": {
-                                                    "type": "message", "role": "assistant", "model": model,
-                                                    "content": [{"type": "text", "text": text}],
-                                                    "stop_reason": "end_turn",
-                                                    "usage": {"input_tokens": 100, "output_tokens": 10}}}})
-                                     for cid, text, model in batch["results"]]
+                            lines = [
+                                json.dumps(
+                                    {"custom_id": cid, "result": {"type": "expired"}}
+                                    if text is None
+                                    else {
+                                        "custom_id": cid,
+                                        "result": {
+                                            "type": "succeeded",
+                                            "message": {
+                                                "type": "message",
+                                                "role": "assistant",
+                                                "model": model,
+                                                "content": [{"type": "text", "text": text}],
+                                                "stop_reason": "end_turn",
+                                                "usage": {"input_tokens": 100, "output_tokens": 10},
+                                            },
+                                        },
+                                    }
+                                )
+                                for cid, text, model in batch["results"]
+                            ]
                             return self._send(200, "\n".join(lines).encode(), raw=True)
                         batch["polled"] += 1
                         if batch["polled"] < fake.polls:
                             return self._send(200, {"id": parts[3], "processing_status": "in_progress"})
                         if "results" not in batch:
                             fake._run(batch)
-                        return self._send(200, {"id": parts[3], "processing_status": "ended",
-                                                "results_url": f"{fake.url}/v1/messages/batches/{parts[3]}/results"})
+                        return self._send(
+                            200,
+                            {
+                                "id": parts[3],
+                                "processing_status": "ended",
+                                "results_url": f"{fake.url}/v1/messages/batches/{parts[3]}/results",
+                            },
+                        )
                 return self._send(404, {"error": {"type": "not_found_error", "message": self.path}})
 
         return Handler

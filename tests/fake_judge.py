@@ -40,7 +40,9 @@ def always(status: int | str) -> Callable[[int, str], str | int | None]:
     return lambda number, prompt: status
 
 
-def labelled(label: str, number: int | None = None, reason: str = "Clear and specific.") -> Callable[[str], str]:
+def labelled(
+    label: str, number: int | None = None, reason: str = "Clear and specific."
+) -> Callable[[str], str]:
     """A free-text verdict as the seed's rubric prints one: ``**3 (Very Good)** → reason``, or the label alone."""
     head = f"**{number} ({label})**" if number is not None else f"**{label}**"
     return lambda prompt: f"{head} \u2192 {reason}"
@@ -52,13 +54,28 @@ def thinking(answer: str, thought: str = "Maybe Score: 0.2? No, it answers fully
 
 
 REFUSALS = {
-    "temperature": ("unsupported_value", ("Unsupported value: 'temperature' does not support 0 with this model. "
-                                          "Only the default (1) value is supported.")),
-    "max_tokens": ("unsupported_parameter", ("Unsupported parameter: 'max_tokens' is not supported with this model. "
-                                             "Use 'max_completion_tokens' instead.")),
-    "response_format": ("unsupported_parameter", ("Invalid parameter: 'response_format' of type 'json_schema' is not "
-                                                  "supported with this model.")),
-    "logprobs": ("unsupported_parameter", "Unsupported parameter: 'logprobs' is not supported with this model."),
+    "temperature": (
+        "unsupported_value",
+        (
+            "Unsupported value: 'temperature' does not support 0 with this model. "
+            "Only the default (1) value is supported."
+        ),
+    ),
+    "max_tokens": (
+        "unsupported_parameter",
+        (
+            "Unsupported parameter: 'max_tokens' is not supported with this model. "
+            "Use 'max_completion_tokens' instead."
+        ),
+    ),
+    "response_format": (
+        "unsupported_parameter",
+        ("Invalid parameter: 'response_format' of type 'json_schema' is not supported with this model."),
+    ),
+    "logprobs": (
+        "unsupported_parameter",
+        "Unsupported parameter: 'logprobs' is not supported with this model.",
+    ),
 }
 
 
@@ -84,15 +101,22 @@ def _logprobs(text: str, probs: dict[str, float] | None, top: int) -> dict:
         alternatives = [(token, 0.0)]
         if probs and digits and i == digits[-1]:
             alternatives = sorted(((k, math.log(p)) for k, p in probs.items() if p > 0), key=lambda a: -a[1])
-        content.append({"token": token, "logprob": alternatives[0][1],
-                        "top_logprobs": [{"token": t, "logprob": lp} for t, lp in alternatives[:top]]})
+        content.append(
+            {
+                "token": token,
+                "logprob": alternatives[0][1],
+                "top_logprobs": [{"token": t, "logprob": lp} for t, lp in alternatives[:top]],
+            }
+        )
     return {"content": content}
 
 
 class FakeJudge:
     def __init__(
         self,
-        reply: Callable[[str], str] = lambda prompt: '{"score": 0.75, "reason": "Mostly answers the request."}',
+        reply: Callable[[str], str] = lambda prompt: (
+            '{"score": 0.75, "reason": "Mostly answers the request."}'
+        ),
         *,
         latency: float = 0.0,
         fault: Callable[[int, str], str | int | None] | None = None,
@@ -151,7 +175,9 @@ class FakeJudge:
                 with fake.lock:
                     fake.calls += 1
                     number = fake.calls
-                    fake.requests.append({"path": self.path, "auth": self.headers.get("Authorization"), "body": body})
+                    fake.requests.append(
+                        {"path": self.path, "auth": self.headers.get("Authorization"), "body": body}
+                    )
                 fault = fake.fault(number, prompt) if fake.fault else None
                 refused = _refused(body, fake.refuse)
                 if fake.latency:
@@ -161,18 +187,30 @@ class FakeJudge:
                 if body.get("logprobs"):
                     probs = fake.score_probs(prompt) if fake.score_probs else None
                     choice["logprobs"] = _logprobs(text, probs, int(body.get("top_logprobs") or 1))
-                answer = json.dumps({
-                    "choices": [choice],
-                    "usage": {"prompt_tokens": len(prompt) // 4, "completion_tokens": len(text) // 4},
-                }).encode()
+                answer = json.dumps(
+                    {
+                        "choices": [choice],
+                        "usage": {"prompt_tokens": len(prompt) // 4, "completion_tokens": len(text) // 4},
+                    }
+                ).encode()
                 if refused and fault is None:
                     code, message = REFUSALS[refused]
-                    error = json.dumps({"error": {"message": message, "type": "invalid_request_error",
-                                                  "param": refused, "code": code}}).encode()
+                    error = json.dumps(
+                        {
+                            "error": {
+                                "message": message,
+                                "type": "invalid_request_error",
+                                "param": refused,
+                                "code": code,
+                            }
+                        }
+                    ).encode()
                     self._send(400, error)
                     self.wfile.write(error)
                 elif isinstance(fault, int):
-                    error = json.dumps({"error": {"message": f"fault {fault}", "echo": "sk-secret-in-body-123"}}).encode()
+                    error = json.dumps(
+                        {"error": {"message": f"fault {fault}", "echo": "sk-secret-in-body-123"}}
+                    ).encode()
                     self._send(fault, error, {"Retry-After": "0"} if fault == 429 else None)
                     self.wfile.write(error)
                 elif fault == "truncated":
@@ -212,11 +250,20 @@ def main() -> None:
 
     parser = argparse.ArgumentParser()
     parser.add_argument("--latency", type=float, default=0.2)
-    parser.add_argument("--faults", action="store_true", help="a 429, a 500 and a truncated body every 5th call")
-    parser.add_argument("--refuse", action="append", default=[], choices=sorted(REFUSALS),
-                        help="answer 400 to requests carrying this parameter (repeatable)")
+    parser.add_argument(
+        "--faults", action="store_true", help="a 429, a 500 and a truncated body every 5th call"
+    )
+    parser.add_argument(
+        "--refuse",
+        action="append",
+        default=[],
+        choices=sorted(REFUSALS),
+        help="answer 400 to requests carrying this parameter (repeatable)",
+    )
     args = parser.parse_args()
-    fake = FakeJudge(latency=args.latency, fault=every_fifth if args.faults else None, refuse=frozenset(args.refuse))
+    fake = FakeJudge(
+        latency=args.latency, fault=every_fifth if args.faults else None, refuse=frozenset(args.refuse)
+    )
     print(fake.url, flush=True)
     fake.server.serve_forever()
 

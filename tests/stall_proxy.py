@@ -16,7 +16,7 @@ class StallingProxy:
         self.target = target
         self.listener = socket.socket(socket.AF_INET, socket.SOCK_STREAM)
         self.listener.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEADDR, 1)
-        for candidate in ([port] if port else PORTS):
+        for candidate in [port] if port else PORTS:
             try:
                 self.listener.bind(("127.0.0.1", candidate))
                 break

@@ -37,8 +37,12 @@ def _imports(name: str, path: Path, modules: dict[str, Path]) -> set[str]:
         elif isinstance(node, ast.ImportFrom):
             base = node.module or ""
             if node.level:
-                base = ".".join(package.split(".")[: len(package.split(".")) - node.level + 1] + ([base] if base else []))
-            targets = [f"{base}.{alias.name}" if f"{base}.{alias.name}" in modules else base for alias in node.names]
+                base = ".".join(
+                    package.split(".")[: len(package.split(".")) - node.level + 1] + ([base] if base else [])
+                )
+            targets = [
+                f"{base}.{alias.name}" if f"{base}.{alias.name}" in modules else base for alias in node.names
+            ]
         else:
             continue
         out |= {t for t in targets if t in modules and t != name}
@@ -101,36 +105,55 @@ def _write(root: Path, files: dict[str, str]) -> dict[str, Path]:
     return found
 
 
-@pytest.mark.parametrize("reach_back", [
-    "from pkg.a import A\n",
-    "def f():\n    from pkg import a\n",
-    "from typing import TYPE_CHECKING\nif TYPE_CHECKING:\n    from pkg.a import A\n",
-    "import typing\nif typing.TYPE_CHECKING:\n    import pkg.a\n",
-    "from . import a\n",
-    "from .a import A\n",
-])
+@pytest.mark.parametrize(
+    "reach_back",
+    [
+        "from pkg.a import A\n",
+        "def f():\n    from pkg import a\n",
+        "from typing import TYPE_CHECKING\nif TYPE_CHECKING:\n    from pkg.a import A\n",
+        "import typing\nif typing.TYPE_CHECKING:\n    import pkg.a\n",
+        "from . import a\n",
+        "from .a import A\n",
+    ],
+)
 def test_the_checker_counts_every_kind_of_import(tmp_path, reach_back):
-    modules = _write(tmp_path, {"pkg/__init__.py": "", "pkg/a.py": "from pkg.b import B\nA = 1\n",
-                                "pkg/b.py": reach_back + "B = 2\n"})
+    modules = _write(
+        tmp_path,
+        {
+            "pkg/__init__.py": "",
+            "pkg/a.py": "from pkg.b import B\nA = 1\n",
+            "pkg/b.py": reach_back + "B = 2\n",
+        },
+    )
     assert _cycles(_graph(modules)) == [["pkg.a", "pkg.b"]]
 
 
 def test_the_checker_finds_a_circle_through_a_package_init(tmp_path):
     # The shape the session engine had: a package re-exports a model whose module reaches back to it.
-    modules = _write(tmp_path, {
-        "app/__init__.py": "",
-        "app/models/__init__.py": "from app.models.session import Session\n",
-        "app/models/session.py": "def store():\n    from app.sessions import Store\n",
-        "app/sessions.py": "def model():\n    from app.models import Session\n",
-    })
+    modules = _write(
+        tmp_path,
+        {
+            "app/__init__.py": "",
+            "app/models/__init__.py": "from app.models.session import Session\n",
+            "app/models/session.py": "def store():\n    from app.sessions import Store\n",
+            "app/sessions.py": "def model():\n    from app.models import Session\n",
+        },
+    )
     assert _cycles(_graph(modules)) == [["app.models", "app.models.session", "app.sessions"]]
     # The model and its store in one module, re-exported by the package: no circle.
     (tmp_path / "app/models/session.py").unlink()
-    modules = _write(tmp_path, {"app/models/__init__.py": "from app.sessions import Session\n",
-                                "app/sessions.py": "Session = Store = 1\n"})
+    modules = _write(
+        tmp_path,
+        {
+            "app/models/__init__.py": "from app.sessions import Session\n",
+            "app/sessions.py": "Session = Store = 1\n",
+        },
+    )
     assert _cycles(_graph(modules)) == []
 
 
-@pytest.mark.parametrize("name", sorted(n for n in _modules() if not n.endswith(("__main__", "wsgi", "asgi"))))
+@pytest.mark.parametrize(
+    "name", sorted(n for n in _modules() if not n.endswith(("__main__", "wsgi", "asgi")))
+)
 def test_module_imports_on_its_own(name):
     importlib.import_module(name)

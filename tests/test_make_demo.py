@@ -20,8 +20,11 @@ ROOT = Path(__file__).resolve().parents[1]
 
 
 def _clean_env(**extra: str) -> dict:
-    env = {k: v for k, v in os.environ.items() if k not in {"SECRET_KEY", "DEBUG", "DATABASE_URL",
-                                                             "DJANGO_SETTINGS_MODULE", "ANNOTATOR_WEB_PROCESS"}}
+    env = {
+        k: v
+        for k, v in os.environ.items()
+        if k not in {"SECRET_KEY", "DEBUG", "DATABASE_URL", "DJANGO_SETTINGS_MODULE", "ANNOTATOR_WEB_PROCESS"}
+    }
     return {**env, **extra}
 
 
@@ -36,7 +39,9 @@ def _free_port() -> int:
 
 
 def _group(pgid: int) -> list[str]:
-    out = subprocess.run(["ps", "-o", "args=", "-g", str(pgid)], capture_output=True, text=True, check=False).stdout
+    out = subprocess.run(
+        ["ps", "-o", "args=", "-g", str(pgid)], capture_output=True, text=True, check=False
+    ).stdout
     return [line for line in out.splitlines() if line.strip() and "<defunct>" not in line]
 
 
@@ -45,9 +50,15 @@ def test_make_demo_runs_the_worker_and_ctrl_c_stops_both(tmp_path):
     port = _free_port()
     env = _clean_env(DATABASE_URL=f"sqlite:///{tmp_path / 'demo.sqlite3'}")
     demo = subprocess.Popen(
-        ["make", "demo", f"PORT={port}"], cwd=ROOT, env=env, stdout=subprocess.PIPE, stderr=subprocess.STDOUT,
-        text=True, start_new_session=True,
-        preexec_fn=lambda: signal.signal(signal.SIGINT, signal.SIG_DFL))  # noqa: PLW1509 - as a terminal starts it (a background shell ignores SIGINT)
+        ["make", "demo", f"PORT={port}"],
+        cwd=ROOT,
+        env=env,
+        stdout=subprocess.PIPE,
+        stderr=subprocess.STDOUT,
+        text=True,
+        start_new_session=True,
+        preexec_fn=lambda: signal.signal(signal.SIGINT, signal.SIG_DFL),
+    )  # noqa: PLW1509 - as a terminal starts it (a background shell ignores SIGINT)
     try:
         deadline = time.monotonic() + 180
         while True:
@@ -72,11 +83,19 @@ def test_make_demo_runs_the_worker_and_ctrl_c_stops_both(tmp_path):
             demo.wait(10)
 
 
-@pytest.mark.parametrize("command", [["study_link", "--help"], ["api_token", "--help"], ["db_worker", "--help"]])
+@pytest.mark.parametrize(
+    "command", [["study_link", "--help"], ["api_token", "--help"], ["db_worker", "--help"]]
+)
 def test_the_readmes_commands_run_without_debug_or_a_secret_key(command, tmp_path):
     env = _clean_env(DATABASE_URL=f"sqlite:///{tmp_path / 'x.sqlite3'}")
-    result = subprocess.run([sys.executable, "manage.py", *command], cwd=ROOT, env=env, capture_output=True, text=True,
-                            check=False)
+    result = subprocess.run(
+        [sys.executable, "manage.py", *command],
+        cwd=ROOT,
+        env=env,
+        capture_output=True,
+        text=True,
+        check=False,
+    )
     assert result.returncode == 0, result.stderr
     assert "usage:" in result.stdout
 
@@ -84,18 +103,30 @@ def test_the_readmes_commands_run_without_debug_or_a_secret_key(command, tmp_pat
 def test_a_command_that_writes_runs_without_them(tmp_path):
     env = _clean_env(DATABASE_URL=f"sqlite:///{tmp_path / 'x.sqlite3'}")
     subprocess.run([sys.executable, "manage.py", "migrate", "-v", "0"], cwd=ROOT, env=env, check=True)
-    subprocess.run([sys.executable, "manage.py", "create_demo_users"], cwd=ROOT, env=env, check=True,
-                   capture_output=True)
-    result = subprocess.run([sys.executable, "manage.py", "api_token", "researcher", "--days", "2"], cwd=ROOT,
-                            env=env, capture_output=True, text=True, check=False)
+    subprocess.run(
+        [sys.executable, "manage.py", "create_demo_users"], cwd=ROOT, env=env, check=True, capture_output=True
+    )
+    result = subprocess.run(
+        [sys.executable, "manage.py", "api_token", "researcher", "--days", "2"],
+        cwd=ROOT,
+        env=env,
+        capture_output=True,
+        text=True,
+        check=False,
+    )
     assert result.returncode == 0, result.stderr
     assert result.stdout.startswith("hcs_")
 
 
-@pytest.mark.parametrize("serve", [
-    [sys.executable, "manage.py", "runserver", "127.0.0.1:1", "--noreload"],
-    [sys.executable, "-c", "import annotator.wsgi"],
-])
+@pytest.mark.parametrize(
+    "serve",
+    [
+        [sys.executable, "manage.py", "runserver", "127.0.0.1:1", "--noreload"],
+        [sys.executable, "-c", "import annotator.wsgi"],
+    ],
+)
 def test_serving_still_refuses_to_start_without_a_secret_key(serve):
-    result = subprocess.run(serve, cwd=ROOT, env=_clean_env(), capture_output=True, text=True, timeout=60, check=False)
+    result = subprocess.run(
+        serve, cwd=ROOT, env=_clean_env(), capture_output=True, text=True, timeout=60, check=False
+    )
     assert result.returncode != 0 and "SECRET_KEY is not set" in result.stderr

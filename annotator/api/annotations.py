@@ -48,10 +48,19 @@ class AnnotationPage(BaseModel):
     next: str | None
 
 
-@router.get("/batches/{int:batch_id}/annotations", response={200: AnnotationPage, **ERRORS}, auth=researchers,
-            url_name="annotations", summary="Annotations of a batch, long format, cursor-paginated (researchers)")
-def annotations(request, batch_id: int, cursor: str | None = None,
-                limit: int = Query(DEFAULT_LIMIT, ge=1, le=MAX_LIMIT, description="annotations per page")):
+@router.get(
+    "/batches/{int:batch_id}/annotations",
+    response={200: AnnotationPage, **ERRORS},
+    auth=researchers,
+    url_name="annotations",
+    summary="Annotations of a batch, long format, cursor-paginated (researchers)",
+)
+def annotations(
+    request,
+    batch_id: int,
+    cursor: str | None = None,
+    limit: int = Query(DEFAULT_LIMIT, ge=1, le=MAX_LIMIT, description="annotations per page"),
+):
     batch = get_object_or_404(Batch, pk=batch_id)
     after = decode_cursor(cursor, (datetime.fromisoformat, int))
     page = list(annotation_rows(batch=batch, after=tuple(after) if after else None, limit=limit + 1))
@@ -60,6 +69,9 @@ def annotations(request, batch_id: int, cursor: str | None = None,
         page = page[:limit]
         next_cursor = encode_cursor([page[-1]["submitted_at"].isoformat(), page[-1]["annotation_id"]])
     dimensions = batch.rubric_obj.dimension_keys
-    rows = [{"annotation_id": a["annotation_id"], **dict(zip(SCORES_COLUMNS, row))}
-            for a in page for row in score_rows([a], dimensions)]
+    rows = [
+        {"annotation_id": a["annotation_id"], **dict(zip(SCORES_COLUMNS, row))}
+        for a in page
+        for row in score_rows([a], dimensions)
+    ]
     return {"items": rows, "next_cursor": next_cursor, "next": next_link(request, next_cursor)}

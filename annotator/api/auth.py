@@ -49,8 +49,11 @@ class ApiAuth(HttpBearer):
             user = self.authenticate(request, key.strip())
         elif request.user.is_authenticated:
             if request.method not in SAFE_METHODS and check_csrf(request):
-                raise HttpError(403, "CSRF check failed: a signed-in browser request must send the CSRF token "
-                                     "(X-CSRFToken header); scripts should use an API token instead.")
+                raise HttpError(
+                    403,
+                    "CSRF check failed: a signed-in browser request must send the CSRF token "
+                    "(X-CSRFToken header); scripts should use an API token instead.",
+                )
             user = request.user
         if user is None:
             return None
@@ -64,9 +67,13 @@ class ApiAuth(HttpBearer):
         limit = settings.ANNOTATOR_API_TOKEN_FAILURES_PER_MINUTE
         failed = rate_count_read(key=address, limit=limit)
         if failed.count >= limit:
-            raise Problem(429, f"Too many failed API token attempts from this address; try again in "
-                               f"{failed.retry_after_s} s with a valid token.", kind=RATE_LIMITED,
-                          headers={"Retry-After": str(failed.retry_after_s)})
+            raise Problem(
+                429,
+                f"Too many failed API token attempts from this address; try again in "
+                f"{failed.retry_after_s} s with a valid token.",
+                kind=RATE_LIMITED,
+                headers={"Retry-After": str(failed.retry_after_s)},
+            )
         found = api_token_for_key(token)
         if found is None:
             rate_count_add(key=address, limit=limit)
@@ -84,7 +91,9 @@ admins = ApiAuth(roles.is_admin, "admin")
 
 def _per_thread(name: str) -> property:
     """An attribute of the request being checked: one throttle object serves every thread."""
-    return property(lambda self: getattr(self._state, name), lambda self, value: setattr(self._state, name, value))
+    return property(
+        lambda self: getattr(self._state, name), lambda self, value: setattr(self._state, name, value)
+    )
 
 
 class TokenRateThrottle(BaseThrottle):

@@ -45,7 +45,9 @@ router = Router(tags=["batches"])
 class BatchCreateIn(ItemsIn):
     name: str = Field(description="unique batch name")
     k: int = Field(MIN_K, description="independent annotations per item (at least 3)")
-    rubric: dict[str, Any] | None = Field(None, description="a rubric of the schema of hcs/rubrics/hcs.json; default HCS")
+    rubric: dict[str, Any] | None = Field(
+        None, description="a rubric of the schema of hcs/rubrics/hcs.json; default HCS"
+    )
 
 
 class BatchOut(Schema):
@@ -92,10 +94,16 @@ def batch_out(request, batch: Batch, n_items: int | None = None) -> dict:
         return request.build_absolute_uri(reverse(f"api-v1:{name}", kwargs={"batch_id": batch.pk}))
 
     return {
-        "id": batch.pk, "name": batch.name, "k": batch.k, "is_open": batch.is_open,
-        "n_items": batch.items.count() if n_items is None else n_items, "created_at": batch.created_at,
-        "url": url("batch"), "progress_url": url("batch_progress"),
-        "annotations_url": url("annotations"), "report_url": url("report"),
+        "id": batch.pk,
+        "name": batch.name,
+        "k": batch.k,
+        "is_open": batch.is_open,
+        "n_items": batch.items.count() if n_items is None else n_items,
+        "created_at": batch.created_at,
+        "url": url("batch"),
+        "progress_url": url("batch_progress"),
+        "annotations_url": url("annotations"),
+        "report_url": url("report"),
     }
 
 
@@ -103,8 +111,13 @@ def _in_background(data: bytes) -> bool:
     return len(data) > settings.ANNOTATOR_BACKGROUND_UPLOAD_BYTES
 
 
-@router.post("/batches", response={201: BatchOut, 202: JobOut, **ERRORS}, auth=admins, url_name="batches_create",
-             summary="Create a batch from JSON or JSONL items (admins)")
+@router.post(
+    "/batches",
+    response={201: BatchOut, 202: JobOut, **ERRORS},
+    auth=admins,
+    url_name="batches_create",
+    summary="Create a batch from JSON or JSONL items (admins)",
+)
 def batch_create(request, payload: BatchCreateIn, response: HttpResponse):
     """All or nothing: any bad item (or a taken name, k < 3) saves nothing and lists every problem
     with its row (the item's 1-based position, or its JSONL line). Over
@@ -119,21 +132,35 @@ def batch_create(request, payload: BatchCreateIn, response: HttpResponse):
         raise Problem(422, str(exc), kind=INVALID_REQUEST) from None
     data = payload.jsonl_bytes()
     if _in_background(data):
-        errors = batch_settings_errors(name=payload.name, k=payload.k, rubric=rubric)  # known now; the rows are checked by the worker
+        errors = batch_settings_errors(
+            name=payload.name, k=payload.k, rubric=rubric
+        )  # known now; the rows are checked by the worker
         if errors:
             raise ImportRefused(errors)
-        pending = {"mode": BATCH, "filename": FILENAME, "name": payload.name, "k": payload.k,
-                   "rubric": payload.rubric}
+        pending = {
+            "mode": BATCH,
+            "filename": FILENAME,
+            "name": payload.name,
+            "k": payload.k,
+            "rubric": payload.rubric,
+        }
         return accepted(request, response, upload_job_create(pending=pending, data=data, user=request.user))
     parsed = parse_batch_file(data, filename=FILENAME)
-    batch = batch_import(name=payload.name, k=payload.k, rubric=rubric, parsed=parsed, created_by=request.user)
+    batch = batch_import(
+        name=payload.name, k=payload.k, rubric=rubric, parsed=parsed, created_by=request.user
+    )
     body = batch_out(request, batch, n_items=parsed.row_count)
     response["Location"] = body["url"]
     return Status(201, body)
 
 
-@router.post("/batches/{int:batch_id}/items", response={201: ItemsAddedOut, 202: JobOut, **ERRORS}, auth=admins,
-             url_name="batch_items", summary="Add items to an open batch (admins)")
+@router.post(
+    "/batches/{int:batch_id}/items",
+    response={201: ItemsAddedOut, 202: JobOut, **ERRORS},
+    auth=admins,
+    url_name="batch_items",
+    summary="Add items to an open batch (admins)",
+)
 def batch_items(request, batch_id: int, payload: ItemsIn, response: HttpResponse):
     """The same columns and checks as creating a batch; an item id already in the batch is a row
     error too. A closed batch answers 409."""
@@ -150,7 +177,9 @@ def batch_items(request, batch_id: int, payload: ItemsIn, response: HttpResponse
             if not batch.is_open:
                 raise BatchClosed(batch)
             pending = {"mode": ITEMS, "filename": FILENAME, "name": batch.name, "batch_id": batch.pk}
-            return accepted(request, response, upload_job_create(pending=pending, data=data, user=request.user))
+            return accepted(
+                request, response, upload_job_create(pending=pending, data=data, user=request.user)
+            )
         parsed = parse_batch_file(data, filename=FILENAME)
         added = batch_items_add(batch=batch, parsed=parsed)
     except BatchClosed as exc:
@@ -158,8 +187,13 @@ def batch_items(request, batch_id: int, payload: ItemsIn, response: HttpResponse
     return Status(201, {"batch": batch_out(request, batch), "added": added})
 
 
-@router.get("/batches", response={200: BatchPage, **ERRORS}, auth=researchers, url_name="batches",
-            summary="List batches, oldest first (researchers)")
+@router.get(
+    "/batches",
+    response={200: BatchPage, **ERRORS},
+    auth=researchers,
+    url_name="batches",
+    summary="List batches, oldest first (researchers)",
+)
 def batches(request, cursor: str | None = None, limit: int = Query(DEFAULT_LIMIT, ge=1, le=MAX_LIMIT)):
     after = decode_cursor(cursor, (int,))
     rows = Batch.objects.annotate(n=Count("items")).order_by("pk")
@@ -169,18 +203,31 @@ def batches(request, cursor: str | None = None, limit: int = Query(DEFAULT_LIMIT
     more = len(page) > limit
     page = page[:limit]
     next_cursor = encode_cursor([page[-1].pk]) if more else None
-    return {"items": [batch_out(request, b, n_items=b.n) for b in page], "next_cursor": next_cursor,
-            "next": next_link(request, next_cursor)}
+    return {
+        "items": [batch_out(request, b, n_items=b.n) for b in page],
+        "next_cursor": next_cursor,
+        "next": next_link(request, next_cursor),
+    }
 
 
-@router.get("/batches/{int:batch_id}", response={200: BatchOut, **ERRORS}, auth=researchers, url_name="batch",
-            summary="One batch (researchers)")
+@router.get(
+    "/batches/{int:batch_id}",
+    response={200: BatchOut, **ERRORS},
+    auth=researchers,
+    url_name="batch",
+    summary="One batch (researchers)",
+)
 def batch(request, batch_id: int):
     return batch_out(request, get_object_or_404(Batch, pk=batch_id))
 
 
-@router.get("/batches/{int:batch_id}/progress", response={200: ProgressOut, **ERRORS}, auth=researchers,
-            url_name="batch_progress", summary="How far annotation of a batch has come (researchers)")
+@router.get(
+    "/batches/{int:batch_id}/progress",
+    response={200: ProgressOut, **ERRORS},
+    auth=researchers,
+    url_name="batch_progress",
+    summary="How far annotation of a batch has come (researchers)",
+)
 def progress(request, batch_id: int):
     p = batch_progress(batch=get_object_or_404(Batch, pk=batch_id))
     return {**p.__dict__, "percent_complete": p.percent_complete, "done": p.done}

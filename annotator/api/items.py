@@ -24,7 +24,9 @@ class ItemsIn(Schema):
     @model_validator(mode="after")
     def _one_source(self):
         if (self.items is None) == (self.jsonl is None):
-            raise ValueError("send the items either as `items` (a list of objects) or as `jsonl` (text), not both or neither")
+            raise ValueError(
+                "send the items either as `items` (a list of objects) or as `jsonl` (text), not both or neither"
+            )
         return self
 
     def jsonl_bytes(self) -> bytes:

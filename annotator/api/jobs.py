@@ -22,20 +22,36 @@ from annotator.selectors.jobs import job_of
 router = Router(tags=["jobs"])
 
 
-@router.get("/jobs/{uuid:job_id}", response={200: JobOut, **ERRORS}, auth=signed_in, url_name="job",
-            summary="A background job's state; poll until `state` is done or failed")
+@router.get(
+    "/jobs/{uuid:job_id}",
+    response={200: JobOut, **ERRORS},
+    auth=signed_in,
+    url_name="job",
+    summary="A background job's state; poll until `state` is done or failed",
+)
 def job(request, job_id: UUID):
     return job_out(request, job_of(user=request.user, job_id=job_id))
 
 
-@router.get("/jobs/{uuid:job_id}/result", response={200: dict[str, Any], **ERRORS}, auth=signed_in,
-            url_name="job_result", summary="What a finished job made: the report JSON, a dataset zip, or the batch it saved")
+@router.get(
+    "/jobs/{uuid:job_id}/result",
+    response={200: dict[str, Any], **ERRORS},
+    auth=signed_in,
+    url_name="job_result",
+    summary="What a finished job made: the report JSON, a dataset zip, or the batch it saved",
+)
 def job_result(request, job_id: UUID):
     found = job_of(user=request.user, job_id=job_id, with_output=True)
     if found.state != Job.DONE:
-        raise Problem(409, f"The job is {found.state}: " + (found.message or "it has not finished; poll its URL."))
-    if found.kind == Job.EXPORT:  # the JSON report, or a zipped dataset (its type and name as the job page gives them)
-        result = HttpResponse(bytes(found.output or b"{}"), content_type=found.output_type or "application/json")
+        raise Problem(
+            409, f"The job is {found.state}: " + (found.message or "it has not finished; poll its URL.")
+        )
+    if (
+        found.kind == Job.EXPORT
+    ):  # the JSON report, or a zipped dataset (its type and name as the job page gives them)
+        result = HttpResponse(
+            bytes(found.output or b"{}"), content_type=found.output_type or "application/json"
+        )
         if found.output_type and found.output_type != "application/json":
             result["Content-Disposition"] = f'attachment; filename="{found.output_name or "download"}"'
         return result

@@ -16,10 +16,10 @@ from ninja.responses import NinjaJSONEncoder
 
 from annotator.api import annotations, batches, jobs, me, reports
 from annotator.api.auth import TokenRateThrottle, signed_in
-from annotator.judges.api import review as judge_review
 from annotator.api.parser import StrictJsonParser
 from annotator.api.problems import MEDIA_TYPE, install_handlers
 from annotator.judges.api import calibration_sets, judges
+from annotator.judges.api import review as judge_review
 from annotator.judges.api import tables as judge_data
 
 DESCRIPTION = """
@@ -34,7 +34,6 @@ user's role. From this page, your signed-in session works too.
 **Lists** are cursor-paginated: follow `next` until it is null. **Large jobs** answer
 `202 Accepted` with a job to poll (`Location`, `url`) until its `state` is `done`, then read `result_url`.
 """
-
 
 
 class _Encoder(NinjaJSONEncoder):

@@ -27,12 +27,21 @@ class MeOut(Schema):
     token: TokenOut | None
 
 
-@router.get("/me", response={200: MeOut, **ERRORS}, auth=signed_in, url_name="me",
-            summary="The caller: user, roles and the token used (a quick check that a token works)")
+@router.get(
+    "/me",
+    response={200: MeOut, **ERRORS},
+    auth=signed_in,
+    url_name="me",
+    summary="The caller: user, roles and the token used (a quick check that a token works)",
+)
 def me(request):
     user, token = request.user, getattr(request, "api_token", None)
     return {
-        "username": user.get_username(), "admin": roles.is_admin(user), "researcher": roles.is_researcher(user),
+        "username": user.get_username(),
+        "admin": roles.is_admin(user),
+        "researcher": roles.is_researcher(user),
         "annotator": roles.is_annotator(user),
-        "token": {"name": token.name, "prefix": token.prefix, "expires_at": token.expires_at} if token else None,
+        "token": {"name": token.name, "prefix": token.prefix, "expires_at": token.expires_at}
+        if token
+        else None,
     }

@@ -32,7 +32,9 @@ def decode_cursor(cursor: str | None, types: tuple[type, ...]) -> list[Any] | No
             raise ValueError
         return [t(v) for t, v in zip(types, values)]
     except (ValueError, TypeError, binascii.Error, UnicodeDecodeError, RecursionError):
-        raise Problem(400, "The cursor is not one this API gave out; start again without it.", kind=BAD_CURSOR) from None
+        raise Problem(
+            400, "The cursor is not one this API gave out; start again without it.", kind=BAD_CURSOR
+        ) from None
 
 
 def next_link(request: HttpRequest, cursor: str | None) -> str | None:

@@ -29,16 +29,20 @@ class StrictJsonParser(Parser):
         try:
             text = request.body.decode("utf-8")
         except UnicodeDecodeError as exc:
-            raise BodyRefused(f"The request body is not UTF-8 text (byte {exc.start + 1}); send JSON encoded as UTF-8.") from None
+            raise BodyRefused(
+                f"The request body is not UTF-8 text (byte {exc.start + 1}); send JSON encoded as UTF-8."
+            ) from None
         try:
             value = json_loads(text)
         except json.JSONDecodeError as exc:
-            raise BodyRefused(f"The request body is not valid JSON ({exc.msg} at line {exc.lineno}, "
-                              f"column {exc.colno}).") from None
+            raise BodyRefused(
+                f"The request body is not valid JSON ({exc.msg} at line {exc.lineno}, column {exc.colno})."
+            ) from None
         if _SURROGATE_ESCAPE.search(request.body):
             where = surrogate_path(value)
             if where is not None:
                 raise BodyRefused(
                     f"The request body holds a lone surrogate (an escape like \\ud800 without its pair) at {where}; "
-                    "it is not a character. Send the character itself or both halves of its pair. Nothing was saved.")
+                    "it is not a character. Send the character itself or both halves of its pair. Nothing was saved."
+                )
         return value

@@ -37,14 +37,34 @@ BAD_CURSOR = "bad-cursor"
 class Problem(Exception):
     """Raise from an API operation to answer with a problem of a given type."""
 
-    def __init__(self, status: int, detail: str, *, kind: str | None = None, errors: list[dict] | None = None,
-                 headers: dict[str, str] | None = None):
+    def __init__(
+        self,
+        status: int,
+        detail: str,
+        *,
+        kind: str | None = None,
+        errors: list[dict] | None = None,
+        headers: dict[str, str] | None = None,
+    ):
         super().__init__(detail)
-        self.status, self.detail, self.kind, self.errors, self.headers = status, detail, kind, errors, headers or {}
+        self.status, self.detail, self.kind, self.errors, self.headers = (
+            status,
+            detail,
+            kind,
+            errors,
+            headers or {},
+        )
 
 
-def problem_response(request: HttpRequest, status: int, detail: str, *, kind: str | None = None,
-                     errors: list[dict] | None = None, headers: dict[str, str] | None = None) -> HttpResponse:
+def problem_response(
+    request: HttpRequest,
+    status: int,
+    detail: str,
+    *,
+    kind: str | None = None,
+    errors: list[dict] | None = None,
+    headers: dict[str, str] | None = None,
+) -> HttpResponse:
     body: dict[str, Any] = {
         "type": TYPE_BASE + kind if kind else "about:blank",
         "title": HTTPStatus(status).phrase,
@@ -62,16 +82,22 @@ def problem_response(request: HttpRequest, status: int, detail: str, *, kind: st
 
 def row_errors(errors: Iterable[RowError]) -> list[dict]:
     """Row errors as JSON, in row order: ``row`` is the item's line (1 = the first item), or null."""
-    return [{"row": e.row, "column": e.column, "message": e.message}
-            for e in sorted(errors, key=lambda e: e.sort_key)]
+    return [
+        {"row": e.row, "column": e.column, "message": e.message}
+        for e in sorted(errors, key=lambda e: e.sort_key)
+    ]
 
 
 def _on_problem(request, exc: Problem) -> HttpResponse:
-    return problem_response(request, exc.status, exc.detail, kind=exc.kind, errors=exc.errors, headers=exc.headers)
+    return problem_response(
+        request, exc.status, exc.detail, kind=exc.kind, errors=exc.errors, headers=exc.headers
+    )
 
 
 def _on_import_refused(request, exc: ImportRefused) -> HttpResponse:
-    return problem_response(request, 422, f"{exc} Nothing was saved.", kind=INVALID_ROWS, errors=row_errors(exc.errors))
+    return problem_response(
+        request, 422, f"{exc} Nothing was saved.", kind=INVALID_ROWS, errors=row_errors(exc.errors)
+    )
 
 
 def _on_file_refused(request, exc: FileRefused) -> HttpResponse:
@@ -83,16 +109,26 @@ def _on_validation(request, exc: ValidationError) -> HttpResponse:
     for e in exc.errors:
         loc = [str(part) for part in e.get("loc", ())]
         where, field = (loc[0], [p for p in loc[1:] if p != "payload"]) if loc else ("body", [])
-        errors.append({"row": None, "column": ".".join(field) or None, "in": where, "message": e.get("msg", "")})
-    return problem_response(request, 422, "The request does not match the schema; see errors.",
-                            kind=INVALID_REQUEST, errors=errors)
+        errors.append(
+            {"row": None, "column": ".".join(field) or None, "in": where, "message": e.get("msg", "")}
+        )
+    return problem_response(
+        request,
+        422,
+        "The request does not match the schema; see errors.",
+        kind=INVALID_REQUEST,
+        errors=errors,
+    )
 
 
 def _on_authentication(request, exc: AuthenticationError) -> HttpResponse:
     return problem_response(
-        request, 401, "Send a valid API token as 'Authorization: Bearer <token>' (make one on the API tokens page "
+        request,
+        401,
+        "Send a valid API token as 'Authorization: Bearer <token>' (make one on the API tokens page "
         "or with manage.py api_token); it may have expired or been revoked.",
-        headers={"WWW-Authenticate": 'Bearer realm="api"'})
+        headers={"WWW-Authenticate": 'Bearer realm="api"'},
+    )
 
 
 def _on_forbidden(request, exc: PermissionDenied) -> HttpResponse:
@@ -111,8 +147,13 @@ def _on_http_error(request, exc: HttpError) -> HttpResponse:
 
 def _on_throttled(request, exc: Throttled) -> HttpResponse:
     wait = max(1, int(-(-(exc.wait or 1) // 1)))
-    return problem_response(request, 429, f"Too many requests for this token; try again in {wait} s.",
-                            kind=RATE_LIMITED, headers={"Retry-After": str(wait)})
+    return problem_response(
+        request,
+        429,
+        f"Too many requests for this token; try again in {wait} s.",
+        kind=RATE_LIMITED,
+        headers={"Retry-After": str(wait)},
+    )
 
 
 HANDLERS = {
@@ -144,11 +185,15 @@ class ApiProblemMiddleware:
 
     def __call__(self, request):
         response = self.get_response(request)
-        if (request.path.startswith(API_PREFIX) and response.status_code >= 400
-                and not response.get("Content-Type", "").startswith(("application/json", MEDIA_TYPE))):
-            detail = {404: "No API route has this path; see /api/v1/docs.",
-                      405: f"This path does not take {request.method}."}.get(
-                response.status_code, HTTPStatus(response.status_code).description or "The request failed.")
+        if (
+            request.path.startswith(API_PREFIX)
+            and response.status_code >= 400
+            and not response.get("Content-Type", "").startswith(("application/json", MEDIA_TYPE))
+        ):
+            detail = {
+                404: "No API route has this path; see /api/v1/docs.",
+                405: f"This path does not take {request.method}.",
+            }.get(response.status_code, HTTPStatus(response.status_code).description or "The request failed.")
             headers = {h: response[h] for h in self.KEEP_HEADERS if response.has_header(h)}
             return problem_response(request, response.status_code, detail, headers=headers)
         return response

@@ -31,7 +31,9 @@ router = Router(tags=["reports"])
 
 class ReportQuery(Schema):
     epsilon: float = Field(DEFAULT_EPSILON, ge=0, lt=1, description="the alt-test's margin ε for LLM judges")
-    resamples: int = Field(DEFAULT_RESAMPLES, ge=0, le=MAX_RESAMPLES, description="bootstrap resamples (0: no CIs)")
+    resamples: int = Field(
+        DEFAULT_RESAMPLES, ge=0, le=MAX_RESAMPLES, description="bootstrap resamples (0: no CIs)"
+    )
     seed: int = Field(DEFAULT_SEED, description="bootstrap seed (the same seed gives the same intervals)")
 
     def options(self) -> ReportOptions:
@@ -53,20 +55,32 @@ def report_or_job(request, response: HttpResponse, batch: Batch, query: ReportQu
     return report_to_dict(report_with_options(batch=batch, options=options))
 
 
-@router.get("/batches/{int:batch_id}/report", response={200: dict[str, Any], 202: JobOut, **ERRORS}, auth=researchers,
-            url_name="report", summary="Agreement report, as the JSON export (researchers)")
+@router.get(
+    "/batches/{int:batch_id}/report",
+    response={200: dict[str, Any], 202: JobOut, **ERRORS},
+    auth=researchers,
+    url_name="report",
+    summary="Agreement report, as the JSON export (researchers)",
+)
 def report(request, batch_id: int, response: HttpResponse, query: Query[ReportQuery]):
     """Fleiss' κ, Krippendorff's α, Gwet's AC2 with bootstrap CIs per dimension, systems, annotators,
     disagreements and the LLM-judge sections: exactly the JSON export's schema (``schema_version`` 1)."""
     return report_or_job(request, response, get_object_or_404(Batch, pk=batch_id), query)
 
 
-@router.post("/batches/{int:batch_id}/exports/hf", response={202: JobOut, **ERRORS}, auth=researchers,
-             url_name="report_export_hf", summary="Publish as a Hugging Face dataset: a job whose result is the zip")
+@router.post(
+    "/batches/{int:batch_id}/exports/hf",
+    response={202: JobOut, **ERRORS},
+    auth=researchers,
+    url_name="report_export_hf",
+    summary="Publish as a Hugging Face dataset: a job whose result is the zip",
+)
 def report_export_hf(request, batch_id: int, response: HttpResponse):
     """Always a background job (202): poll it, then GET its ``result``, a zip of the dataset folder
     ``export_report --format hf`` writes (raters pseudonymous; docs/hf.md)."""
     from annotator.exports.formats import EXPORT_FORMATS
 
     batch = get_object_or_404(Batch, pk=batch_id)
-    return accepted(request, response, export_job_create(batch=batch, fmt=EXPORT_FORMATS["hf"], user=request.user))
+    return accepted(
+        request, response, export_job_create(batch=batch, fmt=EXPORT_FORMATS["hf"], user=request.user)
+    )

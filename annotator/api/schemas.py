@@ -52,10 +52,20 @@ def job_out(request: HttpRequest, job: Job) -> dict:
     url = request.build_absolute_uri(reverse("api-v1:job", kwargs={"job_id": job.pk}))
     done = job.state == Job.DONE
     return {
-        "id": str(job.pk), "kind": job.kind, "label": job.label, "state": job.state, "step": job.step,
-        "message": job.message, "errors": job.errors or [], "created_at": job.created_at,
-        "started_at": job.started_at, "finished_at": job.finished_at, "url": url,
-        "result_url": request.build_absolute_uri(reverse("api-v1:job_result", kwargs={"job_id": job.pk})) if done else None,
+        "id": str(job.pk),
+        "kind": job.kind,
+        "label": job.label,
+        "state": job.state,
+        "step": job.step,
+        "message": job.message,
+        "errors": job.errors or [],
+        "created_at": job.created_at,
+        "started_at": job.started_at,
+        "finished_at": job.finished_at,
+        "url": url,
+        "result_url": request.build_absolute_uri(reverse("api-v1:job_result", kwargs={"job_id": job.pk}))
+        if done
+        else None,
     }
 
 

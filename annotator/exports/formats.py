@@ -18,8 +18,15 @@ from annotator.judges.exports.formats import JUDGE_EXPORT_FORMATS
 from annotator.models import Batch
 from annotator.selectors.reports import BatchReport, batch_report
 
-__all__ = ["CSV_TABLES", "CSV_TYPE", "EXPORT_FORMATS", "TABLES", "ExportFormat", "export_bytes",
-           "export_chunks"]
+__all__ = [
+    "CSV_TABLES",
+    "CSV_TYPE",
+    "EXPORT_FORMATS",
+    "TABLES",
+    "ExportFormat",
+    "export_bytes",
+    "export_chunks",
+]
 
 
 def _hf_zip(*, batch: Batch, report: BatchReport | None = None) -> bytes:
@@ -32,19 +39,45 @@ def _hf_zip(*, batch: Batch, report: BatchReport | None = None) -> bytes:
 EXPORT_FORMATS: dict[str, ExportFormat] = {
     f.key: f
     for f in (
-        ExportFormat("json", "application/json", from_report=lambda r: [report_json(r), "\n"], background=True,
-                     label="JSON"),
-        ExportFormat("html", "text/html; charset=utf-8", from_report=lambda r: [report_html(r)], background=True,
-                     label="HTML (self-contained)"),
-        ExportFormat("dimensions.csv", CSV_TYPE, from_report=report_csv.dimensions_csv, label="Agreement table (CSV)"),
-        ExportFormat("items.csv", CSV_TYPE, from_report=report_csv.items_csv, label="Overall HCS per item (CSV)"),
-        ExportFormat("scores.csv", CSV_TYPE, from_batch=report_csv.scores_csv, label="All scores, long (CSV)"),
-        ExportFormat("annotations.csv", CSV_TYPE, from_batch=report_csv.annotations_csv,
-                     label="Annotations, template format (CSV)"),
+        ExportFormat(
+            "json",
+            "application/json",
+            from_report=lambda r: [report_json(r), "\n"],
+            background=True,
+            label="JSON",
+        ),
+        ExportFormat(
+            "html",
+            "text/html; charset=utf-8",
+            from_report=lambda r: [report_html(r)],
+            background=True,
+            label="HTML (self-contained)",
+        ),
+        ExportFormat(
+            "dimensions.csv", CSV_TYPE, from_report=report_csv.dimensions_csv, label="Agreement table (CSV)"
+        ),
+        ExportFormat(
+            "items.csv", CSV_TYPE, from_report=report_csv.items_csv, label="Overall HCS per item (CSV)"
+        ),
+        ExportFormat(
+            "scores.csv", CSV_TYPE, from_batch=report_csv.scores_csv, label="All scores, long (CSV)"
+        ),
+        ExportFormat(
+            "annotations.csv",
+            CSV_TYPE,
+            from_batch=report_csv.annotations_csv,
+            label="Annotations, template format (CSV)",
+        ),
         *JUDGE_EXPORT_FORMATS,
         # export_report --format hf --out DIR writes the folder itself (annotator.exports.hf.writer).
-        ExportFormat("hf", "application/zip", zipped=_hf_zip, background=True, download_name="hf-dataset.zip",
-                     label="Hugging Face dataset (zip)"),
+        ExportFormat(
+            "hf",
+            "application/zip",
+            zipped=_hf_zip,
+            background=True,
+            download_name="hf-dataset.zip",
+            label="Hugging Face dataset (zip)",
+        ),
     )
 }
 # export_report --table NAME is the format "NAME.csv" or "NAME.jsonl" (--format csv or jsonl).

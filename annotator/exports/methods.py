@@ -15,24 +15,36 @@ def _plural(n: int, word: str) -> str:
 def _excluded(report: BatchReport) -> list:
     """The exclusions of people who rated in the batch (an account excluded before rating left nothing out)."""
     rated = {a.annotator for a in report.annotators}
-    return [e for e in (report.quality.exclusions if report.quality is not None else ()) if e.annotator in rated]
+    return [
+        e for e in (report.quality.exclusions if report.quality is not None else ()) if e.annotator in rated
+    ]
 
 
 def _exclusion_policy(excluded: list, outliers: int) -> str:
     """Who was left out of the statistics and by what rule."""
-    kept = f" ({outliers} flagged as possible outlier{'s' if outliers != 1 else ''} and kept)" if outliers else ""
+    kept = (
+        f" ({outliers} flagged as possible outlier{'s' if outliers != 1 else ''} and kept)"
+        if outliers
+        else ""
+    )
     if not excluded:
         return "No annotator was excluded" + kept
     by_rule = sum(e.rule == BLOCK_RULE for e in excluded)
     by_hand = sum(e.rule == RESEARCHER for e in excluded)
     other = len(excluded) - by_rule - by_hand
-    how = [part for part in (
-        f"{by_hand} by a researcher's decision" if by_hand else "",
-        f"{by_rule} by the batch's gold-check block rule" if by_rule else "",
-        f"{other} by another rule" if other else "",
-    ) if part]
-    return (f"{_plural(len(excluded), 'further annotator')} {'was' if len(excluded) == 1 else 'were'} excluded "
-            f"({', '.join(how)}) and left out of every statistic below" + kept)
+    how = [
+        part
+        for part in (
+            f"{by_hand} by a researcher's decision" if by_hand else "",
+            f"{by_rule} by the batch's gold-check block rule" if by_rule else "",
+            f"{other} by another rule" if other else "",
+        )
+        if part
+    ]
+    return (
+        f"{_plural(len(excluded), 'further annotator')} {'was' if len(excluded) == 1 else 'were'} excluded "
+        f"({', '.join(how)}) and left out of every statistic below" + kept
+    )
 
 
 def _value(value: float | None, ci) -> str:
@@ -57,10 +69,15 @@ def methods_paragraph(report: BatchReport) -> str:
     )
     rubric = report.rubric
     if report.n_annotations == 0:
-        return (f"No item of this batch ({report.n_items} items, k = {report.k} annotations planned per item) has been "
-                "rated yet: there is no agreement to report.")
-    fewer = (f"up to {left_out} item{'s' if left_out != 1 else ''} with fewer ratings left out" if left_out
-             else "every rated item had at least k")
+        return (
+            f"No item of this batch ({report.n_items} items, k = {report.k} annotations planned per item) has been "
+            "rated yet: there is no agreement to report."
+        )
+    fewer = (
+        f"up to {left_out} item{'s' if left_out != 1 else ''} with fewer ratings left out"
+        if left_out
+        else "every rated item had at least k"
+    )
     return (
         f"{annotators} annotator{'s' if annotators != 1 else ''} rated {report.n_items_rated} of {report.n_items} "
         f"items ({report.n_annotations} annotations) on the {len(rubric.dimensions)}-dimension {rubric.title} "

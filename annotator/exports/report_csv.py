@@ -28,16 +28,40 @@ if TYPE_CHECKING:  # the agreement report (numpy, scipy) is needed by its two ta
     from annotator.selectors.reports import BatchReport
 
 DIMENSION_COLUMNS = [
-    "dimension", "label",
-    "fleiss_kappa", "fleiss_kappa_ci95_low", "fleiss_kappa_ci95_high", "fleiss_kappa_label",
-    "fleiss_items_used", "fleiss_items_left_out",
-    "krippendorff_alpha_ordinal", "krippendorff_alpha_ordinal_ci95_low", "krippendorff_alpha_ordinal_ci95_high",
-    "krippendorff_alpha_interval", "krippendorff_alpha_interval_ci95_low", "krippendorff_alpha_interval_ci95_high",
-    "gwet_ac2", "gwet_ac2_ci95_low", "gwet_ac2_ci95_high",
-    "percent_agreement", "percent_agreement_within_1", "n_items", "n_items_pairable", "n_ratings",
+    "dimension",
+    "label",
+    "fleiss_kappa",
+    "fleiss_kappa_ci95_low",
+    "fleiss_kappa_ci95_high",
+    "fleiss_kappa_label",
+    "fleiss_items_used",
+    "fleiss_items_left_out",
+    "krippendorff_alpha_ordinal",
+    "krippendorff_alpha_ordinal_ci95_low",
+    "krippendorff_alpha_ordinal_ci95_high",
+    "krippendorff_alpha_interval",
+    "krippendorff_alpha_interval_ci95_low",
+    "krippendorff_alpha_interval_ci95_high",
+    "gwet_ac2",
+    "gwet_ac2_ci95_low",
+    "gwet_ac2_ci95_high",
+    "percent_agreement",
+    "percent_agreement_within_1",
+    "n_items",
+    "n_items_pairable",
+    "n_ratings",
 ]
 ITEMS_COLUMNS = ["item_id", "system_id", "n_annotations", "overall_hcs_mean", "overall_hcs_sd"]
-SCORES_COLUMNS = ["item_id", "system_id", "annotator", "dimension", "score", "overall_hcs", "submitted_at", EXCLUDED]
+SCORES_COLUMNS = [
+    "item_id",
+    "system_id",
+    "annotator",
+    "dimension",
+    "score",
+    "overall_hcs",
+    "submitted_at",
+    EXCLUDED,
+]
 
 # true/false: read as logical by pandas (read_csv) and R (read.csv) alike.
 EXCLUDED_CELL = {False: "false", True: "true"}
@@ -51,14 +75,28 @@ def dimensions_csv(report: BatchReport) -> Iterator[str]:
     rows = []
     for row in report.dimensions:
         a = row.agreement
-        rows.append([
-            row.key, row.label,
-            a.fleiss_kappa, *_lo_hi(a.fleiss_kappa_ci95), a.fleiss_label, a.fleiss_items_used, a.fleiss_items_left_out,
-            a.alpha_ordinal, *_lo_hi(a.alpha_ordinal_ci95),
-            a.alpha_interval, *_lo_hi(a.alpha_interval_ci95),
-            a.gwet_ac2, *_lo_hi(a.gwet_ac2_ci95),
-            a.percent_agreement, a.percent_within_one, a.n_items, a.n_items_pairable, a.n_ratings,
-        ])
+        rows.append(
+            [
+                row.key,
+                row.label,
+                a.fleiss_kappa,
+                *_lo_hi(a.fleiss_kappa_ci95),
+                a.fleiss_label,
+                a.fleiss_items_used,
+                a.fleiss_items_left_out,
+                a.alpha_ordinal,
+                *_lo_hi(a.alpha_ordinal_ci95),
+                a.alpha_interval,
+                *_lo_hi(a.alpha_interval_ci95),
+                a.gwet_ac2,
+                *_lo_hi(a.gwet_ac2_ci95),
+                a.percent_agreement,
+                a.percent_within_one,
+                a.n_items,
+                a.n_items_pairable,
+                a.n_ratings,
+            ]
+        )
     return csv_lines(DIMENSION_COLUMNS, rows)
 
 
@@ -80,7 +118,9 @@ def scores_csv(*, batch: Batch) -> Iterator[str]:
     @lru_cache(maxsize=1_024)
     def per_score(scores: tuple[int | None, ...]) -> tuple[list[str], str]:
         """(the dimension and score cells of each rated dimension, the overall score's cell)"""
-        rated = [dim + DELIMITER + writer.cells([s]) for dim, s in zip(dimension_cells, scores) if s is not None]
+        rated = [
+            dim + DELIMITER + writer.cells([s]) for dim, s in zip(dimension_cells, scores) if s is not None
+        ]
         return rated, writer.cells([rubric.overall(dict(zip(dims, scores)))])
 
     @lru_cache(maxsize=1_024)
@@ -92,8 +132,15 @@ def scores_csv(*, batch: Batch) -> Iterator[str]:
             rated, overall = per_score(a.scores)
             if rated:
                 head = writer.cells([a.item_id, a.system_id, a.annotator]) + DELIMITER
-                tail = (DELIMITER + overall + DELIMITER + submitted(a.submitted_at) + DELIMITER
-                        + EXCLUDED_CELL[a.excluded] + RECORD_END)
+                tail = (
+                    DELIMITER
+                    + overall
+                    + DELIMITER
+                    + submitted(a.submitted_at)
+                    + DELIMITER
+                    + EXCLUDED_CELL[a.excluded]
+                    + RECORD_END
+                )
                 yield "".join([head + cells + tail for cells in rated])
 
     return chunks(writer.writerow(SCORES_COLUMNS), records())
@@ -121,9 +168,13 @@ def annotations_csv(*, batch: Batch) -> Iterator[str]:
     def records() -> Iterator[str]:
         for a in annotation_records(batch=batch, with_text=True):
             yield (
-                writer.cells([a.item_id, a.system_id, a.prompt, a.response, a.annotator]) + DELIMITER
-                + scores_and_flags(a.scores, a.flags) + DELIMITER
-                + constraints_and_comment(a.constraints_met, a.comment) + DELIMITER + EXCLUDED_CELL[a.excluded]
+                writer.cells([a.item_id, a.system_id, a.prompt, a.response, a.annotator])
+                + DELIMITER
+                + scores_and_flags(a.scores, a.flags)
+                + DELIMITER
+                + constraints_and_comment(a.constraints_met, a.comment)
+                + DELIMITER
+                + EXCLUDED_CELL[a.excluded]
                 + RECORD_END
             )
 

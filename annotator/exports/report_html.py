@@ -33,7 +33,9 @@ def report_context(report: BatchReport, *, links: bool = True, sort: str = "") -
         counts = row.agreement.distribution
         total = sum(counts)
         mean = sum(v * c for v, c in zip(levels, counts)) / total if total else None
-        plots.append({"label": row.label, "svg": mark_safe(distribution_svg(row.label, levels, counts, mean=mean))})
+        plots.append(
+            {"label": row.label, "svg": mark_safe(distribution_svg(row.label, levels, counts, mean=mean))}
+        )
     annotators = [
         {
             "quality": a,

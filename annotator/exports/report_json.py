@@ -70,38 +70,76 @@ def _annotator_quality(report: BatchReport, name: str) -> dict[str, Any]:
     """The quality-control keys of one ``annotators`` entry."""
     s = report.quality.annotators.get(name) if report.quality is not None else None
     if s is None:
-        return {"gold_accuracy": None, "checks_passed": 0, "checks_failed": 0, "excluded": False,
-                "exclusion_reason": None, "median_seconds": None, "straightlining": None}
+        return {
+            "gold_accuracy": None,
+            "checks_passed": 0,
+            "checks_failed": 0,
+            "excluded": False,
+            "exclusion_reason": None,
+            "median_seconds": None,
+            "straightlining": None,
+        }
     return {
-        "gold_accuracy": s.gold_accuracy, "checks_passed": s.checks_passed, "checks_failed": s.checks_failed,
-        "excluded": s.excluded, "exclusion_reason": s.exclusion_reason or None,
-        "median_seconds": s.median_seconds, "straightlining": s.straightlining,
-        "longest_identical_run": s.longest_run, "share_under_min_seconds": s.fast_share,
-        "loo_spearman": s.loo_spearman, "edits": s.edits, "skips": s.skips, "blocked": s.blocked,
-        "warned": s.warned, "training": s.training or None,
+        "gold_accuracy": s.gold_accuracy,
+        "checks_passed": s.checks_passed,
+        "checks_failed": s.checks_failed,
+        "excluded": s.excluded,
+        "exclusion_reason": s.exclusion_reason or None,
+        "median_seconds": s.median_seconds,
+        "straightlining": s.straightlining,
+        "longest_identical_run": s.longest_run,
+        "share_under_min_seconds": s.fast_share,
+        "loo_spearman": s.loo_spearman,
+        "edits": s.edits,
+        "skips": s.skips,
+        "blocked": s.blocked,
+        "warned": s.warned,
+        "training": s.training or None,
         "adjudication_agreement": {"n": s.adjudicated[0], "exact": s.adjudicated[1], "mae": s.adjudicated[2]},
-        "flags": {sig.name: {"value": sig.value, "threshold": sig.threshold, "rule": sig.rule,
-                             "flagged": sig.flagged} for sig in s.signals},
+        "flags": {
+            sig.name: {
+                "value": sig.value,
+                "threshold": sig.threshold,
+                "rule": sig.rule,
+                "flagged": sig.flagged,
+            }
+            for sig in s.signals
+        },
     }
 
 
 def _quality_keys(report: BatchReport, levels: list[str], dimensions: dict[str, Any]) -> dict[str, Any]:
     quality = report.quality
     if quality is None:
-        return {"exclusions": [], "dimensions_all_annotators": dimensions, "agreement_over_time": None,
-                "adjudications": []}
+        return {
+            "exclusions": [],
+            "dimensions_all_annotators": dimensions,
+            "agreement_over_time": None,
+            "adjudications": [],
+        }
     return {
         "exclusions": [
-            {"annotator": e.annotator, "rule": e.rule, "reason": e.reason,
-             "excluded_at": e.excluded_at.isoformat() if e.excluded_at else None}
+            {
+                "annotator": e.annotator,
+                "rule": e.rule,
+                "reason": e.reason,
+                "excluded_at": e.excluded_at.isoformat() if e.excluded_at else None,
+            }
             for e in quality.exclusions
         ],
         "dimensions_all_annotators": _dimensions(quality.dimensions_all, levels),
         "agreement_over_time": quality.over_time.to_json() if quality.over_time is not None else None,
         "adjudications": [
-            {"item_id": a.item.item_id, "system_id": a.item.system_id, "scores": a.scores, "flags": a.flags,
-             "overall_hcs": report.rubric.overall(a.scores), "note": a.note,
-             "adjudicator": a.adjudicator.get_username(), "at": a.updated_at.isoformat()}
+            {
+                "item_id": a.item.item_id,
+                "system_id": a.item.system_id,
+                "scores": a.scores,
+                "flags": a.flags,
+                "overall_hcs": report.rubric.overall(a.scores),
+                "note": a.note,
+                "adjudicator": a.adjudicator.get_username(),
+                "at": a.updated_at.isoformat(),
+            }
             for a in quality.adjudications
         ],
     }
@@ -126,7 +164,12 @@ def report_to_dict(report: BatchReport) -> dict[str, Any]:
             "n_items": report.overall_n_items,
             "weights": report.rubric.weights,
             "by_system": {
-                s.system: {"rank": s.rank, "mean": finite_or_none(s.mean), "ci95": _ci(s.ci95), "n_items": s.n_items}
+                s.system: {
+                    "rank": s.rank,
+                    "mean": finite_or_none(s.mean),
+                    "ci95": _ci(s.ci95),
+                    "n_items": s.n_items,
+                }
                 for s in report.systems
             },
         },

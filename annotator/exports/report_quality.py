@@ -25,8 +25,13 @@ COLUMNS: dict[str, tuple[str, Any]] = {
     "edits": ("Edits", lambda s: s.edits),
     "skips": ("Skips", lambda s: s.skips),
 }
-SIGNAL_OF_COLUMN = {"fast": "too fast", "straight": "straight-lining", "run": "identical run",
-                    "loo": "low agreement", "gold": "gold accuracy"}
+SIGNAL_OF_COLUMN = {
+    "fast": "too fast",
+    "straight": "straight-lining",
+    "run": "identical run",
+    "loo": "low agreement",
+    "gold": "gold accuracy",
+}
 
 
 def _sort_key(getter, descending: bool):
@@ -34,6 +39,7 @@ def _sort_key(getter, descending: bool):
         value = getter(signals)
         missing = value is None
         return (missing, value if not missing else 0) if not descending else (missing, _neg(value))
+
     return key
 
 
@@ -72,11 +78,20 @@ def quality_context(report: BatchReport, *, sort: str = "") -> dict[str, Any] | 
         f"all equal: more than {q.STRAIGHT_SHARE_FLAG:.0%} of annotations give every dimension one score",
         f"longest run: {q.STRAIGHT_RUN_FLAG} or more consecutive identical score vectors",
         f"\u03c1 with consensus: Spearman with the others' mean overall HCS below {q.LOO_SPEARMAN_FLAG:g}",
-        ("gold accuracy: below the batch's warning threshold "
-         f"({next((s.threshold for r in rows for s in r.signals if s.name == 'gold accuracy'), q.CHECK_WARN_BELOW):.0%})"),
+        (
+            "gold accuracy: below the batch's warning threshold "
+            f"({next((s.threshold for r in rows for s in r.signals if s.name == 'gold accuracy'), q.CHECK_WARN_BELOW):.0%})"
+        ),
     ]
-    return {"section": quality, "headers": headers, "rows": table, "side_by_side": side_by_side,
-            "thresholds": thresholds, "sort": sort, "over_time": _over_time(report)}
+    return {
+        "section": quality,
+        "headers": headers,
+        "rows": table,
+        "side_by_side": side_by_side,
+        "thresholds": thresholds,
+        "sort": sort,
+        "over_time": _over_time(report),
+    }
 
 
 def _over_time(report: BatchReport) -> dict[str, Any] | None:

@@ -11,8 +11,12 @@ DEFAULT_DAYS = 90
 
 
 class ApiTokenForm(forms.Form):
-    name = forms.CharField(max_length=NAME_MAX_LENGTH, help_text="What the token is for, e.g. \u201ceval script\u201d.")
+    name = forms.CharField(
+        max_length=NAME_MAX_LENGTH, help_text="What the token is for, e.g. \u201ceval script\u201d."
+    )
     days = forms.IntegerField(
-        min_value=1, max_value=settings.ANNOTATOR_API_TOKEN_MAX_DAYS, initial=DEFAULT_DAYS,
+        min_value=1,
+        max_value=settings.ANNOTATOR_API_TOKEN_MAX_DAYS,
+        initial=DEFAULT_DAYS,
         label="Expires after (days)",
     )

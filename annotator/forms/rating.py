@@ -33,6 +33,8 @@ def flag_shortcuts(labels: Sequence[str]) -> list[str]:
         taken.add(key)
         keys.append(key)
     return keys
+
+
 SCORES_TEMPLATE = "annotator/_score_rows.html"
 _scores_cache: dict[tuple, str] = {}
 
@@ -131,7 +133,9 @@ class RatingForm(forms.Form):
         # The fields are shared between forms (built once per rubric and per constraint text):
         # nothing here or in Django's validation changes a field, so sharing is safe.
         for i, text in enumerate(self.constraints):
-            self.fields[f"constraint_{i}"] = _constraint_field(text, required=self.stored_checklist_flags is None)
+            self.fields[f"constraint_{i}"] = _constraint_field(
+                text, required=self.stored_checklist_flags is None
+            )
         self.fields["flags"] = self.fields.pop("flags")  # after the constraints, as the page lists them
         self.payload: dict[str, Any] = {}
 
@@ -158,7 +162,9 @@ class RatingForm(forms.Form):
                 flags += self.stored_checklist_flags
                 met = []
             elif self.stored_checklist_flags is not None:
-                self.add_error(None, "Answer every hard constraint, or leave them all blank to keep the stored flags.")
+                self.add_error(
+                    None, "Answer every hard constraint, or leave them all blank to keep the stored flags."
+                )
         flags = [f.key for f in self.rubric.flags if f.key in set(flags)]  # rubric order
         for message in self.rubric.validate(scores, flags, require_all=False):
             self.add_error(None, message)
@@ -205,7 +211,13 @@ class RatingForm(forms.Form):
         for i, text in enumerate(self.constraints):
             bound = self[f"constraint_{i}"]
             rows.append(
-                {"index": i, "name": bound.html_name, "text": text, "value": bound.value() or "", "errors": bound.errors}
+                {
+                    "index": i,
+                    "name": bound.html_name,
+                    "text": text,
+                    "value": bound.value() or "",
+                    "errors": bound.errors,
+                }
             )
         return rows
 
@@ -217,10 +229,17 @@ class RatingForm(forms.Form):
     def _build_flag_rows(self) -> list[dict[str, Any]]:
         chosen = set(self["flags"].value() or [])
         # Keys from every flag of the rubric, so a flag keeps its key on items with and without a checklist.
-        shortcuts = dict(zip(self.rubric.flag_keys, flag_shortcuts([f.label for f in self.rubric.flags]), strict=True))
+        shortcuts = dict(
+            zip(self.rubric.flag_keys, flag_shortcuts([f.label for f in self.rubric.flags]), strict=True)
+        )
         return [
-            {"key": f.key, "label": f.label, "description": f.description, "checked": f.key in chosen,
-             "shortcut": shortcuts[f.key]}
+            {
+                "key": f.key,
+                "label": f.label,
+                "description": f.description,
+                "checked": f.key in chosen,
+                "shortcut": shortcuts[f.key],
+            }
             for f in self.manual_flags
         ]
 
@@ -233,7 +252,13 @@ class RatingForm(forms.Form):
         return {
             "scale": [self.rubric.scale_min, self.rubric.scale_max],
             "rules": [
-                {"flag": r.flag, "dimension": r.dimension, "min": r.min, "max": r.max, "explanation": r.explanation}
+                {
+                    "flag": r.flag,
+                    "dimension": r.dimension,
+                    "min": r.min,
+                    "max": r.max,
+                    "explanation": r.explanation,
+                }
                 for r in self.rubric.rules
             ],
             "flags": {f.key: f.label for f in self.rubric.flags},
@@ -253,7 +278,9 @@ def stored_checklist_flags(annotation, constraints: Sequence[str]) -> list[str] 
 def initial_from_annotation(annotation, constraints: Sequence[str]) -> dict[str, Any]:
     """The form as the annotation was stored. Without stored per-constraint answers, "ignores a
     hard constraint" still says every answer: none was met."""
-    initial: dict[str, Any] = {f"score_{d}": v for d, v in annotation.scores.values_list("dimension", "value")}
+    initial: dict[str, Any] = {
+        f"score_{d}": v for d, v in annotation.scores.values_list("dimension", "value")
+    }
     met = list(annotation.constraints_met or [])
     if constraints and len(met) != len(constraints) and IGNORES in annotation.flags:
         met = [False] * len(constraints)

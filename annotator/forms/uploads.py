@@ -41,8 +41,10 @@ class UploadForm(forms.Form):
         initial=MIN_K,
         required=False,
         label="Annotations per item (k)",
-        error_messages={"min_value": f"k must be at least {MIN_K}: each item needs at least {MIN_K} "
-                                     "independent annotations."},
+        error_messages={
+            "min_value": f"k must be at least {MIN_K}: each item needs at least {MIN_K} "
+            "independent annotations."
+        },
     )
     rubric_file = forms.FileField(
         required=False,
@@ -61,7 +63,9 @@ class UploadForm(forms.Form):
         except (UnicodeDecodeError, json.JSONDecodeError) as exc:
             raise forms.ValidationError(f"The rubric file is not UTF-8 JSON: {exc}") from None
         except (ValueError, RecursionError):  # a number past the digit limit, or nesting too deep
-            raise forms.ValidationError("The rubric file is not a valid rubric: its JSON is too deep or a number too long.") from None
+            raise forms.ValidationError(
+                "The rubric file is not a valid rubric: its JSON is too deep or a number too long."
+            ) from None
         try:
             return rubric_from_data(data)
         except ValueError as exc:

@@ -33,7 +33,16 @@ from annotator.imports.reading import ROW, Table, read_table
 from hcs.checklist import CHECKLIST_FLAGS, checklist_flags
 from hcs.rubric import Rubric, parse_score
 
-ITEM_TEXT = ("system_id", "prompt", "response", "prompt_id", "context", "expected_output", "constraints", "conversation")
+ITEM_TEXT = (
+    "system_id",
+    "prompt",
+    "response",
+    "prompt_id",
+    "context",
+    "expected_output",
+    "constraints",
+    "conversation",
+)
 TRUE = {"1", "true", "yes", "y", "x"}
 FALSE = {"", "0", "false", "no", "n"}
 USERNAME = re.compile(r"^[\w.@+-]+\Z")
@@ -86,9 +95,7 @@ def parse_flag(cell: str) -> bool | None:
     return None
 
 
-def parse_annotation_file(
-    data: bytes, *, rubric: Rubric, filename: str = ""
-) -> ParsedAnnotations:
+def parse_annotation_file(data: bytes, *, rubric: Rubric, filename: str = "") -> ParsedAnnotations:
     """Read and check an annotation file. Raises ``FileRefused`` when the file is unreadable."""
     table = read_table(data, filename=filename)
     return parse_annotation_table(table, rubric=rubric)
@@ -99,21 +106,38 @@ def parse_annotation_table(table: Table, *, rubric: Rubric) -> ParsedAnnotations
     errors = list(table.errors)
     dims = [d for d in rubric.dimension_keys if d in table.columns]
     flags = [f for f in rubric.flag_keys if f in table.columns]
-    known = {"item_id", "annotator", "comment", CONSTRAINTS_MET, EXCLUDED, *ITEM_TEXT, *rubric.dimension_keys,
-             *rubric.flag_keys}
+    known = {
+        "item_id",
+        "annotator",
+        "comment",
+        CONSTRAINTS_MET,
+        EXCLUDED,
+        *ITEM_TEXT,
+        *rubric.dimension_keys,
+        *rubric.flag_keys,
+    }
     for name in ("item_id", "annotator"):
         if name not in table.columns:
             errors.append(table.error(None, name, "is missing: every row needs an item_id and an annotator"))
     if not dims:
         errors.append(
-            table.error(None, None, "The file has no score columns; it needs at least one of "
-                        + ", ".join(rubric.dimension_keys) + ".")
+            table.error(
+                None,
+                None,
+                "The file has no score columns; it needs at least one of "
+                + ", ".join(rubric.dimension_keys)
+                + ".",
+            )
         )
     for name in table.columns:
         if name and name not in known:
             errors.append(
-                table.error(None, name, "is not a column of the annotation template (check its spelling; "
-                            "columns: " + ", ".join(template_columns(rubric)) + ")")
+                table.error(
+                    None,
+                    name,
+                    "is not a column of the annotation template (check its spelling; "
+                    "columns: " + ", ".join(template_columns(rubric)) + ")",
+                )
             )
     parsed = ParsedAnnotations(table.format, len(frame), table.columns, errors, unit=table.unit)
     if any(e.row is None or e.row == 1 for e in errors):
@@ -145,8 +169,12 @@ def parse_annotation_table(table: Table, *, rubric: Rubric) -> ParsedAnnotations
             first = seen.setdefault((item_id, annotator), row)
             if first != row:
                 row_errors.append(
-                    table.error(row, "annotator", f"`{annotator}` already rated item `{item_id}` on "
-                                f"{table.unit} {first}; one row per item and annotator")
+                    table.error(
+                        row,
+                        "annotator",
+                        f"`{annotator}` already rated item `{item_id}` on "
+                        f"{table.unit} {first}; one row per item and annotator",
+                    )
                 )
         if item_id:
             _collect_item(parsed, item_cells, i, row, item_id, row_errors, table)
@@ -181,8 +209,13 @@ def _annotator_problems(annotator: str) -> Problems:
     if not annotator:
         return (("annotator", "is empty"),)
     if len(annotator) > USERNAME_MAX_LENGTH or not USERNAME.match(annotator):
-        return (("annotator", f"`{annotator}` is not a valid user name (letters, digits and @ . + - _ only, at "
-                 f"most {USERNAME_MAX_LENGTH} characters)"),)
+        return (
+            (
+                "annotator",
+                f"`{annotator}` is not a valid user name (letters, digits and @ . + - _ only, at "
+                f"most {USERNAME_MAX_LENGTH} characters)",
+            ),
+        )
     return ()
 
 
@@ -200,22 +233,37 @@ def _cell_checks(rubric: Rubric, flags: list[str], dims: list[str]):
         for name, cell in zip(flags, flag_cells, strict=True):
             value = parse_flag(cell)
             if value is None:
-                problems.append((name, f"`{cell.strip()}` is not a flag value; use 1/0, true/false, yes/no, "
-                                 "or leave it blank"))
+                problems.append(
+                    (
+                        name,
+                        f"`{cell.strip()}` is not a flag value; use 1/0, true/false, yes/no, "
+                        "or leave it blank",
+                    )
+                )
             elif value:
                 active.append(name)
         met = parse_constraints_met(met_cell)
         if met is None:
             met = []
-            problems.append((CONSTRAINTS_MET, f"`{met_cell.strip()}` is not a list of answers; write met or "
-                             "not_met per hard constraint, separated by `;` (or leave it blank)"))
+            problems.append(
+                (
+                    CONSTRAINTS_MET,
+                    f"`{met_cell.strip()}` is not a list of answers; write met or "
+                    "not_met per hard constraint, separated by `;` (or leave it blank)",
+                )
+            )
         elif met:
             implied = checklist_flags(met, rubric.flag_keys)
             stated = set(active) & CHECKLIST_FLAGS
             if implied != stated:
-                problems.append((CONSTRAINTS_MET, "the answers imply the flags "
-                                 f"{', '.join(sorted(implied)) or 'none'} but the row sets "
-                                 f"{', '.join(sorted(stated)) or 'none'}; make them agree"))
+                problems.append(
+                    (
+                        CONSTRAINTS_MET,
+                        "the answers imply the flags "
+                        f"{', '.join(sorted(implied)) or 'none'} but the row sets "
+                        f"{', '.join(sorted(stated)) or 'none'}; make them agree",
+                    )
+                )
         problems.extend((", ".join(active), message) for message in check_flags(tuple(active)))
         scores: dict[str, int] = {}
         score_problem = False
@@ -246,7 +294,9 @@ def _rubric_checks(rubric: Rubric):
     @cache
     def check_score(name: str, cell: str, active: tuple[str, ...]) -> tuple[tuple[str, ...], int | None]:
         flag_problems = check_flags(active)
-        problems = tuple(m for m in rubric.validate({name: cell}, active, require_all=False) if m not in flag_problems)
+        problems = tuple(
+            m for m in rubric.validate({name: cell}, active, require_all=False) if m not in flag_problems
+        )
         return problems, (None if problems else parse_score(cell))
 
     return check_flags, check_score
@@ -263,9 +313,19 @@ def _one_error_for_another_scale(errors, dim_cells, rows, rubric: Rubric, table:
     for name, cells in dim_cells.items():
         numbers = {cell: parse_score(cell.strip()) if cell.strip() else None for cell in set(cells)}
         values.update(v for v in numbers.values() if v is not None)
-        off_scale = {cell for cell, v in numbers.items() if v is not None and not rubric.scale_min <= v <= rubric.scale_max}
+        off_scale = {
+            cell
+            for cell, v in numbers.items()
+            if v is not None and not rubric.scale_min <= v <= rubric.scale_max
+        }
         if off_scale:
-            outside.update({(row, name): numbers[cell] for row, cell in zip(rows, cells, strict=True) if cell in off_scale})
+            outside.update(
+                {
+                    (row, name): numbers[cell]
+                    for row, cell in zip(rows, cells, strict=True)
+                    if cell in off_scale
+                }
+            )
     if len(outside) < ANOTHER_SCALE_CELLS:
         return errors
     scale = f"{rubric.scale_min}–{rubric.scale_max}"
@@ -273,7 +333,8 @@ def _one_error_for_another_scale(errors, dim_cells, rows, rubric: Rubric, table:
     first = min(outside)
     kept.append(
         table.error(
-            None, None,
+            None,
+            None,
             f"The scores run from {min(values)} to {max(values)}: {len(outside)} score cells are outside the "
             f"rubric's {scale} scale (the first on {table.unit} {first[0]}, column `{first[1]}`), so the file looks "
             f"like it uses another scale. Convert the scores to {scale}, or import the file into a batch whose "
@@ -314,7 +375,9 @@ def _collect_item(parsed, item_cells, i, row, item_id, row_errors, table) -> Non
         value = item_cells[name][i].strip() if name in item_cells else ""
         if value and name in known and value != str(known[name]).strip():
             row_errors.append(
-                table.error(row, name, f"differs from {table.unit} {known['row']} for the same item `{item_id}`")
+                table.error(
+                    row, name, f"differs from {table.unit} {known['row']} for the same item `{item_id}`"
+                )
             )
         elif value and name not in known:
             known[name] = value
@@ -331,7 +394,10 @@ def new_item_frame(records: list[tuple[str, dict[str, Any]]]) -> Frame:
     return Frame(
         {
             "item_id": [item_id for item_id, _ in records],
-            "prompt_id": [record.get("prompt_id") or prompt_id_for(prompt) for (_, record), prompt in zip(records, prompts)],
+            "prompt_id": [
+                record.get("prompt_id") or prompt_id_for(prompt)
+                for (_, record), prompt in zip(records, prompts)
+            ],
             "position": range(len(records)),
             "prompt": prompts,
             "response": text("response"),
@@ -339,8 +405,10 @@ def new_item_frame(records: list[tuple[str, dict[str, Any]]]) -> Frame:
             "expected_output": text("expected_output"),
             "constraints": [as_json(tuple(record.get("constraints", ()))) for _, record in records],
             "system_id": text("system_id"),
-            "conversation": [json.dumps(record["conversation"], ensure_ascii=False) if "conversation" in record
-                             else "[]" for _, record in records],
+            "conversation": [
+                json.dumps(record["conversation"], ensure_ascii=False) if "conversation" in record else "[]"
+                for _, record in records
+            ],
             "metadata": "{}",
         },
         len(records),

@@ -10,15 +10,33 @@ CONSTRAINTS_MET = "constraints_met"
 # The exports' last column: whether the annotator is excluded from the batch's statistics. The
 # import accepts and ignores it, so an exported file loads as it is.
 EXCLUDED = "excluded"
-MET_WORDS = {"met": True, "1": True, "yes": True, "true": True,
-             "not met": False, "not_met": False, "0": False, "no": False, "false": False}
+MET_WORDS = {
+    "met": True,
+    "1": True,
+    "yes": True,
+    "true": True,
+    "not met": False,
+    "not_met": False,
+    "0": False,
+    "no": False,
+    "false": False,
+}
 
 
 def template_columns(rubric: Rubric) -> list[str]:
     """The columns of ``templates/annotation_template.csv`` for ``rubric``: every flag, and the
     per-constraint answers (``met;not_met``, in the order of the item's constraints)."""
-    return ["item_id", "system_id", "prompt", "response", "annotator", *rubric.dimension_keys,
-            *rubric.flag_keys, CONSTRAINTS_MET, "comment"]
+    return [
+        "item_id",
+        "system_id",
+        "prompt",
+        "response",
+        "annotator",
+        *rubric.dimension_keys,
+        *rubric.flag_keys,
+        CONSTRAINTS_MET,
+        "comment",
+    ]
 
 
 def format_constraints_met(met) -> str:

@@ -56,7 +56,9 @@ def parse_annotator_list(data: bytes) -> list[tuple[str, str]]:
     header = [h.strip().lower() for h in (reader.fieldnames or [])]
     missing = [c for c in COLUMNS if c not in header]
     if missing:
-        raise AnnotatorListError([f"row 1: missing column(s) {', '.join(missing)}; the header must be `username,email`"])
+        raise AnnotatorListError(
+            [f"row 1: missing column(s) {', '.join(missing)}; the header must be `username,email`"]
+        )
     reader.fieldnames = header
     rows, errors, seen = [], [], {}
     for number, row in enumerate(reader, start=2):
@@ -68,7 +70,9 @@ def parse_annotator_list(data: bytes) -> list[tuple[str, str]]:
             continue
         errors += _check_row(number, username, email)
         if username.lower() in seen:
-            errors.append(f"row {number}, column `username`: {username!r} repeats row {seen[username.lower()]}")
+            errors.append(
+                f"row {number}, column `username`: {username!r} repeats row {seen[username.lower()]}"
+            )
         seen.setdefault(username.lower(), number)
         rows.append((username, email))
     if not rows and not errors:

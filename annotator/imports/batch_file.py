@@ -33,8 +33,17 @@ COLUMNS = REQUIRED + OPTIONAL
 ID_MAX_LENGTH = 200
 # What the services store, in this order.
 OUTPUT_COLUMNS = (
-    "item_id", "prompt_id", "position", "prompt", "response", "context", "expected_output",
-    "constraints", "system_id", "conversation", "metadata",
+    "item_id",
+    "prompt_id",
+    "position",
+    "prompt",
+    "response",
+    "context",
+    "expected_output",
+    "constraints",
+    "system_id",
+    "conversation",
+    "metadata",
 )
 
 
@@ -51,11 +60,14 @@ class ParsedBatch:
     extra_columns: list[str]
     errors: list[RowError]
     rows: Frame = field(repr=False)
-    row_numbers: list[int] = field(default_factory=list, repr=False)  # the file row (or line) of each of ``rows``
+    row_numbers: list[int] = field(
+        default_factory=list, repr=False
+    )  # the file row (or line) of each of ``rows``
 
     @property
     def unit(self) -> str:
         return "line" if self.format == JSONL else "row"
+
     # Gold items (training and check), taken out of ``rows``; ``gold_frame`` holds their item text.
     gold: list[GoldRow] = field(default_factory=list)
     gold_frame: Frame | None = field(default=None, repr=False)
@@ -108,7 +120,9 @@ def parse_batch_table(table: Table, *, rubric: Rubric | None = None) -> ParsedBa
     errors = list(table.errors)
     missing = [c for c in REQUIRED if c not in table.columns]
     for name in missing:
-        errors.append(table.error(None, name, "is missing: the file needs the columns item_id, prompt and response"))
+        errors.append(
+            table.error(None, name, "is missing: the file needs the columns item_id, prompt and response")
+        )
     extra = [c for c in table.columns if c and c not in COLUMNS and not is_gold_column(c)]
     if missing or any(e.row == 1 for e in errors):
         return ParsedBatch(table.format, len(frame), table.columns, extra, errors, frame.head(0))
@@ -124,12 +138,19 @@ def parse_batch_table(table: Table, *, rubric: Rubric | None = None) -> ParsedBa
 
     if table.format == JSONL:  # CSV text with a NUL is refused whole; JSON can smuggle one in as \u0000
         for name in table.columns:
-            flag([i for i, c in enumerate(frame[name].tolist()) if "\x00" in c], name, "contains a NUL character")
+            flag(
+                [i for i, c in enumerate(frame[name].tolist()) if "\x00" in c],
+                name,
+                "contains a NUL character",
+            )
 
     ids = [c.strip() for c in text("item_id")]
     flag([i for i, c in enumerate(ids) if not c], "item_id", "is empty")
-    flag([i for i, c in enumerate(ids) if len(c) > ID_MAX_LENGTH], "item_id",
-         f"is longer than {ID_MAX_LENGTH} characters")
+    flag(
+        [i for i, c in enumerate(ids) if len(c) > ID_MAX_LENGTH],
+        "item_id",
+        f"is longer than {ID_MAX_LENGTH} characters",
+    )
     for i, c in enumerate(ids):
         if (problem := invisible_character(c)) is not None:
             errors.append(table.error(rows[i], "item_id", problem))
@@ -139,7 +160,9 @@ def parse_batch_table(table: Table, *, rubric: Rubric | None = None) -> ParsedBa
         for i in (i for i, c in enumerate(ids) if c and counts[c] > 1):
             first = first_seen.setdefault(ids[i], rows[i])
             if first != rows[i]:
-                errors.append(table.error(rows[i], "item_id", f"`{ids[i]}` is already used on {table.unit} {first}"))
+                errors.append(
+                    table.error(rows[i], "item_id", f"`{ids[i]}` is already used on {table.unit} {first}")
+                )
 
     prompts, responses = text("prompt"), text("response")
     flag([i for i, c in enumerate(prompts) if not c or c.isspace()], "prompt", "is empty")
@@ -147,12 +170,17 @@ def parse_batch_table(table: Table, *, rubric: Rubric | None = None) -> ParsedBa
     short = {}
     for name in ("system_id", "prompt_id"):
         values = [c.strip() for c in text(name)]
-        flag([i for i, c in enumerate(values) if len(c) > ID_MAX_LENGTH], name,
-             f"is longer than {ID_MAX_LENGTH} characters")
+        flag(
+            [i for i, c in enumerate(values) if len(c) > ID_MAX_LENGTH],
+            name,
+            f"is longer than {ID_MAX_LENGTH} characters",
+        )
         short[name] = values
     by_prompt: dict[str, str] = {}
-    prompt_ids = [pid or by_prompt.get(p) or by_prompt.setdefault(p, prompt_id_for(p))
-                  for pid, p in zip(short["prompt_id"], prompts)]
+    prompt_ids = [
+        pid or by_prompt.get(p) or by_prompt.setdefault(p, prompt_id_for(p))
+        for pid, p in zip(short["prompt_id"], prompts)
+    ]
 
     out = {
         "item_id": ids,
@@ -162,9 +190,13 @@ def parse_batch_table(table: Table, *, rubric: Rubric | None = None) -> ParsedBa
         "response": responses,
         "context": text("context"),
         "expected_output": text("expected_output"),
-        "constraints": _json_column(text("constraints"), rows, table, errors, "constraints", parse_constraints),
+        "constraints": _json_column(
+            text("constraints"), rows, table, errors, "constraints", parse_constraints
+        ),
         "system_id": short["system_id"],
-        "conversation": _json_column(text("conversation"), rows, table, errors, "conversation", parse_conversation),
+        "conversation": _json_column(
+            text("conversation"), rows, table, errors, "conversation", parse_conversation
+        ),
         "metadata": _metadata(frame, text("metadata"), extra, rows, table, errors),
     }
     result = Frame(out, n)
@@ -172,9 +204,13 @@ def parse_batch_table(table: Table, *, rubric: Rubric | None = None) -> ParsedBa
     gold: list[GoldRow] = []
     gold_frame = None
     if gold_cells:
-        gold = gold_rows(gold_cells, rows, rubric or Rubric.default(),
-                         lambda r, c, m: errors.append(table.error(r, c, m)),
-                         n_constraints=[len(json.loads(c)) for c in out["constraints"]])
+        gold = gold_rows(
+            gold_cells,
+            rows,
+            rubric or Rubric.default(),
+            lambda r, c, m: errors.append(table.error(r, c, m)),
+            n_constraints=[len(json.loads(c)) for c in out["constraints"]],
+        )
         is_gold = [False] * n
         for g in gold:
             is_gold[g.index] = True
@@ -223,16 +259,22 @@ def parse_conversation(cell: str) -> list[dict[str, str]]:
     except json.JSONDecodeError as exc:
         raise ValueError(f"is not valid JSON ({exc.msg} at character {exc.pos + 1})") from None
     if not isinstance(value, list):
-        raise ValueError("must be a JSON list of turns like [{\"role\": \"user\", \"content\": \"...\"}]")
+        raise ValueError('must be a JSON list of turns like [{"role": "user", "content": "..."}]')
     turns = []
     for number, turn in enumerate(value, start=1):
-        if not isinstance(turn, dict) or not isinstance(turn.get("role"), str) or not isinstance(turn.get("content"), str):
+        if (
+            not isinstance(turn, dict)
+            or not isinstance(turn.get("role"), str)
+            or not isinstance(turn.get("content"), str)
+        ):
             raise ValueError(f"turn {number} must be an object with text fields `role` and `content`")
         if not turn["role"].strip():
             raise ValueError(f"turn {number} has an empty `role`")
         unknown = sorted(set(turn) - {"role", "content"})
         if unknown:
-            raise ValueError(f"turn {number} has unknown fields: {', '.join(unknown)} (only `role` and `content`)")
+            raise ValueError(
+                f"turn {number} has unknown fields: {', '.join(unknown)} (only `role` and `content`)"
+            )
         if "\x00" in turn["content"] or "\x00" in turn["role"]:
             raise ValueError(f"turn {number} contains a NUL character")
         turns.append({"role": turn["role"].strip(), "content": turn["content"]})

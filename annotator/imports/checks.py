@@ -22,10 +22,24 @@ def name_errors(name: str | None) -> list[RowError]:
         return [RowError(None, None, "The batch needs a name.")]
     if len(clean) > NAME_MAX_LENGTH:
         return [RowError(None, None, f"The batch name is longer than {NAME_MAX_LENGTH} characters.")]
-    if any(unicodedata.category(c) == "Cc" for c in clean):  # PostgreSQL stores no NUL; none belongs in a name
-        return [RowError(None, None, "The batch name contains a control character (a NUL byte, tab or line break); use plain text.")]
+    if any(
+        unicodedata.category(c) == "Cc" for c in clean
+    ):  # PostgreSQL stores no NUL; none belongs in a name
+        return [
+            RowError(
+                None,
+                None,
+                "The batch name contains a control character (a NUL byte, tab or line break); use plain text.",
+            )
+        ]
     if SURROGATE.search(clean):  # e.g. a command-line name that was not UTF-8
-        return [RowError(None, None, "The batch name contains a lone surrogate (text that is not UTF-8); use plain text.")]
+        return [
+            RowError(
+                None,
+                None,
+                "The batch name contains a lone surrogate (text that is not UTF-8); use plain text.",
+            )
+        ]
     return []
 
 
@@ -38,11 +52,17 @@ def rubric_errors(rubric: Rubric) -> list[RowError]:
     """
     if (rubric.scale_min, rubric.scale_max) == (SCORE_MIN, SCORE_MAX):
         return []
-    return [RowError(None, None, (
-        f"The rubric \u201c{rubric.title}\u201d rates on a {rubric.scale_min}\u2013{rubric.scale_max} scale; "
-        f"this app stores and reports scores on the {SCORE_MIN}\u2013{SCORE_MAX} scale only. Give the rubric a "
-        f"{SCORE_MIN}\u2013{SCORE_MAX} scale (levels \"{SCORE_MIN}\" to \"{SCORE_MAX}\") and import again."
-    ))]
+    return [
+        RowError(
+            None,
+            None,
+            (
+                f"The rubric \u201c{rubric.title}\u201d rates on a {rubric.scale_min}\u2013{rubric.scale_max} scale; "
+                f"this app stores and reports scores on the {SCORE_MIN}\u2013{SCORE_MAX} scale only. Give the rubric a "
+                f'{SCORE_MIN}\u2013{SCORE_MAX} scale (levels "{SCORE_MIN}" to "{SCORE_MAX}") and import again.'
+            ),
+        )
+    ]
 
 
 def k_errors(k: int | None) -> list[RowError]:
@@ -71,4 +91,6 @@ def rubric_from_data(data: Any) -> Rubric:
     except (RubricError, AttributeError, TypeError) as exc:
         raise ValueError(f"The rubric is not a valid rubric: {exc}") from None
     except (ValueError, RecursionError):  # a number too long to convert, or nesting too deep
-        raise ValueError("The rubric is not a valid rubric: a value is too deep or a number too long.") from None
+        raise ValueError(
+            "The rubric is not a valid rubric: a value is too deep or a number too long."
+        ) from None

@@ -69,8 +69,11 @@ class Frame:
         if orient != "records":
             raise ValueError("only records")
         names = list(self._data)
-        return [dict(zip(names, values, strict=True)) for values in zip(*self._data.values(), strict=True)] \
-            if names else [{} for _ in range(len(self))]
+        return (
+            [dict(zip(names, values, strict=True)) for values in zip(*self._data.values(), strict=True)]
+            if names
+            else [{} for _ in range(len(self))]
+        )
 
     def __repr__(self) -> str:
         return f"Frame({len(self)} rows: {', '.join(self._data)})"

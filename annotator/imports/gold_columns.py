@@ -49,8 +49,13 @@ def is_gold_column(name: str) -> bool:
     return name.startswith(PREFIX)
 
 
-def gold_rows(cells: dict[str, list[str]], rows: list[int], rubric: Rubric, error,
-              n_constraints: list[int] | None = None) -> list[GoldRow]:
+def gold_rows(
+    cells: dict[str, list[str]],
+    rows: list[int],
+    rubric: Rubric,
+    error,
+    n_constraints: list[int] | None = None,
+) -> list[GoldRow]:
     """Check the gold columns (``cells``: column → text per row; ``n_constraints``: the hard
     constraints of each row's item). ``error(row, column, message)`` records a problem; returns
     the gold rows (meaningful only when nothing was recorded)."""
@@ -58,8 +63,12 @@ def gold_rows(cells: dict[str, list[str]], rows: list[int], rubric: Rubric, erro
     for name in cells:
         if name not in score_columns and name not in SETTINGS:
             dims = ", ".join(score_columns)
-            error(None, name, f"is not a gold column: gold scores are {dims}; other gold columns are "
-                              + ", ".join(SETTINGS))
+            error(
+                None,
+                name,
+                f"is not a gold column: gold scores are {dims}; other gold columns are "
+                + ", ".join(SETTINGS),
+            )
     n = len(rows)
     out = []
     for i in range(n):
@@ -75,17 +84,28 @@ def gold_rows(cells: dict[str, list[str]], rows: list[int], rubric: Rubric, erro
                 if get(name):
                     error(rows[i], name, "is set, but the row has no gold scores (gold_<dimension>)")
             continue
-        gold = _gold_row(rows[i], kind, given_scores, get, score_columns, rubric, error,
-                         has_flag_column="gold_flags" in cells, index=i)
-        if gold is not None and not _reachable(rows[i], gold.flags, get(MET), n_constraints[i] if n_constraints else 0,
-                                               rubric, error):
+        gold = _gold_row(
+            rows[i],
+            kind,
+            given_scores,
+            get,
+            score_columns,
+            rubric,
+            error,
+            has_flag_column="gold_flags" in cells,
+            index=i,
+        )
+        if gold is not None and not _reachable(
+            rows[i], gold.flags, get(MET), n_constraints[i] if n_constraints else 0, rubric, error
+        ):
             gold = None
         out.append(gold)
     return [g for g in out if g is not None]
 
 
-def _gold_row(row, kind, given, get, score_columns, rubric: Rubric, error, *, has_flag_column: bool,
-              index: int) -> GoldRow | None:
+def _gold_row(
+    row, kind, given, get, score_columns, rubric: Rubric, error, *, has_flag_column: bool, index: int
+) -> GoldRow | None:
     bad = False
     if kind and kind not in KINDS:
         error(row, "gold_kind", f"`{kind}` is not a gold kind; use training or check")
@@ -105,7 +125,9 @@ def _gold_row(row, kind, given, get, score_columns, rubric: Rubric, error, *, ha
     flags = None
     if has_flag_column:
         try:
-            flags = parse_constraints(get("gold_flags"))  # ;-separated or a JSON list of texts, as constraints
+            flags = parse_constraints(
+                get("gold_flags")
+            )  # ;-separated or a JSON list of texts, as constraints
         except ValueError as exc:
             error(row, "gold_flags", str(exc))
             return None
@@ -123,8 +145,14 @@ def _gold_row(row, kind, given, get, score_columns, rubric: Rubric, error, *, ha
         bad = True
     if bad:
         return None
-    return GoldRow(index=index, kind=kind or DEFAULT_KIND, scores=scores, flags=flags, tolerance=tolerance,
-                   explanation=get("gold_explanation"))
+    return GoldRow(
+        index=index,
+        kind=kind or DEFAULT_KIND,
+        scores=scores,
+        flags=flags,
+        tolerance=tolerance,
+        explanation=get("gold_explanation"),
+    )
 
 
 def _names(flags) -> str:
@@ -144,14 +172,22 @@ def _reachable(row, flags: list[str] | None, met_cell: str, n: int, rubric: Rubr
             error(row, MET, f"`{met_cell}` is not a list of met / not_met answers separated by `;`")
             return False
         if len(met) != n:
-            error(row, MET, f"gives {len(met)} answer{'s' if len(met) != 1 else ''}, but the item has {n} hard "
-                            f"constraint{'s' if n != 1 else ''}: give one met / not_met per constraint, in order")
+            error(
+                row,
+                MET,
+                f"gives {len(met)} answer{'s' if len(met) != 1 else ''}, but the item has {n} hard "
+                f"constraint{'s' if n != 1 else ''}: give one met / not_met per constraint, in order",
+            )
             return False
         implied = checklist_flags(met, available)
         if flags is not None and set(flags) & available != implied:
-            error(row, "gold_flags", f"has {_names(set(flags) & available)}, but the checklist answers "
-                  f"`{format_constraints_met(met)}` (gold_constraints_met) set {_names(implied)}: an annotator who "
-                  "answers the checklist as the expert did cannot match; change gold_flags or gold_constraints_met")
+            error(
+                row,
+                "gold_flags",
+                f"has {_names(set(flags) & available)}, but the checklist answers "
+                f"`{format_constraints_met(met)}` (gold_constraints_met) set {_names(implied)}: an annotator who "
+                "answers the checklist as the expert did cannot match; change gold_flags or gold_constraints_met",
+            )
             return False
         return True
     if flags is None or not n:
@@ -159,9 +195,13 @@ def _reachable(row, flags: list[str] | None, met_cell: str, n: int, rubric: Rubr
     outcomes = checklist_outcomes(n, available)
     if frozenset(set(flags) & available) not in outcomes:
         choices = " or ".join(_names(o) for o in outcomes)
-        error(row, "gold_flags", f"has {_names(set(flags) & available)}, which the checklist of an item with {n} hard "
-              f"constraint{'s' if n != 1 else ''} cannot set (it sets {choices}): no annotator can match; "
-              "fix gold_flags (gold_constraints_met can say which constraints the expert found met)")
+        error(
+            row,
+            "gold_flags",
+            f"has {_names(set(flags) & available)}, which the checklist of an item with {n} hard "
+            f"constraint{'s' if n != 1 else ''} cannot set (it sets {choices}): no annotator can match; "
+            "fix gold_flags (gold_constraints_met can say which constraints the expert found met)",
+        )
         return False
     return True
 

@@ -88,7 +88,7 @@ def parse_constraints(cell: str) -> list[str]:
                 f"starts like a JSON list but is not valid JSON ({exc.msg} at character {exc.pos + 1})"
             ) from None
         if not isinstance(value, list) or not all(isinstance(v, str) for v in value):
-            raise ValueError("must be a JSON list of texts, e.g. [\"avoid tolls\", \"arrive before 8AM\"]")
+            raise ValueError('must be a JSON list of texts, e.g. ["avoid tolls", "arrive before 8AM"]')
         if has_nul(value):
             raise ValueError("contains a NUL character")
         parts = value

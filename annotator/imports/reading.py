@@ -13,8 +13,8 @@ import io
 import json
 import re
 from collections.abc import Iterable, Iterator
-from itertools import compress
 from dataclasses import dataclass, field
+from itertools import compress
 from pathlib import PurePath
 
 from annotator.exports.csv_safe import DEFUSED
@@ -152,7 +152,9 @@ def _header_errors(columns: list[str]) -> list[RowError]:
         elif name == ROW:
             errors.append(RowError(1, name, "is a reserved name; rename the column"))
         elif name in seen:
-            errors.append(RowError(1, name, f"appears twice in the header (columns {seen[name]} and {index})"))
+            errors.append(
+                RowError(1, name, f"appears twice in the header (columns {seen[name]} and {index})")
+            )
         seen.setdefault(name, index)
     return errors
 
@@ -204,7 +206,9 @@ def _read_irregular_records(text: str, delimiter: str, columns: list[str]) -> Ta
             records.append(record)
             rows.append(row)
     except csv.Error as exc:
-        errors.append(RowError(row + 1, None, f"cannot be read as CSV ({exc}); the rows after it were not read"))
+        errors.append(
+            RowError(row + 1, None, f"cannot be read as CSV ({exc}); the rows after it were not read")
+        )
     cells = list(zip(*records)) if records else [()] * width
     frame = Frame(dict(zip(columns, cells)), len(rows))
     frame[ROW] = rows
@@ -223,8 +227,10 @@ def _cell(value) -> str:
     return json.dumps(value, ensure_ascii=False)
 
 
-LONE_SURROGATE = ("contains a lone surrogate (an escape like \\ud800 without its pair), which is not a character; "
-                  "write the character itself or both halves of its pair")
+LONE_SURROGATE = (
+    "contains a lone surrogate (an escape like \\ud800 without its pair), which is not a character; "
+    "write the character itself or both halves of its pair"
+)
 
 
 def _escaped(text: str) -> str:
@@ -246,15 +252,18 @@ def read_jsonl(text: str) -> Table:
         try:
             value = json_loads(line)
         except json.JSONDecodeError as exc:
-            errors.append(RowError(number, None, f"is not valid JSON ({exc.msg} at character {exc.colno})", "line"))
+            errors.append(
+                RowError(number, None, f"is not valid JSON ({exc.msg} at character {exc.colno})", "line")
+            )
             continue
         if not isinstance(value, dict):
-            errors.append(RowError(number, None, "must be a JSON object like {\"item_id\": ...}", "line"))
+            errors.append(RowError(number, None, 'must be a JSON object like {"item_id": ...}', "line"))
             continue
         if "\\u" in line and has_lone_surrogate(value):  # only an escape makes one: the file itself is UTF-8
             errors.extend(
                 RowError(number, _escaped(key.strip().lower()), LONE_SURROGATE, "line")
-                for key, cell in value.items() if has_lone_surrogate(key) or has_lone_surrogate(cell)
+                for key, cell in value.items()
+                if has_lone_surrogate(key) or has_lone_surrogate(cell)
             )
             continue
         record = {}
@@ -279,8 +288,11 @@ def read_jsonl(text: str) -> Table:
             continue
         if "\\u0000" in line and has_nul(value):  # no database text can hold the NUL that \u0000 makes
             errors.extend(
-                RowError(number, key.strip().lower().replace("\x00", "\\u0000"), "contains a NUL character", "line")
-                for key, cell in value.items() if has_nul(key) or has_nul(cell)
+                RowError(
+                    number, key.strip().lower().replace("\x00", "\\u0000"), "contains a NUL character", "line"
+                )
+                for key, cell in value.items()
+                if has_nul(key) or has_nul(cell)
             )
             continue
         records.append(record)

@@ -1,12 +1,6 @@
 """Database models, one module per concern; import them from here."""
 
-from annotator.models.adjudication import Adjudication, AdjudicatorGrant
-from annotator.models.annotation import Annotation, AnnotationRevision, Score
-from annotator.models.api_token import ApiToken
-from annotator.models.assignment import Assignment
-from annotator.models.batch import Batch, Item
 from annotator.judges.models.calibration_set import CalibrationSet
-from annotator.models.job import Job
 from annotator.judges.models.judge import (
     Judge,
     JudgeCriterionScore,
@@ -15,6 +9,12 @@ from annotator.judges.models.judge import (
     PairwiseVerdict,
 )
 from annotator.judges.models.judge_call import JudgeCall
+from annotator.models.adjudication import Adjudication, AdjudicatorGrant
+from annotator.models.annotation import Annotation, AnnotationRevision, Score
+from annotator.models.api_token import ApiToken
+from annotator.models.assignment import Assignment
+from annotator.models.batch import Batch, Item
+from annotator.models.job import Job
 from annotator.models.quality import (
     AnnotatorStanding,
     GoldAnswer,
@@ -23,7 +23,6 @@ from annotator.models.quality import (
 )
 from annotator.models.report_cache import ReportCache
 from annotator.sessions import UserSession  # the session model lives with its store
-from annotator.studies.prolific.models import ProlificBonus, ProlificWebhookEvent
 from annotator.studies.models import (
     AccountScope,
     Enrolment,
@@ -32,10 +31,38 @@ from annotator.studies.models import (
     SignInLink,
     StudyLink,
 )
+from annotator.studies.prolific.models import ProlificBonus, ProlificWebhookEvent
 
 __all__ = [
-    "AccountScope", "Adjudication", "AdjudicatorGrant", "Annotation", "AnnotationRevision", "AnnotatorStanding",
-    "ApiToken", "Assignment", "Batch", "CalibrationSet", "Enrolment", "GoldAnswer", "GoldItem", "InviteLink", "Item", "Job", "Judge",
-    "JudgeCall", "JudgeCriterionScore", "JudgeFailure", "JudgeScore", "PairwiseVerdict", "ProlificBonus",
-    "ProlificWebhookEvent", "QualityRule", "RateBucket", "ReportCache", "Score", "SignInLink", "StudyLink", "UserSession",
+    "AccountScope",
+    "Adjudication",
+    "AdjudicatorGrant",
+    "Annotation",
+    "AnnotationRevision",
+    "AnnotatorStanding",
+    "ApiToken",
+    "Assignment",
+    "Batch",
+    "CalibrationSet",
+    "Enrolment",
+    "GoldAnswer",
+    "GoldItem",
+    "InviteLink",
+    "Item",
+    "Job",
+    "Judge",
+    "JudgeCall",
+    "JudgeCriterionScore",
+    "JudgeFailure",
+    "JudgeScore",
+    "PairwiseVerdict",
+    "ProlificBonus",
+    "ProlificWebhookEvent",
+    "QualityRule",
+    "RateBucket",
+    "ReportCache",
+    "Score",
+    "SignInLink",
+    "StudyLink",
+    "UserSession",
 ]

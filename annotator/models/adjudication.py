@@ -26,7 +26,9 @@ class AdjudicatorGrant(models.Model):
     """A researcher lets this user adjudicate one batch (researchers may adjudicate any)."""
 
     batch = models.ForeignKey(Batch, on_delete=models.CASCADE, related_name="adjudicator_grants")
-    user = models.ForeignKey(settings.AUTH_USER_MODEL, on_delete=models.CASCADE, related_name="adjudicator_grants")
+    user = models.ForeignKey(
+        settings.AUTH_USER_MODEL, on_delete=models.CASCADE, related_name="adjudicator_grants"
+    )
     granted_by = models.ForeignKey(
         settings.AUTH_USER_MODEL, null=True, blank=True, on_delete=models.SET_NULL, related_name="+"
     )

@@ -56,7 +56,9 @@ class Annotation(models.Model):
 
 
 class Score(models.Model):
-    annotation = models.ForeignKey(Annotation, on_delete=models.CASCADE, related_name="scores", db_index=False)
+    annotation = models.ForeignKey(
+        Annotation, on_delete=models.CASCADE, related_name="scores", db_index=False
+    )
     # Denormalised from annotation.item (never changes) so report aggregates skip a join. No
     # database constraint: the annotation's own keeps the item, and a second check on every score
     # row was a third of what PostgreSQL spent committing an annotation import (150,000 checks for

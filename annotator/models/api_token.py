@@ -15,7 +15,9 @@ from django.utils import timezone
 
 class ApiToken(models.Model):
     user = models.ForeignKey(settings.AUTH_USER_MODEL, on_delete=models.CASCADE, related_name="api_tokens")
-    name = models.CharField(max_length=100, help_text="What the token is for, e.g. 'eval script on the cluster'.")
+    name = models.CharField(
+        max_length=100, help_text="What the token is for, e.g. 'eval script on the cluster'."
+    )
     prefix = models.CharField(max_length=16, help_text="The key's first characters, to tell keys apart.")
     key_hash = models.CharField(max_length=64, unique=True)
     created_at = models.DateTimeField(auto_now_add=True)

@@ -27,8 +27,14 @@ class Assignment(models.Model):
     # and deleting a batch deletes its items and with them their assignments. Never set on its own
     # (not editable, so not in the admin's form): the lease and the import write the item's, and
     # save() takes the item's for a row the ORM adds without it.
-    batch = models.ForeignKey(Batch, on_delete=models.DO_NOTHING, related_name="+", db_index=False,
-                              db_constraint=False, editable=False)
+    batch = models.ForeignKey(
+        Batch,
+        on_delete=models.DO_NOTHING,
+        related_name="+",
+        db_index=False,
+        db_constraint=False,
+        editable=False,
+    )
     annotator = models.ForeignKey(
         settings.AUTH_USER_MODEL, on_delete=models.CASCADE, related_name="assignments", db_index=False
     )

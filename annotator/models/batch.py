@@ -47,8 +47,12 @@ class Batch(models.Model):
     instructions = models.TextField(
         blank=True, default="", help_text="Markdown. Empty: the rubric's guidance and examples."
     )
-    max_items_per_annotator = models.PositiveIntegerField(null=True, blank=True, validators=[MinValueValidator(1)])
-    max_session_minutes = models.PositiveIntegerField(null=True, blank=True, validators=[MinValueValidator(1)])
+    max_items_per_annotator = models.PositiveIntegerField(
+        null=True, blank=True, validators=[MinValueValidator(1)]
+    )
+    max_session_minutes = models.PositiveIntegerField(
+        null=True, blank=True, validators=[MinValueValidator(1)]
+    )
     created_by = models.ForeignKey(
         settings.AUTH_USER_MODEL, null=True, blank=True, on_delete=models.SET_NULL, related_name="+"
     )

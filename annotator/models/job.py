@@ -24,7 +24,13 @@ class Job(models.Model):
     DONE = "done"
     FAILED = "failed"
     CANCELLED = "cancelled"
-    STATES = [(QUEUED, "Queued"), (RUNNING, "Running"), (DONE, "Done"), (FAILED, "Failed"), (CANCELLED, "Cancelled")]
+    STATES = [
+        (QUEUED, "Queued"),
+        (RUNNING, "Running"),
+        (DONE, "Done"),
+        (FAILED, "Failed"),
+        (CANCELLED, "Cancelled"),
+    ]
 
     id = models.UUIDField(primary_key=True, default=uuid.uuid4, editable=False)
     kind = models.CharField(max_length=20, choices=KINDS)
@@ -38,7 +44,9 @@ class Job(models.Model):
     attempts = models.PositiveSmallIntegerField(default=0)
     # What to do: the pending upload's options, or the batch and format of an export.
     params = models.JSONField(default=dict)
-    payload = models.BinaryField(null=True, blank=True, help_text="The uploaded file, kept until the job succeeds.")
+    payload = models.BinaryField(
+        null=True, blank=True, help_text="The uploaded file, kept until the job succeeds."
+    )
     # The outcome: a message, the row errors of a refused upload, or the built file.
     message = models.TextField(blank=True)
     errors = models.JSONField(default=list, blank=True)

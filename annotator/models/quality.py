@@ -23,11 +23,13 @@ class QualityRule(models.Model):
         default=0, help_text="Training items an annotator must do before rating (0 = no training)."
     )
     training_max_mae = models.FloatField(
-        default=q.TRAINING_MAX_MAE, validators=[MinValueValidator(0)],
+        default=q.TRAINING_MAX_MAE,
+        validators=[MinValueValidator(0)],
         help_text="Pass rule: mean absolute error over dimensions at most this, and every cap right.",
     )
     check_every = models.PositiveSmallIntegerField(
-        default=10, validators=[MinValueValidator(2)],
+        default=10,
+        validators=[MinValueValidator(2)],
         help_text="One item in this many is a gold check (when the batch has check items).",
     )
     check_warn_below = models.FloatField(
@@ -39,7 +41,8 @@ class QualityRule(models.Model):
     check_min_answered = models.PositiveSmallIntegerField(default=q.CHECK_MIN_ANSWERED)
     min_seconds = models.FloatField(default=q.MIN_SECONDS, validators=[MinValueValidator(0)])
     window = models.PositiveIntegerField(
-        default=q.EVERY_N, validators=[MinValueValidator(1)],
+        default=q.EVERY_N,
+        validators=[MinValueValidator(1)],
         help_text="Agreement over time: submissions per window.",
     )
 
@@ -85,7 +88,9 @@ class GoldAnswer(models.Model):
     """An annotator's answer to a gold item; ``submitted_at`` is null while it is on their screen."""
 
     gold_item = models.ForeignKey(GoldItem, on_delete=models.CASCADE, related_name="answers")
-    annotator = models.ForeignKey(settings.AUTH_USER_MODEL, on_delete=models.CASCADE, related_name="gold_answers")
+    annotator = models.ForeignKey(
+        settings.AUTH_USER_MODEL, on_delete=models.CASCADE, related_name="gold_answers"
+    )
     shown_at = models.DateTimeField()
     submitted_at = models.DateTimeField(null=True, blank=True)
     scores = models.JSONField(default=dict, blank=True)
@@ -116,13 +121,17 @@ class AnnotatorStanding(models.Model):
         FAILED = "failed", "Failed"
 
     batch = models.ForeignKey(Batch, on_delete=models.CASCADE, related_name="standings")
-    annotator = models.ForeignKey(settings.AUTH_USER_MODEL, on_delete=models.CASCADE, related_name="standings")
+    annotator = models.ForeignKey(
+        settings.AUTH_USER_MODEL, on_delete=models.CASCADE, related_name="standings"
+    )
     training = models.CharField(max_length=10, choices=Training.choices, blank=True, default="")
     warned_at = models.DateTimeField(null=True, blank=True)
     blocked_at = models.DateTimeField(null=True, blank=True)
     screened_out_at = models.DateTimeField(null=True, blank=True)
     excluded = models.BooleanField(default=False)
-    exclusion_rule = models.CharField(max_length=20, blank=True, default="", help_text="researcher or block rule")
+    exclusion_rule = models.CharField(
+        max_length=20, blank=True, default="", help_text="researcher or block rule"
+    )
     exclusion_reason = models.TextField(blank=True, default="")
     excluded_by = models.ForeignKey(
         settings.AUTH_USER_MODEL, null=True, blank=True, on_delete=models.SET_NULL, related_name="+"
@@ -142,14 +151,17 @@ class AnnotatorStanding(models.Model):
         """The standing rule: quality control still lets the annotator rate in the batch (not
         excluded, blocked, screened out, nor failed training). Batch access is another rule
         (``annotator.selectors.queue.batch_access_q``)."""
-        return not (self.excluded or self.blocked_at or self.screened_out_at
-                    or self.training == self.Training.FAILED)
+        return not (
+            self.excluded or self.blocked_at or self.screened_out_at or self.training == self.Training.FAILED
+        )
 
 
 # The standing rule's other spellings, kept beside the property: ``not allows_rating`` as a Q and
 # as SQL on a standing row aliased ``alias`` (tests/annotator/test_rule_parity.py checks all three).
 AnnotatorStanding.STOPPED = (
-    Q(excluded=True) | Q(blocked_at__isnull=False) | Q(screened_out_at__isnull=False)
+    Q(excluded=True)
+    | Q(blocked_at__isnull=False)
+    | Q(screened_out_at__isnull=False)
     | Q(training=AnnotatorStanding.Training.FAILED)
 )
 

@@ -29,13 +29,17 @@ def adjudication_queue(*, batch: Batch, limit: int = QUEUE_LENGTH) -> list[dict[
     (max − min) over the dimensions, then the number of dimensions with that spread."""
     excluded = excluded_annotator_ids(batch=batch)
     spreads = (
-        Score.objects.filter(item__batch=batch).exclude(annotation__annotator_id__in=excluded)
-        .values("item_id", "dimension").annotate(lo=Min("value"), hi=Max("value"))
+        Score.objects.filter(item__batch=batch)
+        .exclude(annotation__annotator_id__in=excluded)
+        .values("item_id", "dimension")
+        .annotate(lo=Min("value"), hi=Max("value"))
     )
     per_item: dict[int, list[int]] = {}
     for row in spreads:
         per_item.setdefault(row["item_id"], []).append(row["hi"] - row["lo"])
-    ranked = sorted(per_item.items(), key=lambda kv: (-max(kv[1]), -sum(1 for s in kv[1] if s == max(kv[1])), kv[0]))
+    ranked = sorted(
+        per_item.items(), key=lambda kv: (-max(kv[1]), -sum(1 for s in kv[1] if s == max(kv[1])), kv[0])
+    )
     ranked = [(pk, s) for pk, s in ranked if max(s) > 0][:limit]
     items = Item.objects.in_bulk([pk for pk, _ in ranked])
     done = set(Adjudication.objects.filter(item_id__in=items).values_list("item_id", flat=True))
@@ -57,17 +61,24 @@ def blind_annotations(*, item: Item) -> list[dict[str, Any]]:
     annotations = item.annotations.prefetch_related("scores").order_by("submitted_at", "id")
     for n, a in enumerate(annotations):
         scores = {s.dimension: s.value for s in a.scores.all()}
-        rows.append({
-            "label": f"Annotator {_label(n)}",
-            "values": [scores.get(d) for d in rubric.dimension_keys],
-            "flags": [flag_labels.get(f, f) for f in a.flags or []],
-            "comment": a.comment,
-            "constraints": [{"text": c, "met": met} for c, met in zip(item.constraints, a.constraints_met or [])],
-            "excluded": a.annotator_id in excluded,
-        })
+        rows.append(
+            {
+                "label": f"Annotator {_label(n)}",
+                "values": [scores.get(d) for d in rubric.dimension_keys],
+                "flags": [flag_labels.get(f, f) for f in a.flags or []],
+                "comment": a.comment,
+                "constraints": [
+                    {"text": c, "met": met} for c, met in zip(item.constraints, a.constraints_met or [])
+                ],
+                "excluded": a.annotator_id in excluded,
+            }
+        )
     return rows
 
 
 def adjudications_of(*, batch: Batch) -> list[Adjudication]:
-    return list(Adjudication.objects.filter(item__batch=batch).select_related("item", "adjudicator")
-                .order_by("item__position", "item_id"))
+    return list(
+        Adjudication.objects.filter(item__batch=batch)
+        .select_related("item", "adjudicator")
+        .order_by("item__position", "item_id")
+    )

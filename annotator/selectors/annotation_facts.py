@@ -35,7 +35,11 @@ def annotation_facts(*, batch_id: int, rubric: Rubric) -> dict[str, Any]:
     labels = {f.key: f.label for f in rubric.flags}
     return {
         "flags": {
-            key: {"label": labels[key], "n_annotations": flag_annotations[key], "n_items": len(flag_items[key])}
+            key: {
+                "label": labels[key],
+                "n_annotations": flag_annotations[key],
+                "n_items": len(flag_items[key]),
+            }
             for key in rubric.flag_keys
         },
         "constraint_answers": {"n_annotations_answered": answered, "by_constraint": by_constraint},

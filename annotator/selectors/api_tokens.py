@@ -15,8 +15,13 @@ def api_token_for_key(key: str) -> ApiToken | None:
         return None
     return (
         ApiToken.objects.select_related("user")
-        .filter(key_hash=token_hash(key), revoked_at__isnull=True, expires_at__gt=timezone.now(), user__is_active=True,
-                user__scope__isnull=True)
+        .filter(
+            key_hash=token_hash(key),
+            revoked_at__isnull=True,
+            expires_at__gt=timezone.now(),
+            user__is_active=True,
+            user__scope__isnull=True,
+        )
         .first()
     )
 

@@ -83,7 +83,12 @@ def eligible_annotator_count(*, batch: Batch) -> int:
     if named:
         return named
     User = get_user_model()
-    return User.objects.filter(is_active=True).filter(Q(groups__name=ANNOTATOR) | Q(is_staff=True)).distinct().count()
+    return (
+        User.objects.filter(is_active=True)
+        .filter(Q(groups__name=ANNOTATOR) | Q(is_staff=True))
+        .distinct()
+        .count()
+    )
 
 
 def capacity(*, batch: Batch) -> Capacity | None:

@@ -37,7 +37,14 @@ def batch_progress(*, batch: Batch) -> Progress:
     # n_annotations counts every submitted annotation; more than k on an item does not add to what is needed.
     submitted = Item.objects.filter(batch=batch).aggregate(n=Sum("n_annotations"))["n"] or 0
     return Progress(
-        batch_id=batch.pk, name=batch.name, is_open=batch.is_open, k=batch.k, n_items=states.total,
-        items_complete=states.complete, items_leased=states.leased, items_open=states.open,
-        annotations_submitted=submitted, annotations_needed=states.total * batch.k,
+        batch_id=batch.pk,
+        name=batch.name,
+        is_open=batch.is_open,
+        k=batch.k,
+        n_items=states.total,
+        items_complete=states.complete,
+        items_leased=states.leased,
+        items_open=states.open,
+        annotations_submitted=submitted,
+        annotations_needed=states.total * batch.k,
     )

@@ -50,7 +50,11 @@ def batch_settings_errors(*, name: str, k: int | None, rubric: Rubric) -> list[R
     """Why ``name``, ``k`` and ``rubric`` cannot make a new batch (empty when they can). Reads the database."""
     errors = name_errors(name)
     if not errors and batch_by_name(name) is not None:
-        errors.append(RowError(None, None, f"A batch named \u201c{name.strip()}\u201d already exists; choose another name."))
+        errors.append(
+            RowError(
+                None, None, f"A batch named \u201c{name.strip()}\u201d already exists; choose another name."
+            )
+        )
     return errors + k_errors(k) + rubric_errors(rubric)
 
 
@@ -83,8 +87,12 @@ def annotation_import_plan(
         used = batch.rubric_obj
         if rubric is not None and rubric.to_dict() != batch.rubric:
             errors.append(
-                RowError(None, None, f"Batch \u201c{name}\u201d uses the rubric \u201c{used.title}\u201d; "
-                         "leave out the rubric option or give the same rubric.")
+                RowError(
+                    None,
+                    None,
+                    f"Batch \u201c{name}\u201d uses the rubric \u201c{used.title}\u201d; "
+                    "leave out the rubric option or give the same rubric.",
+                )
             )
         k_value = batch.k
     else:
@@ -118,8 +126,12 @@ def _check_against_database(plan: AnnotationImportPlan) -> None:
             for name in ("prompt", "response"):
                 if not str(record.get(name, "")).strip():
                     plan.errors.append(
-                        parsed.error(record["row"], name, f"is empty, and item `{item_id}` is not in the batch "
-                                     "yet, so the file must give its prompt and response")
+                        parsed.error(
+                            record["row"],
+                            name,
+                            f"is empty, and item `{item_id}` is not in the batch "
+                            "yet, so the file must give its prompt and response",
+                        )
                     )
             continue
         plan.existing_items[item_id] = item["pk"]
@@ -136,8 +148,9 @@ def _check_against_database(plan: AnnotationImportPlan) -> None:
     plan.new_users = [n for n in names if n not in users]
     if plan.existing_items and users:
         pairs = set(
-            Annotation.objects.filter(item_id__in=plan.existing_items.values(), annotator_id__in=users.values())
-            .values_list("item_id", "annotator_id")
+            Annotation.objects.filter(
+                item_id__in=plan.existing_items.values(), annotator_id__in=users.values()
+            ).values_list("item_id", "annotator_id")
         )
         leased = set(
             Assignment.objects.filter(
@@ -150,13 +163,21 @@ def _check_against_database(plan: AnnotationImportPlan) -> None:
             key = (plan.existing_items.get(row.item_id), users.get(row.annotator))
             if key in pairs:
                 plan.errors.append(
-                    parsed.error(row.row, "annotator", f"`{row.annotator}` already has an annotation for item "
-                                 f"`{row.item_id}` in batch \u201c{plan.batch_name}\u201d")
+                    parsed.error(
+                        row.row,
+                        "annotator",
+                        f"`{row.annotator}` already has an annotation for item "
+                        f"`{row.item_id}` in batch \u201c{plan.batch_name}\u201d",
+                    )
                 )
             elif key in leased:
                 plan.errors.append(
-                    parsed.error(row.row, "annotator", f"`{row.annotator}` is rating item `{row.item_id}` in "
-                                 "the browser right now; import after they submit or release it")
+                    parsed.error(
+                        row.row,
+                        "annotator",
+                        f"`{row.annotator}` is rating item `{row.item_id}` in "
+                        "the browser right now; import after they submit or release it",
+                    )
                 )
     plan.errors.sort(key=lambda e: e.sort_key)
 
@@ -171,8 +192,12 @@ def _check_constraint_answers(plan: AnnotationImportPlan, stored: dict[str, dict
         constraints = item.get("constraints") or []
         if len(row.constraints_met) != len(constraints):
             plan.errors.append(
-                parsed.error(row.row, CONSTRAINTS_MET, f"gives {len(row.constraints_met)} answer(s) but item "
-                             f"`{row.item_id}` has {len(constraints)} hard constraint(s)")
+                parsed.error(
+                    row.row,
+                    CONSTRAINTS_MET,
+                    f"gives {len(row.constraints_met)} answer(s) but item "
+                    f"`{row.item_id}` has {len(constraints)} hard constraint(s)",
+                )
             )
 
 
@@ -237,36 +262,62 @@ def batch_upload_preview(
     ]
     if parsed.gold:
         counts = parsed.gold_counts
-        facts.append(("Gold items (not rated for agreement)",
-                      f"{counts['training']} training, {counts['check']} check"))
+        facts.append(
+            (
+                "Gold items (not rated for agreement)",
+                f"{counts['training']} training, {counts['check']} check",
+            )
+        )
     if parsed.extra_columns:
         facts.append(("Extra columns kept as metadata", ", ".join(parsed.extra_columns)))
-    headers = ["item_id", "system_id", "prompt_id", "prompt", "response", "context", "expected_output",
-               "constraints", "conversation"]
+    headers = [
+        "item_id",
+        "system_id",
+        "prompt_id",
+        "prompt",
+        "response",
+        "context",
+        "expected_output",
+        "constraints",
+        "conversation",
+    ]
     rows = []
     if not parsed.rows.empty:
         for record in parsed.preview_rows(PREVIEW_ROWS):
             turns = record["conversation"]
-            record["constraints"] = "; ".join(record["constraints"]) if isinstance(record["constraints"], list) else ""
+            record["constraints"] = (
+                "; ".join(record["constraints"]) if isinstance(record["constraints"], list) else ""
+            )
             record["conversation"] = f"{len(turns)} turns" if isinstance(turns, list) and turns else ""
             rows.append([str(record[h]) for h in headers])
-    return UploadPreview("batch", filename, parsed.format, name.strip(), k, rubric, parsed.row_count, errors,
-                         facts, headers, rows)
+    return UploadPreview(
+        "batch",
+        filename,
+        parsed.format,
+        name.strip(),
+        k,
+        rubric,
+        parsed.row_count,
+        errors,
+        facts,
+        headers,
+        rows,
+    )
 
 
 def annotation_upload_preview(
     *, data: bytes, filename: str, name: str, k: int | None, rubric: Rubric | None
 ) -> UploadPreview:
-    plan = annotation_import_plan(
-        data=data, filename=filename, batch_name=name, k=k, rubric=rubric
-    )
+    plan = annotation_import_plan(data=data, filename=filename, batch_name=name, k=k, rubric=rubric)
     parsed = plan.parsed
     errors = list(plan.errors)
     # With problems in the file the database checks did not run: count from what was read.
     existing = len(plan.existing_items)
     if not (plan.existing_items or plan.new_items) and plan.batch is not None:
         existing = Item.objects.filter(batch=plan.batch, item_id__in=list(parsed.items)).count()
-    new_items = len(plan.new_items) if (plan.existing_items or plan.new_items) else len(parsed.items) - existing
+    new_items = (
+        len(plan.new_items) if (plan.existing_items or plan.new_items) else len(parsed.items) - existing
+    )
     facts = [
         ("Annotation rows", str(parsed.row_count)),
         ("Batch", f"{plan.batch_name} ({'exists' if plan.batch else 'will be created'})"),
@@ -280,11 +331,30 @@ def annotation_upload_preview(
     dims = list(plan.rubric.dimension_keys)
     headers = ["row", "item_id", "annotator", *dims, "flags", "comment"]
     rows = [
-        [str(a.row), a.item_id, a.annotator, *[str(a.scores.get(d, "")) for d in dims], ", ".join(a.flags), a.comment]
+        [
+            str(a.row),
+            a.item_id,
+            a.annotator,
+            *[str(a.scores.get(d, "")) for d in dims],
+            ", ".join(a.flags),
+            a.comment,
+        ]
         for a in parsed.annotations[:PREVIEW_ROWS]
     ]
-    return UploadPreview("annotations", filename, parsed.format, plan.batch_name, plan.k, plan.rubric,
-                         parsed.row_count, errors, facts, headers, rows, warnings=new_batch_warnings(plan.batch_name))
+    return UploadPreview(
+        "annotations",
+        filename,
+        parsed.format,
+        plan.batch_name,
+        plan.k,
+        plan.rubric,
+        parsed.row_count,
+        errors,
+        facts,
+        headers,
+        rows,
+        warnings=new_batch_warnings(plan.batch_name),
+    )
 
 
 def new_batch_warnings(name: str) -> list[str]:
@@ -298,6 +368,8 @@ def new_batch_warnings(name: str) -> list[str]:
     if not close:
         return []
     listed = ", ".join(f"\u201c{n}\u201d" for n in close)
-    warning = (f"There is no batch \u201c{name}\u201d, so saving creates a new one. Did you mean {listed}? "
-               "If so, upload the file again with that name.")
+    warning = (
+        f"There is no batch \u201c{name}\u201d, so saving creates a new one. Did you mean {listed}? "
+        "If so, upload the file again with that name."
+    )
     return [warning]

@@ -21,8 +21,12 @@ def job_of(*, user, job_id, with_output: bool = False) -> Job:
 
 def upload_confirmed_job(*, user, key: str) -> Job | None:
     """The upload job an earlier confirm of the same pending upload left (``services.uploads.confirm_key``)."""
-    return (Job.objects.defer("payload", "output").filter(kind=Job.UPLOAD, created_by=user, params__confirm_key=key)
-            .order_by("-created_at").first())
+    return (
+        Job.objects.defer("payload", "output")
+        .filter(kind=Job.UPLOAD, created_by=user, params__confirm_key=key)
+        .order_by("-created_at")
+        .first()
+    )
 
 
 def this_worker() -> str:

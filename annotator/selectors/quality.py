@@ -20,10 +20,14 @@ def standing_of(*, batch: Batch, annotator) -> AnnotatorStanding | None:
 
 def training_answers(*, batch: Batch, annotator) -> list[GoldAnswer]:
     """The annotator's submitted training answers, in the order given."""
-    return list(GoldAnswer.objects.filter(
-        gold_item__batch=batch, gold_item__kind=GoldItem.Kind.TRAINING, annotator=annotator,
-        submitted_at__isnull=False,
-    ))
+    return list(
+        GoldAnswer.objects.filter(
+            gold_item__batch=batch,
+            gold_item__kind=GoldItem.Kind.TRAINING,
+            annotator=annotator,
+            submitted_at__isnull=False,
+        )
+    )
 
 
 def check_counts(*, batch: Batch, annotator) -> tuple[int, int, int]:
@@ -39,7 +43,9 @@ def check_counts(*, batch: Batch, annotator) -> tuple[int, int, int]:
 
 
 def excluded_annotator_ids(*, batch: Batch) -> set[int]:
-    return set(AnnotatorStanding.objects.filter(batch=batch, excluded=True).values_list("annotator_id", flat=True))
+    return set(
+        AnnotatorStanding.objects.filter(batch=batch, excluded=True).values_list("annotator_id", flat=True)
+    )
 
 
 def gold_answer_of(*, user, pk: int) -> GoldAnswer | None:
@@ -66,8 +72,9 @@ def training_feedback(*, step) -> dict[str, Any]:
     training = GoldItem.objects.filter(batch_id=gold.batch_id, kind=GoldItem.Kind.TRAINING)
     return {
         "item": gold,  # for the template's context only: its item_id is never shown (blindness)
-        "number": GoldAnswer.objects.filter(gold_item__in=training, annotator_id=answer.annotator_id,
-                                            submitted_at__isnull=False).count(),
+        "number": GoldAnswer.objects.filter(
+            gold_item__in=training, annotator_id=answer.annotator_id, submitted_at__isnull=False
+        ).count(),
         "total": training.count(),
         "rows": rows,
         "tolerance": gold.tolerance,

@@ -99,7 +99,8 @@ class QualitySection:
 
 def quality_inputs(*, batch: Batch, arrays: ReportArrays) -> QualityInputs:
     rows = list(
-        Annotation.objects.filter(item__batch=batch).order_by("submitted_at", "id")
+        Annotation.objects.filter(item__batch=batch)
+        .order_by("submitted_at", "id")
         .values_list("item_id", "annotator_id", "annotator__username", "started_at", "submitted_at")
     )
     n_annotators = max(len(arrays.annotator_names), 1)
@@ -124,7 +125,9 @@ def quality_inputs(*, batch: Batch, arrays: ReportArrays) -> QualityInputs:
     seconds[order] = seconds_in_order
     standings = AnnotatorStanding.objects.filter(batch=batch, excluded=True).select_related("annotator")
     exclusions = tuple(
-        Exclusion(s.annotator.get_username(), s.annotator_id, s.exclusion_rule, s.exclusion_reason, s.excluded_at)
+        Exclusion(
+            s.annotator.get_username(), s.annotator_id, s.exclusion_rule, s.exclusion_reason, s.excluded_at
+        )
         for s in standings.order_by("excluded_at", "pk")
     )
     kept = _without(batch, arrays, order, {e.annotator for e in exclusions}) if exclusions else arrays
@@ -166,8 +169,14 @@ def _per_user(queryset, user_field: str) -> dict[int, int]:
     return dict(queryset.values_list(user_field).annotate(n=Count("pk")).values_list(user_field, "n"))
 
 
-def quality_section(*, batch: Batch, inputs: QualityInputs, annotators_all: tuple[AnnotatorQuality, ...],
-                    dimensions_all: tuple, with_over_time: bool = True) -> QualitySection:
+def quality_section(
+    *,
+    batch: Batch,
+    inputs: QualityInputs,
+    annotators_all: tuple[AnnotatorQuality, ...],
+    dimensions_all: tuple,
+    with_over_time: bool = True,
+) -> QualitySection:
     """Signals per annotator (from every annotation, excluded or not) and the exclusions; with
     ``with_over_time``, agreement per window of submissions and per day (most of the cost of a large batch).
 
@@ -177,17 +186,22 @@ def quality_section(*, batch: Batch, inputs: QualityInputs, annotators_all: tupl
     arrays = inputs.arrays
     gold = {
         row["annotator_id"]: row
-        for row in GoldAnswer.objects.filter(gold_item__batch=batch, submitted_at__isnull=False, skipped=False)
+        for row in GoldAnswer.objects.filter(
+            gold_item__batch=batch, submitted_at__isnull=False, skipped=False
+        )
         .values("annotator_id")
         .annotate(
-            right=Count("pk", filter=Q(passed=True)), answered=Count("pk"),
+            right=Count("pk", filter=Q(passed=True)),
+            answered=Count("pk"),
             checks_passed=Count("pk", filter=Q(passed=True, gold_item__kind=GoldItem.Kind.CHECK)),
             checks_failed=Count("pk", filter=Q(passed=False, gold_item__kind=GoldItem.Kind.CHECK)),
         )
     }
     standings = {s.annotator_id: s for s in AnnotatorStanding.objects.filter(batch=batch)}
     edits = _per_user(AnnotationRevision.objects.filter(annotation__item__batch=batch), "changed_by_id")
-    skips = _per_user(Assignment.objects.filter(item__batch=batch, state=Assignment.State.SKIPPED), "annotator_id")
+    skips = _per_user(
+        Assignment.objects.filter(item__batch=batch, state=Assignment.State.SKIPPED), "annotator_id"
+    )
     loo = {a.annotator: a.spearman_loo.get("overall") for a in annotators_all}
     loo_n = {a.annotator: a.n_shared.get("overall", 0) for a in annotators_all}
     adjudications = adjudications_of(batch=batch)
@@ -206,28 +220,55 @@ def quality_section(*, batch: Batch, inputs: QualityInputs, annotators_all: tupl
         accuracy = g["right"] / answered if answered else None
         standing = standings.get(pk)
         out[name] = AnnotatorSignals(
-            annotator=name, annotator_pk=pk, n_annotations=int(mine.sum()),
-            gold_accuracy=accuracy, gold_answered=answered,
-            checks_passed=g.get("checks_passed", 0), checks_failed=g.get("checks_failed", 0),
+            annotator=name,
+            annotator_pk=pk,
+            n_annotations=int(mine.sum()),
+            gold_accuracy=accuracy,
+            gold_answered=answered,
+            checks_passed=g.get("checks_passed", 0),
+            checks_failed=g.get("checks_failed", 0),
             excluded=bool(standing and standing.excluded),
             exclusion_reason=standing.exclusion_reason if standing and standing.excluded else "",
-            blocked=bool(standing and standing.blocked_at), warned=bool(standing and standing.warned_at),
+            blocked=bool(standing and standing.blocked_at),
+            warned=bool(standing and standing.warned_at),
             training=standing.training if standing else "",
-            median_seconds=median, fast_share=fast, straightlining=straight, longest_run=run,
-            loo_spearman=loo.get(name), loo_n=loo_n.get(name, 0), edits=edits.get(pk, 0), skips=skips.get(pk, 0),
-            adjudicated=q.agreement_with_reference(arrays.annotation_scores[arrays.annotation_annotator == a],
-                                                   reference[arrays.annotation_item[arrays.annotation_annotator == a]]),
-            signals=q.behaviour_flags(fast_share=fast, straight_share=straight, longest_run=run,
-                                      loo_spearman=loo.get(name), loo_n=loo_n.get(name, 0), gold_accuracy=accuracy,
-                                      check_warn_below=rule.check_warn_below),
+            median_seconds=median,
+            fast_share=fast,
+            straightlining=straight,
+            longest_run=run,
+            loo_spearman=loo.get(name),
+            loo_n=loo_n.get(name, 0),
+            edits=edits.get(pk, 0),
+            skips=skips.get(pk, 0),
+            adjudicated=q.agreement_with_reference(
+                arrays.annotation_scores[arrays.annotation_annotator == a],
+                reference[arrays.annotation_item[arrays.annotation_annotator == a]],
+            ),
+            signals=q.behaviour_flags(
+                fast_share=fast,
+                straight_share=straight,
+                longest_run=run,
+                loo_spearman=loo.get(name),
+                loo_n=loo_n.get(name, 0),
+                gold_accuracy=accuracy,
+                check_warn_below=rule.check_warn_below,
+            ),
         )
     excluded = {e.annotator for e in inputs.exclusions}
-    keep = np.array([name not in excluded for name in arrays.annotator_names], dtype=bool)[in_order] \
-        if len(in_order) else np.zeros(0, dtype=bool)
+    keep = (
+        np.array([name not in excluded for name in arrays.annotator_names], dtype=bool)[in_order]
+        if len(in_order)
+        else np.zeros(0, dtype=bool)
+    )
     return QualitySection(
-        annotators=out, exclusions=inputs.exclusions, dimensions_all=dimensions_all,
+        annotators=out,
+        exclusions=inputs.exclusions,
+        dimensions_all=dimensions_all,
         min_seconds=rule.min_seconds,
         adjudications=tuple(adjudications),
-        over_time=over_time(batch=batch, arrays=arrays, order=inputs.order, keep=keep, days=inputs.days,
-                            every=rule.window) if with_over_time else None,
+        over_time=over_time(
+            batch=batch, arrays=arrays, order=inputs.order, keep=keep, days=inputs.days, every=rule.window
+        )
+        if with_over_time
+        else None,
     )

@@ -29,9 +29,18 @@ class Series:
     def to_json(self) -> dict[str, Any]:
         return {
             "windows": [
-                {"window": label, "n_annotations": w.n_annotations, "n_items": w.n_items,
-                 "dimensions": {d: {"fleiss_kappa": w.fleiss_kappa[d], "krippendorff_alpha_ordinal": w.alpha_ordinal[d]}
-                                for d in w.fleiss_kappa}}
+                {
+                    "window": label,
+                    "n_annotations": w.n_annotations,
+                    "n_items": w.n_items,
+                    "dimensions": {
+                        d: {
+                            "fleiss_kappa": w.fleiss_kappa[d],
+                            "krippendorff_alpha_ordinal": w.alpha_ordinal[d],
+                        }
+                        for d in w.fleiss_kappa
+                    },
+                }
                 for label, w in zip(self.labels, self.windows)
             ],
             "annotator_drift": self.drift,
@@ -52,26 +61,42 @@ def _series(batch, arrays, order, keep, window, labels) -> Series:
     rubric = batch.rubric_obj
     items, scores = arrays.annotation_item[order], arrays.annotation_scores[order]
     windows = agreement_over_windows(
-        items[keep], scores[keep], window[keep], n_items=len(arrays.item_pk), levels=rubric.levels, k=batch.k,
+        items[keep],
+        scores[keep],
+        window[keep],
+        n_items=len(arrays.item_pk),
+        levels=rubric.levels,
+        k=batch.k,
         dimensions=rubric.dimension_keys,
     )
     overall = overall_per_annotation(scores, np.array([d.weight for d in rubric.dimensions]))
-    drift = annotator_drift(items, arrays.annotation_annotator[order], overall, window,
-                            n_items=len(arrays.item_pk), n_annotators=len(arrays.annotator_names))
+    drift = annotator_drift(
+        items,
+        arrays.annotation_annotator[order],
+        overall,
+        window,
+        n_items=len(arrays.item_pk),
+        n_annotators=len(arrays.annotator_names),
+    )
     n = len(labels)
     windows = _pad(windows, n, rubric.dimension_keys)
     return Series(
         labels=labels,
         windows=windows,
-        drift={name: [None if not np.isfinite(v) else float(v) for v in row[:n]] + [None] * (n - row.shape[0])
-               for name, row in zip(arrays.annotator_names, drift)},
+        drift={
+            name: [None if not np.isfinite(v) else float(v) for v in row[:n]] + [None] * (n - row.shape[0])
+            for name, row in zip(arrays.annotator_names, drift)
+        },
     )
 
 
 def _pad(windows, n, dims):
     """A window whose annotations were all left out still gets a row (with no agreement)."""
     by_index = {w.window: w for w in windows}
-    return [by_index.get(i) or WindowAgreement(i, 0, 0, dict.fromkeys(dims), dict.fromkeys(dims)) for i in range(n)]
+    return [
+        by_index.get(i) or WindowAgreement(i, 0, 0, dict.fromkeys(dims), dict.fromkeys(dims))
+        for i in range(n)
+    ]
 
 
 def over_time(*, batch, arrays, order, keep, days: list[str], every: int = EVERY_N) -> OverTime:

@@ -42,7 +42,9 @@ def batch_access_q(user, batch: str = "pk") -> Q:
     """The rule as a ``Q`` on a query whose field ``batch`` holds the batch's id."""
     restricted = Batch.annotators.through.objects.filter(batch_id=OuterRef(batch))
     scoped = AccountScope.batches.through.objects.filter(accountscope__user_id=user.pk)
-    in_scope = Q(~Exists(AccountScope.objects.filter(user_id=user.pk))) | Q(Exists(scoped.filter(batch_id=OuterRef(batch))))
+    in_scope = Q(~Exists(AccountScope.objects.filter(user_id=user.pk))) | Q(
+        Exists(scoped.filter(batch_id=OuterRef(batch)))
+    )
     return (Q(~Exists(restricted)) | Q(Exists(restricted.filter(user_id=user.pk)))) & in_scope
 
 
@@ -75,7 +77,11 @@ def batch_of_own_work(*, user, batch_id: int) -> Batch | None:
     """A batch open to the annotator, or one they rated in (to reopen their own work after
     it closed)."""
     own = Annotation.objects.filter(item__batch_id=OuterRef("pk"), annotator=user)
-    return Batch.objects.filter(pk=batch_id).filter((Q(is_open=True) & batch_access_q(user)) | Q(Exists(own))).first()
+    return (
+        Batch.objects.filter(pk=batch_id)
+        .filter((Q(is_open=True) & batch_access_q(user)) | Q(Exists(own)))
+        .first()
+    )
 
 
 def holds_live_lease(*, user, item: Item) -> bool:
@@ -113,9 +119,11 @@ def ratings_final(*, user, batch_id: int) -> bool:
     """Whether the annotator's ratings in the batch can no longer change: quality control stopped
     them (screened out, failed training, blocked, excluded) or their study visit is over. The one
     rule behind the queue's edit link, the list's Edit links, the edit page and ``annotation_update``."""
-    return Batch.objects.filter(pk=batch_id).filter(
-        Q(_stopped(user, OuterRef("pk"))) | Q(_visit_over(user, OuterRef("pk")))
-    ).exists()
+    return (
+        Batch.objects.filter(pk=batch_id)
+        .filter(Q(_stopped(user, OuterRef("pk"))) | Q(_visit_over(user, OuterRef("pk"))))
+        .exists()
+    )
 
 
 def _grouped_count(queryset: QuerySet, group: str) -> Subquery:
@@ -128,20 +136,24 @@ def _grouped_count(queryset: QuerySet, group: str) -> Subquery:
 
 def queue_for_annotator(*, user) -> list[BatchProgress]:
     """One row per batch open to the annotator, with their own and the batch's progress."""
-    batches = batches_open_to(user=user).annotate(
-        items_total=_grouped_count(Item.objects.filter(batch=OuterRef("pk")), "batch"),
-        items_complete=_grouped_count(
-            Item.objects.filter(batch=OuterRef("pk"), n_annotations__gte=OuterRef("k")), "batch"
-        ),
-        mine_submitted=_grouped_count(
-            Annotation.objects.filter(item__batch=OuterRef("pk"), annotator=user), "annotator"
-        ),
-        mine_leased=Exists(
-            Assignment.objects.filter(batch=OuterRef("pk"), annotator=user, state=Assignment.State.LEASED)
-        ),
-        stopped=_stopped(user, OuterRef("pk")),
-        visit_over=_visit_over(user, OuterRef("pk")),
-    ).order_by("name")
+    batches = (
+        batches_open_to(user=user)
+        .annotate(
+            items_total=_grouped_count(Item.objects.filter(batch=OuterRef("pk")), "batch"),
+            items_complete=_grouped_count(
+                Item.objects.filter(batch=OuterRef("pk"), n_annotations__gte=OuterRef("k")), "batch"
+            ),
+            mine_submitted=_grouped_count(
+                Annotation.objects.filter(item__batch=OuterRef("pk"), annotator=user), "annotator"
+            ),
+            mine_leased=Exists(
+                Assignment.objects.filter(batch=OuterRef("pk"), annotator=user, state=Assignment.State.LEASED)
+            ),
+            stopped=_stopped(user, OuterRef("pk")),
+            visit_over=_visit_over(user, OuterRef("pk")),
+        )
+        .order_by("name")
+    )
     return [
         BatchProgress(
             batch=b,
@@ -180,7 +192,11 @@ def annotations_of(*, user, batch: Batch) -> list[dict]:
                 "number": numbers[a.pk],
                 "prompt": a.item.prompt,
                 "scores": [
-                    {"label": d.label, "abbreviation": d.abbreviation or d.label[:1], "value": scores.get(key)}
+                    {
+                        "label": d.label,
+                        "abbreviation": d.abbreviation or d.label[:1],
+                        "value": scores.get(key),
+                    }
                     for key, d in dimensions.items()
                 ],
                 "flags": [flag_labels.get(f, f) for f in a.flags],
@@ -196,18 +212,28 @@ def _item_numbers(*, user, batch: Batch, annotations: list[Annotation]) -> dict[
     """Each annotation's place in the annotator's own sequence, as ``RatingProgress.position``
     counts it: training and check answers, submitted and skipped items, in the order they were
     finished (an annotation without an assignment, e.g. imported, by its submission time)."""
-    finished = Assignment.objects.filter(
-        batch=batch, annotator=user, state__in=[Assignment.State.SUBMITTED, Assignment.State.SKIPPED]
-    ).exclude(finished_at=None).values_list("item_id", "finished_at", "pk")
+    finished = (
+        Assignment.objects.filter(
+            batch=batch, annotator=user, state__in=[Assignment.State.SUBMITTED, Assignment.State.SKIPPED]
+        )
+        .exclude(finished_at=None)
+        .values_list("item_id", "finished_at", "pk")
+    )
     by_item = {item_id: (when, 1, pk) for item_id, when, pk in finished}
     # Each annotation's event is its assignment's finish (ties, as an import's one timestamp, in the
     # annotations' order), or its own submission when it has none; skips and gold answers come between.
-    own = {a.pk: (by_item[a.item_id][0], 1, a.pk) if a.item_id in by_item else (a.submitted_at, 2, a.pk)
-           for a in annotations}
+    own = {
+        a.pk: (by_item[a.item_id][0], 1, a.pk) if a.item_id in by_item else (a.submitted_at, 2, a.pk)
+        for a in annotations
+    }
     rated = {a.item_id for a in annotations}
     events = [event for item_id, event in by_item.items() if item_id not in rated]
-    events += [(when, 0, pk) for when, pk in GoldAnswer.objects.filter(
-        gold_item__batch=batch, annotator=user, submitted_at__isnull=False).values_list("submitted_at", "pk")]
+    events += [
+        (when, 0, pk)
+        for when, pk in GoldAnswer.objects.filter(
+            gold_item__batch=batch, annotator=user, submitted_at__isnull=False
+        ).values_list("submitted_at", "pk")
+    ]
     events += own.values()
     order = {event: n for n, event in enumerate(sorted(events), 1)}
     return {pk: order[event] for pk, event in own.items()}
@@ -216,7 +242,6 @@ def _item_numbers(*, user, batch: Batch, annotations: list[Annotation]) -> dict[
 def annotation_of(*, user, pk: int) -> QuerySet[Annotation]:
     """The annotator's own annotation with this id (empty for anyone else's: a 404, not a 403)."""
     return Annotation.objects.select_related("item__batch").filter(pk=pk, annotator=user)
-
 
 
 def conversation_turns(item: Item) -> list[dict[str, str]]:

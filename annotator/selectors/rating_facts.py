@@ -56,7 +56,7 @@ class RatingFacts:
 def _joined(model: type[models.Model], row, start: int) -> tuple[models.Model | None, int]:
     """The instance in ``row`` from ``start`` (None when its LEFT JOIN found no row), and where the next starts."""
     n = len(model._meta.concrete_fields)
-    part = row[start:start + n]
+    part = row[start : start + n]
     return (None if part[0] is None else instance_from_row(model, part)), start + n
 
 
@@ -66,7 +66,11 @@ def _sql(by_item: bool) -> str:
     qn = connection.ops.quote_name
     table = lambda model: qn(model._meta.db_table)  # noqa: E731
     if by_item:
-        select, source, where = f"{columns(Item, 'i')}, ", f"{table(Item)} i INNER JOIN {table(Batch)} b ON b.id = i.batch_id", "i.id = %s"
+        select, source, where = (
+            f"{columns(Item, 'i')}, ",
+            f"{table(Item)} i INNER JOIN {table(Batch)} b ON b.id = i.batch_id",
+            "i.id = %s",
+        )
     else:
         select, source, where = "", f"{table(Batch)} b", "b.id = %s"
     access, _ = batch_access_sql("b.id", None)
@@ -98,7 +102,9 @@ def _read(*, user, item_pk: int | None = None, batch_id: int | None = None) -> R
     key = item_pk if item_pk is not None else batch_id
     _, may_params = batch_access_sql("b.id", user)
     with hot_cursor() as cursor:
-        cursor.execute(sql, [user.pk, user.pk, GoldItem.Kind.CHECK, user.pk, user.pk, user.pk, key, *may_params])
+        cursor.execute(
+            sql, [user.pk, user.pk, GoldItem.Kind.CHECK, user.pk, user.pk, user.pk, key, *may_params]
+        )
         row = cursor.fetchone()
     if row is None:
         return None
@@ -114,8 +120,14 @@ def _read(*, user, item_pk: int | None = None, batch_id: int | None = None) -> R
     if enrolment is not None:
         enrolment.batch, enrolment.study_link = batch, link
     return RatingFacts(
-        batch=batch, item=item, enrolment=enrolment, standing=standing, rule=rule, submitted=submitted,
-        open_gold_answer_id=open_answer_id, checks_shown=checks_shown,
+        batch=batch,
+        item=item,
+        enrolment=enrolment,
+        standing=standing,
+        rule=rule,
+        submitted=submitted,
+        open_gold_answer_id=open_answer_id,
+        checks_shown=checks_shown,
     )
 
 

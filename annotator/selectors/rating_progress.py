@@ -23,7 +23,9 @@ from annotator.services.assignment import lease_duration
 
 @dataclass(frozen=True)
 class RatingProgress:
-    mine_submitted: int  # the annotator's annotations in the batch and gold checks answered (a check looks like any item)
+    mine_submitted: (
+        int  # the annotator's annotations in the batch and gold checks answered (a check looks like any item)
+    )
     mine_skipped: int
     left_for_me: int  # items with a free slot never given to the annotator (not counting this one)
     items_total: int
@@ -31,7 +33,9 @@ class RatingProgress:
     leased_at: datetime | None  # when this item was given to the annotator
     lease_expires_at: datetime | None  # held for them until then
     training_done: int = 0  # training items answered (they come first, labelled as training)
-    quota_left: int | None = None  # annotations the study's quota still allows after this item (None: no quota)
+    quota_left: int | None = (
+        None  # annotations the study's quota still allows after this item (None: no quota)
+    )
 
     @property
     def position(self) -> int:
@@ -60,14 +64,32 @@ _BATCH_PARTS_KEPT = 256  # batches remembered per process
 
 
 # The three parts as ORM reads (SQLite), each compiled once per process.
-_MINE = CompiledQuery(lambda annotator_id, batch_id: (
-    Assignment.objects.filter(annotator_id=annotator_id, batch_id=batch_id).order_by()
-    .values_list("item__n_annotations", "item__n_leased", "state").annotate(n=Count("pk"))))
-_GOLD = CompiledQuery(lambda annotator_id, batch_id: (
-    GoldAnswer.objects.filter(annotator_id=annotator_id, gold_item__batch_id=batch_id, submitted_at__isnull=False)
-    .order_by().values_list("gold_item__kind").annotate(n=Count("pk"))))
-_ITEMS = CompiledQuery(lambda batch_id: (
-    Item.objects.filter(batch_id=batch_id).order_by().values_list("n_annotations", "n_leased").annotate(n=Count("pk"))))
+_MINE = CompiledQuery(
+    lambda annotator_id, batch_id: (
+        Assignment.objects.filter(annotator_id=annotator_id, batch_id=batch_id)
+        .order_by()
+        .values_list("item__n_annotations", "item__n_leased", "state")
+        .annotate(n=Count("pk"))
+    )
+)
+_GOLD = CompiledQuery(
+    lambda annotator_id, batch_id: (
+        GoldAnswer.objects.filter(
+            annotator_id=annotator_id, gold_item__batch_id=batch_id, submitted_at__isnull=False
+        )
+        .order_by()
+        .values_list("gold_item__kind")
+        .annotate(n=Count("pk"))
+    )
+)
+_ITEMS = CompiledQuery(
+    lambda batch_id: (
+        Item.objects.filter(batch_id=batch_id)
+        .order_by()
+        .values_list("n_annotations", "n_leased")
+        .annotate(n=Count("pk"))
+    )
+)
 
 
 def _orm_rows(*, batch_id: int, annotator_id: int, count_gold: bool, with_items: bool) -> list[tuple]:
@@ -92,11 +114,15 @@ def _sql(with_items: bool, count_gold: bool) -> str:
     item_t, assignment_t = qn(Item._meta.db_table), qn(Assignment._meta.db_table)
     # A lateral lookup per assignment, fenced by OFFSET 0: as a plain join it was planned as a scan
     # of every item in the table once the annotator had a few hundred assignments.
-    items = f"CROSS JOIN LATERAL (SELECT n_annotations, n_leased FROM {item_t} WHERE id = a.item_id OFFSET 0) i"
-    parts = [(
-        f"SELECT {MINE}, i.n_annotations, i.n_leased, a.state, COUNT(*) FROM {assignment_t} a {items}"
-        " WHERE a.annotator_id = %s AND a.batch_id = %s GROUP BY i.n_annotations, i.n_leased, a.state"
-    )]
+    items = (
+        f"CROSS JOIN LATERAL (SELECT n_annotations, n_leased FROM {item_t} WHERE id = a.item_id OFFSET 0) i"
+    )
+    parts = [
+        (
+            f"SELECT {MINE}, i.n_annotations, i.n_leased, a.state, COUNT(*) FROM {assignment_t} a {items}"
+            " WHERE a.annotator_id = %s AND a.batch_id = %s GROUP BY i.n_annotations, i.n_leased, a.state"
+        )
+    ]
     if count_gold:
         answer_t, gold_t = qn(GoldAnswer._meta.db_table), qn(GoldItem._meta.db_table)
         parts.append(
@@ -112,7 +138,9 @@ def _sql(with_items: bool, count_gold: bool) -> str:
     return " UNION ALL ".join(parts)
 
 
-def _counts(*, batch_id: int, annotator_id: int, count_gold: bool, fresh: bool = False) -> tuple[list[tuple], bool]:
+def _counts(
+    *, batch_id: int, annotator_id: int, count_gold: bool, fresh: bool = False
+) -> tuple[list[tuple], bool]:
     """(part, n_annotations, n_leased, state, n) rows: the annotator's assignments in the batch
     grouped by state and their item's counters (MINE), with ``count_gold`` their submitted gold
     answers (GOLD), and the batch's items grouped by their counters (ITEMS; remembered for
@@ -127,7 +155,9 @@ def _counts(*, batch_id: int, annotator_id: int, count_gold: bool, fresh: bool =
             cursor.execute(_sql(with_items, count_gold), params + ([batch_id] if with_items else []))
             rows = cursor.fetchall()
     else:
-        rows = _orm_rows(batch_id=batch_id, annotator_id=annotator_id, count_gold=count_gold, with_items=with_items)
+        rows = _orm_rows(
+            batch_id=batch_id, annotator_id=annotator_id, count_gold=count_gold, with_items=with_items
+        )
     if not with_items:
         return rows + kept[1], True
     seconds = settings.ANNOTATOR_PROGRESS_CACHE_SECONDS
@@ -172,8 +202,14 @@ def _tally(rows: list[tuple], k: int) -> _Tally:
 
 
 def rating_progress(
-    *, batch: Batch, item, annotator, lease: Assignment | None = None, gold_shown_at: datetime | None = None,
-    count_gold: bool = False, quota: int | None = None,
+    *,
+    batch: Batch,
+    item,
+    annotator,
+    lease: Assignment | None = None,
+    gold_shown_at: datetime | None = None,
+    count_gold: bool = False,
+    quota: int | None = None,
 ) -> RatingProgress:
     """The annotator's place in ``batch`` while rating ``item`` (``lease``: their assignment of
     it, when the caller has it at hand; ``count_gold``: the batch has gold items, which count in

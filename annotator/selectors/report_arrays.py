@@ -80,7 +80,10 @@ def _unpack(packed: np.ndarray, packing: Packing) -> np.ndarray:
     if not len(packed):
         return np.zeros((0, len(packing.dims)), dtype=np.int64)
     return np.concatenate(
-        [(packed[:, n, None] // (base ** np.arange(len(g)))[None, :]) % base for n, g in enumerate(packing.groups)],
+        [
+            (packed[:, n, None] // (base ** np.arange(len(g)))[None, :]) % base
+            for n, g in enumerate(packing.groups)
+        ],
         axis=1,
     )
 
@@ -93,12 +96,15 @@ def _first_k(item_row: np.ndarray, rated: np.ndarray, k: int) -> np.ndarray:
     return rated & (running - before <= k)
 
 
-def _count_matrix(item_row: np.ndarray, digits: np.ndarray, keep: np.ndarray, n_items: int,
-                  n_categories: int) -> np.ndarray:
+def _count_matrix(
+    item_row: np.ndarray, digits: np.ndarray, keep: np.ndarray, n_items: int, n_categories: int
+) -> np.ndarray:
     """dimensions × items × categories: how often each item got each score (digit 1 = lowest)."""
     n_dims = digits.shape[1]
     cell = (np.arange(n_dims)[None, :] * n_items + item_row[:, None]) * n_categories + digits - 1
-    return np.bincount(cell[keep], minlength=n_dims * n_items * n_categories).reshape(n_dims, n_items, n_categories)
+    return np.bincount(cell[keep], minlength=n_dims * n_items * n_categories).reshape(
+        n_dims, n_items, n_categories
+    )
 
 
 def report_arrays(*, batch: Batch) -> ReportArrays:

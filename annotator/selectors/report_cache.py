@@ -41,17 +41,26 @@ def report_revision(*, batch: Batch) -> str:
     the batch's own name, k and rubric."""
     in_batch = Q(item__batch=batch)
     facts: list[Any] = [
-        batch.name, batch.k, batch.rubric,
+        batch.name,
+        batch.k,
+        batch.rubric,
         Annotation.objects.filter(in_batch).aggregate(**_CHANGED, changed=Max("updated_at")),
         Assignment.objects.filter(in_batch, state=Assignment.State.SKIPPED).aggregate(**_CHANGED),
         AnnotatorStanding.objects.filter(batch=batch).aggregate(
-            **_CHANGED, warned=Max("warned_at"), blocked=Max("blocked_at"), screened=Max("screened_out_at"),
-            excluded=Count("pk", filter=Q(excluded=True)), excluded_at=Max("excluded_at"),
-            passed=Count("pk", filter=Q(training="passed")), failed=Count("pk", filter=Q(training="failed")),
+            **_CHANGED,
+            warned=Max("warned_at"),
+            blocked=Max("blocked_at"),
+            screened=Max("screened_out_at"),
+            excluded=Count("pk", filter=Q(excluded=True)),
+            excluded_at=Max("excluded_at"),
+            passed=Count("pk", filter=Q(training="passed")),
+            failed=Count("pk", filter=Q(training="failed")),
         ),
         GoldItem.objects.filter(batch=batch).aggregate(**_CHANGED),
         GoldAnswer.objects.filter(gold_item__batch=batch, submitted_at__isnull=False).aggregate(
-            **_CHANGED, submitted=Max("submitted_at"), passed=Count("pk", filter=Q(passed=True)),
+            **_CHANGED,
+            submitted=Max("submitted_at"),
+            passed=Count("pk", filter=Q(passed=True)),
             skipped=Count("pk", filter=Q(skipped=True)),
         ),
         Adjudication.objects.filter(in_batch).aggregate(**_CHANGED, changed=Max("updated_at")),
@@ -59,7 +68,8 @@ def report_revision(*, batch: Batch) -> str:
         JudgeFailure.objects.filter(in_batch).aggregate(**_CHANGED),
         # A verdict counts only while its call reads as whole (judges.selectors.verdicts.counted_verdicts).
         JudgeCall.objects.filter(in_batch).aggregate(
-            **_CHANGED, not_ok=Count("pk", filter=~Q(status=JudgeCall.OK))),
+            **_CHANGED, not_ok=Count("pk", filter=~Q(status=JudgeCall.OK))
+        ),
         JudgeCriterionScore.objects.filter(in_batch).aggregate(**_CHANGED),
         PairwiseVerdict.objects.filter(baseline__batch=batch).aggregate(**_CHANGED),
         list(CalibrationSet.objects.filter(batch=batch).values_list("pk", "fingerprint", "frozen_at")),
@@ -73,23 +83,31 @@ def _sections_signature() -> str:
     """The report sections registered now: a stored report built with other sections is not served."""
     from annotator.selectors.report_sections import REPORT_SECTIONS
 
-    return ",".join(f"{s.name}:{s.builder if isinstance(s.builder, str) else s.builder.__qualname__}"
-                    for s in REPORT_SECTIONS.values())
+    return ",".join(
+        f"{s.name}:{s.builder if isinstance(s.builder, str) else s.builder.__qualname__}"
+        for s in REPORT_SECTIONS.values()
+    )
 
 
 def options_key(kind: str, **options: Any) -> str:
     """The stored key of a report kind with its options and the registered sections, e.g.
     ``report;epsilon=0.1;n_resamples=1000;...;sections=judges:...``."""
-    key = ";".join([kind, *(f"{name}={options[name]!r}" for name in sorted(options)),
-                    f"sections={_sections_signature()}"])
+    key = ";".join(
+        [
+            kind,
+            *(f"{name}={options[name]!r}" for name in sorted(options)),
+            f"sections={_sections_signature()}",
+        ]
+    )
     # A key from a query string may be long or hold characters PostgreSQL's text refuses (NUL): digest it.
     if len(key) > 200 or not key.isascii() or not key.isprintable():
         key = f"{kind};sha256={hashlib.sha256(key.encode('utf-8', 'surrogatepass')).hexdigest()}"
     return key
 
 
-def report_through_cache(*, batch: Batch, key: str, compute, also: tuple[str, ...] = (),
-                         pick=lambda found: found):
+def report_through_cache(
+    *, batch: Batch, key: str, compute, also: tuple[str, ...] = (), pick=lambda found: found
+):
     """The stored result for ``key`` at the batch's revision, else ``compute()``, stored for the next
     request. ``also`` names stored results that contain this one (``pick`` takes it out of them)."""
     import time
@@ -107,6 +125,12 @@ def report_through_cache(*, batch: Batch, key: str, compute, also: tuple[str, ..
     started = time.perf_counter()
     result = compute()
     seconds = time.perf_counter() - started
-    report_cache_store(batch=batch, revision=revision, current=report_revision(batch=batch), options=key,
-                       report=result, seconds=seconds)
+    report_cache_store(
+        batch=batch,
+        revision=revision,
+        current=report_revision(batch=batch),
+        options=key,
+        report=result,
+        seconds=seconds,
+    )
     return result

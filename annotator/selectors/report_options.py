@@ -47,4 +47,6 @@ def report_with_options(*, batch: Batch, options: ReportOptions | None = None) -
     errors = options.errors()
     if errors:
         raise ValueError("; ".join(errors))
-    return batch_report(batch=batch, n_resamples=options.n_resamples, seed=options.seed, epsilon=options.epsilon)
+    return batch_report(
+        batch=batch, n_resamples=options.n_resamples, seed=options.seed, epsilon=options.epsilon
+    )

@@ -11,13 +11,13 @@ from typing import Any
 
 from annotator.models import Batch, JudgeFailure, JudgeScore, PairwiseVerdict
 from annotator.selectors import quality_report
-from hcs.defaults import DEFAULT_EPSILON, DEFAULT_RESAMPLES, DEFAULT_SEED
 from annotator.selectors.reports import (
     BatchReport,
     batch_report,
     report_arrays,
     sections_from_arrays,
 )
+from hcs.defaults import DEFAULT_EPSILON, DEFAULT_RESAMPLES, DEFAULT_SEED
 
 
 def report_without_judges(*, batch: Batch) -> BatchReport:
@@ -44,9 +44,16 @@ def judge_sections(*, batch: Batch) -> dict[str, Any]:
 
     options = {"n_resamples": DEFAULT_RESAMPLES, "seed": DEFAULT_SEED, "epsilon": float(DEFAULT_EPSILON)}
     # The whole report (an export's, or the background job's) holds the same sections.
-    whole = tuple(options_key("report", **options, sections=True, over_time=over_time) for over_time in (True, False))
-    return report_through_cache(batch=batch, key=options_key("judge_sections", **options), also=whole,
-                                pick=lambda report: report.sections, compute=compute)
+    whole = tuple(
+        options_key("report", **options, sections=True, over_time=over_time) for over_time in (True, False)
+    )
+    return report_through_cache(
+        batch=batch,
+        key=options_key("judge_sections", **options),
+        also=whole,
+        pick=lambda report: report.sections,
+        compute=compute,
+    )
 
 
 def report_page_context(*, batch: Batch, sort: str = "") -> dict[str, Any]:
@@ -54,8 +61,11 @@ def report_page_context(*, batch: Batch, sort: str = "") -> dict[str, Any]:
     from annotator.exports.report_html import report_context
     from annotator.selectors.report_cache import options_key, report_through_cache
 
-    return report_through_cache(batch=batch, key=options_key("page", sort=sort),
-                                compute=lambda: report_context(report_without_judges(batch=batch), sort=sort))
+    return report_through_cache(
+        batch=batch,
+        key=options_key("page", sort=sort),
+        compute=lambda: report_context(report_without_judges(batch=batch), sort=sort),
+    )
 
 
 def judge_sections_html(*, batch: Batch) -> str:
@@ -67,9 +77,10 @@ def judge_sections_html(*, batch: Batch) -> str:
 
     def compute() -> str:
         # The sections link to each judge's card by the report's batch id, as on the whole page.
-        return render_to_string("annotator/_report_judge_sections.html",
-                                {"sections": judge_sections(batch=batch), "links": True,
-                                 "report": {"batch_id": batch.pk}})
+        return render_to_string(
+            "annotator/_report_judge_sections.html",
+            {"sections": judge_sections(batch=batch), "links": True, "report": {"batch_id": batch.pk}},
+        )
 
     return report_through_cache(batch=batch, key=options_key("judge_sections_html"), compute=compute)
 
@@ -82,6 +93,8 @@ def report_page_ready(*, batch: Batch, sort: str = "") -> bool:
 
     options = {"n_resamples": DEFAULT_RESAMPLES, "seed": DEFAULT_SEED, "epsilon": float(DEFAULT_EPSILON)}
     keys = [options_key("page", sort=sort)] + [
-        options_key("report", **options, sections=sections, over_time=True) for sections in (True, False)]
-    return ReportCache.objects.filter(batch=batch, revision=report_revision(batch=batch), options__in=keys).exists()
-
+        options_key("report", **options, sections=sections, over_time=True) for sections in (True, False)
+    ]
+    return ReportCache.objects.filter(
+        batch=batch, revision=report_revision(batch=batch), options__in=keys
+    ).exists()

@@ -45,8 +45,17 @@ class AnnotationRecord(NamedTuple):
     excluded: bool  # the annotator is excluded from the batch's statistics (researcher or block rule)
 
 
-_COLUMNS = ("id", "item__item_id", "item__system_id", "annotator__username", "submitted_at", "flags", "comment",
-            "constraints_met", "annotator_id")
+_COLUMNS = (
+    "id",
+    "item__item_id",
+    "item__system_id",
+    "annotator__username",
+    "submitted_at",
+    "flags",
+    "comment",
+    "constraints_met",
+    "annotator_id",
+)
 _ANNOTATOR_ID = _COLUMNS.index("annotator_id")
 _TEXT = ("item__prompt", "item__response")
 FETCH = 2_000  # rows per fetch
@@ -54,7 +63,11 @@ _REMEMBERED = 1_024  # distinct values each conversion remembers
 
 
 def annotation_records(
-    *, batch: Batch, with_text: bool = False, after: tuple[datetime, int] | None = None, limit: int | None = None
+    *,
+    batch: Batch,
+    with_text: bool = False,
+    after: tuple[datetime, int] | None = None,
+    limit: int | None = None,
 ) -> Iterator[AnnotationRecord]:
     """Every annotation of the batch with its item, annotator and scores, in submission order
     (imported rows keep file order by id).
@@ -71,21 +84,27 @@ def annotation_records(
     packing = Packing(dims, SCORE_MIN, SCORE_MAX)  # the stored scale: every stored score unpacks
     packed = {
         f"packed{n}": Subquery(
-            Score.objects.filter(annotation=OuterRef("pk")).values("annotation_id")
-            .annotate(packed=Sum(packing.digits(group, dimension="dimension", value="value"))).values("packed")
+            Score.objects.filter(annotation=OuterRef("pk"))
+            .values("annotation_id")
+            .annotate(packed=Sum(packing.digits(group, dimension="dimension", value="value")))
+            .values("packed")
         )
         for n, group in enumerate(packing.groups)
     }
     annotations = Annotation.objects.filter(item__batch=batch)
     if after is not None:
         annotations = annotations.filter(_after(*after))
-    if limit is not None:  # the page's ids first: a walk along the submission-order index that stops at ``limit``
+    if (
+        limit is not None
+    ):  # the page's ids first: a walk along the submission-order index that stops at ``limit``
         page = list(annotations.order_by("submitted_at", "id").values_list("pk", flat=True)[:limit])
         if not page:  # `pk IN ()` cannot be compiled to SQL: an empty page is no rows
             return
         annotations = Annotation.objects.filter(pk__in=page)
-    query = annotations.annotate(**packed).order_by("submitted_at", "id").values_list(
-        *_COLUMNS, *packed, *(_TEXT if with_text else ())
+    query = (
+        annotations.annotate(**packed)
+        .order_by("submitted_at", "id")
+        .values_list(*_COLUMNS, *packed, *(_TEXT if with_text else ()))
     )
     when = lru_cache(maxsize=_REMEMBERED)(converter(Annotation, "submitted_at"))
     flags = _remembered_tuple(converter(Annotation, "flags"))
@@ -100,9 +119,17 @@ def annotation_records(
         while rows := cursor.fetchmany(FETCH):
             for row in rows:
                 yield AnnotationRecord(
-                    row[0], row[1], row[2], row[3], when(row[4]), flags(row[5]), row[6], met(row[7]),
+                    row[0],
+                    row[1],
+                    row[2],
+                    row[3],
+                    when(row[4]),
+                    flags(row[5]),
+                    row[6],
+                    met(row[7]),
                     scores(*row[first_packed:first_text]),
-                    row[first_text] if with_text else "", row[first_text + 1] if with_text else "",
+                    row[first_text] if with_text else "",
+                    row[first_text + 1] if with_text else "",
                     row[_ANNOTATOR_ID] in excluded,
                 )
 
@@ -114,7 +141,11 @@ def _remembered_tuple(convert: Callable[[Any], Any]) -> Callable[[Any], tuple]:
 
 
 def annotation_rows(
-    *, batch: Batch, with_text: bool = False, after: tuple[datetime, int] | None = None, limit: int | None = None
+    *,
+    batch: Batch,
+    with_text: bool = False,
+    after: tuple[datetime, int] | None = None,
+    limit: int | None = None,
 ) -> Iterator[dict[str, Any]]:
     """:func:`annotation_records` as dictionaries, with each annotation's scores by dimension and
     its overall score (the API's pages)."""
@@ -123,10 +154,19 @@ def annotation_rows(
     for a in annotation_records(batch=batch, with_text=with_text, after=after, limit=limit):
         scores = dict(zip(dims, a.scores, strict=True))
         yield {
-            "annotation_id": a.id, "item_id": a.item_id, "system_id": a.system_id, "annotator": a.annotator,
-            "flags": list(a.flags), "comment": a.comment, "submitted_at": a.submitted_at, "scores": scores,
-            "constraints_met": list(a.constraints_met), "prompt": a.prompt, "response": a.response,
-            "overall_hcs": rubric.overall(scores), "excluded": a.excluded,
+            "annotation_id": a.id,
+            "item_id": a.item_id,
+            "system_id": a.system_id,
+            "annotator": a.annotator,
+            "flags": list(a.flags),
+            "comment": a.comment,
+            "submitted_at": a.submitted_at,
+            "scores": scores,
+            "constraints_met": list(a.constraints_met),
+            "prompt": a.prompt,
+            "response": a.response,
+            "overall_hcs": rubric.overall(scores),
+            "excluded": a.excluded,
         }
 
 
@@ -144,8 +184,16 @@ def score_rows(annotations: Iterable[dict[str, Any]], dimensions: tuple[str, ...
     for a in annotations:
         for d in dimensions:
             if a["scores"][d] is not None:
-                yield [a["item_id"], a["system_id"], a["annotator"], d, a["scores"][d], a["overall_hcs"], a["submitted_at"],
-                       a["excluded"]]
+                yield [
+                    a["item_id"],
+                    a["system_id"],
+                    a["annotator"],
+                    d,
+                    a["scores"][d],
+                    a["overall_hcs"],
+                    a["submitted_at"],
+                    a["excluded"],
+                ]
 
 
 def item_annotations(*, item: Item) -> list[dict[str, Any]]:
@@ -153,7 +201,9 @@ def item_annotations(*, item: Item) -> list[dict[str, Any]]:
     rubric = item.batch.rubric_obj
     flag_labels = {f.key: f.label for f in rubric.flags}
     rows = []
-    for a in item.annotations.select_related("annotator").prefetch_related("scores").order_by("submitted_at", "id"):
+    for a in (
+        item.annotations.select_related("annotator").prefetch_related("scores").order_by("submitted_at", "id")
+    ):
         scores = {s.dimension: s.value for s in a.scores.all()}
         rows.append(
             {

@@ -32,7 +32,15 @@ from hcs.scoring import (
     widest_spread,
 )
 
-__all__ = ["BatchReport", "ReportArrays", "batch_report", "batch_report_computed", "report_arrays", "report_from_arrays", "sections_from_arrays"]
+__all__ = [
+    "BatchReport",
+    "ReportArrays",
+    "batch_report",
+    "batch_report_computed",
+    "report_arrays",
+    "report_from_arrays",
+    "sections_from_arrays",
+]
 
 DISAGREEMENTS_PER_DIMENSION = 10
 
@@ -69,8 +77,13 @@ class ItemOverall:
 
     def rows(self) -> Iterator[tuple[str, str, int, float | None, float | None]]:
         for i, item_id in enumerate(self.item_id):
-            yield (item_id, self.system_id[i], int(self.n[i]),
-                   finite_or_none(self.mean[i]), finite_or_none(self.sd[i]))
+            yield (
+                item_id,
+                self.system_id[i],
+                int(self.n[i]),
+                finite_or_none(self.mean[i]),
+                finite_or_none(self.sd[i]),
+            )
 
 
 @dataclass(frozen=True)
@@ -108,8 +121,13 @@ class BatchReport:
 
 
 def batch_report(
-    *, batch: Batch, n_resamples: int = DEFAULT_RESAMPLES, seed: int = DEFAULT_SEED,
-    epsilon: float = DEFAULT_EPSILON, with_sections: bool = True, quality_over_time: bool = True,
+    *,
+    batch: Batch,
+    n_resamples: int = DEFAULT_RESAMPLES,
+    seed: int = DEFAULT_SEED,
+    epsilon: float = DEFAULT_EPSILON,
+    with_sections: bool = True,
+    quality_over_time: bool = True,
 ) -> BatchReport:
     """:func:`batch_report_computed`, served from the report stored for the batch's revision when
     there is one (:mod:`annotator.selectors.report_cache`)."""
@@ -119,8 +137,11 @@ def batch_report(
     key = options_key("report", **options, sections=with_sections, over_time=quality_over_time)
     # A report with more in it serves a request for less: the page's report without the judge
     # sections comes out of the whole report an export or the background job stored.
-    fuller = [options_key("report", **options, sections=sections, over_time=over_time)
-              for sections in (True, with_sections) for over_time in (True, quality_over_time)]
+    fuller = [
+        options_key("report", **options, sections=sections, over_time=over_time)
+        for sections in (True, with_sections)
+        for over_time in (True, quality_over_time)
+    ]
     also = tuple(dict.fromkeys(k for k in fuller if k != key))
 
     def pick(whole: BatchReport) -> BatchReport:
@@ -130,15 +151,29 @@ def batch_report(
         return replace(whole, sections=whole.sections if with_sections else {}, quality=quality)
 
     return report_through_cache(
-        batch=batch, key=key, also=also, pick=pick,
-        compute=lambda: batch_report_computed(batch=batch, n_resamples=n_resamples, seed=seed, epsilon=epsilon,
-                                              with_sections=with_sections, quality_over_time=quality_over_time),
+        batch=batch,
+        key=key,
+        also=also,
+        pick=pick,
+        compute=lambda: batch_report_computed(
+            batch=batch,
+            n_resamples=n_resamples,
+            seed=seed,
+            epsilon=epsilon,
+            with_sections=with_sections,
+            quality_over_time=quality_over_time,
+        ),
     )
 
 
 def batch_report_computed(
-    *, batch: Batch, n_resamples: int = DEFAULT_RESAMPLES, seed: int = DEFAULT_SEED,
-    epsilon: float = DEFAULT_EPSILON, with_sections: bool = True, quality_over_time: bool = True,
+    *,
+    batch: Batch,
+    n_resamples: int = DEFAULT_RESAMPLES,
+    seed: int = DEFAULT_SEED,
+    epsilon: float = DEFAULT_EPSILON,
+    with_sections: bool = True,
+    quality_over_time: bool = True,
 ) -> BatchReport:
     """The whole report of ``batch``; ``epsilon`` is the alt-test margin of the judges section.
 
@@ -155,21 +190,32 @@ def batch_report_computed(
         everyone = report_from_arrays(batch=batch, arrays=everyone_arrays, n_resamples=n_resamples, seed=seed)
         report = replace(report, annotators=everyone.annotators)  # the table lists everyone
     if with_sections:
-        sections = sections_from_arrays(batch=batch, arrays=arrays, epsilon=epsilon, n_resamples=n_resamples, seed=seed)
+        sections = sections_from_arrays(
+            batch=batch, arrays=arrays, epsilon=epsilon, n_resamples=n_resamples, seed=seed
+        )
         report = replace(report, sections=sections)
-    quality = quality_report.quality_section(batch=batch, inputs=inputs, annotators_all=everyone.annotators,
-                                             dimensions_all=everyone.dimensions,
-                                             with_over_time=quality_over_time)
+    quality = quality_report.quality_section(
+        batch=batch,
+        inputs=inputs,
+        annotators_all=everyone.annotators,
+        dimensions_all=everyone.dimensions,
+        with_over_time=quality_over_time,
+    )
     return replace(report, quality=quality, arrays=arrays)
 
 
 def sections_from_arrays(
-    *, batch: Batch, arrays: ReportArrays, epsilon: float = DEFAULT_EPSILON,
-    n_resamples: int = DEFAULT_RESAMPLES, seed: int = DEFAULT_SEED,
+    *,
+    batch: Batch,
+    arrays: ReportArrays,
+    epsilon: float = DEFAULT_EPSILON,
+    n_resamples: int = DEFAULT_RESAMPLES,
+    seed: int = DEFAULT_SEED,
 ) -> dict[str, Any]:
     """The report's further sections, by name, as ``REPORT_SECTIONS`` lists them."""
-    return report_sections(SectionInputs(batch=batch, arrays=arrays, epsilon=epsilon, n_resamples=n_resamples,
-                                         seed=seed))
+    return report_sections(
+        SectionInputs(batch=batch, arrays=arrays, epsilon=epsilon, n_resamples=n_resamples, seed=seed)
+    )
 
 
 def report_from_arrays(*, batch: Batch, arrays: ReportArrays, n_resamples: int, seed: int) -> BatchReport:
@@ -189,7 +235,9 @@ def report_from_arrays(*, batch: Batch, arrays: ReportArrays, n_resamples: int, 
         )
         dimension_rows.append(DimensionRow(key=dim.key, label=dim.label, agreement=agreement))
         rows = np.flatnonzero(rated)
-        for d in widest_spread(arrays.counts[j][rated], rows, cats, dim.key, limit=DISAGREEMENTS_PER_DIMENSION):
+        for d in widest_spread(
+            arrays.counts[j][rated], rows, cats, dim.key, limit=DISAGREEMENTS_PER_DIMENSION
+        ):
             disagreements.append(
                 DisagreementRow(
                     item_pk=int(arrays.item_pk[d.item]),

@@ -73,7 +73,7 @@ def chunked_cursor() -> Iterator[Any]:
     psycopg's compiled loader (``annotator.db_private.register_timestamptz_loader``)."""
     # A deployment behind a transaction-mode pooler turns server-side cursors off (as .iterator() obeys).
     server_side = not connection.settings_dict.get("DISABLE_SERVER_SIDE_CURSORS")
-    with (connection.chunked_cursor() if server_side else connection.cursor()) as cursor:
+    with connection.chunked_cursor() if server_side else connection.cursor() as cursor:
         if connection.vendor == "postgresql":
             from django.db.backends.postgresql.psycopg_any import is_psycopg3
 

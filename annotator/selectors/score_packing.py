@@ -38,15 +38,20 @@ class Packing:
         base = self.scale_max - self.scale_min + 2
         per_column = max(1, int(_PACK_BITS / math.log2(base)))
         object.__setattr__(self, "base", base)
-        object.__setattr__(self, "groups", [self.dims[g:g + per_column] for g in range(0, len(self.dims), per_column)])
+        object.__setattr__(
+            self, "groups", [self.dims[g : g + per_column] for g in range(0, len(self.dims), per_column)]
+        )
 
     def digits(self, group: tuple[str, ...], *, dimension: str, value: str) -> Case:
         """Per score row: its digit at its dimension's place in ``group``'s column (0 for other
         dimensions); summed over an annotation's score rows, the packed column. ``dimension`` and
         ``value`` name the score's fields from the query's model."""
         digit = F(value) - (self.scale_min - 1)
-        return Case(*(When(**{dimension: d}, then=digit * self.base ** j) for j, d in enumerate(group)),
-                    default=Value(0), output_field=IntegerField())
+        return Case(
+            *(When(**{dimension: d}, then=digit * self.base**j) for j, d in enumerate(group)),
+            default=Value(0),
+            output_field=IntegerField(),
+        )
 
     def unpack(self, packed: Sequence[int | None]) -> tuple[int | None, ...]:
         """One annotation's packed columns (None: no score rows) → its scores in ``dims`` order (None: not rated)."""

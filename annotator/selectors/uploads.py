@@ -17,5 +17,4 @@ def pending_upload_preview(*, pending: dict, data: bytes) -> UploadPreview:
     """Parse and check a pending upload again; raises ``FileRefused`` when the file cannot be read."""
     build = batch_upload_preview if pending["mode"] == BATCH else annotation_upload_preview
     rubric = Rubric.from_dict(pending["rubric"]) if pending.get("rubric") else None
-    return build(data=data, filename=pending["filename"], name=pending["name"], k=pending["k"],
-                 rubric=rubric)
+    return build(data=data, filename=pending["filename"], name=pending["name"], k=pending["k"], rubric=rubric)

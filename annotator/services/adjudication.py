@@ -21,8 +21,9 @@ MAX_NOTE = 5000
 
 
 @transaction.atomic
-def adjudication_save(*, item: Item, adjudicator, scores: Mapping[str, int], flags: Sequence[str] = (),
-                      note: str = "") -> Adjudication:
+def adjudication_save(
+    *, item: Item, adjudicator, scores: Mapping[str, int], flags: Sequence[str] = (), note: str = ""
+) -> Adjudication:
     """Record (or change) the adjudicated label of an item; checked with the batch's rubric."""
     note = (note or "").strip()
     errors = item.batch.rubric_obj.validate(scores, flags)
@@ -34,8 +35,12 @@ def adjudication_save(*, item: Item, adjudicator, scores: Mapping[str, int], fla
         raise ValidationError(errors)
     adjudication, _ = Adjudication.objects.update_or_create(
         item=item,
-        defaults={"adjudicator": adjudicator, "scores": {k: int(v) for k, v in scores.items()},
-                  "flags": list(flags), "note": note},
+        defaults={
+            "adjudicator": adjudicator,
+            "scores": {k: int(v) for k, v in scores.items()},
+            "flags": list(flags),
+            "note": note,
+        },
     )
     return adjudication
 
@@ -52,7 +57,9 @@ def adjudicator_revoke(*, batch: Batch, user) -> None:
 
 
 @transaction.atomic
-def adjudication_to_gold(*, adjudication: Adjudication, batch: Batch, kind: str = GoldItem.Kind.CHECK) -> GoldItem:
+def adjudication_to_gold(
+    *, adjudication: Adjudication, batch: Batch, kind: str = GoldItem.Kind.CHECK
+) -> GoldItem:
     """One step: the adjudicated item becomes a gold item (the adjudicated label as the expert's
     answer, the note as its explanation) of another batch that uses the same rubric."""
     item = adjudication.item
@@ -62,16 +69,28 @@ def adjudication_to_gold(*, adjudication: Adjudication, batch: Batch, kind: str 
         raise ValidationError(f"{kind!r} is not a gold kind; use training or check.")
     if batch.rubric_obj.dimension_keys != item.batch.rubric_obj.dimension_keys:
         raise ValidationError(f"“{batch.name}” uses another rubric, so this label does not fit it.")
-    if GoldItem.objects.filter(batch=batch, item_id=item.item_id).exists() or \
-            Item.objects.filter(batch=batch, item_id=item.item_id).exists():
+    if (
+        GoldItem.objects.filter(batch=batch, item_id=item.item_id).exists()
+        or Item.objects.filter(batch=batch, item_id=item.item_id).exists()
+    ):
         raise ValidationError(f"“{batch.name}” already has an item {item.item_id}.")
     position = GoldItem.objects.filter(batch=batch).count()
     gold = GoldItem.objects.create(
-        batch=batch, item_id=item.item_id, kind=kind, position=position, prompt=item.prompt,
-        response=item.response, context=item.context, expected_output=item.expected_output,
-        constraints=item.constraints, conversation=item.conversation, system_id=item.system_id,
+        batch=batch,
+        item_id=item.item_id,
+        kind=kind,
+        position=position,
+        prompt=item.prompt,
+        response=item.response,
+        context=item.context,
+        expected_output=item.expected_output,
+        constraints=item.constraints,
+        conversation=item.conversation,
+        system_id=item.system_id,
         metadata={"adjudicated_from": {"batch": item.batch.name, "item_id": item.item_id}},
-        scores=adjudication.scores, flags=adjudication.flags, explanation=adjudication.note,
+        scores=adjudication.scores,
+        flags=adjudication.flags,
+        explanation=adjudication.note,
     )
     rule, _ = QualityRule.objects.get_or_create(batch=batch)
     if kind == GoldItem.Kind.TRAINING:

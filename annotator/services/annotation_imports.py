@@ -46,9 +46,7 @@ def annotations_import_file(
 
     The checks run inside the transaction, so what is saved is what was checked.
     """
-    plan = annotation_import_plan(
-        data=data, filename=filename, batch_name=batch_name, k=k, rubric=rubric
-    )
+    plan = annotation_import_plan(data=data, filename=filename, batch_name=batch_name, k=k, rubric=rubric)
     annotations_import(plan=plan, created_by=created_by)
     return plan
 
@@ -81,7 +79,9 @@ RACES = {
 
 def _write(*, plan: AnnotationImportPlan, created_by) -> int:
     now = timezone.now()
-    batch = plan.batch or batch_create(name=plan.batch_name, k=plan.k, rubric=plan.rubric, created_by=created_by)
+    batch = plan.batch or batch_create(
+        name=plan.batch_name, k=plan.k, rubric=plan.rubric, created_by=created_by
+    )
     users = _users(plan.parsed.annotators)
     rows = plan.parsed.annotations
     per_item = Counter(r.item_id for r in rows)
@@ -131,7 +131,9 @@ def _count_annotations(existing_items: dict[str, int], per_item: Counter) -> Non
     for count, pks in by_count.items():
         step = len(pks) if limit is None else limit - 1
         for start in range(0, len(pks), step):
-            Item.objects.filter(pk__in=pks[start : start + step]).update(n_annotations=F("n_annotations") + count)
+            Item.objects.filter(pk__in=pks[start : start + step]).update(
+                n_annotations=F("n_annotations") + count
+            )
 
 
 def _users(names: list[str]) -> dict[str, int]:
@@ -153,10 +155,16 @@ def _mark_assignments_submitted(batch, pairs: list[tuple[int, int]], now, *, new
     """Record each imported (item, annotator) pair as a submitted assignment, so the rating page
     never hands an annotator an item they already rated offline."""
     wanted = set(pairs)
-    have = set() if new_batch else set(
-        Assignment.objects.filter(batch=batch, annotator_id__in={user for _, user in wanted})
-        .values_list("item_id", "annotator_id")
-    ) & wanted
+    have = (
+        set()
+        if new_batch
+        else set(
+            Assignment.objects.filter(batch=batch, annotator_id__in={user for _, user in wanted}).values_list(
+                "item_id", "annotator_id"
+            )
+        )
+        & wanted
+    )
     for item_pk, user_pk in have:  # skipped, expired or released earlier (live leases were refused)
         Assignment.objects.filter(item_id=item_pk, annotator_id=user_pk).update(
             state=Assignment.State.SUBMITTED, finished_at=now
@@ -165,6 +173,11 @@ def _mark_assignments_submitted(batch, pairs: list[tuple[int, int]], now, *, new
         model=Assignment,
         fields=("item", "annotator"),
         rows=sorted(wanted - have),
-        constants={"batch": batch.pk, "state": Assignment.State.SUBMITTED, "leased_at": now, "lease_expires_at": now,
-                   "finished_at": now},
+        constants={
+            "batch": batch.pk,
+            "state": Assignment.State.SUBMITTED,
+            "leased_at": now,
+            "lease_expires_at": now,
+            "finished_at": now,
+        },
     )

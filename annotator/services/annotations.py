@@ -70,7 +70,13 @@ def annotation_submit(
     """
     now = now or timezone.now()
     _check(item.batch.rubric_obj, scores, flags, comment)
-    fields = {"scores": scores, "flags": flags, "comment": comment, "constraints_met": constraints_met, "now": now}
+    fields = {
+        "scores": scores,
+        "flags": flags,
+        "comment": comment,
+        "constraints_met": constraints_met,
+        "now": now,
+    }
     hand = hand_written_sql()
     alone = hand and not connection.in_atomic_block
     if alone:
@@ -81,11 +87,18 @@ def annotation_submit(
 
 
 @transaction.atomic
-def _submit(*, item: Item, annotator, scores, flags, comment, constraints_met, now, leased_tried: bool) -> SubmitResult:
+def _submit(
+    *, item: Item, annotator, scores, flags, comment, constraints_met, now, leased_tried: bool
+) -> SubmitResult:
     if not leased_tried:
         annotation = submit_leased(  # takes the user-row lock first, as lock_annotator below
-            item_id=item.pk, annotator_id=annotator.pk, scores=scores, flags=flags, comment=comment,
-            constraints_met=constraints_met, now=now,
+            item_id=item.pk,
+            annotator_id=annotator.pk,
+            scores=scores,
+            flags=flags,
+            comment=comment,
+            constraints_met=constraints_met,
+            now=now,
         )
         if annotation is not None:  # the common case: the lease was live and is now a submission
             return SubmitResult(annotation=annotation, created=True)

@@ -42,7 +42,10 @@ def api_token_create(*, user, name: str, days: int) -> tuple[ApiToken, str]:
         raise ValueError(error)
     key = KEY_PREFIX + secrets.token_urlsafe(32)
     token = ApiToken.objects.create(
-        user=user, name=clean, prefix=key[:PREFIX_LENGTH], key_hash=token_hash(key),
+        user=user,
+        name=clean,
+        prefix=key[:PREFIX_LENGTH],
+        key_hash=token_hash(key),
         expires_at=timezone.now() + timedelta(days=days),
     )
     return token, key

@@ -21,7 +21,11 @@ from annotator.models.quality import standing_stopped_sql
 from annotator.selectors.rows import instance_from_row
 
 WINDOW = 64  # free items the random tie-break draws from
-NEXT_ORDER = ("-n_annotations", "-n_leased", "position")  # closest to completion first (index item_next_order)
+NEXT_ORDER = (
+    "-n_annotations",
+    "-n_leased",
+    "position",
+)  # closest to completion first (index item_next_order)
 
 _ITEM_FIELDS = list(Item._meta.concrete_fields)
 _ITEM_COLUMNS = ", ".join(f.column for f in _ITEM_FIELDS)
@@ -64,7 +68,9 @@ def live_lease(*, batch, annotator_id: int, now: datetime) -> Assignment | None:
     """The annotator's oldest unexpired lease in the batch, with its item loaded."""
     lease = (
         Assignment.objects.select_related("item")
-        .filter(annotator_id=annotator_id, batch=batch, state=Assignment.State.LEASED, lease_expires_at__gt=now)
+        .filter(
+            annotator_id=annotator_id, batch=batch, state=Assignment.State.LEASED, lease_expires_at__gt=now
+        )
         .order_by("leased_at", "id")
         .first()
     )
@@ -75,8 +81,10 @@ def live_lease(*, batch, annotator_id: int, now: datetime) -> Assignment | None:
 
 def any_candidate(*, batch, annotator_id: int) -> bool:
     with connection.cursor() as cursor:
-        cursor.execute(f"SELECT EXISTS ({_candidates_sql(batch.one_system_per_prompt)})",
-                       _candidates_params(batch, annotator_id))
+        cursor.execute(
+            f"SELECT EXISTS ({_candidates_sql(batch.one_system_per_prompt)})",
+            _candidates_params(batch, annotator_id),
+        )
         return bool(cursor.fetchone()[0])
 
 
@@ -117,7 +125,13 @@ def _guards_sql() -> str:
 
 
 def _guards_params(batch, annotator_id: int, now: datetime) -> list:
-    return [*_forbidden_params(batch.pk, annotator_id), annotator_id, batch.pk, Assignment.State.LEASED, _when(now)]
+    return [
+        *_forbidden_params(batch.pk, annotator_id),
+        annotator_id,
+        batch.pk,
+        Assignment.State.LEASED,
+        _when(now),
+    ]
 
 
 def _insert_lease_sql() -> str:
@@ -156,7 +170,11 @@ def lease_statement(*, batch, annotator_id: int, now: datetime, expires: datetim
     """The lease statement's text and parameters (what :func:`lease_best_item` runs; the plan
     tests and ``bench/lease_plan.py`` explain it)."""
     vendor = connection.vendor
-    params = [*_window_params(vendor, batch, annotator_id), batch.k, *_guards_params(batch, annotator_id, now)]
+    params = [
+        *_window_params(vendor, batch, annotator_id),
+        batch.k,
+        *_guards_params(batch, annotator_id, now),
+    ]
     if vendor == "postgresql":
         params += [annotator_id, Assignment.State.LEASED, _when(now), _when(expires)]
     return _lease_sql(vendor, batch.one_system_per_prompt, batch.k), params
@@ -185,14 +203,23 @@ def lease_best_item(*, batch, annotator, now: datetime, expires: datetime) -> As
         if postgres:
             lease_id, row = row[0], row[1:]
         else:  # SQLite: the lease row in a second statement, in the same BEGIN IMMEDIATE
-            cursor.execute(_insert_lease_sql(),
-                           [row[0], batch.pk, annotator.pk, Assignment.State.LEASED, _when(now), _when(expires)])
+            cursor.execute(
+                _insert_lease_sql(),
+                [row[0], batch.pk, annotator.pk, Assignment.State.LEASED, _when(now), _when(expires)],
+            )
             lease_id = cursor.fetchone()[0]
     item = instance_from_row(Item, row)
     item.batch = batch
     lease = Assignment(
-        id=lease_id, item=item, batch=batch, annotator=annotator, state=Assignment.State.LEASED,
-        leased_at=now, lease_expires_at=expires, finished_at=None, skip_reason="",
+        id=lease_id,
+        item=item,
+        batch=batch,
+        annotator=annotator,
+        state=Assignment.State.LEASED,
+        leased_at=now,
+        lease_expires_at=expires,
+        finished_at=None,
+        skip_reason="",
     )
     lease._state.adding = False
     lease._state.db = connection.alias
@@ -211,7 +238,8 @@ def lock_annotator(*, annotator_id: int) -> None:
         qn = connection.ops.quote_name
         with hot_cursor() as cursor:
             cursor.execute(
-                f"SELECT 1 FROM {qn(get_user_model()._meta.db_table)} WHERE id = %s FOR KEY SHARE", [annotator_id]
+                f"SELECT 1 FROM {qn(get_user_model()._meta.db_table)} WHERE id = %s FOR KEY SHARE",
+                [annotator_id],
             )
 
 
@@ -219,8 +247,10 @@ def _forbidden_sql() -> str:
     """SQL true when the annotator's standing in the batch stops them rating (the standing rule,
     ``standing_stopped_sql``); parameters: :func:`_forbidden_params`."""
     table = connection.ops.quote_name(AnnotatorStanding._meta.db_table)
-    return (f"EXISTS (SELECT 1 FROM {table} st WHERE st.batch_id = %s AND st.annotator_id = %s"
-            f" AND {standing_stopped_sql('st')[0]})")
+    return (
+        f"EXISTS (SELECT 1 FROM {table} st WHERE st.batch_id = %s AND st.annotator_id = %s"
+        f" AND {standing_stopped_sql('st')[0]})"
+    )
 
 
 def _forbidden_params(batch_id: int, annotator_id: int) -> list:

@@ -43,7 +43,9 @@ def _backup_models() -> list:
     models = [apps.get_model("auth", "Group"), get_user_model()]
     # Stored reports are derived (recomputed on the first view) and pickled: never written out, never
     # read back from a file.
-    models += [m for m in apps.get_app_config("annotator").get_models() if m._meta.model_name != "reportcache"]
+    models += [
+        m for m in apps.get_app_config("annotator").get_models() if m._meta.model_name != "reportcache"
+    ]
     return serializers.sort_dependencies([(None, models)], allow_cycles=True)
 
 
@@ -59,7 +61,10 @@ def installation_export(*, out_dir: Path) -> dict[str, int]:
             queryset = model._default_manager.order_by("pk")
             with (out_dir / f"{label}.jsonl").open("w", encoding="utf-8") as stream:
                 serializers.serialize(
-                    "jsonl", queryset.iterator(chunk_size=2000), stream=stream, use_natural_foreign_keys=True,
+                    "jsonl",
+                    queryset.iterator(chunk_size=2000),
+                    stream=stream,
+                    use_natural_foreign_keys=True,
                     cls=ExactJSONEncoder,
                 )
             counts[label] = queryset.count()
@@ -110,8 +115,10 @@ def _fill_assignment_batch(instance) -> None:
     items are restored before the assignments)."""
     Assignment = apps.get_model("annotator", "Assignment")
     if isinstance(instance, Assignment) and instance.batch_id is None:
-        instance.batch_id = apps.get_model("annotator", "Item").objects.values_list("batch_id", flat=True).get(
-            pk=instance.item_id
+        instance.batch_id = (
+            apps.get_model("annotator", "Item")
+            .objects.values_list("batch_id", flat=True)
+            .get(pk=instance.item_id)
         )
 
 

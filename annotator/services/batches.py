@@ -22,12 +22,16 @@ def batch_create(*, name: str, k: int, rubric: Rubric, created_by=None) -> Batch
         raise ImportRefused(errors)
     try:
         with transaction.atomic():
-            return Batch.objects.create(name=name.strip(), k=k, rubric=rubric.to_dict(), created_by=created_by)
+            return Batch.objects.create(
+                name=name.strip(), k=k, rubric=rubric.to_dict(), created_by=created_by
+            )
     except IntegrityError:
         if not Batch.objects.filter(name=name.strip()).exists():
             raise
         # Another request took the name between the check and the insert.
-        raise ImportRefused([f"A batch named \u201c{name.strip()}\u201d already exists; choose another name."]) from None
+        raise ImportRefused(
+            [f"A batch named \u201c{name.strip()}\u201d already exists; choose another name."]
+        ) from None
 
 
 @transaction.atomic
@@ -70,11 +74,16 @@ def batch_items_add(*, batch: Batch, parsed: ParsedBatch) -> int:
     if not errors:
         ids = parsed.rows["item_id"].tolist()
         taken = set(Item.objects.filter(batch=batch).values_list("item_id", flat=True))  # no huge IN list
-        errors.extend(RowError(row, "item_id", f"`{item_id}` is already in the batch", parsed.unit)
-                      for item_id, row in zip(ids, parsed.row_numbers) if item_id in taken)
+        errors.extend(
+            RowError(row, "item_id", f"`{item_id}` is already in the batch", parsed.unit)
+            for item_id, row in zip(ids, parsed.row_numbers)
+            if item_id in taken
+        )
     if errors:
         raise ImportRefused(errors)
-    added = items_insert(batch_id=batch.pk, frame=parsed.rows, start_position=next_position(batch_id=batch.pk))
+    added = items_insert(
+        batch_id=batch.pk, frame=parsed.rows, start_position=next_position(batch_id=batch.pk)
+    )
     analyze_after_commit(Item)
     return added
 

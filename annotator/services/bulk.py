@@ -30,7 +30,11 @@ def _db_value(field: models.Field, value: Any) -> Any:
 
 
 def rows_insert(
-    *, model: type[models.Model], fields: Sequence[str], rows: Iterable[Sequence], constants: Mapping[str, Any] = {}
+    *,
+    model: type[models.Model],
+    fields: Sequence[str],
+    rows: Iterable[Sequence],
+    constants: Mapping[str, Any] = {},
 ) -> None:
     """Insert ``rows`` into ``model``'s table. Call inside a transaction.
 
@@ -57,15 +61,19 @@ def rows_insert(
         tail = tuple(v.isoformat() if isinstance(v, datetime) else v for v in tail)
         # wrap_database_errors: a constraint broken by the COPY raises Django's IntegrityError, as
         # any other write does, so callers can catch the one constraint they mean.
-        with connection.wrap_database_errors, connection.cursor() as cursor, \
-                cursor.cursor.copy(f"COPY {table} ({quoted}) FROM STDIN") as copy:
+        with (
+            connection.wrap_database_errors,
+            connection.cursor() as cursor,
+            cursor.cursor.copy(f"COPY {table} ({quoted}) FROM STDIN") as copy,
+        ):
             for row in _with_tail(rows, tail):
                 copy.write_row(row)
     elif connection.vendor == "sqlite":
         placeholders = ", ".join(["%s"] * len(columns))
         with connection.cursor() as cursor:  # sqlite3 reads the rows as it inserts them: no list of them all
-            cursor.executemany(f"INSERT INTO {table} ({quoted}) VALUES ({placeholders})",
-                               _with_tail(rows, tail))
+            cursor.executemany(
+                f"INSERT INTO {table} ({quoted}) VALUES ({placeholders})", _with_tail(rows, tail)
+            )
     else:  # other databases: the ORM's bulk insert
         attnames = [f.attname for f in given]
         objects = []
@@ -94,14 +102,18 @@ def ids_reserve(*, model: type[models.Model], count: int) -> list[int]:
     if count <= 0:
         return []
     if not connection.in_atomic_block:
-        raise transaction.TransactionManagementError("ids_reserve() must run inside the transaction that uses the ids")
+        raise transaction.TransactionManagementError(
+            "ids_reserve() must run inside the transaction that uses the ids"
+        )
     opts = model._meta
     table, column = connection.ops.quote_name(opts.db_table), connection.ops.quote_name(opts.pk.column)
     with connection.cursor() as cursor:
         if connection.vendor == "postgresql":
             # Concurrent writers may interleave their ids; they never share one.
-            cursor.execute("SELECT nextval(pg_get_serial_sequence(%s, %s)) FROM generate_series(1, %s)",
-                           [table, opts.pk.column, count])
+            cursor.execute(
+                "SELECT nextval(pg_get_serial_sequence(%s, %s)) FROM generate_series(1, %s)",
+                [table, opts.pk.column, count],
+            )
             return [row[0] for row in cursor.fetchall()]
         if connection.vendor == "sqlite":
             # One writer at a time, and every transaction begins IMMEDIATE (settings.database_config),
@@ -163,6 +175,9 @@ def items_insert(*, batch_id: int, frame: Frame, start_position: int = 0) -> int
     if frame.empty:
         return 0
     extra = [name for name in ITEM_EXTRA_COLUMNS if name in frame.columns]
-    rows_insert(model=Item, fields=("batch", *OUTPUT_COLUMNS, *extra),
-                rows=_item_rows(batch_id, frame, start_position, extra))
+    rows_insert(
+        model=Item,
+        fields=("batch", *OUTPUT_COLUMNS, *extra),
+        rows=_item_rows(batch_id, frame, start_position, extra),
+    )
     return len(frame)

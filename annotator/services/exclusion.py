@@ -53,8 +53,10 @@ def _stop_rating(batch: Batch, annotator, now: datetime, *, count_step: int = 0)
     item's counters once, in ascending item id: ``n_leased`` for the released leases and
     ``n_annotations`` by ``count_step`` per annotation of theirs (−1 to exclude, +1 to include)."""
     rows = list(
-        Assignment.objects.select_for_update().filter(item__batch=batch, annotator=annotator)
-        .order_by("pk").values_list("pk", "item_id", "state")
+        Assignment.objects.select_for_update()
+        .filter(item__batch=batch, annotator=annotator)
+        .order_by("pk")
+        .values_list("pk", "item_id", "state")
     )
     leased = [(pk, item_id) for pk, item_id, state in rows if state == Assignment.State.LEASED]
     if leased:
@@ -64,8 +66,11 @@ def _stop_rating(batch: Batch, annotator, now: datetime, *, count_step: int = 0)
     freed = Counter(item_id for _, item_id in leased)
     counted = Counter()
     if count_step:
-        counted = Counter(Annotation.objects.filter(item__batch=batch, annotator=annotator)
-                          .values_list("item_id", flat=True))
+        counted = Counter(
+            Annotation.objects.filter(item__batch=batch, annotator=annotator).values_list(
+                "item_id", flat=True
+            )
+        )
     for item_id in sorted(set(freed) | set(counted)):
         Item.objects.filter(pk=item_id).update(
             n_leased=F("n_leased") - freed[item_id],
@@ -74,8 +79,9 @@ def _stop_rating(batch: Batch, annotator, now: datetime, *, count_step: int = 0)
 
 
 @transaction.atomic
-def annotator_exclude(*, batch: Batch, annotator, reason: str, rule: str = RESEARCHER, by=None,
-                      now: datetime | None = None) -> AnnotatorStanding:
+def annotator_exclude(
+    *, batch: Batch, annotator, reason: str, rule: str = RESEARCHER, by=None, now: datetime | None = None
+) -> AnnotatorStanding:
     """Take the annotator's annotations out of the batch's statistics and reopen their slots."""
     reason = (reason or "").strip()
     if not reason:
@@ -102,7 +108,9 @@ def annotator_include(*, batch: Batch, annotator) -> AnnotatorStanding:
 
 
 @transaction.atomic
-def annotator_block(*, batch: Batch, annotator, reason: str, now: datetime | None = None) -> AnnotatorStanding:
+def annotator_block(
+    *, batch: Batch, annotator, reason: str, now: datetime | None = None
+) -> AnnotatorStanding:
     """The block rule: no more items, leases released, and the annotator excluded."""
     now = now or timezone.now()
     standing = annotator_exclude(batch=batch, annotator=annotator, reason=reason, rule=BLOCK_RULE, now=now)
@@ -112,7 +120,9 @@ def annotator_block(*, batch: Batch, annotator, reason: str, now: datetime | Non
 
 
 @transaction.atomic
-def annotator_screen_out(*, batch: Batch, annotator, reason: str = "", now: datetime | None = None) -> AnnotatorStanding:
+def annotator_screen_out(
+    *, batch: Batch, annotator, reason: str = "", now: datetime | None = None
+) -> AnnotatorStanding:
     """Mark the annotator as failed at entry (training): they get no items in this batch.
 
     The hook for crowd studies: a study that recruited this annotator sends them back to the

@@ -40,11 +40,22 @@ def gold_items_create(*, batch: Batch, gold: Sequence[GoldRow], frame: Frame) ->
     records = frame.to_dict("records")
     GoldItem.objects.bulk_create(
         GoldItem(
-            batch=batch, item_id=rec["item_id"], kind=g.kind, position=n, prompt=rec["prompt"],
-            response=rec["response"], context=rec["context"], expected_output=rec["expected_output"],
-            constraints=json.loads(rec["constraints"]), conversation=json.loads(rec["conversation"]),
-            system_id=rec["system_id"], metadata=json.loads(rec["metadata"]), scores=g.scores, flags=g.flags,
-            tolerance=g.tolerance, explanation=g.explanation,
+            batch=batch,
+            item_id=rec["item_id"],
+            kind=g.kind,
+            position=n,
+            prompt=rec["prompt"],
+            response=rec["response"],
+            context=rec["context"],
+            expected_output=rec["expected_output"],
+            constraints=json.loads(rec["constraints"]),
+            conversation=json.loads(rec["conversation"]),
+            system_id=rec["system_id"],
+            metadata=json.loads(rec["metadata"]),
+            scores=g.scores,
+            flags=g.flags,
+            tolerance=g.tolerance,
+            explanation=g.explanation,
         )
         for n, (g, rec) in enumerate(zip(gold, records, strict=True))
     )
@@ -71,8 +82,15 @@ class GoldCounts:
     checks_shown: int
 
 
-def gold_pending(*, batch: Batch, annotator, rule: QualityRule, standing: AnnotatorStanding | None,
-                 now: datetime | None = None, known: GoldCounts | None = None) -> GoldAnswer | None:
+def gold_pending(
+    *,
+    batch: Batch,
+    annotator,
+    rule: QualityRule,
+    standing: AnnotatorStanding | None,
+    now: datetime | None = None,
+    known: GoldCounts | None = None,
+) -> GoldAnswer | None:
     """The gold item to show this annotator now, or None for a regular item.
 
     Training items come first, in file order, until the annotator has done the batch's number
@@ -82,7 +100,9 @@ def gold_pending(*, batch: Batch, annotator, rule: QualityRule, standing: Annota
     now = now or timezone.now()
     answers = GoldAnswer.objects.select_related("gold_item__batch")
     if known is None:
-        open_answer = answers.filter(gold_item__batch=batch, annotator=annotator, submitted_at__isnull=True).first()
+        open_answer = answers.filter(
+            gold_item__batch=batch, annotator=annotator, submitted_at__isnull=True
+        ).first()
     else:
         open_answer = answers.filter(pk=known.open_answer_id).first() if known.open_answer_id else None
     if open_answer is not None:
@@ -90,7 +110,11 @@ def gold_pending(*, batch: Batch, annotator, rule: QualityRule, standing: Annota
     if rule.training_items and (standing is None or standing.training != AnnotatorStanding.Training.PASSED):
         done = training_answers(batch=batch, annotator=annotator)
         if len(done) < rule.training_items:
-            nxt = GoldItem.objects.filter(batch=batch, kind=TRAINING).exclude(answers__annotator=annotator).first()
+            nxt = (
+                GoldItem.objects.filter(batch=batch, kind=TRAINING)
+                .exclude(answers__annotator=annotator)
+                .first()
+            )
             if nxt is not None:
                 return _show(nxt, annotator, now)
     if rule.check_every < 2:
@@ -102,15 +126,20 @@ def gold_pending(*, batch: Batch, annotator, rule: QualityRule, standing: Annota
         rated, shown = known.rated, known.checks_shown
     if rated < (shown + 1) * (rule.check_every - 1):
         return None
-    unseen = list(GoldItem.objects.filter(batch=batch, kind=CHECK).exclude(answers__annotator=annotator)
-                  .values_list("pk", flat=True)[:200])
+    unseen = list(
+        GoldItem.objects.filter(batch=batch, kind=CHECK)
+        .exclude(answers__annotator=annotator)
+        .values_list("pk", flat=True)[:200]
+    )
     if not unseen:
         return None
     return _show(GoldItem.objects.get(pk=random.choice(unseen)), annotator, now)
 
 
 def _show(gold: GoldItem, annotator, now: datetime) -> GoldAnswer:
-    answer, _ = GoldAnswer.objects.get_or_create(gold_item=gold, annotator=annotator, defaults={"shown_at": now})
+    answer, _ = GoldAnswer.objects.get_or_create(
+        gold_item=gold, annotator=annotator, defaults={"shown_at": now}
+    )
     return answer
 
 
@@ -118,15 +147,25 @@ def _compare(answer: GoldAnswer, scores: Mapping[str, int], flags: Sequence[str]
     gold = answer.gold_item
     rubric = gold.batch.rubric_obj
     return q.compare_with_gold(
-        scores, gold.scores, tolerance=gold.tolerance, flags=flags, gold_flags=gold.flags,
+        scores,
+        gold.scores,
+        tolerance=gold.tolerance,
+        flags=flags,
+        gold_flags=gold.flags,
         compared_flags={r.flag for r in rubric.rules},  # the caps: flags that limit a score
     )
 
 
 @transaction.atomic
 def gold_answer_submit(
-    *, answer: GoldAnswer, annotator, scores: Mapping[str, int], flags: Sequence[str] = (),
-    comment: str = "", constraints_met: Sequence[bool] = (), now: datetime | None = None,
+    *,
+    answer: GoldAnswer,
+    annotator,
+    scores: Mapping[str, int],
+    flags: Sequence[str] = (),
+    comment: str = "",
+    constraints_met: Sequence[bool] = (),
+    now: datetime | None = None,
 ) -> GoldStep:
     """Score the annotator's answer to a gold item and apply the batch's rules."""
     now = now or timezone.now()
@@ -152,7 +191,9 @@ def gold_answer_submit(
 
 
 @transaction.atomic
-def gold_answer_skip(*, answer: GoldAnswer, annotator, reason: str, now: datetime | None = None) -> GoldAnswer:
+def gold_answer_skip(
+    *, answer: GoldAnswer, annotator, reason: str, now: datetime | None = None
+) -> GoldAnswer:
     """A skipped check counts neither way; a skipped training item counts as wrong on every dimension."""
     if not reason.strip():
         raise ValidationError("Say why you skip this item.")
@@ -166,12 +207,16 @@ def gold_answer_skip(*, answer: GoldAnswer, annotator, reason: str, now: datetim
         locked.passed, locked.mae, locked.flags_right = False, float(span), False
     locked.save()
     if locked.gold_item.kind == TRAINING:
-        _training_outcome(locked.gold_item.batch, annotator, quality_rule_of(batch=locked.gold_item.batch), now)
+        _training_outcome(
+            locked.gold_item.batch, annotator, quality_rule_of(batch=locked.gold_item.batch), now
+        )
     return locked
 
 
 def _standing(batch: Batch, annotator) -> AnnotatorStanding:
-    standing, _ = AnnotatorStanding.objects.select_for_update().get_or_create(batch=batch, annotator=annotator)
+    standing, _ = AnnotatorStanding.objects.select_for_update().get_or_create(
+        batch=batch, annotator=annotator
+    )
     return standing
 
 
@@ -180,8 +225,9 @@ def _training_outcome(batch: Batch, annotator, rule: QualityRule, now: datetime)
     available = GoldItem.objects.filter(batch=batch, kind=TRAINING).count()
     if len(done) < min(rule.training_items, available):
         return ""
-    passed = q.training_passed([a.mae for a in done], [bool(a.flags_right) for a in done],
-                               max_mae=rule.training_max_mae)
+    passed = q.training_passed(
+        [a.mae for a in done], [bool(a.flags_right) for a in done], max_mae=rule.training_max_mae
+    )
     standing = _standing(batch, annotator)
     if standing.training:
         return standing.training
@@ -195,8 +241,13 @@ def _training_outcome(batch: Batch, annotator, rule: QualityRule, now: datetime)
 
 def _check_outcome(batch: Batch, annotator, rule: QualityRule, now: datetime) -> str:
     passed, failed, _ = check_counts(batch=batch, annotator=annotator)
-    verdict = q.check_standing(passed, failed, warn_below=rule.check_warn_below,
-                               block_below=rule.check_block_below, min_answered=rule.check_min_answered)
+    verdict = q.check_standing(
+        passed,
+        failed,
+        warn_below=rule.check_warn_below,
+        block_below=rule.check_block_below,
+        min_answered=rule.check_min_answered,
+    )
     if verdict == q.WARN:
         standing = _standing(batch, annotator)
         if standing.warned_at is None:
@@ -204,7 +255,11 @@ def _check_outcome(batch: Batch, annotator, rule: QualityRule, now: datetime) ->
             standing.save(update_fields=["warned_at"])
     elif verdict == q.BLOCK:
         accuracy = passed / (passed + failed)
-        annotator_block(batch=batch, annotator=annotator, now=now,
-                        reason=f"check accuracy {accuracy:.0%} ({passed} of {passed + failed}) "
-                               f"under the block threshold {rule.check_block_below:.0%}")
+        annotator_block(
+            batch=batch,
+            annotator=annotator,
+            now=now,
+            reason=f"check accuracy {accuracy:.0%} ({passed} of {passed + failed}) "
+            f"under the block threshold {rule.check_block_below:.0%}",
+        )
     return verdict

@@ -45,20 +45,36 @@ def job_run(*, job_id: str) -> str:
         return job.state if job else "missing"
     kind = job_kind(job)
     if not kind.runner:
-        _update(job, state=Job.FAILED, finished_at=timezone.now(), step="",
-                message=f"This server does not run jobs of the kind \u201c{job.kind}\u201d.")
+        _update(
+            job,
+            state=Job.FAILED,
+            finished_at=timezone.now(),
+            step="",
+            message=f"This server does not run jobs of the kind \u201c{job.kind}\u201d.",
+        )
         return job.state
     now, me = timezone.now(), this_worker()
-    _update(job, state=Job.RUNNING, started_at=now, attempts=job.attempts + 1, step="Starting", worker=me,
-            heartbeat_at=now)
+    _update(
+        job,
+        state=Job.RUNNING,
+        started_at=now,
+        attempts=job.attempts + 1,
+        step="Starting",
+        worker=me,
+        heartbeat_at=now,
+    )
     try:
         with _heartbeat(job, me):
             kind.run(job, _update)
     except Exception as exc:
         log.exception("job %s failed", job.pk)
-        _update(job, state=Job.FAILED, finished_at=timezone.now(), step="",
-                message=f"The job stopped with an error ({type(exc).__name__}: {str(exc)[:500]}). "
-                        f"{kind.failed}")
+        _update(
+            job,
+            state=Job.FAILED,
+            finished_at=timezone.now(),
+            step="",
+            message=f"The job stopped with an error ({type(exc).__name__}: {str(exc)[:500]}). {kind.failed}",
+        )
         raise
     return job.state
 
@@ -73,7 +89,9 @@ def _heartbeat(job: Job, me: str) -> Iterator[None]:
         try:
             while not stop.wait(settings.ANNOTATOR_JOB_HEARTBEAT_SECONDS):
                 try:
-                    Job.objects.filter(pk=job.pk, worker=me, state=Job.RUNNING).update(heartbeat_at=timezone.now())
+                    Job.objects.filter(pk=job.pk, worker=me, state=Job.RUNNING).update(
+                        heartbeat_at=timezone.now()
+                    )
                 except DatabaseError:  # a busy or lost database: the next beat tries again
                     log.warning("job %s: heartbeat not written", job.pk, exc_info=True)
         finally:
@@ -100,15 +118,22 @@ def upload_job_run(job: Job, update) -> None:
     except ImportRefused as exc:
         ordered = sorted(exc.errors, key=lambda e: e.sort_key)
         errors = [{"row": e.row, "column": e.column, "message": e.message} for e in ordered]
-        _refused(job, f"{len(errors)} problem{'s' if len(errors) != 1 else ''}: nothing was saved.", errors,
-                 update)
+        _refused(
+            job, f"{len(errors)} problem{'s' if len(errors) != 1 else ''}: nothing was saved.", errors, update
+        )
         return
     update(job, state=Job.DONE, finished_at=timezone.now(), step="", message=message, payload=None)
 
 
 def _refused(job: Job, message: str, errors: list[dict], update) -> None:
-    update(job, state=Job.FAILED, finished_at=timezone.now(), step="", message=message,
-            errors=errors[:MAX_ERRORS_KEPT])
+    update(
+        job,
+        state=Job.FAILED,
+        finished_at=timezone.now(),
+        step="",
+        message=message,
+        errors=errors[:MAX_ERRORS_KEPT],
+    )
 
 
 def export_job_run(job: Job, update) -> None:
@@ -120,5 +145,11 @@ def export_job_run(job: Job, update) -> None:
     report = report_with_options(batch=batch, options=options) if fmt.needs_report else None
     update(job, step=f"Writing the {fmt.key.upper()} file")
     output = export_bytes(fmt, batch=batch, report=report)
-    update(job, state=Job.DONE, finished_at=timezone.now(), step="", output=output,
-            message=f"Built {len(output):,} bytes.")
+    update(
+        job,
+        state=Job.DONE,
+        finished_at=timezone.now(),
+        step="",
+        output=output,
+        message=f"Built {len(output):,} bytes.",
+    )

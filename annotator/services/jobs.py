@@ -32,7 +32,10 @@ def upload_job_create(*, pending: dict, data: bytes, user, confirm_key: str | No
     what = {"batch": "batch", "items": "items for"}.get(pending["mode"], "annotations for")
     params = {**pending, "confirm_key": confirm_key} if confirm_key else pending
     job = Job.objects.create(
-        kind=Job.UPLOAD, created_by=user, params=params, payload=data,
+        kind=Job.UPLOAD,
+        created_by=user,
+        params=params,
+        payload=data,
         label=f"Upload of {pending['filename']} ({what} \u201c{pending['name']}\u201d, {len(data):,} bytes)",
     )
     job_enqueue(job)
@@ -46,8 +49,11 @@ def export_job_create(*, batch: Batch, fmt: ExportFormat, user, options=None) ->
         raise ValueError(f"export format {fmt.key!r} does not run in the background")
     params = {"batch_id": batch.pk, "fmt": fmt.key, **({"options": options.to_params()} if options else {})}
     job = Job.objects.create(
-        kind=Job.EXPORT, created_by=user, params=params,
-        label=f"{fmt.key.upper()} report of \u201c{batch.name}\u201d", output_name=fmt.filename(batch),
+        kind=Job.EXPORT,
+        created_by=user,
+        params=params,
+        label=f"{fmt.key.upper()} report of \u201c{batch.name}\u201d",
+        output_name=fmt.filename(batch),
         output_type=fmt.content_type,
     )
     job_enqueue(job)
@@ -63,31 +69,79 @@ def job_retry(*, job: Job) -> Job:
     job.state, job.step, job.message, job.errors = Job.QUEUED, "", "", []
     job.started_at = job.finished_at = None
     job.cancel_requested = False
-    job.save(update_fields=["state", "step", "message", "errors", "started_at", "finished_at", "cancel_requested",
-                            "params"])
+    job.save(
+        update_fields=[
+            "state",
+            "step",
+            "message",
+            "errors",
+            "started_at",
+            "finished_at",
+            "cancel_requested",
+            "params",
+        ]
+    )
     job_enqueue(job)
     return job
 
 
 @transaction.atomic
-def judge_job_create(*, batch: Batch, template: str, base_url: str, model: str, key_env: str, concurrency: int,
-                     retry_failed: bool, price_in: float, price_out: float, user, calibration_set: bool = False,
-                     judge: str = "", temperature: float = 0.0, samples: int = 1, pairwise: bool = False,
-                     baseline_system: str = "", enhanced_system: str = "", swap: bool = False,
-                     retry_unknown: bool = False, provider: str = "openai", cache: bool = True) -> Job:
+def judge_job_create(
+    *,
+    batch: Batch,
+    template: str,
+    base_url: str,
+    model: str,
+    key_env: str,
+    concurrency: int,
+    retry_failed: bool,
+    price_in: float,
+    price_out: float,
+    user,
+    calibration_set: bool = False,
+    judge: str = "",
+    temperature: float = 0.0,
+    samples: int = 1,
+    pairwise: bool = False,
+    baseline_system: str = "",
+    enhanced_system: str = "",
+    swap: bool = False,
+    retry_unknown: bool = False,
+    provider: str = "openai",
+    cache: bool = True,
+) -> Job:
     """Queue a judge run. Raises ValueError for a key variable that is not allowed."""
     if key_env not in settings.ANNOTATOR_JUDGE_KEY_ENVS:
         raise ValueError(f"{key_env} is not one of the API key variables this server allows")
     params = {
-        "batch_id": batch.pk, "template": template, "base_url": base_url, "model": model, "key_env": key_env,
-        "concurrency": concurrency, "retry_failed": retry_failed, "price_in": price_in, "price_out": price_out,
-        "calibration_set": calibration_set, "judge": judge, "temperature": temperature, "samples": samples,
-        "pairwise": pairwise, "baseline_system": baseline_system, "enhanced_system": enhanced_system, "swap": swap,
-        "retry_unknown": retry_unknown, "provider": provider, "cache": cache,
+        "batch_id": batch.pk,
+        "template": template,
+        "base_url": base_url,
+        "model": model,
+        "key_env": key_env,
+        "concurrency": concurrency,
+        "retry_failed": retry_failed,
+        "price_in": price_in,
+        "price_out": price_out,
+        "calibration_set": calibration_set,
+        "judge": judge,
+        "temperature": temperature,
+        "samples": samples,
+        "pairwise": pairwise,
+        "baseline_system": baseline_system,
+        "enhanced_system": enhanced_system,
+        "swap": swap,
+        "retry_unknown": retry_unknown,
+        "provider": provider,
+        "cache": cache,
     }
-    job = Job.objects.create(kind=Job.JUDGE_RUN, created_by=user, params=params,
-                             label=f"Judge {template} with {model} on \u201c{batch.name}\u201d"
-                                   + (" (calibration set)" if calibration_set else ""))
+    job = Job.objects.create(
+        kind=Job.JUDGE_RUN,
+        created_by=user,
+        params=params,
+        label=f"Judge {template} with {model} on \u201c{batch.name}\u201d"
+        + (" (calibration set)" if calibration_set else ""),
+    )
     job_enqueue(job)
     return job
 
@@ -117,7 +171,11 @@ def job_cancel(*, job: Job) -> Job:
         job.message = job_kind(job).gone
         job.save(update_fields=["state", "finished_at", "step", "message"])
     elif job.state == Job.QUEUED:
-        job.state, job.finished_at, job.message = Job.CANCELLED, timezone.now(), "Cancelled before it started."
+        job.state, job.finished_at, job.message = (
+            Job.CANCELLED,
+            timezone.now(),
+            "Cancelled before it started.",
+        )
         job.save(update_fields=["state", "finished_at", "message"])
     elif job.state == Job.RUNNING and job_kind(job).stopping:
         job.cancel_requested = True

@@ -31,7 +31,9 @@ class NextStep:
         return self.assignment.item if self.assignment is not None else None
 
 
-def rating_next(*, batch: Batch, annotator, now: datetime | None = None, facts: RatingFacts | None = None) -> NextStep:
+def rating_next(
+    *, batch: Batch, annotator, now: datetime | None = None, facts: RatingFacts | None = None
+) -> NextStep:
     """``facts``: what the request read about the batch already (``annotator.selectors.rating_facts``):
     the annotator's standing, the batch's quality rule and the counts the check schedule needs.
     The lease checks the standing again in its own transaction."""
@@ -45,10 +47,18 @@ def rating_next(*, batch: Batch, annotator, now: datetime | None = None, facts: 
     else:
         rule = QualityRule.objects.filter(batch=batch).first()  # none: the batch has no gold items
     if rule is not None:
-        known = None if facts is None else GoldCounts(
-            open_answer_id=facts.open_gold_answer_id, rated=facts.submitted, checks_shown=facts.checks_shown
+        known = (
+            None
+            if facts is None
+            else GoldCounts(
+                open_answer_id=facts.open_gold_answer_id,
+                rated=facts.submitted,
+                checks_shown=facts.checks_shown,
+            )
         )
-        answer = gold_pending(batch=batch, annotator=annotator, rule=rule, standing=standing, now=now, known=known)
+        answer = gold_pending(
+            batch=batch, annotator=annotator, rule=rule, standing=standing, now=now, known=known
+        )
         if answer is not None:
             return NextStep(answer=answer, has_gold=True)
     lease = item_next_for_annotator(batch=batch, annotator=annotator, now=now)

@@ -15,8 +15,9 @@ KEEP_PER_BATCH = 20
 
 
 @transaction.atomic
-def report_cache_store(*, batch: Batch, revision: str, current: str, options: str, report: Any,
-                       seconds: float) -> None:
+def report_cache_store(
+    *, batch: Batch, revision: str, current: str, options: str, report: Any, seconds: float
+) -> None:
     """Store ``report`` computed at ``revision`` for (batch, options), and drop the batch's rows of
     revisions other than ``current`` (read after computing). A report whose batch changed while it
     was computed is not stored, and prunes nothing newer than itself."""
@@ -25,13 +26,16 @@ def report_cache_store(*, batch: Batch, revision: str, current: str, options: st
     payload = pickle.dumps(report, protocol=pickle.HIGHEST_PROTOCOL)
     try:
         with transaction.atomic():
-            ReportCache.objects.create(batch=batch, revision=revision, options=options, payload=payload,
-                                       seconds=seconds)
+            ReportCache.objects.create(
+                batch=batch, revision=revision, options=options, payload=payload, seconds=seconds
+            )
     except IntegrityError:  # another server computed the same report meanwhile; theirs is as good
         return
     ReportCache.objects.filter(batch=batch).exclude(revision=current).delete()
-    stale = list(ReportCache.objects.filter(batch=batch).order_by("-computed_at", "-pk")
-                 .values_list("pk", flat=True)[KEEP_PER_BATCH:])
+    stale = list(
+        ReportCache.objects.filter(batch=batch)
+        .order_by("-computed_at", "-pk")
+        .values_list("pk", flat=True)[KEEP_PER_BATCH:]
+    )
     if stale:
         ReportCache.objects.filter(pk__in=stale).delete()
-

@@ -14,8 +14,16 @@ def report_job_for_page(*, batch: Batch, user):
     from annotator.exports.formats import EXPORT_FORMATS
     from annotator.services.jobs import export_job_create
 
-    open_job = (Job.objects.filter(kind=Job.EXPORT, created_by=user, state__in=(Job.QUEUED, Job.RUNNING),
-                                   params__batch_id=batch.pk, params__fmt="json")
-                .exclude(params__has_key="options").order_by("-pk").first())
+    open_job = (
+        Job.objects.filter(
+            kind=Job.EXPORT,
+            created_by=user,
+            state__in=(Job.QUEUED, Job.RUNNING),
+            params__batch_id=batch.pk,
+            params__fmt="json",
+        )
+        .exclude(params__has_key="options")
+        .order_by("-pk")
+        .first()
+    )
     return open_job or export_job_create(batch=batch, fmt=EXPORT_FORMATS["json"], user=user)
-

@@ -32,21 +32,39 @@ def _prep(field_name: str, value):
 
 def _tables() -> dict[str, str]:
     qn = connection.ops.quote_name
-    return {name: qn(model._meta.db_table) for name, model in
-            (("assignment", Assignment), ("annotation", Annotation), ("score", Score), ("item", Item),
-             ("user", get_user_model()))}
+    return {
+        name: qn(model._meta.db_table)
+        for name, model in (
+            ("assignment", Assignment),
+            ("annotation", Annotation),
+            ("score", Score),
+            ("item", Item),
+            ("user", get_user_model()),
+        )
+    }
 
 
 def submit_leased(
-    *, item_id: int, annotator_id: int, scores: Mapping[str, int], flags: Sequence[str], comment: str,
-    constraints_met: Sequence[bool], now: datetime,
+    *,
+    item_id: int,
+    annotator_id: int,
+    scores: Mapping[str, int],
+    flags: Sequence[str],
+    comment: str,
+    constraints_met: Sequence[bool],
+    now: datetime,
 ) -> Annotation | None:
     t = _tables()
     when = connection.ops.adapt_datetimefield_value(now)
     values = {
-        "item_id": item_id, "annotator_id": annotator_id, "flags": _prep("flags", list(flags)),
-        "comment": comment, "constraints_met": _prep("constraints_met", [bool(m) for m in constraints_met]),
-        "source": Annotation.Source.WEB, "submitted_at": when, "updated_at": when,
+        "item_id": item_id,
+        "annotator_id": annotator_id,
+        "flags": _prep("flags", list(flags)),
+        "comment": comment,
+        "constraints_met": _prep("constraints_met", [bool(m) for m in constraints_met]),
+        "source": Annotation.Source.WEB,
+        "submitted_at": when,
+        "updated_at": when,
     }
     columns = ", ".join(f.column for f in _ANNOTATION_FIELDS)
     take = (
@@ -59,7 +77,9 @@ def submit_leased(
         return None  # the general path stores an annotation without scores
     count = f"UPDATE {t['item']} SET n_annotations = n_annotations + 1, n_leased = n_leased - 1 WHERE id = %s"
     # started_at comes from the lease row the first CTE updated.
-    placeholders = ", ".join("taken.leased_at" if f.attname == "started_at" else "%s" for f in _ANNOTATION_FIELDS)
+    placeholders = ", ".join(
+        "taken.leased_at" if f.attname == "started_at" else "%s" for f in _ANNOTATION_FIELDS
+    )
     params = [*take_params, *(values[f.attname] for f in _ANNOTATION_FIELDS if f.attname != "started_at")]
     score_values = ", ".join("(%s::text, %s::integer)" for _ in score_rows)
     # The user row first (key share, as :func:`lock_annotator`): the lease row's UPDATE waits on

@@ -33,8 +33,10 @@ def pending_upload_save(*, pending: dict, data: bytes, user) -> str:
         batch = batch_import_file(name=pending["name"], rubric=rubric or Rubric.default(), **common)
         return f"Batch \u201c{batch.name}\u201d created with {batch.items.count()} items."
     plan = annotations_import_file(batch_name=pending["name"], rubric=rubric, **common)
-    return (f"Imported {len(plan.parsed.annotations)} annotations into \u201c{plan.batch_name}\u201d "
-            f"({len(plan.new_items)} new items, {len(plan.new_users)} new annotator accounts).")
+    return (
+        f"Imported {len(plan.parsed.annotations)} annotations into \u201c{plan.batch_name}\u201d "
+        f"({len(plan.new_items)} new items, {len(plan.new_users)} new annotator accounts)."
+    )
 
 
 def confirm_key(token: str) -> str:
@@ -48,7 +50,15 @@ def upload_confirm_save(*, token: str, pending: dict, data: bytes, user) -> str:
     reply was lost (the process killed after the commit) is recognised when it is sent again."""
     message = pending_upload_save(pending=pending, data=data, user=user)
     now = timezone.now()
-    Job.objects.create(kind=Job.UPLOAD, created_by=user, state=Job.DONE, started_at=now, finished_at=now,
-                       params={**pending, "confirm_key": confirm_key(token)}, message=message,
-                       label=f"Upload of {pending['filename']} (\u201c{pending['name']}\u201d)", step="Saved.")
+    Job.objects.create(
+        kind=Job.UPLOAD,
+        created_by=user,
+        state=Job.DONE,
+        started_at=now,
+        finished_at=now,
+        params={**pending, "confirm_key": confirm_key(token)},
+        message=message,
+        label=f"Upload of {pending['filename']} (\u201c{pending['name']}\u201d)",
+        step="Saved.",
+    )
     return message

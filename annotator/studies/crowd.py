@@ -98,6 +98,8 @@ def worker_ids_from_query(platform: Platform, query) -> WorkerIds:
     for param in (platform.study_param, platform.session_param):
         value = (query.get(param) or "").strip()
         if value and not SAFE_ID.match(value):
-            raise BadWorkerIds(f"The {param} in this link is not valid. Please open the study again from {platform.label}.")
+            raise BadWorkerIds(
+                f"The {param} in this link is not valid. Please open the study again from {platform.label}."
+            )
         others.append(value)
     return WorkerIds(worker_id, *others)

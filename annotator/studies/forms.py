@@ -8,8 +8,8 @@ from typing import ClassVar
 from django import forms
 from django.contrib.auth.forms import SetPasswordForm
 
-from annotator.studies.crowd import PLATFORMS
 from annotator.models import Batch
+from annotator.studies.crowd import PLATFORMS
 from annotator.studies.services.links import (
     DEFAULT_INVITE_DAYS,
     DEFAULT_SIGNIN_DAYS,
@@ -26,10 +26,16 @@ class StudyLinkForm(forms.Form):
     batch = forms.ModelChoiceField(queryset=Batch.objects.order_by("name"))
     platform = forms.ChoiceField(choices=[(p.key, p.label) for p in PLATFORMS.values()])
     quota = forms.IntegerField(min_value=1, max_value=100_000, initial=20, label="Items per worker")
-    max_minutes = forms.IntegerField(min_value=1, max_value=24 * 60, required=False, label="Longest session (minutes)")
+    max_minutes = forms.IntegerField(
+        min_value=1, max_value=24 * 60, required=False, label="Longest session (minutes)"
+    )
     completion_code = forms.CharField(max_length=100)
-    completion_url = forms.URLField(max_length=500, required=False, assume_scheme="https",
-                                    help_text="Blank on Prolific: its completion URL with the code.")
+    completion_url = forms.URLField(
+        max_length=500,
+        required=False,
+        assume_scheme="https",
+        help_text="Blank on Prolific: its completion URL with the code.",
+    )
     screen_out_code = forms.CharField(max_length=100, required=False)
     no_consent_code = forms.CharField(max_length=100, required=False)
     days = _days(DEFAULT_STUDY_DAYS)

@@ -100,7 +100,9 @@ class StudyLink(LinkBase):
     quota = models.PositiveIntegerField(help_text="Most items one worker rates.")
     max_minutes = models.PositiveIntegerField(null=True, blank=True, help_text="Longest session, in minutes.")
     completion_code = models.CharField(max_length=100)
-    completion_url = models.CharField(max_length=500, blank=True, default="")  # http(s), checked by study_link_create
+    completion_url = models.CharField(
+        max_length=500, blank=True, default=""
+    )  # http(s), checked by study_link_create
     screen_out_code = models.CharField(max_length=100, blank=True, default="")
     no_consent_code = models.CharField(max_length=100, blank=True, default="")
 
@@ -125,15 +127,22 @@ class Enrolment(models.Model):
         SCREENED_OUT = "screened_out", "Screened out"
         DECLINED = "declined", "Declined consent"
         FULL = "full", "Study full"  # nothing was left to rate when the worker could start: no code
-        RETURNED = "returned", "Returned"  # the worker returned the study on Prolific (a webhook said so): no code
+        RETURNED = (
+            "returned",
+            "Returned",
+        )  # the worker returned the study on Prolific (a webhook said so): no code
 
     user = models.ForeignKey(settings.AUTH_USER_MODEL, on_delete=models.CASCADE, related_name="enrolments")
     batch = models.ForeignKey(Batch, on_delete=models.CASCADE, related_name="enrolments")
-    study_link = models.ForeignKey(StudyLink, null=True, blank=True, on_delete=models.SET_NULL, related_name="enrolments")
+    study_link = models.ForeignKey(
+        StudyLink, null=True, blank=True, on_delete=models.SET_NULL, related_name="enrolments"
+    )
     platform = models.CharField(max_length=20, blank=True, default="")
     worker_id = models.CharField(max_length=100, blank=True, default="")
     platform_study_id = models.CharField(max_length=100, blank=True, default="")
-    platform_session_id = models.CharField(max_length=100, blank=True, default="")  # the latest, kept once ended
+    platform_session_id = models.CharField(
+        max_length=100, blank=True, default=""
+    )  # the latest, kept once ended
     # The platform session the worker first arrived with: that session id belongs to this worker id only.
     entry_session_id = models.CharField(max_length=100, blank=True, default="")
     started_at = models.DateTimeField(default=timezone.now)
@@ -178,5 +187,7 @@ class RateBucket(models.Model):
     count = models.PositiveIntegerField(default=0)
 
     class Meta:
-        constraints = (models.UniqueConstraint(fields=["key", "window_start"], name="ratebucket_one_per_window"),)
+        constraints = (
+            models.UniqueConstraint(fields=["key", "window_start"], name="ratebucket_one_per_window"),
+        )
         indexes = (models.Index(fields=["window_start"], name="ratebucket_window"),)

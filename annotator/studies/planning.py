@@ -14,13 +14,19 @@ from typing import Any
 
 import numpy as np
 
-from annotator.judges.selectors.validation import judge_overall_scores
-from annotator.models import Batch, JudgeScore
 from annotator.judges.models.judge import OVERALL
 from annotator.judges.selectors.judges import human_item_mean, human_ratings
+from annotator.judges.selectors.validation import judge_overall_scores
+from annotator.models import Batch, JudgeScore
 from annotator.selectors.report_arrays import ReportArrays
 from hcs.calibration.alt_test import DEFAULT_EPSILON
-from hcs.planning import StatisticPlan, alt_test_items_for_power, plan_agreement, plan_mean, ppi_labels_for_width
+from hcs.planning import (
+    StatisticPlan,
+    alt_test_items_for_power,
+    plan_agreement,
+    plan_mean,
+    ppi_labels_for_width,
+)
 from hcs.scoring import overall_per_annotation
 
 MAX_ITEMS = 10_000_000
@@ -41,11 +47,14 @@ class JudgePlan:
 
     def to_json(self) -> dict[str, Any]:
         return {
-            "alt_test": {"epsilon": self.epsilon, "power": 0.8, "dimension": OVERALL,
-                         "items_needed": self.alt_test_items,
-                         "labels_needed": None if self.alt_test_items is None else self.alt_test_items * self.k},
-            "ppi": {"target_width": self.target_width,
-                    "labels_needed": dict(self.ppi_labels)},
+            "alt_test": {
+                "epsilon": self.epsilon,
+                "power": 0.8,
+                "dimension": OVERALL,
+                "items_needed": self.alt_test_items,
+                "labels_needed": None if self.alt_test_items is None else self.alt_test_items * self.k,
+            },
+            "ppi": {"target_width": self.target_width, "labels_needed": dict(self.ppi_labels)},
         }
 
 
@@ -62,15 +71,24 @@ class StudyPlan:
 
     def to_json(self) -> dict[str, Any]:
         return {
-            "batch": self.batch, "pilot_items": self.pilot_items, "items": self.items, "k": self.k,
+            "batch": self.batch,
+            "pilot_items": self.pilot_items,
+            "items": self.items,
+            "k": self.k,
             "target_width": self.target_width,
-            "dimensions": {d: {key: p.to_json() for key, p in stats.items()} for d, stats in self.dimensions.items()},
+            "dimensions": {
+                d: {key: p.to_json() for key, p in stats.items()} for d, stats in self.dimensions.items()
+            },
             "judges": {name: plan.to_json() for name, plan in self.judges.items()},
         }
 
     def rows(self) -> list[tuple[str, str, StatisticPlan]]:
         """(dimension label, statistic, plan) for a table."""
-        return [(self.labels.get(d, d), key, p) for d, stats in self.dimensions.items() for key, p in stats.items()]
+        return [
+            (self.labels.get(d, d), key, p)
+            for d, stats in self.dimensions.items()
+            for key, p in stats.items()
+        ]
 
 
 def parse_plan_request(*, items, k, target_width) -> tuple[int, int, float | None]:
@@ -91,7 +109,9 @@ def parse_plan_request(*, items, k, target_width) -> tuple[int, int, float | Non
         except ValueError:
             raise PlanError(f"the target width must be a number such as 0.1, not {target_width!r}") from None
         if not (0 < width < 100):
-            raise PlanError(f"the target width must be positive (a CI width on the statistic's scale), not {width:g}")
+            raise PlanError(
+                f"the target width must be positive (a CI width on the statistic's scale), not {width:g}"
+            )
     return n, kk, width
 
 
@@ -108,37 +128,66 @@ def _slots(arrays: ReportArrays, values: np.ndarray) -> np.ndarray:
     return out
 
 
-def study_plan(*, batch: Batch, arrays: ReportArrays, items: int, k: int, target_width: float | None = None,
-               epsilon: float = DEFAULT_EPSILON, seed: int = 0) -> StudyPlan:
+def study_plan(
+    *,
+    batch: Batch,
+    arrays: ReportArrays,
+    items: int,
+    k: int,
+    target_width: float | None = None,
+    epsilon: float = DEFAULT_EPSILON,
+    seed: int = 0,
+) -> StudyPlan:
     """Predicted 95 % CI widths for ``items`` × ``k`` from ``batch`` as a pilot (``arrays``: the report's)."""
     rubric = batch.rubric_obj
     scores = arrays.annotation_scores
     pilot = int((np.bincount(arrays.annotation_item, minlength=len(arrays.item_pk)) >= 2).sum())
     if pilot < 10:
-        raise PlanError(f"Batch {batch.name!r} has {pilot} item(s) rated by two or more people; a pilot needs at least 10.")
+        raise PlanError(
+            f"Batch {batch.name!r} has {pilot} item(s) rated by two or more people; a pilot needs at least 10."
+        )
     dimensions: dict[str, dict[str, StatisticPlan]] = {}
     cats = list(rubric.levels)
     for j, key in enumerate(rubric.dimension_keys):
         matrix = _slots(arrays, scores[:, j])
         if (np.isfinite(matrix).sum(axis=1) >= 2).sum() < 2:
             continue
-        dimensions[key] = plan_agreement(matrix, cats, n_items=items, k=k, target_width=target_width, seed=seed + j)
+        dimensions[key] = plan_agreement(
+            matrix, cats, n_items=items, k=k, target_width=target_width, seed=seed + j
+        )
     weights = np.array([d.weight for d in rubric.dimensions])
     overall = _slots(arrays, overall_per_annotation(scores, weights))
     if (np.isfinite(overall).sum(axis=1) >= 2).sum() >= 2:
-        dimensions[OVERALL] = {"hcs_mean": plan_mean(overall, n_items=items, k=k, target_width=target_width, seed=seed)}
+        dimensions[OVERALL] = {
+            "hcs_mean": plan_mean(overall, n_items=items, k=k, target_width=target_width, seed=seed)
+        }
     labels = {**{d.key: d.label for d in rubric.dimensions}, OVERALL: "Overall HCS"}
-    return StudyPlan(batch=batch.name, pilot_items=pilot, items=items, k=k, target_width=target_width,
-                     dimensions=dimensions, labels=labels,
-                     judges=_judge_plans(batch, arrays, items, k, target_width, epsilon, seed))
+    return StudyPlan(
+        batch=batch.name,
+        pilot_items=pilot,
+        items=items,
+        k=k,
+        target_width=target_width,
+        dimensions=dimensions,
+        labels=labels,
+        judges=_judge_plans(batch, arrays, items, k, target_width, epsilon, seed),
+    )
 
 
-def _judge_plans(batch: Batch, arrays: ReportArrays, items: int, k: int, target_width: float | None, epsilon: float,
-                 seed: int) -> dict[str, JudgePlan]:
+def _judge_plans(
+    batch: Batch,
+    arrays: ReportArrays,
+    items: int,
+    k: int,
+    target_width: float | None,
+    epsilon: float,
+    seed: int,
+) -> dict[str, JudgePlan]:
     row_of_pk = {int(pk): row for row, pk in enumerate(arrays.item_pk)}
     by_judge: dict[str, dict[str, dict[int, float]]] = {}
-    for name, dimension, item, value in (JudgeScore.objects.filter(item__batch=batch)
-                                         .values_list("judge__name", "dimension", "item", "value")):
+    for name, dimension, item, value in JudgeScore.objects.filter(item__batch=batch).values_list(
+        "judge__name", "dimension", "item", "value"
+    ):
         by_judge.setdefault(name, {}).setdefault(dimension, {})[row_of_pk[item]] = value
     weights = {d.key: d.weight for d in batch.rubric_obj.dimensions}
     human_mean: dict[str, np.ndarray] = {}
@@ -158,13 +207,19 @@ def _judge_plans(batch: Batch, arrays: ReportArrays, items: int, k: int, target_
             rows = np.array(sorted(judged))
             f = np.array([judged[r] for r in rows])
             labelled = np.isfinite(h[rows])
-            labels[dimension] = (None if target_width is None else
-                                 ppi_labels_for_width(h[rows][labelled], f[labelled], f[~labelled], n_items=items,
-                                                      width=target_width))
+            labels[dimension] = (
+                None
+                if target_width is None
+                else ppi_labels_for_width(
+                    h[rows][labelled], f[labelled], f[~labelled], n_items=items, width=target_width
+                )
+            )
         alt_items = None
         if mine.get(OVERALL):
-            alt_items = alt_test_items_for_power(human_ratings(batch, arrays, OVERALL), mine[OVERALL], epsilon=epsilon,
-                                                 seed=seed)
-        plans[name] = JudgePlan(ppi_labels=labels, alt_test_items=alt_items, k=k, epsilon=epsilon,
-                                target_width=target_width)
+            alt_items = alt_test_items_for_power(
+                human_ratings(batch, arrays, OVERALL), mine[OVERALL], epsilon=epsilon, seed=seed
+            )
+        plans[name] = JudgePlan(
+            ppi_labels=labels, alt_test_items=alt_items, k=k, epsilon=epsilon, target_width=target_width
+        )
     return plans

@@ -14,7 +14,6 @@ from datetime import datetime, timedelta
 from django.db.models import Count, F, Max, Q
 from django.utils import timezone
 
-from annotator.studies.crowd import PLATFORMS
 from annotator.models import (
     AccountScope,
     Annotation,
@@ -28,6 +27,7 @@ from annotator.models import (
     Item,
     StudyLink,
 )
+from annotator.studies.crowd import PLATFORMS
 
 End = Enrolment.End
 WORKING = "working"
@@ -72,7 +72,9 @@ def limits_for(*, batch: Batch, enrolment: Enrolment | None) -> Limits:
 
 def is_study_batch(batch: Batch) -> bool:
     """Batches with a consent text, their own instructions or limits gate every annotator."""
-    return bool(batch.consent_text or batch.instructions or batch.max_items_per_annotator or batch.max_session_minutes)
+    return bool(
+        batch.consent_text or batch.instructions or batch.max_items_per_annotator or batch.max_session_minutes
+    )
 
 
 def submitted_count(*, user, batch: Batch) -> int:
@@ -85,7 +87,9 @@ def rated_count(*, user, batch: Batch) -> int:
     The rating page counts checks as rated so that a check looks like any item; the end page must
     count the same way, or its smaller figure tells the worker that some items were checks."""
     checks = GoldAnswer.objects.filter(
-        annotator=user, gold_item__batch=batch, gold_item__kind=GoldItem.Kind.CHECK,
+        annotator=user,
+        gold_item__batch=batch,
+        gold_item__kind=GoldItem.Kind.CHECK,
         submitted_at__isnull=False,
     ).count()
     return submitted_count(user=user, batch=batch) + checks
@@ -105,7 +109,9 @@ class WorkerProgress:
         return self.enrolment.user.get_username()
 
 
-def _state(enrolment: Enrolment, limits: Limits, now: datetime, standing: AnnotatorStanding | None = None) -> str:
+def _state(
+    enrolment: Enrolment, limits: Limits, now: datetime, standing: AnnotatorStanding | None = None
+) -> str:
     if enrolment.end:
         return enrolment.get_end_display().lower()
     if standing is not None:  # an account (not a crowd worker) stopped by quality control
@@ -126,19 +132,29 @@ def worker_progress(*, batch: Batch, now: datetime | None = None) -> list[Worker
     (consent, instructions, an item given or submitted), and state (four queries)."""
     now = now or timezone.now()
     enrolments = list(
-        Enrolment.objects.filter(batch=batch).select_related("user", "study_link").order_by("started_at", "pk")
+        Enrolment.objects.filter(batch=batch)
+        .select_related("user", "study_link")
+        .order_by("started_at", "pk")
     )
     done = {
         row["annotator_id"]: row
-        for row in Annotation.objects.filter(item__batch=batch, annotator_id__in=[e.user_id for e in enrolments])
+        for row in Annotation.objects.filter(
+            item__batch=batch, annotator_id__in=[e.user_id for e in enrolments]
+        )
         .values("annotator_id")
         .annotate(n=Count("pk"), last=Max("submitted_at"))
     }
-    standings = {s.annotator_id: s for s in AnnotatorStanding.objects.filter(
-        batch=batch, annotator_id__in=[e.user_id for e in enrolments])}
+    standings = {
+        s.annotator_id: s
+        for s in AnnotatorStanding.objects.filter(
+            batch=batch, annotator_id__in=[e.user_id for e in enrolments]
+        )
+    }
     given = dict(
         Assignment.objects.filter(batch=batch, annotator_id__in=[e.user_id for e in enrolments])
-        .values("annotator_id").annotate(last=Max("leased_at")).values_list("annotator_id", "last")
+        .values("annotator_id")
+        .annotate(last=Max("leased_at"))
+        .values_list("annotator_id", "last")
     )
     rows = []
     for e in enrolments:
@@ -165,8 +181,17 @@ def worker_progress(*, batch: Batch, now: datetime | None = None) -> list[Worker
 
 
 PAYMENT_HEADER = (
-    "worker_id", "platform", "study_id", "session_id", "pseudonym", "items_done", "minutes_worked",
-    "started_at", "completed_at", "state", "screened_out",
+    "worker_id",
+    "platform",
+    "study_id",
+    "session_id",
+    "pseudonym",
+    "items_done",
+    "minutes_worked",
+    "started_at",
+    "completed_at",
+    "state",
+    "screened_out",
 )
 
 
@@ -178,17 +203,32 @@ def payment_rows(*, batch: Batch) -> list[tuple]:
         if not e.is_crowd:
             continue
         completed = e.ended_at.isoformat() if e.end == End.DONE and e.ended_at else ""
-        rows.append((
-            e.worker_id, e.platform, e.platform_study_id, e.platform_session_id, p.username, p.items_done,
-            round(p.minutes_worked, 1), e.started_at.isoformat(), completed, p.state, e.end == End.SCREENED_OUT,
-        ))
+        rows.append(
+            (
+                e.worker_id,
+                e.platform,
+                e.platform_study_id,
+                e.platform_session_id,
+                p.username,
+                p.items_done,
+                round(p.minutes_worked, 1),
+                e.started_at.isoformat(),
+                completed,
+                p.state,
+                e.end == End.SCREENED_OUT,
+            )
+        )
     return rows
 
 
 def links_overview(*, now: datetime | None = None) -> dict:
     """The study and invite links, newest first, with how many people came by each."""
     now = now or timezone.now()
-    study = StudyLink.objects.select_related("batch").annotate(workers=Count("enrolments")).order_by("-created_at")
+    study = (
+        StudyLink.objects.select_related("batch")
+        .annotate(workers=Count("enrolments"))
+        .order_by("-created_at")
+    )
     invites = InviteLink.objects.prefetch_related("batches").order_by("-created_at")
     return {"study_links": list(study), "invite_links": list(invites), "now": now}
 
@@ -233,6 +273,7 @@ def link_ending(link: StudyLink, end: str) -> Ending:
         return Ending(code, link.completion_url, **where)
     return Ending(code, platform.return_url_for(code) if platform else "", **where)
 
+
 FULL_WARNING = (
     "The batch {batch} is full: every item has all its annotations or is being rated. Workers who open "
     "this link now see a \u201cstudy full\u201d page and get no code; add items or raise k before you launch."
@@ -245,7 +286,9 @@ def batch_has_free_slot(*, batch: Batch, now: datetime | None = None) -> bool:
     if Item.objects.filter(batch_id=batch.pk, n_annotations__lt=batch.k - F("n_leased")).exists():
         return True
     return Assignment.objects.filter(
-        batch_id=batch.pk, state=Assignment.State.LEASED, lease_expires_at__lte=now or timezone.now(),
+        batch_id=batch.pk,
+        state=Assignment.State.LEASED,
+        lease_expires_at__lte=now or timezone.now(),
     ).exists()
 
 

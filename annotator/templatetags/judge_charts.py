@@ -18,7 +18,11 @@ register = template.Library()
 def _key(values) -> tuple:
     import numpy as np
 
-    return tuple(map(tuple, np.asarray(values, dtype=float).reshape(len(values), -1).tolist())) if len(values) else ()
+    return (
+        tuple(map(tuple, np.asarray(values, dtype=float).reshape(len(values), -1).tolist()))
+        if len(values)
+        else ()
+    )
 
 
 @lru_cache(maxsize=512)
@@ -40,13 +44,17 @@ def _confusion_uri(matrix: tuple) -> str:
 @register.simple_tag
 def judge_scatter(row):
     alt = f"Scatter of judge scores against the human mean, {row.calibration.n} items"
-    return format_html('<img class="chart" src="{}" alt="{}">', _scatter_uri(_key(row.calibration.pairs)), alt)
+    return format_html(
+        '<img class="chart" src="{}" alt="{}">', _scatter_uri(_key(row.calibration.pairs)), alt
+    )
 
 
 @register.simple_tag
 def judge_confusion(row):
     alt = "Confusion matrix: rounded human median (rows) against rounded judge score (columns)"
-    return format_html('<img class="chart" src="{}" alt="{}">', _confusion_uri(_key(row.calibration.confusion)), alt)
+    return format_html(
+        '<img class="chart" src="{}" alt="{}">', _confusion_uri(_key(row.calibration.confusion)), alt
+    )
 
 
 @register.filter
@@ -66,7 +74,9 @@ def judge_reliability(reliability):
     from annotator.plots import data_uri, reliability_svg
 
     alt = f"Reliability diagram of the judge's stated confidence, {reliability.n} verdicts"
-    return format_html('<img class="chart" src="{}" alt="{}">', data_uri(reliability_svg(reliability.bins)), alt)
+    return format_html(
+        '<img class="chart" src="{}" alt="{}">', data_uri(reliability_svg(reliability.bins)), alt
+    )
 
 
 @register.simple_tag
@@ -75,6 +85,8 @@ def versions_on_set(calibration_set):
     from annotator.plots import data_uri, over_time_svg
 
     labels, series = calibration_set.series()
-    svg = over_time_svg(labels, series, ylabel="Spearman \u03c1 with people", xlabel="judge version (oldest first)")
+    svg = over_time_svg(
+        labels, series, ylabel="Spearman \u03c1 with people", xlabel="judge version (oldest first)"
+    )
     alt = f"Spearman correlation with people per dimension, {len(labels)} judge versions on {calibration_set.n_items} items"
     return format_html('<img class="chart wide" src="{}" alt="{}">', data_uri(svg), alt)

@@ -38,7 +38,11 @@ def _form(item, data=None, initial=None) -> RatingForm:
 def queue(request, batch_id):
     _allowed(request, batch_id)
     batch = get_object_or_404(Batch, pk=batch_id)
-    return render(request, "annotator/adjudication_queue.html", {"batch": batch, "rows": adjudication_queue(batch=batch)})
+    return render(
+        request,
+        "annotator/adjudication_queue.html",
+        {"batch": batch, "rows": adjudication_queue(batch=batch)},
+    )
 
 
 @require_http_methods(["GET", "POST"])
@@ -52,8 +56,13 @@ def item(request, item_pk):
         form = _form(obj, data=request.POST)
         if form.is_valid():
             try:
-                adjudication_save(item=obj, adjudicator=request.user, scores=form.payload["scores"],
-                                  flags=form.payload["flags"], note=form.payload["comment"])
+                adjudication_save(
+                    item=obj,
+                    adjudicator=request.user,
+                    scores=form.payload["scores"],
+                    flags=form.payload["flags"],
+                    note=form.payload["comment"],
+                )
             except ValidationError as exc:
                 form.add_error(None, exc)
             else:
@@ -63,12 +72,19 @@ def item(request, item_pk):
     else:
         initial = None
         if existing is not None:
-            initial = {**{f"score_{k}": v for k, v in existing.scores.items()}, "flags": existing.flags,
-                       "comment": existing.note}
+            initial = {
+                **{f"score_{k}": v for k, v in existing.scores.items()},
+                "flags": existing.flags,
+                "comment": existing.note,
+            }
         form = _form(obj, initial=initial)
     context = {
-        "item": obj, "batch": obj.batch, "rows": blind_annotations(item=obj), "form": form,
-        "dimensions": obj.batch.rubric_obj.dimensions, "existing": existing,
+        "item": obj,
+        "batch": obj.batch,
+        "rows": blind_annotations(item=obj),
+        "form": form,
+        "dimensions": obj.batch.rubric_obj.dimensions,
+        "existing": existing,
         "errors": [e for errs in form.errors.values() for e in errs] if form.is_bound else [],
         "later_batches": Batch.objects.exclude(pk=obj.batch_id).order_by("-created_at")[:50],
         "kinds": GoldItem.Kind.choices,
@@ -84,7 +100,9 @@ def to_gold(request, item_pk):
     try:
         if target is None:
             raise ValidationError("Choose the batch the gold item goes to.")
-        gold = adjudication_to_gold(adjudication=adjudication, batch=target, kind=request.POST.get("kind", "check"))
+        gold = adjudication_to_gold(
+            adjudication=adjudication, batch=target, kind=request.POST.get("kind", "check")
+        )
     except ValidationError as exc:
         messages.error(request, " ".join(exc.messages))
     else:

@@ -19,6 +19,7 @@ from annotator.services.api_tokens import api_token_create, api_token_revoke
 
 def _accounts_an_admin_made(view):
     """Link-made accounts (crowd, invite, bulk) reach only their batches' rating pages: no API tokens."""
+
     @wraps(view)
     def wrapped(request, *args, **kwargs):
         if not may_hold_api_tokens(request.user):
@@ -54,7 +55,9 @@ def api_token_new(request):
     form = ApiTokenForm(request.POST)
     if not form.is_valid():
         return _page(request, form, status=400)
-    _, key = api_token_create(user=request.user, name=form.cleaned_data["name"], days=form.cleaned_data["days"])
+    _, key = api_token_create(
+        user=request.user, name=form.cleaned_data["name"], days=form.cleaned_data["days"]
+    )
     return _page(request, new_key=key, status=201)  # the key is in this response only
 
 

@@ -7,8 +7,8 @@ from django.views.decorators.http import require_GET, require_POST
 from annotator.models import Batch
 from annotator.roles import admin_required
 from annotator.selectors import assignment_admin as sel
-from annotator.studies.selectors import worker_progress
 from annotator.services.assignment import AssignmentError, assignment_release
+from annotator.studies.selectors import worker_progress
 
 
 @require_GET

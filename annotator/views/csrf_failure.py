@@ -21,9 +21,13 @@ OUT_OF_DATE = (
     "so nothing was saved. This is where you are now: please do it again."
 )
 BATCH_KWARG = {
-    "study_consent": "batch_id", "study_instructions": "batch_id", "annotate_next": "batch_id",
-    "annotate_submit": "item_pk", "annotate_skip": "item_pk",
-    "gold_submit": "answer_pk", "gold_skip": "answer_pk",
+    "study_consent": "batch_id",
+    "study_instructions": "batch_id",
+    "annotate_next": "batch_id",
+    "annotate_submit": "item_pk",
+    "annotate_skip": "item_pk",
+    "gold_submit": "answer_pk",
+    "gold_skip": "answer_pk",
 }
 
 

@@ -13,8 +13,14 @@ from hcs.rubric import Rubric
 @require_GET
 @login_required
 def home(request):
-    return render(request, "annotator/home.html", {"adjudicate": batches_to_adjudicate(user=request.user),
-                                                   "api_tokens": may_hold_api_tokens(request.user)})
+    return render(
+        request,
+        "annotator/home.html",
+        {
+            "adjudicate": batches_to_adjudicate(user=request.user),
+            "api_tokens": may_hold_api_tokens(request.user),
+        },
+    )
 
 
 @require_GET

@@ -65,8 +65,11 @@ def job_stop(request, job_id):
     elif job_kind(job).stopping:
         messages.info(request, job_kind(job).stopping)
     else:
-        messages.info(request, "This job is being saved in one transaction and cannot be stopped half-way; "
-                               "it finishes or fails on its own, and a failure saves nothing.")
+        messages.info(
+            request,
+            "This job is being saved in one transaction and cannot be stopped half-way; "
+            "it finishes or fails on its own, and a failure saves nothing.",
+        )
     return redirect("job_status", job_id=job.pk)
 
 

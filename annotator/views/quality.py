@@ -23,7 +23,9 @@ def _back(batch):
 @researcher_required
 def exclude(request, batch_id, user_pk):
     batch = get_object_or_404(Batch, pk=batch_id)
-    user = get_object_or_404(get_user_model().objects.filter(annotations__item__batch=batch).distinct(), pk=user_pk)
+    user = get_object_or_404(
+        get_user_model().objects.filter(annotations__item__batch=batch).distinct(), pk=user_pk
+    )
     try:
         annotator_exclude(batch=batch, annotator=user, reason=request.POST.get("reason", ""), by=request.user)
     except ExclusionError as exc:

@@ -38,7 +38,6 @@ from annotator.selectors.rating_facts import (
     rating_facts_for_item,
 )
 from annotator.selectors.rating_progress import rating_progress
-from annotator.studies.selectors import limits_for, visit_over
 from annotator.services.annotations import (
     SubmissionRefused,
     annotation_submit,
@@ -50,6 +49,7 @@ from annotator.services.assignment import (
 )
 from annotator.services.gold import gold_answer_skip, gold_answer_submit
 from annotator.services.rating_flow import ENDED_TRAINING, rating_next
+from annotator.studies.selectors import limits_for, visit_over
 from annotator.studies.views.flow import (
     instructions_html,
     study_detour,
@@ -91,12 +91,18 @@ def _form(item, data=None, initial=None, annotation=None) -> RatingForm:
     key, _ = _rubric_key(item.batch)
     stored = stored_checklist_flags(annotation, item.constraints) if annotation is not None else None
     return RatingForm(
-        data, initial=initial, rubric=item.batch.rubric_obj, constraints=item.constraints, cache_key=key,
+        data,
+        initial=initial,
+        rubric=item.batch.rubric_obj,
+        constraints=item.constraints,
+        cache_key=key,
         stored_checklist_flags=stored,
     )
 
 
-def _render_rate(request, *, batch, item=None, form=None, mode="new", errors=(), status=200, answer=None, **extra):
+def _render_rate(
+    request, *, batch, item=None, form=None, mode="new", errors=(), status=200, answer=None, **extra
+):
     context = {"batch": batch, "item": item, "mode": mode, "errors": list(errors), **extra}
     if item is not None:
         form = form or _form(item)
@@ -118,8 +124,12 @@ def _render_rate(request, *, batch, item=None, form=None, mode="new", errors=(),
         )
         if mode == "new":
             context["progress"] = rating_progress(
-                batch=batch, item=item, annotator=request.user, lease=extra.get("lease"),
-                gold_shown_at=answer.shown_at if answer is not None else None, count_gold=extra.get("has_gold", False),
+                batch=batch,
+                item=item,
+                annotator=request.user,
+                lease=extra.get("lease"),
+                gold_shown_at=answer.shown_at if answer is not None else None,
+                count_gold=extra.get("has_gold", False),
                 quota=extra.get("quota"),
             )
     template = "annotator/rate.html#rate-area" if request.htmx else "annotator/rate.html"
@@ -139,7 +149,10 @@ def _render_step(request, facts: RatingFacts):
     if (detour := study_detour(request, batch, facts.enrolment, facts.submitted)) is not None:
         return detour
     step = rating_next(batch=batch, annotator=request.user, facts=facts)
-    if step.ended == ENDED_TRAINING and (detour := study_detour(request, batch, facts.enrolment, facts.submitted)) is not None:
+    if (
+        step.ended == ENDED_TRAINING
+        and (detour := study_detour(request, batch, facts.enrolment, facts.submitted)) is not None
+    ):
         return detour
     if step.item is None and not step.ended and (finished := study_nothing_left(request, batch)) is not None:
         return finished
@@ -148,8 +161,16 @@ def _render_step(request, facts: RatingFacts):
     # Seconds rather than a clock time: the countdown then runs right on a computer whose clock is off.
     seconds_left = max(0, int((deadline - timezone.now()).total_seconds())) if deadline is not None else None
     return _render_rate(
-        request, batch=batch, item=step.item, answer=step.answer, ended=step.ended, lease=step.assignment,
-        has_gold=step.has_gold, quota=limits.quota, session_deadline=deadline, session_seconds_left=seconds_left,
+        request,
+        batch=batch,
+        item=step.item,
+        answer=step.answer,
+        ended=step.ended,
+        lease=step.assignment,
+        has_gold=step.has_gold,
+        quota=limits.quota,
+        session_deadline=deadline,
+        session_seconds_left=seconds_left,
     )
 
 
@@ -194,7 +215,9 @@ def next_item(request, batch_id):
 def submit(request, item_pk):
     facts = _open_item(request, item_pk)
     item = facts.item
-    if (detour := study_detour(request, item.batch, facts.enrolment, facts.submitted, sending=True)) is not None:
+    if (
+        detour := study_detour(request, item.batch, facts.enrolment, facts.submitted, sending=True)
+    ) is not None:
         return detour
     form = _form(item, data=request.POST)
     if not form.is_valid():
@@ -242,7 +265,9 @@ def mine(request, batch_id):
     batch = _found(batch_of_own_work(user=request.user, batch_id=batch_id))
     annotations = annotations_of(user=request.user, batch=batch)
     final = ratings_final(user=request.user, batch_id=batch.pk)
-    return render(request, "annotator/mine.html", {"batch": batch, "annotations": annotations, "final": final})
+    return render(
+        request, "annotator/mine.html", {"batch": batch, "annotations": annotations, "final": final}
+    )
 
 
 def _edit_closed(request, batch):
@@ -258,13 +283,23 @@ def edit(request, pk):
     if ratings_final(user=request.user, batch_id=item.batch_id):
         return _edit_closed(request, item.batch)
     if request.method == "GET":
-        form = _form(item, initial=initial_from_annotation(annotation, item.constraints), annotation=annotation)
-        return _render_rate(request, batch=item.batch, item=item, form=form, mode="edit", annotation=annotation)
+        form = _form(
+            item, initial=initial_from_annotation(annotation, item.constraints), annotation=annotation
+        )
+        return _render_rate(
+            request, batch=item.batch, item=item, form=form, mode="edit", annotation=annotation
+        )
     form = _form(item, data=request.POST, annotation=annotation)
     if not form.is_valid():
         errors = _form_errors(form)
         return _render_rate(
-            request, batch=item.batch, item=item, form=form, mode="edit", errors=errors, status=422,
+            request,
+            batch=item.batch,
+            item=item,
+            form=form,
+            mode="edit",
+            errors=errors,
+            status=422,
             annotation=annotation,
         )
     try:
@@ -289,11 +324,17 @@ def gold_submit(request, answer_pk):
     form = _form(gold, data=request.POST)
     if not form.is_valid():
         errors = _form_errors(form)
-        return _render_rate(request, batch=gold.batch, item=gold, form=form, errors=errors, status=422, answer=answer)
+        return _render_rate(
+            request, batch=gold.batch, item=gold, form=form, errors=errors, status=422, answer=answer
+        )
     step = gold_answer_submit(answer=answer, annotator=request.user, **form.payload)
     if gold.kind == GoldItem.Kind.TRAINING:
         context = {"batch": gold.batch, "feedback": training_feedback(step=step)}
-        template = "annotator/training_feedback.html#feedback" if request.htmx else "annotator/training_feedback.html"
+        template = (
+            "annotator/training_feedback.html#feedback"
+            if request.htmx
+            else "annotator/training_feedback.html"
+        )
         return render(request, template, context)
     messages.success(request, "Saved your rating.")
     if step.standing == WARN:
@@ -310,7 +351,15 @@ def gold_skip(request, answer_pk):
         gold_answer_skip(answer=answer, annotator=request.user, reason=request.POST.get("skip_reason", ""))
     except ValidationError as exc:
         form = _form(gold, data=request.POST)
-        return _render_rate(request, batch=gold.batch, item=gold, form=form, errors=exc.messages, status=422,
-                            answer=answer, skip_open=True)
+        return _render_rate(
+            request,
+            batch=gold.batch,
+            item=gold,
+            form=form,
+            errors=exc.messages,
+            status=422,
+            answer=answer,
+            skip_open=True,
+        )
     messages.info(request, "Skipped.")
     return _next_after_gold(request, gold.batch)

@@ -32,7 +32,9 @@ def report_list(request):
 def report_batch(request, batch_id):
     batch = get_object_or_404(Batch, pk=batch_id)
     sort = request.GET.get("sort", "")
-    if batch.items.count() > settings.ANNOTATOR_BACKGROUND_REPORT_ITEMS and not report_page_ready(batch=batch, sort=sort):
+    if batch.items.count() > settings.ANNOTATOR_BACKGROUND_REPORT_ITEMS and not report_page_ready(
+        batch=batch, sort=sort
+    ):
         # A large batch's report is computed by the worker; once stored, this page is drawn from it.
         return redirect("job_status", job_id=report_job_for_page(batch=batch, user=request.user).pk)
     context = report_page_context(batch=batch, sort=sort)
@@ -57,8 +59,11 @@ def report_export(request, batch_id, fmt):
         return response
     chunks = export_chunks(export, batch=batch)
     # Tables read row by row stream; report-based exports are built whole first (a failure is a clean 500).
-    response = (StreamingHttpResponse(chunks, content_type=export.content_type) if export.from_batch
-                else HttpResponse("".join(chunks), content_type=export.content_type))
+    response = (
+        StreamingHttpResponse(chunks, content_type=export.content_type)
+        if export.from_batch
+        else HttpResponse("".join(chunks), content_type=export.content_type)
+    )
     response["Content-Disposition"] = f'attachment; filename="{export.filename(batch)}"'
     return response
 

@@ -50,8 +50,12 @@ def _page(request, form: UploadForm | None = None, status: int = 200):
     if form is not None:
         forms[ANNOTATIONS if form.data.get("mode") == ANNOTATIONS else BATCH] = form
     forms[ANNOTATIONS].fields["name"].widget.attrs["list"] = "batch-names"  # offline annotations join a batch
-    context = {"batch_form": forms[BATCH], "annotation_form": forms[ANNOTATIONS],
-               "max_bytes": upload_limit(), "batch_names": batch_names()}
+    context = {
+        "batch_form": forms[BATCH],
+        "annotation_form": forms[ANNOTATIONS],
+        "max_bytes": upload_limit(),
+        "batch_names": batch_names(),
+    }
     return render(request, "annotator/upload.html", context, status=status)
 
 
@@ -75,17 +79,24 @@ def preview(request):
         return _page(request, form, status=400)
     data = form.cleaned_data["file"].read()
     rubric = form.cleaned_data["rubric_file"]
-    pending = {"mode": form.cleaned_data["mode"], "filename": form.cleaned_data["file"].name,
-               "name": form.cleaned_data["name"], "k": form.cleaned_data["k"],
-               "rubric": rubric.to_dict() if rubric else None}
+    pending = {
+        "mode": form.cleaned_data["mode"],
+        "filename": form.cleaned_data["file"].name,
+        "name": form.cleaned_data["name"],
+        "k": form.cleaned_data["k"],
+        "rubric": rubric.to_dict() if rubric else None,
+    }
     try:
         result = _preview(pending, data)
     except FileRefused as exc:
         form.add_error("file", str(exc))
         return _page(request, form, status=400)
     token = _remember(request, data, pending) if result.ok else ""
-    return render(request, "annotator/upload_preview.html", {"preview": result, "token": token,
-                                                             "again_query": _again_query(pending)})
+    return render(
+        request,
+        "annotator/upload_preview.html",
+        {"preview": result, "token": token, "again_query": _again_query(pending)},
+    )
 
 
 @releases_memory
@@ -98,7 +109,9 @@ def confirm(request):
         _forget(request, token)
         if earlier.state != Job.DONE:
             return redirect("job_status", job_id=earlier.pk)
-        messages.success(request, f"This upload was already saved when you first confirmed it: {earlier.message}")
+        messages.success(
+            request, f"This upload was already saved when you first confirmed it: {earlier.message}"
+        )
         return redirect("upload")
     pending = request.session.get(SESSION_KEY, {}).get(token)
     data = _store().load(token) if pending else None
@@ -113,9 +126,12 @@ def confirm(request):
         message = upload_confirm_save(token=token, pending=pending, data=data, user=request.user)
     except (FileRefused, ImportRefused):
         _forget(request, token)
-        return render(request, "annotator/upload_preview.html",
-                      {"preview": _preview(pending, data), "token": "", "again_query": _again_query(pending)},
-                      status=400)
+        return render(
+            request,
+            "annotator/upload_preview.html",
+            {"preview": _preview(pending, data), "token": "", "again_query": _again_query(pending)},
+            status=400,
+        )
     _forget(request, token)
     messages.success(request, message)
     return redirect("upload")
@@ -132,8 +148,12 @@ def cancel(request):
 @require_GET
 @login_required
 def annotation_template(request):
-    return FileResponse(TEMPLATE_CSV.open("rb"), as_attachment=True, filename="annotation_template.csv",
-                        content_type="text/csv; charset=utf-8")
+    return FileResponse(
+        TEMPLATE_CSV.open("rb"),
+        as_attachment=True,
+        filename="annotation_template.csv",
+        content_type="text/csv; charset=utf-8",
+    )
 
 
 def _again_query(pending: dict) -> str:

@@ -329,7 +329,9 @@ def dimension_agreement(
         # When every item has exactly k ratings, κ uses the same items: the same draw serves both.
         same = full is not None and fleiss_table.shape == table.shape and np.array_equal(fleiss_table, table)
         if kappa is not None:
-            boot = fleiss_bootstrap(fleiss_table, n_resamples=n_resamples, seed=seed, resamples=full if same else None)
+            boot = fleiss_bootstrap(
+                fleiss_table, n_resamples=n_resamples, seed=seed, resamples=full if same else None
+            )
             kappa_ci = percentile_interval(boot)
         if full is not None:
             boot = bootstrap_intervals(table, categories, resamples=full)

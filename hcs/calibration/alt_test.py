@@ -43,8 +43,10 @@ def evidence_warnings(n_items: int, n_annotators: int) -> list[str]:
     if n_items < RECOMMENDED_ITEMS:
         warnings.append(f"only {n_items} item(s) (n < {RECOMMENDED_ITEMS}): the verdict is weak evidence")
     if n_annotators < RECOMMENDED_ANNOTATORS:
-        warnings.append(f"only {n_annotators} annotator(s) tested (k < {RECOMMENDED_ANNOTATORS}): "
-                        "ω rests on too few comparisons")
+        warnings.append(
+            f"only {n_annotators} annotator(s) tested (k < {RECOMMENDED_ANNOTATORS}): "
+            "ω rests on too few comparisons"
+        )
     return warnings
 
 
@@ -222,11 +224,21 @@ def alt_test(
             w_judge.append(1 if s_judge >= s_human else 0)
             w_human.append(1 if s_human >= s_judge else 0)
         d = np.asarray(w_human, dtype=float) - np.asarray(w_judge, dtype=float)
-        candidates.append((annotator, len(their_items), float(np.mean(w_judge)), float(np.mean(w_human)), _one_sided_p(d, epsilon)))
+        candidates.append(
+            (
+                annotator,
+                len(their_items),
+                float(np.mean(w_judge)),
+                float(np.mean(w_human)),
+                _one_sided_p(d, epsilon),
+            )
+        )
 
     rejected = benjamini_yekutieli([c[4] for c in candidates], q)
     comparisons = tuple(
-        AnnotatorComparison(annotator=a, n_items=n, judge_win_rate=wf, annotator_win_rate=wh, p_value=p, judge_wins=r)
+        AnnotatorComparison(
+            annotator=a, n_items=n, judge_win_rate=wf, annotator_win_rate=wh, p_value=p, judge_wins=r
+        )
         for (a, n, wf, wh, p), r in zip(candidates, rejected)
     )
     if comparisons:

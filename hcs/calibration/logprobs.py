@@ -58,8 +58,11 @@ class ScoreDistribution:
         return float(self.probabilities.get(int(score), 0.0)) if score == int(score) else 0.0
 
     def to_json(self) -> dict:
-        return {"probabilities": {str(s): p for s, p in sorted(self.probabilities.items())}, "mass": self.mass,
-                "weighted": self.weighted}
+        return {
+            "probabilities": {str(s): p for s, p in sorted(self.probabilities.items())},
+            "mass": self.mass,
+            "weighted": self.weighted,
+        }
 
 
 def integer_scale(lo: float, hi: float) -> tuple[int, ...] | None:
@@ -75,7 +78,9 @@ def integer_scale(lo: float, hi: float) -> tuple[int, ...] | None:
     return tuple(range(int(lo), int(hi) + 1))
 
 
-def distribution(top_logprobs: Sequence[tuple[str, float]], scores: Sequence[int]) -> ScoreDistribution | None:
+def distribution(
+    top_logprobs: Sequence[tuple[str, float]], scores: Sequence[int]
+) -> ScoreDistribution | None:
     """The distribution over ``scores`` from one token's top log-probabilities (tokens ``" 4"``, ``"4"``
     and ``'"4'`` all count for 4; a score seen under several spellings adds up). None when no top token is a score.
 
@@ -96,7 +101,9 @@ def distribution(top_logprobs: Sequence[tuple[str, float]], scores: Sequence[int
     return ScoreDistribution({s: p / mass for s, p in sorted(probs.items())}, float(mass))
 
 
-def score_token(tokens: Sequence[str], value: float, *, key: str | None = None, after: str | None = None) -> int | None:
+def score_token(
+    tokens: Sequence[str], value: float, *, key: str | None = None, after: str | None = None
+) -> int | None:
     """The index of the token that wrote ``value``: the last token spelling it whose preceding text names
     ``key`` nearby (``"score": 4``, ``Score: 4``), else the last token spelling it. With ``after`` (a
     dimension's key in a JSON answer), the first such token after the last mention of ``after``.
@@ -122,9 +129,9 @@ def score_token(tokens: Sequence[str], value: float, *, key: str | None = None, 
         candidates = candidates[:1] if not key else candidates
     if key:
         near = re.compile(re.escape(key) + r"[\"'*\s]*[:=]?[\"'*\s]*$", re.IGNORECASE)
-        for i in (candidates if after is not None else reversed(candidates)):
+        for i in candidates if after is not None else reversed(candidates):
             start = ends[i] - len(tokens[i])
-            if near.search(text[max(0, start - _KEY_WINDOW):start]):
+            if near.search(text[max(0, start - _KEY_WINDOW) : start]):
                 return i
     if not candidates:
         return None
@@ -143,7 +150,9 @@ def pointwise_correct(given, human, *, step: float) -> np.ndarray:
         return np.isfinite(human) & (np.abs(given - human) <= step / 2 + 1e-9)
 
 
-def pointwise_reliability(confidence, given, human, *, step: float, n_bins: int = DEFAULT_BINS) -> Reliability:
+def pointwise_reliability(
+    confidence, given, human, *, step: float, n_bins: int = DEFAULT_BINS
+) -> Reliability:
     """ECE of a pointwise judge (Guo et al., 2017, eq. 3): its confidence in the score it gave against how
     often that score is the human mean's. Items without a human mean or a confidence are left out.
 

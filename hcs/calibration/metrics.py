@@ -69,8 +69,9 @@ def _resample_ranks(values: np.ndarray, idx: np.ndarray) -> np.ndarray:
     if n_boot * len(distinct) > 5_000_000:
         return _row_ranks(values[idx])
     coded = codes[idx]
-    counts = np.bincount((coded + (np.arange(n_boot) * len(distinct))[:, None]).ravel(),
-                         minlength=n_boot * len(distinct)).reshape(n_boot, len(distinct))
+    counts = np.bincount(
+        (coded + (np.arange(n_boot) * len(distinct))[:, None]).ravel(), minlength=n_boot * len(distinct)
+    ).reshape(n_boot, len(distinct))
     below = np.cumsum(counts, axis=1) - counts
     rank_of_code = below + (counts + 1) / 2.0
     return np.take_along_axis(rank_of_code, coded, axis=1)
@@ -417,8 +418,10 @@ def calibrate_judge(
     human_cat = np.clip(round_half_up(human_median), lo, hi).astype(int)
     errors = judge_values - human_mean
     alphas = alpha_with_and_without_judge({i: human[i] for i in items}, {i: judge[i] for i in items})
+
     def pair(ci):
         return (finite_or_none(ci[0]), finite_or_none(ci[1]))
+
     return JudgeCalibration(
         n=n,
         spearman=finite_or_none(_corr("spearman", judge_values, human_mean)),

@@ -20,7 +20,9 @@ DEFAULT_TIE_MARGIN = 0.25
 DEFAULT_CONFIDENT = 0.8
 
 
-def human_preference(baseline_hcs: float, enhanced_hcs: float, *, tie_margin: float = DEFAULT_TIE_MARGIN) -> str:
+def human_preference(
+    baseline_hcs: float, enhanced_hcs: float, *, tie_margin: float = DEFAULT_TIE_MARGIN
+) -> str:
     """``"baseline"``, ``"enhanced"`` or ``"tie"`` from the two items' mean overall HCS.
 
     Parameters
@@ -92,7 +94,9 @@ class PairOutcome:
     consistent: bool | None  # both orders named the same response (or both a tie); None: one order only
 
 
-def pair_outcomes(verdicts: Sequence[tuple[Hashable, Hashable, str, bool, float | None]]) -> list[PairOutcome]:
+def pair_outcomes(
+    verdicts: Sequence[tuple[Hashable, Hashable, str, bool, float | None]],
+) -> list[PairOutcome]:
     """Each pair once, from verdicts ``(shown first, shown second, verdict, swapped, confidence)``.
 
     ``verdict`` names the position that won (``"baseline"`` is the response shown first, as in the
@@ -150,7 +154,9 @@ def pair_outcomes(verdicts: Sequence[tuple[Hashable, Hashable, str, bool, float 
         if len(named) == 2:
             (baseline, enhanced, o1), (_, _, o2) = named[False], named[True]
             consistent = o1 == o2
-            out.append(PairOutcome(baseline, enhanced, o1 if consistent else "tie", confidence, True, consistent))
+            out.append(
+                PairOutcome(baseline, enhanced, o1 if consistent else "tie", confidence, True, consistent)
+            )
         else:
             ((baseline, enhanced, outcome),) = named.values()
             out.append(PairOutcome(baseline, enhanced, outcome, confidence, False, None))

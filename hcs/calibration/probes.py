@@ -144,4 +144,3 @@ def score_use(judge, human_ratings, *, scale: tuple[int, int] = SCALE) -> ScoreU
         levels_used=int(np.count_nonzero(judge_counts)),
         human_levels_used=int(np.count_nonzero(human_counts)),
     )
-

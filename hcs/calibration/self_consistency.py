@@ -28,7 +28,9 @@ class SelfConsistency:
     noise_share_ci95: tuple[float | None, float | None]  # percentile bootstrap over items
 
 
-def self_consistency(samples, human_mean, *, n_boot: int = DEFAULT_RESAMPLES, seed: int = 0) -> SelfConsistency:
+def self_consistency(
+    samples, human_mean, *, n_boot: int = DEFAULT_RESAMPLES, seed: int = 0
+) -> SelfConsistency:
     """``samples``: items × S values on the rubric scale (NaN where a sample is missing); ``human_mean``: per item.
 
     Items with fewer than two samples or no human mean are left out.
@@ -54,6 +56,10 @@ def self_consistency(samples, human_mean, *, n_boot: int = DEFAULT_RESAMPLES, se
             interval = percentile_interval(v[idx].sum(axis=1) / msd[idx].sum(axis=1))
         ci = interval if interval is not None else (None, None)
     return SelfConsistency(
-        n_items=len(x), samples=int(count.max()), per_item_sd=tuple(float(s) for s in sd),
-        mean_sd=float(sd.mean()), noise_share=share, noise_share_ci95=ci,
+        n_items=len(x),
+        samples=int(count.max()),
+        per_item_sd=tuple(float(s) for s in sd),
+        mean_sd=float(sd.mean()),
+        noise_share=share,
+        noise_share_ci95=ci,
     )

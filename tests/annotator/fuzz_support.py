@@ -33,17 +33,57 @@ FUZZ = settings(
     ],
 )
 
-FORMULAS = ["=1+1", "=HYPERLINK(\"http://example.com\",\"x\")", "+SUM(A1:A2)", "-2+3", "@A1", "\t=1", "\r=1",
-            "=cmd|' /C calc'!A0", "＝1+1"]
-NASTY = ["<script>alert(1)</script>", "<img src=x onerror=alert(1)>", "\x00", "\ufeff", "\u2028", "é", "😀",
-         '"', "'", ",", ";", "\n", "\r\n", "\t", "", " ", "null", "NaN", "inf", "-0", "1e309", "٣", "3.0",
-         "[]", "{}", '[{"role": "user"}]', "\\", "\x1b[31m",
-         "[" * 5000 + "]" * 5000, '{"a":' * 5000, "-" + "9" * 5000]
+FORMULAS = [
+    "=1+1",
+    '=HYPERLINK("http://example.com","x")',
+    "+SUM(A1:A2)",
+    "-2+3",
+    "@A1",
+    "\t=1",
+    "\r=1",
+    "=cmd|' /C calc'!A0",
+    "＝1+1",
+]
+NASTY = [
+    "<script>alert(1)</script>",
+    "<img src=x onerror=alert(1)>",
+    "\x00",
+    "\ufeff",
+    "\u2028",
+    "é",
+    "😀",
+    '"',
+    "'",
+    ",",
+    ";",
+    "\n",
+    "\r\n",
+    "\t",
+    "",
+    " ",
+    "null",
+    "NaN",
+    "inf",
+    "-0",
+    "1e309",
+    "٣",
+    "3.0",
+    "[]",
+    "{}",
+    '[{"role": "user"}]',
+    "\\",
+    "\x1b[31m",
+    "[" * 5000 + "]" * 5000,
+    '{"a":' * 5000,
+    "-" + "9" * 5000,
+]
 # Longer than every column limit (200 characters), a long text, and one beyond pandas' and csv's
 # default field size limit (131,072 characters).
 HUGE_SIZES = [201, 5_000, 140_000]
 
-huge = st.builds(lambda ch, n: ch * n, st.sampled_from(["x", "é", ",", '"', "\n", "9"]), st.sampled_from(HUGE_SIZES))
+huge = st.builds(
+    lambda ch, n: ch * n, st.sampled_from(["x", "é", ",", '"', "\n", "9"]), st.sampled_from(HUGE_SIZES)
+)
 
 
 def cells(extra=()) -> st.SearchStrategy[str]:
@@ -81,24 +121,32 @@ def _jsonl_text(header: list[str], rows: list[list[str]], garbage: list[str]) ->
 
 
 @st.composite
-def upload_files(draw, columns: list[str], cell_extra: dict[str, list[str]] | None = None,
-                 required: int = 0):
+def upload_files(draw, columns: list[str], cell_extra: dict[str, list[str]] | None = None, required: int = 0):
     """(bytes, filename): random bytes, a plausible file (the first ``required`` columns and some
     of the others, cells mostly from ``cell_extra``, UTF-8), or a CSV / JSONL file of a random
     shape over ``columns`` (plus unknown and repeated ones) in a random encoding."""
     cell_extra = cell_extra or {}
     kind = draw(st.sampled_from(["bytes", "plausible", "plausible", "plausible", "csv", "csv", "jsonl"]))
-    filename = draw(st.sampled_from(
-        ["f.csv", "f.csv", "f.tsv", "f.txt", "F.CSV", "f.jsonl", "f.json", "f", "f.xlsx"] if kind != "jsonl"
-        else ["f.jsonl", "f.ndjson", "f.json", "f.csv"]))
+    filename = draw(
+        st.sampled_from(
+            ["f.csv", "f.csv", "f.tsv", "f.txt", "F.CSV", "f.jsonl", "f.json", "f", "f.xlsx"]
+            if kind != "jsonl"
+            else ["f.jsonl", "f.ndjson", "f.json", "f.csv"]
+        )
+    )
     if kind == "bytes":
         return draw(st.binary(max_size=400)), filename
     if kind == "plausible":
         header = columns[:required] + draw(st.lists(st.sampled_from(columns[required:]), unique=True))
         likely = 0.97
     else:
-        header = draw(st.lists(st.sampled_from(columns + ["", "extra", "Item_ID ", "__row__", "=1+1"]),
-                               min_size=0, max_size=len(columns) + 2))
+        header = draw(
+            st.lists(
+                st.sampled_from(columns + ["", "extra", "Item_ID ", "__row__", "=1+1"]),
+                min_size=0,
+                max_size=len(columns) + 2,
+            )
+        )
         if draw(st.booleans()):
             header = columns + header  # usually every expected column, sometimes repeated ones
         likely = 0.5
@@ -114,13 +162,20 @@ def upload_files(draw, columns: list[str], cell_extra: dict[str, list[str]] | No
                 row.append(draw(cells()))
         rows.append(row)
     if kind == "jsonl" or (kind == "plausible" and filename.endswith((".jsonl", ".json"))):
-        garbage = [] if kind == "plausible" else draw(
-            st.lists(st.sampled_from(["", "[1]", "{", "1", '{"a": {"b": 1}}', "\x00"]), max_size=2))
+        garbage = (
+            []
+            if kind == "plausible"
+            else draw(st.lists(st.sampled_from(["", "[1]", "{", "1", '{"a": {"b": 1}}', "\x00"]), max_size=2))
+        )
         text = _jsonl_text(header, rows, garbage)
     else:
         plain = kind == "plausible"
-        text = _csv_text(header, rows, "," if plain else draw(st.sampled_from([",", ";", "\t", "|"])),
-                         True if plain else draw(st.booleans()))
+        text = _csv_text(
+            header,
+            rows,
+            "," if plain else draw(st.sampled_from([",", ";", "\t", "|"])),
+            True if plain else draw(st.booleans()),
+        )
     encoding = draw(st.sampled_from(["utf-8", "utf-8-sig"] if kind == "plausible" else ENCODINGS))
     return encode(text, encoding), filename
 

@@ -49,27 +49,63 @@ def study_batch(name: str = "Publish me ✓ — études", *, n_items: int = 12, 
             flags = [rubric.flag_keys[0]] if rubric.flag_keys and (i + r) % 4 == 0 else []
             make_annotation(item, rater, scores, flags=flags, submitted_at=start + timedelta(seconds=t))
     annotator_exclude(batch=batch, annotator=raters[1], reason=f"{raters[1].username} answered at random")
-    judge = Judge.objects.create(name="gpt-judge (template 2 #abcd1234)", model="gpt-x", template_hash="h" * 8)
+    judge = Judge.objects.create(
+        name="gpt-judge (template 2 #abcd1234)", model="gpt-x", template_hash="h" * 8
+    )
     imported = Judge.objects.create(name="file-judge", model="m-file")
     for n, item in enumerate(items):
-        JudgeScore.objects.create(judge=judge, item=item, dimension=dims[0], raw_value=1 + n % 5, scale_min=1,
-                                  scale_max=5, value=1 + n % 5, reason="ok 👍")
-        JudgeScore.objects.create(judge=imported, item=item, dimension="overall", raw_value=(n % 10) / 10,
-                                  scale_min=0, scale_max=1, value=1 + 4 * (n % 10) / 10, reason="")
-        JudgeCall.objects.create(judge=judge, item=item, status=JudgeCall.OK, template_name="t", template_hash="c" * 64,
-                                 model="gpt-x-2026")
+        JudgeScore.objects.create(
+            judge=judge,
+            item=item,
+            dimension=dims[0],
+            raw_value=1 + n % 5,
+            scale_min=1,
+            scale_max=5,
+            value=1 + n % 5,
+            reason="ok 👍",
+        )
+        JudgeScore.objects.create(
+            judge=imported,
+            item=item,
+            dimension="overall",
+            raw_value=(n % 10) / 10,
+            scale_min=0,
+            scale_max=1,
+            value=1 + 4 * (n % 10) / 10,
+            reason="",
+        )
+        JudgeCall.objects.create(
+            judge=judge,
+            item=item,
+            status=JudgeCall.OK,
+            template_name="t",
+            template_hash="c" * 64,
+            model="gpt-x-2026",
+        )
     a, b, c, d = items[0], items[1], items[2], items[3]
     PairwiseVerdict.objects.create(judge=judge, baseline=a, enhanced=b, winner="enhanced", confidence=0.8)
     # the same pair sent the other way round (--swap): b shown first, and the judge named the first shown
-    PairwiseVerdict.objects.create(judge=judge, baseline=b, enhanced=a, swapped=True, winner="baseline",
-                                   confidence=0.6)
+    PairwiseVerdict.objects.create(
+        judge=judge, baseline=b, enhanced=a, swapped=True, winner="baseline", confidence=0.6
+    )
     PairwiseVerdict.objects.create(judge=judge, baseline=c, enhanced=d, winner="tie")
-    JudgeCriterionScore.objects.create(judge=judge, item=a, enhanced=b, criterion="accuracy",
-                                       rubric_dimension=dims[0], raw_value=4, scale_min=1, scale_max=5)
-    GoldItem.objects.create(batch=batch, item_id=items[5].item_id, kind="check", prompt="p", response="r",
-                            scores={dims[0]: 3})
+    JudgeCriterionScore.objects.create(
+        judge=judge,
+        item=a,
+        enhanced=b,
+        criterion="accuracy",
+        rubric_dimension=dims[0],
+        raw_value=4,
+        scale_min=1,
+        scale_max=5,
+    )
+    GoldItem.objects.create(
+        batch=batch, item_id=items[5].item_id, kind="check", prompt="p", response="r", scores={dims[0]: 3}
+    )
     researcher = make_user("adjudicator", role="researcher")
-    Adjudication.objects.create(item=items[2], adjudicator=researcher, scores={d: 4 for d in dims}, note="agreed")
+    Adjudication.objects.create(
+        item=items[2], adjudicator=researcher, scores={d: 4 for d in dims}, note="agreed"
+    )
     return batch, raters
 
 

@@ -24,7 +24,7 @@ PAYLOADS = [
     "<img src=x onerror=alert(1)>",
     '<a href="javascript:alert(1)">click me</a>',
     '"><svg onload=alert(1)>',
-    "'><iframe src=\"javascript:alert(1)\"></iframe>",
+    '\'><iframe src="javascript:alert(1)"></iframe>',
     "</textarea></title><script>alert(1)</script>",
     "<b>bold</b> <details open ontoggle=alert(1)>",
 ]
@@ -57,7 +57,9 @@ def build() -> dict:
         "admin": make_user("boss", role="admin"),
     }
     others = [make_user(f"other{i}") for i in range(3)]
-    batch = make_batch(f"batch {SHORT}", n_items=6, k=3, systems=(SHORT, "plain-system"), rubric=hostile_rubric())
+    batch = make_batch(
+        f"batch {SHORT}", n_items=6, k=3, systems=(SHORT, "plain-system"), rubric=hostile_rubric()
+    )
     items = list(batch.items.order_by("position"))
     for i, item in enumerate(items):
         Item.objects.filter(pk=item.pk).update(
@@ -78,35 +80,85 @@ def build() -> dict:
     scores = {d: 3 for d in DIMENSIONS}
     for item in items[:2]:
         for j, person in enumerate(others):
-            make_annotation(item, person, {d: 2 + j for d in DIMENSIONS}, comment=text(f"comment by {person}"))
-    own = make_annotation(items[2], users["annotator"], scores, comment=text("own comment"),
-                          flags=[hostile_rubric().flags[0].key])
+            make_annotation(
+                item, person, {d: 2 + j for d in DIMENSIONS}, comment=text(f"comment by {person}")
+            )
+    own = make_annotation(
+        items[2],
+        users["annotator"],
+        scores,
+        comment=text("own comment"),
+        flags=[hostile_rubric().flags[0].key],
+    )
     now = timezone.now()
-    Assignment.objects.create(item=items[2], annotator=users["annotator"], state=Assignment.State.SUBMITTED,
-                              leased_at=now, lease_expires_at=now, finished_at=now)
-    Assignment.objects.create(item=items[0], annotator=users["admin"], state=Assignment.State.SKIPPED,
-                              leased_at=now, lease_expires_at=now, finished_at=now, skip_reason=text("skip reason"))
+    Assignment.objects.create(
+        item=items[2],
+        annotator=users["annotator"],
+        state=Assignment.State.SUBMITTED,
+        leased_at=now,
+        lease_expires_at=now,
+        finished_at=now,
+    )
+    Assignment.objects.create(
+        item=items[0],
+        annotator=users["admin"],
+        state=Assignment.State.SKIPPED,
+        leased_at=now,
+        lease_expires_at=now,
+        finished_at=now,
+        skip_reason=text("skip reason"),
+    )
     judge = Judge.objects.create(name=f"judge {SHORT}", model=SHORT, template=SHORT)
     JudgeScore.objects.bulk_create(
-        JudgeScore(judge=judge, item=item, dimension=d, raw_value=0.5, scale_min=0, scale_max=1, value=3.0,
-                   reason=text("judge reason"), raw_output=json.dumps({"score": 0.5, "reason": HOSTILE}),
-                   imported_at=now)
-        for item in items for d in DIMENSIONS
+        JudgeScore(
+            judge=judge,
+            item=item,
+            dimension=d,
+            raw_value=0.5,
+            scale_min=0,
+            scale_max=1,
+            value=3.0,
+            reason=text("judge reason"),
+            raw_output=json.dumps({"score": 0.5, "reason": HOSTILE}),
+            imported_at=now,
+        )
+        for item in items
+        for d in DIMENSIONS
     )
     pairwise = Judge.objects.create(name=f"pairwise {SHORT}")
-    PairwiseVerdict.objects.create(judge=pairwise, baseline=items[1], enhanced=items[0],
-                                   winner="enhanced", confidence=0.7, reason=text("verdict reason"),
-                                   raw_output=HOSTILE)
+    PairwiseVerdict.objects.create(
+        judge=pairwise,
+        baseline=items[1],
+        enhanced=items[0],
+        winner="enhanced",
+        confidence=0.7,
+        reason=text("verdict reason"),
+        raw_output=HOSTILE,
+    )
     lease = item_next_for_annotator(batch=batch, annotator=users["annotator"])
     api_token_create(user=users["researcher"], name=f"token {SHORT}", days=30)
-    return {"users": users, "batch": Batch.objects.get(pk=batch.pk), "items": items, "own": own, "lease": lease}
+    return {
+        "users": users,
+        "batch": Batch.objects.get(pk=batch.pk),
+        "items": items,
+        "own": own,
+        "lease": lease,
+    }
 
 
 def hostile_upload_csv() -> bytes:
     """A batch file whose cells are hostile; one row is bad so the preview also lists errors."""
     rows = [["item_id", "prompt", "response", "system_id", "constraints", "conversation"]]
-    rows.append(["u1", text("upload prompt"), text("upload response"), SHORT, SHORT,
-                 json.dumps([{"role": SHORT, "content": text("upload turn")}])])
+    rows.append(
+        [
+            "u1",
+            text("upload prompt"),
+            text("upload response"),
+            SHORT,
+            SHORT,
+            json.dumps([{"role": SHORT, "content": text("upload turn")}]),
+        ]
+    )
     rows.append([SHORT, text("upload prompt 2"), "", SHORT, "", "not json " + SHORT])
     import csv
     import io

@@ -13,14 +13,24 @@ from annotator.studies.services.links import study_link_create
 PID_A = "5f0c1a2b3c4d5e6f7a8b9c0d"
 PID_B = "60aa1b2c3d4e5f6a7b8c9d0e"
 RATING = {
-    "score_coherence": "4", "score_relevance": "4", "score_instruction_following": "4",
-    "score_safety_compliance": "5", "score_fluency": "5", "constraint_0": "met", "constraint_1": "met",
+    "score_coherence": "4",
+    "score_relevance": "4",
+    "score_instruction_following": "4",
+    "score_safety_compliance": "5",
+    "score_fluency": "5",
+    "constraint_0": "met",
+    "constraint_1": "met",
 }
 
 
 def prolific_link(batch, **options):
-    defaults = {"platform": "prolific", "quota": 2, "completion_code": "C0MPLETE", "screen_out_code": "SCREENED",
-                "no_consent_code": "NOCONSENT"}
+    defaults = {
+        "platform": "prolific",
+        "quota": 2,
+        "completion_code": "C0MPLETE",
+        "screen_out_code": "SCREENED",
+        "no_consent_code": "NOCONSENT",
+    }
     return study_link_create(batch=batch, **{**defaults, **options})
 
 

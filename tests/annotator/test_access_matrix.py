@@ -74,7 +74,10 @@ ACCESS: dict[str, dict[str, dict]] = {
     "annotate_skip": {"POST": allowed(ANNOTATORS, 409)},
     # The annotation in the URL is the annotator's own: nobody else's edit page exists for them,
     # admins included (404, not 403: an id someone else owns is not revealed).
-    "annotation_edit": {"GET": {**ANNOTATORS, "admin": 404}, "POST": {**allowed(ANNOTATORS, 422), "admin": 404}},
+    "annotation_edit": {
+        "GET": {**ANNOTATORS, "admin": 404},
+        "POST": {**allowed(ANNOTATORS, 422), "admin": 404},
+    },
     # A gold item shown to the annotator: only they may answer it (anyone else: 404).
     "gold_submit": {"POST": {**allowed(ANNOTATORS, 422), "admin": 404}},
     "gold_skip": {"POST": {**allowed(ANNOTATORS, 422), "admin": 404}},
@@ -139,8 +142,10 @@ ACCESS: dict[str, dict[str, dict]] = {
     "api-v1:batch_pairwise_verdicts": {"GET": API_RESEARCHERS},
     # One path with GET, PUT and DELETE (PUT, DELETE and a found set: tests/annotator/api/test_calibration_sets.py);
     # the world's batch has no calibration set, so past the role check a GET is a 404; a POST there is a 405.
-    **{name: {"GET": {**API_RESEARCHERS, "researcher": 404, "admin": 404}}
-       for name in ("api-v1:calibration_set", "api-v1:calibration_set_mark", "api-v1:calibration_set_retire")},
+    **{
+        name: {"GET": {**API_RESEARCHERS, "researcher": 404, "admin": 404}}
+        for name in ("api-v1:calibration_set", "api-v1:calibration_set_mark", "api-v1:calibration_set_retire")
+    },
     # API jobs belong to whoever started them (here the admin), as on the job page.
     "api-v1:job": {"GET": {**API_SIGNED_IN, "none": 404, "annotator": 404, "researcher": 404}},
     "api-v1:job_result": {"GET": {**API_SIGNED_IN, "none": 404, "annotator": 404, "researcher": 404}},
@@ -183,7 +188,9 @@ def app_url_patterns(patterns=None, prefix="", params=(), namespace=""):
             inner = ":".join(n for n in (namespace, entry.namespace) if n)
             found += app_url_patterns(entry.url_patterns, route, names, inner)
         elif isinstance(entry, URLPattern):
-            found.append((f"{namespace}:{entry.name}" if namespace and entry.name else entry.name, route, names))
+            found.append(
+                (f"{namespace}:{entry.name}" if namespace and entry.name else entry.name, route, names)
+            )
     return found
 
 
@@ -199,23 +206,40 @@ def world():
     theirs = make_annotation(items[1], other, {"coherence": 2}, comment="someone else's words")
     lease = item_next_for_annotator(batch=batch, annotator=other)
     token, _ = api_token_create(user=users["admin"], name="admin's", days=1)
-    gold = models.GoldItem.objects.create(batch=batch, item_id="g1", kind="check", prompt="p", response="r",
-                                          scores={"coherence": 2})
-    answer = models.GoldAnswer.objects.create(gold_item=gold, annotator=users["annotator"], shown_at=lease.leased_at)
+    gold = models.GoldItem.objects.create(
+        batch=batch, item_id="g1", kind="check", prompt="p", response="r", scores={"coherence": 2}
+    )
+    answer = models.GoldAnswer.objects.create(
+        gold_item=gold, annotator=users["annotator"], shown_at=lease.leased_at
+    )
     models.AnnotatorStanding.objects.create(batch=batch, annotator=other)
-    params = {"batch_id": batch.pk, "item_pk": items[3].pk, "pk": own.pk, "assignment_id": lease.pk, "fmt": "json",
-              "token_id": token.pk, "answer_pk": answer.pk, "user_pk": other.pk}
+    params = {
+        "batch_id": batch.pk,
+        "item_pk": items[3].pk,
+        "pk": own.pk,
+        "assignment_id": lease.pk,
+        "fmt": "json",
+        "token_id": token.pk,
+        "answer_pk": answer.pk,
+        "user_pk": other.pk,
+    }
     params.update(study_link_params(batch, users["admin"]))
     judge = models.Judge.objects.create(name="matrix-judge")
-    models.JudgeScore.objects.create(judge=judge, item=items[0], dimension="coherence", raw_value=3, scale_min=1,
-                                     scale_max=5, value=3)
+    models.JudgeScore.objects.create(
+        judge=judge, item=items[0], dimension="coherence", raw_value=3, scale_min=1, scale_max=5, value=3
+    )
     params["judge_id"] = judge.pk
     params["card_fmt"] = "html"
     Job = getattr(models, "Job", None)
     if Job is not None:
         job = Job.objects.create(
-            kind=Job.EXPORT, label="export", created_by=users["admin"], state=Job.DONE,
-            output=b"{}", output_name="report.json", output_type="application/json",
+            kind=Job.EXPORT,
+            label="export",
+            created_by=users["admin"],
+            state=Job.DONE,
+            output=b"{}",
+            output_name="report.json",
+            output_type="application/json",
         )
         params["job_id"] = job.pk
     keys = {role: api_token_create(user=user, name="matrix", days=1)[1] for role, user in users.items()}
@@ -237,8 +261,11 @@ def study_link_params(batch, admin) -> dict:
     invite, invite_token = invite_create(batches=[batch])
     [account] = annotators_add(rows=[("bulk-person", "bulk@example.org")], batch=batch)
     return {
-        "study_token": study_token, "invite_token": invite_token, "signin_token": account.token,
-        "kind": "invite", "link_id": invite.pk,
+        "study_token": study_token,
+        "invite_token": invite_token,
+        "signin_token": account.token,
+        "kind": "invite",
+        "link_id": invite.pk,
     }
 
 
@@ -263,14 +290,19 @@ def urls_of(world, name: str, params: tuple[str, ...]) -> list[str]:
     unknown = [p for p in params if p not in world["params"]]
     assert not unknown, f"URL {name!r}: no test object for path parameter(s) {unknown}; add one to world()"
     if "fmt" in params:
-        return [reverse(name, kwargs={**{p: world["params"][p] for p in params}, "fmt": f}) for f in EXPORT_FORMATS]
+        return [
+            reverse(name, kwargs={**{p: world["params"][p] for p in params}, "fmt": f})
+            for f in EXPORT_FORMATS
+        ]
     return [reverse(name, kwargs={p: world["params"][p] for p in params})]
 
 
 def test_every_url_is_in_the_table():
     patterns = app_url_patterns()
     unnamed = [route for name, route, _ in patterns if not name]
-    assert not unnamed, f"URL(s) without a name cannot be checked: {unnamed}; give them a name and add them to ACCESS"
+    assert not unnamed, (
+        f"URL(s) without a name cannot be checked: {unnamed}; give them a name and add them to ACCESS"
+    )
     missing = sorted({name for name, _, _ in patterns} - set(ACCESS))
     assert not missing, (
         f"URL name(s) {missing} are not in ACCESS of tests/annotator/test_access_matrix.py: "
@@ -294,9 +326,13 @@ def test_every_role_gets_exactly_its_answer(world):
                     checked += 1
                     if method in methods:
                         if got != methods[method][role]:
-                            failures.append(f"{method} {url} as {role}: got {got}, expected {methods[method][role]}")
+                            failures.append(
+                                f"{method} {url} as {role}: got {got}, expected {methods[method][role]}"
+                            )
                     elif got not in (405, denial):
-                        failures.append(f"{method} {url} ({'/'.join(methods)} only) as {role}: got {got}, expected 405")
+                        failures.append(
+                            f"{method} {url} ({'/'.join(methods)} only) as {role}: got {got}, expected 405"
+                        )
     assert not failures, "\n".join(failures)
     print(f"access matrix: {checked} requests (url x role x method) checked")
 
@@ -366,13 +402,19 @@ def test_the_matrix_sees_nested_urls():
     # include is found with its full path and its parameters.
     from django.urls import include, path
 
-    nested = [path("outer/<int:batch_id>/", include([path("inner/<int:item_pk>/", lambda r: None, name="x")]))]
-    assert app_url_patterns(nested) == [("x", "outer/<int:batch_id>/inner/<int:item_pk>/", ("batch_id", "item_pk"))]
+    nested = [
+        path("outer/<int:batch_id>/", include([path("inner/<int:item_pk>/", lambda r: None, name="x")]))
+    ]
+    assert app_url_patterns(nested) == [
+        ("x", "outer/<int:batch_id>/inner/<int:item_pk>/", ("batch_id", "item_pk"))
+    ]
     assert resolve("/django-admin/").app_name == "admin"
     assert all(not route.startswith("django-admin/") for _, route, _ in app_url_patterns())
 
 
-@pytest.mark.parametrize("target", ["https://evil.example/", "//evil.example/", "/\\evil.example/", "javascript:alert(1)"])
+@pytest.mark.parametrize(
+    "target", ["https://evil.example/", "//evil.example/", "/\\evil.example/", "javascript:alert(1)"]
+)
 def test_login_never_sends_anyone_off_site(world, target):
     response = Client().post(
         reverse("login") + "?next=" + target,

@@ -51,7 +51,11 @@ def test_weak_passwords_are_refused(password):
 
 
 def test_check_deploy_is_clean_under_production_settings():
-    env = {k: v for k, v in os.environ.items() if k not in {"DEBUG", "HTTPS_ONLY", "DJANGO_SETTINGS_MODULE", "DJANGO_ALLOW_ASYNC_UNSAFE"}}
+    env = {
+        k: v
+        for k, v in os.environ.items()
+        if k not in {"DEBUG", "HTTPS_ONLY", "DJANGO_SETTINGS_MODULE", "DJANGO_ALLOW_ASYNC_UNSAFE"}
+    }
     env.update(SECRET_KEY=secrets.token_urlsafe(50), ALLOWED_HOSTS="eval.example.org")
     result = subprocess.run(
         [sys.executable, "manage.py", "check", "--deploy", "--fail-level", "WARNING"],

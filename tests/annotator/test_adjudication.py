@@ -40,7 +40,9 @@ def test_queue_orders_by_widest_spread_and_hides_names(client, disputed):
     client.force_login(make_user("res", role="researcher"))
     response = client.get(reverse("adjudication_queue", args=[batch.pk]))
     assert [(r["item"].item_id, r["spread"]) for r in response.context["rows"]] == [
-        (items[0].item_id, 4), (items[1].item_id, 1)]
+        (items[0].item_id, 4),
+        (items[1].item_id, 1),
+    ]
     page = client.get(reverse("adjudication_item", args=[items[0].pk])).content.decode()
     assert "Annotator A" in page and "Annotator C" in page
     assert "avoid tolls: met" in page and "thinks so" in page
@@ -55,17 +57,35 @@ def test_adjudicated_label_sits_beside_the_raw_annotations_in_the_json(client, d
     url = reverse("adjudication_item", args=[items[0].pk])
     form = {f"score_{d}": v for d, v in vec(4, 3, 3, 3, 3).items()}
     assert client.post(url, form).status_code == 422  # a note is required
-    assert client.post(url, {**form, "score_instruction_following": "4", "flags": "ignores_hard_constraint",
-                             "comment": "cap broken"}).status_code == 422  # the rubric's caps apply
+    assert (
+        client.post(
+            url,
+            {
+                **form,
+                "score_instruction_following": "4",
+                "flags": "ignores_hard_constraint",
+                "comment": "cap broken",
+            },
+        ).status_code
+        == 422
+    )  # the rubric's caps apply
     assert client.post(url, {**form, "comment": "The route is fine but wordy."}).status_code == 302
     adj = Adjudication.objects.get(item=items[0])
     assert adj.scores == vec(4, 3, 3, 3, 3) and adj.note == "The route is fine but wordy."
     assert Annotation.objects.filter(item=items[0]).count() == 3  # raw annotations untouched
     data = report_to_dict(batch_report(batch=batch, n_resamples=20))
-    assert data["adjudications"] == [{
-        "item_id": items[0].item_id, "system_id": items[0].system_id, "scores": vec(4, 3, 3, 3, 3), "flags": [],
-        "overall_hcs": pytest.approx(0.4 * 4 + 0.6 * 3), "note": "The route is fine but wordy.",
-        "adjudicator": "res", "at": adj.updated_at.isoformat()}]
+    assert data["adjudications"] == [
+        {
+            "item_id": items[0].item_id,
+            "system_id": items[0].system_id,
+            "scores": vec(4, 3, 3, 3, 3),
+            "flags": [],
+            "overall_hcs": pytest.approx(0.4 * 4 + 0.6 * 3),
+            "note": "The route is fine but wordy.",
+            "adjudicator": "res",
+            "at": adj.updated_at.isoformat(),
+        }
+    ]
     by_name = {a["annotator"]: a["adjudication_agreement"] for a in data["annotators"]}
     # alice gave 1 where the label says 4: 4 of 5 dimensions equal, MAE 3/5; carol: |3 − 4| = 1 → 0.2.
     assert by_name["alice"] == {"n": 1, "exact": pytest.approx(0.8), "mae": pytest.approx(0.6)}
@@ -97,15 +117,21 @@ def test_an_adjudicated_item_becomes_gold_of_a_later_batch_in_one_step(client, d
     batch, items, _ = disputed
     later = make_batch("later", n_items=2)
     client.force_login(make_user("res", role="researcher"))
-    client.post(reverse("adjudication_item", args=[items[0].pk]),
-                {**{f"score_{d}": v for d, v in vec(4, 3, 3, 3, 3).items()}, "comment": "Expert view."})
+    client.post(
+        reverse("adjudication_item", args=[items[0].pk]),
+        {**{f"score_{d}": v for d, v in vec(4, 3, 3, 3, 3).items()}, "comment": "Expert view."},
+    )
     client.post(reverse("adjudication_to_gold", args=[items[0].pk]), {"batch": later.pk, "kind": "training"})
     gold = GoldItem.objects.get(batch=later)
     assert gold.item_id == items[0].item_id and gold.kind == "training" and gold.scores == vec(4, 3, 3, 3, 3)
     assert gold.explanation == "Expert view." and gold.prompt == items[0].prompt
     assert QualityRule.objects.get(batch=later).training_items == 1
-    response = client.post(reverse("adjudication_to_gold", args=[items[0].pk]), {"batch": batch.pk}, follow=True)
+    response = client.post(
+        reverse("adjudication_to_gold", args=[items[0].pk]), {"batch": batch.pk}, follow=True
+    )
     assert "cannot be gold in its own batch" in response.content.decode()
-    response = client.post(reverse("adjudication_to_gold", args=[items[0].pk]), {"batch": later.pk}, follow=True)
+    response = client.post(
+        reverse("adjudication_to_gold", args=[items[0].pk]), {"batch": later.pk}, follow=True
+    )
     assert "already has an item" in response.content.decode()
     assert GoldItem.objects.filter(batch=later).count() == 1

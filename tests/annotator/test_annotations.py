@@ -26,8 +26,12 @@ def leased():
 
 def test_submit_stores_scores_flags_and_time_on_item(leased):
     result = annotation_submit(
-        item=leased.item, annotator=leased.annotator, scores=GOOD, flags=["prompt_ambiguous"],
-        comment="asks for the date", constraints_met=[True, True],
+        item=leased.item,
+        annotator=leased.annotator,
+        scores=GOOD,
+        flags=["prompt_ambiguous"],
+        comment="asks for the date",
+        constraints_met=[True, True],
     )
     assert result.created
     annotation = Annotation.objects.get(pk=result.annotation.pk)  # as stored, not as returned
@@ -45,9 +49,7 @@ def test_submit_stores_scores_flags_and_time_on_item(leased):
 
 def test_a_repeated_submit_stores_one_annotation(leased):
     first = annotation_submit(item=leased.item, annotator=leased.annotator, scores=GOOD)
-    second = annotation_submit(
-        item=leased.item, annotator=leased.annotator, scores={**GOOD, "fluency": 1}
-    )
+    second = annotation_submit(item=leased.item, annotator=leased.annotator, scores={**GOOD, "fluency": 1})
     assert not second.created
     assert second.annotation.pk == first.annotation.pk
     assert Annotation.objects.count() == 1
@@ -76,8 +78,12 @@ def test_update_keeps_the_old_values_as_history(leased):
         item=leased.item, annotator=leased.annotator, scores=GOOD, comment="first"
     ).annotation
     annotation_update(
-        annotation=annotation, changed_by=leased.annotator, scores={**GOOD, "instruction_following": 2},
-        flags=["ignores_hard_constraint"], comment="second", constraints_met=[False, False],
+        annotation=annotation,
+        changed_by=leased.annotator,
+        scores={**GOOD, "instruction_following": 2},
+        flags=["ignores_hard_constraint"],
+        comment="second",
+        constraints_met=[False, False],
     )
     annotation.refresh_from_db()
     assert annotation.comment == "second"
@@ -89,8 +95,12 @@ def test_update_keeps_the_old_values_as_history(leased):
     assert (revision.old_flags, revision.old_comment) == ([], "first")
     # Saving the same values again adds no revision.
     annotation_update(
-        annotation=annotation, changed_by=leased.annotator, scores={**GOOD, "instruction_following": 2},
-        flags=["ignores_hard_constraint"], comment="second", constraints_met=[False, False],
+        annotation=annotation,
+        changed_by=leased.annotator,
+        scores={**GOOD, "instruction_following": 2},
+        flags=["ignores_hard_constraint"],
+        comment="second",
+        constraints_met=[False, False],
     )
     assert AnnotationRevision.objects.count() == 1
     assert Item.objects.get(pk=leased.item_id).n_annotations == 1

@@ -39,7 +39,9 @@ def test_sixteen_annotators_race_to_exactly_k():
                 lease = item_next_for_annotator(batch=batch, annotator=user)
                 if lease is None:
                     return
-                result = annotation_submit(item=lease.item, annotator=user, scores=SCORES, constraints_met=[True, True])
+                result = annotation_submit(
+                    item=lease.item, annotator=user, scores=SCORES, constraints_met=[True, True]
+                )
                 assert result.created
                 submitted[user.pk].append(lease.item_id)
         except BaseException as exc:  # reported below, with the thread's user
@@ -99,7 +101,9 @@ def test_leases_expiring_mid_race_never_overfill_an_item(monkeypatch):
                 if rng.random() < 1 / 3:
                     time.sleep(0.2)  # past the lease
                 try:
-                    annotation_submit(item=lease.item, annotator=user, scores=SCORES, constraints_met=[True, True])
+                    annotation_submit(
+                        item=lease.item, annotator=user, scores=SCORES, constraints_met=[True, True]
+                    )
                 except SubmissionRefused:
                     with lock:
                         refused.append(lease.item_id)

@@ -26,7 +26,11 @@ def _populate():
             make_annotation(item, user, SCORES, flags=["ignores_hard_constraint"], comment="<b>x</b>")
     annotation = batch.items.first().annotations.first()
     AnnotationRevision.objects.create(
-        annotation=annotation, changed_by=users[0], old_scores={"coherence": 1}, old_flags=[], old_comment="was"
+        annotation=annotation,
+        changed_by=users[0],
+        old_scores={"coherence": 1},
+        old_flags=[],
+        old_comment="was",
     )
     now = timezone.now()
     Assignment.objects.create(

@@ -10,12 +10,12 @@ from django.core.management import call_command
 
 import annotator.judges.selectors.judges  # noqa: F401  (registers the judge sections of the report)
 from annotator.exports import report_csv
-from annotator.judges.exports.judges_csv import judges_csv
 from annotator.exports.report_json import report_json
+from annotator.judges.exports.judges_csv import judges_csv
+from annotator.judges.services.judges import judge_scores_import, pairwise_verdicts_import
 from annotator.models import Annotation, Batch, Judge
 from annotator.selectors.reports import batch_report
 from annotator.services.annotations import annotation_update
-from annotator.judges.services.judges import judge_scores_import, pairwise_verdicts_import
 from hcs.judge_output import JudgeScale
 from tests.factories import make_annotation, make_batch, make_user
 
@@ -30,21 +30,45 @@ def _populate() -> Batch:
     batch = make_batch("restored study", n_items=12, k=3, systems=("base", "enhanced"))
     for item in batch.items.order_by("position"):
         for person in people[: 3 + item.position % 2]:
-            make_annotation(item, person, {d: rng.randint(1, 5) for d in DIMENSIONS},
-                            comment=f"=SUM(A1) <b>{item.item_id}</b>")
+            make_annotation(
+                item,
+                person,
+                {d: rng.randint(1, 5) for d in DIMENSIONS},
+                comment=f"=SUM(A1) <b>{item.item_id}</b>",
+            )
     first = Annotation.objects.filter(item__batch=batch).order_by("pk").first()
-    annotation_update(annotation=first, changed_by=first.annotator,
-                      scores={d: 2 for d in DIMENSIONS}, flags=[], comment="changed my mind", constraints_met=[])
+    annotation_update(
+        annotation=first,
+        changed_by=first.annotator,
+        scores={d: 2 for d in DIMENSIONS},
+        flags=[],
+        comment="changed my mind",
+        constraints_met=[],
+    )
     rows = ["item_id,dimension,score,reason"] + [
-        f"{item_id},{d},{rng.random():.3f},\"<script>alert(1)</script> {d}\""
-        for item_id in batch.items.values_list("item_id", flat=True) for d in DIMENSIONS
+        f'{item_id},{d},{rng.random():.3f},"<script>alert(1)</script> {d}"'
+        for item_id in batch.items.values_list("item_id", flat=True)
+        for d in DIMENSIONS
     ]
-    judge_scores_import(batch=batch, judge_name="gpt-judge", data="\n".join(rows).encode(), filename="s.csv",
-                        scale=JudgeScale.parse("0-1"), model="gpt-4o", template="hcs-v1")
-    verdicts = ["prompt_id,winner,confidence"] + [f"p{i},{rng.choice(['baseline', 'enhanced', 'tie'])},0.8"
-                                                  for i in range(6)]
-    pairwise_verdicts_import(batch=batch, judge_name="pairwise-judge", data="\n".join(verdicts).encode(),
-                             filename="v.csv", baseline_system="base")
+    judge_scores_import(
+        batch=batch,
+        judge_name="gpt-judge",
+        data="\n".join(rows).encode(),
+        filename="s.csv",
+        scale=JudgeScale.parse("0-1"),
+        model="gpt-4o",
+        template="hcs-v1",
+    )
+    verdicts = ["prompt_id,winner,confidence"] + [
+        f"p{i},{rng.choice(['baseline', 'enhanced', 'tie'])},0.8" for i in range(6)
+    ]
+    pairwise_verdicts_import(
+        batch=batch,
+        judge_name="pairwise-judge",
+        data="\n".join(verdicts).encode(),
+        filename="v.csv",
+        baseline_system="base",
+    )
     return batch
 
 
@@ -93,8 +117,12 @@ def test_submission_times_keep_their_microseconds(tmp_path):
     people = [make_user(f"p{i}") for i in range(4)]
     # Ids in one order, submission times in another, all within the same millisecond.
     for person, micro, score in zip(people, [700, 800, 900, 100], [1, 1, 1, 5], strict=True):
-        make_annotation(item, person, {d: score for d in DIMENSIONS},
-                        submitted_at=t0 + datetime.timedelta(microseconds=micro))
+        make_annotation(
+            item,
+            person,
+            {d: score for d in DIMENSIONS},
+            submitted_at=t0 + datetime.timedelta(microseconds=micro),
+        )
     before = report_json(batch_report(batch=batch, n_resamples=50))
     times = sorted(Annotation.objects.values_list("submitted_at", flat=True))
     call_command("export_all", out=tmp_path)

@@ -18,9 +18,17 @@ def test_annotator_pages_show_nothing_of_others(client):
     for item in Item.objects.filter(batch=batch):
         for other in others:
             make_annotation(
-                item, other,
-                {"coherence": 1, "relevance": 1, "instruction_following": 1, "safety_compliance": 1, "fluency": 1},
-                flags=[SECRET_FLAG], comment=SECRET_COMMENT,
+                item,
+                other,
+                {
+                    "coherence": 1,
+                    "relevance": 1,
+                    "instruction_following": 1,
+                    "safety_compliance": 1,
+                    "fluency": 1,
+                },
+                flags=[SECRET_FLAG],
+                comment=SECRET_COMMENT,
             )
     Item.objects.filter(batch=batch).update(metadata={"judge_score": "JUDGE-SCORE-4.75"})
     me = make_user("me")
@@ -30,8 +38,13 @@ def test_annotator_pages_show_nothing_of_others(client):
     pages.append(reverse("annotate_next", args=[batch.pk]))
     item = Item.objects.get(assignments__annotator=me)
     data = {
-        "score_coherence": "5", "score_relevance": "5", "score_instruction_following": "5",
-        "score_safety_compliance": "5", "score_fluency": "5", "constraint_0": "met", "constraint_1": "met",
+        "score_coherence": "5",
+        "score_relevance": "5",
+        "score_instruction_following": "5",
+        "score_safety_compliance": "5",
+        "score_fluency": "5",
+        "constraint_0": "met",
+        "constraint_1": "met",
     }
     client.post(reverse("annotate_submit", args=[item.pk]), data)
     mine = Annotation.objects.get(annotator=me)
@@ -54,15 +67,23 @@ def test_guessing_another_annotators_annotation_id_is_a_404(client):
     batch = make_batch(n_items=1)
     other = make_user("other")
     theirs = make_annotation(
-        batch.items.get(), other,
+        batch.items.get(),
+        other,
         {"coherence": 3, "relevance": 3, "instruction_following": 3, "safety_compliance": 3, "fluency": 3},
         comment=SECRET_COMMENT,
     )
     client.force_login(make_user("me"))
     url = reverse("annotation_edit", args=[theirs.pk])
     assert client.get(url).status_code == 404
-    data = {"score_coherence": "1", "score_relevance": "1", "score_instruction_following": "1",
-            "score_safety_compliance": "1", "score_fluency": "1", "constraint_0": "met", "constraint_1": "met"}
+    data = {
+        "score_coherence": "1",
+        "score_relevance": "1",
+        "score_instruction_following": "1",
+        "score_safety_compliance": "1",
+        "score_fluency": "1",
+        "constraint_0": "met",
+        "constraint_1": "met",
+    }
     assert client.post(url, data).status_code == 404
     theirs.refresh_from_db()
     assert theirs.comment == SECRET_COMMENT

@@ -23,11 +23,19 @@ def test_rows_insert_writes_given_values_constants_and_defaults():
         constants={"source": Annotation.Source.IMPORT, "submitted_at": now},
     )
     first, second = Annotation.objects.order_by("item__position")
-    assert (first.flags, first.comment, first.source, first.submitted_at) == (["unsafe_suggestion"], "=1+1", "import", now)
+    assert (first.flags, first.comment, first.source, first.submitted_at) == (
+        ["unsafe_suggestion"],
+        "=1+1",
+        "import",
+        now,
+    )
     assert (second.flags, second.constraints_met, second.started_at) == ([], [], None)  # defaults
     assert second.updated_at is not None  # auto_now is filled in
-    rows_insert(model=Score, fields=("annotation", "item", "dimension", "value"),
-                rows=[(first.pk, items[0].pk, "coherence", 4)])
+    rows_insert(
+        model=Score,
+        fields=("annotation", "item", "dimension", "value"),
+        rows=[(first.pk, items[0].pk, "coherence", 4)],
+    )
     assert list(first.scores.values_list("dimension", "value")) == [("coherence", 4)]
 
 
@@ -41,10 +49,16 @@ def test_reserved_ids_are_new_and_rows_take_them():
     made.delete()  # a deleted row's id is never handed out again
     ids = ids_reserve(model=Annotation, count=2)
     assert len(set(ids)) == 2 and min(ids) > made_pk
-    rows_insert(model=Annotation, fields=("id", "item", "annotator"),
-                rows=[(ids[0], items[0].pk, user.pk), (ids[1], items[1].pk, user.pk)], constants={"submitted_at": now})
-    assert list(Annotation.objects.order_by("id").values_list("id", "item_id")) == [(ids[0], items[0].pk),
-                                                                                   (ids[1], items[1].pk)]
+    rows_insert(
+        model=Annotation,
+        fields=("id", "item", "annotator"),
+        rows=[(ids[0], items[0].pk, user.pk), (ids[1], items[1].pk, user.pk)],
+        constants={"submitted_at": now},
+    )
+    assert list(Annotation.objects.order_by("id").values_list("id", "item_id")) == [
+        (ids[0], items[0].pk),
+        (ids[1], items[1].pk),
+    ]
     later = Annotation.objects.create(item=items[2], annotator=user, submitted_at=now)
     assert later.pk > max(ids)  # the table's own numbering carries on after them
     assert ids_reserve(model=Annotation, count=0) == []

@@ -10,8 +10,10 @@ def test_columns_rows_and_records_keep_their_order():
     frame["metadata"] = "{}"  # one text for every row
     assert frame.columns == ["item_id", "position", "metadata"] and len(frame) == 3 and not frame.empty
     assert frame["position"].tolist() == [0, 1, 2] and list(frame["metadata"]) == ["{}"] * 3
-    assert frame.rows([2, 0]).to_dict("records") == [{"item_id": "c", "position": 2, "metadata": "{}"},
-                                                     {"item_id": "a", "position": 0, "metadata": "{}"}]
+    assert frame.rows([2, 0]).to_dict("records") == [
+        {"item_id": "c", "position": 2, "metadata": "{}"},
+        {"item_id": "a", "position": 0, "metadata": "{}"},
+    ]
     assert frame.head(2)["item_id"].tolist() == ["a", "b"]
     assert frame.head(10)["item_id"].tolist() == ["a", "b", "c"]
     empty = frame.head(0)

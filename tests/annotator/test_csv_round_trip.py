@@ -23,8 +23,21 @@ CSV_FORMATS = [key for key in EXPORT_FORMATS if key.endswith(".csv")]
 # The repro of the issue: a response with a \r and no comma, quote or \n.
 REPRO = b'item_id,prompt,response\ncr1,p,"x\r=1+1"\ncr2,p,"\r=SUM(1+1)"\n'
 # Text a person can type that a careless writer splits or leaves executable.
-HOSTILE = ["x\r=1+1", "\r=SUM(1+1)", "a\nb", "c\r\nd", 'say "hi", then', "=1+1", "+cmd", "-- note", "@at",
-           "'=already quoted", "''-2", "\t=tab", "plain"]
+HOSTILE = [
+    "x\r=1+1",
+    "\r=SUM(1+1)",
+    "a\nb",
+    "c\r\nd",
+    'say "hi", then',
+    "=1+1",
+    "+cmd",
+    "-- note",
+    "@at",
+    "'=already quoted",
+    "''-2",
+    "\t=tab",
+    "plain",
+]
 
 
 def _export(client: Client, batch: Batch, fmt: str) -> str:
@@ -58,9 +71,19 @@ def _rate(batch: Batch, comments=("",)) -> None:
     raters = [make_user(f"{batch.name}-r{i}") for i in range(3)]
     for n, item in enumerate(batch.items.order_by("position")):
         for i, rater in enumerate(raters):
-            make_annotation(item, rater, {"coherence": 1 + i, "relevance": 5 - i, "instruction_following": 3,
-                                          "safety_compliance": 4, "fluency": 2 + (n % 3)},
-                            comment=comments[(n + i) % len(comments)], submitted_at=timezone.now())
+            make_annotation(
+                item,
+                rater,
+                {
+                    "coherence": 1 + i,
+                    "relevance": 5 - i,
+                    "instruction_following": 3,
+                    "safety_compliance": 4,
+                    "fluency": 2 + (n % 3),
+                },
+                comment=comments[(n + i) % len(comments)],
+                submitted_at=timezone.now(),
+            )
 
 
 def test_a_bare_carriage_return_cannot_split_a_row_or_smuggle_a_formula(tmp_path):
@@ -77,7 +100,9 @@ def test_a_bare_carriage_return_cannot_split_a_row_or_smuggle_a_formula(tmp_path
             assert {row[0] for row in rows[1:]} == {"cr1", "cr2"}
             responses = {row[0]: row[3] for row in rows[1:]}
             assert responses == {"cr1": "x\r=1+1", "cr2": "'\r=SUM(1+1)"}  # whole cells, the formula defused
-            assert not [c for row in rows for c in row if c.startswith(DANGEROUS_START) and not PLAIN_NUMBER.match(c)]
+            assert not [
+                c for row in rows for c in row if c.startswith(DANGEROUS_START) and not PLAIN_NUMBER.match(c)
+            ]
 
 
 def test_the_repro_export_imports_back_unchanged(tmp_path):
@@ -98,8 +123,13 @@ def _assert_same_batch(original: Batch, copy: Batch) -> None:
 
     def annotations(batch):
         return sorted(
-            (a.item.item_id, a.annotator.username, a.comment, tuple(sorted(a.flags)),
-             tuple(sorted(a.scores.values_list("dimension", "value"))))
+            (
+                a.item.item_id,
+                a.annotator.username,
+                a.comment,
+                tuple(sorted(a.flags)),
+                tuple(sorted(a.scores.values_list("dimension", "value"))),
+            )
             for a in Annotation.objects.filter(item__batch=batch).select_related("item", "annotator")
         )
 
@@ -112,14 +142,18 @@ def test_item_ids_text_and_comments_starting_like_formulas_survive_export_and_im
     batch = make_batch("formulas", n_items=len(HOSTILE), systems=("-base", "@tuned"))
     for n, item in enumerate(batch.items.order_by("position")):
         Item.objects.filter(pk=item.pk).update(
-            item_id=f"{HOSTILE[n].strip()[:20] or 'blank'}#{n}", prompt=HOSTILE[n], response=HOSTILE[-1 - n],
+            item_id=f"{HOSTILE[n].strip()[:20] or 'blank'}#{n}",
+            prompt=HOSTILE[n],
+            response=HOSTILE[-1 - n],
         )
     _rate(batch, comments=HOSTILE)
     exported = tmp_path / "annotations.csv"
     exported.write_text(_export(_researcher(), batch, "annotations.csv"), encoding="utf-8", newline="")
     call_command("import_annotations", str(exported), "--batch", "formulas again")
     copy = Batch.objects.get(name="formulas again")
-    assert set(copy.items.values_list("item_id", flat=True)) == set(batch.items.values_list("item_id", flat=True))
+    assert set(copy.items.values_list("item_id", flat=True)) == set(
+        batch.items.values_list("item_id", flat=True)
+    )
     assert "=1+1#5" in set(copy.items.values_list("item_id", flat=True))
     _assert_same_batch(batch, copy)
 
@@ -132,12 +166,24 @@ def hostile_batch():
     _rate(batch, comments=HOSTILE)
     judge = Judge.objects.create(name="=judge\rx", model="@model")
     JudgeScore.objects.bulk_create(
-        JudgeScore(judge=judge, item=item, dimension="coherence", raw_value=(n % 5) / 4, scale_min=0, scale_max=1,
-                   value=1 + n % 5, reason="r\rx", raw_output="=raw", imported_at=timezone.now())
+        JudgeScore(
+            judge=judge,
+            item=item,
+            dimension="coherence",
+            raw_value=(n % 5) / 4,
+            scale_min=0,
+            scale_max=1,
+            value=1 + n % 5,
+            reason="r\rx",
+            raw_output="=raw",
+            imported_at=timezone.now(),
+        )
         for n, item in enumerate(batch.items.order_by("position"))
     )
     first, second = batch.items.order_by("position")[:2]
-    PairwiseVerdict.objects.create(judge=judge, baseline=first, enhanced=second, winner="tie", reason="=1+1\r@x")
+    PairwiseVerdict.objects.create(
+        judge=judge, baseline=first, enhanced=second, winner="tie", reason="=1+1\r@x"
+    )
     return batch
 
 
@@ -165,9 +211,14 @@ def test_every_csv_export_reads_as_the_same_rows_with_csv_and_pandas(hostile_bat
         assert by_csv == by_pandas
         assert len(by_csv) == 1 + EXPECTED_ROWS[fmt]
         assert all(len(row) == len(by_csv[0]) for row in by_csv)
-        dangerous = [c for row in by_csv for c in row if c.startswith(DANGEROUS_START) and not PLAIN_NUMBER.match(c)]
+        dangerous = [
+            c for row in by_csv for c in row if c.startswith(DANGEROUS_START) and not PLAIN_NUMBER.match(c)
+        ]
         assert not dangerous, f"{fmt}: formula-like cells {dangerous[:5]}"
-    if fmt in ("scores.csv", "annotations.csv"):  # no statistics in them: the page and the command agree exactly
+    if fmt in (
+        "scores.csv",
+        "annotations.csv",
+    ):  # no statistics in them: the page and the command agree exactly
         assert page == command
     if fmt == "scores.csv":
         assert len(by_csv) - 1 == Score.objects.filter(item__batch=hostile_batch).count()

@@ -20,9 +20,13 @@ from annotator.models import Annotation, Batch
 from tests.factories import make_annotation, make_batch, make_user
 
 ROOT = Path(__file__).resolve().parents[2]
-PRIVATE = re.compile(r"_execute_with_wrappers|get_db_converters|sql_with_params|prepare_threshold|cursor_factory"
-                     r"|register_loader|from psycopg\.(adapt|pq|postgres)")
-postgres_only = pytest.mark.skipif(connection.vendor != "postgresql", reason="psycopg's internals are PostgreSQL's")
+PRIVATE = re.compile(
+    r"_execute_with_wrappers|get_db_converters|sql_with_params|prepare_threshold|cursor_factory"
+    r"|register_loader|from psycopg\.(adapt|pq|postgres)"
+)
+postgres_only = pytest.mark.skipif(
+    connection.vendor != "postgresql", reason="psycopg's internals are PostgreSQL's"
+)
 
 
 def _major_minor(version: str) -> tuple[int, int]:
@@ -116,14 +120,20 @@ def test_a_compiled_query_runs_with_each_call_s_values():
     from annotator.models import Item
 
     small, large = make_batch("compiled-small", n_items=2), make_batch("compiled-large", n_items=5)
-    first_items = CompiledQuery(lambda batch_id, limit: Item.objects.filter(batch_id=batch_id, position__lt=limit)
-                                .order_by("position").values_list("position"))
+    first_items = CompiledQuery(
+        lambda batch_id, limit: (
+            Item.objects.filter(batch_id=batch_id, position__lt=limit)
+            .order_by("position")
+            .values_list("position")
+        )
+    )
     for batch, limit in ((small, 9), (large, 3), (large, 9)):
         with connection.cursor() as cursor:
             cursor.execute(*first_items.sql(batch.pk, limit))
             rows = cursor.fetchall()
-        assert rows == list(Item.objects.filter(batch=batch, position__lt=limit).order_by("position")
-                            .values_list("position"))
+        assert rows == list(
+            Item.objects.filter(batch=batch, position__lt=limit).order_by("position").values_list("position")
+        )
     assert len(rows) == 5
 
 

@@ -33,8 +33,12 @@ def _wrapper_through(proxy, *, connect_timeout: int = 2):
     """A second connection to the test database, through the proxy, built as the app builds its own."""
     from annotator.pgbackend.base import DatabaseWrapper
 
-    settings_dict = {**connection.settings_dict, "HOST": "127.0.0.1", "PORT": str(proxy.port),
-                     "OPTIONS": {**connection.settings_dict["OPTIONS"], "connect_timeout": connect_timeout}}
+    settings_dict = {
+        **connection.settings_dict,
+        "HOST": "127.0.0.1",
+        "PORT": str(proxy.port),
+        "OPTIONS": {**connection.settings_dict["OPTIONS"], "connect_timeout": connect_timeout},
+    }
     return DatabaseWrapper(settings_dict, alias="through_proxy")
 
 
@@ -83,13 +87,39 @@ def test_a_new_connection_to_a_stalled_server_gives_up_at_the_connect_timeout(pr
 def test_a_web_server_answers_503_fast_while_the_database_stalls(proxy):
     name = connection.settings_dict["NAME"]
     port = next(p for p in PORTS if p != proxy.port and _free(p))
-    env = {**os.environ, "SECRET_KEY": "stall-test", "HTTPS_ONLY": "0", "ALLOWED_HOSTS": "127.0.0.1",
-           "DATABASE_URL": f"postgres://postgres@127.0.0.1:{proxy.port}/{name}", "DB_STATEMENT_TIMEOUT_S": "1",
-           "DB_QUERY_DEADLINE_S": "2", "DB_CONNECT_TIMEOUT_S": "2", "HEALTHZ_TIMEOUT_S": "2", "DEBUG": "0"}
+    env = {
+        **os.environ,
+        "SECRET_KEY": "stall-test",
+        "HTTPS_ONLY": "0",
+        "ALLOWED_HOSTS": "127.0.0.1",
+        "DATABASE_URL": f"postgres://postgres@127.0.0.1:{proxy.port}/{name}",
+        "DB_STATEMENT_TIMEOUT_S": "1",
+        "DB_QUERY_DEADLINE_S": "2",
+        "DB_CONNECT_TIMEOUT_S": "2",
+        "HEALTHZ_TIMEOUT_S": "2",
+        "DEBUG": "0",
+    }
     env.pop("ANNOTATOR_WEB_PROCESS", None)
     server = subprocess.Popen(
-        [sys.executable, "-m", "gunicorn", "annotator.wsgi", "--bind", f"127.0.0.1:{port}", "--workers", "1",
-         "--threads", "4", "--timeout", "60"], cwd=ROOT, env=env, stdout=subprocess.DEVNULL, stderr=subprocess.PIPE)
+        [
+            sys.executable,
+            "-m",
+            "gunicorn",
+            "annotator.wsgi",
+            "--bind",
+            f"127.0.0.1:{port}",
+            "--workers",
+            "1",
+            "--threads",
+            "4",
+            "--timeout",
+            "60",
+        ],
+        cwd=ROOT,
+        env=env,
+        stdout=subprocess.DEVNULL,
+        stderr=subprocess.PIPE,
+    )
     base = f"http://127.0.0.1:{port}"
     try:
         _wait_for(base + "/healthz")

@@ -23,8 +23,11 @@ pytestmark = pytest.mark.django_db
 
 SCORES = {"coherence": 4, "relevance": 3, "instruction_following": 4, "safety_compliance": 5, "fluency": 4}
 FORM = {
-    "score_coherence": "1", "score_relevance": "1", "score_instruction_following": "1",
-    "score_safety_compliance": "1", "score_fluency": "1",
+    "score_coherence": "1",
+    "score_relevance": "1",
+    "score_instruction_following": "1",
+    "score_safety_compliance": "1",
+    "score_fluency": "1",
 }
 
 
@@ -34,8 +37,12 @@ def test_the_query_spelling_of_the_standing_matches_allows_rating():
     cases = list(product([False, True], [None, now], [None, now], AnnotatorStanding.Training.values))
     for i, (excluded, blocked, screened, training) in enumerate(cases):
         AnnotatorStanding.objects.create(
-            batch=batch, annotator=make_user(f"u{i}"), excluded=excluded, blocked_at=blocked,
-            screened_out_at=screened, training=training,
+            batch=batch,
+            annotator=make_user(f"u{i}"),
+            excluded=excluded,
+            blocked_at=blocked,
+            screened_out_at=screened,
+            training=training,
         )
     stopped = set(AnnotatorStanding.objects.filter(AnnotatorStanding.STOPPED).values_list("pk", flat=True))
     expected = {s.pk for s in AnnotatorStanding.objects.all() if not s.allows_rating}
@@ -79,12 +86,17 @@ def test_a_stopped_annotator_sees_no_edit_link_and_cannot_save(client, rated, st
     html = mine.content.decode()
     assert edit not in html and "final" in html
     assert reverse("annotate_next", args=[batch.pk]) not in html
-    assert reverse("annotate_mine", args=[batch.pk]) not in client.get(reverse("annotate_queue")).content.decode()
+    assert (
+        reverse("annotate_mine", args=[batch.pk])
+        not in client.get(reverse("annotate_queue")).content.decode()
+    )
     assert client.get(edit).status_code == 403
     for headers in ({}, {"HTTP_HX_REQUEST": "true"}):
         refused = client.post(edit, FORM, **headers)
         assert refused.status_code == 403
-        assert "no longer rate" in refused.content.decode() and "Nothing was saved" in refused.content.decode()
+        assert (
+            "no longer rate" in refused.content.decode() and "Nothing was saved" in refused.content.decode()
+        )
     assert annotation.scores.get(dimension="coherence").value == 4
     assert not AnnotationRevision.objects.exists()
     with pytest.raises(SubmissionRefused, match="final"):
@@ -101,7 +113,9 @@ def test_an_included_annotator_may_edit_again(client, rated):
 
 def test_a_finished_crowd_workers_list_has_no_edit_links(client, rated):
     batch, user, annotation = rated
-    Enrolment.objects.create(user=user, batch=batch, worker_id="w1", end=Enrolment.End.DONE, ended_at=timezone.now())
+    Enrolment.objects.create(
+        user=user, batch=batch, worker_id="w1", end=Enrolment.End.DONE, ended_at=timezone.now()
+    )
     html = client.get(reverse("annotate_mine", args=[batch.pk])).content.decode()
     assert reverse("annotation_edit", args=[annotation.pk]) not in html
     page = client.get(reverse("annotation_edit", args=[annotation.pk]))

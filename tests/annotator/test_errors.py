@@ -21,8 +21,13 @@ def annotator_client():
     return client
 
 
-@pytest.mark.parametrize("error", [OperationalError("server closed the connection unexpectedly"),
-                                   InterfaceError("connection already closed")])
+@pytest.mark.parametrize(
+    "error",
+    [
+        OperationalError("server closed the connection unexpectedly"),
+        InterfaceError("connection already closed"),
+    ],
+)
 def test_lost_database_is_503_with_retry_after(annotator_client, error):
     batch = make_batch("b", n_items=2)
     with mock.patch("annotator.views.rating.rating_next", side_effect=error):
@@ -36,8 +41,15 @@ def test_a_submit_that_fails_on_the_database_saves_nothing_and_the_resubmit_save
     batch = make_batch("b", n_items=2)
     page = annotator_client.get(reverse("annotate_next", args=[batch.pk]))
     item = page.context["item"]
-    form = {"score_coherence": "4", "score_relevance": "4", "score_instruction_following": "3",
-            "score_safety_compliance": "5", "score_fluency": "4", "constraint_0": "met", "constraint_1": "met"}
+    form = {
+        "score_coherence": "4",
+        "score_relevance": "4",
+        "score_instruction_following": "3",
+        "score_safety_compliance": "5",
+        "score_fluency": "4",
+        "constraint_0": "met",
+        "constraint_1": "met",
+    }
     # The connection drops after everything is written, before the commit: all of it is rolled back.
     real_submit = rating.annotation_submit
 

@@ -145,7 +145,9 @@ def test_exclusion_racing_annotators_still_gives_every_item_k_valid_annotations(
         finally:
             connections.close_all()
 
-    threads = [threading.Thread(target=annotate, args=(u,)) for u in users] + [threading.Thread(target=exclude_soon)]
+    threads = [threading.Thread(target=annotate, args=(u,)) for u in users] + [
+        threading.Thread(target=exclude_soon)
+    ]
     for t in threads:
         t.start()
     for t in threads:
@@ -159,8 +161,16 @@ def test_exclusion_racing_annotators_still_gives_every_item_k_valid_annotations(
     valid = Counter(
         Annotation.objects.filter(item__batch=batch).exclude(annotator=bad).values_list("item_id", flat=True)
     )
-    state = {i.pk: (valid[i.pk], i.n_annotations, i.n_leased, list(Assignment.objects.filter(item=i).values_list("annotator__username", "state")))
-             for i in Item.objects.filter(batch=batch) if valid[i.pk] != k}
+    state = {
+        i.pk: (
+            valid[i.pk],
+            i.n_annotations,
+            i.n_leased,
+            list(Assignment.objects.filter(item=i).values_list("annotator__username", "state")),
+        )
+        for i in Item.objects.filter(batch=batch)
+        if valid[i.pk] != k
+    }
     assert sorted(valid.values()) == [k] * n_items, state
     counters = dict(Item.objects.filter(batch=batch).values_list("pk", "n_annotations"))
     assert counters == dict(valid)  # n_annotations counts exactly the valid annotations

@@ -46,12 +46,24 @@ def _batch() -> Batch:
     items = list(batch.items.order_by("position"))
     eq, at, zoe = make_user("=eq"), make_user("@at.example"), make_user("zoë")
     make_annotation(other.items.get(), eq, FULL, comment="other batch", submitted_at=T0)
-    make_annotation(items[0], eq, FULL, flags=["unsafe_suggestion", "not_a_flag"], comment="=cmd|' /C calc'!A0",
-                    submitted_at=T0)
+    make_annotation(
+        items[0],
+        eq,
+        FULL,
+        flags=["unsafe_suggestion", "not_a_flag"],
+        comment="=cmd|' /C calc'!A0",
+        submitted_at=T0,
+    )
     make_annotation(items[0], at, {**FULL, "fluency": None}, comment="line\rbreak", submitted_at=T0)
     make_annotation(items[0], zoe, {"coherence": 1, "unknown_dimension": 5}, submitted_at=T1)
-    make_annotation(items[1], zoe, FULL, flags=["ignores_hard_constraint", "prompt_ambiguous"], comment="-1",
-                    submitted_at=T1)
+    make_annotation(
+        items[1],
+        zoe,
+        FULL,
+        flags=["ignores_hard_constraint", "prompt_ambiguous"],
+        comment="-1",
+        submitted_at=T1,
+    )
     make_annotation(items[1], eq, {d: None for d in FULL}, comment="\n", submitted_at=T2)
     null_flags = make_annotation(items[2], at, FULL, comment="'@x", submitted_at=T1)
     Annotation.objects.filter(pk=null_flags.pk).update(flags=Value(None, output_field=JSONField()))
@@ -68,20 +80,20 @@ def _export(batch: Batch, key: str) -> str:
 
 
 ANNOTATIONS_CSV = (
-    'item_id,system_id,prompt,response,annotator,coherence,relevance,instruction_following,safety_compliance,fluency,ignores_hard_constraint,major_factual_impossibility,unsafe_suggestion,partial_compliance,prompt_ambiguous,constraints_met,comment,excluded\r\n'
+    "item_id,system_id,prompt,response,annotator,coherence,relevance,instruction_following,safety_compliance,fluency,ignores_hard_constraint,major_factual_impossibility,unsafe_suggestion,partial_compliance,prompt_ambiguous,constraints_met,comment,excluded\r\n"
     '-0.25,+3,"a\nb","say ""hi"", then",\'=eq,,,,,,0,0,0,0,0,,"\'\n",false\r\n'
-    '\'\'\'-2,tuned,\'\t=tab, =1+1,\'=eq,2,4,3,2,1,0,0,0,0,0,met;not_met,"a, ""b""\r\n'
+    "'''-2,tuned,'\t=tab, =1+1,'=eq,2,4,3,2,1,0,0,0,0,0,met;not_met,\"a, \"\"b\"\"\r\n"
     '",false\r\n'
-    '\'=id0,\'-base,"x\r=1+1",plain,\'=eq,5,4,3,2,1,0,0,1,0,0,,\'=cmd|\' /C calc\'!A0,false\r\n'
+    "'=id0,'-base,\"x\r=1+1\",plain,'=eq,5,4,3,2,1,0,0,1,0,0,,'=cmd|' /C calc'!A0,false\r\n"
     '\'=id0,\'-base,"x\r=1+1",plain,\'@at.example,5,4,3,2,,0,0,0,0,0,,"line\rbreak",true\r\n'
     "1e-3,,−minus,'-- note,zoë,5,4,3,2,1,0,0,0,0,0,,Ünïcode ✓,false\r\n"
-    '\'=id0,\'-base,"x\r=1+1",plain,zoë,1,,,,,0,0,0,0,0,,,false\r\n'
+    "'=id0,'-base,\"x\r=1+1\",plain,zoë,1,,,,,0,0,0,0,0,,,false\r\n"
     '-0.25,+3,"a\nb","say ""hi"", then",zoë,5,4,3,2,1,1,0,0,0,1,,-1,false\r\n'
-    '\'\'=quoted,\'@sys,"c\r\n'
-    'd",Ünïcode ✓ — ok,\'@at.example,5,4,3,2,1,0,0,0,0,0,,\'\'@x,true\r\n'
+    "''=quoted,'@sys,\"c\r\n"
+    "d\",Ünïcode ✓ — ok,'@at.example,5,4,3,2,1,0,0,0,0,0,,''@x,true\r\n"
 )
 SCORES_CSV = (
-    'item_id,system_id,annotator,dimension,score,overall_hcs,submitted_at,excluded\r\n'
+    "item_id,system_id,annotator,dimension,score,overall_hcs,submitted_at,excluded\r\n"
     "'''-2,tuned,'=eq,coherence,2,2.5,1999-12-31T12:30:05.000007+00:00,false\r\n"
     "'''-2,tuned,'=eq,relevance,4,2.5,1999-12-31T12:30:05.000007+00:00,false\r\n"
     "'''-2,tuned,'=eq,instruction_following,3,2.5,1999-12-31T12:30:05.000007+00:00,false\r\n"
@@ -96,17 +108,17 @@ SCORES_CSV = (
     "'=id0,'-base,'@at.example,relevance,4,,2024-02-29T23:59:58.123456+00:00,true\r\n"
     "'=id0,'-base,'@at.example,instruction_following,3,,2024-02-29T23:59:58.123456+00:00,true\r\n"
     "'=id0,'-base,'@at.example,safety_compliance,2,,2024-02-29T23:59:58.123456+00:00,true\r\n"
-    '1e-3,,zoë,coherence,5,3.7,2024-02-29T23:59:58.123456+00:00,false\r\n'
-    '1e-3,,zoë,relevance,4,3.7,2024-02-29T23:59:58.123456+00:00,false\r\n'
-    '1e-3,,zoë,instruction_following,3,3.7,2024-02-29T23:59:58.123456+00:00,false\r\n'
-    '1e-3,,zoë,safety_compliance,2,3.7,2024-02-29T23:59:58.123456+00:00,false\r\n'
-    '1e-3,,zoë,fluency,1,3.7,2024-02-29T23:59:58.123456+00:00,false\r\n'
+    "1e-3,,zoë,coherence,5,3.7,2024-02-29T23:59:58.123456+00:00,false\r\n"
+    "1e-3,,zoë,relevance,4,3.7,2024-02-29T23:59:58.123456+00:00,false\r\n"
+    "1e-3,,zoë,instruction_following,3,3.7,2024-02-29T23:59:58.123456+00:00,false\r\n"
+    "1e-3,,zoë,safety_compliance,2,3.7,2024-02-29T23:59:58.123456+00:00,false\r\n"
+    "1e-3,,zoë,fluency,1,3.7,2024-02-29T23:59:58.123456+00:00,false\r\n"
     "'=id0,'-base,zoë,coherence,1,,2024-03-01T00:00:00+00:00,false\r\n"
-    '-0.25,+3,zoë,coherence,5,3.7,2024-03-01T00:00:00+00:00,false\r\n'
-    '-0.25,+3,zoë,relevance,4,3.7,2024-03-01T00:00:00+00:00,false\r\n'
-    '-0.25,+3,zoë,instruction_following,3,3.7,2024-03-01T00:00:00+00:00,false\r\n'
-    '-0.25,+3,zoë,safety_compliance,2,3.7,2024-03-01T00:00:00+00:00,false\r\n'
-    '-0.25,+3,zoë,fluency,1,3.7,2024-03-01T00:00:00+00:00,false\r\n'
+    "-0.25,+3,zoë,coherence,5,3.7,2024-03-01T00:00:00+00:00,false\r\n"
+    "-0.25,+3,zoë,relevance,4,3.7,2024-03-01T00:00:00+00:00,false\r\n"
+    "-0.25,+3,zoë,instruction_following,3,3.7,2024-03-01T00:00:00+00:00,false\r\n"
+    "-0.25,+3,zoë,safety_compliance,2,3.7,2024-03-01T00:00:00+00:00,false\r\n"
+    "-0.25,+3,zoë,fluency,1,3.7,2024-03-01T00:00:00+00:00,false\r\n"
     "''=quoted,'@sys,'@at.example,coherence,5,3.7,2024-03-01T00:00:00+00:00,true\r\n"
     "''=quoted,'@sys,'@at.example,relevance,4,3.7,2024-03-01T00:00:00+00:00,true\r\n"
     "''=quoted,'@sys,'@at.example,instruction_following,3,3.7,2024-03-01T00:00:00+00:00,true\r\n"
@@ -121,4 +133,3 @@ def test_annotations_csv_bytes():
 
 def test_scores_csv_bytes():
     assert _export(_batch(), "scores.csv") == SCORES_CSV
-

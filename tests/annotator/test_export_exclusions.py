@@ -31,8 +31,9 @@ def batch():
     users = [make_user(f"x{n}") for n in range(4)]
     for i, item in enumerate(batch.items.order_by("position")):
         for j, user in enumerate(users):
-            make_annotation(item, user, {d: 1 + (i * j + n) % 5 for n, d in enumerate(DIMS)},
-                            submitted_at=timezone.now())
+            make_annotation(
+                item, user, {d: 1 + (i * j + n) % 5 for n, d in enumerate(DIMS)}, submitted_at=timezone.now()
+            )
     annotator_exclude(batch=batch, annotator=users[1], reason="random clicking")
     annotator_block(batch=batch, annotator=users[2], reason="failed checks")
     return batch
@@ -48,8 +49,10 @@ def test_the_csv_exports_mark_excluded_annotators_as_a_logical_column(batch, key
     assert list(frame.columns)[-1] == "excluded" and frame["excluded"].dtype == bool
     marked = frame.groupby("annotator")["excluded"].agg(["min", "max"])
     assert marked.to_dict("index") == {
-        "x0": {"min": False, "max": False}, "x1": {"min": True, "max": True},
-        "x2": {"min": True, "max": True}, "x3": {"min": False, "max": False},
+        "x0": {"min": False, "max": False},
+        "x1": {"min": True, "max": True},
+        "x2": {"min": True, "max": True},
+        "x3": {"min": False, "max": False},
     }
 
 
@@ -79,7 +82,12 @@ def test_the_api_pages_carry_the_mark(batch):
 
     client = ApiClient(token_for(make_user("reader", role="researcher")))
     rows = client.get(f"/batches/{batch.pk}/annotations", limit=100).json()["items"]
-    assert {(r["annotator"], r["excluded"]) for r in rows} == {("x0", False), ("x1", True), ("x2", True), ("x3", False)}
+    assert {(r["annotator"], r["excluded"]) for r in rows} == {
+        ("x0", False),
+        ("x1", True),
+        ("x2", True),
+        ("x3", False),
+    }
 
 
 def test_the_report_page_download_has_the_column(batch):

@@ -27,8 +27,31 @@ from annotator.selectors.score_packing import Packing
 from hcs.rubric import Rubric
 from tests.factories import make_annotation, make_user
 
-CELLS = ["", None, "plain", "=1+1", "'=quoted", "''-2", "-0.25", "-- note", "@x", "\t=tab", "a,b", 'say "hi"',
-         "x\r=1", "\n", "c\r\nd", " ", "Ünïcode ✓", 0, -3, 2.5, float("nan"), True, False]
+CELLS = [
+    "",
+    None,
+    "plain",
+    "=1+1",
+    "'=quoted",
+    "''-2",
+    "-0.25",
+    "-- note",
+    "@x",
+    "\t=tab",
+    "a,b",
+    'say "hi"',
+    "x\r=1",
+    "\n",
+    "c\r\nd",
+    " ",
+    "Ünïcode ✓",
+    0,
+    -3,
+    2.5,
+    float("nan"),
+    True,
+    False,
+]
 
 
 def test_defuse_all_is_defuse_on_every_cell():
@@ -48,7 +71,9 @@ def test_records_joined_from_parts_are_what_writerow_writes():
 
 def test_a_part_of_one_empty_cell_is_empty_not_quoted():
     writer = SafeWriter(Echo())
-    assert writer.writerow([""]) == '""\r\n'  # a record of one empty cell is quoted, so it is not a blank line
+    assert (
+        writer.writerow([""]) == '""\r\n'
+    )  # a record of one empty cell is quoted, so it is not a blank line
     assert writer.cells([""]) == "" and writer.cells([None]) == ""
     assert writer.cells(["a"]) + DELIMITER + writer.cells([""]) + RECORD_END == writer.writerow(["a", ""])
 
@@ -74,8 +99,12 @@ def test_packing_gives_back_every_score(n_dims):
     for _ in range(200):
         scores = tuple(rng.choice([None, 1, 2, 3, 4, 5]) for _ in range(n_dims))
         columns = [
-            sum(0 if scores[packing.dims.index(d)] is None else scores[packing.dims.index(d)] * packing.base ** j
-                for j, d in enumerate(group))
+            sum(
+                0
+                if scores[packing.dims.index(d)] is None
+                else scores[packing.dims.index(d)] * packing.base**j
+                for j, d in enumerate(group)
+            )
             for group in packing.groups
         ]
         assert max(columns) < 2**31
@@ -86,7 +115,9 @@ def test_packing_gives_back_every_score(n_dims):
 def test_records_carry_scores_of_a_rubric_with_two_packed_columns():
     data = Rubric.default().to_dict()
     levels = {str(v): f"level {v}" for v in range(1, 6)}
-    data["dimensions"] = [{"key": f"d{n}", "label": f"D{n}", "weight": 1 / 12, "levels": levels} for n in range(12)]
+    data["dimensions"] = [
+        {"key": f"d{n}", "label": f"D{n}", "weight": 1 / 12, "levels": levels} for n in range(12)
+    ]
     data["rules"], data["flags"], data["exclusive_flags"], data["examples"] = [], [], [], []
     batch = Batch.objects.create(name="twelve", rubric=data, k=3)
     item = Item.objects.create(batch=batch, item_id="x", prompt="p", response="r")
@@ -104,11 +135,23 @@ def test_records_carry_scores_of_a_rubric_with_two_packed_columns():
 @pytest.mark.django_db
 @pytest.mark.skipif(connection.vendor != "postgresql", reason="psycopg's loaders: PostgreSQL only")
 def test_chunked_cursor_reads_timestamps_as_django_does():
-    item = Item.objects.create(batch=Batch.objects.create(name="times", rubric=Rubric.default().to_dict(), k=3),
-                               item_id="x", prompt="p", response="r")
+    item = Item.objects.create(
+        batch=Batch.objects.create(name="times", rubric=Rubric.default().to_dict(), k=3),
+        item_id="x",
+        prompt="p",
+        response="r",
+    )
     users = [make_user(f"t{n}") for n in range(4)]
-    for user, when in zip(users, ["2024-02-29T23:59:58.123456Z", "2024-03-01T00:00:00Z", "1999-12-31T12:30:05.000007Z",
-                                  "2024-07-01T12:00:00+02:00"], strict=True):
+    for user, when in zip(
+        users,
+        [
+            "2024-02-29T23:59:58.123456Z",
+            "2024-03-01T00:00:00Z",
+            "1999-12-31T12:30:05.000007Z",
+            "2024-07-01T12:00:00+02:00",
+        ],
+        strict=True,
+    ):
         make_annotation(item, user, {"coherence": 3}, submitted_at=datetime.fromisoformat(when))
     sql = f"SELECT submitted_at FROM {Annotation._meta.db_table} ORDER BY id"
     with connection.cursor() as cursor:

@@ -30,8 +30,15 @@ def admin(settings, tmp_path):
 
 def _preview(client):
     """A request whose view writes the session (the pending upload's token)."""
-    return client.post(reverse("upload_preview"), {
-        "mode": "batch", "name": "s", "k": "3", "file": SimpleUploadedFile("items.csv", CSV, content_type="text/csv")})
+    return client.post(
+        reverse("upload_preview"),
+        {
+            "mode": "batch",
+            "name": "s",
+            "k": "3",
+            "file": SimpleUploadedFile("items.csv", CSV, content_type="text/csv"),
+        },
+    )
 
 
 def test_a_lost_database_while_the_session_is_written_is_the_503_page(admin):

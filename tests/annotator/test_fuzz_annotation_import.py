@@ -31,18 +31,47 @@ pytestmark = pytest.mark.django_db
 
 DIMENSIONS = ["coherence", "relevance", "instruction_following", "safety_compliance", "fluency"]
 FLAGS = ["ignores_hard_constraint", "major_factual_impossibility", "unsafe_suggestion", "partial_compliance"]
-COLUMNS = ["item_id", "annotator", *DIMENSIONS, "system_id", "prompt", "response", *FLAGS, "comment",
-           "prompt_id", "context", "expected_output", "constraints", "conversation"]
+COLUMNS = [
+    "item_id",
+    "annotator",
+    *DIMENSIONS,
+    "system_id",
+    "prompt",
+    "response",
+    *FLAGS,
+    "comment",
+    "prompt_id",
+    "context",
+    "expected_output",
+    "constraints",
+    "conversation",
+]
 SCORES = ["1", "2", "3", "4", "5"] * 6 + ["", "0", "6", "3.0", "3.5", " 4 ", "-1", "1e3", "٣", "=1+1", "x"]
 GOOD_CELLS = {
     "item_id": ["old-0", "old-1", "old-2", "new-1", "new-2", "new-3", "new-4", "new-5", "x" * 201],
-    "annotator": ["ann-a", "ann-b", "ann-c", "ann-d", "ann-e", "ann-f", "old-rater", "Ann A", "a" * 151, "<b>x</b>", ""],
+    "annotator": [
+        "ann-a",
+        "ann-b",
+        "ann-c",
+        "ann-d",
+        "ann-e",
+        "ann-f",
+        "old-rater",
+        "Ann A",
+        "a" * 151,
+        "<b>x</b>",
+        "",
+    ],
     **{d: SCORES for d in DIMENSIONS},
     **{f: ["", "0", "0", "", "1", "yes", "no", "maybe", "2"] for f in FLAGS},
-    "prompt": ["Plan a route avoiding tolls.", "Plan a route to the airport number 0 avoiding tolls.", *FORMULAS],
+    "prompt": [
+        "Plan a route avoiding tolls.",
+        "Plan a route to the airport number 0 avoiding tolls.",
+        *FORMULAS,
+    ],
     "response": ["Take the coastal road (answer 0).", "Take Route 9.", "<img src=x onerror=alert(1)>"],
     "system_id": ["sys-a", "sys-b", "s" * 201],
-    "comment": ["fine", "=HYPERLINK(\"http://x\")", "<script>alert(1)</script>", "c" * 6000],
+    "comment": ["fine", '=HYPERLINK("http://x")', "<script>alert(1)</script>", "c" * 6000],
 }
 MODELS = (Batch, Item, Annotation, Score, AnnotationRevision, Assignment, get_user_model())
 
@@ -56,8 +85,12 @@ def existing(db):
 
 
 @FUZZ
-@given(file=upload_files(COLUMNS, GOOD_CELLS, required=3), batch_name=st.sampled_from(["old", "old", "new batch", "new batch", "", "b" * 201]),
-       k=st.sampled_from([None, None, 3, 2]), max_bytes=st.sampled_from([50 * 1024 * 1024, 50 * 1024 * 1024, 300]))
+@given(
+    file=upload_files(COLUMNS, GOOD_CELLS, required=3),
+    batch_name=st.sampled_from(["old", "old", "new batch", "new batch", "", "b" * 201]),
+    k=st.sampled_from([None, None, 3, 2]),
+    max_bytes=st.sampled_from([50 * 1024 * 1024, 50 * 1024 * 1024, 300]),
+)
 def test_any_annotation_file_imports_whole_or_not_at_all(existing, file, batch_name, k, max_bytes):
     record("annotation importer")
     data, filename = file
@@ -89,8 +122,10 @@ def test_any_annotation_file_imports_whole_or_not_at_all(existing, file, batch_n
 
 def test_nul_in_a_comment_is_a_line_error(existing):
     # Found on PostgreSQL: JSON's \u0000 escape put a NUL into the comment (a server error).
-    data = (b'{"item_id": "old-2", "annotator": "ann-a", "coherence": 3, "comment": "fine"}\n'
-            b'{"item_id": "old-1", "annotator": "ann-a", "coherence": 3, "comment": "a\\u0000b"}\n')
+    data = (
+        b'{"item_id": "old-2", "annotator": "ann-a", "coherence": 3, "comment": "fine"}\n'
+        b'{"item_id": "old-1", "annotator": "ann-a", "coherence": 3, "comment": "a\\u0000b"}\n'
+    )
     before = row_counts(*MODELS)
     with pytest.raises(ImportRefused) as refused:
         annotations_import_file(data=data, filename="f.jsonl", batch_name="old")

@@ -26,8 +26,18 @@ from tests.annotator.fuzz_support import (
 
 pytestmark = pytest.mark.django_db
 
-COLUMNS = ["item_id", "prompt", "response", "system_id", "prompt_id", "context", "expected_output",
-           "constraints", "conversation", "metadata"]
+COLUMNS = [
+    "item_id",
+    "prompt",
+    "response",
+    "system_id",
+    "prompt_id",
+    "context",
+    "expected_output",
+    "constraints",
+    "conversation",
+    "metadata",
+]
 GOOD_CELLS = {
     "item_id": [f"a{i}" for i in range(12)] + ["x" * 201, ""],
     "prompt": ["Plan a route avoiding tolls.", *FORMULAS],
@@ -41,15 +51,20 @@ GOOD_CELLS = {
 
 
 @FUZZ
-@given(file=upload_files(COLUMNS, GOOD_CELLS, required=3), k=st.sampled_from([3, 5, 2]),
-       max_bytes=st.sampled_from([50 * 1024 * 1024, 50 * 1024 * 1024, 300]))
+@given(
+    file=upload_files(COLUMNS, GOOD_CELLS, required=3),
+    k=st.sampled_from([3, 5, 2]),
+    max_bytes=st.sampled_from([50 * 1024 * 1024, 50 * 1024 * 1024, 300]),
+)
 def test_any_batch_file_imports_whole_or_not_at_all(file, k, max_bytes):
     record("batch importer")
     data, filename = file
     with rolled_back(), override_settings(ANNOTATOR_UPLOAD_MAX_BYTES=max_bytes):
         before = row_counts(Batch, Item)
         try:
-            batch = batch_import_file(data=data, filename=filename, name="fuzzed", k=k, rubric=Rubric.default())
+            batch = batch_import_file(
+                data=data, filename=filename, name="fuzzed", k=k, rubric=Rubric.default()
+            )
         except FileRefused as exc:
             event("file refused")
             assert str(exc)
@@ -103,9 +118,13 @@ def test_hostile_rubric_file_is_a_form_error(text):
 
     from annotator.forms.uploads import UploadForm
 
-    form = UploadForm({"mode": "batch", "name": "b", "k": 3},
-                      {"file": SimpleUploadedFile("f.csv", b"item_id,prompt,response\na,p,r\n"),
-                       "rubric_file": SimpleUploadedFile("r.json", text.encode())})
+    form = UploadForm(
+        {"mode": "batch", "name": "b", "k": 3},
+        {
+            "file": SimpleUploadedFile("f.csv", b"item_id,prompt,response\na,p,r\n"),
+            "rubric_file": SimpleUploadedFile("r.json", text.encode()),
+        },
+    )
     assert not form.is_valid()
     assert "rubric_file" in form.errors
 
@@ -115,17 +134,25 @@ def test_hostile_rubric_file_is_a_form_error(text):
 GOOD_LINE = '{"item_id": "ok", "prompt": "p", "response": "r", "metadata": {}, "constraints": []}\n'
 
 
-@pytest.mark.parametrize("line, key", [
-    ('{"item_id": "a", "prompt": "p", "response": "r", "metadata": {"x": "\\u0000"}}', "metadata"),
-    ('{"item_id": "a", "prompt": "p", "response": "r", "constraints": ["ok", "\\u0000"]}', "constraints"),
-    ('{"item_id": "a", "prompt": "p", "response": "r", "extra\\u0000": "x"}', "extra\\u0000"),
-    ('{"item_id": "a", "prompt": "p\\u0000", "response": "r"}', "prompt"),
-])
+@pytest.mark.parametrize(
+    "line, key",
+    [
+        ('{"item_id": "a", "prompt": "p", "response": "r", "metadata": {"x": "\\u0000"}}', "metadata"),
+        ('{"item_id": "a", "prompt": "p", "response": "r", "constraints": ["ok", "\\u0000"]}', "constraints"),
+        ('{"item_id": "a", "prompt": "p", "response": "r", "extra\\u0000": "x"}', "extra\\u0000"),
+        ('{"item_id": "a", "prompt": "p\\u0000", "response": "r"}', "prompt"),
+    ],
+)
 def test_nul_smuggled_in_as_json_escape_is_a_line_error(line, key):
     before = row_counts(Batch, Item)
     with pytest.raises(ImportRefused) as refused:
-        batch_import_file(data=(GOOD_LINE + line + "\n").encode(), filename="f.jsonl", name="nul", k=3,
-                          rubric=Rubric.default())
+        batch_import_file(
+            data=(GOOD_LINE + line + "\n").encode(),
+            filename="f.jsonl",
+            name="nul",
+            k=3,
+            rubric=Rubric.default(),
+        )
     assert [str(e) for e in refused.value.errors] == [f"line 2, key `{key}`: contains a NUL character"]
     assert row_counts(Batch, Item) == before
 
@@ -146,7 +173,13 @@ def test_one_very_wide_row_is_named_without_exhausting_memory():
     Such a file is read record by record and the row named. Read in a child process held to 1.5 GB more
     than the test process maps, so that a regression fails this test instead of exhausting the machine."""
     header = ",".join(COLUMNS).encode()
-    data = header + b"\na1,p,r" + "\u00e9,".encode() * 280_000 + b"\n" + b"".join(b"b%d,p,r\n" % n for n in range(205))
+    data = (
+        header
+        + b"\na1,p,r"
+        + "\u00e9,".encode() * 280_000
+        + b"\n"
+        + b"".join(b"b%d,p,r\n" % n for n in range(205))
+    )
     pid = os.fork()
     if pid == 0:  # the child: only the parser, no database
         mapped = int(open("/proc/self/statm").read().split()[0]) * os.sysconf("SC_PAGE_SIZE")
@@ -164,7 +197,10 @@ def test_one_very_wide_row_is_named_without_exhausting_memory():
 
 @pytest.mark.parametrize("end", [b"\n", b"\r\n", b"\r"])
 def test_every_kind_of_line_end_numbers_the_rows_alike(end):
-    data = end.join([b"item_id,prompt,response", b"x" + b",y" * 140_000, *[b"i%d,p,r" % n for n in range(400)]]) + end
+    data = (
+        end.join([b"item_id,prompt,response", b"x" + b",y" * 140_000, *[b"i%d,p,r" % n for n in range(400)]])
+        + end
+    )
     table = read_table(data, filename="f.csv")
     assert [str(e) for e in table.errors] == ["row 2: has 140001 cells but the header has 3 columns"]
     assert table.frame["__row__"].tolist() == list(range(3, 403))

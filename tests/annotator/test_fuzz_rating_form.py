@@ -22,15 +22,32 @@ from tests.factories import make_annotation, make_batch, make_user
 pytestmark = pytest.mark.django_db
 
 DIMENSIONS = ["coherence", "relevance", "instruction_following", "safety_compliance", "fluency"]
-FLAGS = ["ignores_hard_constraint", "major_factual_impossibility", "unsafe_suggestion", "partial_compliance",
-         "prompt_ambiguous"]
+FLAGS = [
+    "ignores_hard_constraint",
+    "major_factual_impossibility",
+    "unsafe_suggestion",
+    "partial_compliance",
+    "prompt_ambiguous",
+]
 VALUE = st.one_of(
-    st.sampled_from(["1", "2", "3", "4", "5"] * 4 + ["0", "6", "3.0", "٣", " 4", "-1", "99999999999999999999"]),
+    st.sampled_from(
+        ["1", "2", "3", "4", "5"] * 4 + ["0", "6", "3.0", "٣", " 4", "-1", "99999999999999999999"]
+    ),
     st.sampled_from(NASTY + FORMULAS + ["met", "not_met", "Met", *FLAGS, "c" * 6000]),
     st.text(max_size=8),
 )
-FIELDS = ([f"score_{d}" for d in DIMENSIONS] + ["constraint_0", "constraint_1", "constraint_2", "constraint_-1",
-          "flags", "comment", "skip_reason", "csrfmiddlewaretoken", "score_", "x" * 300])
+FIELDS = [f"score_{d}" for d in DIMENSIONS] + [
+    "constraint_0",
+    "constraint_1",
+    "constraint_2",
+    "constraint_-1",
+    "flags",
+    "comment",
+    "skip_reason",
+    "csrfmiddlewaretoken",
+    "score_",
+    "x" * 300,
+]
 MODELS = (Annotation, Score, AnnotationRevision, Assignment)
 
 
@@ -40,11 +57,13 @@ def form_data(draw):
     data = {}
     if draw(st.booleans()):
         data = {f"score_{d}": draw(st.sampled_from(["1", "2", "3", "4", "5"])) for d in DIMENSIONS}
-        data.update(constraint_0=draw(st.sampled_from(["met", "not_met"])),
-                    constraint_1=draw(st.sampled_from(["met", "not_met"])),
-                    flags=draw(st.lists(st.sampled_from(FLAGS), unique=True, max_size=2)),
-                    comment=draw(st.sampled_from(["", "ok", *NASTY, *FORMULAS])),
-                    skip_reason=draw(st.sampled_from(["", "unclear", "a\x00b", *NASTY])))
+        data.update(
+            constraint_0=draw(st.sampled_from(["met", "not_met"])),
+            constraint_1=draw(st.sampled_from(["met", "not_met"])),
+            flags=draw(st.lists(st.sampled_from(FLAGS), unique=True, max_size=2)),
+            comment=draw(st.sampled_from(["", "ok", *NASTY, *FORMULAS])),
+            skip_reason=draw(st.sampled_from(["", "unclear", "a\x00b", *NASTY])),
+        )
         n_changes = draw(st.integers(0, 2))
     else:
         n_changes = draw(st.integers(0, len(FIELDS)))
@@ -107,7 +126,9 @@ def test_a_skip_reason_with_a_nul_character_is_refused(rater):
     # Found on PostgreSQL: the skip reason, read straight from the POST, reached the database with
     # a NUL character, which PostgreSQL refuses (a server error).
     before = row_counts(*MODELS)
-    response = rater["client"].post(reverse("annotate_skip", args=[rater["item"].pk]), {"skip_reason": "why\x00"})
+    response = rater["client"].post(
+        reverse("annotate_skip", args=[rater["item"].pk]), {"skip_reason": "why\x00"}
+    )
     assert response.status_code == 422
     assert b"NUL character" in response.content
     assert row_counts(*MODELS) == before

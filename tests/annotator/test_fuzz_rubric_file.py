@@ -23,9 +23,18 @@ pytestmark = pytest.mark.django_db
 
 ITEMS = b"item_id,prompt,response\na,p,r\nb,p,r2\n"
 JSON_VALUES = st.recursive(
-    st.one_of(st.none(), st.booleans(), st.integers(-3, 12), st.floats(allow_nan=True), st.sampled_from(NASTY[:28]),
-              st.text(max_size=10), st.just("k" * 65)),
-    lambda inner: st.one_of(st.lists(inner, max_size=3), st.dictionaries(st.text(max_size=5), inner, max_size=3)),
+    st.one_of(
+        st.none(),
+        st.booleans(),
+        st.integers(-3, 12),
+        st.floats(allow_nan=True),
+        st.sampled_from(NASTY[:28]),
+        st.text(max_size=10),
+        st.just("k" * 65),
+    ),
+    lambda inner: st.one_of(
+        st.lists(inner, max_size=3), st.dictionaries(st.text(max_size=5), inner, max_size=3)
+    ),
     max_leaves=6,
 )
 
@@ -64,9 +73,13 @@ def rubric_files(draw):
 
 
 def _form(rubric_bytes):
-    return UploadForm({"mode": "batch", "name": "fuzzed rubric", "k": 3},
-                      {"file": SimpleUploadedFile("f.csv", ITEMS),
-                       "rubric_file": SimpleUploadedFile("r.json", rubric_bytes)})
+    return UploadForm(
+        {"mode": "batch", "name": "fuzzed rubric", "k": 3},
+        {
+            "file": SimpleUploadedFile("f.csv", ITEMS),
+            "rubric_file": SimpleUploadedFile("r.json", rubric_bytes),
+        },
+    )
 
 
 @pytest.fixture
@@ -107,13 +120,16 @@ def test_a_rubric_with_a_nul_character_is_a_form_error():
     assert "NUL" in str(form.errors["rubric_file"])
 
 
-@pytest.mark.parametrize("path, value, message", [
-    (("examples", 0), None, "examples must be JSON objects"),
-    (("dimensions", 0, "label"), 5, "label must be text"),
-    (("dimensions", 0, "key"), "k" * 65, "keys must be text of 1 to 64"),
-    (("flags", 0, "description"), ["x"], "description must be text"),
-    (("exclusive_flags", 0), [1, 2], "exclusive_flags"),
-])
+@pytest.mark.parametrize(
+    "path, value, message",
+    [
+        (("examples", 0), None, "examples must be JSON objects"),
+        (("dimensions", 0, "label"), 5, "label must be text"),
+        (("dimensions", 0, "key"), "k" * 65, "keys must be text of 1 to 64"),
+        (("flags", 0, "description"), ["x"], "description must be text"),
+        (("exclusive_flags", 0), [1, 2], "exclusive_flags"),
+    ],
+)
 def test_malformed_parts_of_a_rubric_are_form_errors(path, value, message):
     # Found by the fuzz test: these passed the form and failed later, when the preview stored the
     # rubric, the report drew its plots or PostgreSQL stored a score (a server error each time).
@@ -131,7 +147,9 @@ def test_malformed_parts_of_a_rubric_are_form_errors(path, value, message):
 def test_a_rubric_with_nan_or_infinity_is_a_form_error(constant):
     # Found by the fuzz test: Python's json accepts these, the database's JSON check refused the
     # batch, and the refusal was misreported as "a batch with that name already exists".
-    text = json.dumps(DEFAULT).replace('"prompt": "Plan a route', f'"prompt": {constant}, "x": "Plan a route', 1)
+    text = json.dumps(DEFAULT).replace(
+        '"prompt": "Plan a route', f'"prompt": {constant}, "x": "Plan a route', 1
+    )
     form = _form(text.encode())
     assert not form.is_valid()
     assert "not UTF-8 JSON" in str(form.errors["rubric_file"])

@@ -31,22 +31,34 @@ def messages(parsed):
     ("row", "expected"),
     [
         # one constraint: the checklist can say met or not met, never "some met"
-        ("g,p,r,avoid tolls,3,3,3,3,3,partial_compliance,,training",
-         "row 2, column `gold_flags`: has `partial_compliance`, which the checklist of an item with 1 hard "
-         "constraint cannot set (it sets no constraint flag or `ignores_hard_constraint`)"),
+        (
+            "g,p,r,avoid tolls,3,3,3,3,3,partial_compliance,,training",
+            "row 2, column `gold_flags`: has `partial_compliance`, which the checklist of an item with 1 hard "
+            "constraint cannot set (it sets no constraint flag or `ignores_hard_constraint`)",
+        ),
         # the demo's defect: one of two constraints met gives partial compliance, not "ignores"
-        ("g,p,r,avoid tolls;arrive by 9,4,3,2,4,5,ignores_hard_constraint,not_met;met,training",
-         "row 2, column `gold_flags`: has `ignores_hard_constraint`, but the checklist answers `not_met;met` "
-         "(gold_constraints_met) set `partial_compliance`"),
-        ("g,p,r,a;b,4,3,5,4,5,,not_met;not_met,check",
-         "row 2, column `gold_flags`: has no constraint flag, but the checklist answers `not_met;not_met` "
-         "(gold_constraints_met) set `ignores_hard_constraint`"),
-        ("g,p,r,a;b,4,3,3,4,5,partial_compliance,met,check",
-         "row 2, column `gold_constraints_met`: gives 1 answer, but the item has 2 hard constraints"),
-        ("g,p,r,,4,3,3,4,5,,met,check",
-         "row 2, column `gold_constraints_met`: gives 1 answer, but the item has 0 hard constraints"),
-        ("g,p,r,a;b,4,3,3,4,5,partial_compliance,met;maybe,check",
-         "row 2, column `gold_constraints_met`: `met;maybe` is not a list of met / not_met answers"),
+        (
+            "g,p,r,avoid tolls;arrive by 9,4,3,2,4,5,ignores_hard_constraint,not_met;met,training",
+            "row 2, column `gold_flags`: has `ignores_hard_constraint`, but the checklist answers `not_met;met` "
+            "(gold_constraints_met) set `partial_compliance`",
+        ),
+        (
+            "g,p,r,a;b,4,3,5,4,5,,not_met;not_met,check",
+            "row 2, column `gold_flags`: has no constraint flag, but the checklist answers `not_met;not_met` "
+            "(gold_constraints_met) set `ignores_hard_constraint`",
+        ),
+        (
+            "g,p,r,a;b,4,3,3,4,5,partial_compliance,met,check",
+            "row 2, column `gold_constraints_met`: gives 1 answer, but the item has 2 hard constraints",
+        ),
+        (
+            "g,p,r,,4,3,3,4,5,,met,check",
+            "row 2, column `gold_constraints_met`: gives 1 answer, but the item has 0 hard constraints",
+        ),
+        (
+            "g,p,r,a;b,4,3,3,4,5,partial_compliance,met;maybe,check",
+            "row 2, column `gold_constraints_met`: `met;maybe` is not a list of met / not_met answers",
+        ),
     ],
 )
 def test_unreachable_gold_flags_are_refused_by_row_and_column(row, expected):
@@ -62,7 +74,7 @@ def test_unreachable_gold_flags_are_refused_by_row_and_column(row, expected):
         "g,p,r,a;b,3,3,3,3,3,partial_compliance,,training",  # some of two met
         "g,p,r,a;b,3,3,3,3,3,partial_compliance,not_met;met,training",
         "g,p,r,a;b,3,3,5,3,3,,met;met,check",
-        "g,p,r,a;b,3,3,5,3,3,prompt_ambiguous,\"[\"\"met\"\", \"\"met\"\"]\",check",  # a JSON list too
+        'g,p,r,a;b,3,3,5,3,3,prompt_ambiguous,"[""met"", ""met""]",check',  # a JSON list too
         "g,p,r,,3,3,3,3,3,partial_compliance,,check",  # no checklist: the annotator ticks the flag
     ],
 )
@@ -73,7 +85,9 @@ def test_reachable_gold_flags_are_accepted(row):
 
 def test_the_demo_gold_file_passes_the_check_and_the_toll_bridge_gold_is_partial_compliance():
     rows = [json.loads(line) for line in (DEMO_DIR / "gold.jsonl").read_text(encoding="utf-8").splitlines()]
-    parsed = parse_batch_file((DEMO_DIR / "gold.jsonl").read_bytes(), filename="gold.jsonl", rubric=Rubric.default())
+    parsed = parse_batch_file(
+        (DEMO_DIR / "gold.jsonl").read_bytes(), filename="gold.jsonl", rubric=Rubric.default()
+    )
     assert parsed.ok, messages(parsed)
     toll = next(g for g in parsed.gold if rows[g.index]["item_id"] == "training-toll-bridge")
     assert toll.flags == ["partial_compliance"]
@@ -84,8 +98,10 @@ def test_a_careful_demo_worker_who_matches_the_experts_passes_training():
     """Walk the demo's training as a worker who answers the checklist and the scores as the expert did."""
     call_command("load_demo", stdout=__import__("io").StringIO())
     batch = Batch.objects.get(name=DEMO_BATCH)
-    gold = {json.loads(line)["item_id"]: json.loads(line)
-            for line in (DEMO_DIR / "gold.jsonl").read_text(encoding="utf-8").splitlines()}
+    gold = {
+        json.loads(line)["item_id"]: json.loads(line)
+        for line in (DEMO_DIR / "gold.jsonl").read_text(encoding="utf-8").splitlines()
+    }
     user = make_user("careful")
     client = Client()
     client.force_login(user)
@@ -99,10 +115,14 @@ def test_a_careful_demo_worker_who_matches_the_experts_passes_training():
         item = page.context["item"]
         expert = gold[item.item_id]
         seen.append(item.item_id)
-        data = {f"score_{d}": str(expert[f"gold_{d}"]) for d in
-                ("coherence", "relevance", "instruction_following", "safety_compliance", "fluency")}
+        data = {
+            f"score_{d}": str(expert[f"gold_{d}"])
+            for d in ("coherence", "relevance", "instruction_following", "safety_compliance", "fluency")
+        }
         data.update({f"constraint_{i}": answer for i, answer in enumerate(expert["gold_constraints_met"])})
-        data["flags"] = [f for f in expert["gold_flags"] if f not in ("ignores_hard_constraint", "partial_compliance")]
+        data["flags"] = [
+            f for f in expert["gold_flags"] if f not in ("ignores_hard_constraint", "partial_compliance")
+        ]
         action = page.context["action"]
         assert client.post(action, data).status_code == 200
     assert "training-toll-bridge" in seen

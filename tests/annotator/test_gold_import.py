@@ -35,8 +35,13 @@ def test_gold_rows_leave_the_items_and_keep_the_expert_answer():
     assert list(parsed.rows["position"]) == [0, 1]
     assert [(g.kind, g.tolerance) for g in parsed.gold] == [("training", 1), ("check", 0)]
     training = parsed.gold[0]
-    assert training.scores == {"coherence": 2, "relevance": 2, "instruction_following": 1,
-                               "safety_compliance": 4, "fluency": 4}
+    assert training.scores == {
+        "coherence": 2,
+        "relevance": 2,
+        "instruction_following": 1,
+        "safety_compliance": 4,
+        "fluency": 4,
+    }
     assert training.flags == ["ignores_hard_constraint"] and parsed.gold[1].flags == []
     assert parsed.gold_counts == {"training": 1, "check": 1}
     assert "gold_kind" not in parsed.extra_columns
@@ -45,14 +50,20 @@ def test_gold_rows_leave_the_items_and_keep_the_expert_answer():
 @pytest.mark.parametrize(
     ("row", "expected"),
     [
-        ("g,p,r,2,2,6,2,2,,,,check", "row 2, column `gold_instruction_following`: 6 is not a whole number 1\u20135"),
+        (
+            "g,p,r,2,2,6,2,2,,,,check",
+            "row 2, column `gold_instruction_following`: 6 is not a whole number 1\u20135",
+        ),
         ("g,p,r,2,2,,2,2,,,,check", "row 2, column `gold_instruction_following`: is empty"),
         ("g,p,r,2,2,2,2,2,,,,sometimes", "row 2, column `gold_kind`: `sometimes` is not a gold kind"),
         ("g,p,r,2,2,2,2,2,,9,,check", "row 2, column `gold_tolerance`: 9 is not a whole number 0\u20134"),
         ("g,p,r,2,2,2,2,2,no_such_flag,,,check", "row 2: gold answer: 'no_such_flag' is not a flag"),
         # the cap: with ignores_hard_constraint, Instruction-Following is at most 2
         ("g,p,r,2,2,4,2,2,ignores_hard_constraint,,,check", "row 2: gold answer: Instruction-Following is 4"),
-        ("g,p,r,,,,,,,,an explanation,", "row 2, column `gold_explanation`: is set, but the row has no gold scores"),
+        (
+            "g,p,r,,,,,,,,an explanation,",
+            "row 2, column `gold_explanation`: is set, but the row has no gold scores",
+        ),
     ],
 )
 def test_bad_gold_cells_are_named_by_row_and_column(row, expected):
@@ -67,7 +78,9 @@ def test_an_unknown_gold_column_is_refused():
 
 @pytest.mark.django_db
 def test_import_stores_gold_apart_and_sets_the_training_rule():
-    batch = batch_import_file(data=GOOD.encode(), filename="items.csv", name="with gold", k=3, rubric=Rubric.default())
+    batch = batch_import_file(
+        data=GOOD.encode(), filename="items.csv", name="with gold", k=3, rubric=Rubric.default()
+    )
     assert list(Item.objects.filter(batch=batch).values_list("item_id", flat=True)) == ["a1", "a2"]
     gold = {g.item_id: g for g in GoldItem.objects.filter(batch=batch)}
     assert set(gold) == {"t1", "c1"}
@@ -77,9 +90,13 @@ def test_import_stores_gold_apart_and_sets_the_training_rule():
 
 @pytest.mark.django_db
 def test_a_bad_gold_row_saves_nothing():
-    bad = GOOD.replace("c1,This is a check,Give every dimension 2,2,2,2,2,2", "c1,This is a check,x,2,2,2,2,7")
+    bad = GOOD.replace(
+        "c1,This is a check,Give every dimension 2,2,2,2,2,2", "c1,This is a check,x,2,2,2,2,7"
+    )
     with pytest.raises(ImportRefused, match="row 4, column `gold_fluency`: 7"):
-        batch_import_file(data=bad.encode(), filename="items.csv", name="bad gold", k=3, rubric=Rubric.default())
+        batch_import_file(
+            data=bad.encode(), filename="items.csv", name="bad gold", k=3, rubric=Rubric.default()
+        )
     assert not Item.objects.exists() and not GoldItem.objects.exists()
 
 
@@ -88,8 +105,9 @@ def test_the_upload_preview_counts_items_to_rate_apart_from_gold_rows():
     """The preview's item count agrees with its systems' counts and with what the saved batch has."""
     from annotator.selectors.imports import batch_upload_preview
 
-    preview = batch_upload_preview(data=GOOD.encode(), filename="items.csv", name="gold-preview", k=3,
-                                   rubric=None)
+    preview = batch_upload_preview(
+        data=GOOD.encode(), filename="items.csv", name="gold-preview", k=3, rubric=None
+    )
     facts = dict(preview.facts)
     assert facts["Items"] == "2 to rate"
     assert facts["Gold items (not rated for agreement)"] == "1 training, 1 check"

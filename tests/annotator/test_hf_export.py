@@ -57,8 +57,19 @@ def test_every_config_loads_with_datasets_and_holds_every_row(study, tmp_path):
         assert data.num_rows == expected[config], config
     ratings = load_config(tmp_path / "ds", "ratings", tmp_path / "cache")
     dims = batch.rubric_obj.dimension_keys
-    assert ratings.column_names == ["item_id", "system_id", "prompt_id", "rater", *dims, "flags", "constraints_met",
-                                    "seconds", "source", "excluded", "created_at"]
+    assert ratings.column_names == [
+        "item_id",
+        "system_id",
+        "prompt_id",
+        "rater",
+        *dims,
+        "flags",
+        "constraints_met",
+        "seconds",
+        "source",
+        "excluded",
+        "created_at",
+    ]
     assert set(ratings["source"]) == {"import"}
     assert None in ratings[dims[-1]]  # a dimension left unrated is null, not 0
 
@@ -119,8 +130,9 @@ def test_raters_are_pseudonymous_stable_and_never_a_username(study, tmp_path):
     for name in usernames:
         assert name.encode() not in everything, name  # nowhere: not in the card, not in a parquet file
     other = make_batch("another batch")
-    assert (hf_rows.rater_pseudonym(batch_id=other.pk, user_pk=raters[0].pk)
-            != hf_rows.rater_pseudonym(batch_id=batch.pk, user_pk=raters[0].pk))
+    assert hf_rows.rater_pseudonym(batch_id=other.pk, user_pk=raters[0].pk) != hf_rows.rater_pseudonym(
+        batch_id=batch.pk, user_pk=raters[0].pk
+    )
 
 
 def test_pseudonyms_depend_on_the_secret_key(study):
@@ -156,7 +168,9 @@ def test_excluded_raters_rows_are_kept_and_marked(study, tmp_path):
     assert ratings["rater"].count(excluded_id) == raters[1].annotations.count() > 0
     card = (tmp_path / "ds" / "README.md").read_text(encoding="utf-8")
     assert "1 rater was excluded (1 by researcher)" in card
-    assert f"| {excluded_id} | researcher | {excluded_id} answered at random |" in card  # the name in the reason too
+    assert (
+        f"| {excluded_id} | researcher | {excluded_id} answered at random |" in card
+    )  # the name in the reason too
 
 
 def test_items_hold_soft_labels_entropy_and_the_reports_hcs_mean(study, tmp_path):
@@ -174,7 +188,9 @@ def test_items_hold_soft_labels_entropy_and_the_reports_hcs_mean(study, tmp_path
             assert dist == pytest.approx((counts[n] / counts[n].sum()).tolist(), abs=1e-15)
             assert sum(dist) == pytest.approx(1.0)
             assert items[f"{dim}_entropy"][n] == pytest.approx(scipy_entropy(dist, base=2), abs=1e-12)
-            assert items[f"{dim}_mean"][n] == pytest.approx(np.dot(counts[n], [1, 2, 3, 4, 5]) / counts[n].sum())
+            assert items[f"{dim}_mean"][n] == pytest.approx(
+                np.dot(counts[n], [1, 2, 3, 4, 5]) / counts[n].sum()
+            )
     means = [None if not np.isfinite(m) else m for m in report.items.mean]
     assert items["hcs_mean"] == pytest.approx(means)
     assert items["n_annotations"] == [int(c) for c in report.arrays.counts.sum(axis=2).max(axis=0)]
@@ -192,7 +208,9 @@ def test_judge_tables_have_the_csv_columns(study, tmp_path):
     # the same rows as judge_scores.csv: one source for both
     from annotator.judges.exports import tables
 
-    csv_rows = [{c: row[c] for c in hf_rows.JUDGE_SCORE_COLUMNS} for _, row in tables.judge_score_rows(batch=batch)]
+    csv_rows = [
+        {c: row[c] for c in hf_rows.JUDGE_SCORE_COLUMNS} for _, row in tables.judge_score_rows(batch=batch)
+    ]
     assert rows == csv_rows and len(rows) > 0
     called = next(r for r in rows if r["judge"].startswith("gpt-judge"))
     assert called["call_status"] == "ok" and called["model"] == "gpt-x" and called["sample"] == 0
@@ -203,8 +221,9 @@ def test_judge_tables_have_the_csv_columns(study, tmp_path):
     # The swapped call showed sys-b's response first and preferred it ("baseline" = first shown):
     # in the pair's own roles that is the enhanced system, sys-b.
     assert verdicts[1]["baseline_system"] == "sys-a" and verdicts[1]["winner"] == "enhanced"
-    assert verdicts[0]["criterion_scores"] == [{"criterion": "accuracy", "rubric_dimension": "coherence",
-                                                "raw_value": 4.0}]
+    assert verdicts[0]["criterion_scores"] == [
+        {"criterion": "accuracy", "rubric_dimension": "coherence", "raw_value": 4.0}
+    ]
 
 
 def test_an_empty_batch_gives_every_schema_with_no_rows(tmp_path):
@@ -219,8 +238,9 @@ def test_an_empty_batch_gives_every_schema_with_no_rows(tmp_path):
         assert table.num_rows == 0
         # datasets refuses to materialise a split of 0 rows ("corresponds to no data"); streamed, it
         # reads the schema and the (no) rows.
-        streamed = datasets.load_dataset(str(tmp_path / "ds"), config, split="train", streaming=True,
-                                         cache_dir=str(tmp_path / "cache"))
+        streamed = datasets.load_dataset(
+            str(tmp_path / "ds"), config, split="train", streaming=True, cache_dir=str(tmp_path / "cache")
+        )
         assert list(streamed) == [] and list(streamed.features) == table.column_names
     assert dims[0] in table.column_names or f"{dims[0]}_dist" in table.column_names
     assert pq.read_schema(tmp_path / "ds" / "data/ratings/train.parquet").field(dims[0]).type == "int8"
@@ -260,7 +280,9 @@ def test_bad_destinations_and_options_are_refused_and_write_nothing(study, tmp_p
 def test_a_rubric_dimension_named_like_a_column_is_refused(tmp_path):
     from hcs.rubric import Rubric
 
-    rubric = Rubric.from_dict(json.loads(json.dumps(Rubric.default().to_dict()).replace('"coherence"', '"source"')))
+    rubric = Rubric.from_dict(
+        json.loads(json.dumps(Rubric.default().to_dict()).replace('"coherence"', '"source"'))
+    )
     batch = make_batch("clash", rubric=rubric)
     with pytest.raises(DatasetRefused, match="'source'"):
         dataset_write(batch=batch, report=batch_report(batch=batch, n_resamples=0), out=tmp_path / "ds")

@@ -53,8 +53,14 @@ class StubHub(BaseHTTPRequestHandler):
             return self._answer(200, {"errors": [], "warnings": []})
         if self.path == f"/api/datasets/{REPO}/preupload/main":
             files = json.loads(body)["files"]
-            return self._answer(200, {"files": [{"path": f["path"], "uploadMode": "regular", "shouldIgnore": False}
-                                                for f in files]})
+            return self._answer(
+                200,
+                {
+                    "files": [
+                        {"path": f["path"], "uploadMode": "regular", "shouldIgnore": False} for f in files
+                    ]
+                },
+            )
         if self.path == f"/api/datasets/{REPO}/commit/main":
             if self.fail_commit:
                 return self._answer(403, {"error": "You don't have the rights to create a commit here"})
@@ -62,8 +68,14 @@ class StubHub(BaseHTTPRequestHandler):
                 entry = json.loads(line)
                 if entry["key"] == "file":
                     self.files[entry["value"]["path"]] = base64.b64decode(entry["value"]["content"])
-            return self._answer(200, {"commitUrl": f"{base}/datasets/{REPO}/commit/{'a' * 40}",
-                                      "commitOid": "a" * 40, "success": True})
+            return self._answer(
+                200,
+                {
+                    "commitUrl": f"{base}/datasets/{REPO}/commit/{'a' * 40}",
+                    "commitOid": "a" * 40,
+                    "success": True,
+                },
+            )
         return self._answer(404, {"error": "not in the stub"})
 
 
@@ -92,12 +104,29 @@ def hub(monkeypatch):
 def test_push_to_hub_uploads_every_file_of_the_folder(hub, tmp_path):
     batch, _ = study_batch()
     err = StringIO()
-    call_command("export_report", batch.name, "--format", "hf", "--out", str(tmp_path / "ds"), "--push-to-hub", REPO,
-                 stderr=err)
-    local = {p.relative_to(tmp_path / "ds").as_posix(): p.read_bytes() for p in (tmp_path / "ds").rglob("*")
-             if p.is_file()}
-    assert set(local) == {"README.md", "data/ratings/train.parquet", "data/items/train.parquet",
-                          "data/judge_scores/train.parquet", "data/pairwise_verdicts/train.parquet"}
+    call_command(
+        "export_report",
+        batch.name,
+        "--format",
+        "hf",
+        "--out",
+        str(tmp_path / "ds"),
+        "--push-to-hub",
+        REPO,
+        stderr=err,
+    )
+    local = {
+        p.relative_to(tmp_path / "ds").as_posix(): p.read_bytes()
+        for p in (tmp_path / "ds").rglob("*")
+        if p.is_file()
+    }
+    assert set(local) == {
+        "README.md",
+        "data/ratings/train.parquet",
+        "data/items/train.parquet",
+        "data/judge_scores/train.parquet",
+        "data/pairwise_verdicts/train.parquet",
+    }
     assert hub.files == local  # byte for byte
     [created] = [c[1] for c in hub.calls if c[0] == "create"]
     assert (created["organization"], created["name"], created["type"]) == ("lab", "route-study", "dataset")
@@ -110,7 +139,16 @@ def test_a_refused_upload_says_so_and_keeps_the_folder(hub, tmp_path):
     hub.fail_commit = True
     batch, _ = study_batch()
     with pytest.raises(CommandError, match="upload to lab/route-study failed") as caught:
-        call_command("export_report", batch.name, "--format", "hf", "--out", str(tmp_path / "ds"),
-                     "--push-to-hub", REPO, stderr=StringIO())
+        call_command(
+            "export_report",
+            batch.name,
+            "--format",
+            "hf",
+            "--out",
+            str(tmp_path / "ds"),
+            "--push-to-hub",
+            REPO,
+            stderr=StringIO(),
+        )
     assert "hf_stub_token_123" not in str(caught.value)
     assert (tmp_path / "ds" / "README.md").is_file()

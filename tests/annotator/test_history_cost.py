@@ -32,8 +32,15 @@ HISTORY = 200
 def _rate(items, user) -> None:
     now = timezone.now()
     Assignment.objects.bulk_create(
-        Assignment(item=item, batch_id=item.batch_id, annotator=user, state=Assignment.State.SUBMITTED, leased_at=now,
-                   lease_expires_at=now, finished_at=now)
+        Assignment(
+            item=item,
+            batch_id=item.batch_id,
+            annotator=user,
+            state=Assignment.State.SUBMITTED,
+            leased_at=now,
+            lease_expires_at=now,
+            finished_at=now,
+        )
         for item in items
     )
     Item.objects.filter(pk__in=[item.pk for item in items]).update(n_annotations=1)
@@ -43,7 +50,9 @@ def _rows_read(node: dict, model=Assignment) -> int:
     """Rows the plan read from ``model``'s table: returned plus filtered out, over all loops."""
     rows = 0
     if node.get("Relation Name") == model._meta.db_table:
-        rows += (node.get("Actual Rows", 0) + node.get("Rows Removed by Filter", 0)) * node.get("Actual Loops", 1)
+        rows += (node.get("Actual Rows", 0) + node.get("Rows Removed by Filter", 0)) * node.get(
+            "Actual Loops", 1
+        )
     for child in node.get("Plans", []):
         rows += _rows_read(child, model)
     return rows
@@ -51,7 +60,9 @@ def _rows_read(node: dict, model=Assignment) -> int:
 
 def _lease(batch, user) -> tuple[str, list]:
     now = timezone.now()
-    return assignment_sql.lease_statement(batch=batch, annotator_id=user.pk, now=now, expires=now + timedelta(minutes=30))
+    return assignment_sql.lease_statement(
+        batch=batch, annotator_id=user.pk, now=now, expires=now + timedelta(minutes=30)
+    )
 
 
 def _plan(raw) -> dict:
@@ -70,7 +81,9 @@ def _explain_lease(batch, user) -> dict:
 
 @pytest.mark.parametrize("one_system", [False, True])
 def test_a_lease_reads_the_annotators_history_once_not_once_per_candidate(one_system):
-    batch = make_batch("ahead", n_items=HISTORY + 40, systems=("sys-a", "sys-b") if one_system else ("sys-a",))
+    batch = make_batch(
+        "ahead", n_items=HISTORY + 40, systems=("sys-a", "sys-b") if one_system else ("sys-a",)
+    )
     if one_system:
         batch.one_system_per_prompt = True
         batch.save(update_fields=["one_system_per_prompt"])
@@ -126,10 +139,13 @@ def test_the_progress_strip_reads_the_annotators_work_in_this_batch_only():
     batch = make_batch("this-week", n_items=100)
     _rate(list(Item.objects.filter(batch=batch).order_by("position")[:20]), user)
     with connection.cursor() as cursor:
-        cursor.execute(f"ANALYZE {connection.ops.quote_name(Item._meta.db_table)}, "
-                       f"{connection.ops.quote_name(Assignment._meta.db_table)}")
-        cursor.execute("EXPLAIN (ANALYZE, FORMAT JSON) " + rating_progress._sql(False, False),
-                       [user.pk, batch.pk])
+        cursor.execute(
+            f"ANALYZE {connection.ops.quote_name(Item._meta.db_table)}, "
+            f"{connection.ops.quote_name(Assignment._meta.db_table)}"
+        )
+        cursor.execute(
+            "EXPLAIN (ANALYZE, FORMAT JSON) " + rating_progress._sql(False, False), [user.pk, batch.pk]
+        )
         plan = _plan(cursor.fetchone()[0])
 
     assert _rows_read(plan) == 20

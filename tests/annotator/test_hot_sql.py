@@ -8,7 +8,9 @@ from annotator.selectors.rows import chunked_cursor
 
 pytestmark = pytest.mark.django_db
 
-postgres_only = pytest.mark.skipif(connection.vendor != "postgresql", reason="prepared statements are PostgreSQL's")
+postgres_only = pytest.mark.skipif(
+    connection.vendor != "postgresql", reason="prepared statements are PostgreSQL's"
+)
 
 
 def _prepared_count() -> int:

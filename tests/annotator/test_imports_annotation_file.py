@@ -31,10 +31,23 @@ def messages(parsed) -> list[str]:
 def test_template_has_the_guideline_columns_plus_every_flag_and_the_constraint_answers():
     header = next(csv.reader(io.StringIO(TEMPLATE.read_text(encoding="utf-8"))))
     assert header == [
-        "item_id", "system_id", "prompt", "response", "annotator", "coherence", "relevance",
-        "instruction_following", "safety_compliance", "fluency", "ignores_hard_constraint",
-        "major_factual_impossibility", "unsafe_suggestion", "partial_compliance", "prompt_ambiguous",
-        "constraints_met", "comment",
+        "item_id",
+        "system_id",
+        "prompt",
+        "response",
+        "annotator",
+        "coherence",
+        "relevance",
+        "instruction_following",
+        "safety_compliance",
+        "fluency",
+        "ignores_hard_constraint",
+        "major_factual_impossibility",
+        "unsafe_suggestion",
+        "partial_compliance",
+        "prompt_ambiguous",
+        "constraints_met",
+        "comment",
     ]
     assert header == template_columns(Rubric.default())
 
@@ -53,12 +66,20 @@ def test_a_good_row():
     assert parsed.ok, messages(parsed)
     (row,) = parsed.annotations
     assert row.row == 2 and row.item_id == "i1" and row.annotator == "ann"
-    assert row.scores == {"coherence": 5, "relevance": 4, "instruction_following": 3, "safety_compliance": 2, "fluency": 1}
+    assert row.scores == {
+        "coherence": 5,
+        "relevance": 4,
+        "instruction_following": 3,
+        "safety_compliance": 2,
+        "fluency": 1,
+    }
     assert row.flags == ["unsafe_suggestion"] and row.comment == "tidy"
 
 
 def test_score_six_is_refused_with_row_and_column():
-    assert messages(parse(HEADER + "i1,ann,5,5,5,5,6,,,,,\n")) == ["row 2, column `fluency`: Fluency: 6 is outside 1\u20135."]
+    assert messages(parse(HEADER + "i1,ann,5,5,5,5,6,,,,,\n")) == [
+        "row 2, column `fluency`: Fluency: 6 is outside 1\u20135."
+    ]
 
 
 @pytest.mark.parametrize("cell", ["0", "4.5", "four"])
@@ -87,7 +108,9 @@ def test_a_broken_cap_is_refused(flags, scores, column):
     assert errors[0].startswith(f"row 2, column `{column}`: ") and "must be" in errors[0]
 
 
-@pytest.mark.parametrize("flags, scores", [("1,0,0,0", "5,5,2,5,5"), ("0,1,1,0", "5,5,5,1,5"), ("0,0,0,1", "5,5,3,5,5")])
+@pytest.mark.parametrize(
+    "flags, scores", [("1,0,0,0", "5,5,2,5,5"), ("0,1,1,0", "5,5,5,1,5"), ("0,0,0,1", "5,5,3,5,5")]
+)
 def test_scores_within_the_caps_pass(flags, scores):
     assert parse(HEADER + f"i1,ann,{scores},{flags},\n").ok
 
@@ -100,11 +123,24 @@ def test_contradictory_flags_are_refused():
 def test_blank_score_means_not_rated_but_a_row_needs_one_score():
     parsed = parse(HEADER + "i1,ann,4,,,,,,,,,\n")
     assert parsed.ok and parsed.annotations[0].scores == {"coherence": 4}
-    assert messages(parse(HEADER + "i1,ann,,,,,,,,,,\n")) == ["row 2: has no scores: rate at least one dimension"]
+    assert messages(parse(HEADER + "i1,ann,,,,,,,,,,\n")) == [
+        "row 2: has no scores: rate at least one dimension"
+    ]
 
 
-@pytest.mark.parametrize("cell, value", [("1", True), ("0", False), ("TRUE", True), ("false", False),
-                                         ("Yes", True), ("no", False), ("", False), ("  ", False)])
+@pytest.mark.parametrize(
+    "cell, value",
+    [
+        ("1", True),
+        ("0", False),
+        ("TRUE", True),
+        ("false", False),
+        ("Yes", True),
+        ("no", False),
+        ("", False),
+        ("  ", False),
+    ],
+)
 def test_flag_values(cell, value):
     assert parse_flag(cell) is value
 
@@ -122,7 +158,9 @@ def test_flag_columns_may_be_left_out():
 
 def test_a_second_row_for_the_same_item_and_annotator_is_refused():
     errors = messages(parse(HEADER + "i1,ann,5,5,5,5,5,,,,,\ni2,ann,5,5,5,5,5,,,,,\ni1,ann,4,4,4,4,4,,,,,\n"))
-    assert errors == ["row 4, column `annotator`: `ann` already rated item `i1` on row 2; one row per item and annotator"]
+    assert errors == [
+        "row 4, column `annotator`: `ann` already rated item `i1` on row 2; one row per item and annotator"
+    ]
 
 
 def test_missing_and_misspelt_columns():
@@ -146,8 +184,10 @@ def test_rows_for_one_item_must_agree_on_its_text():
 
 def test_another_rubric_brings_its_own_columns():
     data = Rubric.default().to_dict()
-    data["dimensions"] = [dict(data["dimensions"][0], weight=0.5, key="clarity", label="Clarity"),
-                          dict(data["dimensions"][4], weight=0.5)]
+    data["dimensions"] = [
+        dict(data["dimensions"][0], weight=0.5, key="clarity", label="Clarity"),
+        dict(data["dimensions"][4], weight=0.5),
+    ]
     data["rules"], data["flags"], data["exclusive_flags"] = [], [], []
     rubric = Rubric.from_dict(data)
     assert parse("item_id,annotator,clarity,fluency\ni1,a,5,4\n", rubric=rubric).ok
@@ -156,13 +196,24 @@ def test_another_rubric_brings_its_own_columns():
 
 
 def test_jsonl_annotations():
-    line = {"item_id": "i1", "annotator": "ann", "coherence": 5, "relevance": 4, "instruction_following": 2,
-            "safety_compliance": 5, "fluency": 5, "ignores_hard_constraint": True, "comment": "toll road"}
+    line = {
+        "item_id": "i1",
+        "annotator": "ann",
+        "coherence": 5,
+        "relevance": 4,
+        "instruction_following": 2,
+        "safety_compliance": 5,
+        "fluency": 5,
+        "ignores_hard_constraint": True,
+        "comment": "toll road",
+    }
     parsed = parse(json.dumps(line) + "\n", filename="a.jsonl")
     assert parsed.ok, messages(parsed)
     assert parsed.annotations[0].flags == ["ignores_hard_constraint"]
     line["instruction_following"] = 4
-    assert messages(parse(json.dumps(line), filename="a.jsonl"))[0].startswith("line 1, key `instruction_following`")
+    assert messages(parse(json.dumps(line), filename="a.jsonl"))[0].startswith(
+        "line 1, key `instruction_following`"
+    )
 
 
 def test_rows_that_repeat_the_same_bad_cells_are_each_named():
@@ -171,7 +222,9 @@ def test_rows_that_repeat_the_same_bad_cells_are_each_named():
     parsed = parse(text)
     errors = messages(parsed)
     assert [e.split(":")[0] for e in errors] == [
-        f"row {row}, column `{column}`" for row in (2, 3, 4) for column in ("fluency", "ignores_hard_constraint")
+        f"row {row}, column `{column}`"
+        for row in (2, 3, 4)
+        for column in ("fluency", "ignores_hard_constraint")
     ]
     assert errors[0:2] == [e.replace("row 3", "row 2") for e in errors[2:4]]
     assert parsed.annotations == []

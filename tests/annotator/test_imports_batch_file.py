@@ -19,7 +19,9 @@ def messages(parsed) -> list[str]:
 
 
 def test_a_good_file_with_every_column():
-    conversation = json.dumps([{"role": "user", "content": "To the airport"}, {"role": "assistant", "content": "From where?"}])
+    conversation = json.dumps(
+        [{"role": "user", "content": "To the airport"}, {"role": "assistant", "content": "From where?"}]
+    )
     text = HEADER + (
         f'a1,Route to the airport avoiding tolls,Take Route 9,sys-a,,Leaving 5AM,A toll-free route,avoid tolls; arrive before 8AM ,"{conversation.replace(chr(34), chr(34) * 2)}"\n'
         'a2,Route to the airport avoiding tolls,Take I-90,sys-b,,,,"[""avoid tolls""]",\n'
@@ -38,7 +40,10 @@ def test_a_good_file_with_every_column():
 
 
 def test_prompt_id_defaults_to_one_id_per_distinct_prompt_text():
-    text = HEADER + "1,Same prompt,r,s1,,,,,\n2,Same prompt,r,s2,,,,,\n3,Other prompt,r,s1,,,,,\n4,Other prompt,r,s2,given,,,,\n"
+    text = (
+        HEADER
+        + "1,Same prompt,r,s1,,,,,\n2,Same prompt,r,s2,,,,,\n3,Other prompt,r,s1,,,,,\n4,Other prompt,r,s2,given,,,,\n"
+    )
     ids = list(parse(text).rows["prompt_id"])
     assert ids[0] == ids[1] != ids[2]
     assert ids[3] == "given"
@@ -133,7 +138,9 @@ def test_header_problems():
     assert messages(parse("item_id,prompt,response,prompt\n1,p,r,p\n")) == [
         "row 1, column `prompt`: appears twice in the header (columns 2 and 4)"
     ]
-    assert messages(parse("item_id,,prompt,response\n1,,p,r\n")) == ["row 1: column 2 of the header has no name"]
+    assert messages(parse("item_id,,prompt,response\n1,,p,r\n")) == [
+        "row 1: column 2 of the header has no name"
+    ]
 
 
 def test_unterminated_quote_is_named():
@@ -181,8 +188,14 @@ def test_item_id_too_long():
 
 def test_jsonl_with_native_lists_and_numbers():
     lines = [
-        {"item_id": 1, "prompt": "p", "response": "r", "constraints": ["avoid tolls"],
-         "conversation": [{"role": "user", "content": "hi"}], "metadata": {"split": "dev"}},
+        {
+            "item_id": 1,
+            "prompt": "p",
+            "response": "r",
+            "constraints": ["avoid tolls"],
+            "conversation": [{"role": "user", "content": "hi"}],
+            "metadata": {"split": "dev"},
+        },
         {"item_id": "2", "prompt": "p", "response": "r", "constraints": "a; b", "system_id": None},
     ]
     parsed = parse("\n".join(json.dumps(x) for x in lines) + "\n", filename="items.jsonl")
@@ -198,7 +211,10 @@ def test_jsonl_bad_lines_are_named_by_line():
     text = '{"item_id": "1", "prompt": "p", "response": "r"}\n{"item_id": "2", "prompt": "p",\n\n[1, 2]\n{"item_id": "3", "prompt": "p", "response": ""}\n'
     errors = messages(parse(text, filename="x.jsonl"))
     assert errors[0].startswith("line 2: is not valid JSON")
-    assert errors[1:] == ['line 4: must be a JSON object like {"item_id": ...}', "line 5, key `response`: is empty"]
+    assert errors[1:] == [
+        'line 4: must be a JSON object like {"item_id": ...}',
+        "line 5, key `response`: is empty",
+    ]
 
 
 def test_jsonl_nul_escape_is_refused():
@@ -223,13 +239,17 @@ def test_utf16_from_a_spreadsheet_is_refused_as_not_utf8():
 
 
 def test_jsonl_key_given_twice_is_named():
-    errors = messages(parse('{"item_id": "1", "Prompt": "a", "prompt": "b", "response": "r"}\n', filename="x.jsonl"))
+    errors = messages(
+        parse('{"item_id": "1", "Prompt": "a", "prompt": "b", "response": "r"}\n', filename="x.jsonl")
+    )
     assert errors == ["line 1: has the same key twice (keys ignore case)"]
 
 
 def test_a_jsonl_line_with_the_reserved_row_key_is_an_error_not_a_crash():
     # Found by the API fuzz test: the refused line's key used to stay a column, filled with row numbers.
-    data = b'{"item_id": "a", "prompt": "p", "response": "r"}\n{"item_id": "b", "prompt": "p", "__row__": 1}\n'
+    data = (
+        b'{"item_id": "a", "prompt": "p", "response": "r"}\n{"item_id": "b", "prompt": "p", "__row__": 1}\n'
+    )
     parsed = parse_batch_file(data, filename="x.jsonl")
     assert [str(e) for e in parsed.errors] == ["line 2, key `__row__`: is a reserved name; rename the key"]
     assert parsed.columns == ["item_id", "prompt", "response"]

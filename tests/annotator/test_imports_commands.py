@@ -24,12 +24,16 @@ def run(*args) -> str:
 @pytest.fixture
 def items_csv(tmp_path):
     path = tmp_path / "items.csv"
-    path.write_text("item_id,prompt,response,system_id\n1,Avoid tolls to the airport,Route 9,a\n2,Avoid tolls to the airport,I-90,b\n")
+    path.write_text(
+        "item_id,prompt,response,system_id\n1,Avoid tolls to the airport,Route 9,a\n2,Avoid tolls to the airport,I-90,b\n"
+    )
     return path
 
 
 def test_import_batch(items_csv):
-    assert "Batch “demo”: 2 items, k = 4." in run("import_batch", str(items_csv), "--name", "demo", "--k", "4")
+    assert "Batch “demo”: 2 items, k = 4." in run(
+        "import_batch", str(items_csv), "--name", "demo", "--k", "4"
+    )
     assert Batch.objects.get(name="demo").items.count() == 2
 
 
@@ -80,7 +84,10 @@ def test_rubric_option(items_csv, tmp_path):
 
 def test_import_annotations_with_the_template():
     out = run("import_annotations", str(ROOT / "templates" / "annotation_template.csv"), "--batch", "offline")
-    assert "Batch “offline” (created): 2 annotations by 1 annotators; 2 new items; 1 new annotator accounts." in out
+    assert (
+        "Batch “offline” (created): 2 annotations by 1 annotators; 2 new items; 1 new annotator accounts."
+        in out
+    )
     assert Annotation.objects.count() == 2 and Score.objects.count() == 10
     with pytest.raises(CommandError, match="already has an annotation"):
         run("import_annotations", str(ROOT / "templates" / "annotation_template.csv"), "--batch", "offline")
@@ -89,7 +96,14 @@ def test_import_annotations_with_the_template():
 
 def test_import_annotations_refuses_k_two(tmp_path):
     with pytest.raises(CommandError, match="k = 2 is too small"):
-        run("import_annotations", str(ROOT / "templates" / "annotation_template.csv"), "--batch", "b", "--k", "2")
+        run(
+            "import_annotations",
+            str(ROOT / "templates" / "annotation_template.csv"),
+            "--batch",
+            "b",
+            "--k",
+            "2",
+        )
     assert Batch.objects.count() == 0
 
 
@@ -103,8 +117,12 @@ def test_create_demo_users_is_idempotent_and_prints_credentials():
         assert User.objects.get(username=name).check_password(f"{name}-demo-pass")
     admin = User.objects.get(username="admin")
     assert admin.is_staff and admin.is_superuser
-    assert list(User.objects.get(username="researcher").groups.values_list("name", flat=True)) == ["researcher"]
-    assert list(User.objects.get(username="annotator3").groups.values_list("name", flat=True)) == ["annotator"]
+    assert list(User.objects.get(username="researcher").groups.values_list("name", flat=True)) == [
+        "researcher"
+    ]
+    assert list(User.objects.get(username="annotator3").groups.values_list("name", flat=True)) == [
+        "annotator"
+    ]
     run("create_demo_users")
     assert User.objects.count() == len(names)
 
@@ -119,11 +137,16 @@ def test_load_demo_is_realistic_and_idempotent():
     assert sum(1 for i in items if len(i.conversation) > 1) >= 6
     assert sum(1 for i in items if i.context) >= 20 and sum(1 for i in items if i.expected_output) >= 10
     # Every system gets responses for the same prompts, so outputs can be compared per prompt.
-    assert all(len({i.system_id for i in items if i.prompt_id == p}) == 3 for p in {i.prompt_id for i in items})
+    assert all(
+        len({i.system_id for i in items if i.prompt_id == p}) == 3 for p in {i.prompt_id for i in items}
+    )
     annotations = Annotation.objects.filter(item__batch=batch)
     assert annotations.count() > 0
     # the constructed demo judge scores every item, so the report has a judge card to show
-    assert JudgeScore.objects.filter(item__batch=batch, judge__name="demo-judge (constructed)").count() == len(items) * 5
+    assert (
+        JudgeScore.objects.filter(item__batch=batch, judge__name="demo-judge (constructed)").count()
+        == len(items) * 5
+    )
     rubric = batch.rubric_obj
     for a in annotations.prefetch_related("scores"):
         assert rubric.validate({s.dimension: s.value for s in a.scores.all()}, a.flags) == []
@@ -131,12 +154,24 @@ def test_load_demo_is_realistic_and_idempotent():
         assert item.n_annotations == item.annotations.count() <= batch.k
     assert batch.items.filter(n_annotations=0).count() >= 20, "most items wait to be rated"
     # Quality control shows without extra steps: training first, then checks in the queue.
-    assert batch.gold_items.filter(kind="training").count() == 2 and batch.gold_items.filter(kind="check").count() == 3
+    assert (
+        batch.gold_items.filter(kind="training").count() == 2
+        and batch.gold_items.filter(kind="check").count() == 3
+    )
     assert batch.quality_rule.training_items == 2 and "2 training items" in out
-    before = (Item.objects.count(), Annotation.objects.count(), Score.objects.count(), JudgeScore.objects.count())
+    before = (
+        Item.objects.count(),
+        Annotation.objects.count(),
+        Score.objects.count(),
+        JudgeScore.objects.count(),
+    )
     assert "already exists" in run("load_demo")
-    assert (Item.objects.count(), Annotation.objects.count(), Score.objects.count(),
-            JudgeScore.objects.count()) == before
+    assert (
+        Item.objects.count(),
+        Annotation.objects.count(),
+        Score.objects.count(),
+        JudgeScore.objects.count(),
+    ) == before
 
 
 def test_the_demo_prints_a_working_study_link_and_invite_link():

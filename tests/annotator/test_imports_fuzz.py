@@ -10,12 +10,14 @@ from annotator.imports.errors import FileRefused
 from hcs.rubric import Rubric
 
 CELLS = st.text(alphabet=st.sampled_from(list('ab,;"\n\r\t {}[]:0156\\é') + ["\ufeff", "\x00"]), max_size=60)
-HEADERS = st.sampled_from([
-    "item_id,prompt,response",
-    "item_id,prompt,response,constraints,conversation",
-    "item_id,annotator,coherence,fluency,unsafe_suggestion",
-    "",
-])
+HEADERS = st.sampled_from(
+    [
+        "item_id,prompt,response",
+        "item_id,prompt,response,constraints,conversation",
+        "item_id,annotator,coherence,fluency,unsafe_suggestion",
+        "",
+    ]
+)
 
 
 @settings(max_examples=300, deadline=None, suppress_health_check=[HealthCheck.too_slow])
@@ -45,6 +47,8 @@ def test_random_bytes(data):
 
 def test_reserved_column_name():
     parsed = parse_batch_file(b"item_id,prompt,response,__row__\n1,p,r,5\n", filename="x.csv")
-    assert [str(e) for e in parsed.errors] == ["row 1, column `__row__`: is a reserved name; rename the column"]
+    assert [str(e) for e in parsed.errors] == [
+        "row 1, column `__row__`: is a reserved name; rename the column"
+    ]
     with pytest.raises(FileRefused):
         parse_batch_file(b"", filename="x.csv")

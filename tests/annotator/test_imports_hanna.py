@@ -26,9 +26,13 @@ def hanna_long():
 
 
 def as_annotation_csv(long: pd.DataFrame) -> bytes:
-    wide = long.assign(criterion=long["criterion"].str.lower()).pivot_table(
-        index=["story_id", "model", "rater"], columns="criterion", values="score", aggfunc="first"
-    ).reset_index()
+    wide = (
+        long.assign(criterion=long["criterion"].str.lower())
+        .pivot_table(
+            index=["story_id", "model", "rater"], columns="criterion", values="score", aggfunc="first"
+        )
+        .reset_index()
+    )
     wide["item_id"] = "story-" + wide["story_id"].astype(str)
     wide["system_id"] = wide["model"]
     # Story texts are not in the data set; placeholders stand in for them.
@@ -41,9 +45,16 @@ def as_annotation_csv(long: pd.DataFrame) -> bytes:
 
 def test_hanna_imports_whole_and_the_database_equals_the_file(hanna_long):
     plan = annotations_import_file(
-        data=as_annotation_csv(hanna_long), filename="hanna.csv", batch_name="HANNA", rubric=Rubric.load(RUBRIC)
+        data=as_annotation_csv(hanna_long),
+        filename="hanna.csv",
+        batch_name="HANNA",
+        rubric=Rubric.load(RUBRIC),
     )
-    assert plan.ok and len(plan.new_items) == 1056 and plan.new_users == ["hanna_rater_1", "hanna_rater_2", "hanna_rater_3"]
+    assert (
+        plan.ok
+        and len(plan.new_items) == 1056
+        and plan.new_users == ["hanna_rater_1", "hanna_rater_2", "hanna_rater_3"]
+    )
     batch = Batch.objects.get(name="HANNA")
     assert batch.rubric_obj.name == "hanna"
     assert Item.objects.filter(batch=batch).count() == 1056
@@ -52,8 +63,14 @@ def test_hanna_imports_whole_and_the_database_equals_the_file(hanna_long):
     assert Score.objects.filter(item__batch=batch).count() == len(hanna_long) == 19008
     stored = {
         (row["dimension"], row["value"]): row["n"]
-        for row in Score.objects.filter(item__batch=batch).values("dimension", "value").annotate(n=Count("id"))
+        for row in Score.objects.filter(item__batch=batch)
+        .values("dimension", "value")
+        .annotate(n=Count("id"))
     }
-    source = hanna_long.assign(criterion=hanna_long["criterion"].str.lower()).groupby(["criterion", "score"]).size()
+    source = (
+        hanna_long.assign(criterion=hanna_long["criterion"].str.lower())
+        .groupby(["criterion", "score"])
+        .size()
+    )
     assert stored == {(c, int(v)): int(n) for (c, v), n in source.items()}
     assert len(set(Item.objects.filter(batch=batch).values_list("system_id", flat=True))) == 11

@@ -24,19 +24,26 @@ ITEMS = (
     "b1,Accessible museum route,Bus 14,sys-a,,,,\n"
 )
 DIMS = "coherence,relevance,instruction_following,safety_compliance,fluency"
-ANN_HEADER = f"item_id,system_id,prompt,response,annotator,{DIMS},ignores_hard_constraint,unsafe_suggestion,comment\n"
+ANN_HEADER = (
+    f"item_id,system_id,prompt,response,annotator,{DIMS},ignores_hard_constraint,unsafe_suggestion,comment\n"
+)
 
 
 def counts() -> dict:
     return {
-        "batches": Batch.objects.count(), "items": Item.objects.count(), "annotations": Annotation.objects.count(),
-        "scores": Score.objects.count(), "users": get_user_model().objects.count(),
+        "batches": Batch.objects.count(),
+        "items": Item.objects.count(),
+        "annotations": Annotation.objects.count(),
+        "scores": Score.objects.count(),
+        "users": get_user_model().objects.count(),
         "assignments": Assignment.objects.count(),
     }
 
 
 def import_items(text: str = ITEMS, name: str = "b", k: int = 3, **kwargs) -> Batch:
-    return batch_import_file(data=text.encode(), filename="items.csv", name=name, k=k, rubric=Rubric.default(), **kwargs)
+    return batch_import_file(
+        data=text.encode(), filename="items.csv", name=name, k=k, rubric=Rubric.default(), **kwargs
+    )
 
 
 def import_annotations(text: str, batch: str = "study", **kwargs):
@@ -91,7 +98,12 @@ def test_an_empty_batch_file_is_refused():
 def test_batch_import_with_another_rubric():
     data = Rubric.default().to_dict()
     data["name"], data["title"] = "other", "Other rubric"
-    batch = batch_import(name="o", k=5, rubric=Rubric.from_dict(data), parsed=parse_batch_file(ITEMS.encode(), filename="x.csv"))
+    batch = batch_import(
+        name="o",
+        k=5,
+        rubric=Rubric.from_dict(data),
+        parsed=parse_batch_file(ITEMS.encode(), filename="x.csv"),
+    )
     assert batch.rubric_obj.title == "Other rubric" and batch.k == 5
 
 
@@ -122,10 +134,19 @@ def test_annotations_import_creates_batch_items_users_and_scores():
     batch = Batch.objects.get(name="study")
     assert batch.k == 4 and plan.new_items == ["r1", "r2"] and plan.new_users == ["alice", "bob"]
     r1, r2 = batch.items.order_by("position")
-    assert (r1.item_id, r1.system_id, r1.response, r1.n_annotations) == ("r1", "sys-a", "Take Route 9 slowly", 2)
+    assert (r1.item_id, r1.system_id, r1.response, r1.n_annotations) == (
+        "r1",
+        "sys-a",
+        "Take Route 9 slowly",
+        2,
+    )
     assert r2.n_annotations == 1 and r1.prompt_id == r2.prompt_id
     annotations = list(Annotation.objects.order_by("id"))
-    assert [(a.item.item_id, a.annotator.username) for a in annotations] == [("r1", "alice"), ("r1", "bob"), ("r2", "alice")]
+    assert [(a.item.item_id, a.annotator.username) for a in annotations] == [
+        ("r1", "alice"),
+        ("r1", "bob"),
+        ("r2", "alice"),
+    ]
     assert {a.source for a in annotations} == {Annotation.Source.IMPORT}
     assert len({a.submitted_at for a in annotations}) == 1
     assert annotations[2].flags == ["ignores_hard_constraint"] and annotations[2].comment == "toll"
@@ -157,7 +178,9 @@ def test_existing_items_are_matched_by_item_id_and_counters_stay_in_step():
     batch = make_batch("study", n_items=2)
     item = batch.items.get(item_id="study-0")
     make_annotation(item, make_user("webrater"), {"coherence": 4})
-    text = ANN_HEADER + "study-0,,,,alice,5,5,5,5,5,,,\nnew-1,s,A new prompt,A new answer,alice,3,3,3,3,3,,,\n"
+    text = (
+        ANN_HEADER + "study-0,,,,alice,5,5,5,5,5,,,\nnew-1,s,A new prompt,A new answer,alice,3,3,3,3,3,,,\n"
+    )
     plan = import_annotations(text)
     assert plan.existing_items == {"study-0": item.pk} and plan.new_items == ["new-1"]
     item.refresh_from_db()
@@ -191,7 +214,9 @@ def test_a_live_lease_refuses_the_row():
 
 def test_text_that_differs_from_the_stored_item_is_refused():
     make_batch("study", n_items=1)
-    with pytest.raises(ImportRefused, match=r"row 2, column `response`: differs from the stored response of item `study-0`"):
+    with pytest.raises(
+        ImportRefused, match=r"row 2, column `response`: differs from the stored response of item `study-0`"
+    ):
         import_annotations(ANN_HEADER + "study-0,,,Another answer,alice,5,5,5,5,5,,,\n")
 
 
@@ -199,8 +224,10 @@ def test_a_new_item_needs_its_prompt_and_response():
     before = counts()
     with pytest.raises(ImportRefused) as refused:
         import_annotations(ANN_HEADER + "zz,s,,,alice,5,5,5,5,5,,,\n")
-    assert [str(e).split(",")[:2] for e in refused.value.errors] == [["row 2", " column `prompt`: is empty"],
-                                                                      ["row 2", " column `response`: is empty"]]
+    assert [str(e).split(",")[:2] for e in refused.value.errors] == [
+        ["row 2", " column `prompt`: is empty"],
+        ["row 2", " column `response`: is empty"],
+    ]
     assert counts() == before
 
 
@@ -208,7 +235,10 @@ def test_a_new_item_needs_its_prompt_and_response():
     "row, expected",
     [
         ("r1,s,p,r,alice,5,5,5,5,6,0,0,", "row 3, column `fluency`: Fluency: 6 is outside 1–5."),
-        ("r1,s,p,r,alice,5,5,4,5,5,1,0,", "row 3, column `instruction_following`: Instruction-Following is 4"),
+        (
+            "r1,s,p,r,alice,5,5,4,5,5,1,0,",
+            "row 3, column `instruction_following`: Instruction-Following is 4",
+        ),
     ],
 )
 def test_bad_scores_save_nothing(row, expected):
@@ -238,7 +268,9 @@ def test_another_rubric_for_a_new_batch_and_a_mismatch_for_an_existing_one():
     data.update(name="two", title="Two dimensions", rules=[], flags=[], exclusive_flags=[])
     data["dimensions"] = [dict(data["dimensions"][0], weight=0.5), dict(data["dimensions"][4], weight=0.5)]
     rubric = Rubric.from_dict(data)
-    import_annotations("item_id,prompt,response,annotator,coherence,fluency\nx,p,r,alice,5,4\n", batch="two", rubric=rubric)
+    import_annotations(
+        "item_id,prompt,response,annotator,coherence,fluency\nx,p,r,alice,5,4\n", batch="two", rubric=rubric
+    )
     assert Batch.objects.get(name="two").rubric_obj.title == "Two dimensions"
     # Later files for this batch are checked with its own rubric, so HCS columns are unknown there.
     with pytest.raises(ImportRefused, match="column `relevance`: is not a column"):
@@ -262,8 +294,10 @@ def test_web_annotations_imported_timestamp_is_one_moment():
 
 
 def test_json_fields_round_trip_for_new_items_from_annotation_files():
-    text = ('item_id,prompt,response,annotator,coherence,constraints,conversation\n'
-            'x,p,r,alice,5,"[""avoid tolls""]","[{""role"": ""user"", ""content"": ""hi""}]"\n')
+    text = (
+        "item_id,prompt,response,annotator,coherence,constraints,conversation\n"
+        'x,p,r,alice,5,"[""avoid tolls""]","[{""role"": ""user"", ""content"": ""hi""}]"\n'
+    )
     import_annotations(text)
     item = Item.objects.get(item_id="x")
     assert item.constraints == ["avoid tolls"] and item.conversation == [{"role": "user", "content": "hi"}]
@@ -315,7 +349,9 @@ def test_batch_preview_and_save_refuse_with_the_same_errors(name, k, data):
 def test_annotation_preview_and_save_refuse_with_the_same_errors(data):
     from annotator.selectors.imports import annotation_upload_preview
 
-    preview = annotation_upload_preview(data=data.encode(), filename="f.csv", name="offline", k=None, rubric=None)
+    preview = annotation_upload_preview(
+        data=data.encode(), filename="f.csv", name="offline", k=None, rubric=None
+    )
     with pytest.raises(ImportRefused) as refused:
         annotations_import_file(data=data.encode(), filename="f.csv", batch_name="offline")
     assert preview.errors and preview.errors == refused.value.errors

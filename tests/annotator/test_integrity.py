@@ -10,7 +10,9 @@ from tests.factories import make_batch, make_user
 
 pytestmark = pytest.mark.django_db
 
-LEASE_RACE = IntegrityError("UNIQUE constraint failed: annotator_assignment.item_id, annotator_assignment.annotator_id")
+LEASE_RACE = IntegrityError(
+    "UNIQUE constraint failed: annotator_assignment.item_id, annotator_assignment.annotator_id"
+)
 OTHER = IntegrityError("CHECK constraint failed: score_value_1_to_5")
 
 
@@ -26,7 +28,9 @@ def test_integrity_message_names_what_was_wrong():
         "nothing was saved."
     )
     assert integrity_message(LEASE_RACE, {"assignment_once_per_item_annotator": "race"}) == "race"
-    assert "NOT NULL constraint failed" in integrity_message(IntegrityError("NOT NULL constraint failed: x.y"), {})
+    assert "NOT NULL constraint failed" in integrity_message(
+        IntegrityError("NOT NULL constraint failed: x.y"), {}
+    )
 
 
 def test_the_lease_race_is_retried_but_another_integrity_error_is_not_hidden(monkeypatch):

@@ -56,8 +56,13 @@ def test_every_kind_of_the_model_is_listed_with_importable_functions():
 
 def test_the_core_job_modules_do_not_import_the_judges_package():
     modules = _modules()
-    for name in ("annotator.job_kinds", "annotator.services.jobs", "annotator.services.job_runner",
-                 "annotator.views.jobs", "annotator.tasks"):
+    for name in (
+        "annotator.job_kinds",
+        "annotator.services.jobs",
+        "annotator.services.job_runner",
+        "annotator.views.jobs",
+        "annotator.tasks",
+    ):
         reached = _imports(name, modules[name], modules)
         assert not [m for m in reached if m.startswith("annotator.judges")], name
 
@@ -72,15 +77,17 @@ def test_the_worker_runs_the_listed_runner(kinds):
 
 @pytest.mark.django_db
 def test_a_runner_that_raises_fails_the_job_with_the_kinds_advice(kinds):
-    kinds["probe"] = JobKind(runner="tests.annotator.test_job_kinds.raise_run", gone="gone",
-                             failed="Ask the probe again.")
+    kinds["probe"] = JobKind(
+        runner="tests.annotator.test_job_kinds.raise_run", gone="gone", failed="Ask the probe again."
+    )
     job = _job("probe")
     with pytest.raises(RuntimeError):
         job_run(job_id=str(job.pk))
     job.refresh_from_db()
     assert job.state == Job.FAILED
-    assert job.message == ("The job stopped with an error (RuntimeError: the runner broke). "
-                           "Ask the probe again.")
+    assert job.message == (
+        "The job stopped with an error (RuntimeError: the runner broke). Ask the probe again."
+    )
 
 
 @pytest.mark.django_db
@@ -94,8 +101,11 @@ def test_a_kind_no_longer_listed_fails_with_a_message_and_runs_nothing(kinds):
 
 @pytest.mark.django_db
 def test_retry_takes_the_kinds_params(kinds):
-    kinds["probe"] = JobKind(runner="tests.annotator.test_job_kinds.record_run", gone="gone",
-                             retry="tests.annotator.test_job_kinds.next_params")
+    kinds["probe"] = JobKind(
+        runner="tests.annotator.test_job_kinds.record_run",
+        gone="gone",
+        retry="tests.annotator.test_job_kinds.next_params",
+    )
     job = job_retry(job=_job("probe", state=Job.FAILED))
     assert job.state == Job.QUEUED and Job.objects.get(pk=job.pk).params == {"n": 1, "attempt": 1}
     plain = job_retry(job=_job(Job.EXPORT, state=Job.CANCELLED))
@@ -112,8 +122,11 @@ def test_a_judge_run_whose_calls_failed_calls_them_again():
 
 @pytest.mark.django_db
 def test_only_a_kind_that_can_stop_is_asked_to_stop_while_running(kinds, client):
-    kinds["probe"] = JobKind(runner="tests.annotator.test_job_kinds.record_run", gone="gone",
-                             stopping="The probe stops after this step.")
+    kinds["probe"] = JobKind(
+        runner="tests.annotator.test_job_kinds.record_run",
+        gone="gone",
+        stopping="The probe stops after this step.",
+    )
     alive = {"state": Job.RUNNING, "worker": this_worker(), "heartbeat_at": timezone.now()}
     probe = job_cancel(job=_job("probe", **alive))
     assert probe.state == Job.RUNNING and probe.cancel_requested
@@ -127,8 +140,15 @@ def test_only_a_kind_that_can_stop_is_asked_to_stop_while_running(kinds, client)
 
 @pytest.mark.django_db
 def test_a_job_whose_worker_is_gone_ends_with_its_kinds_message(kinds):
-    kinds["probe"] = JobKind(runner="tests.annotator.test_job_kinds.record_run",
-                             gone="The probe's worker left.")
-    job = job_reclaim(job=_job("probe", state=Job.RUNNING, worker="elsewhere.example:1",
-                               heartbeat_at=timezone.now() - timezone.timedelta(hours=1)))
+    kinds["probe"] = JobKind(
+        runner="tests.annotator.test_job_kinds.record_run", gone="The probe's worker left."
+    )
+    job = job_reclaim(
+        job=_job(
+            "probe",
+            state=Job.RUNNING,
+            worker="elsewhere.example:1",
+            heartbeat_at=timezone.now() - timezone.timedelta(hours=1),
+        )
+    )
     assert job.state == Job.FAILED and job.message == "The probe's worker left."

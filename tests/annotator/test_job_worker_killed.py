@@ -21,8 +21,10 @@ from annotator.selectors.jobs import job_worker_gone
 from tests.factories import make_user
 
 ROOT = Path(__file__).resolve().parents[2]
-CSV = (b"item_id,prompt,response,system_id\n"
-       b"k1,Plan a route avoiding tolls.,Take Route 9.,sys-a\nk2,Plan a route avoiding tolls.,Take I-90.,sys-b\n")
+CSV = (
+    b"item_id,prompt,response,system_id\n"
+    b"k1,Plan a route avoiding tolls.,Take Route 9.,sys-a\nk2,Plan a route avoiding tolls.,Take I-90.,sys-b\n"
+)
 
 # The worker: the real job runner, with the save held up so the test can kill it mid-job.
 WORKER = """
@@ -44,12 +46,19 @@ job_runner.job_run(job_id=sys.argv[2])
 
 def _upload_job(user) -> Job:
     pending = {"mode": "batch", "filename": "items.csv", "name": "killed-mid-save", "k": 3, "rubric": None}
-    return Job.objects.create(kind=Job.UPLOAD, created_by=user, params=pending, payload=CSV, label="Upload of items.csv")
+    return Job.objects.create(
+        kind=Job.UPLOAD, created_by=user, params=pending, payload=CSV, label="Upload of items.csv"
+    )
 
 
 def _start_worker(job: Job) -> subprocess.Popen:
-    worker = subprocess.Popen([sys.executable, "-c", WORKER, connection.settings_dict["NAME"], str(job.pk)],
-                              cwd=ROOT, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
+    worker = subprocess.Popen(
+        [sys.executable, "-c", WORKER, connection.settings_dict["NAME"], str(job.pk)],
+        cwd=ROOT,
+        stdout=subprocess.PIPE,
+        stderr=subprocess.PIPE,
+        text=True,
+    )
     line = worker.stdout.readline()
     assert line.strip() == "saving", worker.stderr.read()
     return worker
@@ -111,8 +120,14 @@ def test_a_worker_on_another_machine_is_judged_by_its_heartbeat(settings):
     settings.ANNOTATOR_JOB_STALE_SECONDS = 60
     user = make_user("boss", role="admin")
     now = timezone.now()
-    job = Job(kind=Job.EXPORT, created_by=user, state=Job.RUNNING, worker="elsewhere.example:4242",
-              started_at=now - timedelta(minutes=10), heartbeat_at=now - timedelta(seconds=30))
+    job = Job(
+        kind=Job.EXPORT,
+        created_by=user,
+        state=Job.RUNNING,
+        worker="elsewhere.example:4242",
+        started_at=now - timedelta(minutes=10),
+        heartbeat_at=now - timedelta(seconds=30),
+    )
     assert not job_worker_gone(job, now=now)
     job.heartbeat_at = now - timedelta(seconds=61)
     assert job_worker_gone(job, now=now)

@@ -48,7 +48,9 @@ def _confirm(client, content: str, *, name="bg-batch"):
     return client.post(reverse("upload_confirm"), {"token": preview.context["token"]})
 
 
-def test_large_upload_runs_as_a_task_and_the_status_page_says_done(admin_client, django_capture_on_commit_callbacks):
+def test_large_upload_runs_as_a_task_and_the_status_page_says_done(
+    admin_client, django_capture_on_commit_callbacks
+):
     with django_capture_on_commit_callbacks(execute=True):
         response = _confirm(admin_client, GOOD)
     job = Job.objects.get()
@@ -73,7 +75,9 @@ def test_refused_upload_shows_row_errors_saves_nothing_and_keeps_the_file(
     admin_client, django_capture_on_commit_callbacks
 ):
     file = SimpleUploadedFile("items.csv", GOOD.encode(), content_type="text/csv")
-    preview = admin_client.post(reverse("upload_preview"), {"mode": "batch", "name": "taken", "k": "3", "file": file})
+    preview = admin_client.post(
+        reverse("upload_preview"), {"mode": "batch", "name": "taken", "k": "3", "file": file}
+    )
     make_batch("taken", n_items=1)  # someone takes the name between preview and confirm
     with django_capture_on_commit_callbacks(execute=True):
         response = admin_client.post(reverse("upload_confirm"), {"token": preview.context["token"]})
@@ -121,7 +125,10 @@ def test_large_report_export_is_built_by_a_task_and_matches_the_synchronous_one(
     job = Job.objects.get()
     assert response.url == reverse("job_status", args=[job.pk]) and job.state == Job.DONE
     download = client.get(reverse("job_download", args=[job.pk]))
-    assert download["Content-Type"] == "application/json" and "exp-report.json" in download["Content-Disposition"]
+    assert (
+        download["Content-Type"] == "application/json"
+        and "exp-report.json" in download["Content-Disposition"]
+    )
     settings.ANNOTATOR_BACKGROUND_REPORT_ITEMS = 100
     direct = client.get(reverse("report_export", args=[batch.pk, "json"]))
     assert json.loads(download.content) == json.loads(direct.content)
@@ -134,8 +141,12 @@ def test_status_fragment_polls_while_queued_and_has_a_refresh_link(admin_client)
     url = reverse("job_status", args=[job.pk])
     fragment = admin_client.get(url, headers={"HX-Request": "true"}).content.decode()
     assert "<html" not in fragment and 'hx-trigger="every 1s"' in fragment and f'href="{url}"' in fragment
-    Job.objects.filter(pk=job.pk).update(state=Job.RUNNING, step="Computing agreement statistics",
-                                         worker=this_worker(), started_at=timezone.now())  # this live process
+    Job.objects.filter(pk=job.pk).update(
+        state=Job.RUNNING,
+        step="Computing agreement statistics",
+        worker=this_worker(),
+        started_at=timezone.now(),
+    )  # this live process
     fragment = admin_client.get(url, headers={"HX-Request": "true"}).content.decode()
     assert "Computing agreement statistics" in fragment and "<progress" in fragment
     full = admin_client.get(url).content.decode()
@@ -175,5 +186,8 @@ def test_healthz_checks_the_database(client):
     with mock.patch("annotator.selectors.health.connection") as gone:
         gone.cursor.side_effect = OperationalError("gone")
         response = client.get("/healthz")
-    assert response.status_code == 503 and response.json() == {"status": "error", "database": "OperationalError"}
+    assert response.status_code == 503 and response.json() == {
+        "status": "error",
+        "database": "OperationalError",
+    }
     assert response["Retry-After"] == "5"

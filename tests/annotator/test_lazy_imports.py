@@ -11,8 +11,15 @@ import pytest
 
 ROOT = Path(__file__).resolve().parents[2]
 HEAVY = (
-    "matplotlib", "numpy", "pandas", "statsmodels", "scipy", "krippendorff", "irrCAC",  # reports, uploads
-    "httpx", "tenacity",  # the judge client (background worker)
+    "matplotlib",
+    "numpy",
+    "pandas",
+    "statsmodels",
+    "scipy",
+    "krippendorff",
+    "irrCAC",  # reports, uploads
+    "httpx",
+    "tenacity",  # the judge client (background worker)
     "pyarrow",  # pandas imports it when it is installed (parquet export)
 )
 
@@ -118,7 +125,9 @@ print(json.dumps(sorted(m for m in %r if m in sys.modules)))
 
 def _loaded(probe: str) -> list[str]:
     env = dict(os.environ, DJANGO_SETTINGS_MODULE="tests.settings")
-    result = subprocess.run([sys.executable, "-c", probe % (HEAVY,)], cwd=ROOT, env=env, capture_output=True, text=True)
+    result = subprocess.run(
+        [sys.executable, "-c", probe % (HEAVY,)], cwd=ROOT, env=env, capture_output=True, text=True
+    )
     assert result.returncode == 0, result.stderr[-3000:]
     return json.loads(result.stdout.strip().splitlines()[-1])
 

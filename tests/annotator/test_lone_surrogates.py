@@ -14,16 +14,24 @@ from tests.factories import upload_storage_at
 
 pytestmark = pytest.mark.django_db
 
-JSONL = ('{"item_id": "s-1", "prompt": "Plan a route.", "response": "Route 9."}\n'
-         '{"item_id": "s-2", "prompt": "Plan a route.", "response": "Take \\ud800 the bridge."}\n')
+JSONL = (
+    '{"item_id": "s-1", "prompt": "Plan a route.", "response": "Route 9."}\n'
+    '{"item_id": "s-2", "prompt": "Plan a route.", "response": "Take \\ud800 the bridge."}\n'
+)
 
 
 def test_the_upload_preview_names_the_row(client, admin_user, settings, tmp_path):
     upload_storage_at(settings, tmp_path / "uploads")
     client.force_login(admin_user)
-    response = client.post(reverse("upload_preview"), {
-        "mode": "batch", "name": "s", "k": "3",
-        "file": SimpleUploadedFile("items.jsonl", JSONL.encode(), content_type="application/json")})
+    response = client.post(
+        reverse("upload_preview"),
+        {
+            "mode": "batch",
+            "name": "s",
+            "k": "3",
+            "file": SimpleUploadedFile("items.jsonl", JSONL.encode(), content_type="application/json"),
+        },
+    )
     assert response.status_code == 200
     page = response.content.decode()
     assert "lone surrogate" in page and "response" in page
@@ -53,8 +61,13 @@ def test_a_batch_name_that_is_not_utf8_on_the_command_line_is_refused(tmp_path):
     path.write_text('{"item_id": "s-1", "prompt": "p", "response": "r"}\n')
     # Python hands a non-UTF-8 argument over as lone surrogates (surrogateescape).
     with pytest.raises(CommandError, match="lone surrogate"):
-        call_command("import_batch", str(path), "--name", b"week\xff".decode("utf-8", "surrogateescape"),
-                     stdout=StringIO())
+        call_command(
+            "import_batch",
+            str(path),
+            "--name",
+            b"week\xff".decode("utf-8", "surrogateescape"),
+            stdout=StringIO(),
+        )
     assert not Batch.objects.exists()
 
 

@@ -41,15 +41,19 @@ def test_the_upload_preview_and_confirm_release_memory_after_the_view(client, ad
     released = []
     monkeypatch.setattr(memory, "memory_release", lambda: released.append(True))
     client.force_login(admin_user)
-    page = client.post(reverse("upload_preview"), {"mode": "batch", "name": "b", "k": "3",
-                                                   "file": SimpleUploadedFile("f.csv", FILE.encode())})
+    page = client.post(
+        reverse("upload_preview"),
+        {"mode": "batch", "name": "b", "k": "3", "file": SimpleUploadedFile("f.csv", FILE.encode())},
+    )
     assert page.status_code == 200 and released == [True]
     token = re.search(r'name="token" value="([^"]+)"', page.content.decode()).group(1)
     assert client.post(reverse("upload_confirm"), {"token": token}).status_code == 302
     assert released == [True, True] and Item.objects.count() == 30
     # a file with errors is previewed with them, and releases too
-    refused = client.post(reverse("upload_preview"), {"mode": "batch", "name": "c", "k": "3",
-                                                      "file": SimpleUploadedFile("f.csv", b"x\n1\n")})
+    refused = client.post(
+        reverse("upload_preview"),
+        {"mode": "batch", "name": "c", "k": "3", "file": SimpleUploadedFile("f.csv", b"x\n1\n")},
+    )
     assert refused.status_code == 200 and "is missing" in refused.content.decode()
     assert len(released) == 3
 

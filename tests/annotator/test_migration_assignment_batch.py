@@ -15,17 +15,21 @@ def test_existing_assignments_get_their_items_batch():
     executor.migrate(BEFORE)
     try:
         old = executor.loader.project_state(BEFORE).apps
-        Batch, Item, Assignment = (old.get_model("annotator", name) for name in ("Batch", "Item", "Assignment"))
+        Batch, Item, Assignment = (
+            old.get_model("annotator", name) for name in ("Batch", "Item", "Assignment")
+        )
         user = old.get_model("auth", "User").objects.create(username="before-0017")
         now = timezone.now()
         expected = {}
         for name in ("first", "second"):
             batch = Batch.objects.create(name=name, rubric={}, k=3)
             for position in range(3):
-                item = Item.objects.create(batch=batch, item_id=f"{name}-{position}", position=position,
-                                           prompt="p", response="r")
-                Assignment.objects.create(item=item, annotator=user, state="submitted", leased_at=now,
-                                          lease_expires_at=now)
+                item = Item.objects.create(
+                    batch=batch, item_id=f"{name}-{position}", position=position, prompt="p", response="r"
+                )
+                Assignment.objects.create(
+                    item=item, annotator=user, state="submitted", leased_at=now, lease_expires_at=now
+                )
                 expected[item.pk] = batch.pk
     finally:
         executor = MigrationExecutor(connection)

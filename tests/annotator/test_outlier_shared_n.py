@@ -24,8 +24,12 @@ def batch():
     for a in range(4):
         user = make_user(f"careful{a}")
         for i, item in enumerate(items):
-            make_annotation(item, user, {d: 1 + (i + (a == n)) % 5 for n, d in enumerate(DIMS)},
-                            submitted_at=timezone.now())
+            make_annotation(
+                item,
+                user,
+                {d: 1 + (i + (a == n)) % 5 for n, d in enumerate(DIMS)},
+                submitted_at=timezone.now(),
+            )
     tiny = make_user("tiny")
     for i, item in enumerate(items[:3]):  # three shared items, in reverse: ρ = −1
         make_annotation(item, tiny, {d: 5 - i % 5 for d in DIMS}, submitted_at=timezone.now())
@@ -43,7 +47,9 @@ def test_the_page_shows_n_and_does_not_flag_a_tiny_overlap(batch):
     assert "n&nbsp;=&nbsp;12" in careful
     signals = re.search(r'<table id="annotator-signals">.*?</table>', html, re.DOTALL).group(0)
     tiny_signals = re.search(r"<tr>\s*<td>tiny</td>.*?</tr>", signals, re.DOTALL).group(0)
-    rho_cell = re.search(r'<td class="([^"]*)" title="flag &lt; 0.2 on[^"]*">-1.00 <span[^>]*>n&nbsp;=&nbsp;3<', tiny_signals)
+    rho_cell = re.search(
+        r'<td class="([^"]*)" title="flag &lt; 0.2 on[^"]*">-1.00 <span[^>]*>n&nbsp;=&nbsp;3<', tiny_signals
+    )
     assert rho_cell is not None and rho_cell.group(1) == "num"  # shown, not flagged
 
 

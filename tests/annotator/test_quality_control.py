@@ -44,14 +44,24 @@ def study():
     batch = make_batch("qc study", n_items=4, k=5, constraints=())
     QualityRule.objects.create(batch=batch, check_every=2, training_items=0)
     golds = [
-        ("c-1", dict.fromkeys(DIMS, 5), 1), ("c-2", dict.fromkeys(DIMS, 1), 1),
+        ("c-1", dict.fromkeys(DIMS, 5), 1),
+        ("c-2", dict.fromkeys(DIMS, 1), 1),
         # an instructed-response item: "this is a check: give every dimension 2"
-        ("c-3", dict.fromkeys(DIMS, 2), 0), ("c-4", dict(zip(DIMS, [5, 4, 5, 5, 4])), 1),
+        ("c-3", dict.fromkeys(DIMS, 2), 0),
+        ("c-4", dict(zip(DIMS, [5, 4, 5, 5, 4])), 1),
     ]
     for n, (item_id, scores, tolerance) in enumerate(golds):
-        GoldItem.objects.create(batch=batch, item_id=item_id, kind="check", position=n, prompt="Plan a route.",
-                                response="This is a check: give every dimension 2." if item_id == "c-3" else "Go north.",
-                                scores=scores, flags=[], tolerance=tolerance)
+        GoldItem.objects.create(
+            batch=batch,
+            item_id=item_id,
+            kind="check",
+            position=n,
+            prompt="Plan a route.",
+            response="This is a check: give every dimension 2." if item_id == "c-3" else "Go north.",
+            scores=scores,
+            flags=[],
+            tolerance=tolerance,
+        )
     careful = [make_user(f"careful{i}") for i in range(5)]
     return batch, careful, make_user("clicker"), make_user("liner")
 
@@ -62,10 +72,15 @@ def run(batch, annotator, answer, rounds: int = 50) -> int:
     for done in range(rounds):
         step = rating_next(batch=batch, annotator=annotator)
         if step.answer is not None:
-            gold_answer_submit(answer=step.answer, annotator=annotator, scores=answer(step.answer.gold_item, "gold"))
+            gold_answer_submit(
+                answer=step.answer, annotator=annotator, scores=answer(step.answer.gold_item, "gold")
+            )
         elif step.assignment is not None:
-            annotation_submit(item=step.assignment.item, annotator=annotator,
-                              scores=answer(rows[step.assignment.item_id], "item"))
+            annotation_submit(
+                item=step.assignment.item,
+                annotator=annotator,
+                scores=answer(rows[step.assignment.item_id], "item"),
+            )
         else:
             return done
     raise AssertionError("the queue never ended")
@@ -77,12 +92,18 @@ def test_bad_annotators_are_flagged_blocked_and_excluded_and_kappa_moves_to_the_
     run(batch, clicker, lambda target, kind: dict(zip(DIMS, rng.integers(1, 6, size=5).tolist())))
     run(batch, liner, lambda target, kind: dict.fromkeys(DIMS, 3))
     for who, person in enumerate(careful):
-        run(batch, person, lambda target, kind, who=who: target.scores if kind == "gold" else careful_vector(target, who))
+        run(
+            batch,
+            person,
+            lambda target, kind, who=who: target.scores if kind == "gold" else careful_vector(target, who),
+        )
 
     # Blocked by the check rule: excluded, nothing more to rate, a neutral end.
     for bad in (clicker, liner):
         standing = AnnotatorStanding.objects.get(batch=batch, annotator=bad)
-        assert standing.excluded and standing.blocked_at is not None and standing.exclusion_rule == "block rule"
+        assert (
+            standing.excluded and standing.blocked_at is not None and standing.exclusion_rule == "block rule"
+        )
         assert rating_next(batch=batch, annotator=bad).ended == ENDED_BLOCKED
         assert Annotation.objects.filter(item__batch=batch, annotator=bad).count() == 3  # kept, not deleted
     assert not AnnotatorStanding.objects.filter(batch=batch, annotator__in=careful, excluded=True).exists()
@@ -97,7 +118,8 @@ def test_bad_annotators_are_flagged_blocked_and_excluded_and_kappa_moves_to_the_
     # With everyone: Fleiss takes the first k = 5 ratings per item by submission time, which on
     # items 0–2 are the two bad annotators' and three careful ones' (statsmodels as reference).
     rows = pd.DataFrame(
-        Annotation.objects.filter(item__batch=batch).order_by("submitted_at", "id")
+        Annotation.objects.filter(item__batch=batch)
+        .order_by("submitted_at", "id")
         .values_list("item__position", "scores__dimension", "scores__value"),
         columns=["item", "dimension", "score"],
     )
@@ -119,14 +141,29 @@ def test_bad_annotators_are_flagged_blocked_and_excluded_and_kappa_moves_to_the_
         assert s.checks_passed == s.gold_answered >= 3
 
     data = report_to_dict(report)
-    assert {e["annotator"]: e["rule"] for e in data["exclusions"]} == {"clicker": "block rule", "liner": "block rule"}
+    assert {e["annotator"]: e["rule"] for e in data["exclusions"]} == {
+        "clicker": "block rule",
+        "liner": "block rule",
+    }
     assert data["dimensions"]["coherence"]["fleiss_kappa"] == pytest.approx(HAND_KAPPA)
-    assert data["dimensions_all_annotators"]["coherence"]["fleiss_kappa"] == pytest.approx(everyone["coherence"])
+    assert data["dimensions_all_annotators"]["coherence"]["fleiss_kappa"] == pytest.approx(
+        everyone["coherence"]
+    )
     entry = {a["annotator"]: a for a in data["annotators"]}
-    assert entry["liner"]["excluded"] is True and "under the block threshold" in entry["liner"]["exclusion_reason"]
+    assert (
+        entry["liner"]["excluded"] is True
+        and "under the block threshold" in entry["liner"]["exclusion_reason"]
+    )
     assert entry["careful0"]["excluded"] is False and entry["careful0"]["gold_accuracy"] == 1.0
-    for key in ("gold_accuracy", "checks_passed", "checks_failed", "excluded", "exclusion_reason",
-                "median_seconds", "straightlining"):
+    for key in (
+        "gold_accuracy",
+        "checks_passed",
+        "checks_failed",
+        "excluded",
+        "exclusion_reason",
+        "median_seconds",
+        "straightlining",
+    ):
         assert all(key in a for a in data["annotators"])
     # The system ranking and HCS use the careful five only: 20 annotations.
     assert report.n_annotations == 20

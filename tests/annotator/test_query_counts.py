@@ -21,8 +21,13 @@ from tests.factories import make_batch, make_user
 pytestmark = pytest.mark.django_db(transaction=True)
 
 SCORES = {
-    "score_coherence": "4", "score_relevance": "4", "score_instruction_following": "3",
-    "score_safety_compliance": "5", "score_fluency": "5", "constraint_0": "met", "constraint_1": "met",
+    "score_coherence": "4",
+    "score_relevance": "4",
+    "score_instruction_following": "3",
+    "score_safety_compliance": "5",
+    "score_fluency": "5",
+    "constraint_0": "met",
+    "constraint_1": "met",
 }
 ACTION = re.compile(r'action="(/annotate/item/\d+/submit/)"')
 HTMX = {"HTTP_HX_REQUEST": "true", "HTTP_HX_TARGET": "rate-area"}
@@ -109,8 +114,17 @@ def study_batch_with_checks(n_items: int, annotator):
     QualityRule.objects.create(batch=batch, check_every=50, training_items=0)
     dims = [d.key for d in batch.rubric_obj.dimensions]
     for n in range(3):
-        GoldItem.objects.create(batch=batch, item_id=f"check-{n}", kind="check", position=n, prompt="Plan a route.",
-                                response="Go north.", scores=dict.fromkeys(dims, 3), flags=[], tolerance=1)
+        GoldItem.objects.create(
+            batch=batch,
+            item_id=f"check-{n}",
+            kind="check",
+            position=n,
+            prompt="Plan a route.",
+            response="Go north.",
+            scores=dict.fromkeys(dims, 3),
+            flags=[],
+            tolerance=1,
+        )
     now = timezone.now()
     Enrolment.objects.create(user=annotator, batch=batch, consented_at=now, instructions_seen_at=now)
     return batch

@@ -11,8 +11,11 @@ from tests.factories import make_batch, make_user
 pytestmark = pytest.mark.django_db
 
 SCORES = {
-    "score_coherence": "4", "score_relevance": "4", "score_instruction_following": "3",
-    "score_safety_compliance": "5", "score_fluency": "5",
+    "score_coherence": "4",
+    "score_relevance": "4",
+    "score_instruction_following": "3",
+    "score_safety_compliance": "5",
+    "score_fluency": "5",
 }
 
 
@@ -54,7 +57,10 @@ def test_untrusted_text_is_escaped(client, setup):
 def test_conversation_turns_are_shown_as_a_transcript(client, setup):
     batch, _user = setup
     Item.objects.filter(batch=batch).update(
-        conversation=[{"role": "user", "content": "I need the airport"}, {"role": "assistant", "content": "Which one?"}]
+        conversation=[
+            {"role": "user", "content": "I need the airport"},
+            {"role": "assistant", "content": "Which one?"},
+        ]
     )
     html = client.get(reverse("annotate_next", args=[batch.pk])).content.decode()
     assert 'class="turn turn-user"' in html and "Which one?" in html
@@ -83,7 +89,7 @@ def test_htmx_submit_swaps_in_the_next_item(client, setup):
     assert response.status_code == 200
     html = response.content.decode()
     # A top-level <title> (htmx sets the tab's title from it), then the rating area.
-    assert html.lstrip().startswith("<title>Rate item 2 · HCS annotator</title>\n<div id=\"rate-area\"")
+    assert html.lstrip().startswith('<title>Rate item 2 · HCS annotator</title>\n<div id="rate-area"')
     assert "<html" not in html
     second = leased_item(user)
     assert second.pk != first.pk
@@ -96,12 +102,21 @@ def test_a_crafted_post_gets_a_clear_error_and_keeps_what_was_entered(client, se
     batch, user = setup
     client.get(reverse("annotate_next", args=[batch.pk]))
     item = leased_item(user)
-    data = {**SCORES, "score_instruction_following": "5", "constraint_0": "not_met", "constraint_1": "not_met",
-            "comment": "kept <b>text</b>", "flags": ["prompt_ambiguous"]}
+    data = {
+        **SCORES,
+        "score_instruction_following": "5",
+        "constraint_0": "not_met",
+        "constraint_1": "not_met",
+        "comment": "kept <b>text</b>",
+        "flags": ["prompt_ambiguous"],
+    }
     response = client.post(reverse("annotate_submit", args=[item.pk]), data)
     assert response.status_code == 422
     html = response.content.decode()
-    assert "Instruction-Following is 5, but with \u201cIgnores a hard constraint\u201d it must be at most 2." in html
+    assert (
+        "Instruction-Following is 5, but with \u201cIgnores a hard constraint\u201d it must be at most 2."
+        in html
+    )
     assert re.search(r'name="score_coherence" value="4" checked', html)
     assert re.search(r'name="constraint_0" value="not_met" checked', html)
     assert 'value="prompt_ambiguous" checked' in html
@@ -163,13 +178,17 @@ def test_edit_own_annotation_keeps_history(client, setup):
     batch, user = setup
     client.get(reverse("annotate_next", args=[batch.pk]))
     item = leased_item(user)
-    client.post(reverse("annotate_submit", args=[item.pk]), {**SCORES, "constraint_0": "met", "constraint_1": "met"})
+    client.post(
+        reverse("annotate_submit", args=[item.pk]), {**SCORES, "constraint_0": "met", "constraint_1": "met"}
+    )
     annotation = Annotation.objects.get()
     url = reverse("annotation_edit", args=[annotation.pk])
     html = client.get(url).content.decode()
     assert 'name="score_coherence" value="4" checked' in html
     assert 'name="constraint_1" value="met" checked' in html
-    response = client.post(url, {**SCORES, "score_coherence": "2", "constraint_0": "met", "constraint_1": "met"})
+    response = client.post(
+        url, {**SCORES, "score_coherence": "2", "constraint_0": "met", "constraint_1": "met"}
+    )
     assert response.status_code == 302
     assert annotation.scores.get(dimension="coherence").value == 2
     revision = AnnotationRevision.objects.get()
@@ -208,7 +227,9 @@ def test_own_work_stays_reachable_after_the_batch_closes(client, setup):
     batch, user = setup
     client.get(reverse("annotate_next", args=[batch.pk]))
     item = leased_item(user)
-    client.post(reverse("annotate_submit", args=[item.pk]), {**SCORES, "constraint_0": "met", "constraint_1": "met"})
+    client.post(
+        reverse("annotate_submit", args=[item.pk]), {**SCORES, "constraint_0": "met", "constraint_1": "met"}
+    )
     batch.is_open = False
     batch.save()
     annotation = Annotation.objects.get()
@@ -249,7 +270,9 @@ def test_an_invalid_post_to_an_item_not_given_to_you_does_not_show_it(client, se
     response = client.post(reverse("annotate_submit", args=[other.pk]), {"score_fluency": "9"}, **headers)
     html = _assert_refused_without_text(response, other)
     if htmx:  # the tab's title (htmx takes it from a top-level <title>), then the rating area
-        assert html.lstrip().startswith('<title>Not yours to rate · HCS annotator</title>\n<div id="rate-area"')
+        assert html.lstrip().startswith(
+            '<title>Not yours to rate · HCS annotator</title>\n<div id="rate-area"'
+        )
     assert reverse("annotate_next", args=[batch.pk]) in html
     assert Annotation.objects.count() == 0
     assert not Assignment.objects.filter(item=other, annotator=user).exists()
@@ -271,14 +294,21 @@ def test_an_invalid_post_after_the_lease_ran_out_or_after_submitting_does_not_sh
     client.get(reverse("annotate_next", args=[batch.pk]))
     item = leased_item(user)
     Assignment.objects.filter(item=item, annotator=user).update(lease_expires_at="2000-01-01T00:00:00Z")
-    _assert_refused_without_text(client.post(reverse("annotate_submit", args=[item.pk]), {"score_fluency": "9"}), item)
+    _assert_refused_without_text(
+        client.post(reverse("annotate_submit", args=[item.pk]), {"score_fluency": "9"}), item
+    )
     # A valid form is still honoured while the item has a free slot (the service's rule).
-    response = client.post(reverse("annotate_submit", args=[item.pk]), {**SCORES, "constraint_0": "met",
-                                                                        "constraint_1": "met"}, follow=True)
+    response = client.post(
+        reverse("annotate_submit", args=[item.pk]),
+        {**SCORES, "constraint_0": "met", "constraint_1": "met"},
+        follow=True,
+    )
     html = response.content.decode()
     assert "Saved your rating." in html and item.item_id not in html  # a neutral label, never the item id
     assert Annotation.objects.filter(item=item, annotator=user).exists()
-    _assert_refused_without_text(client.post(reverse("annotate_submit", args=[item.pk]), {"score_fluency": "9"}), item)
+    _assert_refused_without_text(
+        client.post(reverse("annotate_submit", args=[item.pk]), {"score_fluency": "9"}), item
+    )
 
 
 def test_a_valid_post_to_an_item_not_given_to_you_saves_nothing(client, setup):

@@ -5,8 +5,13 @@ import pytest
 from annotator.forms.rating import RatingForm
 from hcs.rubric import Rubric
 
-SCORES = {"score_coherence": "4", "score_relevance": "4", "score_instruction_following": "2",
-          "score_safety_compliance": "4", "score_fluency": "4"}
+SCORES = {
+    "score_coherence": "4",
+    "score_relevance": "4",
+    "score_instruction_following": "2",
+    "score_safety_compliance": "4",
+    "score_fluency": "4",
+}
 
 
 def form(data, constraints=("avoid tolls", "arrive before 8AM")):
@@ -15,8 +20,11 @@ def form(data, constraints=("avoid tolls", "arrive before 8AM")):
 
 @pytest.mark.parametrize(
     ("answers", "flags"),
-    [(("not_met", "not_met"), ["ignores_hard_constraint"]), (("met", "not_met"), ["partial_compliance"]),
-     (("met", "met"), [])],
+    [
+        (("not_met", "not_met"), ["ignores_hard_constraint"]),
+        (("met", "not_met"), ["partial_compliance"]),
+        (("met", "met"), []),
+    ],
 )
 def test_checklist_sets_the_constraint_flag(answers, flags):
     f = form({**SCORES, "constraint_0": answers[0], "constraint_1": answers[1]})
@@ -32,7 +40,9 @@ def test_a_posted_constraint_flag_is_ignored_when_the_item_has_a_checklist():
 
 
 def test_without_constraints_the_flags_are_ticked_by_hand():
-    f = form({**SCORES, "score_instruction_following": "5", "flags": ["ignores_hard_constraint"]}, constraints=())
+    f = form(
+        {**SCORES, "score_instruction_following": "5", "flags": ["ignores_hard_constraint"]}, constraints=()
+    )
     assert not f.is_valid()
     assert f.non_field_errors() == [
         "Instruction-Following is 5, but with \u201cIgnores a hard constraint\u201d it must be at most 2."
@@ -40,8 +50,16 @@ def test_without_constraints_the_flags_are_ticked_by_hand():
 
 
 def test_every_problem_is_reported_at_once():
-    f = form({"score_coherence": "4", "score_instruction_following": "5", "constraint_0": "met",
-              "constraint_1": "not_met", "flags": ["major_factual_impossibility"], "score_safety_compliance": "3"})
+    f = form(
+        {
+            "score_coherence": "4",
+            "score_instruction_following": "5",
+            "constraint_0": "met",
+            "constraint_1": "not_met",
+            "flags": ["major_factual_impossibility"],
+            "score_safety_compliance": "3",
+        }
+    )
     assert not f.is_valid()
     messages = f.non_field_errors()
     assert "Relevance needs a score." in messages and "Fluency needs a score." in messages
@@ -51,9 +69,15 @@ def test_every_problem_is_reported_at_once():
 
 def test_forms_of_one_rubric_share_their_fields_but_not_their_results():
     """Fields are built once per rubric (cache_key) and shared; each form keeps its own data and errors."""
-    bad = RatingForm({**SCORES, "score_fluency": "9"}, rubric=Rubric.default(), constraints=("a", "b"), cache_key="k")
-    good = RatingForm({**SCORES, "constraint_0": "met", "constraint_1": "met"}, rubric=Rubric.default(),
-                      constraints=("a", "b"), cache_key="k")
+    bad = RatingForm(
+        {**SCORES, "score_fluency": "9"}, rubric=Rubric.default(), constraints=("a", "b"), cache_key="k"
+    )
+    good = RatingForm(
+        {**SCORES, "constraint_0": "met", "constraint_1": "met"},
+        rubric=Rubric.default(),
+        constraints=("a", "b"),
+        cache_key="k",
+    )
     assert bad.fields["score_fluency"] is good.fields["score_fluency"]
     assert not bad.is_valid() and "9 is not a score" in str(bad.errors)
     assert good.is_valid(), good.errors

@@ -20,8 +20,11 @@ from tests.factories import make_annotation, make_batch, make_user
 pytestmark = pytest.mark.django_db
 
 SCORES = {
-    "score_coherence": "4", "score_relevance": "4", "score_instruction_following": "3",
-    "score_safety_compliance": "5", "score_fluency": "5",
+    "score_coherence": "4",
+    "score_relevance": "4",
+    "score_instruction_following": "3",
+    "score_safety_compliance": "5",
+    "score_fluency": "5",
 }
 SYSTEMS = ("navigator-v2-secret", "baseline-chat-secret")
 
@@ -56,7 +59,9 @@ def test_no_annotator_facing_response_reveals_an_item_id_or_a_system(client):
     visit("422", client.post(reverse("annotate_submit", args=[first.pk]), {"score_coherence": "4"}))
     visit("422 htmx", client.post(reverse("annotate_submit", args=[first.pk]), {}, HTTP_HX_REQUEST="true"))
     data = {**SCORES, "constraint_0": "met", "constraint_1": "met"}
-    visit("submit htmx", client.post(reverse("annotate_submit", args=[first.pk]), data, HTTP_HX_REQUEST="true"))
+    visit(
+        "submit htmx", client.post(reverse("annotate_submit", args=[first.pk]), data, HTTP_HX_REQUEST="true")
+    )
     second = _leased(user)
     visit("skip", client.post(reverse("annotate_skip", args=[second.pk]), {"skip_reason": "x"}, follow=True))
     third = _leased(user)
@@ -67,8 +72,19 @@ def test_no_annotator_facing_response_reveals_an_item_id_or_a_system(client):
     visit("edit 422", client.post(reverse("annotation_edit", args=[mine.pk]), {"score_coherence": "9"}))
     visit("edit saved", client.post(reverse("annotation_edit", args=[mine.pk]), data, follow=True))
     assert {label: status for label, (status, _, _) in responses.items()} == {
-        "home": 200, "queue": 200, "rubric": 200, "next": 200, "422": 422, "422 htmx": 422,
-        "submit htmx": 200, "skip": 200, "submit": 200, "mine": 200, "edit": 200, "edit 422": 422, "edit saved": 200,
+        "home": 200,
+        "queue": 200,
+        "rubric": 200,
+        "next": 200,
+        "422": 422,
+        "422 htmx": 422,
+        "submit htmx": 200,
+        "skip": 200,
+        "submit": 200,
+        "mine": 200,
+        "edit": 200,
+        "edit 422": 422,
+        "edit saved": 200,
     }
     for label, (_, html, location) in responses.items():
         assert _reveals(html + location, items) == [], label
@@ -88,7 +104,9 @@ def test_progress_counts_own_work_batch_completion_and_the_lease(client):
     mine = Item.objects.filter(batch=batch).order_by("position")[1]
     make_annotation(mine, user, {"coherence": 3})
     now = timezone.now()  # as the import service marks it: never handed to them again
-    Assignment.objects.create(item=mine, annotator=user, state="submitted", leased_at=now, lease_expires_at=now)
+    Assignment.objects.create(
+        item=mine, annotator=user, state="submitted", leased_at=now, lease_expires_at=now
+    )
     assignment = item_next_for_annotator(batch=batch, annotator=user)
     progress = rating_progress(batch=batch, item=assignment.item, annotator=user)
     assert (progress.mine_submitted, progress.mine_skipped, progress.position) == (1, 0, 2)
@@ -112,8 +130,12 @@ def test_progress_counts_training_apart_and_keeps_within_the_quota(client):
 
     batch = make_batch("quota", n_items=8, k=3)
     user = make_user("q-worker")
-    trainings = [GoldItem.objects.create(batch=batch, item_id=f"t{n}", kind="training", prompt="p", response="r",
-                                         scores={"coherence": 2}) for n in range(2)]
+    trainings = [
+        GoldItem.objects.create(
+            batch=batch, item_id=f"t{n}", kind="training", prompt="p", response="r", scores={"coherence": 2}
+        )
+        for n in range(2)
+    ]
     now = timezone.now()
     for gold in trainings:
         GoldAnswer.objects.create(gold_item=gold, annotator=user, shown_at=now, submitted_at=now)
@@ -138,8 +160,12 @@ def test_progress_takes_a_constant_number_of_queries(client, django_assert_max_n
 
 def _imported(batch, user, flags):
     item = Item.objects.filter(batch=batch).first()
-    return make_annotation(item, user, {"coherence": 3, "relevance": 3, "instruction_following": 2,
-                                        "safety_compliance": 4, "fluency": 4}, flags=flags)
+    return make_annotation(
+        item,
+        user,
+        {"coherence": 3, "relevance": 3, "instruction_following": 2, "safety_compliance": 4, "fluency": 4},
+        flags=flags,
+    )
 
 
 def test_editing_an_imported_annotation_that_ignored_a_constraint_opens_as_stored(client):
@@ -150,8 +176,13 @@ def test_editing_an_imported_annotation_that_ignored_a_constraint_opens_as_store
     html = client.get(reverse("annotation_edit", args=[annotation.pk])).content.decode()
     assert 'value="not_met" checked' in html and 'value="met" checked' not in html
     # A one-score change goes through with nothing else touched.
-    data = {**SCORES, "score_instruction_following": "2", "score_coherence": "5",
-            "constraint_0": "not_met", "constraint_1": "not_met"}
+    data = {
+        **SCORES,
+        "score_instruction_following": "2",
+        "score_coherence": "5",
+        "constraint_0": "not_met",
+        "constraint_1": "not_met",
+    }
     response = client.post(reverse("annotation_edit", args=[annotation.pk]), data)
     assert response.status_code == 302
     annotation.refresh_from_db()
@@ -167,9 +198,16 @@ def test_editing_an_imported_partial_annotation_keeps_its_flag_with_a_blank_chec
     html = client.get(reverse("annotation_edit", args=[annotation.pk])).content.decode()
     assert "kept as stored: Partial compliance" in html
     assert 'value="prompt_ambiguous" checked' in html
-    rubric_data = json.loads(re.search(r'id="rubric-data" type="application/json">(.*?)</script>', html).group(1))
+    rubric_data = json.loads(
+        re.search(r'id="rubric-data" type="application/json">(.*?)</script>', html).group(1)
+    )
     assert rubric_data["stored_checklist_flags"] == ["partial_compliance"]
-    data = {**SCORES, "score_instruction_following": "2", "score_coherence": "1", "flags": ["prompt_ambiguous"]}
+    data = {
+        **SCORES,
+        "score_instruction_following": "2",
+        "score_coherence": "1",
+        "flags": ["prompt_ambiguous"],
+    }
     assert client.post(reverse("annotation_edit", args=[annotation.pk]), data).status_code == 302
     annotation.refresh_from_db()
     assert annotation.flags == ["partial_compliance", "prompt_ambiguous"]
@@ -187,7 +225,10 @@ def test_editing_an_imported_partial_annotation_keeps_its_flag_with_a_blank_chec
 
 def test_flag_shortcuts_are_free_initials():
     assert flag_shortcuts(["Major factual impossibility", "Unsafe suggestion", "Prompt is ambiguous"]) == [
-        "m", "u", "p"]
+        "m",
+        "u",
+        "p",
+    ]
     # Every flag of the default rubric, in its order: the keys printed on the page.
     assert flag_shortcuts([f.label for f in Rubric.default().flags]) == ["i", "m", "u", "p", "a"]
     # y, n, s, r and c belong to the page; a taken initial falls to the next word.
@@ -200,9 +241,14 @@ def test_rate_page_prints_keys_on_buttons_and_flags_before_submit(client):
     client.force_login(make_user("keys-ann"))
     html = client.get(reverse("annotate_next", args=[batch.pk])).content.decode()
     assert "Met <kbd>y</kbd>" in html and "Not met <kbd>n</kbd>" in html
-    flags = re.search(r'<fieldset class="card flags kb-row" data-kind="flags">.*?</fieldset>', html, re.DOTALL).group(0)
+    flags = re.search(
+        r'<fieldset class="card flags kb-row" data-kind="flags">.*?</fieldset>', html, re.DOTALL
+    ).group(0)
     assert re.findall(r'data-key="(\w)" name="flags" value="(\w+)"', flags) == [
-        ("m", "major_factual_impossibility"), ("u", "unsafe_suggestion"), ("a", "prompt_ambiguous")]
+        ("m", "major_factual_impossibility"),
+        ("u", "unsafe_suggestion"),
+        ("a", "prompt_ambiguous"),
+    ]
     assert html.index('data-kind="flags"') < html.index('id="submit-btn"')
     assert html.index('data-kind="dimension"') < html.index('data-kind="flags"')
     assert 'role="dialog" aria-modal="true"' in html
@@ -212,7 +258,7 @@ def test_rubric_drawer_lists_levels_from_1_to_5(client):
     batch = make_batch("drawer", n_items=1)
     client.force_login(make_user("drawer-ann"))
     html = client.get(reverse("annotate_next", args=[batch.pk])).content.decode()
-    drawer = html[html.index('id="rubric-drawer"'):]
+    drawer = html[html.index('id="rubric-drawer"') :]
     first_dimension = drawer[: drawer.index("</dl>")]
     assert re.findall(r"<dt>(\d)</dt>", first_dimension) == ["1", "2", "3", "4", "5"]
     assert 'class="levels"' not in drawer  # the score buttons' flex row, which squeezed the texts
@@ -234,8 +280,13 @@ def test_your_annotations_shows_flag_labels_and_edit_time(client):
     user = make_user("mine-ann")
     annotation = _imported(batch, user, ["ignores_hard_constraint", "prompt_ambiguous"])
     client.force_login(user)
-    data = {**SCORES, "score_instruction_following": "1", "constraint_0": "not_met", "constraint_1": "not_met",
-            "flags": ["prompt_ambiguous"]}
+    data = {
+        **SCORES,
+        "score_instruction_following": "1",
+        "constraint_0": "not_met",
+        "constraint_1": "not_met",
+        "flags": ["prompt_ambiguous"],
+    }
     client.post(reverse("annotation_edit", args=[annotation.pk]), data)
     html = client.get(reverse("annotate_mine", args=[batch.pk])).content.decode()
     assert "Ignores a hard constraint" in html and "Prompt is ambiguous" in html
@@ -302,18 +353,32 @@ def test_exports_carry_prompt_ambiguous_and_constraint_answers_and_reimport(clie
     for _ in range(2):
         client.get(reverse("annotate_next", args=[batch.pk]))
         item = _leased(user)
-        data = {**SCORES, "score_instruction_following": "2", "constraint_0": "met", "constraint_1": "not_met",
-                "flags": ["prompt_ambiguous"]}
+        data = {
+            **SCORES,
+            "score_instruction_following": "2",
+            "constraint_0": "met",
+            "constraint_1": "not_met",
+            "flags": ["prompt_ambiguous"],
+        }
         client.post(reverse("annotate_submit", args=[item.pk]), data)
     client.force_login(make_user("e-res", role="researcher"))
-    body = b"".join(client.get(reverse("report_export", args=[batch.pk, "annotations.csv"])).streaming_content)
+    body = b"".join(
+        client.get(reverse("report_export", args=[batch.pk, "annotations.csv"])).streaming_content
+    )
     rows = list(csv.DictReader(io.StringIO(body.decode())))
     assert [(r["prompt_ambiguous"], r["partial_compliance"], r["constraints_met"]) for r in rows] == [
-        ("1", "1", "met;not_met")] * 2
+        ("1", "1", "met;not_met")
+    ] * 2
     report = json.loads(client.get(reverse("report_export", args=[batch.pk, "json"])).content)
-    assert report["flags"]["prompt_ambiguous"] == {"label": "Prompt is ambiguous", "n_annotations": 2, "n_items": 2}
+    assert report["flags"]["prompt_ambiguous"] == {
+        "label": "Prompt is ambiguous",
+        "n_annotations": 2,
+        "n_items": 2,
+    }
     assert report["constraint_answers"]["by_constraint"] == {
-        "avoid tolls": {"met": 2, "not_met": 0}, "arrive before 8AM": {"met": 0, "not_met": 2}}
+        "avoid tolls": {"met": 2, "not_met": 0},
+        "arrive before 8AM": {"met": 0, "not_met": 2},
+    }
     # The export re-imports into a new batch with the answers kept.
     path = tmp_path / "annotations.csv"
     text = body.decode().replace("e-ann", "e-ann2")
@@ -337,7 +402,10 @@ def test_import_refuses_answers_that_do_not_fit_the_item(tmp_path):
     for row, message in [
         ("fit-0,x1,3,0,0,met\n", "gives 1 answer(s) but item `fit-0` has 2 hard constraint(s)"),
         ("fit-0,x1,3,0,0,met;maybe\n", "`met;maybe` is not a list of answers"),
-        ("fit-0,x1,3,0,0,met;not_met\n", "the answers imply the flags partial_compliance but the row sets none"),
+        (
+            "fit-0,x1,3,0,0,met;not_met\n",
+            "the answers imply the flags partial_compliance but the row sets none",
+        ),
     ]:
         path = tmp_path / "a.csv"
         path.write_text(header + row, encoding="utf-8")

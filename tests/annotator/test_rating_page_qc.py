@@ -29,8 +29,17 @@ def test_training_feedback_names_no_item_id_and_takes_the_focus(client):
     batch = make_batch("blind", n_items=2, constraints=())
     QualityRule.objects.create(batch=batch, training_items=2, check_every=0)
     for n in range(2):
-        GoldItem.objects.create(batch=batch, item_id=f"SECRET-ID-{n}", kind="training", position=n,
-                                prompt=f"Train {n}", response="r", scores=EXPERT, flags=[], explanation="why")
+        GoldItem.objects.create(
+            batch=batch,
+            item_id=f"SECRET-ID-{n}",
+            kind="training",
+            position=n,
+            prompt=f"Train {n}",
+            response="r",
+            scores=EXPERT,
+            flags=[],
+            explanation="why",
+        )
     client.force_login(make_user("blind"))
     client.get(reverse("annotate_next", args=[batch.pk]))
     answer = GoldAnswer.objects.get(submitted_at__isnull=True)
@@ -38,14 +47,17 @@ def test_training_feedback_names_no_item_id_and_takes_the_focus(client):
         if headers:
             client.get(reverse("annotate_next", args=[batch.pk]))
             answer = GoldAnswer.objects.get(submitted_at__isnull=True)
-        html = client.post(reverse("gold_submit", args=[answer.pk]),
-                           {f"score_{d}": str(v) for d, v in EXPERT.items()}, **headers).content.decode()
+        html = client.post(
+            reverse("gold_submit", args=[answer.pk]),
+            {f"score_{d}": str(v) for d, v in EXPERT.items()},
+            **headers,
+        ).content.decode()
         assert "SECRET-ID" not in html
         heading = re.search(r"<h1[^>]*>(.*?)</h1>", html).group(0)
         number = 1 if not headers else 2
         assert f"Training item {number} of 2" in heading
         assert 'tabindex="-1"' in heading and "autofocus" in heading  # htmx focuses it after the swap
-        between = html[html.index(heading):html.rindex("<a", 0, html.index('id="continue"'))]
+        between = html[html.index(heading) : html.rindex("<a", 0, html.index('id="continue"'))]
         assert not re.search(r"<(a|button|input|select|textarea)\b", between)  # Continue is the next Tab stop
 
 
@@ -53,8 +65,17 @@ def test_training_feedback_names_no_item_id_and_takes_the_focus(client):
 def test_your_annotations_are_numbered_as_the_rating_page_showed_them(client):
     batch = make_batch("numbers", n_items=5, constraints=())
     QualityRule.objects.create(batch=batch, training_items=1, check_every=0)
-    GoldItem.objects.create(batch=batch, item_id="t0", kind="training", position=0, prompt="Train", response="r",
-                            scores=EXPERT, flags=[], explanation="")
+    GoldItem.objects.create(
+        batch=batch,
+        item_id="t0",
+        kind="training",
+        position=0,
+        prompt="Train",
+        response="r",
+        scores=EXPERT,
+        flags=[],
+        explanation="",
+    )
     client.force_login(make_user("numbers"))
     next_url = reverse("annotate_next", args=[batch.pk])
     page = client.get(next_url)
@@ -73,7 +94,9 @@ def test_your_annotations_are_numbered_as_the_rating_page_showed_them(client):
             shown[item.prompt] = label
     assert sorted(shown.values()) == ["Item 2", "Item 4", "Item 5"]
     html = client.get(reverse("annotate_mine", args=[batch.pk])).content.decode()
-    listed = re.findall(r'<td data-label="Item"><strong>(\d+)</strong></td>\s*<td class="mine-prompt">([^<]+)</td>', html)
+    listed = re.findall(
+        r'<td data-label="Item"><strong>(\d+)</strong></td>\s*<td class="mine-prompt">([^<]+)</td>', html
+    )
     assert {prompt: f"Item {n}" for n, prompt in listed} == shown
 
 
@@ -81,9 +104,14 @@ def test_your_annotations_are_numbered_as_the_rating_page_showed_them(client):
 def test_the_latest_user_turn_is_shown_once(client):
     batch = make_batch("turns-once", n_items=1, constraints=())
     Item.objects.filter(batch=batch).update(
-        conversation=[{"role": "user", "content": "EARLIER-TURN"}, {"role": "assistant", "content": "REPLY"},
-                      {"role": "user", "content": "LATEST-PROMPT"}, {"role": "assistant", "content": "THE-RESPONSE"}],
-        prompt="LATEST-PROMPT", response="THE-RESPONSE",
+        conversation=[
+            {"role": "user", "content": "EARLIER-TURN"},
+            {"role": "assistant", "content": "REPLY"},
+            {"role": "user", "content": "LATEST-PROMPT"},
+            {"role": "assistant", "content": "THE-RESPONSE"},
+        ],
+        prompt="LATEST-PROMPT",
+        response="THE-RESPONSE",
     )
     client.force_login(make_user("turns-once"))
     html = client.get(reverse("annotate_next", args=[batch.pk])).content.decode()
@@ -98,7 +126,9 @@ def test_the_latest_user_turn_is_shown_once(client):
 
 def test_example_scores_follow_the_rubrics_order_even_from_sorted_json():
     default = Rubric.default()
-    stored = Rubric.from_dict(json.loads(json.dumps(default.to_dict(), sort_keys=True)))  # as a batch keeps it
+    stored = Rubric.from_dict(
+        json.loads(json.dumps(default.to_dict(), sort_keys=True))
+    )  # as a batch keeps it
     text = render_instructions(stored)
     abbreviations = [d.abbreviation for d in default.dimensions]
     assert abbreviations == ["C", "R", "I", "S", "F"]
@@ -106,9 +136,14 @@ def test_example_scores_follow_the_rubrics_order_even_from_sorted_json():
         assert re.findall(r"\b([A-Z])=\d", line) == abbreviations, line
 
 
-BAD_IDS = [("route\u202e21", "U+202E RIGHT-TO-LEFT OVERRIDE"), ("route\u200b1", "U+200B ZERO WIDTH SPACE"),
-           ("\u2067route\u2069", "U+2067 RIGHT-TO-LEFT ISOLATE"), ("ro\u200dute", "U+200D ZERO WIDTH JOINER"),
-           ("\ufeffroute", "U+FEFF ZERO WIDTH NO-BREAK SPACE"), ("route\u200f", "U+200F RIGHT-TO-LEFT MARK")]
+BAD_IDS = [
+    ("route\u202e21", "U+202E RIGHT-TO-LEFT OVERRIDE"),
+    ("route\u200b1", "U+200B ZERO WIDTH SPACE"),
+    ("\u2067route\u2069", "U+2067 RIGHT-TO-LEFT ISOLATE"),
+    ("ro\u200dute", "U+200D ZERO WIDTH JOINER"),
+    ("\ufeffroute", "U+FEFF ZERO WIDTH NO-BREAK SPACE"),
+    ("route\u200f", "U+200F RIGHT-TO-LEFT MARK"),
+]
 
 
 @pytest.mark.parametrize(("item_id", "named"), BAD_IDS)
@@ -119,8 +154,12 @@ def test_batch_import_refuses_item_ids_with_invisible_characters_by_row(item_id,
         f"row 3, column `item_id`: contains {named}, an invisible character that can hide or reorder what the "
         "id shows; remove it"
     ]
-    jsonl = (json.dumps({"item_id": "ok", "prompt": "p", "response": "r"}) + "\n"
-             + json.dumps({"item_id": item_id, "prompt": "p", "response": "r"}) + "\n").encode()
+    jsonl = (
+        json.dumps({"item_id": "ok", "prompt": "p", "response": "r"})
+        + "\n"
+        + json.dumps({"item_id": item_id, "prompt": "p", "response": "r"})
+        + "\n"
+    ).encode()
     parsed = parse_batch_file(jsonl, filename="items.jsonl", rubric=Rubric.default())
     assert not parsed.ok and named in str(parsed.errors[0]) and "item_id" in str(parsed.errors[0])
 
@@ -129,7 +168,9 @@ def test_batch_import_refuses_item_ids_with_invisible_characters_by_row(item_id,
 def test_annotation_import_refuses_them_too(item_id, named):
     data = f"item_id,annotator,coherence\nok,a,3\n{item_id},a,3\n".encode()
     parsed = parse_annotation_file(data, filename="a.csv", rubric=Rubric.default())
-    assert any(str(e).startswith(f"row 3, column `item_id`: contains {named}") for e in parsed.errors), parsed.errors
+    assert any(str(e).startswith(f"row 3, column `item_id`: contains {named}") for e in parsed.errors), (
+        parsed.errors
+    )
 
 
 def test_visible_non_ascii_ids_are_fine():

@@ -58,27 +58,48 @@ def test_every_write_a_report_reads_moves_the_revision(rated):
     researcher = make_user("cached-researcher", role="researcher")
     annotation = Annotation.objects.filter(item=item).order_by("pk").first()
     _moves(batch, lambda: make_annotation(item, newcomer, _scores(3)))  # a submit or an import
-    _moves(batch, lambda: annotation_update(annotation=annotation, changed_by=annotation.annotator,
-                                            scores=_scores(5)))  # an edit
+    _moves(
+        batch,
+        lambda: annotation_update(annotation=annotation, changed_by=annotation.annotator, scores=_scores(5)),
+    )  # an edit
     _moves(batch, lambda: Annotation.objects.filter(annotator=newcomer).delete())
-    _moves(batch, lambda: annotator_exclude(batch=batch, annotator=people[0], reason="too fast",
-                                            by=researcher))
+    _moves(
+        batch, lambda: annotator_exclude(batch=batch, annotator=people[0], reason="too fast", by=researcher)
+    )
     _moves(batch, lambda: annotator_include(batch=batch, annotator=people[0]))
-    _moves(batch, lambda: adjudication_save(item=item, adjudicator=researcher, scores=_scores(4),
-                                            note="checked"))
+    _moves(
+        batch, lambda: adjudication_save(item=item, adjudicator=researcher, scores=_scores(4), note="checked")
+    )
     judge = Judge.objects.create(name="j")
-    _moves(batch, lambda: JudgeScore.objects.create(judge=judge, item=item, dimension="coherence",
-                                                    raw_value=4,
-                                                    scale_min=1, scale_max=5, value=4))
+    _moves(
+        batch,
+        lambda: JudgeScore.objects.create(
+            judge=judge, item=item, dimension="coherence", raw_value=4, scale_min=1, scale_max=5, value=4
+        ),
+    )
     _moves(batch, lambda: calibration_set_mark(batch=batch, sample=2, seed=1, user=researcher))
     _moves(batch, lambda: calibration_set_retire(batch=batch))
     _moves(batch, lambda: QualityRule.objects.update_or_create(batch=batch, defaults={"min_seconds": 9.5}))
-    _moves(batch, lambda: AnnotatorStanding.objects.filter(batch=batch, annotator=people[1]).update(
-        warned_at=timezone.now()) or AnnotatorStanding.objects.create(batch=batch, annotator=people[1],
-                                                                      warned_at=timezone.now()))
-    _moves(batch, lambda: Assignment.objects.create(item=item, batch=batch, annotator=people[2],
-                                                    state=Assignment.State.SKIPPED, leased_at=timezone.now(),
-                                                    lease_expires_at=timezone.now()))
+    _moves(
+        batch,
+        lambda: (
+            AnnotatorStanding.objects.filter(batch=batch, annotator=people[1]).update(
+                warned_at=timezone.now()
+            )
+            or AnnotatorStanding.objects.create(batch=batch, annotator=people[1], warned_at=timezone.now())
+        ),
+    )
+    _moves(
+        batch,
+        lambda: Assignment.objects.create(
+            item=item,
+            batch=batch,
+            annotator=people[2],
+            state=Assignment.State.SKIPPED,
+            leased_at=timezone.now(),
+            lease_expires_at=timezone.now(),
+        ),
+    )
 
 
 def test_reading_the_report_moves_nothing(rated):
@@ -112,8 +133,11 @@ def test_a_write_makes_the_next_report_fresh_and_prunes_the_old_revision(rated):
     make_annotation(batch.items.order_by("position").last(), make_user("cached-late"), _scores(5))
     after = batch_report(batch=batch, n_resamples=0)
     assert after.n_annotations == before.n_annotations + 1
-    assert list(ReportCache.objects.filter(batch=batch).values_list("revision", flat=True)) == \
-        [report_revision(batch=batch)] != [old]
+    assert (
+        list(ReportCache.objects.filter(batch=batch).values_list("revision", flat=True))
+        == [report_revision(batch=batch)]
+        != [old]
+    )
 
 
 def test_a_report_whose_batch_changed_while_it_was_computed_is_not_stored(rated):
@@ -143,10 +167,15 @@ def test_the_page_and_the_judge_section_are_served_from_storage_and_exclude_comp
     researcher = make_user("cached-viewer", role="researcher")
     assert client.login(username=researcher.username, password=PASSWORD)
     page, judges = reverse("report_batch", args=[batch.pk]), reverse("report_judges", args=[batch.pk])
-    first_page, first_judges = client.get(page), client.get(judges, HTTP_HX_REQUEST="true")  # as the page asks
+    first_page, first_judges = (
+        client.get(page),
+        client.get(judges, HTTP_HX_REQUEST="true"),
+    )  # as the page asks
     assert first_page.status_code == first_judges.status_code == 200
-    with mock.patch.object(reports, "batch_report_computed", side_effect=AssertionError("recomputed")), \
-            mock.patch("annotator.exports.report_html.report_context", side_effect=AssertionError("redrawn")):
+    with (
+        mock.patch.object(reports, "batch_report_computed", side_effect=AssertionError("recomputed")),
+        mock.patch("annotator.exports.report_html.report_context", side_effect=AssertionError("redrawn")),
+    ):
         again = client.get(page)
         assert client.get(judges, HTTP_HX_REQUEST="true").content == first_judges.content
         assert again.status_code == 200 and b"cached-r0" in again.content

@@ -40,7 +40,9 @@ def _fill(batch, table, comments=None):
                 continue
             user = users.get(j) or users.setdefault(j, make_user(f"{batch.name}-a{j}"))
             values = {d: max(1, min(5, score + (n % 2))) for n, d in enumerate(DIMS)}
-            make_annotation(items[i], user, values, submitted_at=now, comment=(comments or {}).get((i, j), ""))
+            make_annotation(
+                items[i], user, values, submitted_at=now, comment=(comments or {}).get((i, j), "")
+            )
     return items
 
 
@@ -58,8 +60,12 @@ def test_json_has_the_documented_keys(batch):
     assert data["n_items"] == 6 and data["n_annotations"] == 18
     dim = data["dimensions"]["coherence"]
     for key, kind in [
-        ("fleiss_kappa", float), ("fleiss_items_used", int), ("krippendorff_alpha_ordinal", float),
-        ("krippendorff_alpha_interval", float), ("gwet_ac2", float), ("percent_agreement", float),
+        ("fleiss_kappa", float),
+        ("fleiss_items_used", int),
+        ("krippendorff_alpha_ordinal", float),
+        ("krippendorff_alpha_interval", float),
+        ("gwet_ac2", float),
+        ("percent_agreement", float),
     ]:
         assert isinstance(dim[key], kind), key
     assert len(dim["fleiss_kappa_ci95"]) == 2 and dim["fleiss_items_used"] == 5  # item 4 has only 2 ratings
@@ -87,8 +93,13 @@ def test_json_equals_hcs_on_the_exported_long_csv(batch):
     for j, dim in enumerate(DIMS):
         rows = long[long.dimension == dim]
         counts = counts_from_long(rows.item_id.to_numpy(), rows.score.to_numpy(), [1, 2, 3, 4, 5])
-        fleiss = first_k_counts(rows.item_id.to_numpy(), rows.score.to_numpy(), [1, 2, 3, 4, 5], k=3,
-                                order=pd.to_datetime(rows.submitted_at).to_numpy())
+        fleiss = first_k_counts(
+            rows.item_id.to_numpy(),
+            rows.score.to_numpy(),
+            [1, 2, 3, 4, 5],
+            k=3,
+            order=pd.to_datetime(rows.submitted_at).to_numpy(),
+        )
         expected = dimension_agreement(counts, fleiss, [1, 2, 3, 4, 5], k=3, n_resamples=300, seed=4 + j)
         got = data["dimensions"][dim]
         assert got["fleiss_kappa"] == pytest.approx(expected.fleiss_kappa)
@@ -104,9 +115,19 @@ def test_json_equals_hcs_on_the_exported_long_csv(batch):
 @pytest.mark.parametrize(
     "cell, expected",
     [
-        ("=1+1", "'=1+1"), ("+CMD", "'+CMD"), ("-2+3", "'-2+3"), ("@SUM(A1)", "'@SUM(A1)"),
-        ("\tx", "'\tx"), ("\rx", "'\rx"), ("-0.25", "-0.25"), ("+3", "+3"), ("1e-3", "1e-3"),
-        (-1.5, "-1.5"), (float("nan"), ""), (None, ""), ("safe = text", "safe = text"),
+        ("=1+1", "'=1+1"),
+        ("+CMD", "'+CMD"),
+        ("-2+3", "'-2+3"),
+        ("@SUM(A1)", "'@SUM(A1)"),
+        ("\tx", "'\tx"),
+        ("\rx", "'\rx"),
+        ("-0.25", "-0.25"),
+        ("+3", "+3"),
+        ("1e-3", "1e-3"),
+        (-1.5, "-1.5"),
+        (float("nan"), ""),
+        (None, ""),
+        ("safe = text", "safe = text"),
     ],
 )
 def test_defuse(cell, expected):
@@ -168,7 +189,9 @@ def test_annotations_export_matches_the_template_columns(batch, tmp_path):
     template = (ROOT / "templates" / "annotation_template.csv").read_text(encoding="utf-8").splitlines()[0]
     out = tmp_path / "a.csv"
     call_command("export_report", "exports", "--format", "csv", "--table", "annotations", "--out", str(out))
-    assert out.read_text(encoding="utf-8").splitlines()[0] == template + ",excluded"  # the template's, then the mark
+    assert (
+        out.read_text(encoding="utf-8").splitlines()[0] == template + ",excluded"
+    )  # the template's, then the mark
 
 
 def _comparable(report):
@@ -178,7 +201,9 @@ def _comparable(report):
 
 
 def test_export_then_import_gives_the_same_report(batch, tmp_path):
-    Item.objects.filter(batch=batch, position=2).update(prompt='Line one\n"quoted", with commas', response="Ünïcode ✓")
+    Item.objects.filter(batch=batch, position=2).update(
+        prompt='Line one\n"quoted", with commas', response="Ünïcode ✓"
+    )
     out = tmp_path / "annotations.csv"
     call_command("export_report", "exports", "--format", "csv", "--table", "annotations", "--out", str(out))
     call_command("import_annotations", str(out), "--batch", "exports-copy", "--k", "3", stdout=io.StringIO())
@@ -215,8 +240,14 @@ def test_hanna_report_equals_direct_library_calls():
     batch = Batch.objects.create(name="hanna", rubric=base, k=3)
     stories = df[["story_id", "model"]].drop_duplicates().reset_index(drop=True)
     Item.objects.bulk_create(
-        Item(batch=batch, item_id=f"{r.story_id}-{r.model}", position=i, prompt="(story prompt)",
-             response="(story text)", system_id=r.model)
+        Item(
+            batch=batch,
+            item_id=f"{r.story_id}-{r.model}",
+            position=i,
+            prompt="(story prompt)",
+            response="(story text)",
+            system_id=r.model,
+        )
         for i, r in enumerate(stories.itertuples())
     )
     items = dict(Item.objects.filter(batch=batch).values_list("item_id", "pk"))
@@ -224,27 +255,42 @@ def test_hanna_report_equals_direct_library_calls():
     now = timezone.now()
     keys = sorted({(f"{r.story_id}-{r.model}", r.rater) for r in df.itertuples()})
     Annotation.objects.bulk_create(
-        Annotation(item_id=items[i], annotator=raters[slot], submitted_at=now, source="import") for i, slot in keys
+        Annotation(item_id=items[i], annotator=raters[slot], submitted_at=now, source="import")
+        for i, slot in keys
     )
-    ann = {(a[0], a[1]): a[2] for a in Annotation.objects.filter(item__batch=batch).values_list(
-        "item__item_id", "annotator__username", "pk")}
+    ann = {
+        (a[0], a[1]): a[2]
+        for a in Annotation.objects.filter(item__batch=batch).values_list(
+            "item__item_id", "annotator__username", "pk"
+        )
+    }
     Score.objects.bulk_create(
-        Score(annotation_id=ann[(f"{r.story_id}-{r.model}", r.rater)], item_id=items[f"{r.story_id}-{r.model}"],
-              dimension=r.criterion.lower(), value=r.score)
+        Score(
+            annotation_id=ann[(f"{r.story_id}-{r.model}", r.rater)],
+            item_id=items[f"{r.story_id}-{r.model}"],
+            dimension=r.criterion.lower(),
+            value=r.score,
+        )
         for r in df.itertuples()
     )
     report = batch_report(batch=batch, n_resamples=100)
     assert report.n_items == 1056 and report.n_annotations == 1056 * 3
     for row in report.dimensions:
-        wide = df[df.criterion == row.label].pivot(index=["story_id", "model"], columns="rater", values="score")
+        wide = df[df.criterion == row.label].pivot(
+            index=["story_id", "model"], columns="rater", values="score"
+        )
         table, _ = aggregate_raters(wide.to_numpy())
         a = row.agreement
         assert a.fleiss_kappa == pytest.approx(fleiss_kappa(table), abs=1e-12)
         assert a.alpha_ordinal == pytest.approx(
-            krippendorff.alpha(reliability_data=wide.to_numpy().T, level_of_measurement="ordinal"), abs=1e-12)
+            krippendorff.alpha(reliability_data=wide.to_numpy().T, level_of_measurement="ordinal"), abs=1e-12
+        )
         assert a.alpha_interval == pytest.approx(
-            krippendorff.alpha(reliability_data=wide.to_numpy().T, level_of_measurement="interval"), abs=1e-12)
-        gwet = CAC(wide.reset_index(drop=True), weights="ordinal", categories=[1, 2, 3, 4, 5], digits=15).gwet()
+            krippendorff.alpha(reliability_data=wide.to_numpy().T, level_of_measurement="interval"), abs=1e-12
+        )
+        gwet = CAC(
+            wide.reset_index(drop=True), weights="ordinal", categories=[1, 2, 3, 4, 5], digits=15
+        ).gwet()
         assert a.gwet_ac2 == pytest.approx(gwet["est"]["coefficient_value"], abs=1e-12)
     assert len(report.systems) == 11 and np.isfinite([s.mean for s in report.systems]).all()
 
@@ -255,7 +301,9 @@ def test_plot_svg_escapes_labels_and_makes_no_requests():
 
     from annotator.plots import distribution_svg
 
-    svg = distribution_svg('<script>alert("x")</script> & $\\frac{1}{2}$', [1, 2, 3, 4, 5], [0, 1, 5, 9, 3], mean=3.8)
+    svg = distribution_svg(
+        '<script>alert("x")</script> & $\\frac{1}{2}$', [1, 2, 3, 4, 5], [0, 1, 5, 9, 3], mean=3.8
+    )
     assert svg.startswith("<svg") and svg.rstrip().endswith("</svg>")
     assert "<script" not in svg and "&lt;script&gt;" in svg
     assert "$" in svg  # shown as text, not typeset as mathtext

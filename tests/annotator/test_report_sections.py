@@ -28,8 +28,12 @@ class Extra:
     seed: int
 
     def to_json(self):
-        return {"n_items": self.n_items, "epsilon": self.epsilon, "n_resamples": self.n_resamples,
-                "seed": self.seed}
+        return {
+            "n_items": self.n_items,
+            "epsilon": self.epsilon,
+            "n_resamples": self.n_resamples,
+            "seed": self.seed,
+        }
 
 
 @pytest.fixture
@@ -97,9 +101,14 @@ def test_the_page_part_renders_what_the_table_lists(client, researcher_user, sec
 
 def test_the_core_report_does_not_import_the_judges_package():
     modules = _modules()
-    for name in ("annotator.selectors.reports", "annotator.selectors.report_sections",
-                 "annotator.selectors.report_page", "annotator.exports.report_json"):
+    for name in (
+        "annotator.selectors.reports",
+        "annotator.selectors.report_sections",
+        "annotator.selectors.report_page",
+        "annotator.exports.report_json",
+    ):
         reached = _imports(name, modules[name], modules)
         assert not [m for m in reached if m.startswith("annotator.judges")], name
-    assert report_sections.__name__ in _imports("annotator.judges.selectors.judges",
-                                                  modules["annotator.judges.selectors.judges"], modules)
+    assert report_sections.__name__ in _imports(
+        "annotator.judges.selectors.judges", modules["annotator.judges.selectors.judges"], modules
+    )

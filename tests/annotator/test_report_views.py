@@ -29,7 +29,12 @@ def login(client, user):
 
 @pytest.mark.parametrize(
     "name, args",
-    [("report_list", []), ("report_batch", ["batch"]), ("report_export", ["batch", "json"]), ("report_item", ["item"])],
+    [
+        ("report_list", []),
+        ("report_batch", ["batch"]),
+        ("report_export", ["batch", "json"]),
+        ("report_item", ["item"]),
+    ],
 )
 def test_annotators_get_403_and_anonymous_users_go_to_login(client, batch, annotator_user, name, args):
     item = Item.objects.filter(batch=batch).first()
@@ -46,7 +51,15 @@ def test_researcher_sees_list_and_report(client, batch, researcher_user):
     response = client.get(reverse("report_batch", args=[batch.pk]))
     assert response.status_code == 200
     html = response.content.decode()
-    for text in ["Fleiss' κ", "α ordinal", "Gwet's AC2", "% agreement", "κ items used", "Widest disagreements", "<svg"]:
+    for text in [
+        "Fleiss' κ",
+        "α ordinal",
+        "Gwet's AC2",
+        "% agreement",
+        "κ items used",
+        "Widest disagreements",
+        "<svg",
+    ]:
         assert text in html
     assert EVIL not in html and "&lt;script&gt;alert(&quot;x&quot;)&lt;/script&gt;" in html
     first_item = Item.objects.filter(batch=batch).order_by("position").first()

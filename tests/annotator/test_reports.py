@@ -89,7 +89,9 @@ def test_fleiss_takes_the_first_k_by_submission_time():
     # Submitted out of id order: user 3 first, then 0, 1, 2.
     make_annotation(item, users[3], _same_on_every_dimension(1), submitted_at=t0)
     for j, score in enumerate([5, 5, 5]):
-        make_annotation(item, users[j], _same_on_every_dimension(score), submitted_at=t0 + timedelta(minutes=j + 1))
+        make_annotation(
+            item, users[j], _same_on_every_dimension(score), submitted_at=t0 + timedelta(minutes=j + 1)
+        )
     for j in range(3):
         make_annotation(other, users[j], _same_on_every_dimension(2 + j), submitted_at=t0)
     arrays = report_arrays(batch=batch)
@@ -142,8 +144,12 @@ def test_annotation_rows_in_submission_order_with_overall():
     batch = make_batch("rows", n_items=1)
     item = Item.objects.get(batch=batch)
     t0 = timezone.now()
-    make_annotation(item, make_user("late"), {"coherence": 5, "relevance": 4, "instruction_following": 3,
-                    "safety_compliance": 2, "fluency": 1}, submitted_at=t0 + timedelta(seconds=5))
+    make_annotation(
+        item,
+        make_user("late"),
+        {"coherence": 5, "relevance": 4, "instruction_following": 3, "safety_compliance": 2, "fluency": 1},
+        submitted_at=t0 + timedelta(seconds=5),
+    )
     make_annotation(item, make_user("early"), {"coherence": 2}, flags=["unsafe_suggestion"], submitted_at=t0)
     rows = list(annotation_rows(batch=batch, with_text=True))
     assert [r["annotator"] for r in rows] == ["early", "late"]
@@ -159,7 +165,9 @@ def test_scores_survive_packing_with_many_dimensions():
 
     data = Rubric.default().to_dict()
     levels = {str(v): f"level {v}" for v in range(1, 6)}
-    data["dimensions"] = [{"key": f"d{n}", "label": f"D{n}", "weight": 1 / 12, "levels": levels} for n in range(12)]
+    data["dimensions"] = [
+        {"key": f"d{n}", "label": f"D{n}", "weight": 1 / 12, "levels": levels} for n in range(12)
+    ]
     data["rules"], data["flags"], data["exclusive_flags"], data["examples"] = [], [], [], []
     batch = Batch.objects.create(name="long-scale", rubric=data, k=3)
     Item.objects.create(batch=batch, item_id="x", prompt="p", response="r")

@@ -65,11 +65,16 @@ def test_import_annotations_refuses_a_new_batch_on_another_scale_instead_of_a_mi
 def test_the_upload_preview_names_the_scale_and_offers_no_confirm(client, admin_user, settings, tmp_path):
     upload_storage_at(settings, tmp_path / "uploads")
     client.force_login(admin_user)
-    response = client.post(reverse("upload_preview"), {
-        "mode": "batch", "name": "ten", "k": "3",
-        "file": SimpleUploadedFile("items.csv", ITEMS.encode(), content_type="text/csv"),
-        "rubric_file": SimpleUploadedFile("ten.json", json.dumps(_zero_to_ten()).encode()),
-    })
+    response = client.post(
+        reverse("upload_preview"),
+        {
+            "mode": "batch",
+            "name": "ten",
+            "k": "3",
+            "file": SimpleUploadedFile("items.csv", ITEMS.encode(), content_type="text/csv"),
+            "rubric_file": SimpleUploadedFile("ten.json", json.dumps(_zero_to_ten()).encode()),
+        },
+    )
     html = response.content.decode()
     assert "rates on a 0\u201310 scale" in html
     assert reverse("upload_confirm") not in html

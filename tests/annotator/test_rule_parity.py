@@ -21,7 +21,9 @@ pytestmark = pytest.mark.django_db
 
 def _sql_ids(table, alias: str, where: str, params: list) -> set[int]:
     with connection.cursor() as cursor:
-        cursor.execute(f"SELECT {alias}.id FROM {connection.ops.quote_name(table)} {alias} WHERE {where}", params)
+        cursor.execute(
+            f"SELECT {alias}.id FROM {connection.ops.quote_name(table)} {alias} WHERE {where}", params
+        )
         return {row[0] for row in cursor.fetchall()}
 
 
@@ -33,7 +35,12 @@ def test_batch_access_q_and_sql_select_the_same_batches():
         batch = make_batch(f"names-{named}", n_items=1, constraints=())
         batch.annotators.set({"nobody": [], "me": [me], "other": [other], "both": [me, other]}[named])
         batches[named] = batch
-    scoped_to = {"unscoped": None, "scoped-mine": ["nobody", "me"], "scoped-other": ["other"], "scoped-none": []}
+    scoped_to = {
+        "unscoped": None,
+        "scoped-mine": ["nobody", "me"],
+        "scoped-other": ["other"],
+        "scoped-none": [],
+    }
     seen = {}
     for scope, names in scoped_to.items():
         user = make_user(f"user-{scope}")
@@ -63,7 +70,9 @@ def test_batch_access_q_on_an_item_query_follows_the_item_batch():
     open_batch = make_batch("everyone", n_items=2, constraints=())
     named = make_batch("someone-else", n_items=2, constraints=())
     named.annotators.set([make_user("someone")])
-    items = set(Item.objects.filter(batch_access_q(user, batch="batch_id")).values_list("batch_id", flat=True))
+    items = set(
+        Item.objects.filter(batch_access_q(user, batch="batch_id")).values_list("batch_id", flat=True)
+    )
     assert items == {open_batch.pk}
 
 
@@ -73,8 +82,12 @@ def test_the_standing_rule_property_q_and_sql_agree():
     cases = list(product([False, True], [None, now], [None, now], AnnotatorStanding.Training.values))
     for i, (excluded, blocked, screened, training) in enumerate(cases):
         AnnotatorStanding.objects.create(
-            batch=batch, annotator=make_user(f"s{i}"), excluded=excluded, blocked_at=blocked,
-            screened_out_at=screened, training=training,
+            batch=batch,
+            annotator=make_user(f"s{i}"),
+            excluded=excluded,
+            blocked_at=blocked,
+            screened_out_at=screened,
+            training=training,
         )
     by_property = {s.pk for s in AnnotatorStanding.objects.all() if not s.allows_rating}
     by_q = set(AnnotatorStanding.objects.filter(AnnotatorStanding.STOPPED).values_list("pk", flat=True))
@@ -83,7 +96,12 @@ def test_the_standing_rule_property_q_and_sql_agree():
     assert by_property == by_q == by_sql
     assert 0 < len(by_property) < len(cases)
     # Only the row with nothing against it may rate, whatever the training's other states.
-    allowed = {(s.excluded, s.blocked_at is None, s.screened_out_at is None, s.training)
-               for s in AnnotatorStanding.objects.exclude(pk__in=by_property)}
-    assert allowed == {(False, True, True, t) for t in AnnotatorStanding.Training.values
-                       if t != AnnotatorStanding.Training.FAILED}
+    allowed = {
+        (s.excluded, s.blocked_at is None, s.screened_out_at is None, s.training)
+        for s in AnnotatorStanding.objects.exclude(pk__in=by_property)
+    }
+    assert allowed == {
+        (False, True, True, t)
+        for t in AnnotatorStanding.Training.values
+        if t != AnnotatorStanding.Training.FAILED
+    }

@@ -31,7 +31,12 @@ def test_session_user_and_roles_cost_one_query():
     with CaptureQueriesContext(connection) as ctx:
         response = client.get(reverse("annotate_queue"))  # needs the annotator role
     assert response.status_code == 200
-    tables = (f'"{UserSession._meta.db_table}"', UserSession._meta.db_table + " ", '"auth_user"', "auth_user ")
+    tables = (
+        f'"{UserSession._meta.db_table}"',
+        UserSession._meta.db_table + " ",
+        '"auth_user"',
+        "auth_user ",
+    )
     session_reads = [q["sql"] for q in ctx.captured_queries if any(f"FROM {t}" in q["sql"] for t in tables)]
     assert len(session_reads) == 1, session_reads
     assert "auth_group" in session_reads[0]  # the roles come with it

@@ -16,7 +16,9 @@ def _load_settings(**env: str) -> subprocess.CompletedProcess:
     clean = {k: v for k, v in os.environ.items() if k not in {"SECRET_KEY", "DEBUG", "DATABASE_URL"}}
     clean.update(env)
     code = "import annotator.settings as s; print(s.DATABASES['default']['ENGINE'], s.DEBUG)"
-    return subprocess.run([sys.executable, "-c", code], check=False, cwd=ROOT, env=clean, capture_output=True, text=True)
+    return subprocess.run(
+        [sys.executable, "-c", code], check=False, cwd=ROOT, env=clean, capture_output=True, text=True
+    )
 
 
 def test_refuses_to_start_without_secret_key_when_debug_is_off():
@@ -40,9 +42,13 @@ def test_database_url_selects_postgresql():
 def _database_options(**env: str) -> dict:
     clean = {k: v for k, v in os.environ.items() if k not in {"SECRET_KEY", "DEBUG", "DATABASE_URL"}}
     clean.update({"SECRET_KEY": "x", "DATABASE_URL": "postgres://postgres@127.0.0.1:5432/test", **env})
-    code = ("import json, annotator.settings as s; "
-            "print(json.dumps([s.DATABASES['default']['OPTIONS'], s.DB_QUERY_DEADLINE_S]))")
-    result = subprocess.run([sys.executable, "-c", code], check=True, cwd=ROOT, env=clean, capture_output=True, text=True)
+    code = (
+        "import json, annotator.settings as s; "
+        "print(json.dumps([s.DATABASES['default']['OPTIONS'], s.DB_QUERY_DEADLINE_S]))"
+    )
+    result = subprocess.run(
+        [sys.executable, "-c", code], check=True, cwd=ROOT, env=clean, capture_output=True, text=True
+    )
     return json.loads(result.stdout)
 
 
@@ -56,8 +62,9 @@ def test_postgresql_connections_time_out_and_keep_alive():
 def test_a_web_process_bounds_each_statement():
     options, deadline = _database_options(ANNOTATOR_WEB_PROCESS="1")
     assert options["options"] == "-c statement_timeout=30000" and deadline == 35
-    options, deadline = _database_options(ANNOTATOR_WEB_PROCESS="1", DB_STATEMENT_TIMEOUT_S="0",
-                                          DB_CONNECT_TIMEOUT_S="2")
+    options, deadline = _database_options(
+        ANNOTATOR_WEB_PROCESS="1", DB_STATEMENT_TIMEOUT_S="0", DB_CONNECT_TIMEOUT_S="2"
+    )
     assert "options" not in options and deadline == 0 and options["connect_timeout"] == 2
     _, deadline = _database_options(ANNOTATOR_WEB_PROCESS="1", DB_QUERY_DEADLINE_S="9")
     assert deadline == 9
@@ -66,8 +73,14 @@ def test_a_web_process_bounds_each_statement():
 def test_gunicorn_marks_its_processes_as_web():
     clean = {k: v for k, v in os.environ.items() if k not in {"ANNOTATOR_WEB_PROCESS", "DATABASE_URL"}}
     code = "import annotator.wsgi; from django.conf import settings; print(settings.WEB_PROCESS)"
-    result = subprocess.run([sys.executable, "-c", code], check=True, cwd=ROOT, env={**clean, "SECRET_KEY": "x"},
-                            capture_output=True, text=True)
+    result = subprocess.run(
+        [sys.executable, "-c", code],
+        check=True,
+        cwd=ROOT,
+        env={**clean, "SECRET_KEY": "x"},
+        capture_output=True,
+        text=True,
+    )
     assert result.stdout.strip() == "True"
 
 
@@ -101,14 +114,26 @@ def test_env_bool_refuses_anything_but_the_documented_values(monkeypatch, name, 
     from annotator.env import env_bool
 
     monkeypatch.setenv(name, value)
-    with pytest.raises(ImproperlyConfigured, match=rf"^{name}='{value}' is not a boolean; accepted values: 1/0"):
+    with pytest.raises(
+        ImproperlyConfigured, match=rf"^{name}='{value}' is not a boolean; accepted values: 1/0"
+    ):
         env_bool(name)
 
 
-@pytest.mark.parametrize(("value", "expected"), [
-    ("1", True), ("TRUE", True), ("Yes", True), ("on", True), (" true ", True),
-    ("0", False), ("False", False), ("NO", False), ("off", False),
-])
+@pytest.mark.parametrize(
+    ("value", "expected"),
+    [
+        ("1", True),
+        ("TRUE", True),
+        ("Yes", True),
+        ("on", True),
+        (" true ", True),
+        ("0", False),
+        ("False", False),
+        ("NO", False),
+        ("off", False),
+    ],
+)
 def test_env_bool_reads_every_documented_value_in_any_case(monkeypatch, value, expected):
     from annotator.env import env_bool
 
@@ -133,8 +158,11 @@ def test_env_int_refuses_what_is_not_a_whole_number(monkeypatch, value):
     from annotator.env import env_int
 
     monkeypatch.setenv("ANNOTATOR_LEASE_MINUTES", value)
-    with pytest.raises(ImproperlyConfigured, match=r"^ANNOTATOR_LEASE_MINUTES=.* is not a whole number; accepted "
-                                                   r"values: whole numbers from 1 up\.$"):
+    with pytest.raises(
+        ImproperlyConfigured,
+        match=r"^ANNOTATOR_LEASE_MINUTES=.* is not a whole number; accepted "
+        r"values: whole numbers from 1 up\.$",
+    ):
         env_int("ANNOTATOR_LEASE_MINUTES", 30, minimum=1)
 
 
@@ -163,7 +191,9 @@ def test_env_rate_refuses_what_is_not_a_rate(monkeypatch, value):
     from annotator.env import env_rate
 
     monkeypatch.setenv("ANNOTATOR_API_RATE", value)
-    with pytest.raises(ImproperlyConfigured, match=r"^ANNOTATOR_API_RATE=.* is not a rate; accepted values: N/unit"):
+    with pytest.raises(
+        ImproperlyConfigured, match=r"^ANNOTATOR_API_RATE=.* is not a rate; accepted values: N/unit"
+    ):
         env_rate("ANNOTATOR_API_RATE", "120/min")
 
 
@@ -181,9 +211,13 @@ def test_env_rate_reads_rates_the_throttle_understands(monkeypatch, value):
 
 def test_upload_storage_is_chosen_by_setting():
     storage = "django.core.files.storage.InMemoryStorage"
-    ok = _load_settings(DEBUG="1", ANNOTATOR_UPLOAD_STORAGE=storage, ANNOTATOR_UPLOAD_STORAGE_OPTIONS='{"location": "x"}')
+    ok = _load_settings(
+        DEBUG="1", ANNOTATOR_UPLOAD_STORAGE=storage, ANNOTATOR_UPLOAD_STORAGE_OPTIONS='{"location": "x"}'
+    )
     assert ok.returncode == 0, ok.stderr
-    bad = _load_settings(DEBUG="1", ANNOTATOR_UPLOAD_STORAGE=storage, ANNOTATOR_UPLOAD_STORAGE_OPTIONS="bucket=x")
+    bad = _load_settings(
+        DEBUG="1", ANNOTATOR_UPLOAD_STORAGE=storage, ANNOTATOR_UPLOAD_STORAGE_OPTIONS="bucket=x"
+    )
     assert bad.returncode != 0 and "ANNOTATOR_UPLOAD_STORAGE_OPTIONS must be a JSON object" in bad.stderr
     default = settings.STORAGES["uploads"]
     assert default["BACKEND"] == "django.core.files.storage.FileSystemStorage"

@@ -28,9 +28,17 @@ def trained_batch(client):
     batch = make_batch("training", n_items=3, constraints=())
     QualityRule.objects.create(batch=batch, training_items=2, check_every=0)
     for n in range(2):
-        GoldItem.objects.create(batch=batch, item_id=f"t{n}", kind="training", position=n, prompt=f"Train {n}",
-                                response="Take the toll road.", scores=EXPERT, flags=["ignores_hard_constraint"],
-                                explanation="<i>The user said no tolls.</i>")
+        GoldItem.objects.create(
+            batch=batch,
+            item_id=f"t{n}",
+            kind="training",
+            position=n,
+            prompt=f"Train {n}",
+            response="Take the toll road.",
+            scores=EXPERT,
+            flags=["ignores_hard_constraint"],
+            explanation="<i>The user said no tolls.</i>",
+        )
     user = make_user("trainee")
     client.force_login(user)
     return batch, user
@@ -44,7 +52,9 @@ def test_training_comes_first_with_feedback_and_passing_opens_the_items(client, 
     answer = GoldAnswer.objects.get(annotator=user)
     # One point off on coherence (within tolerance), the cap flag right: MAE 0.2.
     own = {**EXPERT, "coherence": 3}
-    response = client.post(reverse("gold_submit", args=[answer.pk]), form(own, flags="ignores_hard_constraint"))
+    response = client.post(
+        reverse("gold_submit", args=[answer.pk]), form(own, flags="ignores_hard_constraint")
+    )
     feedback = response.content.decode()
     assert response.status_code == 200 and "Your scores beside the expert" in feedback
     assert "&lt;i&gt;The user said no tolls.&lt;/i&gt;" in feedback  # the explanation, escaped
@@ -53,8 +63,10 @@ def test_training_comes_first_with_feedback_and_passing_opens_the_items(client, 
     second = GoldAnswer.objects.get(annotator=user, submitted_at__isnull=True)
     assert second.gold_item.item_id == "t1"
     # Three points off on fluency: marked, and mean MAE (0.2 + 0.6) / 2 = 0.4 ≤ 0.75 passes.
-    response = client.post(reverse("gold_submit", args=[second.pk]),
-                           form({**EXPERT, "fluency": 1}, flags="ignores_hard_constraint"))
+    response = client.post(
+        reverse("gold_submit", args=[second.pk]),
+        form({**EXPERT, "fluency": 1}, flags="ignores_hard_constraint"),
+    )
     body = response.content.decode()
     assert 'class="off"' in body and "−3" not in body and "-3" in body
     assert "You passed the training" in body
@@ -93,9 +105,16 @@ def test_a_check_looks_like_any_item_and_failing_checks_warns_then_blocks(client
     batch = make_batch("routes", n_items=10, constraints=())
     QualityRule.objects.create(batch=batch, check_every=2, check_min_answered=3)
     for n in range(5):
-        GoldItem.objects.create(batch=batch, item_id=f"route-{90 + n}", kind="check", position=n,
-                                prompt="This is a check: give every dimension 2.", response="Go north.",
-                                scores=dict.fromkeys(DIMS, 2), tolerance=0)
+        GoldItem.objects.create(
+            batch=batch,
+            item_id=f"route-{90 + n}",
+            kind="check",
+            position=n,
+            prompt="This is a check: give every dimension 2.",
+            response="Go north.",
+            scores=dict.fromkeys(DIMS, 2),
+            tolerance=0,
+        )
     user = make_user("hasty")
     client.force_login(user)
     seen_check = None
@@ -107,7 +126,9 @@ def test_a_check_looks_like_any_item_and_failing_checks_warns_then_blocks(client
         if pending is not None:
             seen_check = html
             answer = form(dict.fromkeys(DIMS, 5))
-            after = client.post(reverse("gold_submit", args=[pending.pk]), answer, follow=True).content.decode()
+            after = client.post(
+                reverse("gold_submit", args=[pending.pk]), answer, follow=True
+            ).content.decode()
             warned = warned or "differ a lot" in after
         elif 'id="rate-form"' in html:
             normal = html
@@ -131,19 +152,32 @@ def test_a_check_looks_like_any_item_and_failing_checks_warns_then_blocks(client
 def test_one_wrong_check_in_four_warns(client):
     batch = make_batch("warn", n_items=10, constraints=())
     rule = QualityRule.objects.create(batch=batch, check_every=2, check_min_answered=3)
-    golds = [GoldItem.objects.create(batch=batch, item_id=f"g{n}", kind="check", position=n, prompt="p",
-                                     response="r", scores=dict.fromkeys(DIMS, 2), tolerance=0) for n in range(4)]
+    golds = [
+        GoldItem.objects.create(
+            batch=batch,
+            item_id=f"g{n}",
+            kind="check",
+            position=n,
+            prompt="p",
+            response="r",
+            scores=dict.fromkeys(DIMS, 2),
+            tolerance=0,
+        )
+        for n in range(4)
+    ]
     user = make_user("mostly")
     from annotator.services.annotations import annotation_submit
     from annotator.services.gold import gold_answer_submit
     from annotator.services.rating_flow import rating_next
+
     verdicts = []
     for _ in range(8):
         step = rating_next(batch=batch, annotator=user)
         if step.answer is not None:
             wrong = len(verdicts) == 0
-            result = gold_answer_submit(answer=step.answer, annotator=user,
-                                        scores=dict.fromkeys(DIMS, 5 if wrong else 2))
+            result = gold_answer_submit(
+                answer=step.answer, annotator=user, scores=dict.fromkeys(DIMS, 5 if wrong else 2)
+            )
             verdicts.append(result.standing)
         else:
             annotation_submit(item=step.assignment.item, annotator=user, scores=dict.fromkeys(DIMS, 3))
@@ -160,8 +194,16 @@ def test_checks_take_their_own_number_in_the_annotators_sequence_and_are_held_li
     batch = make_batch("numbers", n_items=6, constraints=())
     QualityRule.objects.create(batch=batch, check_every=2, check_min_answered=10)
     for n in range(3):
-        GoldItem.objects.create(batch=batch, item_id=f"c{n}", kind="check", position=n, prompt="Rate this.",
-                                response="Go north.", scores=dict.fromkeys(DIMS, 3), tolerance=4)
+        GoldItem.objects.create(
+            batch=batch,
+            item_id=f"c{n}",
+            kind="check",
+            position=n,
+            prompt="Rate this.",
+            response="Go north.",
+            scores=dict.fromkeys(DIMS, 3),
+            tolerance=4,
+        )
     user = make_user("counted")
     client.force_login(user)
     numbers, held = [], []

@@ -72,8 +72,18 @@ def test_every_page_shows_hostile_text_escaped(world):
 
 def test_the_rating_page_shows_every_hostile_field(world):
     body = client(world, "annotator").get(reverse("annotate_next", args=[world["batch"].pk])).content.decode()
-    for field in ("prompt", "response", "context", "expected", "constraint one", "turn one", "turn two",
-                  "turn three", "description", "level"):
+    for field in (
+        "prompt",
+        "response",
+        "context",
+        "expected",
+        "constraint one",
+        "turn one",
+        "turn two",
+        "turn three",
+        "description",
+        "level",
+    ):
         assert escape(hostile.text(field)) in body, field
 
 
@@ -83,9 +93,16 @@ def test_gold_items_and_training_feedback_show_hostile_text_escaped(world):
     batch = world["batch"]
     QualityRule.objects.create(batch=batch, training_items=1)
     dims = batch.rubric_obj.dimension_keys
-    GoldItem.objects.create(batch=batch, item_id="t" + hostile.SHORT, kind="training", prompt=hostile.text("gold prompt"),
-                            response=hostile.HOSTILE, scores=dict.fromkeys(dims, 3), flags=[],
-                            explanation=hostile.text("explanation"))
+    GoldItem.objects.create(
+        batch=batch,
+        item_id="t" + hostile.SHORT,
+        kind="training",
+        prompt=hostile.text("gold prompt"),
+        response=hostile.HOSTILE,
+        scores=dict.fromkeys(dims, 3),
+        flags=[],
+        explanation=hostile.text("explanation"),
+    )
     c = client(world, "annotator")
     user = world["users"]["annotator"]
     GoldAnswer.objects.filter(annotator=user).delete()
@@ -93,17 +110,24 @@ def test_gold_items_and_training_feedback_show_hostile_text_escaped(world):
     assert_inert(body, "training item")
     assert escape(hostile.text("gold prompt")) in body
     answer = GoldAnswer.objects.get(annotator=user, submitted_at__isnull=True)
-    feedback = c.post(reverse("gold_submit", args=[answer.pk]), {f"score_{d}": "3" for d in dims}).content.decode()
+    feedback = c.post(
+        reverse("gold_submit", args=[answer.pk]), {f"score_{d}": "3" for d in dims}
+    ).content.decode()
     assert_inert(feedback, "training feedback")
     assert escape(hostile.text("explanation")) in feedback
 
 
 def test_upload_preview_shows_hostile_cells_and_errors_escaped(world, settings, tmp_path):
     upload_storage_at(settings, tmp_path)
-    response = client(world, "admin").post(reverse("upload_preview"), {
-        "mode": "batch", "name": "upload " + hostile.SHORT, "k": 3,
-        "file": SimpleUploadedFile("hostile.csv", hostile.hostile_upload_csv()),
-    })
+    response = client(world, "admin").post(
+        reverse("upload_preview"),
+        {
+            "mode": "batch",
+            "name": "upload " + hostile.SHORT,
+            "k": 3,
+            "file": SimpleUploadedFile("hostile.csv", hostile.hostile_upload_csv()),
+        },
+    )
     assert response.status_code == 200
     body = response.content.decode()
     assert_inert(body, "upload preview")
@@ -111,11 +135,16 @@ def test_upload_preview_shows_hostile_cells_and_errors_escaped(world, settings, 
 
 
 def test_judge_import_errors_echo_hostile_values_escaped(world):
-    data = f"item_id,dimension,score,reason\n\"{hostile.SHORT}\",coherence,0.5,x\n".encode()
-    response = client(world, "researcher").post(reverse("judge_import_scores"), {
-        "batch": world["batch"].name, "judge": "j", "scale": "0-1",
-        "file": SimpleUploadedFile("s.csv", data),
-    })
+    data = f'item_id,dimension,score,reason\n"{hostile.SHORT}",coherence,0.5,x\n'.encode()
+    response = client(world, "researcher").post(
+        reverse("judge_import_scores"),
+        {
+            "batch": world["batch"].name,
+            "judge": "j",
+            "scale": "0-1",
+            "file": SimpleUploadedFile("s.csv", data),
+        },
+    )
     assert response.status_code == 400
     assert_inert(response.content.decode(), "judge import errors")
 
@@ -140,7 +169,7 @@ def _cells(text: str) -> list[str]:
 @pytest.mark.parametrize("fmt", CSV_EXPORTS)
 def test_every_csv_export_defuses_formulas(db, fmt):
     """Every CSV export, through the page, with formula-like text in every field a person can fill."""
-    formula = "=HYPERLINK(\"http://evil.example\",\"x\")"
+    formula = '=HYPERLINK("http://evil.example","x")'
     batch = make_batch("@batch", n_items=2, k=3, systems=("-sys", "+sys"))
     Item.objects.filter(batch=batch).update(prompt=formula, response="+cmd", prompt_id="@p")
     raters = [make_user(f"-rater{i}") for i in range(3)]
@@ -150,8 +179,18 @@ def test_every_csv_export_defuses_formulas(db, fmt):
             make_annotation(item, rater, {"coherence": 1 + i, "fluency": 5 - i}, comment="\t=1+1")
     judge = Judge.objects.create(name="=judge", model="@model")
     JudgeScore.objects.bulk_create(
-        JudgeScore(judge=judge, item=item, dimension="coherence", raw_value=0.5, scale_min=0, scale_max=1, value=3.0,
-                   reason="-reason", raw_output="=raw", imported_at=timezone.now())
+        JudgeScore(
+            judge=judge,
+            item=item,
+            dimension="coherence",
+            raw_value=0.5,
+            scale_min=0,
+            scale_max=1,
+            value=3.0,
+            reason="-reason",
+            raw_output="=raw",
+            imported_at=timezone.now(),
+        )
         for item in batch.items.all()
     )
     c = Client()
@@ -173,4 +212,6 @@ def test_the_annotation_template_has_no_formulas(db):
     c = Client()
     c.force_login(make_user("someone"))
     text = b"".join(c.get(reverse("annotation_template")).streaming_content).decode()
-    assert not [cell for cell in _cells(text) if cell.startswith(DANGEROUS_START) and not PLAIN_NUMBER.match(cell)]
+    assert not [
+        cell for cell in _cells(text) if cell.startswith(DANGEROUS_START) and not PLAIN_NUMBER.match(cell)
+    ]

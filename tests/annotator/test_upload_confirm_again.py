@@ -65,6 +65,7 @@ def test_another_admin_cannot_use_the_receipt(admin_client, monkeypatch, client)
     from django.test import Client
 
     from tests.factories import make_user
+
     other = Client()
     other.force_login(make_user("admin2", role="admin"))
     response = other.post(reverse("upload_confirm"), {"token": token}, follow=True)

@@ -28,7 +28,9 @@ def admin_client(client, admin_user):
 
 def _preview(client, content: str, *, name: str, k: str = "3"):
     upload = SimpleUploadedFile("annotations.csv", content.encode(), content_type="text/csv")
-    response = client.post(reverse("upload_preview"), {"mode": "annotations", "name": name, "k": k, "file": upload})
+    response = client.post(
+        reverse("upload_preview"), {"mode": "annotations", "name": name, "k": k, "file": upload}
+    )
     return response, html_lib.unescape(response.content.decode())
 
 
@@ -70,8 +72,10 @@ def test_a_batch_name_close_to_an_existing_one_is_questioned(admin_client):
     make_batch("Route planning, week 12", n_items=1)
     content = HEADER + "x-1,ann1,3,3,3,3,3\n"
     _, page = _preview(admin_client, content, name="Route planing, week 12")
-    assert "There is no batch “Route planing, week 12”, so saving creates a new one. " \
-           "Did you mean “Route planning, week 12”?" in page
+    assert (
+        "There is no batch “Route planing, week 12”, so saving creates a new one. "
+        "Did you mean “Route planning, week 12”?" in page
+    )
     _, page = _preview(admin_client, content, name="Something else entirely")
     assert "Did you mean" not in page
     # The upload page offers the existing names.
@@ -84,6 +88,6 @@ def test_upload_another_file_keeps_the_batch_name_and_k(admin_client):
     link = re.search(r'<a class="button" href="([^"]+)">Upload another file</a>', page).group(1)
     assert link.startswith(reverse("upload") + "?") and link.endswith("#upload-annotations")
     form = admin_client.get(link).content.decode()
-    section = form[form.index('id="upload-annotations"'):]
+    section = form[form.index('id="upload-annotations"') :]
     assert 'value="Week 12 offline"' in section and 'name="k" value="4"' in section
     assert Batch.objects.filter(name="Week 12 offline").count() == 0

@@ -28,9 +28,15 @@ def admin_client(client, admin_user):
     return client
 
 
-def _post_preview(client, content: str | bytes, *, mode="batch", name="new-batch", k="3", filename="items.csv"):
+def _post_preview(
+    client, content: str | bytes, *, mode="batch", name="new-batch", k="3", filename="items.csv"
+):
     data = content.encode("utf-8") if isinstance(content, str) else content
-    payload = {"mode": mode, "name": name, "file": SimpleUploadedFile(filename, data, content_type="text/csv")}
+    payload = {
+        "mode": mode,
+        "name": name,
+        "file": SimpleUploadedFile(filename, data, content_type="text/csv"),
+    }
     if k is not None:
         payload["k"] = k
     return client.post(reverse("upload_preview"), payload)
@@ -140,7 +146,7 @@ def test_model_text_is_escaped_in_the_preview(admin_client):
 
 
 def test_errors_naming_user_text_are_escaped(admin_client):
-    evil = 'item_id,prompt,response\n<b>x</b>,p,r\n<b>x</b>,p,r\n'
+    evil = "item_id,prompt,response\n<b>x</b>,p,r\n<b>x</b>,p,r\n"
     page = _post_preview(admin_client, evil).content.decode()
     assert "<b>x</b>" not in page and "&lt;b&gt;x&lt;/b&gt;" in page
 
@@ -218,7 +224,9 @@ def test_annotation_upload_with_a_broken_cap_shows_the_row(admin_client):
 def test_an_admin_has_at_most_a_few_files_waiting(admin_client, upload_dir):
     from annotator.views.uploads import MAX_PENDING
 
-    tokens = [_post_preview(admin_client, GOOD, name=f"b{i}").context["token"] for i in range(MAX_PENDING + 2)]
+    tokens = [
+        _post_preview(admin_client, GOOD, name=f"b{i}").context["token"] for i in range(MAX_PENDING + 2)
+    ]
     assert sorted(p.stem for p in upload_dir.glob("*.upload")) == sorted(tokens[-MAX_PENDING:])
     assert list(admin_client.session["pending_uploads"]) == tokens[-MAX_PENDING:]
     response = admin_client.post(reverse("upload_confirm"), {"token": tokens[0]}, follow=True)
@@ -232,7 +240,10 @@ def test_waiting_files_go_through_the_uploads_storage(admin_client, settings):
     as an S3 bucket would be behind a load balancer."""
     from django.core.files.storage import storages
 
-    settings.STORAGES = {**settings.STORAGES, "uploads": {"BACKEND": "django.core.files.storage.InMemoryStorage"}}
+    settings.STORAGES = {
+        **settings.STORAGES,
+        "uploads": {"BACKEND": "django.core.files.storage.InMemoryStorage"},
+    }
     response = _post_preview(admin_client, GOOD)
     token = response.context["token"]
     assert storages["uploads"].listdir("")[1] == [f"{token}.upload"]

@@ -36,8 +36,9 @@ def echo_server(name: str) -> ThreadingHTTPServer:
             pass
 
         def do_GET(self):
-            body = json.dumps({"server": name, "xff": self.headers.get("X-Forwarded-For"),
-                               "peer": self.client_address[0]}).encode()
+            body = json.dumps(
+                {"server": name, "xff": self.headers.get("X-Forwarded-For"), "peer": self.client_address[0]}
+            ).encode()
             self.send_response(200)
             self.send_header("Content-Length", str(len(body)))
             self.end_headers()
@@ -84,7 +85,9 @@ def test_round_robin_with_x_forwarded_for_as_nginx_builds_it(launch_bench):
 def test_a_cut_drops_connections_and_refuses_new_ones_until_restored(launch_bench):
     upstream = socket.create_server(("127.0.0.1", 0))
     accepted = []
-    threading.Thread(target=lambda: [accepted.append(upstream.accept()[0]) for _ in range(3)], daemon=True).start()
+    threading.Thread(
+        target=lambda: [accepted.append(upstream.accept()[0]) for _ in range(3)], daemon=True
+    ).start()
     event = threading.Event()
     proxy = launch_bench.DatabaseProxy(free_port(), upstream.getsockname(), event)
     try:

@@ -34,8 +34,9 @@ def test_ten_annotators_ten_seconds_lose_nothing(load_faults, tmp_path):
     else:
         database_url = f"sqlite:///{tmp_path / 'load.sqlite3'}"
     # 40 items × k=3 for 10 annotators: the batch fills up, so the last slots are contended.
-    result = load_faults.run_load(database_url=database_url, clients=10, seconds=10, items=40, faults=False,
-                                  double_submit=0.2)
+    result = load_faults.run_load(
+        database_url=database_url, clients=10, seconds=10, items=40, faults=False, double_submit=0.2
+    )
     assert result["acknowledged"] > 0
     assert result["lost"] == 0
     assert result["duplicates"] == 0

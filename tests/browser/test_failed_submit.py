@@ -26,7 +26,9 @@ def _fill(page):
 
 
 def _chosen(page) -> list[str]:
-    return page.eval_on_selector_all("#rate-form input:checked", "els => els.map(e => e.name + '=' + e.value)")
+    return page.eval_on_selector_all(
+        "#rate-form input:checked", "els => els.map(e => e.name + '=' + e.value)"
+    )
 
 
 @pytest.mark.django_db(transaction=True)
@@ -39,7 +41,9 @@ def test_a_submit_during_an_outage_says_so_in_place_and_keeps_the_answers(chromi
     _fill(page)
     before = _chosen(page)
     assert len(before) == 7
-    with mock.patch.object(rating, "annotation_submit", side_effect=OperationalError("server closed the connection")):
+    with mock.patch.object(
+        rating, "annotation_submit", side_effect=OperationalError("server closed the connection")
+    ):
         page.click("#submit-btn")
         alert = page.wait_for_selector("#rate-form .request-error[role=alert]")
     text = alert.inner_text()

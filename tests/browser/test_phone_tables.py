@@ -24,7 +24,10 @@ def _fits(page) -> bool:
 
 @pytest.mark.django_db(transaction=True)
 def test_the_judges_calibration_fits_a_phone_in_the_report_and_on_its_own(
-    chromium, live_server, researcher_user, study  # noqa: F811
+    chromium,
+    live_server,
+    researcher_user,
+    study,  # noqa: F811
 ):
     batch, _judge, _, _ = study
     page = signed_in_context(chromium, live_server, researcher_user, viewport=PHONE).new_page()

@@ -21,7 +21,9 @@ pytestmark = [
 
 def allowed_scores(page, dimension: str) -> list[int]:
     inputs = page.locator(f'input[name="score_{dimension}"]')
-    return [int(inputs.nth(i).get_attribute("value")) for i in range(inputs.count()) if inputs.nth(i).is_enabled()]
+    return [
+        int(inputs.nth(i).get_attribute("value")) for i in range(inputs.count()) if inputs.nth(i).is_enabled()
+    ]
 
 
 @pytest.mark.django_db(transaction=True)
@@ -64,7 +66,9 @@ def test_rate_with_the_keyboard_then_edit(page, live_server):
     keys.press("ArrowDown")  # to Coherence
     keys.press("4")
     keys.press("4")
-    keys.press("1")  # refused on Instruction-Following (2-3 only): said next to the row, the row stays current
+    keys.press(
+        "1"
+    )  # refused on Instruction-Following (2-3 only): said next to the row, the row stays current
     refused = page.locator('.dim-row[data-dimension="instruction_following"] .key-refused')
     assert refused.inner_text().startswith("1 is not allowed here: 2\u20133 only (")
     for key in "354":  # I, S, F, each moving on to the next
@@ -85,7 +89,11 @@ def test_rate_with_the_keyboard_then_edit(page, live_server):
     assert annotation.flags == ["partial_compliance"]
     assert annotation.constraints_met == [True, False]
     assert dict(annotation.scores.values_list("dimension", "value")) == {
-        "coherence": 4, "relevance": 4, "instruction_following": 3, "safety_compliance": 5, "fluency": 4,
+        "coherence": 4,
+        "relevance": 4,
+        "instruction_following": 3,
+        "safety_compliance": 5,
+        "fluency": 4,
     }
     assert annotation.started_at is not None and annotation.seconds_on_item > 0
 

@@ -16,8 +16,8 @@ from pathlib import Path
 import pytest
 from django.urls import reverse
 
-from annotator.models import Annotation, Item
 from annotator.judges.services.judges import judge_scores_import
+from annotator.models import Annotation, Item
 from hcs.judge_output import JudgeScale
 from tests.browser.conftest import htmx_settled, rating_ready, signed_in_context
 from tests.factories import make_annotation, make_batch, make_user
@@ -77,7 +77,9 @@ def test_flags_are_in_the_keyboard_path_and_dialogs_take_focus(chromium, live_se
     htmx_settled(page, "#error-summary")
     # The page's script moves the focus once htmx has settled the swap, a moment after the
     # summary is in the page; wait for it (and fail after 10 s if it never comes).
-    page.wait_for_function("document.activeElement && document.activeElement.id === 'error-summary'", timeout=10_000)
+    page.wait_for_function(
+        "document.activeElement && document.activeElement.id === 'error-summary'", timeout=10_000
+    )
     assert _focused(page, "id") == "error-summary"
     keys.press("y")  # the keys still act on the first unanswered row
     assert page.locator('input[name="constraint_0"][value="met"]').is_checked()
@@ -95,16 +97,20 @@ def _world():
     """A batch three people rated, one annotation of the phone user, and a judge. Its name is long and has no
     spaces (names come from uploads): it must wrap, not widen the pages."""
     batch = make_batch("phone-batch-" + "N" * 150, n_items=6, systems=("sys-a", "sys-b"))
-    Item.objects.filter(batch=batch).update(conversation=[{"role": "user", "content": "An earlier turn " * 20}])
+    Item.objects.filter(batch=batch).update(
+        conversation=[{"role": "user", "content": "An earlier turn " * 20}]
+    )
     raters = [make_user(f"rater{i}") for i in range(3)]
     items = list(Item.objects.filter(batch=batch))
     for n, item in enumerate(items[:4]):
         for i, rater in enumerate(raters):
             make_annotation(item, rater, {d: 1 + (n + i) % 5 for d in DIMS}, comment="fine " * 30)
-    csv = "item_id,dimension,score\n" + "".join(f"{i.item_id},{d},{1 + n % 5}\n" for n, i in enumerate(items[:4])
-                                                  for d in DIMS)
-    judge_scores_import(batch=batch, judge_name="phone-judge", data=csv.encode(), filename="j.csv",
-                        scale=JudgeScale(1, 5))
+    csv = "item_id,dimension,score\n" + "".join(
+        f"{i.item_id},{d},{1 + n % 5}\n" for n, i in enumerate(items[:4]) for d in DIMS
+    )
+    judge_scores_import(
+        batch=batch, judge_name="phone-judge", data=csv.encode(), filename="j.csv", scale=JudgeScale(1, 5)
+    )
     return batch, items
 
 
@@ -141,22 +147,36 @@ def test_no_page_scrolls_sideways_on_a_phone_for_any_role(chromium, live_server)
     page.wait_for_selector(".message.success")
     page.wait_for_function("scrollY === 0", timeout=5_000)  # the next item, from its top
     mine = Annotation.objects.get(annotator=annotator)
-    for path in (reverse("annotate_queue"), reverse("rubric"), reverse("annotate_next", args=[batch.pk]),
-                 reverse("annotate_mine", args=[batch.pk]), reverse("annotation_edit", args=[mine.pk])):
+    for path in (
+        reverse("annotate_queue"),
+        reverse("rubric"),
+        reverse("annotate_next", args=[batch.pk]),
+        reverse("annotate_mine", args=[batch.pk]),
+        reverse("annotation_edit", args=[mine.pk]),
+    ):
         _no_sideways_scroll(page, url + path)
     context.close()
 
     context = signed_in_context(chromium, live_server, researcher, viewport=PHONE)
     page = context.new_page()
-    for path in (reverse("home"), reverse("report_list"), reverse("report_batch", args=[batch.pk]),
-                 reverse("report_item", args=[items[0].pk]), reverse("judges")):
+    for path in (
+        reverse("home"),
+        reverse("report_list"),
+        reverse("report_batch", args=[batch.pk]),
+        reverse("report_item", args=[items[0].pk]),
+        reverse("judges"),
+    ):
         _no_sideways_scroll(page, url + path)
     context.close()
 
     context = signed_in_context(chromium, live_server, admin, viewport=PHONE)
     page = context.new_page()
-    for path in (reverse("home"), reverse("upload"), reverse("assignment_overview"),
-                 reverse("assignment_batch", args=[batch.pk])):
+    for path in (
+        reverse("home"),
+        reverse("upload"),
+        reverse("assignment_overview"),
+        reverse("assignment_batch", args=[batch.pk]),
+    ):
         _no_sideways_scroll(page, url + path)
     context.close()
 
@@ -177,7 +197,7 @@ def test_report_shows_at_once_and_the_judge_plots_neither_overlap_nor_clip(chrom
     assert len(boxes) == 10  # scatter + confusion for each of the 5 dimensions
     for i, (left, top, right, bottom, f_left, f_right) in enumerate(boxes):
         assert f_left - 0.5 <= left and right <= f_right + 0.5, "a plot spills out of its figure"
-        for other in boxes[i + 1:]:
+        for other in boxes[i + 1 :]:
             apart = right <= other[0] or other[2] <= left or bottom <= other[1] or other[3] <= top
             assert apart, "two plots overlap"
     # The calibration table fits its box: the alt-test column is not cut off.

@@ -56,8 +56,17 @@ def test_r_opens_the_rubric_and_keeps_the_item_in_view(chromium, live_server, vi
 def test_training_feedback_takes_the_focus_and_continue_is_one_tab_away(chromium, live_server, viewport):
     batch = make_batch("feedback-focus", n_items=2, constraints=())
     QualityRule.objects.create(batch=batch, training_items=1, check_every=0)
-    GoldItem.objects.create(batch=batch, item_id="gold-secret", kind="training", position=0, prompt="Train me",
-                            response="r", scores=EXPERT, flags=[], explanation="Because.")
+    GoldItem.objects.create(
+        batch=batch,
+        item_id="gold-secret",
+        kind="training",
+        position=0,
+        prompt="Train me",
+        response="r",
+        scores=EXPERT,
+        flags=[],
+        explanation="Because.",
+    )
     context = signed_in_context(chromium, live_server, make_user("focus"), viewport=viewport)
     page = context.new_page()
     page.goto(live_server.url + reverse("annotate_next", args=[batch.pk]))

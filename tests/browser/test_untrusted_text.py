@@ -61,8 +61,10 @@ def check(page, watch: Watch, where: str, *, shows_payload: bool = True) -> None
     assert page.evaluate(INJECTED) == [], f"{where}: injected elements"
     if shows_payload:
         # The payload is on the page as text a person can read.
-        assert "<script>alert(1)</script>" in page.locator("body").inner_text() or \
-            hostile.SHORT in page.locator("body").inner_text(), f"{where}: hostile text not shown"
+        assert (
+            "<script>alert(1)</script>" in page.locator("body").inner_text()
+            or hostile.SHORT in page.locator("body").inner_text()
+        ), f"{where}: hostile text not shown"
 
 
 @pytest.mark.django_db(transaction=True)

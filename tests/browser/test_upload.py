@@ -35,7 +35,9 @@ def test_admin_uploads_a_batch_with_preview_and_confirm(page, live_server, tmp_p
     page.click("text=Upload a batch or offline annotations")
 
     bad = tmp_path / "bad.csv"
-    bad.write_text("item_id,prompt,response,system_id\nr1,Avoid tolls to the airport,Route 9,a\nr1,Avoid tolls,,b\n")
+    bad.write_text(
+        "item_id,prompt,response,system_id\nr1,Avoid tolls to the airport,Route 9,a\nr1,Avoid tolls,,b\n"
+    )
     form = page.locator("#upload-batch form")
     form.locator("input[name=name]").fill("browser batch")
     form.locator("input[name=file]").set_input_files(str(bad))

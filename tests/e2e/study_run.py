@@ -63,25 +63,60 @@ def batch_file() -> bytes:
     """JSONL: N_ITEMS items for two systems, two training rows and three checks (one instructed)."""
     rows = []
     for i in range(N_ITEMS):
-        rows.append({
-            "item_id": f"route-{i:03d}", "prompt_id": f"p{i // 2}", "system_id": ("navigator", "baseline")[i % 2],
-            "prompt": f"Plan a route from stop {i} to the harbour avoiding tolls.",
-            "response": f"Take the coast road from stop {i}; it has no tolls and takes 25 minutes.",
-            "constraints": ["avoid tolls"],
-        })
-    gold = {"gold_coherence": 4, "gold_relevance": 4, "gold_instruction_following": 4,
-            "gold_safety_compliance": 5, "gold_fluency": 4, "gold_flags": []}
+        rows.append(
+            {
+                "item_id": f"route-{i:03d}",
+                "prompt_id": f"p{i // 2}",
+                "system_id": ("navigator", "baseline")[i % 2],
+                "prompt": f"Plan a route from stop {i} to the harbour avoiding tolls.",
+                "response": f"Take the coast road from stop {i}; it has no tolls and takes 25 minutes.",
+                "constraints": ["avoid tolls"],
+            }
+        )
+    gold = {
+        "gold_coherence": 4,
+        "gold_relevance": 4,
+        "gold_instruction_following": 4,
+        "gold_safety_compliance": 5,
+        "gold_fluency": 4,
+        "gold_flags": [],
+    }
     for n in range(2):
-        rows.append({"item_id": f"warmup-{n}", "system_id": "baseline", "prompt": f"Walk to platform {n}.",
-                     "response": f"Platform {n} is straight ahead, past the ticket hall.", **gold,
-                     "gold_kind": "training", "gold_explanation": "Clear, relevant, follows the request."})
+        rows.append(
+            {
+                "item_id": f"warmup-{n}",
+                "system_id": "baseline",
+                "prompt": f"Walk to platform {n}.",
+                "response": f"Platform {n} is straight ahead, past the ticket hall.",
+                **gold,
+                "gold_kind": "training",
+                "gold_explanation": "Clear, relevant, follows the request.",
+            }
+        )
     for n in range(2):
-        rows.append({"item_id": f"route-9{n}1", "system_id": "navigator", "prompt": f"Bus to the market {n}.",
-                     "response": f"Bus {n}4 goes to the market every ten minutes.", **gold, "gold_kind": "check"})
-    rows.append({"item_id": "route-977", "system_id": "navigator", "prompt": "Route to the zoo by bike.",
-                 "response": "This item checks attention: give every dimension 2.",
-                 **{f"gold_{d}": 2 for d in DIMENSIONS}, "gold_flags": [], "gold_tolerance": 0,
-                 "gold_kind": "check", "gold_explanation": "Instructed response."})
+        rows.append(
+            {
+                "item_id": f"route-9{n}1",
+                "system_id": "navigator",
+                "prompt": f"Bus to the market {n}.",
+                "response": f"Bus {n}4 goes to the market every ten minutes.",
+                **gold,
+                "gold_kind": "check",
+            }
+        )
+    rows.append(
+        {
+            "item_id": "route-977",
+            "system_id": "navigator",
+            "prompt": "Route to the zoo by bike.",
+            "response": "This item checks attention: give every dimension 2.",
+            **{f"gold_{d}": 2 for d in DIMENSIONS},
+            "gold_flags": [],
+            "gold_tolerance": 0,
+            "gold_kind": "check",
+            "gold_explanation": "Instructed response.",
+        }
+    )
     return "".join(json.dumps(row) + "\n" for row in rows).encode()
 
 
@@ -208,10 +243,15 @@ def admin_prepares(run: StudyRun) -> str:
     admin.client.force_login(make_user("e2e-admin", role="admin"))
     tab = admin.tab()
     tab.get(reverse("upload"))
-    preview = tab.post(reverse("upload_preview"), {
-        "mode": "batch", "name": "E2E study", "k": "3",
-        "file": _upload("items.jsonl", batch_file()),
-    })
+    preview = tab.post(
+        reverse("upload_preview"),
+        {
+            "mode": "batch",
+            "name": "E2E study",
+            "k": "3",
+            "file": _upload("items.jsonl", batch_file()),
+        },
+    )
     assert preview.status == 200, preview.text[:2000]
     token = re.search(r'name="token" value="([^"]+)"', preview.text).group(1)
     done = tab.post(reverse("upload_confirm"), {"token": token})
@@ -219,20 +259,39 @@ def admin_prepares(run: StudyRun) -> str:
     batch = Batch.objects.get(name="E2E study")
     run.batch_id = batch.pk
     # The quality settings live in the Django admin (QualityRule); the rule below is what an admin sets there.
-    QualityRule.objects.update_or_create(batch=batch, defaults={
-        "training_items": 2, "check_every": 2, "check_min_answered": 1, "check_block_below": 0.5,
-    })
+    QualityRule.objects.update_or_create(
+        batch=batch,
+        defaults={
+            "training_items": 2,
+            "check_every": 2,
+            "check_min_answered": 1,
+            "check_block_below": 0.5,
+        },
+    )
     tab.get(reverse("studies"))
-    settings = tab.post(reverse("study_settings", args=[batch.pk]), {
-        "consent_text": "## Consent\n\nYou agree that we **keep your ratings**.",
-        "instructions": "Read each response in full before you score.",
-        "max_items_per_annotator": "", "max_session_minutes": "",
-    })
+    settings = tab.post(
+        reverse("study_settings", args=[batch.pk]),
+        {
+            "consent_text": "## Consent\n\nYou agree that we **keep your ratings**.",
+            "instructions": "Read each response in full before you score.",
+            "max_items_per_annotator": "",
+            "max_session_minutes": "",
+        },
+    )
     assert settings.status == 200, settings.text[:2000]
-    made = tab.post(reverse("study_link_new"), {
-        "batch": str(batch.pk), "platform": "prolific", "quota": str(QUOTA), "max_minutes": str(MAX_MINUTES),
-        "completion_code": COMPLETION, "screen_out_code": SCREENED, "no_consent_code": NOCONSENT, "days": "30",
-    })
+    made = tab.post(
+        reverse("study_link_new"),
+        {
+            "batch": str(batch.pk),
+            "platform": "prolific",
+            "quota": str(QUOTA),
+            "max_minutes": str(MAX_MINUTES),
+            "completion_code": COMPLETION,
+            "screen_out_code": SCREENED,
+            "no_consent_code": NOCONSENT,
+            "days": "30",
+        },
+    )
     assert made.status == 200, made.text[:2000]
     return STUDY_TOKEN.search(made.text).group(1)
 
@@ -243,8 +302,16 @@ def _upload(name: str, data: bytes):
 
 BEHAVIOURS = (
     # index % 10 -> what the worker does besides rating carefully
-    "careful", "two_tabs", "double_submit", "fails_training", "invalid_form",
-    "declines", "lease_expires", "fails_checks", "time_runs_out", "careful",
+    "careful",
+    "two_tabs",
+    "double_submit",
+    "fails_training",
+    "invalid_form",
+    "declines",
+    "lease_expires",
+    "fails_checks",
+    "time_runs_out",
+    "careful",
 )
 
 
@@ -318,7 +385,9 @@ def worker_visit(run: StudyRun, index: int, me: Worker, browser: Browser, tab: T
             gold = _gold(pk)
             training = gold.kind == "training"
             bad = behaviour == "fails_training" if training else behaviour == "fails_checks"
-            page = tab.post(url, _rating(page.text, _far_from(gold.scores) if bad else gold.scores), htmx=me.htmx)
+            page = tab.post(
+                url, _rating(page.text, _far_from(gold.scores) if bad else gold.scores), htmx=me.htmx
+            )
             if training:
                 me.training_answers += 1
             else:
@@ -328,20 +397,29 @@ def worker_visit(run: StudyRun, index: int, me: Worker, browser: Browser, tab: T
     return _ended(me, page)
 
 
-def _rate_item(run, me: Worker, browser: Browser, tab: Tab, page: Response, url: str, pk: int, rng) -> Response:
+def _rate_item(
+    run, me: Worker, browser: Browser, tab: Tab, page: Response, url: str, pk: int, rng
+) -> Response:
     scores = {d: rng.choice((3, 4, 4, 5)) for d in DIMENSIONS}
     data = _rating(page.text, scores)
-    user_filter = {"annotator__enrolments__worker_id": me.pid, "item_id": pk, "state": Assignment.State.LEASED}
+    user_filter = {
+        "annotator__enrolments__worker_id": me.pid,
+        "item_id": pk,
+        "state": Assignment.State.LEASED,
+    }
     if me.behaviour == "invalid_form" and not me.invalid_forms:  # forgot a dimension: told so, then fixes it
         me.invalid_forms += 1
         missing = {key: value for key, value in data.items() if key != "score_fluency"}
         refused = tab.post(url, missing, htmx=me.htmx)
         assert refused.status == 422, (refused.status, refused.text[:500])
     if me.behaviour == "lease_expires" and not me.refused and not me.acked:
-        Assignment.objects.filter(**user_filter).update(lease_expires_at=timezone.now() - timedelta(seconds=1))
+        Assignment.objects.filter(**user_filter).update(
+            lease_expires_at=timezone.now() - timedelta(seconds=1)
+        )
     if me.behaviour == "time_runs_out" and me.acked:
         Enrolment.objects.filter(worker_id=me.pid).update(
-            started_at=timezone.now() - timedelta(minutes=MAX_MINUTES + 1))
+            started_at=timezone.now() - timedelta(minutes=MAX_MINUTES + 1)
+        )
     other = None
     if me.behaviour == "two_tabs" and not me.acked:  # the same item open in a second tab
         other = browser.tab()
@@ -399,10 +477,17 @@ def researcher_finishes(run: StudyRun, out_dir: Path) -> None:
     try:
         with FakeJudge() as fake:
             tab.get(reverse("judges"))
-            job_page = tab.post(reverse("judge_run"), {
-                "batch": "E2E study", "template": "hub_answer_correctness", "base_url": fake.url,
-                "model": "fake-1", "key_env": "OPENAI_API_KEY", "concurrency": "4",
-            })
+            job_page = tab.post(
+                reverse("judge_run"),
+                {
+                    "batch": "E2E study",
+                    "template": "hub_answer_correctness",
+                    "base_url": fake.url,
+                    "model": "fake-1",
+                    "key_env": "OPENAI_API_KEY",
+                    "concurrency": "4",
+                },
+            )
             assert job_page.status == 200, job_page.text[:2000]
     finally:
         os.environ.pop("OPENAI_API_KEY", None)
@@ -464,18 +549,33 @@ def a_worker_returns_on_prolific(run: StudyRun, token: str) -> None:
         page = tab.post(found.group(1), _rating(page.text, _gold(int(found.group(3))).scores), htmx=True)
     held = {"annotator__enrolments__worker_id": me.pid, "state": Assignment.State.LEASED}
     run.returned["leases_before"] = Assignment.objects.filter(**held).count()
-    body = json.dumps({"event_type": "submission.status.change", "resource_id": "session-returns",
-                       "participant_id": me.pid, "status": "RETURNED"}).encode()
+    body = json.dumps(
+        {
+            "event_type": "submission.status.change",
+            "resource_id": "session-returns",
+            "participant_id": me.pid,
+            "status": "RETURNED",
+        }
+    ).encode()
     stamp = str(int(time.time()))
-    signature = base64.b64encode(hmac.new(WEBHOOK_SECRET.encode(), stamp.encode() + body, hashlib.sha256).digest())
+    signature = base64.b64encode(
+        hmac.new(WEBHOOK_SECRET.encode(), stamp.encode() + body, hashlib.sha256).digest()
+    )
     with override_settings(PROLIFIC_WEBHOOK_SECRET=WEBHOOK_SECRET):
         answer = Client(enforce_csrf_checks=True).post(
-            reverse("prolific_webhook"), body, content_type="application/json",
-            HTTP_X_PROLIFIC_REQUEST_TIMESTAMP=stamp, HTTP_X_PROLIFIC_REQUEST_SIGNATURE=signature.decode())
+            reverse("prolific_webhook"),
+            body,
+            content_type="application/json",
+            HTTP_X_PROLIFIC_REQUEST_TIMESTAMP=stamp,
+            HTTP_X_PROLIFIC_REQUEST_SIGNATURE=signature.decode(),
+        )
     run.log(Request("prolific", "POST", "webhook", answer.status_code))
-    run.returned.update(status=answer.status_code, leases_after=Assignment.objects.filter(**held).count(),
-                        end=Enrolment.objects.get(worker_id=me.pid).end,
-                        next_page=tab.get(reverse("annotate_next", args=[run.batch_id])).text)
+    run.returned.update(
+        status=answer.status_code,
+        leases_after=Assignment.objects.filter(**held).count(),
+        end=Enrolment.objects.get(worker_id=me.pid).end,
+        next_page=tab.get(reverse("annotate_next", args=[run.batch_id])).text,
+    )
 
 
 def study_run(out_dir: Path) -> StudyRun:

@@ -9,8 +9,8 @@ from __future__ import annotations
 
 import csv
 import io
-import zipfile
 import json
+import zipfile
 from collections import Counter
 from html.parser import HTMLParser
 from importlib import import_module
@@ -78,7 +78,9 @@ def test_every_acknowledged_rating_is_stored_once_and_nothing_else(run):
     for worker in started(run):
         if worker.behaviour == "declines":
             continue
-        stored = set(Annotation.objects.filter(annotator=enrolment(worker).user).values_list("item_id", flat=True))
+        stored = set(
+            Annotation.objects.filter(annotator=enrolment(worker).user).values_list("item_id", flat=True)
+        )
         assert stored == worker.acked, worker  # 0 lost, and nothing stored that the worker was not told of
         assert not worker.refused & stored
 
@@ -96,7 +98,10 @@ def test_no_duplicates_and_no_item_over_k(run):
         if item.valid > 3:
             over.append(item.item_id)
     assert over == []
-    assert sum(i.n_annotations for i in batch_items) == Annotation.objects.exclude(annotator_id__in=excluded).count()
+    assert (
+        sum(i.n_annotations for i in batch_items)
+        == Annotation.objects.exclude(annotator_id__in=excluded).count()
+    )
 
 
 def excluded_users(run) -> set[int]:
@@ -180,8 +185,11 @@ def _read(run, key):
         with zipfile.ZipFile(path) as archive:
             names = archive.namelist()
             card = archive.read(next(n for n in names if n.endswith("README.md"))).decode()
-            configs = {n.split("/")[-2]: pq.read_table(io.BytesIO(archive.read(n))).to_pandas()
-                       for n in names if n.endswith(".parquet")}
+            configs = {
+                n.split("/")[-2]: pq.read_table(io.BytesIO(archive.read(n))).to_pandas()
+                for n in names
+                if n.endswith(".parquet")
+            }
         return card, configs
     text = path.read_text()
     HTMLParser().feed(text)
@@ -194,8 +202,15 @@ def test_every_export_is_written_and_reads_back(run):
     assert report["batch"] == "E2E study" and len(report["dimensions"]) == 5
     assert "<html" in _read(run, "html").lower() and "E2E study" in _read(run, "html")
     scores = _read(run, "scores.csv")
-    assert list(scores.columns)[:7] == ["item_id", "system_id", "annotator", "dimension", "score", "overall_hcs",
-                                        "submitted_at"]
+    assert list(scores.columns)[:7] == [
+        "item_id",
+        "system_id",
+        "annotator",
+        "dimension",
+        "score",
+        "overall_hcs",
+        "submitted_at",
+    ]
     assert len(scores) == 5 * sum(len(w.acked) for w in run.workers)
     annotations = _read(run, "annotations.csv")
     assert len(annotations) == sum(len(w.acked) for w in run.workers)
@@ -248,8 +263,9 @@ def test_csv_exports_mark_exclusions(run):
     _card, configs = _read(run, "hf")
     ratings = configs["ratings"]
     assert ratings["excluded"].any() and not ratings["excluded"].all()
-    assert not set(ratings["rater"]) & {w.pid for w in run.workers} and run.excluded_user not in set(ratings["rater"])
-
+    assert not set(ratings["rater"]) & {w.pid for w in run.workers} and run.excluded_user not in set(
+        ratings["rater"]
+    )
 
 
 def test_a_worker_who_returns_on_prolific_frees_their_slot_at_once(run):
@@ -264,5 +280,6 @@ def test_the_judge_is_validated_against_the_people(run):
     judges = _read(run, "json")["judges"]
     assert judges, "the judge run made a judge section"
     entries = [d for dims in judges.values() for d in dims.values() if isinstance(d, dict) and d.get("ppi")]
-    assert entries and all(set(e["ppi"]) >= {"estimate", "ci95", "n_labelled", "n_unlabelled", "lambda"}
-                           for e in entries)
+    assert entries and all(
+        set(e["ppi"]) >= {"estimate", "ci95", "n_labelled", "n_unlabelled", "lambda"} for e in entries
+    )

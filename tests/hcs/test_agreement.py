@@ -1,6 +1,5 @@
 """hcs.agreement against published values and the reference libraries."""
 
-
 import krippendorff
 import numpy as np
 import pandas as pd
@@ -110,7 +109,9 @@ def test_gwet_equals_irrcac_on_raw_ratings(weights):
     data = raw_5observers()
     cats = [0, 1, 2, 3]
     direct = CAC(data, weights=weights, categories=cats, digits=15).gwet()["est"]["coefficient_value"]
-    assert gwet_ac2(counts_from_ratings(data.to_numpy(), cats), cats, weights) == pytest.approx(direct, abs=1e-12)
+    assert gwet_ac2(counts_from_ratings(data.to_numpy(), cats), cats, weights) == pytest.approx(
+        direct, abs=1e-12
+    )
 
 
 # ------------------------------------------------------------------ percent agreement
@@ -274,8 +275,9 @@ def test_first_k_counts_sorts_by_time_itself():
     expected = [[0, 0, 0, 0, 3], [0, 1, 1, 1, 0]]
     assert first_k_counts(items, scores, FIVE, k=3, order=when).tolist() == expected
     shuffle = [6, 3, 0, 5, 2, 4, 1]
-    shuffled = first_k_counts(np.array(items)[shuffle], np.array(scores)[shuffle], FIVE, k=3,
-                              order=np.array(when)[shuffle])
+    shuffled = first_k_counts(
+        np.array(items)[shuffle], np.array(scores)[shuffle], FIVE, k=3, order=np.array(when)[shuffle]
+    )
     assert sorted(shuffled.tolist()) == sorted(expected)  # the same rows (item order: first seen)
     with pytest.raises(AgreementError, match="order has 2 entries for 7 ratings"):
         first_k_counts(items, scores, FIVE, k=3, order=when[:2])
@@ -294,7 +296,14 @@ def test_ratings_round_trip_through_counts():
 def test_landis_koch_bands():
     # Landis & Koch (1977) Biometrics 33:159–174.
     assert [landis_koch(v) for v in (-0.01, 0.2, 0.21, 0.4, 0.6, 0.61, 0.8, 0.81, 1.0)] == [
-        "poor", "slight", "fair", "fair", "moderate", "substantial", "substantial", "almost perfect",
+        "poor",
+        "slight",
+        "fair",
+        "fair",
+        "moderate",
+        "substantial",
+        "substantial",
+        "almost perfect",
         "almost perfect",
     ]
 

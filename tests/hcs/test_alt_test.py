@@ -13,7 +13,9 @@ def _study(n_items=80, n_annotators=5, noise=1.0, seed=0):
     rng = np.random.default_rng(seed)
     truth = rng.uniform(1, 5, n_items)
     human = {
-        i: {f"a{a}": int(np.clip(np.rint(truth[i] + rng.normal(0, noise)), 1, 5)) for a in range(n_annotators)}
+        i: {
+            f"a{a}": int(np.clip(np.rint(truth[i] + rng.normal(0, noise)), 1, 5)) for a in range(n_annotators)
+        }
         for i in range(n_items)
     }
     return truth, human
@@ -131,7 +133,10 @@ def test_accuracy_metric_for_categories():
     rng = np.random.default_rng(2)
     labels = ["yes", "no"]
     truth = rng.integers(0, 2, 60)
-    human = {i: {f"a{a}": labels[truth[i] if rng.random() < 0.8 else 1 - truth[i]] for a in range(4)} for i in range(60)}
+    human = {
+        i: {f"a{a}": labels[truth[i] if rng.random() < 0.8 else 1 - truth[i]] for a in range(4)}
+        for i in range(60)
+    }
     result = alt_test(human, {i: labels[truth[i]] for i in range(60)}, metric="accuracy")
     assert result.passed
     with pytest.raises(ValueError, match="metric must be"):

@@ -253,7 +253,9 @@ def test_qwk_by_the_formula():
     i, j = np.indices((3, 3))
     w = (i - j) ** 2 / 4
     expected = np.outer(observed.sum(1), observed.sum(0)) / 6
-    assert quadratic_weighted_kappa(human, judge, (1, 3)) == pytest.approx(1 - (w * observed).sum() / (w * expected).sum())
+    assert quadratic_weighted_kappa(human, judge, (1, 3)) == pytest.approx(
+        1 - (w * observed).sum() / (w * expected).sum()
+    )
     assert quadratic_weighted_kappa(human, judge, (1, 3)) == pytest.approx(1 - (2 / 4) / (w * expected).sum())
 
 

@@ -46,8 +46,10 @@ def test_load_uses_the_first_k_by_time_and_leaves_excluded_raters_out(tmp_path):
         "rater": ["r1", "r2", "r3", "r4", "r1", "r2", "r3", "bad", "r1", "r2", "r3"],
         "a": pa.array([4, 5, 5, 1, 2, 2, 3, 1, 3, 3, 3], type=pa.int8()),
         "excluded": [False] * 7 + [True] + [False] * 3,
-        "created_at": pa.array(np.array([9, 1, 2, 3, 1, 2, 3, 4, 1, 2, 3], dtype="datetime64[s]"),
-                               type=pa.timestamp("us", tz="UTC")),
+        "created_at": pa.array(
+            np.array([9, 1, 2, 3, 1, 2, 3, 4, 1, 2, 3], dtype="datetime64[s]"),
+            type=pa.timestamp("us", tz="UTC"),
+        ),
     }
     loaded = load(_folder(tmp_path, ratings, ["x", "y", "z"]))
     fleiss = loaded.fleiss_counts("a")
@@ -59,8 +61,13 @@ def test_load_uses_the_first_k_by_time_and_leaves_excluded_raters_out(tmp_path):
 def test_load_refuses_what_it_cannot_read(tmp_path):
     with pytest.raises(DatasetError, match="missing"):
         load(tmp_path)
-    ratings = {"item_id": ["x"], "rater": ["r"], "a": [1], "excluded": [False],
-               "created_at": pa.array([0], type=pa.timestamp("us"))}
+    ratings = {
+        "item_id": ["x"],
+        "rater": ["r"],
+        "a": [1],
+        "excluded": [False],
+        "created_at": pa.array([0], type=pa.timestamp("us")),
+    }
     with pytest.raises(DatasetError, match="no 'hcs' metadata"):
         load(_folder(tmp_path / "plain", ratings, ["x"], meta=False))
     with pytest.raises(DatasetError, match="'w'"):

@@ -39,8 +39,9 @@ def test_each_window_holds_the_items_completed_in_it():
     for w, block in zip(result, (early, late)):
         table, _ = aggregate_raters(block, n_cat=None)
         assert w.fleiss_kappa["c"] == pytest.approx(sm_fleiss_kappa(table), abs=1e-12)
-        alpha = krippendorff.alpha(reliability_data=block.T.astype(float), level_of_measurement="ordinal",
-                                   value_domain=LEVELS)
+        alpha = krippendorff.alpha(
+            reliability_data=block.T.astype(float), level_of_measurement="ordinal", value_domain=LEVELS
+        )
         assert w.alpha_ordinal["c"] == pytest.approx(alpha, abs=1e-12)
     assert result[0].fleiss_kappa["c"] > 0.5 > result[1].fleiss_kappa["c"]
 
@@ -48,8 +49,9 @@ def test_each_window_holds_the_items_completed_in_it():
 def test_an_item_belongs_to_the_window_of_its_last_rating():
     items = np.array([0, 1, 0, 1, 0, 1])  # item 0 is finished at row 4 (window 1), item 1 at row 5
     scores = np.array([[2], [4], [2], [4], [3], [4]], dtype=float)
-    result = agreement_over_windows(items, scores, windows_every(6, 4), n_items=2, levels=LEVELS, k=3,
-                                    dimensions=["c"])
+    result = agreement_over_windows(
+        items, scores, windows_every(6, 4), n_items=2, levels=LEVELS, k=3, dimensions=["c"]
+    )
     assert [w.n_items for w in result] == [0, 2]
     assert result[0].fleiss_kappa["c"] is None and result[0].alpha_ordinal["c"] is None
 

@@ -18,7 +18,12 @@ from hcs.judge_output import (
     strip_thinking,
 )
 
-RULE8_FILE = Path(__file__).resolve().parents[2] / "fixtures" / "judge_templates" / "studio_live_coach_feedback_quality.json"
+RULE8_FILE = (
+    Path(__file__).resolve().parents[2]
+    / "fixtures"
+    / "judge_templates"
+    / "studio_live_coach_feedback_quality.json"
+)
 RULE8 = json.loads(RULE8_FILE.read_text(encoding="utf-8"))
 SPEC = OutputSpec(scale=JudgeScale.parse(RULE8["scale"]), labels=RULE8["labels"])
 
@@ -32,15 +37,29 @@ def test_the_seed_rubric_prints_each_verdict_in_a_form_that_is_read():
         assert parsed.value == number and parsed.reason and not parsed.reason.startswith(("→", "*"))
 
 
-@pytest.mark.parametrize(("text", "value", "reason"), [
-    ("**3 (Very Good)** → Correct metric focus and actionable fix, with minor wording issues.", 3,
-     "Correct metric focus and actionable fix, with minor wording issues."),
-    ("3 (Very Good) - Correct metric focus, minor format issues.", 3, "Correct metric focus, minor format issues."),
-    ("Very Good. The fix targets timing but runs past 30 words.", 3, "The fix targets timing but runs past 30 words."),
-    ("Excellent: precise, immediately usable fix.", 4, "precise, immediately usable fix."),
-    ("Good - generic advice.", 2, "generic advice."),  # "Good", not the start of "Very Good"
-    ("Score: 4 (Excellent)\nFully compliant.", 4, "Fully compliant."),
-])
+@pytest.mark.parametrize(
+    ("text", "value", "reason"),
+    [
+        (
+            "**3 (Very Good)** → Correct metric focus and actionable fix, with minor wording issues.",
+            3,
+            "Correct metric focus and actionable fix, with minor wording issues.",
+        ),
+        (
+            "3 (Very Good) - Correct metric focus, minor format issues.",
+            3,
+            "Correct metric focus, minor format issues.",
+        ),
+        (
+            "Very Good. The fix targets timing but runs past 30 words.",
+            3,
+            "The fix targets timing but runs past 30 words.",
+        ),
+        ("Excellent: precise, immediately usable fix.", 4, "precise, immediately usable fix."),
+        ("Good - generic advice.", 2, "generic advice."),  # "Good", not the start of "Very Good"
+        ("Score: 4 (Excellent)\nFully compliant.", 4, "Fully compliant."),
+    ],
+)
 def test_rule_8_labelled_verdicts_are_read(text, value, reason):
     parsed = parse_score(text, spec=SPEC)
     assert (parsed.value, parsed.reason) == (value, reason)
@@ -63,8 +82,10 @@ def test_reasoning_is_dropped_and_the_last_score_line_wins():
     assert parse_score("Score: 0.2\nOn reflection the answer is grounded.\nScore: 0.7").value == 0.7
     assert parse_score('<think>{"score": 0.1}</think>{"score": 0.8, "reason": "ok"}').value == 0.8
     # a judge that echoes the rubric before its verdict is read by its verdict
-    echoed = "\n".join(line for line in RULE8["prompt"].splitlines() if line.startswith("- **")) + \
-        "\n\n**2 (Good)** → Generic fix."
+    echoed = (
+        "\n".join(line for line in RULE8["prompt"].splitlines() if line.startswith("- **"))
+        + "\n\n**2 (Good)** → Generic fix."
+    )
     assert parse_score(echoed, spec=SPEC).value == 2
 
 

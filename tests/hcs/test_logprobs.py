@@ -38,8 +38,16 @@ def test_g_eval_breaks_ties_of_integer_scores():
 
 
 def test_spellings_add_up_and_non_scores_are_ignored():
-    d = distribution([("4", math.log(0.4)), (" 4", math.log(0.2)), ('"5', math.log(0.2)), ("6", math.log(0.1)),
-                      ("four", math.log(0.1))], range(1, 6))
+    d = distribution(
+        [
+            ("4", math.log(0.4)),
+            (" 4", math.log(0.2)),
+            ('"5', math.log(0.2)),
+            ("6", math.log(0.1)),
+            ("four", math.log(0.1)),
+        ],
+        range(1, 6),
+    )
     assert dict(d.probabilities) == pytest.approx({4: 0.75, 5: 0.25})
     assert d.probability(4) == pytest.approx(0.75) and d.probability(2) == 0.0 and d.probability(4.5) == 0.0
     assert distribution([("yes", 0.0)], range(1, 6)) is None
@@ -52,7 +60,22 @@ def test_only_integer_scales_have_score_tokens():
 
 
 def test_the_score_token_is_the_one_after_the_key_not_a_number_in_the_reason():
-    tokens = ['{"', 'score', '":', ' 2', ',', ' "', 'reason', '":', ' "', 'Step', ' 2', ' is', ' missing', '"}']
+    tokens = [
+        '{"',
+        "score",
+        '":',
+        " 2",
+        ",",
+        ' "',
+        "reason",
+        '":',
+        ' "',
+        "Step",
+        " 2",
+        " is",
+        " missing",
+        '"}',
+    ]
     assert score_token(tokens, 2, key="score") == 3  # not the later "2" of the reason
     plain = ["Reason", ":", " 4", " steps", ".", "\n", "Score", ":", " 4"]
     assert score_token(plain, 4, key="score") == 8

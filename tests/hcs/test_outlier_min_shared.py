@@ -26,8 +26,15 @@ def _batch(n_reversed_items: int):
         item.append(i), ann.append(5), score.append(6 - truth[i])
     item, ann, score = np.array(item), np.array(ann), np.array(score, dtype=float)
     scores = np.repeat(score[:, None], 5, axis=1)
-    rows = annotator_quality(item, ann, scores, overall_per_annotation(scores, W), dimensions=DIMS,
-                             annotator_names=list("abcdef"), n_items=n_items)
+    rows = annotator_quality(
+        item,
+        ann,
+        scores,
+        overall_per_annotation(scores, W),
+        dimensions=DIMS,
+        annotator_names=list("abcdef"),
+        n_items=n_items,
+    )
     return rows, item, ann, score
 
 
@@ -51,8 +58,18 @@ def test_the_same_reversal_on_enough_shared_items_is_flagged():
 
 def test_low_agreement_needs_the_minimum_of_shared_items():
     def low(n):
-        return next(s for s in behaviour_flags(fast_share=None, straight_share=None, longest_run=0, loo_spearman=-1.0,
-                                               gold_accuracy=None, loo_n=n) if s.name == "low agreement")
+        return next(
+            s
+            for s in behaviour_flags(
+                fast_share=None,
+                straight_share=None,
+                longest_run=0,
+                loo_spearman=-1.0,
+                gold_accuracy=None,
+                loo_n=n,
+            )
+            if s.name == "low agreement"
+        )
 
     assert not low(MIN_SHARED_ITEMS - 1).flagged and low(MIN_SHARED_ITEMS).flagged
     assert low(3).value == -1.0 and f"{MIN_SHARED_ITEMS} shared items" in low(3).rule

@@ -24,8 +24,14 @@ def _clean_env() -> dict[str, str]:
 
 def test_hcs_never_imports_django():
     code = USE.replace("assert not hcs.__file__.startswith(sys.argv[1]), hcs.__file__; ", "")
-    result = subprocess.run([sys.executable, "-c", code, str(ROOT)], cwd=ROOT, env=_clean_env(),
-                            capture_output=True, text=True, check=False)
+    result = subprocess.run(
+        [sys.executable, "-c", code, str(ROOT)],
+        cwd=ROOT,
+        env=_clean_env(),
+        capture_output=True,
+        text=True,
+        check=False,
+    )
     assert result.returncode == 0, result.stderr
     assert result.stdout.startswith("coherence")
 
@@ -34,9 +40,24 @@ def test_hcs_never_imports_django():
 def test_pip_install_gives_an_importable_package_outside_the_checkout(tmp_path):
     target = tmp_path / "site"
     build = subprocess.run(
-        [sys.executable, "-m", "pip", "install", "--quiet", "--no-deps", "--no-build-isolation",
-         "--no-cache-dir", "--target", str(target), str(ROOT)],
-        cwd=tmp_path, env=_clean_env(), capture_output=True, text=True, check=False,
+        [
+            sys.executable,
+            "-m",
+            "pip",
+            "install",
+            "--quiet",
+            "--no-deps",
+            "--no-build-isolation",
+            "--no-cache-dir",
+            "--target",
+            str(target),
+            str(ROOT),
+        ],
+        cwd=tmp_path,
+        env=_clean_env(),
+        capture_output=True,
+        text=True,
+        check=False,
     )
     assert build.returncode == 0, build.stderr
     assert (target / "hcs" / "rubrics" / "hcs.json").is_file()
@@ -44,7 +65,13 @@ def test_pip_install_gives_an_importable_package_outside_the_checkout(tmp_path):
     notebook = tmp_path / "notebook"
     notebook.mkdir()
     env = {**_clean_env(), "PYTHONPATH": str(target)}
-    result = subprocess.run([sys.executable, "-c", USE, str(ROOT)], cwd=notebook, env=env,
-                            capture_output=True, text=True, check=False)
+    result = subprocess.run(
+        [sys.executable, "-c", USE, str(ROOT)],
+        cwd=notebook,
+        env=env,
+        capture_output=True,
+        text=True,
+        check=False,
+    )
     assert result.returncode == 0, result.stderr
     assert result.stdout.startswith("coherence") and str(target) in result.stdout

@@ -33,16 +33,23 @@ def test_compare_verdicts_carries_the_agreement_interval():
 
 def test_each_pair_once_in_the_run_orientation():
     verdicts = [
-        ("b1", "e1", "enhanced", False, 0.9), ("e1", "b1", "baseline", True, 0.7),  # e1 wins both: consistent
-        ("b2", "e2", "baseline", False, 0.8), ("e2", "b2", "baseline", True, 0.6),  # first shown wins: a tie
-        ("b3", "e3", "tie", False, None), ("e3", "b3", "tie", True, None),  # two ties agree
+        ("b1", "e1", "enhanced", False, 0.9),
+        ("e1", "b1", "baseline", True, 0.7),  # e1 wins both: consistent
+        ("b2", "e2", "baseline", False, 0.8),
+        ("e2", "b2", "baseline", True, 0.6),  # first shown wins: a tie
+        ("b3", "e3", "tie", False, None),
+        ("e3", "b3", "tie", True, None),  # two ties agree
         ("e4", "b4", "enhanced", True, 0.5),  # swapped order only: b4 (shown second) won
         ("b5", "e5", "baseline", False, None),
     ]
     pairs = pair_outcomes(verdicts)
     assert [(p.baseline, p.enhanced, p.outcome, p.both_orders, p.consistent) for p in pairs] == [
-        ("b1", "e1", "enhanced", True, True), ("b2", "e2", "tie", True, False), ("b3", "e3", "tie", True, True),
-        ("b4", "e4", "baseline", False, None), ("b5", "e5", "baseline", False, None)]
+        ("b1", "e1", "enhanced", True, True),
+        ("b2", "e2", "tie", True, False),
+        ("b3", "e3", "tie", True, True),
+        ("b4", "e4", "baseline", False, None),
+        ("b5", "e5", "baseline", False, None),
+    ]
     assert pairs[0].confidence == pytest.approx(0.8) and pairs[2].confidence is None
 
 

@@ -52,11 +52,16 @@ def test_agreement_widths_match_a_full_study_from_the_same_population():
     full = _population(np.random.default_rng(12), 1200, 3)
     table = _counts(full, CATS)
     actual = dimension_agreement(table, table, CATS, k=3, n_resamples=1000, seed=3)
-    for key, attr in (("fleiss_kappa", "fleiss_kappa_ci95"), ("krippendorff_alpha_interval", "alpha_interval_ci95"),
-                      ("gwet_ac2", "gwet_ac2_ci95")):
+    for key, attr in (
+        ("fleiss_kappa", "fleiss_kappa_ci95"),
+        ("krippendorff_alpha_interval", "alpha_interval_ci95"),
+        ("gwet_ac2", "gwet_ac2_ci95"),
+    ):
         lo, hi = getattr(actual, attr)
         assert plan[key].predicted_ci95_width == pytest.approx(hi - lo, rel=0.2), key
-        assert plan[key].items_for_target == math.ceil(1200 * (plan[key].predicted_ci95_width / 0.03) ** 2 - 1e-9)
+        assert plan[key].items_for_target == math.ceil(
+            1200 * (plan[key].predicted_ci95_width / 0.03) ** 2 - 1e-9
+        )
     with pytest.raises(ValueError, match="at least 2"):
         plan_agreement(pilot, CATS, n_items=100, k=1)
 
@@ -66,7 +71,9 @@ def test_more_annotators_per_item_narrow_the_mean_as_the_variance_components_say
     pilot = rng.normal(3, 0.6, size=(300, 1)) + rng.normal(0, 0.9, size=(300, 5))
     for k in (1, 2, 5):
         expected = 2 * 1.959964 * math.sqrt(0.36 + 0.81 / k) / math.sqrt(1000)
-        assert plan_mean(pilot, n_items=1000, k=k, n_sims=50).predicted_ci95_width == pytest.approx(expected, rel=0.12)
+        assert plan_mean(pilot, n_items=1000, k=k, n_sims=50).predicted_ci95_width == pytest.approx(
+            expected, rel=0.12
+        )
 
 
 def test_ppi_labels_reach_the_width_on_a_fresh_study():
@@ -81,13 +88,17 @@ def test_ppi_labels_reach_the_width_on_a_fresh_study():
     assert n is not None and 100 < n < 5000
     widths = [ppi_mean(*study(n, 5000 - n)).width for _ in range(30)]
     assert np.mean(widths) == pytest.approx(0.12, rel=0.1)
-    assert ppi_labels_for_width(*study(150, 2000), n_items=200, width=0.01) is None  # not reachable with 200 items
+    assert (
+        ppi_labels_for_width(*study(150, 2000), n_items=200, width=0.01) is None
+    )  # not reachable with 200 items
 
 
 def test_alt_test_power():
     rng = np.random.default_rng(5)
     truth = rng.integers(1, 6, size=200)
-    human = {i: {a: float(np.clip(t + rng.integers(-1, 2), 1, 5)) for a in range(3)} for i, t in enumerate(truth)}
+    human = {
+        i: {a: float(np.clip(t + rng.integers(-1, 2), 1, 5)) for a in range(3)} for i, t in enumerate(truth)
+    }
     good = {i: float(t) for i, t in enumerate(truth)}  # the judge knows the truth: beats every annotator
     noise = {i: float(rng.integers(1, 6)) for i in range(200)}
     n = alt_test_items_for_power(human, good, epsilon=0.2, n_sims=20)

@@ -27,8 +27,9 @@ def test_judge_that_always_prefers_the_first_answer_has_consistency_zero():
 
 def test_judge_that_reads_content_is_fully_consistent_with_no_position_preference():
     better = {f"b{i}" for i in range(20)}  # the b response is always the better one
-    probe = position_probe(_swapped(PAIRS, lambda first, second: "enhanced" if second in better else "baseline"),
-                           n_boot=200)
+    probe = position_probe(
+        _swapped(PAIRS, lambda first, second: "enhanced" if second in better else "baseline"), n_boot=200
+    )
     assert probe.consistency == 1 and probe.first_preference == 0.5
     assert probe.verdict_counts() == {"baseline": 0, "enhanced": 20, "tie": 0, "inconsistent": 0}
     lo, hi = probe.first_preference_ci95
@@ -37,10 +38,14 @@ def test_judge_that_reads_content_is_fully_consistent_with_no_position_preferenc
 
 def test_hand_counted_mixture_with_ties():
     calls = [
-        ("x", "y", "baseline"), ("y", "x", "enhanced"),  # x wins both orders: consistent
-        ("p", "q", "tie"), ("q", "p", "tie"),  # tie both orders: consistent
-        ("m", "n", "baseline"), ("n", "m", "baseline"),  # first wins both: inconsistent
-        ("s", "t", "tie"), ("t", "s", "baseline"),  # tie then first: inconsistent
+        ("x", "y", "baseline"),
+        ("y", "x", "enhanced"),  # x wins both orders: consistent
+        ("p", "q", "tie"),
+        ("q", "p", "tie"),  # tie both orders: consistent
+        ("m", "n", "baseline"),
+        ("n", "m", "baseline"),  # first wins both: inconsistent
+        ("s", "t", "tie"),
+        ("t", "s", "baseline"),  # tie then first: inconsistent
         ("u", "v", "baseline"),  # one order only: left out
     ]
     probe = position_probe(calls, n_boot=300)
@@ -79,4 +84,8 @@ def test_bad_input_is_refused():
     with pytest.raises(ValueError, match="two different responses"):
         position_probe([("a", "a", "tie")])
     empty = position_probe([])
-    assert empty.consistency is None and empty.first_preference is None and empty.first_preference_ci95 == (None, None)
+    assert (
+        empty.consistency is None
+        and empty.first_preference is None
+        and empty.first_preference_ci95 == (None, None)
+    )

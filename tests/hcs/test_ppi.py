@@ -1,6 +1,5 @@
 """PPI++ for a mean: equal to ppi_py, the published formulas, and coverage by simulation."""
 
-
 import numpy as np
 import pytest
 from ppi_py import classical_mean_ci as ref_classical_ci
@@ -17,10 +16,16 @@ def _study(rng, n, big_n, corr, scale=1.0, discrete=False):
     return y[:n], f[:n], f[n:]
 
 
-@pytest.mark.parametrize("seed,n,big_n,corr,discrete", [
-    (0, 200, 5000, 0.7, False), (1, 30, 400, 0.9, True), (2, 50, 60, 0.2, True), (3, 12, 3000, -0.5, False),
-    (4, 500, 500, 0.99, False),
-])
+@pytest.mark.parametrize(
+    "seed,n,big_n,corr,discrete",
+    [
+        (0, 200, 5000, 0.7, False),
+        (1, 30, 400, 0.9, True),
+        (2, 50, 60, 0.2, True),
+        (3, 12, 3000, -0.5, False),
+        (4, 500, 500, 0.99, False),
+    ],
+)
 def test_equals_ppi_py(seed, n, big_n, corr, discrete):
     y, f, fu = _study(np.random.default_rng(seed), n, big_n, corr, discrete=discrete)
     r = ppi_mean(y, f, fu)
@@ -35,7 +40,7 @@ def test_equals_ppi_py(seed, n, big_n, corr, discrete):
 
 def test_lambda_is_the_published_formula_written_out():
     # λ = Σ(y−ȳ)(f−f̄)/n / ((1 + n/N) · Σ_all (f−f̄_all)²/(n+N−1)), [ADZ23] eq. 6 for the mean
-    y, f, fu = np.array([1., 3, 4, 2, 5]), np.array([2., 3, 5, 2, 4]), np.array([3., 1, 4, 5, 2, 2, 3])
+    y, f, fu = np.array([1.0, 3, 4, 2, 5]), np.array([2.0, 3, 5, 2, 4]), np.array([3.0, 1, 4, 5, 2, 2, 3])
     cov = sum((a - y.mean()) * (b - f.mean()) for a, b in zip(y, f)) / 5
     everything = list(f) + list(fu)
     m = sum(everything) / 12
@@ -45,8 +50,9 @@ def test_lambda_is_the_published_formula_written_out():
     estimate = lam * fu.mean() + (y - lam * f).mean()
     se = np.sqrt((lam * fu).var() / 7 + (y - lam * f).var() / 5)
     r = ppi_mean(y, f, fu)
-    assert r.estimate == pytest.approx(estimate) and r.ci95 == pytest.approx((estimate - 1.959964 * se,
-                                                                                estimate + 1.959964 * se), rel=1e-6)
+    assert r.estimate == pytest.approx(estimate) and r.ci95 == pytest.approx(
+        (estimate - 1.959964 * se, estimate + 1.959964 * se), rel=1e-6
+    )
 
 
 def test_edge_cases():

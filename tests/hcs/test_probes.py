@@ -41,7 +41,10 @@ def test_unbiased_judge_has_coefficient_near_zero():
 def test_coefficients_match_statsmodels_formula_and_scipy():
     lengths, judge, human = _study(per_1000=0.3, seed=9, n=60)
     probe = length_bias(lengths, judge, human, n_boot=200)
-    fit = smf.ols("judge ~ human + np.log(length)", data=pd.DataFrame({"judge": judge, "human": human, "length": lengths})).fit()
+    fit = smf.ols(
+        "judge ~ human + np.log(length)",
+        data=pd.DataFrame({"judge": judge, "human": human, "length": lengths}),
+    ).fit()
     assert probe.coef.value == pytest.approx(fit.params["np.log(length)"], rel=1e-10)
     assert list(probe.coef.ci95) == pytest.approx(list(fit.conf_int().loc["np.log(length)"]), rel=1e-10)
     assert probe.coef.p_value == pytest.approx(fit.pvalues["np.log(length)"], rel=1e-8)

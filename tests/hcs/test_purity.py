@@ -19,5 +19,7 @@ def test_hcs_never_imports_django():
         "bad = sorted(m for m in sys.modules if m == 'django' or m.startswith('django.'))\n"
         "print(','.join(bad))\n"
     )
-    result = subprocess.run([sys.executable, "-c", code], cwd=ROOT, capture_output=True, text=True, check=True)
+    result = subprocess.run(
+        [sys.executable, "-c", code], cwd=ROOT, capture_output=True, text=True, check=True
+    )
     assert result.stdout.strip() == "", f"hcs imported Django modules: {result.stdout}"

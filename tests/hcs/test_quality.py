@@ -33,8 +33,13 @@ def test_gold_comparison_by_hand():
 
 
 def test_gold_flags_compare_only_the_caps_when_asked():
-    c = compare_with_gold({"i": 2}, {"i": 2}, flags=["prompt_ambiguous"], gold_flags=["ignores_hard_constraint"],
-                          compared_flags={"ignores_hard_constraint"})
+    c = compare_with_gold(
+        {"i": 2},
+        {"i": 2},
+        flags=["prompt_ambiguous"],
+        gold_flags=["ignores_hard_constraint"],
+        compared_flags={"ignores_hard_constraint"},
+    )
     assert c.flags_missing == ("ignores_hard_constraint",) and c.flags_extra == () and not c.passed
     # no gold flags given: flags are not compared
     assert compare_with_gold({"i": 2}, {"i": 2}, flags=["unsafe_suggestion"], gold_flags=None).passed
@@ -55,10 +60,15 @@ def test_training_pass_rule():
 
 @pytest.mark.parametrize(
     ("passed", "failed", "expected"),
-    [(0, 2, OK),  # fewer than 3 answered: nothing happens yet
-     (3, 0, OK), (4, 1, OK),  # 80 % is not under 80 %
-     (3, 1, WARN), (2, 2, WARN),  # 75 %, 50 % (not under 50 %)
-     (1, 2, BLOCK), (0, 3, BLOCK)],
+    [
+        (0, 2, OK),  # fewer than 3 answered: nothing happens yet
+        (3, 0, OK),
+        (4, 1, OK),  # 80 % is not under 80 %
+        (3, 1, WARN),
+        (2, 2, WARN),  # 75 %, 50 % (not under 50 %)
+        (1, 2, BLOCK),
+        (0, 3, BLOCK),
+    ],
 )
 def test_check_standing_thresholds(passed, failed, expected):
     assert check_standing(passed, failed, warn_below=0.8, block_below=0.5, min_answered=3) == expected
@@ -72,15 +82,18 @@ def test_seconds_signals():
 
 
 def test_straightlining_share_and_longest_run():
-    scores = np.array([
-        [3, 3, 3, 3, 3],
-        [3, 3, 3, 3, 3],
-        [3, 3, 3, 3, 3],
-        [1, 2, 3, 4, 5],
-        [1, 2, 3, 4, 5],
-        [5, 5, 5, 5, np.nan],  # incomplete: not "all equal", breaks a run
-        [2, 2, 2, 2, 2],
-    ], dtype=float)
+    scores = np.array(
+        [
+            [3, 3, 3, 3, 3],
+            [3, 3, 3, 3, 3],
+            [3, 3, 3, 3, 3],
+            [1, 2, 3, 4, 5],
+            [1, 2, 3, 4, 5],
+            [5, 5, 5, 5, np.nan],  # incomplete: not "all equal", breaks a run
+            [2, 2, 2, 2, 2],
+        ],
+        dtype=float,
+    )
     share, run = straightlining(scores)
     assert share == pytest.approx(4 / 7)
     assert run == 3
@@ -88,8 +101,12 @@ def test_straightlining_share_and_longest_run():
 
 
 def test_behaviour_flags_show_their_thresholds():
-    flags = {f.name: f for f in behaviour_flags(fast_share=0.9, straight_share=0.1, longest_run=6,
-                                                loo_spearman=None, gold_accuracy=0.5)}
+    flags = {
+        f.name: f
+        for f in behaviour_flags(
+            fast_share=0.9, straight_share=0.1, longest_run=6, loo_spearman=None, gold_accuracy=0.5
+        )
+    }
     assert flags["too fast"].flagged and flags["too fast"].rule == "> 0.5"
     assert not flags["straight-lining"].flagged
     assert flags["identical run"].flagged
@@ -107,19 +124,34 @@ def test_count_cube_matches_counts_from_long_and_first_k():
     present = np.unique(items[keep], return_index=True)
     order = present[0][np.argsort(present[1])]  # counts_from_long: first-seen order
     np.testing.assert_array_equal(cube[0][order], long)
-    fk = count_cube(items, scores[:, None].astype(float), n_items=6, levels=[1, 2, 3, 4, 5], keep=keep, first_k=3)
-    expected = first_k_counts(items[keep], scores[keep], [1, 2, 3, 4, 5], 3, order=np.arange(keep.sum()))  # rows in time order
+    fk = count_cube(
+        items, scores[:, None].astype(float), n_items=6, levels=[1, 2, 3, 4, 5], keep=keep, first_k=3
+    )
+    expected = first_k_counts(
+        items[keep], scores[keep], [1, 2, 3, 4, 5], 3, order=np.arange(keep.sum())
+    )  # rows in time order
     # the same multiset of rows (count_cube keeps item order, first_k_counts first-seen order)
     assert sorted(map(tuple, fk[0][fk[0].sum(axis=1) > 0])) == sorted(map(tuple, expected))
 
 
 def test_count_cube_feeds_the_same_kappa_as_statsmodels():
     # 4 items × 3 raters; rater 2 excluded leaves 2 ratings per item.
-    ratings = pd.DataFrame({"item": np.repeat(np.arange(4), 3), "rater": np.tile([0, 1, 2], 4),
-                            "score": [1, 1, 5, 2, 2, 4, 3, 4, 1, 5, 5, 2]})
+    ratings = pd.DataFrame(
+        {
+            "item": np.repeat(np.arange(4), 3),
+            "rater": np.tile([0, 1, 2], 4),
+            "score": [1, 1, 5, 2, 2, 4, 3, 4, 1, 5, 5, 2],
+        }
+    )
     keep = ratings["rater"] != 2
-    cube = count_cube(ratings["item"], ratings[["score"]].astype(float), n_items=4, levels=[1, 2, 3, 4, 5],
-                      keep=keep, first_k=2)
+    cube = count_cube(
+        ratings["item"],
+        ratings[["score"]].astype(float),
+        n_items=4,
+        levels=[1, 2, 3, 4, 5],
+        keep=keep,
+        first_k=2,
+    )
     wide = ratings[keep].pivot(index="item", columns="rater", values="score").to_numpy()
     table, _ = aggregate_raters(wide, n_cat=None)
     assert fleiss_kappa(cube[0]) == pytest.approx(sm_fleiss_kappa(table), abs=1e-12)

@@ -62,12 +62,19 @@ def test_active_mean_is_the_formula_written_out():
         r = active_mean(y, f, xi, pi, lam=lam, offset=0.0)
         assert r.estimate == pytest.approx(np.mean(terms))
         se = np.std(terms) / np.sqrt(6)
-        assert r.ci95 == pytest.approx((np.mean(terms) - 1.959964 * se, np.mean(terms) + 1.959964 * se), rel=1e-6)
+        assert r.ci95 == pytest.approx(
+            (np.mean(terms) - 1.959964 * se, np.mean(terms) + 1.959964 * se), rel=1e-6
+        )
     shifted = active_mean(y, f, xi, pi, lam=0.4, offset=0.7)
-    assert shifted.estimate == pytest.approx(np.mean([0.4 * f[i] + 0.7 + ((y[i] - 0.4 * f[i] - 0.7) / pi[i] if xi[i] else 0)
-                                                      for i in range(6)]))
+    assert shifted.estimate == pytest.approx(
+        np.mean([0.4 * f[i] + 0.7 + ((y[i] - 0.4 * f[i] - 0.7) / pi[i] if xi[i] else 0) for i in range(6)])
+    )
     tuned = active_mean(y, f, xi, pi)
-    grid = [active_mean(y, f, xi, pi, lam=v, offset=b) for v in np.linspace(0, 1, 51) for b in np.linspace(-2, 2, 41)]
+    grid = [
+        active_mean(y, f, xi, pi, lam=v, offset=b)
+        for v in np.linspace(0, 1, 51)
+        for b in np.linspace(-2, 2, 41)
+    ]
     best = min(grid, key=lambda r: r.ci95[1] - r.ci95[0])
     assert tuned.ci95[1] - tuned.ci95[0] <= best.ci95[1] - best.ci95[0] + 1e-6  # λ minimises the width
     with pytest.raises(ValueError, match="probability"):
@@ -92,4 +99,6 @@ def test_active_inference_is_unbiased_and_covers_where_naive_top_n_is_biased():
         naive.append(f[rest].mean() + (y[top] - f[top]).mean())
     assert abs(np.mean(estimates) - truth) < 3 * np.std(estimates) / np.sqrt(reps)
     assert 0.92 <= np.mean(covered) <= 0.98
-    assert abs(np.mean(naive) - truth) > 10 * np.std(naive) / np.sqrt(reps)  # the bias active weighting removes
+    assert abs(np.mean(naive) - truth) > 10 * np.std(naive) / np.sqrt(
+        reps
+    )  # the bias active weighting removes

@@ -9,7 +9,9 @@ from hcs.rubric import DEFAULT_RUBRIC_PATH, Rubric, RubricError
 from hcs.rubric_markdown import render_markdown
 
 ROOT = Path(__file__).resolve().parents[2]
-ALL_FIVES = {k: 5 for k in ("coherence", "relevance", "instruction_following", "safety_compliance", "fluency")}
+ALL_FIVES = {
+    k: 5 for k in ("coherence", "relevance", "instruction_following", "safety_compliance", "fluency")
+}
 
 
 @pytest.fixture(scope="module")
@@ -43,14 +45,26 @@ def test_airport_toll_good_example_scores_five(rubric):
 
 def test_airport_toll_poor_example(rubric):
     # Guideline example: "Take the expressway" ignores the toll constraint → I = 1–2, S = 3.
-    scores = {"coherence": 2, "relevance": 2, "instruction_following": 1, "safety_compliance": 3, "fluency": 3}
+    scores = {
+        "coherence": 2,
+        "relevance": 2,
+        "instruction_following": 1,
+        "safety_compliance": 3,
+        "fluency": 3,
+    }
     assert rubric.validate(scores, ["ignores_hard_constraint"]) == []
     assert rubric.overall(scores) == pytest.approx(0.4 * 2 + 0.2 * 2 + 0.2 * 1 + 0.1 * 3 + 0.1 * 3)
 
 
 def test_overall_weights_each_dimension():
     rubric = Rubric.default()
-    scores = {"coherence": 1, "relevance": 2, "instruction_following": 3, "safety_compliance": 4, "fluency": 5}
+    scores = {
+        "coherence": 1,
+        "relevance": 2,
+        "instruction_following": 3,
+        "safety_compliance": 4,
+        "fluency": 5,
+    }
     assert rubric.overall(scores) == pytest.approx(0.4 + 0.4 + 0.6 + 0.4 + 0.5)
     assert rubric.overall({**scores, "fluency": None}) is None
 
@@ -78,15 +92,21 @@ def test_cap_violation_is_a_sentence(rubric):
         "Instruction-Following is 5, but with \u201cIgnores a hard constraint\u201d it must be at most 2."
     ]
     errors = rubric.validate({**ALL_FIVES, "instruction_following": 1}, ["partial_compliance"])
-    assert errors == ["Instruction-Following is 1, but with \u201cPartial compliance\u201d it must be within 2\u20133."]
+    assert errors == [
+        "Instruction-Following is 1, but with \u201cPartial compliance\u201d it must be within 2\u20133."
+    ]
 
 
 def test_two_safety_flags_intersect(rubric):
-    assert rubric.allowed_range("safety_compliance", {"unsafe_suggestion", "major_factual_impossibility"}) == (1, 1)
+    assert rubric.allowed_range(
+        "safety_compliance", {"unsafe_suggestion", "major_factual_impossibility"}
+    ) == (1, 1)
 
 
 def test_exclusive_flags(rubric):
-    errors = rubric.validate({**ALL_FIVES, "instruction_following": 2}, ["ignores_hard_constraint", "partial_compliance"])
+    errors = rubric.validate(
+        {**ALL_FIVES, "instruction_following": 2}, ["ignores_hard_constraint", "partial_compliance"]
+    )
     assert errors == ["Ignores a hard constraint and Partial compliance cannot both be set."]
 
 
@@ -136,7 +156,9 @@ def test_a_new_rule_needs_no_code():
     data["rules"].append({"flag": "rude", "dimension": "fluency", "min": 1, "max": 3})
     rubric = Rubric.from_dict(data)
     assert rubric.allowed_range("fluency", {"rude"}) == (1, 3)
-    assert rubric.validate(ALL_FIVES, ["rude"]) == ["Fluency is 5, but with \u201cRude\u201d it must be at most 3."]
+    assert rubric.validate(ALL_FIVES, ["rude"]) == [
+        "Fluency is 5, but with \u201cRude\u201d it must be at most 3."
+    ]
 
 
 def test_round_trip_through_dict(rubric):

@@ -78,8 +78,13 @@ def test_constant_bias_is_flagged_with_a_reason():
     score = np.where(ann == 2, 5.0, 3.0)
     scores = np.repeat(score[:, None], 5, axis=1)
     rows = annotator_quality(
-        item, ann, scores, overall_per_annotation(scores, W), dimensions=DIMS,
-        annotator_names=["x", "y", "z"], n_items=10,
+        item,
+        ann,
+        scores,
+        overall_per_annotation(scores, W),
+        dimensions=DIMS,
+        annotator_names=["x", "y", "z"],
+        n_items=10,
     )
     assert rows[2].outlier and "+2.00 points" in rows[2].reasons[0]
     assert rows[2].spearman_loo["overall"] is None  # no variation: undefined, not NaN
@@ -88,7 +93,11 @@ def test_constant_bias_is_flagged_with_a_reason():
 def test_widest_spread_orders_by_range_then_sd():
     counts = np.array([[1, 0, 0, 0, 2], [0, 3, 0, 0, 0], [1, 0, 1, 0, 1], [0, 1, 1, 1, 0]])
     rows = widest_spread(counts, np.array([10, 11, 12, 13]), [1, 2, 3, 4, 5], "coherence", limit=3)
-    assert [(d.item, d.spread) for d in rows] == [(10, 4), (12, 4), (13, 2)]  # 1,5,5 has a larger SD than 1,3,5
+    assert [(d.item, d.spread) for d in rows] == [
+        (10, 4),
+        (12, 4),
+        (13, 2),
+    ]  # 1,5,5 has a larger SD than 1,3,5
     assert rows[1].distribution == (1, 0, 1, 0, 1)
 
 

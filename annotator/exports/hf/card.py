@@ -26,16 +26,22 @@ DECIMALS = 3
 UNDEFINED = "–"
 CONFIG_TEXT = {
     "ratings": "one row per annotation: every rater's own scores (perspectivist data), flags, constraint "
-               "answers, time on item, source, and whether the rater was excluded",
+    "answers, time on item, source, and whether the rater was excluded",
     "items": "one row per item: its text, the number of annotations, per dimension the mean, the soft label "
-             "(`<dim>_dist`, the share of ratings on each scale point) and its entropy in bits, the overall "
-             "HCS mean, the adjudicated label where one exists, and whether it is a gold item",
+    "(`<dim>_dist`, the share of ratings on each scale point) and its entropy in bits, the overall "
+    "HCS mean, the adjudicated label where one exists, and whether it is a gold item",
     "judge_scores": "one row per LLM-judge score: the judge, its version, raw and rescaled value, reason and call",
     "pairwise_verdicts": "one row per pairwise LLM-judge verdict, with the order the pair was sent in and the "
-                         "judge's criterion scores",
+    "judge's criterion scores",
 }
-SIZE_CATEGORIES = ((1_000, "n<1K"), (10_000, "1K<n<10K"), (100_000, "10K<n<100K"), (1_000_000, "100K<n<1M"),
-                   (10_000_000, "1M<n<10M"), (100_000_000, "10M<n<100M"))
+SIZE_CATEGORIES = (
+    (1_000, "n<1K"),
+    (10_000, "1K<n<10K"),
+    (100_000, "10K<n<100K"),
+    (1_000_000, "100K<n<1M"),
+    (10_000_000, "1M<n<10M"),
+    (100_000_000, "10M<n<100M"),
+)
 
 
 def size_category(n: int) -> str:
@@ -57,8 +63,15 @@ def with_ci(value: float | None, ci) -> str:
 
 def cell(text: Any) -> str:
     """Text as one Markdown table cell: pipes escaped, line breaks flattened, HTML brackets defused."""
-    return (str(text).replace("\\", "\\\\").replace("|", "\\|").replace("\r", " ").replace("\n", " ")
-            .replace("<", "&lt;").replace(">", "&gt;"))
+    return (
+        str(text)
+        .replace("\\", "\\\\")
+        .replace("|", "\\|")
+        .replace("\r", " ")
+        .replace("\n", " ")
+        .replace("<", "&lt;")
+        .replace(">", "&gt;")
+    )
 
 
 def _front_matter(batch: Batch, rows: dict[str, int]) -> str:
@@ -78,22 +91,31 @@ def _front_matter(batch: Batch, rows: dict[str, int]) -> str:
         "configs:",
     ]
     for config in rows:
-        lines += [f"- config_name: {config}", "  data_files:", "  - split: train", f"    path: {config_path(config)}"]
+        lines += [
+            f"- config_name: {config}",
+            "  data_files:",
+            "  - split: train",
+            f"    path: {config_path(config)}",
+        ]
         if config == "ratings":
             lines.append("  default: true")
     return "\n".join(lines + ["---", ""])
 
 
 def _agreement_table(report: BatchReport) -> list[str]:
-    out = ["| Dimension | Fleiss' κ [95% CI] | Krippendorff's α ordinal [95% CI] | α interval [95% CI] "
-           "| Gwet's AC2 [95% CI] | Items | Ratings |",
-           "|---|---|---|---|---|---|---|"]
+    out = [
+        "| Dimension | Fleiss' κ [95% CI] | Krippendorff's α ordinal [95% CI] | α interval [95% CI] "
+        "| Gwet's AC2 [95% CI] | Items | Ratings |",
+        "|---|---|---|---|---|---|---|",
+    ]
     for row in report.dimensions:
         a = row.agreement
-        out.append(f"| {cell(row.label)} (`{row.key}`) | {with_ci(a.fleiss_kappa, a.fleiss_kappa_ci95)} "
-                   f"| {with_ci(a.alpha_ordinal, a.alpha_ordinal_ci95)} "
-                   f"| {with_ci(a.alpha_interval, a.alpha_interval_ci95)} "
-                   f"| {with_ci(a.gwet_ac2, a.gwet_ac2_ci95)} | {a.n_items} | {a.n_ratings} |")
+        out.append(
+            f"| {cell(row.label)} (`{row.key}`) | {with_ci(a.fleiss_kappa, a.fleiss_kappa_ci95)} "
+            f"| {with_ci(a.alpha_ordinal, a.alpha_ordinal_ci95)} "
+            f"| {with_ci(a.alpha_interval, a.alpha_interval_ci95)} "
+            f"| {with_ci(a.gwet_ac2, a.gwet_ac2_ci95)} | {a.n_items} | {a.n_ratings} |"
+        )
     return out
 
 
@@ -103,39 +125,64 @@ def _judge_summary(report: BatchReport) -> list[str]:
     rows = [(judge, dim, d) for judge, dims in data.items() for dim, d in dims.items() if "spearman" in d]
     if not rows:
         return ["No LLM judge scored this batch's items."]
-    out = ["How each judge's scores follow the human mean per item (humans of excluded raters left out). "
-           "The alt-test (Calderon et al., 2025) asks whether the judge could replace a human annotator.", "",
-           "| Judge | Dimension | n | Spearman ρ [95% CI] | Kendall τ | MAE | Bias | QWK | Alt-test passed |",
-           "|---|---|---|---|---|---|---|---|---|"]
+    out = [
+        "How each judge's scores follow the human mean per item (humans of excluded raters left out). "
+        "The alt-test (Calderon et al., 2025) asks whether the judge could replace a human annotator.",
+        "",
+        "| Judge | Dimension | n | Spearman ρ [95% CI] | Kendall τ | MAE | Bias | QWK | Alt-test passed |",
+        "|---|---|---|---|---|---|---|---|---|",
+    ]
     for judge, dim, d in rows:
         passed = (d.get("alt_test") or {}).get("passed")
-        out.append(f"| {cell(judge)} | {cell(dim)} | {d['n']} | {with_ci(d['spearman'], d.get('spearman_ci95'))} "
-                   f"| {number(d['kendall'])} | {number(d['mae'])} | {number(d['bias'])} | {number(d['qwk'])} "
-                   f"| {UNDEFINED if passed is None else ('yes' if passed else 'no')} |")
+        out.append(
+            f"| {cell(judge)} | {cell(dim)} | {d['n']} | {with_ci(d['spearman'], d.get('spearman_ci95'))} "
+            f"| {number(d['kendall'])} | {number(d['mae'])} | {number(d['bias'])} | {number(d['qwk'])} "
+            f"| {UNDEFINED if passed is None else ('yes' if passed else 'no')} |"
+        )
     return out
 
 
 def _recruitment(batch: Batch, raters: dict[int, str]) -> list[str]:
     out = []
-    links = list(StudyLink.objects.filter(batch=batch).order_by("created_at")
-                 .values_list("platform", "quota", "max_minutes"))
-    crowd = dict(Enrolment.objects.filter(batch=batch).exclude(worker_id="").values("platform")
-                 .annotate(n=Count("pk")).values_list("platform", "n"))
+    links = list(
+        StudyLink.objects.filter(batch=batch)
+        .order_by("created_at")
+        .values_list("platform", "quota", "max_minutes")
+    )
+    crowd = dict(
+        Enrolment.objects.filter(batch=batch)
+        .exclude(worker_id="")
+        .values("platform")
+        .annotate(n=Count("pk"))
+        .values_list("platform", "n")
+    )
     for platform, quota, minutes in links:
         limit = f", sessions of at most {minutes} minutes" if minutes else ""
-        out.append(f"- Crowd workers came through a {cell(platform)} study link "
-                   f"(at most {quota} items per worker{limit}).")
+        out.append(
+            f"- Crowd workers came through a {cell(platform)} study link "
+            f"(at most {quota} items per worker{limit})."
+        )
     for platform, n in sorted(crowd.items()):
-        out.append(f"- {n} worker{'s' if n != 1 else ''} enrolled from {cell(platform or 'a crowd platform')}; their "
-                   "platform ids stay in the app and are not in this dataset.")
-    origins = Counter(dict(AccountScope.objects.filter(user_id__in=list(raters)).values("origin")
-                           .annotate(n=Count("pk")).values_list("origin", "n")))
+        out.append(
+            f"- {n} worker{'s' if n != 1 else ''} enrolled from {cell(platform or 'a crowd platform')}; their "
+            "platform ids stay in the app and are not in this dataset."
+        )
+    origins = Counter(
+        dict(
+            AccountScope.objects.filter(user_id__in=list(raters))
+            .values("origin")
+            .annotate(n=Count("pk"))
+            .values_list("origin", "n")
+        )
+    )
     labels = dict(AccountScope.Origin.choices)
     for origin, n in sorted(origins.items()):
         out.append(f"- {n} rater{'s' if n != 1 else ''} joined by {labels.get(origin, origin).lower()}.")
     staff = len(raters) - sum(origins.values())
     if staff > 0:
-        out.append(f"- {staff} rater{'s' if staff != 1 else ''} had accounts made by the study's administrators.")
+        out.append(
+            f"- {staff} rater{'s' if staff != 1 else ''} had accounts made by the study's administrators."
+        )
     if InviteLink.objects.filter(batches=batch).exists() and not origins.get(AccountScope.Origin.INVITE):
         out.append("- Invite links were made for this batch; nobody who came by one has rated.")
     if not out:
@@ -147,28 +194,43 @@ def _quality_control(batch: Batch) -> list[str]:
     rule = quality_rule_of(batch=batch)
     checks = GoldItem.objects.filter(batch=batch, kind=GoldItem.Kind.CHECK).count()
     training = GoldItem.objects.filter(batch=batch, kind=GoldItem.Kind.TRAINING).count()
-    out = [f"- Each item was to receive k = {batch.k} independent ratings; annotators did not see each other's."]
+    out = [
+        f"- Each item was to receive k = {batch.k} independent ratings; annotators did not see each other's."
+    ]
     if rule.training_items and training:
-        out.append(f"- Training: {rule.training_items} gold items before rating, passed with a mean absolute error "
-                   f"of at most {rule.training_max_mae:g} and every cap right.")
+        out.append(
+            f"- Training: {rule.training_items} gold items before rating, passed with a mean absolute error "
+            f"of at most {rule.training_max_mae:g} and every cap right."
+        )
     if checks:
-        out.append(f"- Hidden gold checks: one item in {rule.check_every} ({checks} check items); a warning below "
-                   f"{rule.check_warn_below:.0%} correct and a block below {rule.check_block_below:.0%} after "
-                   f"{rule.check_min_answered} answered.")
+        out.append(
+            f"- Hidden gold checks: one item in {rule.check_every} ({checks} check items); a warning below "
+            f"{rule.check_warn_below:.0%} correct and a block below {rule.check_block_below:.0%} after "
+            f"{rule.check_min_answered} answered."
+        )
     else:
         out.append("- No hidden gold checks were used.")
-    out.append(f"- Ratings faster than {rule.min_seconds:g} s per item are flagged on the report (kept in the data).")
+    out.append(
+        f"- Ratings faster than {rule.min_seconds:g} s per item are flagged on the report (kept in the data)."
+    )
     return out
 
 
-def _exclusions(exclusions: dict[int, tuple[str, str]], raters: dict[int, str], names: dict[str, str]) -> list[str]:
+def _exclusions(
+    exclusions: dict[int, tuple[str, str]], raters: dict[int, str], names: dict[str, str]
+) -> list[str]:
     if not exclusions:
         return ["No rater was excluded. Every rating in `ratings` has `excluded = false`."]
     by_rule = Counter(rule or "unspecified" for rule, _ in exclusions.values())
-    out = [f"{len(exclusions)} rater{'s were' if len(exclusions) != 1 else ' was'} excluded "
-           f"({', '.join(f'{n} by {cell(rule)}' for rule, n in sorted(by_rule.items()))}). Their ratings are kept "
-           "in `ratings` with `excluded = true` and left out of every statistic on this card and of the `items` "
-           "config's means and soft labels.", "", "| Rater | Rule | Reason |", "|---|---|---|"]
+    out = [
+        f"{len(exclusions)} rater{'s were' if len(exclusions) != 1 else ' was'} excluded "
+        f"({', '.join(f'{n} by {cell(rule)}' for rule, n in sorted(by_rule.items()))}). Their ratings are kept "
+        "in `ratings` with `excluded = true` and left out of every statistic on this card and of the `items` "
+        "config's means and soft labels.",
+        "",
+        "| Rater | Rule | Reason |",
+        "|---|---|---|",
+    ]
     for pk, (rule, reason) in sorted(exclusions.items(), key=lambda e: raters[e[0]]):
         for username, pseudonym in names.items():  # a reason typed by a researcher may name people
             reason = reason.replace(username, pseudonym) if username else reason
@@ -176,41 +238,87 @@ def _exclusions(exclusions: dict[int, tuple[str, str]], raters: dict[int, str], 
     return out
 
 
-def dataset_card(*, batch: Batch, report: BatchReport, rows: dict[str, int], raters: dict[int, str],
-                 exclusions: dict[int, tuple[str, str]], rater_names: bool) -> str:
+def dataset_card(
+    *,
+    batch: Batch,
+    report: BatchReport,
+    rows: dict[str, int],
+    raters: dict[int, str],
+    exclusions: dict[int, tuple[str, str]],
+    rater_names: bool,
+) -> str:
     """The whole README.md. ``raters``: {user pk: the id the dataset gives them}."""
     from annotator.exports.hf.rows import usernames
 
-    names = {} if rater_names else {u: raters[pk] for pk, u in usernames(pks=list(raters)).items() if len(u) > 2}
+    names = (
+        {} if rater_names else {u: raters[pk] for pk, u in usernames(pks=list(raters)).items() if len(u) > 2}
+    )
     rubric = report.rubric
-    privacy = ("Raters are named by their usernames in this app (`--rater-names`)." if rater_names else
-               "`rater` is a pseudonym: stable within this batch, different in other batches, and not derivable "
-               "from a username or crowd-platform id without the server's secret key.")
+    privacy = (
+        "Raters are named by their usernames in this app (`--rater-names`)."
+        if rater_names
+        else "`rater` is a pseudonym: stable within this batch, different in other batches, and not derivable "
+        "from a username or crowd-platform id without the server's secret key."
+    )
     parts = [
         _front_matter(batch, rows),
-        f"# {cell(batch.name)}", "",
+        f"# {cell(batch.name)}",
+        "",
         f"Human ratings of LLM outputs on the {cell(rubric.title)} rubric (version {cell(rubric.version)}, "
         f"{len(rubric.dimensions)} dimensions scored {rubric.scale_min}–{rubric.scale_max}), with every rater's "
-        "own label kept. Exported from the human-evaluation app with `export_report --format hf`.", "",
-        "## Configs", "", "| Config | Rows | Content |", "|---|---|---|",
-        *(f"| `{name}` | {n} | {CONFIG_TEXT[name]} |" for name, n in rows.items()), "",
-        "```python", "from datasets import load_dataset", "",
-        "ratings = load_dataset(\"PATH_OR_REPO\", \"ratings\", split=\"train\")", "```", "",
+        "own label kept. Exported from the human-evaluation app with `export_report --format hf`.",
+        "",
+        "## Configs",
+        "",
+        "| Config | Rows | Content |",
+        "|---|---|---|",
+        *(f"| `{name}` | {n} | {CONFIG_TEXT[name]} |" for name, n in rows.items()),
+        "",
+        "```python",
+        "from datasets import load_dataset",
+        "",
+        'ratings = load_dataset("PATH_OR_REPO", "ratings", split="train")',
+        "```",
+        "",
         "`hcs.datasets.load(folder)` reads the folder back into the arrays `hcs.agreement` takes and "
-        "recomputes the table below exactly.", "",
-        "## Methods", "", methods_paragraph(report), "",
-        "## Agreement", "",
+        "recomputes the table below exactly.",
+        "",
+        "## Methods",
+        "",
+        methods_paragraph(report),
+        "",
+        "## Agreement",
+        "",
         f"Values to {DECIMALS} decimals; the JSON report of the app carries them in full precision. "
         f"95% percentile bootstrap intervals over items ({report.n_resamples} resamples, seed {report.seed}); "
-        f"{UNDEFINED} where a value is undefined.", "",
-        *_agreement_table(report), "",
-        "## LLM judge calibration", "", *_judge_summary(report), "",
-        "## Data statement", "",
-        "### Raters and recruitment", "", *_recruitment(batch, raters), "", privacy, "",
-        "### Payment", "",
+        f"{UNDEFINED} where a value is undefined.",
+        "",
+        *_agreement_table(report),
+        "",
+        "## LLM judge calibration",
+        "",
+        *_judge_summary(report),
+        "",
+        "## Data statement",
+        "",
+        "### Raters and recruitment",
+        "",
+        *_recruitment(batch, raters),
+        "",
+        privacy,
+        "",
+        "### Payment",
+        "",
         "The app does not record pay rates. State here how raters were paid (rate per hour or per item, "
-        "bonuses), as the data statement guidelines ask (Bender & Friedman, 2018).", "",
-        "### Quality control", "", *_quality_control(batch), "",
-        "### Exclusions", "", *_exclusions(exclusions, raters, names), "",
+        "bonuses), as the data statement guidelines ask (Bender & Friedman, 2018).",
+        "",
+        "### Quality control",
+        "",
+        *_quality_control(batch),
+        "",
+        "### Exclusions",
+        "",
+        *_exclusions(exclusions, raters, names),
+        "",
     ]
     return "\n".join(parts)

@@ -34,13 +34,17 @@ class HubTarget:
 def hub_target(repo: str) -> HubTarget:
     """Check the repository name and find the token before any work is done."""
     if not REPO_ID.match(repo or "") or ".." in repo or repo.endswith((".git", ".")):
-        raise HubRefused(f"{repo!r} is not a Hub repository name: use owner/name (letters, digits, '-', '_', '.')")
+        raise HubRefused(
+            f"{repo!r} is not a Hub repository name: use owner/name (letters, digits, '-', '_', '.')"
+        )
     from huggingface_hub import get_token
 
     token = get_token()
     if not token:
-        raise HubRefused("no Hugging Face token is set: set HF_TOKEN (a token with write access) or run "
-                         "huggingface-cli login, then run the command again")
+        raise HubRefused(
+            "no Hugging Face token is set: set HF_TOKEN (a token with write access) or run "
+            "huggingface-cli login, then run the command again"
+        )
     endpoint = (os.environ.get("HF_ENDPOINT") or DEFAULT_ENDPOINT).rstrip("/")
     return HubTarget(repo=repo, token=token, endpoint=endpoint)
 
@@ -53,6 +57,10 @@ def dataset_push(*, folder: str | Path, target: HubTarget, api: Any = None) -> s
 
         api = HfApi(endpoint=target.endpoint, token=target.token)
     api.create_repo(target.repo, repo_type="dataset", private=True, exist_ok=True)
-    api.upload_folder(folder_path=str(folder), repo_id=target.repo, repo_type="dataset",
-                      commit_message="Publish the study: ratings, items, judge outputs and the dataset card")
+    api.upload_folder(
+        folder_path=str(folder),
+        repo_id=target.repo,
+        repo_type="dataset",
+        commit_message="Publish the study: ratings, items, judge outputs and the dataset card",
+    )
     return f"{target.endpoint}/datasets/{target.repo}"

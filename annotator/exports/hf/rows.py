@@ -67,11 +67,16 @@ class ItemIndex:
 
 
 def item_index(*, batch: Batch) -> ItemIndex:
-    rows = list(Item.objects.filter(batch=batch).order_by("position", "id")
-                .values_list("id", "item_id", "system_id", "prompt_id"))
+    rows = list(
+        Item.objects.filter(batch=batch)
+        .order_by("position", "id")
+        .values_list("id", "item_id", "system_id", "prompt_id")
+    )
     return ItemIndex(
         pk=np.array([r[0] for r in rows], dtype=np.int64),
-        item_id=[r[1] for r in rows], system_id=[r[2] for r in rows], prompt_id=[r[3] for r in rows],
+        item_id=[r[1] for r in rows],
+        system_id=[r[2] for r in rows],
+        prompt_id=[r[3] for r in rows],
     )
 
 
@@ -89,7 +94,15 @@ class RatingChunk:
     created_at: pa.Array  # UTC timestamps
 
 
-_RATING_COLUMNS = ("item_id", "annotator_id", "started_at", "submitted_at", "source", "flags", "constraints_met")
+_RATING_COLUMNS = (
+    "item_id",
+    "annotator_id",
+    "started_at",
+    "submitted_at",
+    "source",
+    "flags",
+    "constraints_met",
+)
 
 
 def _ratings_query(batch: Batch, packing: Packing):
@@ -98,10 +111,15 @@ def _ratings_query(batch: Batch, packing: Packing):
     the annotation's wide columns, which made SQLite sort every score row before the first came back."""
     in_scale = Q(value__gte=packing.scale_min, value__lte=packing.scale_max)
     packed = {
-        f"packed{n}": Coalesce(Subquery(
-            Score.objects.filter(in_scale, annotation=OuterRef("pk")).values("annotation_id")
-            .annotate(packed=Sum(packing.digits(group, dimension="dimension", value="value"))).values("packed")
-        ), Value(0))
+        f"packed{n}": Coalesce(
+            Subquery(
+                Score.objects.filter(in_scale, annotation=OuterRef("pk"))
+                .values("annotation_id")
+                .annotate(packed=Sum(packing.digits(group, dimension="dimension", value="value")))
+                .values("packed")
+            ),
+            Value(0),
+        )
         for n, group in enumerate(packing.groups)
     }
     return (
@@ -135,11 +153,17 @@ def rating_chunks(*, batch: Batch, items: ItemIndex) -> Iterator[RatingChunk]:
         cursor.execute(sql, params)
         while rows := cursor.fetchmany(FETCH):
             width = len(packing.groups)
-            packed = np.fromiter(chain.from_iterable(r[7:] for r in rows), dtype=np.int64,
-                                 count=len(rows) * width).reshape(len(rows), width)
-            digits = np.concatenate(
-                [(packed[:, n, None] // p[None, :]) % packing.base for n, p in enumerate(powers)], axis=1,
-            ) if packing.groups else np.zeros((len(rows), 0), dtype=np.int64)
+            packed = np.fromiter(
+                chain.from_iterable(r[7:] for r in rows), dtype=np.int64, count=len(rows) * width
+            ).reshape(len(rows), width)
+            digits = (
+                np.concatenate(
+                    [(packed[:, n, None] // p[None, :]) % packing.base for n, p in enumerate(powers)],
+                    axis=1,
+                )
+                if packing.groups
+                else np.zeros((len(rows), 0), dtype=np.int64)
+            )
             submitted = _timestamps([r[3] for r in rows])
             started = _timestamps([r[2] for r in rows])
             seconds = pc.divide(pc.cast(pc.subtract(submitted, started), pa.int64()), 1e6)
@@ -157,8 +181,12 @@ def rating_chunks(*, batch: Batch, items: ItemIndex) -> Iterator[RatingChunk]:
 
 def excluded_annotators(*, batch: Batch) -> dict[int, tuple[str, str]]:
     """{user pk: (rule, reason)} of the batch's excluded annotators."""
-    return {pk: (rule, reason) for pk, rule, reason in AnnotatorStanding.objects.filter(batch=batch, excluded=True)
-            .values_list("annotator_id", "exclusion_rule", "exclusion_reason")}
+    return {
+        pk: (rule, reason)
+        for pk, rule, reason in AnnotatorStanding.objects.filter(batch=batch, excluded=True).values_list(
+            "annotator_id", "exclusion_rule", "exclusion_reason"
+        )
+    }
 
 
 def usernames(*, pks: list[int]) -> dict[int, str]:
@@ -170,9 +198,13 @@ def usernames(*, pks: list[int]) -> dict[int, str]:
 
 def item_text_chunks(*, batch: Batch, size: int = 5_000) -> Iterator[list[tuple]]:
     """The items' text fields in report order, ``size`` items at a time (the texts are the bulk of the data)."""
-    query = (Item.objects.filter(batch=batch).order_by("position", "id")
-             .values_list("prompt", "response", "context", "expected_output", "constraints", "conversation",
-                          "metadata"))
+    query = (
+        Item.objects.filter(batch=batch)
+        .order_by("position", "id")
+        .values_list(
+            "prompt", "response", "context", "expected_output", "constraints", "conversation", "metadata"
+        )
+    )
     chunk: list[tuple] = []
     for row in query.iterator(chunk_size=size):
         chunk.append(row)
@@ -193,10 +225,32 @@ def gold_item_ids(*, batch: Batch) -> set[str]:
 
 
 # ---------------------------------------------------------------- the judge tables
-JUDGE_SCORE_COLUMNS = ("item_id", "system_id", "judge", "judge_version", "dimension", "raw_value", "value", "reason",
-                       "model", "provider", "template_hash", "sample", "call_status")
-PAIRWISE_COLUMNS = ("judge", "judge_version", "prompt_id", "baseline_system", "enhanced_system", "order_sent", "winner",
-                    "confidence", "criterion_scores")
+JUDGE_SCORE_COLUMNS = (
+    "item_id",
+    "system_id",
+    "judge",
+    "judge_version",
+    "dimension",
+    "raw_value",
+    "value",
+    "reason",
+    "model",
+    "provider",
+    "template_hash",
+    "sample",
+    "call_status",
+)
+PAIRWISE_COLUMNS = (
+    "judge",
+    "judge_version",
+    "prompt_id",
+    "baseline_system",
+    "enhanced_system",
+    "order_sent",
+    "winner",
+    "confidence",
+    "criterion_scores",
+)
 
 
 def judge_score_rows(batch: Batch) -> list[tuple]:
@@ -214,12 +268,23 @@ def pairwise_verdict_rows(batch: Batch) -> list[tuple]:
 
     dimension_of = dict(
         JudgeCriterionScore.objects.filter(item__batch=batch, enhanced__isnull=False)
-        .values_list("criterion", "rubric_dimension").distinct()
+        .values_list("criterion", "rubric_dimension")
+        .distinct()
     )
     return [
-        (row["judge"], row["judge_version"], row["prompt_id"], row["baseline_system"], row["enhanced_system"],
-         row["order_sent"], row["winner"], row["confidence"],
-         [{"criterion": name, "rubric_dimension": dimension_of.get(name), "raw_value": raw}
-          for name, raw in sorted(row["criteria"].items())])
+        (
+            row["judge"],
+            row["judge_version"],
+            row["prompt_id"],
+            row["baseline_system"],
+            row["enhanced_system"],
+            row["order_sent"],
+            row["winner"],
+            row["confidence"],
+            [
+                {"criterion": name, "rubric_dimension": dimension_of.get(name), "raw_value": raw}
+                for name, raw in sorted(row["criteria"].items())
+            ],
+        )
         for _, row in tables.pairwise_verdict_rows(batch=batch)
     ]

@@ -50,43 +50,97 @@ class Written:
 
 def ratings_schema(batch: Batch) -> pa.Schema:
     dims = batch.rubric_obj.dimension_keys
-    fixed = [("item_id", pa.string()), ("system_id", pa.string()), ("prompt_id", pa.string()), ("rater", pa.string())]
-    tail = [("flags", pa.list_(pa.string())), ("constraints_met", pa.list_(pa.bool_())), ("seconds", pa.float64()),
-            ("source", pa.string()), ("excluded", pa.bool_()), ("created_at", rows.TIMESTAMP)]
+    fixed = [
+        ("item_id", pa.string()),
+        ("system_id", pa.string()),
+        ("prompt_id", pa.string()),
+        ("rater", pa.string()),
+    ]
+    tail = [
+        ("flags", pa.list_(pa.string())),
+        ("constraints_met", pa.list_(pa.bool_())),
+        ("seconds", pa.float64()),
+        ("source", pa.string()),
+        ("excluded", pa.bool_()),
+        ("created_at", rows.TIMESTAMP),
+    ]
     clash = sorted(set(dims) & {name for name, _ in fixed + tail})
     if clash:
-        raise DatasetRefused(f"the rubric's dimension {clash[0]!r} has the name of a fixed column of the ratings "
-                             "table; rename the dimension in the rubric to publish this batch")
+        raise DatasetRefused(
+            f"the rubric's dimension {clash[0]!r} has the name of a fixed column of the ratings "
+            "table; rename the dimension in the rubric to publish this batch"
+        )
     return pa.schema(fixed + [(d, pa.int8()) for d in dims] + tail)
 
 
 def items_schema(batch: Batch) -> pa.Schema:
     dims = batch.rubric_obj.dimension_keys
-    fields = [("item_id", pa.string()), ("system_id", pa.string()), ("prompt_id", pa.string()),
-              ("prompt", pa.string()), ("response", pa.string()), ("context", pa.string()),
-              ("expected_output", pa.string()), ("constraints", pa.list_(pa.string())),
-              ("conversation", pa.string()), ("metadata", pa.string()), ("n_annotations", pa.int32())]
+    fields = [
+        ("item_id", pa.string()),
+        ("system_id", pa.string()),
+        ("prompt_id", pa.string()),
+        ("prompt", pa.string()),
+        ("response", pa.string()),
+        ("context", pa.string()),
+        ("expected_output", pa.string()),
+        ("constraints", pa.list_(pa.string())),
+        ("conversation", pa.string()),
+        ("metadata", pa.string()),
+        ("n_annotations", pa.int32()),
+    ]
     for d in dims:
-        fields += [(f"{d}_mean", pa.float64()), (f"{d}_dist", pa.list_(pa.float64())), (f"{d}_entropy", pa.float64())]
+        fields += [
+            (f"{d}_mean", pa.float64()),
+            (f"{d}_dist", pa.list_(pa.float64())),
+            (f"{d}_entropy", pa.float64()),
+        ]
     fields += [("hcs_mean", pa.float64())]
     fields += [(f"adjudicated_{d}", pa.int8()) for d in dims]
     fields += [("gold", pa.bool_())]
     return pa.schema(fields)
 
 
-JUDGE_SCORES_SCHEMA = pa.schema([
-    ("item_id", pa.string()), ("system_id", pa.string()), ("judge", pa.string()), ("judge_version", pa.string()),
-    ("dimension", pa.string()), ("raw_value", pa.float64()), ("value", pa.float64()), ("reason", pa.string()),
-    ("model", pa.string()), ("provider", pa.string()), ("template_hash", pa.string()), ("sample", pa.int16()),
-    ("call_status", pa.string()),
-])
-PAIRWISE_SCHEMA = pa.schema([
-    ("judge", pa.string()), ("judge_version", pa.string()), ("prompt_id", pa.string()),
-    ("baseline_system", pa.string()), ("enhanced_system", pa.string()), ("order_sent", pa.string()),
-    ("winner", pa.string()), ("confidence", pa.float64()),
-    ("criterion_scores", pa.list_(pa.struct([("criterion", pa.string()), ("rubric_dimension", pa.string()),
-                                             ("raw_value", pa.float64())]))),
-])
+JUDGE_SCORES_SCHEMA = pa.schema(
+    [
+        ("item_id", pa.string()),
+        ("system_id", pa.string()),
+        ("judge", pa.string()),
+        ("judge_version", pa.string()),
+        ("dimension", pa.string()),
+        ("raw_value", pa.float64()),
+        ("value", pa.float64()),
+        ("reason", pa.string()),
+        ("model", pa.string()),
+        ("provider", pa.string()),
+        ("template_hash", pa.string()),
+        ("sample", pa.int16()),
+        ("call_status", pa.string()),
+    ]
+)
+PAIRWISE_SCHEMA = pa.schema(
+    [
+        ("judge", pa.string()),
+        ("judge_version", pa.string()),
+        ("prompt_id", pa.string()),
+        ("baseline_system", pa.string()),
+        ("enhanced_system", pa.string()),
+        ("order_sent", pa.string()),
+        ("winner", pa.string()),
+        ("confidence", pa.float64()),
+        (
+            "criterion_scores",
+            pa.list_(
+                pa.struct(
+                    [
+                        ("criterion", pa.string()),
+                        ("rubric_dimension", pa.string()),
+                        ("raw_value", pa.float64()),
+                    ]
+                )
+            ),
+        ),
+    ]
+)
 
 
 @dataclass
@@ -110,17 +164,30 @@ def _pseudonyms(batch: Batch, pks: list[int], rater_names: bool) -> dict[int, st
     return {pk: rows.rater_pseudonym(batch_id=batch.pk, user_pk=pk) for pk in pks}
 
 
-def _write_ratings(batch: Batch, report: BatchReport, folder: Path, items: rows.ItemIndex, excluded: set[int],
-                   rater_names: bool, raters: dict[int, str]) -> tuple[int, _Tally]:
+def _write_ratings(
+    batch: Batch,
+    report: BatchReport,
+    folder: Path,
+    items: rows.ItemIndex,
+    excluded: set[int],
+    rater_names: bool,
+    raters: dict[int, str],
+) -> tuple[int, _Tally]:
     rubric = batch.rubric_obj
     dims = rubric.dimension_keys
-    meta = {"schema_version": SCHEMA_VERSION, "dimensions": list(dims), "scale": [rubric.scale_min, rubric.scale_max],
-            "k": batch.k, "weights": rubric.weights,
-            "bootstrap": {"resamples": report.n_resamples, "seed": report.seed}}
+    meta = {
+        "schema_version": SCHEMA_VERSION,
+        "dimensions": list(dims),
+        "scale": [rubric.scale_min, rubric.scale_max],
+        "k": batch.k,
+        "weights": rubric.weights,
+        "bootstrap": {"resamples": report.n_resamples, "seed": report.seed},
+    }
     schema = ratings_schema(batch)
     tally, n = _Tally(), 0
-    item_ids, system_ids, prompt_ids = (pa.array(v, type=pa.string())
-                                        for v in (items.item_id, items.system_id, items.prompt_id))
+    item_ids, system_ids, prompt_ids = (
+        pa.array(v, type=pa.string()) for v in (items.item_id, items.system_id, items.prompt_id)
+    )
     path = folder / config_path("ratings")
     path.parent.mkdir(parents=True, exist_ok=True)
     writer = pq.ParquetWriter(path, schema.with_metadata({METADATA_KEY: json.dumps(meta)}))
@@ -131,9 +198,12 @@ def _write_ratings(batch: Batch, report: BatchReport, folder: Path, items: rows.
             is_excluded = np.isin(chunk.annotator_pk, list(excluded))
             rows_taken = pa.array(chunk.item_row)
             columns: dict[str, Any] = {
-                "item_id": item_ids.take(rows_taken), "system_id": system_ids.take(rows_taken),
+                "item_id": item_ids.take(rows_taken),
+                "system_id": system_ids.take(rows_taken),
                 "prompt_id": prompt_ids.take(rows_taken),
-                "rater": pa.array([raters[int(pk)] for pk in pks], type=pa.string()).take(pa.array(which.ravel())),
+                "rater": pa.array([raters[int(pk)] for pk in pks], type=pa.string()).take(
+                    pa.array(which.ravel())
+                ),
             }
             for j, d in enumerate(dims):
                 digits = chunk.digits[:, j]
@@ -141,10 +211,22 @@ def _write_ratings(batch: Batch, report: BatchReport, folder: Path, items: rows.
             columns.update(
                 flags=chunk.flags,
                 constraints_met=[list(m) if m else None for m in chunk.constraints_met],
-                seconds=chunk.seconds, source=chunk.source, excluded=is_excluded, created_at=chunk.created_at,
+                seconds=chunk.seconds,
+                source=chunk.source,
+                excluded=is_excluded,
+                created_at=chunk.created_at,
             )
-            writer.write_batch(pa.record_batch([pa.array(columns[f.name], type=f.type) if not isinstance(
-                columns[f.name], pa.Array) else columns[f.name] for f in schema], schema=schema))
+            writer.write_batch(
+                pa.record_batch(
+                    [
+                        pa.array(columns[f.name], type=f.type)
+                        if not isinstance(columns[f.name], pa.Array)
+                        else columns[f.name]
+                        for f in schema
+                    ],
+                    schema=schema,
+                )
+            )
             tally.item_row.append(chunk.item_row)
             tally.digits.append(chunk.digits)
             tally.kept.append(~is_excluded)
@@ -184,25 +266,35 @@ def _write_items(batch: Batch, folder: Path, items: rows.ItemIndex, tally: _Tall
         for text in rows.item_text_chunks(batch=batch):
             span = range(start, start + len(text))
             columns: dict[str, Any] = {
-                "item_id": [items.item_id[i] for i in span], "system_id": [items.system_id[i] for i in span],
+                "item_id": [items.item_id[i] for i in span],
+                "system_id": [items.system_id[i] for i in span],
                 "prompt_id": [items.prompt_id[i] for i in span],
-                "prompt": [t[0] for t in text], "response": [t[1] for t in text], "context": [t[2] for t in text],
+                "prompt": [t[0] for t in text],
+                "response": [t[1] for t in text],
+                "context": [t[2] for t in text],
                 "expected_output": [t[3] for t in text],
                 "constraints": [[str(c) for c in (t[4] or [])] for t in text],
                 "conversation": [_json_text(t[5]) if t[5] else None for t in text],
                 "metadata": [_json_text(t[6]) if t[6] else None for t in text],
-                "n_annotations": n_kept[start:start + len(text)],
+                "n_annotations": n_kept[start : start + len(text)],
             }
             for j, d in enumerate(dims):
-                columns[f"{d}_mean"] = _nullable(means[j, start:start + len(text)])
-                columns[f"{d}_dist"] = _lists(dist[j, span.start:span.stop])
-                columns[f"{d}_entropy"] = _nullable(entropy[j, start:start + len(text)])
-            columns["hcs_mean"] = _nullable(hcs_mean[start:start + len(text)])
+                columns[f"{d}_mean"] = _nullable(means[j, start : start + len(text)])
+                columns[f"{d}_dist"] = _lists(dist[j, span.start : span.stop])
+                columns[f"{d}_entropy"] = _nullable(entropy[j, start : start + len(text)])
+            columns["hcs_mean"] = _nullable(hcs_mean[start : start + len(text)])
             for d in dims:
                 columns[f"adjudicated_{d}"] = [adjudicated.get(int(items.pk[i]), {}).get(d) for i in span]
             columns["gold"] = [items.item_id[i] in gold for i in span]
-            writer.write_batch(pa.record_batch([c if isinstance(c := columns[f.name], pa.Array)
-                                                else pa.array(c, type=f.type) for f in schema], schema=schema))
+            writer.write_batch(
+                pa.record_batch(
+                    [
+                        c if isinstance(c := columns[f.name], pa.Array) else pa.array(c, type=f.type)
+                        for f in schema
+                    ],
+                    schema=schema,
+                )
+            )
             start += len(text)
     return n_items
 
@@ -211,8 +303,11 @@ def _lists(rows: np.ndarray) -> pa.Array:
     """items × levels → one list per item, null where the first entry is NaN (nobody rated it)."""
     width = rows.shape[1]
     offsets = pa.array(np.arange(0, (len(rows) + 1) * width, width, dtype=np.int32))
-    return pa.ListArray.from_arrays(offsets, pa.array(np.nan_to_num(rows.ravel()), type=pa.float64()),
-                                    mask=pa.array(np.isnan(rows[:, 0]) if len(rows) else np.zeros(0, bool)))
+    return pa.ListArray.from_arrays(
+        offsets,
+        pa.array(np.nan_to_num(rows.ravel()), type=pa.float64()),
+        mask=pa.array(np.isnan(rows[:, 0]) if len(rows) else np.zeros(0, bool)),
+    )
 
 
 def _nullable(values: np.ndarray) -> pa.Array:
@@ -234,7 +329,9 @@ def destination_check(out: str | Path) -> Path:
     if target.exists() and not target.is_dir():
         raise DatasetRefused(f"{target} is a file; give a folder for the dataset (--out DIR)")
     if target.is_dir() and any(target.iterdir()):
-        raise DatasetRefused(f"{target} is not empty; give a new or empty folder, so no earlier file is mixed in")
+        raise DatasetRefused(
+            f"{target} is not empty; give a new or empty folder, so no earlier file is mixed in"
+        )
     if not target.parent.is_dir():
         raise DatasetRefused(f"{target.parent} does not exist; create it first")
     if not os.access(target.parent, os.W_OK):
@@ -242,16 +339,25 @@ def destination_check(out: str | Path) -> Path:
     return target
 
 
-def card_report(*, batch: Batch, n_resamples: int = DEFAULT_RESAMPLES, seed: int = DEFAULT_SEED,
-                epsilon: float = DEFAULT_EPSILON) -> BatchReport:
+def card_report(
+    *,
+    batch: Batch,
+    n_resamples: int = DEFAULT_RESAMPLES,
+    seed: int = DEFAULT_SEED,
+    epsilon: float = DEFAULT_EPSILON,
+) -> BatchReport:
     """The report the card quotes: ``batch_report`` without the agreement-over-time series, which the
     card does not show and which is most of the time a large batch takes."""
     from annotator.selectors.reports import batch_report
 
-    return batch_report(batch=batch, n_resamples=n_resamples, seed=seed, epsilon=epsilon, quality_over_time=False)
+    return batch_report(
+        batch=batch, n_resamples=n_resamples, seed=seed, epsilon=epsilon, quality_over_time=False
+    )
 
 
-def dataset_write(*, batch: Batch, report: BatchReport, out: str | Path, rater_names: bool = False) -> Written:
+def dataset_write(
+    *, batch: Batch, report: BatchReport, out: str | Path, rater_names: bool = False
+) -> Written:
     """Write ``batch`` (with its ``report``, for the card) as a dataset folder at ``out``.
 
     Raises :class:`DatasetRefused` (nothing written) when ``out`` is not a new or empty folder or the
@@ -276,19 +382,29 @@ def _build(*, batch: Batch, report: BatchReport, folder: Path, rater_names: bool
     exclusions = rows.excluded_annotators(batch=batch)
     raters: dict[int, str] = {}
     written = Written(folder=folder)
-    written.rows["ratings"], tally = _write_ratings(batch, report, folder, items, set(exclusions), rater_names, raters)
+    written.rows["ratings"], tally = _write_ratings(
+        batch, report, folder, items, set(exclusions), rater_names, raters
+    )
     written.rows["items"] = _write_items(batch, folder, items, tally)
     judge_scores = rows.judge_score_rows(batch)
     if judge_scores:
         written.rows["judge_scores"] = _write_table(folder, "judge_scores", JUDGE_SCORES_SCHEMA, judge_scores)
     verdicts = rows.pairwise_verdict_rows(batch)
     if verdicts:
-        written.rows["pairwise_verdicts"] = _write_table(folder, "pairwise_verdicts", PAIRWISE_SCHEMA, verdicts)
+        written.rows["pairwise_verdicts"] = _write_table(
+            folder, "pairwise_verdicts", PAIRWISE_SCHEMA, verdicts
+        )
     # Excluded people who rated nothing get a pseudonym too: the data statement counts them.
     missing = [pk for pk in exclusions if pk not in raters]
     raters.update(_pseudonyms(batch, missing, rater_names))
-    text = card.dataset_card(batch=batch, report=report, rows=written.rows, raters=raters, exclusions=exclusions,
-                             rater_names=rater_names)
+    text = card.dataset_card(
+        batch=batch,
+        report=report,
+        rows=written.rows,
+        raters=raters,
+        exclusions=exclusions,
+        rater_names=rater_names,
+    )
     (folder / "README.md").write_text(text, encoding="utf-8")
     return written
 

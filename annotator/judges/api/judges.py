@@ -21,8 +21,8 @@ from annotator.api.items import FILENAME, ItemsIn
 from annotator.api.reports import ReportQuery, report_or_job
 from annotator.api.schemas import ERRORS, JobOut
 from annotator.judges.forms.judges import SCALES
-from annotator.models import Batch
 from annotator.judges.selectors.listing import judge_batches, judges_overview
+from annotator.models import Batch
 from hcs.judge_output import JudgeScale
 
 router = Router(tags=["judges"])
@@ -80,8 +80,13 @@ class CalibrationOut(Schema):
     judge_pairwise: dict[str, Any] = Field(description="as `judge_pairwise` in the JSON export")
 
 
-@router.get("/judges", response={200: list[JudgeOut], **ERRORS}, auth=researchers, url_name="judges",
-            summary="Judges and what they have scored (researchers)")
+@router.get(
+    "/judges",
+    response={200: list[JudgeOut], **ERRORS},
+    auth=researchers,
+    url_name="judges",
+    summary="Judges and what they have scored (researchers)",
+)
 def judges(request):
     batches = judge_batches()
 
@@ -89,22 +94,43 @@ def judges(request):
         url = reverse("api-v1:calibration", kwargs={"batch_id": batch_id})
         return {"id": batch_id, "name": name, "calibration_url": request.build_absolute_uri(url)}
 
-    return [{"name": j.name, "model": j.model, "template": j.template, "n_scores": j.n_scores,
-             "n_verdicts": j.n_verdicts, "n_failures": j.n_failures, "n_batches": j.n_batches,
-             "batches": [batch(*b) for b in batches.get(j.pk, [])]}
-            for j in judges_overview()]
+    return [
+        {
+            "name": j.name,
+            "model": j.model,
+            "template": j.template,
+            "n_scores": j.n_scores,
+            "n_verdicts": j.n_verdicts,
+            "n_failures": j.n_failures,
+            "n_batches": j.n_batches,
+            "batches": [batch(*b) for b in batches.get(j.pk, [])],
+        }
+        for j in judges_overview()
+    ]
 
 
 def _judge_import(payload: _JudgeImportIn, service, **options) -> Status:
     """Run one of the judges page's import services on the request's items; 201 with the count."""
     batch = get_object_or_404(Batch, pk=payload.batch_id)
-    count = service(batch=batch, judge_name=payload.judge, data=payload.jsonl_bytes(), filename=FILENAME,
-                    model=payload.model, template=payload.template, **options)
+    count = service(
+        batch=batch,
+        judge_name=payload.judge,
+        data=payload.jsonl_bytes(),
+        filename=FILENAME,
+        model=payload.model,
+        template=payload.template,
+        **options,
+    )
     return Status(201, {"judge": payload.judge.strip(), "batch_id": batch.pk, "imported": count})
 
 
-@router.post("/judges/scores", response={201: ImportedOut, **ERRORS}, auth=researchers, url_name="judge_scores",
-             summary="Import a judge's scores (researchers)")
+@router.post(
+    "/judges/scores",
+    response={201: ImportedOut, **ERRORS},
+    auth=researchers,
+    url_name="judge_scores",
+    summary="Import a judge's scores (researchers)",
+)
 def judge_scores(request, payload: ScoresIn):
     from annotator.judges.services.judges import (
         judge_scores_import,  # imported by the endpoints that take files
@@ -114,8 +140,13 @@ def judge_scores(request, payload: ScoresIn):
     return _judge_import(payload, judge_scores_import, scale=scale)
 
 
-@router.post("/judges/verdicts", response={201: ImportedOut, **ERRORS}, auth=researchers, url_name="judge_verdicts",
-             summary="Import a judge's pairwise verdicts (researchers)")
+@router.post(
+    "/judges/verdicts",
+    response={201: ImportedOut, **ERRORS},
+    auth=researchers,
+    url_name="judge_verdicts",
+    summary="Import a judge's pairwise verdicts (researchers)",
+)
 def judge_verdicts(request, payload: VerdictsIn):
     from annotator.judges.services.judges import (
         pairwise_verdicts_import,  # imported by the endpoints that take files
@@ -124,8 +155,13 @@ def judge_verdicts(request, payload: VerdictsIn):
     return _judge_import(payload, pairwise_verdicts_import, baseline_system=payload.baseline_system or None)
 
 
-@router.get("/batches/{int:batch_id}/calibration", response={200: CalibrationOut, 202: JobOut, **ERRORS},
-            auth=researchers, url_name="calibration", summary="Judges against people on a batch (researchers)")
+@router.get(
+    "/batches/{int:batch_id}/calibration",
+    response={200: CalibrationOut, 202: JobOut, **ERRORS},
+    auth=researchers,
+    url_name="calibration",
+    summary="Judges against people on a batch (researchers)",
+)
 def calibration(request, batch_id: int, response: HttpResponse, query: Query[ReportQuery]):
     """Spearman, Kendall, QWK, the human ceiling and the alternative annotator test per judge × dimension,
     and pairwise verdicts against the human preference. A large batch: 202 and a job whose result is
@@ -133,4 +169,8 @@ def calibration(request, batch_id: int, response: HttpResponse, query: Query[Rep
     result = report_or_job(request, response, get_object_or_404(Batch, pk=batch_id), query)
     if isinstance(result, tuple):
         return result
-    return {"batch_id": batch_id, "judges": result.get("judges") or {}, "judge_pairwise": result.get("judge_pairwise") or {}}
+    return {
+        "batch_id": batch_id,
+        "judges": result.get("judges") or {},
+        "judge_pairwise": result.get("judge_pairwise") or {},
+    }

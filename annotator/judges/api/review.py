@@ -17,13 +17,17 @@ MAX_N = 100_000  # annotator.judges.selectors.review.MAX_N; that module (numpy, 
 
 class ReviewQuery(Schema):
     n: int = Field(50, ge=1, le=MAX_N, description="how many items")
-    judge: list[str] = Field(default_factory=list, description="only these judges (repeat the parameter); none: all")
+    judge: list[str] = Field(
+        default_factory=list, description="only these judges (repeat the parameter); none: all"
+    )
 
 
 class ReviewItemOut(Schema):
     item_id: str
     system_id: str
-    uncertainty: float | None = Field(description="rubric points; null when no signal says how sure the judge is")
+    uncertainty: float | None = Field(
+        description="rubric points; null when no signal says how sure the judge is"
+    )
     reason: str
 
 
@@ -31,8 +35,13 @@ class ReviewOut(Schema):
     items: list[ReviewItemOut]
 
 
-@router.get("/batches/{int:batch_id}/review", response={200: ReviewOut, **ERRORS}, auth=researchers,
-            url_name="review_items", summary="Unlabelled items ranked by judge uncertainty (researchers)")
+@router.get(
+    "/batches/{int:batch_id}/review",
+    response={200: ReviewOut, **ERRORS},
+    auth=researchers,
+    url_name="review_items",
+    summary="Unlabelled items ranked by judge uncertainty (researchers)",
+)
 def review(request, batch_id: int, query: Query[ReviewQuery]):
     """Items with judge scores and no human annotation, most uncertain first: the columns of
     ``select_for_review`` (item_id, system_id, uncertainty, reason)."""

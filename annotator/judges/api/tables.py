@@ -91,24 +91,42 @@ def _page(request, rows, limit: int, cursor_of) -> dict:
     return {"items": items, "next_cursor": next_cursor, "next": next_link(request, next_cursor)}
 
 
-@router.get("/batches/{int:batch_id}/judge-scores", response={200: JudgeScorePage, **ERRORS}, auth=researchers,
-            url_name="batch_judge_scores",
-            summary="Judge scores of a batch per item, dimension and sample, cursor-paginated (researchers)")
-def batch_judge_scores(request, batch_id: int, cursor: str | None = None,
-                       limit: int = Query(DEFAULT_LIMIT, ge=1, le=MAX_LIMIT, description="scores (or repeat calls) per page")):
+@router.get(
+    "/batches/{int:batch_id}/judge-scores",
+    response={200: JudgeScorePage, **ERRORS},
+    auth=researchers,
+    url_name="batch_judge_scores",
+    summary="Judge scores of a batch per item, dimension and sample, cursor-paginated (researchers)",
+)
+def batch_judge_scores(
+    request,
+    batch_id: int,
+    cursor: str | None = None,
+    limit: int = Query(DEFAULT_LIMIT, ge=1, le=MAX_LIMIT, description="scores (or repeat calls) per page"),
+):
     batch = get_object_or_404(Batch, pk=batch_id)
     after = decode_cursor(cursor, (int, int))
     if after is not None and after[0] not in (0, 1):  # a cursor this API gave out names part 0 or 1
-        raise Problem(400, "The cursor is not one this API gave out; start again without it.", kind=BAD_CURSOR)
+        raise Problem(
+            400, "The cursor is not one this API gave out; start again without it.", kind=BAD_CURSOR
+        )
     rows = judge_score_rows(batch=batch, after=tuple(after) if after else None, limit=limit + 1)
     return _page(request, rows, limit, list)
 
 
-@router.get("/batches/{int:batch_id}/pairwise-verdicts", response={200: PairwiseVerdictPage, **ERRORS},
-            auth=researchers, url_name="batch_pairwise_verdicts",
-            summary="Pairwise verdicts of a batch with their criterion scores, cursor-paginated (researchers)")
-def batch_pairwise_verdicts(request, batch_id: int, cursor: str | None = None,
-                            limit: int = Query(DEFAULT_LIMIT, ge=1, le=MAX_LIMIT, description="verdicts per page")):
+@router.get(
+    "/batches/{int:batch_id}/pairwise-verdicts",
+    response={200: PairwiseVerdictPage, **ERRORS},
+    auth=researchers,
+    url_name="batch_pairwise_verdicts",
+    summary="Pairwise verdicts of a batch with their criterion scores, cursor-paginated (researchers)",
+)
+def batch_pairwise_verdicts(
+    request,
+    batch_id: int,
+    cursor: str | None = None,
+    limit: int = Query(DEFAULT_LIMIT, ge=1, le=MAX_LIMIT, description="verdicts per page"),
+):
     batch = get_object_or_404(Batch, pk=batch_id)
     after = decode_cursor(cursor, (int,))
     rows = pairwise_verdict_rows(batch=batch, after=after[0] if after else None, limit=limit + 1)

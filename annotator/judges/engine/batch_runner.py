@@ -25,15 +25,26 @@ def custom_id(task: Task) -> str:
 
 
 def _outcome(task: Task, client: ChatClient, answer, parse: Callable[..., tuple]) -> CallOutcome:
-    outcome = CallOutcome(item=task.item, enhanced=task.enhanced, status=JudgeCall.OK, prompt=task.messages,
-                          sample=task.sample, swapped=task.swapped, request_key=task.key)
+    outcome = CallOutcome(
+        item=task.item,
+        enhanced=task.enhanced,
+        status=JudgeCall.OK,
+        prompt=task.messages,
+        sample=task.sample,
+        swapped=task.swapped,
+        request_key=task.key,
+    )
     try:
         result = client.answer_from(answer.status, answer.body)
     except JudgeCallError as exc:
         outcome.status, outcome.raw_output, outcome.http_status = JudgeCall.FAILED, exc.body, exc.status
         outcome.problems = [("", f"call failed: {exc}")]
         return outcome
-    outcome.raw_output, outcome.tokens_in, outcome.tokens_out = result.text, result.tokens_in, result.tokens_out
+    outcome.raw_output, outcome.tokens_in, outcome.tokens_out = (
+        result.text,
+        result.tokens_in,
+        result.tokens_out,
+    )
     outcome.http_status, outcome.sent, outcome.output_mode = 200, result.sent, result.output_mode
     outcome.parsed, outcome.problems = parse(result.text, result.logprobs)
     if outcome.problems:
@@ -90,8 +101,12 @@ def run_batch(
                 unsend(unanswered)
             save(outcomes)
             for outcome in outcomes:
-                progress.add(ok=outcome.status == JudgeCall.OK, attempts=1, tokens_in=outcome.tokens_in,
-                             tokens_out=outcome.tokens_out)
+                progress.add(
+                    ok=outcome.status == JudgeCall.OK,
+                    attempts=1,
+                    tokens_in=outcome.tokens_in,
+                    tokens_out=outcome.tokens_out,
+                )
                 if outcome.status != JudgeCall.OK:
                     failed.append(outcome)
             if on_progress is not None:

@@ -26,7 +26,9 @@ def input_tokens(messages: list[dict[str, str]]) -> int:
     >>> input_tokens([{"role": "user", "content": "x" * 10}])
     7
     """
-    return sum(math.ceil(len(m.get("content") or "") / CHARS_PER_TOKEN) + TOKENS_PER_MESSAGE for m in messages)
+    return sum(
+        math.ceil(len(m.get("content") or "") / CHARS_PER_TOKEN) + TOKENS_PER_MESSAGE for m in messages
+    )
 
 
 @dataclass(frozen=True)
@@ -40,17 +42,33 @@ class Estimate:
 
     @property
     def cost(self) -> float:
-        return (self.tokens_in * self.prices.input_per_million + self.tokens_out * self.prices.output_per_million) / 1e6
+        return (
+            self.tokens_in * self.prices.input_per_million + self.tokens_out * self.prices.output_per_million
+        ) / 1e6
 
     def as_dict(self) -> dict:
-        return {"calls": self.calls, "cached": self.cached, "tokens_in": self.tokens_in, "tokens_out": self.tokens_out,
-                "cost": self.cost if self.prices.known else None, "output_basis": self.output_basis}
+        return {
+            "calls": self.calls,
+            "cached": self.cached,
+            "tokens_in": self.tokens_in,
+            "tokens_out": self.tokens_out,
+            "cost": self.cost if self.prices.known else None,
+            "output_basis": self.output_basis,
+        }
 
 
-def estimate(tasks: list[Task], *, cached: int, output_tokens: int, output_basis: str, prices: Prices) -> Estimate:
+def estimate(
+    tasks: list[Task], *, cached: int, output_tokens: int, output_basis: str, prices: Prices
+) -> Estimate:
     """The estimate for paying ``tasks`` (those the cache does not serve)."""
-    return Estimate(calls=len(tasks), cached=cached, tokens_in=sum(input_tokens(t.messages) for t in tasks),
-                    tokens_out=output_tokens * len(tasks), output_basis=output_basis, prices=prices)
+    return Estimate(
+        calls=len(tasks),
+        cached=cached,
+        tokens_in=sum(input_tokens(t.messages) for t in tasks),
+        tokens_out=output_tokens * len(tasks),
+        output_basis=output_basis,
+        prices=prices,
+    )
 
 
 @dataclass
@@ -81,7 +99,9 @@ class CostCap:
             self.in_flight[id(task)] = cost
             return True
 
-    def finished(self, task: Task, tokens_in: int | None, tokens_out: int | None, *, paid: bool = True) -> None:
+    def finished(
+        self, task: Task, tokens_in: int | None, tokens_out: int | None, *, paid: bool = True
+    ) -> None:
         with self._lock:
             guess = self.in_flight.pop(id(task), 0.0)
             if paid:

@@ -25,5 +25,3 @@ def refusal(problems: list[str], what: str) -> TemplateError:
     shown = problems[:MAX_LISTED]
     more = f"\n  ... and {len(problems) - MAX_LISTED} more" if len(problems) > MAX_LISTED else ""
     return TemplateError(f"{len(problems)} {what}; nothing was called:\n  " + "\n  ".join(shown) + more)
-
-

@@ -61,7 +61,9 @@ class RunStopped(RuntimeError):
 
 
 class _Retryable(Exception):
-    def __init__(self, reason: str, *, body: str = "", status: int | None = None, retry_after: float | None = None):
+    def __init__(
+        self, reason: str, *, body: str = "", status: int | None = None, retry_after: float | None = None
+    ):
         super().__init__(reason)
         self.body, self.status, self.retry_after = body, status, retry_after
 
@@ -83,7 +85,9 @@ class CallResult:
     tokens_out: int | None = None
     sent: dict[str, Any] = field(default_factory=dict)  # the sampling parameters the answered request carried
     output_mode: str = "text"  # "json_schema" when the answered request asked for structured output
-    logprobs: list[tuple[str, list[tuple[str, float]]]] | None = None  # (token, its top alternatives), in order
+    logprobs: list[tuple[str, list[tuple[str, float]]]] | None = (
+        None  # (token, its top alternatives), in order
+    )
 
 
 ADAPTABLE = ("temperature", "max_tokens", "response_format", "logprobs")
@@ -127,8 +131,11 @@ def refused_param(text: str) -> str | None:
             return named
     said = endpoint_said(text).lower()
     for param in ("response_format", "json_schema", "top_logprobs", "logprobs", "max_tokens", "temperature"):
-        if re.search(rf"\b{param}\b", said) and re.search(r"unsupported|not support|does not support|invalid|"
-                                                          r"unrecognized|not allowed|only the default|unknown", said):
+        if re.search(rf"\b{param}\b", said) and re.search(
+            r"unsupported|not support|does not support|invalid|"
+            r"unrecognized|not allowed|only the default|unknown",
+            said,
+        ):
             return {"json_schema": "response_format", "top_logprobs": "logprobs"}.get(param, param)
     return None
 
@@ -223,19 +230,23 @@ class ChatClient:
             self._dropped.add(param)
             what = {
                 "temperature": f"calls are sent without temperature, so the model's default applies "
-                               f"(not {self.temperature:g})",
+                f"(not {self.temperature:g})",
                 "max_tokens": "calls send max_completion_tokens instead",
                 "response_format": "calls ask for free text instead of structured output",
                 "logprobs": "calls are sent without logprobs, so no score distribution is kept",
             }[param]
-            self.notes.append(f"The endpoint refused {param} for model \u201c{self.model}\u201d "
-                              f"(\u201c{refused.said}\u201d): {what}.")
+            self.notes.append(
+                f"The endpoint refused {param} for model \u201c{self.model}\u201d "
+                f"(\u201c{refused.said}\u201d): {what}."
+            )
 
     def _client(self) -> httpx.Client:
         with self._lock:
             if self._http is None:
                 limits = httpx.Limits(max_connections=64, max_keepalive_connections=64)
-                self._http = httpx.Client(timeout=httpx.Timeout(self.timeout), limits=limits, transport=self.transport)
+                self._http = httpx.Client(
+                    timeout=httpx.Timeout(self.timeout), limits=limits, transport=self.transport
+                )
             return self._http
 
     def close(self) -> None:
@@ -274,7 +285,9 @@ class ChatClient:
                     continue
                 except (JudgeCallError, JudgeRunFatal):
                     raise
-                except RuntimeError:  # the client was closed under us: a second Ctrl-C dropping calls in flight
+                except (
+                    RuntimeError
+                ):  # the client was closed under us: a second Ctrl-C dropping calls in flight
                     if self.stop.is_set():
                         raise RunStopped("the call in flight was dropped") from None
                     raise
@@ -294,16 +307,23 @@ class ChatClient:
         except _Retryable as exc:
             raise JudgeCallError(
                 f"{exc} after {attempts} attempt{'s' if attempts != 1 else ''}",
-                attempts=attempts, body=exc.body, status=exc.status,
+                attempts=attempts,
+                body=exc.body,
+                status=exc.status,
             ) from None
         except JudgeCallError as exc:
             exc.attempts = attempts
             raise
         tokens_in, tokens_out = self._usage(payload)
         return CallResult(
-            text=payload["_text"], attempts=attempts, latency=time.monotonic() - started,
-            tokens_in=tokens_in, tokens_out=tokens_out,
-            sent=sent[0], output_mode=payload["_mode"], logprobs=_token_logprobs(payload),
+            text=payload["_text"],
+            attempts=attempts,
+            latency=time.monotonic() - started,
+            tokens_in=tokens_in,
+            tokens_out=tokens_out,
+            sent=sent[0],
+            output_mode=payload["_mode"],
+            logprobs=_token_logprobs(payload),
         )
 
     def answer_from(self, status: int, text: str) -> CallResult:
@@ -313,11 +333,22 @@ class ChatClient:
             payload = self._read(httpx.Response(status, text=text), mask_secrets(text, self.api_key))
         except (_Retryable, _Refused, JudgeRunFatal) as exc:
             raise JudgeCallError(f"the batch answered: {exc}", body=text[:BODY_KEPT], status=status) from None
-        payload["_mode"] = "json_schema" if self.response_format is not None and "response_format" not in self._dropped \
+        payload["_mode"] = (
+            "json_schema"
+            if self.response_format is not None and "response_format" not in self._dropped
             else "text"
+        )
         tokens_in, tokens_out = self._usage(payload)
-        return CallResult(text=payload["_text"], attempts=1, latency=0.0, tokens_in=tokens_in, tokens_out=tokens_out,
-                          sent=self._body([])[1], output_mode=payload["_mode"], logprobs=_token_logprobs(payload))
+        return CallResult(
+            text=payload["_text"],
+            attempts=1,
+            latency=0.0,
+            tokens_in=tokens_in,
+            tokens_out=tokens_out,
+            sent=self._body([])[1],
+            output_mode=payload["_mode"],
+            logprobs=_token_logprobs(payload),
+        )
 
     def request_body(self, messages: list[dict[str, str]]) -> dict[str, Any]:
         """The body this client would send for ``messages`` now: what the response cache keys on."""
@@ -368,24 +399,33 @@ class ChatClient:
             )
         if status in RETRY_STATUSES:
             raise _Retryable(
-                f"HTTP {status}", body=text[:BODY_KEPT], status=status,
+                f"HTTP {status}",
+                body=text[:BODY_KEPT],
+                status=status,
                 retry_after=retry_after_seconds(response.headers.get("Retry-After")),
             )
         if status >= 400:
-            raise JudgeCallError(f"HTTP {status}; the endpoint said: {said}", body=text[:BODY_KEPT], status=status)
+            raise JudgeCallError(
+                f"HTTP {status}; the endpoint said: {said}", body=text[:BODY_KEPT], status=status
+            )
         try:
             payload = json.loads(text)
             content = payload["choices"][0]["message"]["content"]
         except (ValueError, KeyError, IndexError, TypeError):
             raise _Retryable(
                 "the endpoint answered 200 with something that is not a chat completion",
-                body=text[:BODY_KEPT], status=status,
+                body=text[:BODY_KEPT],
+                status=status,
             ) from None
         if not isinstance(payload, dict):
-            raise _Retryable("the endpoint answered 200 with a JSON that is not an object", body=text[:BODY_KEPT])
+            raise _Retryable(
+                "the endpoint answered 200 with a JSON that is not an object", body=text[:BODY_KEPT]
+            )
         said_no = payload["choices"][0]["message"].get("refusal")
         if not content and isinstance(said_no, str) and said_no:
-            raise JudgeCallError(f"the model refused to answer: {said_no[:300]}", body=text[:BODY_KEPT], status=status)
+            raise JudgeCallError(
+                f"the model refused to answer: {said_no[:300]}", body=text[:BODY_KEPT], status=status
+            )
         payload["_text"] = str(content or "")
         return payload
 
@@ -395,8 +435,11 @@ def _token_logprobs(payload: dict) -> list[tuple[str, list[tuple[str, float]]]] 
     try:
         content = payload["choices"][0]["logprobs"]["content"]
         return [
-            (str(t["token"]), [(str(a["token"]), float(a["logprob"])) for a in t.get("top_logprobs") or []]
-             or [(str(t["token"]), float(t["logprob"]))])
+            (
+                str(t["token"]),
+                [(str(a["token"]), float(a["logprob"])) for a in t.get("top_logprobs") or []]
+                or [(str(t["token"]), float(t["logprob"]))],
+            )
             for t in content
         ]
     except (KeyError, IndexError, TypeError, ValueError):

@@ -17,9 +17,15 @@ from hcs.judge_output import (
 from hcs.rubric import Rubric
 
 
-def pair_tasks(batch: Batch, template: JudgeTemplate, baseline_system: str, enhanced_system: str,
-               limit: int | None = None, swap: bool = False,
-               only: list[int] | None = None) -> tuple[list[Task], list[str]]:
+def pair_tasks(
+    batch: Batch,
+    template: JudgeTemplate,
+    baseline_system: str,
+    enhanced_system: str,
+    limit: int | None = None,
+    swap: bool = False,
+    only: list[int] | None = None,
+) -> tuple[list[Task], list[str]]:
     """The calls of a pairwise run, and why each prompt without a pair has none.
 
     ``swap`` adds, after the pairs in their own order, every pair again with the enhanced system's response
@@ -29,7 +35,9 @@ def pair_tasks(batch: Batch, template: JudgeTemplate, baseline_system: str, enha
     Raises TemplateError when no prompt has a pair or a variable cannot be filled (before any call).
     """
     by_prompt: dict[str, dict[str, list[Item]]] = {}
-    items = Item.objects.filter(batch=batch, system_id__in=[baseline_system, enhanced_system]).order_by("position", "id")
+    items = Item.objects.filter(batch=batch, system_id__in=[baseline_system, enhanced_system]).order_by(
+        "position", "id"
+    )
     if only is not None:
         items = items.filter(pk__in=only)
     for item in items:
@@ -39,19 +47,27 @@ def pair_tasks(batch: Batch, template: JudgeTemplate, baseline_system: str, enha
     for prompt_id, systems in by_prompt.items():
         base, enhanced = systems.get(baseline_system, []), systems.get(enhanced_system, [])
         if not prompt_id or len(base) != 1 or len(enhanced) != 1:
-            unpaired.append(f"prompt `{prompt_id or '(none)'}`: {len(base)} item(s) of `{baseline_system}`, "
-                            f"{len(enhanced)} of `{enhanced_system}` (a pair needs one of each)")
+            unpaired.append(
+                f"prompt `{prompt_id or '(none)'}`: {len(base)} item(s) of `{baseline_system}`, "
+                f"{len(enhanced)} of `{enhanced_system}` (a pair needs one of each)"
+            )
             continue
         try:
             orders = [(base[0], enhanced[0], False)] + ([(enhanced[0], base[0], True)] if swap else [])
-            tasks.append([Task(a, b, template.render(pair_fields(a, b, rubric)), swapped=s) for a, b, s in orders])
+            tasks.append(
+                [Task(a, b, template.render(pair_fields(a, b, rubric)), swapped=s) for a, b, s in orders]
+            )
         except TemplateError as exc:
-            problems.append(f"prompt `{prompt_id}` (items `{base[0].item_id}`, `{enhanced[0].item_id}`): {exc}")
+            problems.append(
+                f"prompt `{prompt_id}` (items `{base[0].item_id}`, `{enhanced[0].item_id}`): {exc}"
+            )
     if problems:
         raise refusal(problems, "pair(s) cannot fill the template")
     if not tasks:
         shown = "\n  ".join(unpaired[:MAX_LISTED]) or "no items of either system"
-        raise TemplateError(f"no prompt has one item of `{baseline_system}` and one of `{enhanced_system}`:\n  {shown}")
+        raise TemplateError(
+            f"no prompt has one item of `{baseline_system}` and one of `{enhanced_system}`:\n  {shown}"
+        )
     kept = tasks[: limit or None]
     return [pair[0] for pair in kept] + [pair[1] for pair in kept if len(pair) > 1], unpaired
 
@@ -61,8 +77,12 @@ def parse_pairwise(text: str, template: JudgeTemplate, dimensions: tuple[str, ..
     parsed, problems = {}, []
     try:
         verdict = parse_verdict(text)
-        parsed["verdict"] = {"winner": verdict.winner, "confidence": verdict.confidence,
-                             "baseline_score": verdict.baseline_score, "enhanced_score": verdict.enhanced_score}
+        parsed["verdict"] = {
+            "winner": verdict.winner,
+            "confidence": verdict.confidence,
+            "baseline_score": verdict.baseline_score,
+            "enhanced_score": verdict.enhanced_score,
+        }
     except JudgeOutputError as exc:
         return {}, [("overall", str(exc))]
     obj = extract_json(text)
@@ -82,7 +102,8 @@ def parse_pairwise(text: str, template: JudgeTemplate, dimensions: tuple[str, ..
             continue
         evidence = inner.get("evidence", [])
         criteria[criterion] = {
-            "raw": raw, "reason": str(inner.get("reasoning") or inner.get("reason") or ""),
+            "raw": raw,
+            "reason": str(inner.get("reasoning") or inner.get("reason") or ""),
             "evidence": [str(e) for e in evidence] if isinstance(evidence, list) else [str(evidence)],
             "rubric_dimension": template.criteria_map.get(criterion, ""),
         }

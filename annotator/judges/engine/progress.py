@@ -49,8 +49,9 @@ class RunProgress:
     prices: Prices = field(default_factory=Prices)
     started: float = field(default_factory=time.monotonic)
 
-    def add(self, *, ok: bool, attempts: int, tokens_in: int | None, tokens_out: int | None,
-            cached: bool = False) -> None:
+    def add(
+        self, *, ok: bool, attempts: int, tokens_in: int | None, tokens_out: int | None, cached: bool = False
+    ) -> None:
         self.done += 1
         self.scored += ok
         self.failed += not ok
@@ -63,7 +64,9 @@ class RunProgress:
 
     @property
     def cost(self) -> float:
-        return (self.tokens_in * self.prices.input_per_million + self.tokens_out * self.prices.output_per_million) / 1e6
+        return (
+            self.tokens_in * self.prices.input_per_million + self.tokens_out * self.prices.output_per_million
+        ) / 1e6
 
     @property
     def paid(self) -> int:
@@ -77,16 +80,27 @@ class RunProgress:
 
     def as_dict(self) -> dict:
         return {
-            "total": self.total, "skipped": self.skipped, "done": self.done, "scored": self.scored,
-            "cached": self.cached, "paid": self.paid,
-            "failed": self.failed, "retries": self.retries, "tokens_in": self.tokens_in,
-            "tokens_out": self.tokens_out, "cost": round(self.cost, 4) if self.prices.known else None,
+            "total": self.total,
+            "skipped": self.skipped,
+            "done": self.done,
+            "scored": self.scored,
+            "cached": self.cached,
+            "paid": self.paid,
+            "failed": self.failed,
+            "retries": self.retries,
+            "tokens_in": self.tokens_in,
+            "tokens_out": self.tokens_out,
+            "cost": round(self.cost, 4) if self.prices.known else None,
             "eta_seconds": None if self.eta_seconds is None else round(self.eta_seconds),
         }
 
     def summary(self) -> str:
-        parts = [f"{self.done}/{self.total} calls", f"{self.failed} failed", f"{self.retries} retries",
-                 f"{self.tokens_in:,} tokens in / {self.tokens_out:,} out"]
+        parts = [
+            f"{self.done}/{self.total} calls",
+            f"{self.failed} failed",
+            f"{self.retries} retries",
+            f"{self.tokens_in:,} tokens in / {self.tokens_out:,} out",
+        ]
         if self.prices.known:
             parts.append(f"estimated cost {self.cost:.4f}")
         parts.append(f"{self.paid} paid call(s), {self.cached} served from the cache")

@@ -19,8 +19,6 @@ from dataclasses import dataclass, field, replace
 from annotator.judges.engine.batch_runner import run_batch
 from annotator.judges.engine.budget import DEFAULT_OUTPUT_TOKENS, CostCap, Estimate, estimate
 from annotator.judges.engine.cache import request_key
-from annotator.judges.engine.logprobs import score_distributions
-from annotator.judges.engine.structured import response_format
 from annotator.judges.engine.calls import Task, refusal
 from annotator.judges.engine.client import (
     ChatClient,
@@ -28,17 +26,18 @@ from annotator.judges.engine.client import (
     JudgeRunFatal,
     RunStopped,
 )
+from annotator.judges.engine.logprobs import score_distributions
 from annotator.judges.engine.pairwise import pair_tasks, parse_pairwise
 from annotator.judges.engine.progress import Prices, RunProgress
+from annotator.judges.engine.structured import response_format
 from annotator.judges.engine.templates import JudgeTemplate, TemplateError, item_fields
-from annotator.models import Batch, CalibrationSet, Item, Judge, JudgeCall
 from annotator.judges.selectors.cache import judge_calls_cached, judge_output_tokens
 from annotator.judges.services.runs import (
     CLAIM_RENEW_SECONDS,
     CallOutcome,
     judge_call_states,
-    judge_calls_mark_sent,
     judge_calls_in_batches,
+    judge_calls_mark_sent,
     judge_calls_record,
     judge_calls_record_many,
     judge_calls_set_batch,
@@ -48,6 +47,7 @@ from annotator.judges.services.runs import (
     judge_run_release,
     judge_run_renew,
 )
+from annotator.models import Batch, CalibrationSet, Item, Judge, JudgeCall
 from hcs.calibration.logprobs import integer_scale
 from hcs.judge_output import JudgeOutputError, parse_score
 from hcs.rubric import Rubric
@@ -95,7 +95,7 @@ def calibration_only(batch: Batch) -> list[int]:
     if chosen is None:
         raise TemplateError(
             f"batch \u201c{batch.name}\u201d has no calibration set: mark one first "
-            f"(python manage.py calibration_set \"{batch.name}\" --sample 50, or on its report's calibration set page)"
+            f'(python manage.py calibration_set "{batch.name}" --sample 50, or on its report\'s calibration set page)'
         )
     return list(chosen.items.values_list("pk", flat=True))
 
@@ -109,8 +109,9 @@ def task_label(task: Task) -> str:
     return label + (f" (sample {task.sample})" if task.sample else "")
 
 
-def tasks_to_call(tasks: list[Task], states: dict, *, retry_failed: bool, force: bool,
-                  retry_unknown: bool = False) -> tuple[list[Task], list[Task]]:
+def tasks_to_call(
+    tasks: list[Task], states: dict, *, retry_failed: bool, force: bool, retry_unknown: bool = False
+) -> tuple[list[Task], list[Task]]:
     """(the tasks a rerun still has to call, the ones left out because a killed run sent them and their
     outcome is unknown). Called: never called, failed or unreadable with ``retry_failed``, sent with
     ``retry_unknown``, or all with ``force``."""
@@ -119,20 +120,27 @@ def tasks_to_call(tasks: list[Task], states: dict, *, retry_failed: bool, force:
         state = states.get((task.item.pk, task.enhanced.pk if task.enhanced else None, task.sample))
         if state == JudgeCall.SENT and not (force or retry_unknown):
             unknown.append(task)
-        elif force or state is None or (state == JudgeCall.SENT and retry_unknown) or \
-                (retry_failed and state in (JudgeCall.FAILED, JudgeCall.UNREADABLE)):
+        elif (
+            force
+            or state is None
+            or (state == JudgeCall.SENT and retry_unknown)
+            or (retry_failed and state in (JudgeCall.FAILED, JudgeCall.UNREADABLE))
+        ):
             keep.append(task)
     return keep, unknown
 
 
-def parse_call(text: str, template: JudgeTemplate, dimensions: tuple[str, ...], rubric: Rubric, logprobs=None):
+def parse_call(
+    text: str, template: JudgeTemplate, dimensions: tuple[str, ...], rubric: Rubric, logprobs=None
+):
     """(``{"scores": {dimension: {raw, value, reason[, distribution]}}}``, [(dimension, problem)]) for one
     answer; ``distribution`` (G-Eval's weighted score and the confidence) where ``logprobs`` give one."""
     scores, problems = {}, []
     for dimension in dimensions:
         try:
             score = parse_score(
-                text, dimension=dimension if len(dimensions) > 1 or dimension != "overall" else None,
+                text,
+                dimension=dimension if len(dimensions) > 1 or dimension != "overall" else None,
                 spec=template.output_spec,
             )
             value = template.scale.to_rubric(score.value, rubric.scale_min, rubric.scale_max)
@@ -143,7 +151,8 @@ def parse_call(text: str, template: JudgeTemplate, dimensions: tuple[str, ...], 
     for dimension, dist in score_distributions(logprobs, scores, template).items():
         raw = scores[dimension]["raw"]
         scores[dimension]["distribution"] = {
-            **dist.to_json(), "confidence": dist.probability(raw),
+            **dist.to_json(),
+            "confidence": dist.probability(raw),
             "weighted_value": template.scale.to_rubric(dist.weighted, rubric.scale_min, rubric.scale_max),
         }
     return ({"scores": scores} if scores else {}), problems
@@ -151,8 +160,15 @@ def parse_call(text: str, template: JudgeTemplate, dimensions: tuple[str, ...], 
 
 def call_one(task: Task, client: ChatClient, parse: Callable[..., tuple]) -> CallOutcome:
     """One call and its parse (in a worker thread; no database)."""
-    outcome = CallOutcome(item=task.item, enhanced=task.enhanced, status=JudgeCall.OK, prompt=task.messages,
-                          sample=task.sample, swapped=task.swapped, request_key=task.key)
+    outcome = CallOutcome(
+        item=task.item,
+        enhanced=task.enhanced,
+        status=JudgeCall.OK,
+        prompt=task.messages,
+        sample=task.sample,
+        swapped=task.swapped,
+        request_key=task.key,
+    )
     try:
         result = client.complete(task.messages)
     except JudgeCallError as exc:
@@ -171,8 +187,9 @@ def call_one(task: Task, client: ChatClient, parse: Callable[..., tuple]) -> Cal
 CACHE_SAVE_CHUNK = 250  # cached outcomes saved per transaction
 
 
-def served_from_cache(tasks: list[Task], hits: dict[str, JudgeCall], *, template_hash: str,
-                      parse: Callable[..., tuple]) -> list[CallOutcome]:
+def served_from_cache(
+    tasks: list[Task], hits: dict[str, JudgeCall], *, template_hash: str, parse: Callable[..., tuple]
+) -> list[CallOutcome]:
     """An outcome per task from the stored call with its key: the stored reading when the template text is the
     same, else the stored answer read again by this template."""
     outcomes = []
@@ -182,12 +199,27 @@ def served_from_cache(tasks: list[Task], hits: dict[str, JudgeCall], *, template
             parsed, problems = hit.parsed, []
         else:
             parsed, problems = parse(hit.raw_output, None)
-        outcomes.append(CallOutcome(
-            item=task.item, enhanced=task.enhanced, prompt=task.messages, sample=task.sample, swapped=task.swapped,
-            status=JudgeCall.UNREADABLE if problems else JudgeCall.OK, raw_output=hit.raw_output, parsed=parsed,
-            problems=problems, http_status=hit.http_status, tokens_in=hit.tokens_in, tokens_out=hit.tokens_out,
-            attempts=0, sent=hit.params, output_mode=hit.output_mode, request_key=task.key, cached=True,
-        ))
+        outcomes.append(
+            CallOutcome(
+                item=task.item,
+                enhanced=task.enhanced,
+                prompt=task.messages,
+                sample=task.sample,
+                swapped=task.swapped,
+                status=JudgeCall.UNREADABLE if problems else JudgeCall.OK,
+                raw_output=hit.raw_output,
+                parsed=parsed,
+                problems=problems,
+                http_status=hit.http_status,
+                tokens_in=hit.tokens_in,
+                tokens_out=hit.tokens_out,
+                attempts=0,
+                sent=hit.params,
+                output_mode=hit.output_mode,
+                request_key=task.key,
+                cached=True,
+            )
+        )
     return outcomes
 
 
@@ -217,6 +249,7 @@ def run_tasks(
     stop, fatal, failed = client.stop, None, []
     queue, pending, task_of = iter(tasks), set(), {}
     with ThreadPoolExecutor(max_workers=max(1, concurrency)) as pool:
+
         def refill():
             batch = []
             while not stop.is_set() and len(pending) + len(batch) < concurrency:
@@ -259,8 +292,15 @@ def run_tasks(
                 finally:
                     if cap is not None:
                         ok = future.exception() is None
-                        cap.finished(task, *(
-                            (future.result().tokens_in, future.result().tokens_out) if ok else (None, None)), paid=ok)
+                        cap.finished(
+                            task,
+                            *(
+                                (future.result().tokens_in, future.result().tokens_out)
+                                if ok
+                                else (None, None)
+                            ),
+                            paid=ok,
+                        )
                 arrived.append(outcome)
             if unanswered and unsend is not None:
                 unsend(unanswered)
@@ -268,8 +308,12 @@ def run_tasks(
                 continue
             save(arrived)
             for outcome in arrived:
-                progress.add(ok=outcome.status == JudgeCall.OK, attempts=outcome.attempts,
-                             tokens_in=outcome.tokens_in, tokens_out=outcome.tokens_out)
+                progress.add(
+                    ok=outcome.status == JudgeCall.OK,
+                    attempts=outcome.attempts,
+                    tokens_in=outcome.tokens_in,
+                    tokens_out=outcome.tokens_out,
+                )
                 if outcome.status != JudgeCall.OK:
                     failed.append(outcome)
             if on_progress is not None:
@@ -280,39 +324,63 @@ def run_tasks(
     return (stop.is_set() or capped) and progress.done < progress.total, failed
 
 
-def plan_run(*, batch: Batch, template: JudgeTemplate, client: ChatClient, limit: int | None = None,
-             pairwise: tuple[str, str] | None = None, swap: bool = False, samples: int = 1,
-             calibration_set: bool = False, structured: bool = True,
-             logprobs: bool = True) -> tuple[list[Task], Callable[..., tuple], list[str]]:
+def plan_run(
+    *,
+    batch: Batch,
+    template: JudgeTemplate,
+    client: ChatClient,
+    limit: int | None = None,
+    pairwise: tuple[str, str] | None = None,
+    swap: bool = False,
+    samples: int = 1,
+    calibration_set: bool = False,
+    structured: bool = True,
+    logprobs: bool = True,
+) -> tuple[list[Task], Callable[..., tuple], list[str]]:
     """(every call a run makes, with its rendered messages; the parser of its answers; notes), with ``client``
     set to ask for structured output and logprobs as the template allows. Calls nothing; raises TemplateError."""
     rubric = batch.rubric_obj
     dimensions = template.dimension_keys(rubric)
     notes = [f"Scale conflict in the template: {w}." for w in template.scale_warnings]
     if template.pairwise and not pairwise:
-        raise TemplateError(f"{template.name} is a pairwise template: run it with --pairwise "
-                            "--baseline-system A --enhanced-system B")
+        raise TemplateError(
+            f"{template.name} is a pairwise template: run it with --pairwise "
+            "--baseline-system A --enhanced-system B"
+        )
     if samples > 1 and pairwise:
-        raise TemplateError("--samples repeats the calls of a scoring template; it does not apply to --pairwise")
+        raise TemplateError(
+            "--samples repeats the calls of a scoring template; it does not apply to --pairwise"
+        )
     if swap and not pairwise:
         raise TemplateError("--swap runs each pair in both orders: it needs --pairwise")
     if pairwise and not template.pairwise:
-        raise TemplateError(f"{template.name} scores one response at a time; --pairwise needs a pairwise "
-                            "template such as geval_pairwise")
+        raise TemplateError(
+            f"{template.name} scores one response at a time; --pairwise needs a pairwise "
+            "template such as geval_pairwise"
+        )
     only = calibration_only(batch) if calibration_set else None
     if pairwise:
         tasks, unpaired = pair_tasks(batch, template, *pairwise, limit=limit, swap=swap, only=only)
-        notes += [f"{len(unpaired)} prompt(s) without a pair were left out, e.g. {unpaired[0]}."] if unpaired else []
+        notes += (
+            [f"{len(unpaired)} prompt(s) without a pair were left out, e.g. {unpaired[0]}."]
+            if unpaired
+            else []
+        )
+
         def parse(text, logprobs=None):
             return parse_pairwise(text, template, dimensions)
     else:
         tasks = render_items(batch_items(batch, limit, only), template, rubric)
         tasks += [replace(t, sample=n) for n in range(1, samples) for t in tasks]
+
         def parse(text, logprobs=None):
             return parse_call(text, template, dimensions, rubric, logprobs)
+
     if not template.pairwise:
         client.response_format = response_format(template, rubric) if structured else None
-        client.top_logprobs = TOP_LOGPROBS if logprobs and integer_scale(template.scale.min, template.scale.max) else 0
+        client.top_logprobs = (
+            TOP_LOGPROBS if logprobs and integer_scale(template.scale.min, template.scale.max) else 0
+        )
     return tasks, parse, notes
 
 
@@ -355,36 +423,62 @@ def judge_run(
     ``batch_api`` sends the calls through the provider's batch API and polls it every ``poll_seconds``
     (see ``annotator.judges.engine.batch_runner``); it also fetches batches an earlier run left waiting.
     """
-    tasks, parse, notes = plan_run(batch=batch, template=template, client=client, limit=limit, pairwise=pairwise,
-                                   swap=swap, samples=samples, calibration_set=calibration_set, structured=structured,
-                                   logprobs=logprobs)
-    judge, note = judge_for_run(name=judge_name, model=client.model, template=template,
-                                params={**client.identity, "scale_warnings": template.scale_warnings})
+    tasks, parse, notes = plan_run(
+        batch=batch,
+        template=template,
+        client=client,
+        limit=limit,
+        pairwise=pairwise,
+        swap=swap,
+        samples=samples,
+        calibration_set=calibration_set,
+        structured=structured,
+        logprobs=logprobs,
+    )
+    judge, note = judge_for_run(
+        name=judge_name,
+        model=client.model,
+        template=template,
+        params={**client.identity, "scale_warnings": template.scale_warnings},
+    )
     claim = judge_run_claim(judge)  # one run per judge at a time: none pays for an item another is calling
     renewed = [time.monotonic()]
 
     def stop_or_renew() -> bool:
         if time.monotonic() - renewed[0] >= CLAIM_RENEW_SECONDS:
             if not judge_run_renew(judge, claim):
-                notes.append("The run stopped: it stalled so long that another run took the judge over; "
-                             "calls finished before are saved.")
+                notes.append(
+                    "The run stopped: it stalled so long that another run took the judge over; "
+                    "calls finished before are saved."
+                )
                 return True
             renewed[0] = time.monotonic()
         return should_stop() if should_stop is not None else False
 
     def save(outcomes: list[CallOutcome]) -> None:
-        judge_calls_record(judge=judge, template=template, model=client.model, params=client.params, outcomes=outcomes)
+        judge_calls_record(
+            judge=judge, template=template, model=client.model, params=client.params, outcomes=outcomes
+        )
 
     def mark_sent(batch: list[Task]) -> None:
-        judge_calls_mark_sent(judge=judge, template=template, model=client.model, params=client.params, tasks=batch)
+        judge_calls_mark_sent(
+            judge=judge, template=template, model=client.model, params=client.params, tasks=batch
+        )
 
     try:
-        todo, unknown = tasks_to_call(tasks, judge_call_states(judge=judge), retry_failed=retry_failed, force=force,
-                                      retry_unknown=retry_unknown)
+        todo, unknown = tasks_to_call(
+            tasks,
+            judge_call_states(judge=judge),
+            retry_failed=retry_failed,
+            force=force,
+            retry_unknown=retry_unknown,
+        )
         in_batches = judge_calls_in_batches(judge=judge) if batch_api else {}
         waiting: dict[str, list[Task]] = {}
         for task in [t for t in [*unknown, *todo] if _slot(t) in in_batches]:
-            waiting.setdefault(in_batches[_slot(task)], []).append(replace(task, key=request_key(client, task)))
+            waiting.setdefault(in_batches[_slot(task)], []).append(
+                replace(task, key=request_key(client, task))
+            )
         unknown = [t for t in unknown if _slot(t) not in in_batches]
         todo = [t for t in todo if _slot(t) not in in_batches]
         todo = [replace(t, key=request_key(client, t)) for t in todo]
@@ -392,16 +486,30 @@ def judge_run(
         served = [t for t in todo if t.key in hits]
         todo = [t for t in todo if t.key not in hits]
         resumed = sum(len(v) for v in waiting.values())
-        state = RunProgress(total=len(todo) + len(served) + resumed,
-                            skipped=len(tasks) - len(todo) - len(served) - resumed, prices=prices or Prices())
+        state = RunProgress(
+            total=len(todo) + len(served) + resumed,
+            skipped=len(tasks) - len(todo) - len(served) - resumed,
+            prices=prices or Prices(),
+        )
         cached_failed = []
         for start in range(0, len(served), CACHE_SAVE_CHUNK):
-            outcomes = served_from_cache(served[start:start + CACHE_SAVE_CHUNK], hits,
-                                         template_hash=template.content_hash, parse=parse)
-            judge_calls_record_many(judge=judge, template=template, model=client.model, params=client.params,
-                                    outcomes=outcomes)
+            outcomes = served_from_cache(
+                served[start : start + CACHE_SAVE_CHUNK],
+                hits,
+                template_hash=template.content_hash,
+                parse=parse,
+            )
+            judge_calls_record_many(
+                judge=judge, template=template, model=client.model, params=client.params, outcomes=outcomes
+            )
             for outcome in outcomes:
-                state.add(ok=outcome.status == JudgeCall.OK, attempts=0, tokens_in=None, tokens_out=None, cached=True)
+                state.add(
+                    ok=outcome.status == JudgeCall.OK,
+                    attempts=0,
+                    tokens_in=None,
+                    tokens_out=None,
+                    cached=True,
+                )
                 if outcome.status != JudgeCall.OK:
                     cached_failed.append(outcome)
             if progress is not None:
@@ -413,36 +521,68 @@ def judge_run(
         still_waiting: list[str] = []
         if batch_api:
             stopped, failed, still_waiting = run_batch(
-                todo, client=client, waiting=waiting, parse=parse, save=save, progress=state, mark_sent=mark_sent,
-                set_batch=lambda batch, batch_id: judge_calls_set_batch(judge=judge, tasks=batch, batch_id=batch_id),
-                unsend=lambda batch: judge_calls_unsend(judge=judge, tasks=batch), on_progress=progress,
-                should_stop=stop_or_renew, poll_seconds=poll_seconds, cap=cap,
+                todo,
+                client=client,
+                waiting=waiting,
+                parse=parse,
+                save=save,
+                progress=state,
+                mark_sent=mark_sent,
+                set_batch=lambda batch, batch_id: judge_calls_set_batch(
+                    judge=judge, tasks=batch, batch_id=batch_id
+                ),
+                unsend=lambda batch: judge_calls_unsend(judge=judge, tasks=batch),
+                on_progress=progress,
+                should_stop=stop_or_renew,
+                poll_seconds=poll_seconds,
+                cap=cap,
             )
             if not stopped and state.done < state.total:
-                notes.append(f"{state.total - state.done} request(s) the batch did not answer (expired or cancelled) "
-                             "were not saved: run again to send them.")
+                notes.append(
+                    f"{state.total - state.done} request(s) the batch did not answer (expired or cancelled) "
+                    "were not saved: run again to send them."
+                )
             if still_waiting:
-                notes.append(f"{len(still_waiting)} batch(es) still running at the provider "
-                             f"({', '.join(still_waiting)}): run again with --batch to fetch their answers.")
+                notes.append(
+                    f"{len(still_waiting)} batch(es) still running at the provider "
+                    f"({', '.join(still_waiting)}): run again with --batch to fetch their answers."
+                )
         else:
             stopped, failed = run_tasks(
-                todo, client=client, concurrency=concurrency, parse=parse, save=save, progress=state,
-                on_progress=progress, should_stop=stop_or_renew, mark_sent=mark_sent,
-                unsend=lambda batch: judge_calls_unsend(judge=judge, tasks=batch), cap=cap,
+                todo,
+                client=client,
+                concurrency=concurrency,
+                parse=parse,
+                save=save,
+                progress=state,
+                on_progress=progress,
+                should_stop=stop_or_renew,
+                mark_sent=mark_sent,
+                unsend=lambda batch: judge_calls_unsend(judge=judge, tasks=batch),
+                cap=cap,
             )
         if cap is not None and cap.reached and stopped:
-            notes.append(f"The run stopped starting calls at the cost cap of {max_cost:g}: the estimated spend was "
-                         f"{cap.spent:.4f}, and the next call would have passed it. The calls paid for are saved; "
-                         f"run again (with a higher cap) to continue.")
+            notes.append(
+                f"The run stopped starting calls at the cost cap of {max_cost:g}: the estimated spend was "
+                f"{cap.spent:.4f}, and the next call would have passed it. The calls paid for are saved; "
+                f"run again (with a higher cap) to continue."
+            )
     finally:
         judge_run_release(judge, claim)
     failed = cached_failed + failed
     failures = [(task_label(o), o.error) for o in failed]
     outputs = [o.raw_output for o in failed if o.raw_output]
-    return RunResult(judge=judge, note=" ".join([note, *notes, *client.notes]).strip(), progress=state,
-                     stopped=stopped, capped=cap is not None and cap.reached and stopped,
-                     waiting_batches=still_waiting, failures=failures, unknown=[task_label(t) for t in unknown],
-                     failed_outputs=outputs[:3])
+    return RunResult(
+        judge=judge,
+        note=" ".join([note, *notes, *client.notes]).strip(),
+        progress=state,
+        stopped=stopped,
+        capped=cap is not None and cap.reached and stopped,
+        waiting_batches=still_waiting,
+        failures=failures,
+        unknown=[task_label(t) for t in unknown],
+        failed_outputs=outputs[:3],
+    )
 
 
 def output_estimate(client: ChatClient, template: JudgeTemplate) -> tuple[int, str]:
@@ -451,12 +591,18 @@ def output_estimate(client: ChatClient, template: JudgeTemplate) -> tuple[int, s
         return client.max_tokens, f"--max-tokens {client.max_tokens} per call (an upper bound)"
     seen = judge_output_tokens(model=client.model, template_hash=template.content_hash)
     if seen is not None:
-        return round(seen), f"{round(seen)} per call, the mean of this model's earlier answers to this template"
-    return DEFAULT_OUTPUT_TOKENS, f"{DEFAULT_OUTPUT_TOKENS} per call (no earlier answers of this model to this template)"
+        return round(
+            seen
+        ), f"{round(seen)} per call, the mean of this model's earlier answers to this template"
+    return (
+        DEFAULT_OUTPUT_TOKENS,
+        f"{DEFAULT_OUTPUT_TOKENS} per call (no earlier answers of this model to this template)",
+    )
 
 
-def judge_run_estimate(*, batch: Batch, template: JudgeTemplate, client: ChatClient, prices: Prices,
-                       cache: bool = True, **plan) -> Estimate:
+def judge_run_estimate(
+    *, batch: Batch, template: JudgeTemplate, client: ChatClient, prices: Prices, cache: bool = True, **plan
+) -> Estimate:
     """What a run would call, and its estimated tokens and cost: renders every prompt, calls nothing, saves
     nothing. Calls the cache would serve are counted apart. ``plan``: ``plan_run``'s options."""
     tasks, _, _ = plan_run(batch=batch, template=template, client=client, **plan)
@@ -464,4 +610,6 @@ def judge_run_estimate(*, batch: Batch, template: JudgeTemplate, client: ChatCli
     hits = judge_calls_cached(keys=[t.key for t in tasks]) if cache else {}
     paid = [t for t in tasks if t.key not in hits]
     tokens_out, basis = output_estimate(client, template)
-    return estimate(paid, cached=len(tasks) - len(paid), output_tokens=tokens_out, output_basis=basis, prices=prices)
+    return estimate(
+        paid, cached=len(tasks) - len(paid), output_tokens=tokens_out, output_basis=basis, prices=prices
+    )

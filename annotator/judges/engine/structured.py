@@ -20,13 +20,21 @@ SCORE_KEY, REASON_KEY, LABEL_KEY = "score", "reason", "label"
 def _one(template: JudgeTemplate) -> dict[str, Any]:
     scale = template.scale
     integer = integer_scale(scale.min, scale.max) is not None
-    score = {"type": "integer" if integer else "number", "minimum": scale.min if not integer else int(scale.min),
-             "maximum": scale.max if not integer else int(scale.max)}
+    score = {
+        "type": "integer" if integer else "number",
+        "minimum": scale.min if not integer else int(scale.min),
+        "maximum": scale.max if not integer else int(scale.max),
+    }
     reason_key, score_key = template.reason_key or REASON_KEY, template.verdict_key or SCORE_KEY
     properties: dict[str, Any] = {reason_key: {"type": "string"}, score_key: score}
     if template.labels:
         properties[LABEL_KEY] = {"type": "string", "enum": list(template.labels)}
-    return {"type": "object", "properties": properties, "required": list(properties), "additionalProperties": False}
+    return {
+        "type": "object",
+        "properties": properties,
+        "required": list(properties),
+        "additionalProperties": False,
+    }
 
 
 def response_format(template: JudgeTemplate, rubric: Rubric) -> dict[str, Any] | None:
@@ -38,7 +46,11 @@ def response_format(template: JudgeTemplate, rubric: Rubric) -> dict[str, Any] |
     if tuple(dimensions) == ("overall",):
         schema = _one(template)
     else:
-        schema = {"type": "object", "properties": {d: _one(template) for d in dimensions},
-                  "required": list(dimensions), "additionalProperties": False}
+        schema = {
+            "type": "object",
+            "properties": {d: _one(template) for d in dimensions},
+            "required": list(dimensions),
+            "additionalProperties": False,
+        }
     name = "".join(c if c.isalnum() or c in "_-" else "_" for c in template.name)[:64] or "judge"
     return {"type": "json_schema", "json_schema": {"name": name, "strict": True, "schema": schema}}

@@ -42,8 +42,19 @@ SYNTAXES = {
 }
 # What decides the prompt sent and how its answer is read; a change to any of these is a new judge version.
 HASHED = (
-    "prompt", "system", "syntax", "variables", "constants", "optional", "scale", "higher_is_better",
-    "dimensions", "verdict_key", "reason_key", "labels", "pairwise",
+    "prompt",
+    "system",
+    "syntax",
+    "variables",
+    "constants",
+    "optional",
+    "scale",
+    "higher_is_better",
+    "dimensions",
+    "verdict_key",
+    "reason_key",
+    "labels",
+    "pairwise",
 )
 
 
@@ -83,7 +94,9 @@ class JudgeTemplate:
                 name=str(data["name"]),
                 version=str(data.get("version", "")),
                 description=str(data.get("description", "")),
-                scale=JudgeScale.parse(str(data["scale"]), higher_is_better=bool(data.get("higher_is_better", True))),
+                scale=JudgeScale.parse(
+                    str(data["scale"]), higher_is_better=bool(data.get("higher_is_better", True))
+                ),
                 dimensions=dims if dims == "rubric" else tuple(str(d) for d in dims),
                 prompt=str(data["prompt"]),
                 system=str(data.get("system", "")),
@@ -125,7 +138,9 @@ class JudgeTemplate:
 
     @property
     def output_spec(self) -> OutputSpec:
-        return OutputSpec(scale=self.scale, verdict_key=self.verdict_key, reason_key=self.reason_key, labels=self.labels)
+        return OutputSpec(
+            scale=self.scale, verdict_key=self.verdict_key, reason_key=self.reason_key, labels=self.labels
+        )
 
     def dimension_keys(self, rubric: Rubric) -> tuple[str, ...]:
         return rubric.dimension_keys if self.dimensions == "rubric" else tuple(self.dimensions)
@@ -155,8 +170,10 @@ class JudgeTemplate:
         if problems:
             raise TemplateError("; ".join(problems))
         pattern = SYNTAXES[self.syntax]
+
         def fill(text):
             return pattern.sub(lambda m: values[m.group(1)], text)
+
         messages = [{"role": "system", "content": fill(self.system)}] if self.system else []
         return messages + [{"role": "user", "content": fill(self.prompt)}]
 
@@ -193,9 +210,16 @@ def _turn_lines(turns: list[dict[str, str]]) -> list[str]:
 def _conversation(item) -> tuple[list[str], list[str]]:
     """(every turn ending with the item's response, the turns up to the last user message)."""
     turns = normalise_turns(item.conversation or [])
-    if not (len(turns) >= 2 and turns[-1]["role"] == "assistant" and turns[-1]["content"] == item.response
-            and turns[-2]["content"] == item.prompt):
-        turns = turns + [{"role": "user", "content": item.prompt}, {"role": "assistant", "content": item.response}]
+    if not (
+        len(turns) >= 2
+        and turns[-1]["role"] == "assistant"
+        and turns[-1]["content"] == item.response
+        and turns[-2]["content"] == item.prompt
+    ):
+        turns = turns + [
+            {"role": "user", "content": item.prompt},
+            {"role": "assistant", "content": item.response},
+        ]
     last_user = max((i for i, t in enumerate(turns) if is_user(t)), default=len(turns) - 1)
     return _turn_lines(turns), _turn_lines(turns[: last_user + 1])
 
@@ -207,21 +231,23 @@ def item_fields(item, rubric: Rubric) -> dict[str, str]:
         key: value if isinstance(value, str) else json.dumps(value, ensure_ascii=False)
         for key, value in (item.metadata or {}).items()
     }
-    fields.update({
-        "input": item.prompt,
-        "prompt": item.prompt,
-        "output": item.response,
-        "response": item.response,
-        "context": item.context,
-        "expected_output": item.expected_output,
-        "constraints": "\n".join(f"- {c}" for c in item.constraints or []),
-        "conversation": "\n".join(conversation),
-        "thread": "\n".join(thread),
-        "rubric": rubric_text(rubric),
-        "item_id": item.item_id,
-        "prompt_id": item.prompt_id,
-        "system_id": item.system_id,
-    })
+    fields.update(
+        {
+            "input": item.prompt,
+            "prompt": item.prompt,
+            "output": item.response,
+            "response": item.response,
+            "context": item.context,
+            "expected_output": item.expected_output,
+            "constraints": "\n".join(f"- {c}" for c in item.constraints or []),
+            "conversation": "\n".join(conversation),
+            "thread": "\n".join(thread),
+            "rubric": rubric_text(rubric),
+            "item_id": item.item_id,
+            "prompt_id": item.prompt_id,
+            "system_id": item.system_id,
+        }
+    )
     return fields
 
 

@@ -18,8 +18,10 @@ def judge_card_json(card: JudgeCard) -> str:
 
 
 def judge_card_html(card: JudgeCard) -> str:
-    return render_to_string("annotator/judge_card_export.html",
-                            {"card": card, "css": mark_safe(inline_css()), "generated_at": timezone.now()})
+    return render_to_string(
+        "annotator/judge_card_export.html",
+        {"card": card, "css": mark_safe(inline_css()), "generated_at": timezone.now()},
+    )
 
 
 CARD_EXPORTS = {

@@ -24,14 +24,45 @@ CHUNK = 2_000
 IMPORTED = "imported"  # call_status of a score or verdict that came from a file, not from a call
 
 JUDGE_SCORES_COLUMNS = [
-    "item_id", "system_id", "judge", "judge_version", "dimension", "raw_value", "value", "reason", "model",
-    "provider", "template_hash", "sample", "call_status",
-    "prompt_id", "scale_min", "scale_max", "higher_is_better",
+    "item_id",
+    "system_id",
+    "judge",
+    "judge_version",
+    "dimension",
+    "raw_value",
+    "value",
+    "reason",
+    "model",
+    "provider",
+    "template_hash",
+    "sample",
+    "call_status",
+    "prompt_id",
+    "scale_min",
+    "scale_max",
+    "higher_is_better",
 ]
-PAIRWISE_FIRST_COLUMNS = ["prompt_id", "baseline_system", "enhanced_system", "order_sent", "winner", "confidence"]
+PAIRWISE_FIRST_COLUMNS = [
+    "prompt_id",
+    "baseline_system",
+    "enhanced_system",
+    "order_sent",
+    "winner",
+    "confidence",
+]
 PAIRWISE_LAST_COLUMNS = [
-    "judge", "judge_version", "baseline_item_id", "enhanced_item_id", "winner_shown", "baseline_score",
-    "enhanced_score", "reason", "model", "provider", "template_hash", "call_status",
+    "judge",
+    "judge_version",
+    "baseline_item_id",
+    "enhanced_item_id",
+    "winner_shown",
+    "baseline_score",
+    "enhanced_score",
+    "reason",
+    "model",
+    "provider",
+    "template_hash",
+    "call_status",
 ]
 # Parameter names that could hold a credential; nothing of the kind is stored, and none is ever written.
 _SECRET = re.compile(r"api[_-]?key|authori[sz]ation|secret|password|bearer|credential", re.IGNORECASE)
@@ -92,14 +123,20 @@ def _chunks(queryset, after: int | None, limit: int | None) -> Iterator[list]:
 def _statuses(batch: Batch, keys: set[tuple[int, int, int | None]]) -> dict[tuple[int, int, int | None], str]:
     """(judge pk, item pk, enhanced pk or None) → status of the call of sample 0."""
     items = {item for _, item, _ in keys}
-    return {(j, i, e): s for j, i, e, s in JudgeCall.objects.filter(item__batch=batch, item__in=items, sample=0)
-            .values_list("judge", "item", "enhanced", "status")}
+    return {
+        (j, i, e): s
+        for j, i, e, s in JudgeCall.objects.filter(item__batch=batch, item__in=items, sample=0).values_list(
+            "judge", "item", "enhanced", "status"
+        )
+    }
 
 
 # ------------------------------------------------------------------ judge_scores
 
-def judge_score_rows(*, batch: Batch, after: tuple[int, int] | None = None,
-                     limit: int | None = None) -> Iterator[tuple[tuple[int, int], dict[str, Any]]]:
+
+def judge_score_rows(
+    *, batch: Batch, after: tuple[int, int] | None = None, limit: int | None = None
+) -> Iterator[tuple[tuple[int, int], dict[str, Any]]]:
     """(cursor, row) for every judge score of ``batch``: the kept scores (sample 0, part 0 of the cursor),
     then the repeats of ``--samples`` (part 1; one row per dimension of each call). ``limit`` counts
     scores and calls."""
@@ -108,57 +145,114 @@ def judge_score_rows(*, batch: Batch, after: tuple[int, int] | None = None,
     left = limit
     if part == 0:
         scores = JudgeScore.objects.filter(item__batch=batch).values(
-            "pk", "judge", "item", "item__item_id", "item__system_id", "item__prompt_id", "dimension", "raw_value",
-            "value", "reason", "scale_min", "scale_max", "higher_is_better")
+            "pk",
+            "judge",
+            "item",
+            "item__item_id",
+            "item__system_id",
+            "item__prompt_id",
+            "dimension",
+            "raw_value",
+            "value",
+            "reason",
+            "scale_min",
+            "scale_max",
+            "higher_is_better",
+        )
         for chunk in _chunks(scores, last, left):
             _judges({s["judge"] for s in chunk}, judges)
             status = _statuses(batch, {(s["judge"], s["item"], None) for s in chunk})
             for s in chunk:
-                yield (0, s["pk"]), _score_row(s, judges[s["judge"]], 0,
-                                               status.get((s["judge"], s["item"], None), IMPORTED))
+                yield (
+                    (0, s["pk"]),
+                    _score_row(s, judges[s["judge"]], 0, status.get((s["judge"], s["item"], None), IMPORTED)),
+                )
             left = None if left is None else left - len(chunk)
         last = None
     if left is not None and left <= 0:
         return
     calls = JudgeCall.objects.filter(item__batch=batch, enhanced__isnull=True, sample__gt=0).values(
-        "pk", "judge", "item", "item__item_id", "item__system_id", "item__prompt_id", "sample", "status", "parsed")
+        "pk",
+        "judge",
+        "item",
+        "item__item_id",
+        "item__system_id",
+        "item__prompt_id",
+        "sample",
+        "status",
+        "parsed",
+    )
     for chunk in _chunks(calls, last, left):
         _judges({c["judge"] for c in chunk}, judges)
         for c in chunk:
             for dimension, s in (c["parsed"] or {}).get("scores", {}).items():
-                yield (1, c["pk"]), _score_row(
-                    {**c, "dimension": dimension, "raw_value": s.get("raw"), "value": s.get("value"),
-                     "reason": s.get("reason", ""), "scale_min": None, "scale_max": None, "higher_is_better": None},
-                    judges[c["judge"]], c["sample"], c["status"])
+                yield (
+                    (1, c["pk"]),
+                    _score_row(
+                        {
+                            **c,
+                            "dimension": dimension,
+                            "raw_value": s.get("raw"),
+                            "value": s.get("value"),
+                            "reason": s.get("reason", ""),
+                            "scale_min": None,
+                            "scale_max": None,
+                            "higher_is_better": None,
+                        },
+                        judges[c["judge"]],
+                        c["sample"],
+                        c["status"],
+                    ),
+                )
 
 
 def _score_row(s: dict[str, Any], judge: JudgeInfo, sample: int, status: str) -> dict[str, Any]:
     return {
-        "item_id": s["item__item_id"], "system_id": s["item__system_id"], "judge": judge.name,
-        "judge_version": judge.version, "dimension": s["dimension"], "raw_value": s["raw_value"],
-        "value": s["value"], "reason": s["reason"], "model": judge.model, "provider": judge.provider,
-        "template_hash": judge.template_hash, "sample": sample, "call_status": status,
-        "prompt_id": s["item__prompt_id"], "scale_min": s["scale_min"], "scale_max": s["scale_max"],
+        "item_id": s["item__item_id"],
+        "system_id": s["item__system_id"],
+        "judge": judge.name,
+        "judge_version": judge.version,
+        "dimension": s["dimension"],
+        "raw_value": s["raw_value"],
+        "value": s["value"],
+        "reason": s["reason"],
+        "model": judge.model,
+        "provider": judge.provider,
+        "template_hash": judge.template_hash,
+        "sample": sample,
+        "call_status": status,
+        "prompt_id": s["item__prompt_id"],
+        "scale_min": s["scale_min"],
+        "scale_max": s["scale_max"],
         "higher_is_better": s["higher_is_better"],
     }
 
 
 def judge_scores_csv(*, batch: Batch) -> Iterator[str]:
     """``judge_scores.csv``: one row per judge × item × dimension × sample (formula-defused)."""
-    return csv_lines(JUDGE_SCORES_COLUMNS,
-                     ([row[c] for c in JUDGE_SCORES_COLUMNS] for _, row in judge_score_rows(batch=batch)))
+    return csv_lines(
+        JUDGE_SCORES_COLUMNS,
+        ([row[c] for c in JUDGE_SCORES_COLUMNS] for _, row in judge_score_rows(batch=batch)),
+    )
 
 
 # ------------------------------------------------------------------ pairwise_verdicts
 
+
 def criteria_of(batch: Batch) -> list[str]:
     """The pairwise criteria scored in ``batch`` (the columns after ``confidence``), sorted."""
-    return sorted(set(JudgeCriterionScore.objects.filter(item__batch=batch, enhanced__isnull=False)
-                      .values_list("criterion", flat=True).distinct()))
+    return sorted(
+        set(
+            JudgeCriterionScore.objects.filter(item__batch=batch, enhanced__isnull=False)
+            .values_list("criterion", flat=True)
+            .distinct()
+        )
+    )
 
 
-def pairwise_verdict_rows(*, batch: Batch, after: int | None = None,
-                          limit: int | None = None) -> Iterator[tuple[int, dict[str, Any]]]:
+def pairwise_verdict_rows(
+    *, batch: Batch, after: int | None = None, limit: int | None = None
+) -> Iterator[tuple[int, dict[str, Any]]]:
     """(cursor, row) for every counted pairwise verdict of ``batch``, in the run's orientation.
 
     ``baseline_system``/``enhanced_system`` and ``winner`` are the run's (``--baseline-system`` ...), also
@@ -168,9 +262,22 @@ def pairwise_verdict_rows(*, batch: Batch, after: int | None = None,
     """
     judges: dict[int, JudgeInfo] = {}
     verdicts = counted_verdicts(batch=batch).values(
-        "pk", "judge", "baseline", "enhanced", "baseline__item_id", "enhanced__item_id", "baseline__system_id",
-        "enhanced__system_id", "baseline__prompt_id", "winner", "confidence", "baseline_score", "enhanced_score",
-        "reason", "swapped")
+        "pk",
+        "judge",
+        "baseline",
+        "enhanced",
+        "baseline__item_id",
+        "enhanced__item_id",
+        "baseline__system_id",
+        "enhanced__system_id",
+        "baseline__prompt_id",
+        "winner",
+        "confidence",
+        "baseline_score",
+        "enhanced_score",
+        "reason",
+        "swapped",
+    )
     for chunk in _chunks(verdicts, after, limit):
         _judges({v["judge"] for v in chunk}, judges)
         keys = {(v["judge"], v["baseline"], v["enhanced"]) for v in chunk}
@@ -181,27 +288,50 @@ def pairwise_verdict_rows(*, batch: Batch, after: int | None = None,
         ).values_list("judge", "item", "enhanced", "criterion", "raw_value"):
             criteria.setdefault((judge, item, enhanced), {})[name] = raw
         for v in chunk:
-            yield v["pk"], _verdict_row(v, judges[v["judge"]], criteria.get((v["judge"], v["baseline"], v["enhanced"]), {}),
-                                        status.get((v["judge"], v["baseline"], v["enhanced"]), IMPORTED))
+            yield (
+                v["pk"],
+                _verdict_row(
+                    v,
+                    judges[v["judge"]],
+                    criteria.get((v["judge"], v["baseline"], v["enhanced"]), {}),
+                    status.get((v["judge"], v["baseline"], v["enhanced"]), IMPORTED),
+                ),
+            )
 
 
-def _verdict_row(v: dict[str, Any], judge: JudgeInfo, criteria: dict[str, float], status: str) -> dict[str, Any]:
+def _verdict_row(
+    v: dict[str, Any], judge: JudgeInfo, criteria: dict[str, float], status: str
+) -> dict[str, Any]:
     first, second = ("baseline", "enhanced")
     if v["swapped"]:  # the enhanced system's response was shown first
         first, second = second, first
     shown = {"baseline": "first", "enhanced": "second", "tie": "tie"}[v["winner"]]
     winner = {"baseline": first, "enhanced": second, "tie": "tie"}[v["winner"]]
     scores = {first: v["baseline_score"], second: v["enhanced_score"]}
-    items = {first: (v["baseline__item_id"], v["baseline__system_id"]),
-             second: (v["enhanced__item_id"], v["enhanced__system_id"])}
+    items = {
+        first: (v["baseline__item_id"], v["baseline__system_id"]),
+        second: (v["enhanced__item_id"], v["enhanced__system_id"]),
+    }
     return {
-        "prompt_id": v["baseline__prompt_id"], "baseline_system": items["baseline"][1],
-        "enhanced_system": items["enhanced"][1], "order_sent": "enhanced_first" if v["swapped"] else "baseline_first",
-        "winner": winner, "confidence": v["confidence"], "criteria": criteria, "judge": judge.name,
-        "judge_version": judge.version, "baseline_item_id": items["baseline"][0],
-        "enhanced_item_id": items["enhanced"][0], "winner_shown": shown, "baseline_score": scores["baseline"],
-        "enhanced_score": scores["enhanced"], "reason": v["reason"], "model": judge.model,
-        "provider": judge.provider, "template_hash": judge.template_hash, "call_status": status,
+        "prompt_id": v["baseline__prompt_id"],
+        "baseline_system": items["baseline"][1],
+        "enhanced_system": items["enhanced"][1],
+        "order_sent": "enhanced_first" if v["swapped"] else "baseline_first",
+        "winner": winner,
+        "confidence": v["confidence"],
+        "criteria": criteria,
+        "judge": judge.name,
+        "judge_version": judge.version,
+        "baseline_item_id": items["baseline"][0],
+        "enhanced_item_id": items["enhanced"][0],
+        "winner_shown": shown,
+        "baseline_score": scores["baseline"],
+        "enhanced_score": scores["enhanced"],
+        "reason": v["reason"],
+        "model": judge.model,
+        "provider": judge.provider,
+        "template_hash": judge.template_hash,
+        "call_status": status,
     }
 
 
@@ -209,12 +339,19 @@ def pairwise_verdicts_csv(*, batch: Batch) -> Iterator[str]:
     """``pairwise_verdicts.csv``: one row per verdict; a ``criterion_<name>`` column per criterion scored."""
     names = criteria_of(batch)
     header = [*PAIRWISE_FIRST_COLUMNS, *(f"criterion_{n}" for n in names), *PAIRWISE_LAST_COLUMNS]
-    rows = ([*(row[c] for c in PAIRWISE_FIRST_COLUMNS), *(row["criteria"].get(n) for n in names),
-             *(row[c] for c in PAIRWISE_LAST_COLUMNS)] for _, row in pairwise_verdict_rows(batch=batch))
+    rows = (
+        [
+            *(row[c] for c in PAIRWISE_FIRST_COLUMNS),
+            *(row["criteria"].get(n) for n in names),
+            *(row[c] for c in PAIRWISE_LAST_COLUMNS),
+        ]
+        for _, row in pairwise_verdict_rows(batch=batch)
+    )
     return csv_lines(header, rows)
 
 
 # ------------------------------------------------------------------ judge_calls.jsonl
+
 
 def prompt_hash(prompt: Any) -> str:
     """sha256 of the rendered messages as sent (JSON, keys sorted): equal prompts, equal hashes."""
@@ -225,25 +362,67 @@ def judge_calls_jsonl(*, batch: Batch) -> Iterator[str]:
     """``judge_calls.jsonl``: one JSON object per call, in the order the calls were saved."""
     judges: dict[int, JudgeInfo] = {}
     calls = JudgeCall.objects.filter(item__batch=batch).values(
-        "pk", "judge", "item__item_id", "item__system_id", "enhanced__item_id", "sample", "status", "template_name",
-        "template_version", "template_hash", "model", "params", "prompt", "raw_output", "parsed", "error",
-        "http_status", "tokens_in", "tokens_out", "latency_ms", "attempts", "created_at")
+        "pk",
+        "judge",
+        "item__item_id",
+        "item__system_id",
+        "enhanced__item_id",
+        "sample",
+        "status",
+        "template_name",
+        "template_version",
+        "template_hash",
+        "model",
+        "params",
+        "prompt",
+        "raw_output",
+        "parsed",
+        "error",
+        "http_status",
+        "tokens_in",
+        "tokens_out",
+        "latency_ms",
+        "attempts",
+        "created_at",
+    )
     for chunk in _chunks(calls, None, None):
         _judges({c["judge"] for c in chunk}, judges)
         lines = []
         for c in chunk:
             judge = judges[c["judge"]]
-            lines.append(json.dumps({
-                "judge": judge.name, "judge_version": judge.version, "item_id": c["item__item_id"],
-                "system_id": c["item__system_id"], "enhanced_item_id": c["enhanced__item_id"], "sample": c["sample"],
-                "status": c["status"], "parse_status": _parse_status(c["status"]), "error": c["error"],
-                "prompt_sha256": prompt_hash(c["prompt"]), "raw_output": c["raw_output"], "parsed": c["parsed"],
-                "http_status": c["http_status"], "tokens_in": c["tokens_in"], "tokens_out": c["tokens_out"],
-                "latency_ms": c["latency_ms"], "attempts": c["attempts"], "model": c["model"],
-                "provider": judge.provider, "template_name": c["template_name"],
-                "template_version": c["template_version"], "template_hash": c["template_hash"],
-                "params": safe_params(c["params"]), "created_at": c["created_at"].isoformat(),
-            }, ensure_ascii=False, allow_nan=False) + "\n")
+            lines.append(
+                json.dumps(
+                    {
+                        "judge": judge.name,
+                        "judge_version": judge.version,
+                        "item_id": c["item__item_id"],
+                        "system_id": c["item__system_id"],
+                        "enhanced_item_id": c["enhanced__item_id"],
+                        "sample": c["sample"],
+                        "status": c["status"],
+                        "parse_status": _parse_status(c["status"]),
+                        "error": c["error"],
+                        "prompt_sha256": prompt_hash(c["prompt"]),
+                        "raw_output": c["raw_output"],
+                        "parsed": c["parsed"],
+                        "http_status": c["http_status"],
+                        "tokens_in": c["tokens_in"],
+                        "tokens_out": c["tokens_out"],
+                        "latency_ms": c["latency_ms"],
+                        "attempts": c["attempts"],
+                        "model": c["model"],
+                        "provider": judge.provider,
+                        "template_name": c["template_name"],
+                        "template_version": c["template_version"],
+                        "template_hash": c["template_hash"],
+                        "params": safe_params(c["params"]),
+                        "created_at": c["created_at"].isoformat(),
+                    },
+                    ensure_ascii=False,
+                    allow_nan=False,
+                )
+                + "\n"
+            )
         yield "".join(lines)
 
 

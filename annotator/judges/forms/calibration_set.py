@@ -8,12 +8,26 @@ MAX_IDS_TEXT = 200_000
 
 
 class CalibrationSetForm(forms.Form):
-    sample = forms.IntegerField(min_value=1, required=False, label="Random sample of (items)",
-                                help_text="Leave blank to list the items instead.")
-    seed = forms.IntegerField(min_value=0, max_value=2**31 - 1, initial=0, required=False,
-                              help_text="The same seed and size give the same items.")
-    item_ids = forms.CharField(widget=forms.Textarea(attrs={"rows": 5}), required=False, max_length=MAX_IDS_TEXT,
-                               label="Or these item ids", help_text="One per line (or separated by commas).")
+    sample = forms.IntegerField(
+        min_value=1,
+        required=False,
+        label="Random sample of (items)",
+        help_text="Leave blank to list the items instead.",
+    )
+    seed = forms.IntegerField(
+        min_value=0,
+        max_value=2**31 - 1,
+        initial=0,
+        required=False,
+        help_text="The same seed and size give the same items.",
+    )
+    item_ids = forms.CharField(
+        widget=forms.Textarea(attrs={"rows": 5}),
+        required=False,
+        max_length=MAX_IDS_TEXT,
+        label="Or these item ids",
+        help_text="One per line (or separated by commas).",
+    )
     note = forms.CharField(max_length=1000, required=False, help_text="Why these items, for the judge card.")
 
     def clean(self):

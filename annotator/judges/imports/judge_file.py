@@ -96,15 +96,26 @@ def parse_judge_table(
 ) -> ParsedJudgeScores:
     """``criteria`` (when given) accepts the judge's own criteria as dimensions, each kept under its own
     name and, when it maps onto a rubric dimension, scored on that dimension too."""
-    spec = OutputSpec(scale=scale, verdict_key=output.verdict_key, reason_key=output.reason_key,
-                      labels=output.labels) if output else OutputSpec(scale=scale)
+    spec = (
+        OutputSpec(
+            scale=scale, verdict_key=output.verdict_key, reason_key=output.reason_key, labels=output.labels
+        )
+        if output
+        else OutputSpec(scale=scale)
+    )
     errors = list(table.errors)
     columns = set(table.columns)
     for name in ("item_id", "dimension"):
         if name not in columns:
-            errors.append(table.error(None, name, "is missing: the file needs item_id, dimension and score (or raw_output)"))
+            errors.append(
+                table.error(
+                    None, name, "is missing: the file needs item_id, dimension and score (or raw_output)"
+                )
+            )
     if not columns & {"score", "raw_output"}:
-        errors.append(table.error(None, "score", "is missing: give a `score` column or a `raw_output` column"))
+        errors.append(
+            table.error(None, "score", "is missing: give a `score` column or a `raw_output` column")
+        )
     if errors:
         return ParsedJudgeScores(table.format, errors)
     allowed = set(dimensions) | {OVERALL}
@@ -112,8 +123,10 @@ def parse_judge_table(
     seen: dict[tuple[str, str], int] = {}
     rows: list[JudgeRow] = []
     frame = table.frame
+
     def get(record, name):
         return str(record.get(name, "") or "").strip() if name in columns else ""
+
     for record in frame.to_dict("records"):
         number = int(record[ROW])
         item_id, dimension = get(record, "item_id"), get(record, "dimension").lower()
@@ -127,7 +140,11 @@ def parse_judge_table(
         if criteria is not None and dimension and dimension not in allowed:
             criterion, dimension = dimension, criteria.get(dimension, "")
             if dimension and dimension not in allowed:
-                problems.append(table.error(number, "dimension", f"`{criterion}` maps onto `{dimension}`, not a rubric dimension"))
+                problems.append(
+                    table.error(
+                        number, "dimension", f"`{criterion}` maps onto `{dimension}`, not a rubric dimension"
+                    )
+                )
         if not dimension and not criterion:
             problems.append(table.error(number, "dimension", "is empty"))
         elif dimension and dimension not in allowed:
@@ -138,7 +155,11 @@ def parse_judge_table(
             key = (item_id, what if what == dimension else f"criterion:{what}")
             if item_id and key in seen:
                 problems.append(
-                    table.error(number, "dimension", f"`{item_id}` × `{what}` already appears on {table.unit} {seen[key]}")
+                    table.error(
+                        number,
+                        "dimension",
+                        f"`{item_id}` × `{what}` already appears on {table.unit} {seen[key]}",
+                    )
                 )
             seen.setdefault(key, number)
         score_text = get(record, "score")
@@ -154,16 +175,22 @@ def parse_judge_table(
                 parsed = parse_score(raw_output, dimension=criterion or dimension or None, spec=spec)
                 raw_value, reason = parsed.value, reason or parsed.reason
             except JudgeOutputError as exc:
-                problems.append(table.error(number, "raw_output", f"no score could be read: {exc}{_quoted(raw_output)}"))
+                problems.append(
+                    table.error(number, "raw_output", f"no score could be read: {exc}{_quoted(raw_output)}")
+                )
         else:
-            problems.append(table.error(number, "score", "is empty and there is no raw_output to read it from"))
+            problems.append(
+                table.error(number, "score", "is empty and there is no raw_output to read it from")
+            )
         value = None
         if raw_value is not None:
             try:
                 value = scale.to_rubric(raw_value, *rubric_scale)
             except JudgeOutputError as exc:
                 column = "score" if score_text else "raw_output"
-                problems.append(table.error(number, column, str(exc) + ("" if score_text else _quoted(raw_output))))
+                problems.append(
+                    table.error(number, column, str(exc) + ("" if score_text else _quoted(raw_output)))
+                )
         if problems:
             errors.extend(problems)
             continue

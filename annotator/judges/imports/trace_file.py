@@ -43,7 +43,10 @@ START = "start_time"
 REQUIRED = ("prompt", "response", THREAD)  # never optional
 _START = "\x00start"  # a record's start time, kept apart from the mapped fields
 TARGETS = (*COLUMNS, THREAD)
-ALIASES = {"input": "prompt", "output": "response"}  # the judge rules' names for an item's prompt and response
+ALIASES = {
+    "input": "prompt",
+    "output": "response",
+}  # the judge rules' names for an item's prompt and response
 _FIELD = re.compile(r"[A-Za-z_][A-Za-z0-9_\-]*")
 
 
@@ -81,16 +84,24 @@ class TracePath:
         for step in self.steps:
             if isinstance(step, int):
                 if not isinstance(value, list):
-                    raise PathError(f"`{self.text}`: `{walked or 'the trace'}` is not a list, cannot take [{step}]")
+                    raise PathError(
+                        f"`{self.text}`: `{walked or 'the trace'}` is not a list, cannot take [{step}]"
+                    )
                 if not -len(value) <= step < len(value):
-                    raise PathMissing(f"`{self.text}`: index [{step}] is out of range; `{walked}` has {len(value)} element(s)")
+                    raise PathMissing(
+                        f"`{self.text}`: index [{step}] is out of range; `{walked}` has {len(value)} element(s)"
+                    )
                 value, walked = value[step], f"{walked}[{step}]"
             else:
                 if not isinstance(value, dict):
-                    raise PathError(f"`{self.text}`: `{walked or 'the trace'}` is not an object, has no key `{step}`")
+                    raise PathError(
+                        f"`{self.text}`: `{walked or 'the trace'}` is not an object, has no key `{step}`"
+                    )
                 if step not in value:
                     keys = ", ".join(map(str, list(value)[:8])) or "none"
-                    raise PathMissing(f"`{self.text}`: `{walked + '.' if walked else ''}{step}` does not exist (keys there: {keys})")
+                    raise PathMissing(
+                        f"`{self.text}`: `{walked + '.' if walked else ''}{step}` does not exist (keys there: {keys})"
+                    )
                 value, walked = value[step], f"{walked}.{step}" if walked else step
         return value
 
@@ -121,7 +132,9 @@ def parse_mapping(text: str | Mapping[str, str]) -> dict[str, TracePath]:
         optional = field.strip().endswith("?")
         field = field_name(field.strip().removesuffix("?"))
         if optional and field in REQUIRED:
-            raise PathError(f"mapping line {number}: `{field}` cannot be optional (only other fields can end with ?)")
+            raise PathError(
+                f"mapping line {number}: `{field}` cannot be optional (only other fields can end with ?)"
+            )
         if not _FIELD.fullmatch(field):
             raise PathError(
                 f"mapping line {number}: `{field}` is not a field name (letters, digits, _ and -); "
@@ -139,9 +152,7 @@ def parse_mapping(text: str | Mapping[str, str]) -> dict[str, TracePath]:
     return mapping
 
 
-def parse_trace_file(
-    data: bytes, *, mapping: Mapping[str, TracePath]
-) -> ParsedBatch:
+def parse_trace_file(data: bytes, *, mapping: Mapping[str, TracePath]) -> ParsedBatch:
     """Resolve the mapping in every trace and check the resulting items like a batch file."""
     check_size(len(data))
     text = decode_text(data)
@@ -155,7 +166,9 @@ def parse_trace_file(
         try:
             trace = json_loads(line)
         except json.JSONDecodeError as exc:
-            errors.append(RowError(number, None, f"is not valid JSON ({exc.msg} at character {exc.colno})", "line"))
+            errors.append(
+                RowError(number, None, f"is not valid JSON ({exc.msg} at character {exc.colno})", "line")
+            )
             continue
         record: dict[str, Any] = {ROW: number}
         for field, path in mapping.items():
@@ -170,9 +183,17 @@ def parse_trace_file(
             except PathError as exc:
                 errors.append(RowError(number, field, str(exc), "line"))
         if "item_id" not in mapping:
-            record["item_id"] = trace.get("id", f"line-{number}") if isinstance(trace, dict) else f"line-{number}"
+            record["item_id"] = (
+                trace.get("id", f"line-{number}") if isinstance(trace, dict) else f"line-{number}"
+            )
         if THREAD in mapping:
-            start = record.get(START) if START in mapping else trace.get(START) if isinstance(trace, dict) else None
+            start = (
+                record.get(START)
+                if START in mapping
+                else trace.get(START)
+                if isinstance(trace, dict)
+                else None
+            )
             try:
                 record[_START] = start_time(start)
             except ValueError as exc:
@@ -209,8 +230,9 @@ def start_time(value: Any) -> datetime | None:
     try:
         when = datetime.fromisoformat(str(value).strip())
     except ValueError:
-        raise ValueError(f"`{as_text(value)[:40]}` is not a time (ISO 8601 such as 2025-03-01T10:00:00Z, "
-                         "or Unix seconds)") from None
+        raise ValueError(
+            f"`{as_text(value)[:40]}` is not a time (ISO 8601 such as 2025-03-01T10:00:00Z, or Unix seconds)"
+        ) from None
     return when if when.tzinfo else when.replace(tzinfo=UTC)
 
 

@@ -57,14 +57,24 @@ def parse_verdict_file(
     by_prompt = "prompt_id" in columns
     by_items = {"baseline_item_id", "enhanced_item_id"} <= columns
     if not (by_prompt or by_items):
-        errors.append(table.error(None, "prompt_id", "is missing: name each pair by prompt_id or by baseline_item_id and enhanced_item_id"))
+        errors.append(
+            table.error(
+                None,
+                "prompt_id",
+                "is missing: name each pair by prompt_id or by baseline_item_id and enhanced_item_id",
+            )
+        )
     if not columns & {"winner", "raw_output"}:
-        errors.append(table.error(None, "winner", "is missing: give a `winner` column or a `raw_output` column"))
+        errors.append(
+            table.error(None, "winner", "is missing: give a `winner` column or a `raw_output` column")
+        )
     if errors:
         return ParsedVerdicts(table.format, errors)
     known = set(item_ids)
+
     def get(record, name):
         return str(record.get(name, "") or "").strip() if name in columns else ""
+
     rows: list[VerdictRow] = []
     seen: dict[tuple[str, str], int] = {}
     for record in table.frame.to_dict("records"):
@@ -90,10 +100,20 @@ def parse_verdict_file(
                 problems.append(table.error(number, "enhanced_item_id", "is the same item as the baseline"))
         if baseline and enhanced:
             if (baseline, enhanced) in seen:
-                problems.append(table.error(number, None, f"this pair already appears on {table.unit} {seen[(baseline, enhanced)]}"))
+                problems.append(
+                    table.error(
+                        number,
+                        None,
+                        f"this pair already appears on {table.unit} {seen[(baseline, enhanced)]}",
+                    )
+                )
             seen.setdefault((baseline, enhanced), number)
         raw_output = str(record.get("raw_output", "") or "") if "raw_output" in columns else ""
-        winner_text, confidence_text, reason = get(record, "winner"), get(record, "confidence"), get(record, "reason")
+        winner_text, confidence_text, reason = (
+            get(record, "winner"),
+            get(record, "confidence"),
+            get(record, "reason"),
+        )
         winner = confidence = None
         try:
             if winner_text:
@@ -103,7 +123,9 @@ def parse_verdict_file(
                 verdict = parse_verdict(raw_output)
                 winner, confidence = verdict.winner, verdict.confidence
             else:
-                problems.append(table.error(number, "winner", "is empty and there is no raw_output to read it from"))
+                problems.append(
+                    table.error(number, "winner", "is empty and there is no raw_output to read it from")
+                )
         except JudgeOutputError as exc:
             column = ("confidence" if "confidence" in str(exc) else "winner") if winner_text else "raw_output"
             problems.append(table.error(number, column, str(exc)))

@@ -16,10 +16,13 @@ class CalibrationSet(models.Model):
     batch = models.OneToOneField(Batch, on_delete=models.CASCADE, related_name="calibration_set")
     items = models.ManyToManyField(Item, related_name="+")
     fingerprint = models.CharField(max_length=64, help_text="sha256 of the sorted item ids")
-    how = models.CharField(max_length=200, help_text="how the items were chosen, e.g. 'random sample of 50, seed 7'")
+    how = models.CharField(
+        max_length=200, help_text="how the items were chosen, e.g. 'random sample of 50, seed 7'"
+    )
     note = models.TextField(blank=True, default="")
-    marked_by = models.ForeignKey(settings.AUTH_USER_MODEL, null=True, blank=True, on_delete=models.SET_NULL,
-                                  related_name="+")
+    marked_by = models.ForeignKey(
+        settings.AUTH_USER_MODEL, null=True, blank=True, on_delete=models.SET_NULL, related_name="+"
+    )
     frozen_at = models.DateTimeField(default=timezone.now)
 
     def __str__(self) -> str:

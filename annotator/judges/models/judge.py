@@ -22,10 +22,14 @@ class Judge(models.Model):
     template = models.CharField(max_length=200, blank=True, default="", help_text="prompt template name")
     template_version = models.CharField(max_length=100, blank=True, default="")
     template_hash = models.CharField(
-        max_length=64, blank=True, default="",
+        max_length=64,
+        blank=True,
+        default="",
         help_text="sha256 of the template text run_judge used; changed text without a new version is a new judge",
     )
-    params = models.JSONField(default=dict, blank=True, help_text="model parameters run_judge sent (never the key)")
+    params = models.JSONField(
+        default=dict, blank=True, help_text="model parameters run_judge sent (never the key)"
+    )
     created_at = models.DateTimeField(auto_now_add=True)
     # One run at a time per judge: a run claims the judge (a random token) and renews the claim while it
     # runs; a second run is refused before any call, unless the claim went stale (its process died).
@@ -58,19 +62,26 @@ class JudgeScore(models.Model):
     reason = models.TextField(blank=True, default="")
     raw_output = models.TextField(blank=True, default="")
     weighted_value = models.FloatField(
-        null=True, blank=True,
+        null=True,
+        blank=True,
         help_text="G-Eval's probability-weighted score on the rubric's scale, where the call returned logprobs",
     )
     confidence = models.FloatField(
-        null=True, blank=True, help_text="the probability the judge gave the score it wrote, from its logprobs",
+        null=True,
+        blank=True,
+        help_text="the probability the judge gave the score it wrote, from its logprobs",
     )
     imported_at = models.DateTimeField(default=timezone.now)
 
     class Meta:
         ordering = ["judge", "item", "dimension"]
         constraints = [
-            models.UniqueConstraint(fields=["judge", "item", "dimension"], name="judgescore_one_per_dimension"),
-            models.CheckConstraint(condition=Q(scale_min__lt=F("scale_max")), name="judgescore_scale_ordered"),
+            models.UniqueConstraint(
+                fields=["judge", "item", "dimension"], name="judgescore_one_per_dimension"
+            ),
+            models.CheckConstraint(
+                condition=Q(scale_min__lt=F("scale_max")), name="judgescore_scale_ordered"
+            ),
             models.CheckConstraint(
                 condition=Q(raw_value__gte=F("scale_min")) & Q(raw_value__lte=F("scale_max")),
                 name="judgescore_raw_within_scale",
@@ -95,13 +106,18 @@ class PairwiseVerdict(models.Model):
     enhanced = models.ForeignKey(Item, on_delete=models.CASCADE, related_name="+")
     winner = models.CharField(max_length=10, choices=Winner.choices)
     confidence = models.FloatField(null=True, blank=True)
-    baseline_score = models.FloatField(null=True, blank=True, help_text="the judge's overall score of the baseline")
-    enhanced_score = models.FloatField(null=True, blank=True, help_text="the judge's overall score of the enhanced")
+    baseline_score = models.FloatField(
+        null=True, blank=True, help_text="the judge's overall score of the baseline"
+    )
+    enhanced_score = models.FloatField(
+        null=True, blank=True, help_text="the judge's overall score of the enhanced"
+    )
     reason = models.TextField(blank=True, default="")
     raw_output = models.TextField(blank=True, default="")
     imported_at = models.DateTimeField(default=timezone.now)
     swapped = models.BooleanField(
-        default=False, help_text="sent with the enhanced system's response first (``baseline`` is then that item)",
+        default=False,
+        help_text="sent with the enhanced system's response first (``baseline`` is then that item)",
     )
 
     class Meta:
@@ -142,7 +158,9 @@ class JudgeCriterionScore(models.Model):
     when the template maps it onto one."""
 
     judge = models.ForeignKey(Judge, on_delete=models.CASCADE, related_name="criterion_scores")
-    item = models.ForeignKey(Item, on_delete=models.CASCADE, related_name="+", help_text="the item, or a pair's baseline")
+    item = models.ForeignKey(
+        Item, on_delete=models.CASCADE, related_name="+", help_text="the item, or a pair's baseline"
+    )
     enhanced = models.ForeignKey(Item, null=True, blank=True, on_delete=models.CASCADE, related_name="+")
     criterion = models.CharField(max_length=100)
     rubric_dimension = models.CharField(max_length=64, blank=True, default="")
@@ -157,10 +175,16 @@ class JudgeCriterionScore(models.Model):
     class Meta:
         ordering = ["judge", "item", "enhanced", "criterion"]
         constraints = [
-            models.UniqueConstraint(fields=["judge", "item", "criterion"], condition=Q(enhanced__isnull=True),
-                                    name="criterion_one_per_item"),
-            models.UniqueConstraint(fields=["judge", "item", "enhanced", "criterion"], condition=Q(enhanced__isnull=False),
-                                    name="criterion_one_per_pair"),
+            models.UniqueConstraint(
+                fields=["judge", "item", "criterion"],
+                condition=Q(enhanced__isnull=True),
+                name="criterion_one_per_item",
+            ),
+            models.UniqueConstraint(
+                fields=["judge", "item", "enhanced", "criterion"],
+                condition=Q(enhanced__isnull=False),
+                name="criterion_one_per_pair",
+            ),
             models.CheckConstraint(
                 condition=Q(raw_value__gte=F("scale_min")) & Q(raw_value__lte=F("scale_max")),
                 name="criterion_raw_within_scale",

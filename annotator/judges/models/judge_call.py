@@ -13,8 +13,8 @@ from django.db import models
 from django.db.models import Q
 from django.utils import timezone
 
-from annotator.models.batch import Item
 from annotator.judges.models.judge import Judge
+from annotator.models.batch import Item
 
 
 class JudgeCall(models.Model):
@@ -22,29 +22,42 @@ class JudgeCall(models.Model):
     UNREADABLE = "unreadable"  # the endpoint answered; no score could be read (raw output kept)
     FAILED = "failed"  # no usable answer after the retries (error body kept, masked)
     SENT = "sent"  # the request left and no outcome was saved: the run was killed while it was in flight
-    STATUSES = [(OK, "Scored"), (UNREADABLE, "Unreadable output"), (FAILED, "Call failed"),
-                (SENT, "Sent, outcome unknown")]
+    STATUSES = [
+        (OK, "Scored"),
+        (UNREADABLE, "Unreadable output"),
+        (FAILED, "Call failed"),
+        (SENT, "Sent, outcome unknown"),
+    ]
     JSON_SCHEMA, TEXT = "json_schema", "text"
     OUTPUT_MODES = [(JSON_SCHEMA, "Structured output (JSON schema)"), (TEXT, "Free text")]
 
     judge = models.ForeignKey(Judge, on_delete=models.CASCADE, related_name="calls")
     item = models.ForeignKey(Item, on_delete=models.CASCADE, related_name="judge_calls")
     enhanced = models.ForeignKey(
-        Item, null=True, blank=True, on_delete=models.CASCADE, related_name="+",
+        Item,
+        null=True,
+        blank=True,
+        on_delete=models.CASCADE,
+        related_name="+",
         help_text="the second response of a pairwise call (``item`` is the baseline)",
     )
     sample = models.PositiveSmallIntegerField(
-        default=0, help_text="0 for the call whose scores the judge keeps; 1, 2, ... for the repeats of --samples",
+        default=0,
+        help_text="0 for the call whose scores the judge keeps; 1, 2, ... for the repeats of --samples",
     )
     status = models.CharField(max_length=12, choices=STATUSES)
     template_name = models.CharField(max_length=200)
     template_version = models.CharField(max_length=100, blank=True, default="")
-    template_hash = models.CharField(max_length=64, help_text="sha256 of the template's prompt text and settings")
+    template_hash = models.CharField(
+        max_length=64, help_text="sha256 of the template's prompt text and settings"
+    )
     model = models.CharField(max_length=200)
     params = models.JSONField(default=dict, blank=True, help_text="temperature, max_tokens, ...")
     prompt = models.JSONField(default=list, help_text="the rendered chat messages sent")
     raw_output = models.TextField(blank=True, default="")
-    parsed = models.JSONField(default=dict, blank=True, help_text="per dimension: raw, value, reason; or the verdict")
+    parsed = models.JSONField(
+        default=dict, blank=True, help_text="per dimension: raw, value, reason; or the verdict"
+    )
     error = models.TextField(blank=True, default="")
     http_status = models.PositiveSmallIntegerField(null=True, blank=True)
     tokens_in = models.PositiveIntegerField(null=True, blank=True)
@@ -52,16 +65,25 @@ class JudgeCall(models.Model):
     latency_ms = models.PositiveIntegerField(default=0)
     attempts = models.PositiveSmallIntegerField(default=1)
     output_mode = models.CharField(
-        max_length=12, choices=OUTPUT_MODES, blank=True, default="",
+        max_length=12,
+        choices=OUTPUT_MODES,
+        blank=True,
+        default="",
         help_text="what the answered request asked for; empty on calls saved before it was recorded",
     )
     request_key = models.CharField(
-        max_length=64, blank=True, default="",
+        max_length=64,
+        blank=True,
+        default="",
         help_text="sha256 of provider, base URL, request body and sample: the response cache's key",
     )
-    cached = models.BooleanField(default=False, help_text="served from an identical earlier call: not paid for")
+    cached = models.BooleanField(
+        default=False, help_text="served from an identical earlier call: not paid for"
+    )
     provider_batch = models.CharField(
-        max_length=200, blank=True, default="",
+        max_length=200,
+        blank=True,
+        default="",
         help_text="the provider's batch id while a --batch call waits in it: where a rerun fetches it from",
     )
     created_at = models.DateTimeField(default=timezone.now)
@@ -70,15 +92,20 @@ class JudgeCall(models.Model):
         ordering = ["judge", "item", "enhanced", "sample"]
         constraints = [
             models.UniqueConstraint(
-                fields=["judge", "item", "sample"], condition=Q(enhanced__isnull=True), name="judgecall_one_per_item"
+                fields=["judge", "item", "sample"],
+                condition=Q(enhanced__isnull=True),
+                name="judgecall_one_per_item",
             ),
             models.UniqueConstraint(
-                fields=["judge", "item", "enhanced", "sample"], condition=Q(enhanced__isnull=False),
+                fields=["judge", "item", "enhanced", "sample"],
+                condition=Q(enhanced__isnull=False),
                 name="judgecall_one_per_pair",
             ),
         ]
-        indexes = [models.Index(fields=["judge", "status"], name="judgecall_judge_status"),
-                   models.Index(fields=["request_key", "status"], name="judgecall_request_key")]
+        indexes = [
+            models.Index(fields=["judge", "status"], name="judgecall_judge_status"),
+            models.Index(fields=["request_key", "status"], name="judgecall_request_key"),
+        ]
 
     def __str__(self) -> str:
         return f"{self.judge} {self.item}: {self.status}"

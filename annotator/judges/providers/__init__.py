@@ -13,7 +13,13 @@ from annotator.judges.providers.batches import AnthropicBatches, OpenAIBatches
 from annotator.judges.providers.openai import OpenAIClient
 
 DEFAULT_PROVIDER = "openai"
-DEFAULTS: dict[str, Any] = {"timeout": 60.0, "max_retries": 4, "backoff": 1.0, "temperature": 0.0, "max_tokens": None}
+DEFAULTS: dict[str, Any] = {
+    "timeout": 60.0,
+    "max_retries": 4,
+    "backoff": 1.0,
+    "temperature": 0.0,
+    "max_tokens": None,
+}
 
 
 @dataclass(frozen=True)
@@ -27,9 +33,17 @@ class Provider:
 
 
 JUDGE_PROVIDERS: dict[str, Provider] = {
-    "openai": Provider("openai", "OpenAI-compatible chat completions", OpenAIClient, "OPENAI_API_KEY", OpenAIBatches),
-    "anthropic": Provider("anthropic", "Anthropic Messages API", AnthropicClient, "ANTHROPIC_API_KEY",
-                          AnthropicBatches, ANTHROPIC_URL),
+    "openai": Provider(
+        "openai", "OpenAI-compatible chat completions", OpenAIClient, "OPENAI_API_KEY", OpenAIBatches
+    ),
+    "anthropic": Provider(
+        "anthropic",
+        "Anthropic Messages API",
+        AnthropicClient,
+        "ANTHROPIC_API_KEY",
+        AnthropicBatches,
+        ANTHROPIC_URL,
+    ),
 }
 
 
@@ -41,8 +55,9 @@ def provider_named(name: str | None) -> Provider:
     """The registered provider ``name`` (``openai`` when empty); UnknownProvider names the known ones."""
     name = (name or DEFAULT_PROVIDER).strip()
     if name not in JUDGE_PROVIDERS:
-        raise UnknownProvider(f"there is no judge provider \u201c{name}\u201d; known providers: "
-                              f"{', '.join(JUDGE_PROVIDERS)}")
+        raise UnknownProvider(
+            f"there is no judge provider \u201c{name}\u201d; known providers: {', '.join(JUDGE_PROVIDERS)}"
+        )
     return JUDGE_PROVIDERS[name]
 
 

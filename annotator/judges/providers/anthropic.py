@@ -62,8 +62,11 @@ class AnthropicClient(ChatClient):
     def _body(self, messages: list[dict[str, str]]) -> tuple[dict[str, Any], dict[str, Any]]:
         sent = self.params
         system = "\n\n".join(m["content"] for m in messages if m["role"] == "system")
-        turns = [{"role": m["role"], "content": [{"type": "text", "text": m["content"]}]}
-                 for m in messages if m["role"] != "system"]
+        turns = [
+            {"role": m["role"], "content": [{"type": "text", "text": m["content"]}]}
+            for m in messages
+            if m["role"] != "system"
+        ]
         body: dict[str, Any] = {"model": self.model, "messages": turns, **sent}
         if system:
             body["system"] = system
@@ -79,25 +82,42 @@ class AnthropicClient(ChatClient):
     def _read(self, response: httpx.Response, text: str) -> dict:
         status, said, kind = response.status_code, endpoint_said(text), _error_type(text)
         if status in (401, 403) or kind in ("authentication_error", "permission_error"):
-            raise JudgeRunFatal(f"Anthropic refused the API key (HTTP {status}, {kind or 'no type'}) at {self.url}: {said}")
+            raise JudgeRunFatal(
+                f"Anthropic refused the API key (HTTP {status}, {kind or 'no type'}) at {self.url}: {said}"
+            )
         if status == 404 or kind == "not_found_error":
-            raise JudgeRunFatal(f"Anthropic does not know model \u201c{self.model}\u201d or the URL {self.url} "
-                                f"(HTTP {status}); it said: {said}")
+            raise JudgeRunFatal(
+                f"Anthropic does not know model \u201c{self.model}\u201d or the URL {self.url} "
+                f"(HTTP {status}); it said: {said}"
+            )
         if status in RETRY_STATUSES or kind in ("rate_limit_error", "overloaded_error", "api_error"):
-            raise _Retryable(f"HTTP {status} ({kind or 'no type'})", body=text[:BODY_KEPT], status=status,
-                             retry_after=retry_after_seconds(response.headers.get("Retry-After")))
+            raise _Retryable(
+                f"HTTP {status} ({kind or 'no type'})",
+                body=text[:BODY_KEPT],
+                status=status,
+                retry_after=retry_after_seconds(response.headers.get("Retry-After")),
+            )
         if status >= 400:
-            raise JudgeCallError(f"HTTP {status} ({kind or 'no type'}); Anthropic said: {said}",
-                                 body=text[:BODY_KEPT], status=status)
+            raise JudgeCallError(
+                f"HTTP {status} ({kind or 'no type'}); Anthropic said: {said}",
+                body=text[:BODY_KEPT],
+                status=status,
+            )
         try:
             payload = json.loads(text)
             blocks = payload["content"]
             answer = "".join(b["text"] for b in blocks if isinstance(b, dict) and b.get("type") == "text")
         except (ValueError, KeyError, TypeError):
-            raise _Retryable("Anthropic answered 200 with something that is not a message",
-                             body=text[:BODY_KEPT], status=status) from None
+            raise _Retryable(
+                "Anthropic answered 200 with something that is not a message",
+                body=text[:BODY_KEPT],
+                status=status,
+            ) from None
         if payload.get("stop_reason") == "refusal":
-            raise JudgeCallError("the model refused to answer (stop_reason \u201crefusal\u201d)",
-                                 body=text[:BODY_KEPT], status=status)
+            raise JudgeCallError(
+                "the model refused to answer (stop_reason \u201crefusal\u201d)",
+                body=text[:BODY_KEPT],
+                status=status,
+            )
         payload["_text"] = answer
         return payload

@@ -31,11 +31,16 @@ class BatchAnswer:
 def _checked(client: ChatClient, response: httpx.Response, what: str) -> dict:
     text = mask_secrets(response.text, client.api_key)
     if response.status_code in (401, 403):
-        raise JudgeRunFatal(f"the batch API refused the API key (HTTP {response.status_code}) while {what}: "
-                            f"{endpoint_said(text)}")
+        raise JudgeRunFatal(
+            f"the batch API refused the API key (HTTP {response.status_code}) while {what}: "
+            f"{endpoint_said(text)}"
+        )
     if response.status_code >= 400:
-        raise JudgeCallError(f"the batch API answered HTTP {response.status_code} while {what}: {endpoint_said(text)}",
-                             status=response.status_code, body=text[:2000])
+        raise JudgeCallError(
+            f"the batch API answered HTTP {response.status_code} while {what}: {endpoint_said(text)}",
+            status=response.status_code,
+            body=text[:2000],
+        )
     try:
         payload = response.json()
     except ValueError:
@@ -67,24 +72,48 @@ class OpenAIBatches:
 
     def submit(self, requests: dict[str, dict]) -> str:
         http, headers = self.client._client(), self.client._headers()
-        jsonl = "\n".join(json.dumps({"custom_id": cid, "method": "POST", "url": "/v1/chat/completions", "body": body})
-                          for cid, body in requests.items()).encode()
-        uploaded = _checked(self.client, http.post(f"{self.base}/files", headers=headers, data={"purpose": "batch"},
-                                                   files={"file": ("judge_batch.jsonl", jsonl, "application/jsonl")}),
-                            "uploading the batch file")
-        batch = _checked(self.client, http.post(f"{self.base}/batches", headers=headers, json={
-            "input_file_id": uploaded.get("id"), "endpoint": "/v1/chat/completions", "completion_window": "24h"}),
-            "creating the batch")
+        jsonl = "\n".join(
+            json.dumps({"custom_id": cid, "method": "POST", "url": "/v1/chat/completions", "body": body})
+            for cid, body in requests.items()
+        ).encode()
+        uploaded = _checked(
+            self.client,
+            http.post(
+                f"{self.base}/files",
+                headers=headers,
+                data={"purpose": "batch"},
+                files={"file": ("judge_batch.jsonl", jsonl, "application/jsonl")},
+            ),
+            "uploading the batch file",
+        )
+        batch = _checked(
+            self.client,
+            http.post(
+                f"{self.base}/batches",
+                headers=headers,
+                json={
+                    "input_file_id": uploaded.get("id"),
+                    "endpoint": "/v1/chat/completions",
+                    "completion_window": "24h",
+                },
+            ),
+            "creating the batch",
+        )
         return str(batch["id"])
 
     def state(self, batch_id: str) -> str:
-        batch = _checked(self.client, self.client._client().get(f"{self.base}/batches/{batch_id}",
-                                                                headers=self.client._headers()), "polling the batch")
+        batch = _checked(
+            self.client,
+            self.client._client().get(f"{self.base}/batches/{batch_id}", headers=self.client._headers()),
+            "polling the batch",
+        )
         return ENDED if batch.get("status") in ("completed", "failed", "expired", "cancelled") else RUNNING
 
     def answers(self, batch_id: str) -> dict[str, BatchAnswer]:
         http, headers = self.client._client(), self.client._headers()
-        batch = _checked(self.client, http.get(f"{self.base}/batches/{batch_id}", headers=headers), "reading the batch")
+        batch = _checked(
+            self.client, http.get(f"{self.base}/batches/{batch_id}", headers=headers), "reading the batch"
+        )
         found: dict[str, BatchAnswer] = {}
         for key in ("output_file_id", "error_file_id"):
             if not batch.get(key):
@@ -95,8 +124,9 @@ class OpenAIBatches:
             for row in _lines(content.text):
                 response = row.get("response") if isinstance(row.get("response"), dict) else {}
                 if response.get("status_code"):
-                    found[str(row.get("custom_id"))] = BatchAnswer(int(response["status_code"]),
-                                                                   json.dumps(response.get("body")))
+                    found[str(row.get("custom_id"))] = BatchAnswer(
+                        int(response["status_code"]), json.dumps(response.get("body"))
+                    )
         return found
 
 
@@ -107,15 +137,23 @@ class AnthropicBatches:
         self.client, self.base = client, client.url.removesuffix("/v1/messages") + "/v1/messages/batches"
 
     def submit(self, requests: dict[str, dict]) -> str:
-        batch = _checked(self.client, self.client._client().post(
-            self.base, headers=self.client._headers(),
-            json={"requests": [{"custom_id": cid, "params": body} for cid, body in requests.items()]}),
-            "creating the message batch")
+        batch = _checked(
+            self.client,
+            self.client._client().post(
+                self.base,
+                headers=self.client._headers(),
+                json={"requests": [{"custom_id": cid, "params": body} for cid, body in requests.items()]},
+            ),
+            "creating the message batch",
+        )
         return str(batch["id"])
 
     def _get(self, batch_id: str) -> dict:
-        return _checked(self.client, self.client._client().get(f"{self.base}/{batch_id}", headers=self.client._headers()),
-                        "polling the message batch")
+        return _checked(
+            self.client,
+            self.client._client().get(f"{self.base}/{batch_id}", headers=self.client._headers()),
+            "polling the message batch",
+        )
 
     def state(self, batch_id: str) -> str:
         return ENDED if self._get(batch_id).get("processing_status") == "ended" else RUNNING
@@ -132,7 +170,11 @@ class AnthropicBatches:
                 found[str(row.get("custom_id"))] = BatchAnswer(200, json.dumps(result.get("message")))
             elif result.get("type") == "errored":
                 error = result.get("error") if isinstance(result.get("error"), dict) else {}
-                error = error["error"] if isinstance(error.get("error"), dict) else error  # the API nests it once
+                error = (
+                    error["error"] if isinstance(error.get("error"), dict) else error
+                )  # the API nests it once
                 status = 400 if error.get("type") == "invalid_request_error" else 500
-                found[str(row.get("custom_id"))] = BatchAnswer(status, json.dumps({"type": "error", "error": error}))
+                found[str(row.get("custom_id"))] = BatchAnswer(
+                    status, json.dumps({"type": "error", "error": error})
+                )
         return found

@@ -12,9 +12,9 @@ from collections.abc import Sequence
 from dataclasses import dataclass
 from typing import Any
 
-from annotator.models import Batch, CalibrationSet, Judge, JudgeScore
 from annotator.judges.models.judge import OVERALL
 from annotator.judges.selectors.judges import human_ratings
+from annotator.models import Batch, CalibrationSet, Judge, JudgeScore
 from annotator.selectors.report_arrays import ReportArrays
 from hcs.calibration import JudgeCalibration, calibrate_judge
 from hcs.calibration.alt_test import DEFAULT_EPSILON, RECOMMENDED_ITEMS
@@ -40,9 +40,14 @@ def judge_families(batch: Batch) -> list[tuple[str, Judge, int]]:
 
 
 def set_facts(chosen: CalibrationSet, n_items: int) -> dict[str, Any]:
-    return {"fingerprint": chosen.fingerprint, "n_items": n_items, "how": chosen.how, "note": chosen.note,
-            "frozen_at": chosen.frozen_at.isoformat(),
-            "marked_by": chosen.marked_by.get_username() if chosen.marked_by else None}
+    return {
+        "fingerprint": chosen.fingerprint,
+        "n_items": n_items,
+        "how": chosen.how,
+        "note": chosen.note,
+        "frozen_at": chosen.frozen_at.isoformat(),
+        "marked_by": chosen.marked_by.get_username() if chosen.marked_by else None,
+    }
 
 
 @dataclass(frozen=True)
@@ -54,15 +59,24 @@ class VersionOnSet:
 
     def to_json(self) -> dict[str, Any]:
         return {
-            "name": self.judge.name, "current": self.current, "created_at": self.judge.created_at.isoformat(),
-            "model": self.judge.model, "template_version": self.judge.template_version,
-            "template_hash": self.judge.template_hash, "items_scored": self.scored,
+            "name": self.judge.name,
+            "current": self.current,
+            "created_at": self.judge.created_at.isoformat(),
+            "model": self.judge.model,
+            "template_version": self.judge.template_version,
+            "template_hash": self.judge.template_hash,
+            "items_scored": self.scored,
             "dimensions": {
-                d: {"n": c.n, "spearman": finite_or_none(c.spearman),
+                d: {
+                    "n": c.n,
+                    "spearman": finite_or_none(c.spearman),
                     "spearman_ci95": [finite_or_none(c.spearman_ci95[0]), finite_or_none(c.spearman_ci95[1])],
-                    "mae": finite_or_none(c.mae), "bias": finite_or_none(c.bias),
+                    "mae": finite_or_none(c.mae),
+                    "bias": finite_or_none(c.bias),
                     "human_ceiling_spearman": finite_or_none(c.human_ceiling_spearman),
-                    "alt_test_passed": c.alt_test.outcome, "alt_test_winning_rate": finite_or_none(c.alt_test.winning_rate)}
+                    "alt_test_passed": c.alt_test.outcome,
+                    "alt_test_winning_rate": finite_or_none(c.alt_test.winning_rate),
+                }
                 for d, c in self.calibration.items()
             },
         }
@@ -96,17 +110,31 @@ class SetCalibration:
     def series(self) -> tuple[list[str], dict[str, list[float | None]]]:
         """Spearman ρ per dimension, one value per version (oldest first): the over-time plot."""
         names = [f"v{n} {v.judge.created_at:%Y-%m-%d}" for n, v in enumerate(self.versions, 1)]
-        return names, {self.labels[d]: [finite_or_none(v.calibration[d].spearman) if d in v.calibration else None
-                                        for v in self.versions] for d in self.dimensions}
+        return names, {
+            self.labels[d]: [
+                finite_or_none(v.calibration[d].spearman) if d in v.calibration else None
+                for v in self.versions
+            ]
+            for d in self.dimensions
+        }
 
     def to_json(self) -> dict[str, Any]:
-        return {**set_facts(self.chosen, self.n_items), "n_items_rated_by_people": self.n_rated,
-                "versions": [v.to_json() for v in self.versions]}
+        return {
+            **set_facts(self.chosen, self.n_items),
+            "n_items_rated_by_people": self.n_rated,
+            "versions": [v.to_json() for v in self.versions],
+        }
 
 
 def set_calibration(
-    *, batch: Batch, arrays: ReportArrays, versions: Sequence[Judge], current: Judge | None = None,
-    epsilon: float = DEFAULT_EPSILON, n_boot: int = 1000, seed: int = 0,
+    *,
+    batch: Batch,
+    arrays: ReportArrays,
+    versions: Sequence[Judge],
+    current: Judge | None = None,
+    epsilon: float = DEFAULT_EPSILON,
+    n_boot: int = 1000,
+    seed: int = 0,
 ) -> SetCalibration | None:
     """Each of ``versions`` calibrated on the batch's calibration set; None when the batch has none."""
     chosen = calibration_set_of(batch)
@@ -126,16 +154,34 @@ def set_calibration(
             scores.setdefault((judge_pk, dimension), {})[row_of_pk[item_pk]] = value
             scored.setdefault(judge_pk, set()).add(item_pk)
     scored_dimensions = {d for _, d in scores}
-    humans = {d: {row: r for row, r in human_ratings(batch, arrays, d).items() if row in rows}
-              for d in labels if d in scored_dimensions}
+    humans = {
+        d: {row: r for row, r in human_ratings(batch, arrays, d).items() if row in rows}
+        for d in labels
+        if d in scored_dimensions
+    }
     out = []
     for judge in sorted(versions, key=lambda j: (j.created_at, j.pk)):
         calibration = {
-            d: calibrate_judge(humans[d], scores[(judge.pk, d)], epsilon=epsilon, n_boot=n_boot, seed=seed,
-                               scale=(rubric.scale_min, rubric.scale_max))
-            for d in labels if (judge.pk, d) in scores
+            d: calibrate_judge(
+                humans[d],
+                scores[(judge.pk, d)],
+                epsilon=epsilon,
+                n_boot=n_boot,
+                seed=seed,
+                scale=(rubric.scale_min, rubric.scale_max),
+            )
+            for d in labels
+            if (judge.pk, d) in scores
         }
-        out.append(VersionOnSet(judge=judge, current=current is not None and judge.pk == current.pk,
-                                scored=len(scored.get(judge.pk, ())), calibration=calibration))
+        out.append(
+            VersionOnSet(
+                judge=judge,
+                current=current is not None and judge.pk == current.pk,
+                scored=len(scored.get(judge.pk, ())),
+                calibration=calibration,
+            )
+        )
     n_rated = len(rows & {int(row) for row in arrays.annotation_item})
-    return SetCalibration(chosen=chosen, n_items=len(in_set), n_rated=n_rated, labels=labels, versions=tuple(out))
+    return SetCalibration(
+        chosen=chosen, n_items=len(in_set), n_rated=n_rated, labels=labels, versions=tuple(out)
+    )

@@ -6,9 +6,9 @@ from __future__ import annotations
 import math
 from dataclasses import dataclass
 
-from annotator.models import Annotation, Batch, Judge, JudgeScore, Score
 from annotator.judges.models.judge import OVERALL
 from annotator.judges.selectors.judges import human_item_mean
+from annotator.models import Annotation, Batch, Judge, JudgeScore, Score
 from annotator.selectors.reports import report_arrays
 
 MAX_ROWS = 50
@@ -38,12 +38,22 @@ class Disagreement:
 
 
 def judge_dimensions(*, batch: Batch, judge: Judge) -> list[str]:
-    keys = set(JudgeScore.objects.filter(judge=judge, item__batch=batch).values_list("dimension", flat=True).distinct())
+    keys = set(
+        JudgeScore.objects.filter(judge=judge, item__batch=batch)
+        .values_list("dimension", flat=True)
+        .distinct()
+    )
     return [k for k in (*batch.rubric_obj.dimension_keys, OVERALL) if k in keys]
 
 
 def judge_systems(*, batch: Batch, judge: Judge) -> list[str]:
-    return sorted(set(JudgeScore.objects.filter(judge=judge, item__batch=batch).values_list("item__system_id", flat=True)))
+    return sorted(
+        set(
+            JudgeScore.objects.filter(judge=judge, item__batch=batch).values_list(
+                "item__system_id", flat=True
+            )
+        )
+    )
 
 
 def judge_disagreements(
@@ -71,20 +81,31 @@ def judge_disagreements(
     rows = rows[:limit]
     items = {r[1] for r in rows}
     comments = {
-        (item, name): comment for item, name, comment in
-        Annotation.objects.filter(item__in=items).values_list("item", "annotator__username", "comment")
+        (item, name): comment
+        for item, name, comment in Annotation.objects.filter(item__in=items).values_list(
+            "item", "annotator__username", "comment"
+        )
     }
     given = {
-        (item, name, dim): value for item, name, dim, value in
-        Score.objects.filter(annotation__item__in=items).values_list(
-            "annotation__item", "annotation__annotator__username", "dimension", "value")
+        (item, name, dim): value
+        for item, name, dim, value in Score.objects.filter(annotation__item__in=items).values_list(
+            "annotation__item", "annotation__annotator__username", "dimension", "value"
+        )
     }
     return [
         Disagreement(
-            item_pk=item_pk, item_id=item_id, system_id=system_id, dimension=dim, judge_value=value, human_mean=mean,
+            item_pk=item_pk,
+            item_id=item_id,
+            system_id=system_id,
+            dimension=dim,
+            judge_value=value,
+            human_mean=mean,
             judge_reason=reason,
-            humans=tuple(HumanView(name, given.get((item_pk, name, dim)), comments[(i, name)])
-                         for (i, name) in sorted(comments) if i == item_pk),
+            humans=tuple(
+                HumanView(name, given.get((item_pk, name, dim)), comments[(i, name)])
+                for (i, name) in sorted(comments)
+                if i == item_pk
+            ),
         )
         for _, item_pk, item_id, system_id, dim, value, mean, reason in rows
     ]

@@ -15,10 +15,7 @@ from typing import Any, ClassVar
 import numpy as np
 from django.db.models import Count
 
-from annotator.judges.selectors.verdicts import counted_verdicts
-from annotator.models import Batch, Judge, JudgeFailure, JudgeScore
 from annotator.judges.models.judge import OVERALL
-from annotator.judges.selectors.validation import JudgePPI, judge_overall_scores, judge_ppi
 from annotator.judges.selectors.probes import (
     DimensionProbes,
     PositionResult,
@@ -27,6 +24,9 @@ from annotator.judges.selectors.probes import (
     judge_samples,
     position_results,
 )
+from annotator.judges.selectors.validation import JudgePPI, judge_overall_scores, judge_ppi
+from annotator.judges.selectors.verdicts import counted_verdicts
+from annotator.models import Batch, Judge, JudgeFailure, JudgeScore
 from annotator.selectors.report_arrays import ReportArrays
 from annotator.selectors.report_sections import SectionInputs
 from hcs.calibration import (
@@ -38,14 +38,16 @@ from hcs.calibration import (
 )
 from hcs.calibration.alt_test import DEFAULT_EPSILON
 from hcs.calibration.confidence import Reliability, reliability
-from hcs.calibration.pairwise import DEFAULT_TIE_MARGIN, pair_outcomes, wilson
 from hcs.calibration.logprobs import pointwise_reliability
+from hcs.calibration.pairwise import DEFAULT_TIE_MARGIN, pair_outcomes, wilson
 from hcs.scoring import item_summaries, overall_per_annotation
 
 # How pairs are counted, in the JSON beside the figures it explains.
-COUNTING = ("each pair once; a pair judged in both orders (--swap) wins only when both orders name the same "
-            "response and is a tie otherwise; people prefer the item whose mean overall HCS is higher by at "
-            "least tie_margin, else it is a tie")
+COUNTING = (
+    "each pair once; a pair judged in both orders (--swap) wins only when both orders name the same "
+    "response and is a tie otherwise; people prefer the item whose mean overall HCS is higher by at "
+    "least tie_margin, else it is a tie"
+)
 
 
 def _r(value: float | None) -> float | None:
@@ -131,20 +133,30 @@ class JudgesSection:
 
 
 def _reliability_json(r: Reliability | None) -> dict[str, Any] | None:
-    return None if r is None else {
-        "n": r.n, "ece": _r(r.ece),
-        "bins": [{"lo": b.lo, "hi": b.hi, "n": b.n, "confidence": _r(b.confidence), "accuracy": _r(b.accuracy)}
-                 for b in r.bins],
-    }
+    return (
+        None
+        if r is None
+        else {
+            "n": r.n,
+            "ece": _r(r.ece),
+            "bins": [
+                {"lo": b.lo, "hi": b.hi, "n": b.n, "confidence": _r(b.confidence), "accuracy": _r(b.accuracy)}
+                for b in r.bins
+            ],
+        }
+    )
 
 
-def _pointwise_confidence(confidence: dict[int, float], judged: dict[int, float], human_mean: np.ndarray,
-                          step: float) -> Reliability | None:
+def _pointwise_confidence(
+    confidence: dict[int, float], judged: dict[int, float], human_mean: np.ndarray, step: float
+) -> Reliability | None:
     """ECE of the scores that came with a logprob confidence; None when none did."""
     rows = sorted(confidence)
     if not rows:
         return None
-    return pointwise_reliability([confidence[r] for r in rows], [judged[r] for r in rows], human_mean[rows], step=step)
+    return pointwise_reliability(
+        [confidence[r] for r in rows], [judged[r] for r in rows], human_mean[rows], step=step
+    )
 
 
 def _human_overall(batch: Batch, arrays: ReportArrays) -> np.ndarray:
@@ -155,8 +167,11 @@ def _human_overall(batch: Batch, arrays: ReportArrays) -> np.ndarray:
 def human_item_mean(batch: Batch, arrays: ReportArrays, dimension: str = OVERALL) -> np.ndarray:
     """Mean of each item row on ``dimension`` (a rubric key or ``overall`` HCS) over the people who rated it
     (NaN when nobody has)."""
-    values = (_human_overall(batch, arrays) if dimension == OVERALL
-              else arrays.annotation_scores[:, batch.rubric_obj.dimension_keys.index(dimension)])
+    values = (
+        _human_overall(batch, arrays)
+        if dimension == OVERALL
+        else arrays.annotation_scores[:, batch.rubric_obj.dimension_keys.index(dimension)]
+    )
     return item_summaries(arrays.annotation_item, values, n_items=len(arrays.item_pk)).mean
 
 
@@ -164,38 +179,54 @@ def _human_ratings(arrays: ReportArrays, values: np.ndarray) -> dict[int, dict[i
     """{item row: {annotator index: value}} for the annotations with a value."""
     ratings: dict[int, dict[int, float]] = {}
     ok = np.isfinite(values)
-    for item, annotator, value in zip(arrays.annotation_item[ok], arrays.annotation_annotator[ok], values[ok]):
+    for item, annotator, value in zip(
+        arrays.annotation_item[ok], arrays.annotation_annotator[ok], values[ok]
+    ):
         ratings.setdefault(int(item), {})[int(annotator)] = float(value)
     return ratings
 
 
 def human_ratings(batch: Batch, arrays: ReportArrays, dimension: str) -> dict[int, dict[int, float]]:
     """{item row: {annotator index: value}} on ``dimension`` (a rubric key or ``overall`` HCS)."""
-    values = (_human_overall(batch, arrays) if dimension == OVERALL
-              else arrays.annotation_scores[:, batch.rubric_obj.dimension_keys.index(dimension)])
+    values = (
+        _human_overall(batch, arrays)
+        if dimension == OVERALL
+        else arrays.annotation_scores[:, batch.rubric_obj.dimension_keys.index(dimension)]
+    )
     return _human_ratings(arrays, values)
 
 
-def judges_report(*, batch: Batch, arrays: ReportArrays, epsilon: float = DEFAULT_EPSILON, n_boot: int = 1000,
-                  seed: int = 0) -> JudgesSection:
+def judges_report(
+    *, batch: Batch, arrays: ReportArrays, epsilon: float = DEFAULT_EPSILON, n_boot: int = 1000, seed: int = 0
+) -> JudgesSection:
     """Each judge × dimension (and overall) calibrated against the report's human ratings."""
     if not 0 <= epsilon < 1:
         raise ValueError(f"epsilon must lie in [0, 1), not {epsilon}")
     rubric = batch.rubric_obj
     judges = list(
-        Judge.objects.filter(scores__item__batch=batch).distinct().order_by("name")
+        Judge.objects.filter(scores__item__batch=batch)
+        .distinct()
+        .order_by("name")
         .values("pk", "name", "model", "template", "template_version")
     )
     counts = dict(
-        JudgeScore.objects.filter(item__batch=batch).values("judge").annotate(n=Count("id")).values_list("judge", "n")
+        JudgeScore.objects.filter(item__batch=batch)
+        .values("judge")
+        .annotate(n=Count("id"))
+        .values_list("judge", "n")
     )
     failures = dict(
-        JudgeFailure.objects.filter(item__batch=batch).values("judge").annotate(n=Count("id")).values_list("judge", "n")
+        JudgeFailure.objects.filter(item__batch=batch)
+        .values("judge")
+        .annotate(n=Count("id"))
+        .values_list("judge", "n")
     )
     row_of_pk = {int(pk): row for row, pk in enumerate(arrays.item_pk)}
     lengths = {row_of_pk[pk]: n for pk, n in item_lengths(batch).items() if pk in row_of_pk}
-    samples = {key: {row_of_pk[pk]: v for pk, v in by_item.items() if pk in row_of_pk}
-               for key, by_item in judge_samples(batch).items()}
+    samples = {
+        key: {row_of_pk[pk]: v for pk, v in by_item.items() if pk in row_of_pk}
+        for key, by_item in judge_samples(batch).items()
+    }
     scale = (rubric.scale_min, rubric.scale_max)
     human_cache: dict[str, dict[int, dict[int, float]]] = {}
     scores: dict[tuple[int, str], dict[int, float]] = {}
@@ -204,12 +235,18 @@ def judges_report(*, batch: Batch, arrays: ReportArrays, epsilon: float = DEFAUL
     steps: dict[tuple[int, str], float] = {}
     for judge_pk, dimension, item_pk, value, lo, hi, higher, confidence in JudgeScore.objects.filter(
         item__batch=batch
-    ).values_list("judge", "dimension", "item", "value", "scale_min", "scale_max", "higher_is_better", "confidence"):
+    ).values_list(
+        "judge", "dimension", "item", "value", "scale_min", "scale_max", "higher_is_better", "confidence"
+    ):
         scores.setdefault((judge_pk, dimension), {})[row_of_pk[item_pk]] = value
-        scales.setdefault((judge_pk, dimension), set()).add(f"{lo:g}–{hi:g}" + ("" if higher else " (lower is better)"))
+        scales.setdefault((judge_pk, dimension), set()).add(
+            f"{lo:g}–{hi:g}" + ("" if higher else " (lower is better)")
+        )
         if confidence is not None:
             confidences.setdefault((judge_pk, dimension), {})[row_of_pk[item_pk]] = confidence
-            steps[(judge_pk, dimension)] = (rubric.scale_max - rubric.scale_min) / (hi - lo)  # one judge point
+            steps[(judge_pk, dimension)] = (rubric.scale_max - rubric.scale_min) / (
+                hi - lo
+            )  # one judge point
     rows = []
     for judge in judges:
         judge["n_scores"] = counts.get(judge["pk"], 0)
@@ -220,31 +257,69 @@ def judges_report(*, batch: Batch, arrays: ReportArrays, epsilon: float = DEFAUL
                 continue
             if dimension not in human_cache:
                 human_cache[dimension] = human_ratings(batch, arrays, dimension)
-            calibration = calibrate_judge(human_cache[dimension], judged, epsilon=epsilon, n_boot=n_boot, seed=seed,
-                                          scale=scale)
-            probes = dimension_probes(human_cache[dimension], judged, lengths, scale=scale, n_boot=n_boot, seed=seed,
-                                      samples=samples.get((judge["pk"], dimension)), item_ids=arrays.item_id)
+            calibration = calibrate_judge(
+                human_cache[dimension], judged, epsilon=epsilon, n_boot=n_boot, seed=seed, scale=scale
+            )
+            probes = dimension_probes(
+                human_cache[dimension],
+                judged,
+                lengths,
+                scale=scale,
+                n_boot=n_boot,
+                seed=seed,
+                samples=samples.get((judge["pk"], dimension)),
+                item_ids=arrays.item_id,
+            )
             label = "Overall HCS" if dimension == OVERALL else rubric.dimension(dimension).label
             key = (judge["pk"], dimension)
-            confidence = (_pointwise_confidence(confidences[key], judged, human_item_mean(batch, arrays, dimension),
-                                                steps[key]) if key in confidences else None)
-            rows.append(JudgeDimensionRow(judge["name"], dimension, label, tuple(sorted(scales[key])), calibration,
-                                          probes, confidence))
+            confidence = (
+                _pointwise_confidence(
+                    confidences[key], judged, human_item_mean(batch, arrays, dimension), steps[key]
+                )
+                if key in confidences
+                else None
+            )
+            rows.append(
+                JudgeDimensionRow(
+                    judge["name"],
+                    dimension,
+                    label,
+                    tuple(sorted(scales[key])),
+                    calibration,
+                    probes,
+                    confidence,
+                )
+            )
     mean = human_item_mean(batch, arrays)
-    positions = position_results(batch, {int(pk): float(mean[row]) for row, pk in enumerate(arrays.item_pk)},
-                                 n_boot=n_boot, seed=seed)
-    return JudgesSection(epsilon=epsilon, judges=tuple(judges), rows=tuple(rows), positions=positions,
-                         ppi=_ppi_rows(batch, arrays, judges, scores))
+    positions = position_results(
+        batch, {int(pk): float(mean[row]) for row, pk in enumerate(arrays.item_pk)}, n_boot=n_boot, seed=seed
+    )
+    return JudgesSection(
+        epsilon=epsilon,
+        judges=tuple(judges),
+        rows=tuple(rows),
+        positions=positions,
+        ppi=_ppi_rows(batch, arrays, judges, scores),
+    )
 
 
 def judges_section(inputs: SectionInputs) -> JudgesSection:
     """The report section ``judges`` (listed in ``REPORT_SECTIONS``)."""
-    return judges_report(batch=inputs.batch, arrays=inputs.arrays, epsilon=inputs.epsilon, n_boot=inputs.n_resamples,
-                         seed=inputs.seed)
+    return judges_report(
+        batch=inputs.batch,
+        arrays=inputs.arrays,
+        epsilon=inputs.epsilon,
+        n_boot=inputs.n_resamples,
+        seed=inputs.seed,
+    )
 
 
-def _ppi_rows(batch: Batch, arrays: ReportArrays, judges: list[dict[str, Any]],
-              scores: dict[tuple[int, str], dict[int, float]]) -> tuple[JudgePPI, ...]:
+def _ppi_rows(
+    batch: Batch,
+    arrays: ReportArrays,
+    judges: list[dict[str, Any]],
+    scores: dict[tuple[int, str], dict[int, float]],
+) -> tuple[JudgePPI, ...]:
     """PPI++ per judge × dimension and overall HCS (from the judge's dimension scores when it gave no overall)."""
     rubric = batch.rubric_obj
     weights = {d.key: d.weight for d in rubric.dimensions}
@@ -262,9 +337,17 @@ def _ppi_rows(batch: Batch, arrays: ReportArrays, judges: list[dict[str, Any]],
             if dimension not in human:
                 human[dimension] = human_item_mean(batch, arrays, dimension)
             label = "Overall HCS" if dimension == OVERALL else rubric.dimension(dimension).label
-            out.append(judge_ppi(judge=judge["name"], dimension=dimension, label=label, human_mean=human[dimension],
-                                 judged=mine[dimension], item_system=arrays.item_system,
-                                 system_names=arrays.system_names))
+            out.append(
+                judge_ppi(
+                    judge=judge["name"],
+                    dimension=dimension,
+                    label=label,
+                    human_mean=human[dimension],
+                    judged=mine[dimension],
+                    item_system=arrays.item_system,
+                    system_names=arrays.system_names,
+                )
+            )
     return tuple(out)
 
 
@@ -345,9 +428,18 @@ def pairwise_report(*, batch: Batch, arrays: ReportArrays) -> PairwiseSection:
             c.append(pair.confidence)
         both = [p for p in pairs if p.both_orders]
         consistent = sum(bool(p.consistent) for p in both)
-        rows.append(PairwiseRow(name, compare_verdicts(j, h, c), _confidence_reliability(j, h, c),
-                                n_verdicts=len(judged), n_pairs=len(pairs), n_both_orders=len(both),
-                                n_consistent=consistent, consistency_ci95=wilson(consistent, len(both))))
+        rows.append(
+            PairwiseRow(
+                name,
+                compare_verdicts(j, h, c),
+                _confidence_reliability(j, h, c),
+                n_verdicts=len(judged),
+                n_pairs=len(pairs),
+                n_both_orders=len(both),
+                n_consistent=consistent,
+                consistency_ci95=wilson(consistent, len(both)),
+            )
+        )
     return PairwiseSection(rows=tuple(rows))
 
 
@@ -356,9 +448,10 @@ def pairwise_section(inputs: SectionInputs) -> PairwiseSection:
     return pairwise_report(batch=inputs.batch, arrays=inputs.arrays)
 
 
-def _confidence_reliability(judge: list[str], human: list[str], confidence: list[float | None]) -> Reliability | None:
+def _confidence_reliability(
+    judge: list[str], human: list[str], confidence: list[float | None]
+) -> Reliability | None:
     stated = [math.nan if c is None else c for c in confidence]
     if all(c is None for c in confidence):
         return None
     return reliability(stated, [j == h for j, h in zip(judge, human)])
-

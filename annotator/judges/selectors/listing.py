@@ -24,7 +24,11 @@ def judge_runs_recent(*, user, limit: int = 10):
 def judge_batches() -> dict[int, list[tuple[int, str]]]:
     """Per judge id, the (id, name) of each batch it scored or gave verdicts in, by name."""
     pairs = set(JudgeScore.objects.values_list("judge_id", "item__batch_id", "item__batch__name").distinct())
-    pairs |= set(PairwiseVerdict.objects.values_list("judge_id", "baseline__batch_id", "baseline__batch__name").distinct())
+    pairs |= set(
+        PairwiseVerdict.objects.values_list(
+            "judge_id", "baseline__batch_id", "baseline__batch__name"
+        ).distinct()
+    )
     out: dict[int, list[tuple[int, str]]] = {}
     for judge_id, batch_id, name in sorted(pairs, key=lambda p: (p[2], p[1])):
         out.setdefault(judge_id, []).append((batch_id, name))

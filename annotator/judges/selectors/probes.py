@@ -61,8 +61,11 @@ class DimensionProbes:
         c = self.self_consistency
         if c is not None:
             out["self_consistency"] = {
-                "n_items": c.n_items, "samples": c.samples, "mean_sd": _r(c.mean_sd),
-                "noise_share": _r(c.noise_share), "noise_share_ci95": _pair(c.noise_share_ci95),
+                "n_items": c.n_items,
+                "samples": c.samples,
+                "mean_sd": _r(c.mean_sd),
+                "noise_share": _r(c.noise_share),
+                "noise_share_ci95": _pair(c.noise_share_ci95),
                 "per_item_sd": {i: _r(sd) for i, sd in zip(self.consistency_items, c.per_item_sd)},
             }
         return out
@@ -130,21 +133,25 @@ def dimension_probes(
         for row, i in enumerate(sampled):
             for n, value in samples[i].items():
                 matrix[row, n] = value
-        consistency = self_consistency(matrix, [statistics.fmean(human[i].values()) for i in sampled],
-                                       n_boot=n_boot, seed=seed)
+        consistency = self_consistency(
+            matrix, [statistics.fmean(human[i].values()) for i in sampled], n_boot=n_boot, seed=seed
+        )
         consistency_items = tuple(item_ids[i] for i in sampled)
-    return DimensionProbes(length_bias=bias, score_use=score_use(judge_values, ratings, scale=scale),
-                           self_consistency=consistency, consistency_items=consistency_items)
+    return DimensionProbes(
+        length_bias=bias,
+        score_use=score_use(judge_values, ratings, scale=scale),
+        self_consistency=consistency,
+        consistency_items=consistency_items,
+    )
 
 
 def judge_samples(batch: Batch) -> dict[tuple[int, str], dict[int, dict[int, float]]]:
     """(judge pk, dimension) → {item pk: {sample: value}} for the judges run with ``--samples``."""
     judges = JudgeCall.objects.filter(item__batch=batch, sample__gt=0).values("judge").distinct()
     out: dict[tuple[int, str], dict[int, dict[int, float]]] = {}
-    for judge, item, sample, parsed in (
-        JudgeCall.objects.filter(item__batch=batch, judge__in=judges, enhanced__isnull=True, status=JudgeCall.OK)
-        .values_list("judge", "item", "sample", "parsed")
-    ):
+    for judge, item, sample, parsed in JudgeCall.objects.filter(
+        item__batch=batch, judge__in=judges, enhanced__isnull=True, status=JudgeCall.OK
+    ).values_list("judge", "item", "sample", "parsed"):
         for dimension, score in parsed.get("scores", {}).items():
             out.setdefault((judge, dimension), {}).setdefault(item, {})[sample] = float(score["value"])
     return out
@@ -173,13 +180,18 @@ class PositionResult:
             "consistent_vs_humans": None,
         }
         if self.human is not None:
-            out["consistent_vs_humans"] = {"n": self.human.n, "agreement": _r(self.human.agreement),
-                                           "agreement_ci95": _pair(self.human_ci95), "kappa": _r(self.human.kappa)}
+            out["consistent_vs_humans"] = {
+                "n": self.human.n,
+                "agreement": _r(self.human.agreement),
+                "agreement_ci95": _pair(self.human_ci95),
+                "kappa": _r(self.human.kappa),
+            }
         return out
 
 
-def position_results(batch: Batch, item_mean: Mapping[int, float], *, n_boot: int = N_BOOT,
-                     seed: int = 0) -> dict[str, PositionResult]:
+def position_results(
+    batch: Batch, item_mean: Mapping[int, float], *, n_boot: int = N_BOOT, seed: int = 0
+) -> dict[str, PositionResult]:
     """Judge name → position probe, for every pairwise judge with a pair judged in both orders.
 
     ``item_mean``: item pk → mean overall HCS of the people who rated it (NaN when nobody has).
@@ -188,7 +200,8 @@ def position_results(batch: Batch, item_mean: Mapping[int, float], *, n_boot: in
     pks: dict[str, int] = {}
     for judge, pk, first, second, winner in (
         # The run's own order first: a pair's first verdict fixes the orientation its outcome is given in.
-        counted_verdicts(batch=batch).order_by("judge__name", "swapped", "id")
+        counted_verdicts(batch=batch)
+        .order_by("judge__name", "swapped", "id")
         .values_list("judge__name", "judge", "baseline", "enhanced", "winner")
     ):
         verdicts.setdefault(judge, []).append((first, second, winner))
@@ -198,12 +211,16 @@ def position_results(batch: Batch, item_mean: Mapping[int, float], *, n_boot: in
         probe = position_probe(rows, n_boot=n_boot, seed=seed)
         if probe.n_pairs == 0:
             continue
-        rated = [(a, b, v) for a, b, v in probe.consistent_verdicts
-                 if math.isfinite(item_mean.get(a, math.nan)) and math.isfinite(item_mean.get(b, math.nan))]
+        rated = [
+            (a, b, v)
+            for a, b, v in probe.consistent_verdicts
+            if math.isfinite(item_mean.get(a, math.nan)) and math.isfinite(item_mean.get(b, math.nan))
+        ]
         human, ci = None, (None, None)
         if rated:
-            human = compare_verdicts([v for _, _, v in rated],
-                                     [human_preference(item_mean[a], item_mean[b]) for a, b, _ in rated])
+            human = compare_verdicts(
+                [v for _, _, v in rated], [human_preference(item_mean[a], item_mean[b]) for a, b, _ in rated]
+            )
             ci = human.agreement_ci95
         results[judge] = PositionResult(pks[judge], probe, human, ci)
     return results

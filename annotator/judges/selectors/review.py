@@ -35,11 +35,20 @@ class ReviewRow:
     reason: str
 
     def cells(self) -> list:
-        return [self.item_id, self.system_id, "" if self.uncertainty is None else repr(self.uncertainty), self.reason]
+        return [
+            self.item_id,
+            self.system_id,
+            "" if self.uncertainty is None else repr(self.uncertainty),
+            self.reason,
+        ]
 
     def to_json(self) -> dict:
-        return {"item_id": self.item_id, "system_id": self.system_id, "uncertainty": self.uncertainty,
-                "reason": self.reason}
+        return {
+            "item_id": self.item_id,
+            "system_id": self.system_id,
+            "uncertainty": self.uncertainty,
+            "reason": self.reason,
+        }
 
 
 def parse_n(value) -> int:
@@ -71,15 +80,22 @@ def review_candidates(*, batch: Batch, n: int, judges: list[str] | None = None) 
     if judges:
         unknown = sorted(set(judges) - set(names))
         if unknown:
-            raise ReviewError(f"No scores in batch {batch.name!r} from judge(s) {', '.join(map(repr, unknown))}. "
-                              f"Judges with scores: {', '.join(map(repr, names)) or 'none'}.")
+            raise ReviewError(
+                f"No scores in batch {batch.name!r} from judge(s) {', '.join(map(repr, unknown))}. "
+                f"Judges with scores: {', '.join(map(repr, names)) or 'none'}."
+            )
     chosen = list(in_batch.filter(name__in=judges)) if judges else list(in_batch)
     if not chosen:
         raise ReviewError(f"Batch {batch.name!r} has no judge scores yet: run or import a judge first.")
     annotated = Annotation.objects.filter(item=OuterRef("item"))
-    scores = (JudgeScore.objects.filter(item__batch=batch, judge__in=chosen).annotate(labelled=Exists(annotated))
-              .filter(labelled=False)
-              .values_list("item", "item__item_id", "item__system_id", "item__position", "judge", "dimension", "value"))
+    scores = (
+        JudgeScore.objects.filter(item__batch=batch, judge__in=chosen)
+        .annotate(labelled=Exists(annotated))
+        .filter(labelled=False)
+        .values_list(
+            "item", "item__item_id", "item__system_id", "item__position", "judge", "dimension", "value"
+        )
+    )
     items: dict[int, tuple[str, str, int]] = {}
     by_dimension: dict[str, dict[tuple[int, int], float]] = {}
     for item, item_id, system_id, position, judge, dimension, value in scores:
@@ -97,20 +113,28 @@ def review_candidates(*, batch: Batch, n: int, judges: list[str] | None = None) 
         matrix = np.full((len(order), len(judge_pks)), np.nan)
         for (item, judge), value in by_dimension.get(dimension, {}).items():
             matrix[row[item], judge_pks.index(judge)] = value
-        parts[dimension] = item_uncertainty(n_items=len(order), judge_scores=matrix, caps=caps.get(dimension, ()),
-                                            scale=_scale(batch))
+        parts[dimension] = item_uncertainty(
+            n_items=len(order), judge_scores=matrix, caps=caps.get(dimension, ()), scale=_scale(batch)
+        )
         for judge in chosen:
             s, c = samples.get((judge.pk, dimension)), confidence.get((judge.pk, dimension))
             if s is not None or c is not None:
-                parts[f"{dimension} ({judge.name})"] = item_uncertainty(n_items=len(order), samples=s, confidence=c,
-                                                                        scale=_scale(batch))
+                parts[f"{dimension} ({judge.name})"] = item_uncertainty(
+                    n_items=len(order), samples=s, confidence=c, scale=_scale(batch)
+                )
     combined = most_uncertain(parts) if parts else None
     rows = []
     for r, pk in enumerate(order):
         value = None if combined is None or not math.isfinite(combined.value[r]) else float(combined.value[r])
-        reason = combined.reason[r] if value is not None else "no uncertainty signal: one judge, no samples, no confidence"
+        reason = (
+            combined.reason[r]
+            if value is not None
+            else "no uncertainty signal: one judge, no samples, no confidence"
+        )
         rows.append(ReviewRow(pk, items[pk][0], items[pk][1], value, reason))
-    rows.sort(key=lambda x: (x.uncertainty is None, -(x.uncertainty or 0.0)))  # stable: batch order breaks ties
+    rows.sort(
+        key=lambda x: (x.uncertainty is None, -(x.uncertainty or 0.0))
+    )  # stable: batch order breaks ties
     return rows[:n]
 
 
@@ -124,9 +148,14 @@ def _calls(batch: Batch, judge_pks: list[int], row: dict[int, int]):
     values: dict[tuple[int, str], dict[int, list[float]]] = {}
     stated: dict[tuple[int, str], dict[int, float]] = {}
     annotated = Annotation.objects.filter(item=OuterRef("item"))
-    calls = (JudgeCall.objects.filter(item__batch=batch, judge__in=judge_pks, enhanced__isnull=True, status=JudgeCall.OK)
-             .annotate(labelled=Exists(annotated)).filter(labelled=False)
-             .values_list("judge", "item", "sample", "parsed"))
+    calls = (
+        JudgeCall.objects.filter(
+            item__batch=batch, judge__in=judge_pks, enhanced__isnull=True, status=JudgeCall.OK
+        )
+        .annotate(labelled=Exists(annotated))
+        .filter(labelled=False)
+        .values_list("judge", "item", "sample", "parsed")
+    )
     for judge, item, _sample, parsed in calls:
         if item not in row:
             continue
@@ -144,7 +173,7 @@ def _calls(batch: Batch, judge_pks: list[int], row: dict[int, int]):
         width = max(len(v) for v in by_item.values())
         matrix = np.full((n, width), np.nan)
         for item, vs in by_item.items():
-            matrix[row[item], :len(vs)] = vs
+            matrix[row[item], : len(vs)] = vs
         samples[key] = matrix
     confidence = {}
     for key, by_item in stated.items():

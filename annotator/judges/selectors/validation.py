@@ -32,7 +32,9 @@ class JudgePPI:
 
     def systems(self) -> list[tuple[str, PPIMean]]:
         """Systems with an estimate, highest first (the ranking a reader compares intervals on)."""
-        return sorted(((s, r) for s, r in self.by_system.items() if r is not None), key=lambda sr: -sr[1].estimate)
+        return sorted(
+            ((s, r) for s, r in self.by_system.items() if r is not None), key=lambda sr: -sr[1].estimate
+        )
 
 
 def _split(human: np.ndarray, judged: dict[int, float], rows: np.ndarray | None = None):
@@ -48,22 +50,36 @@ def _split(human: np.ndarray, judged: dict[int, float], rows: np.ndarray | None 
     return h[labelled], scores[labelled], scores[~labelled]
 
 
-def judge_ppi(*, judge: str, dimension: str, label: str, human_mean: np.ndarray, judged: dict[int, float],
-              item_system: np.ndarray, system_names: list[str]) -> JudgePPI:
+def judge_ppi(
+    *,
+    judge: str,
+    dimension: str,
+    label: str,
+    human_mean: np.ndarray,
+    judged: dict[int, float],
+    item_system: np.ndarray,
+    system_names: list[str],
+) -> JudgePPI:
     """PPI++ over all items and within each system.
 
     ``human_mean``: per item row, the mean human value (NaN: nobody rated it); ``judged``: {item row: judge
     score on the rubric scale}; ``item_system``: system index per item row."""
     overall = ppi_mean(*_split(human_mean, judged))
-    by_system = {name: ppi_mean(*_split(human_mean, judged, np.flatnonzero(item_system == s)))
-                 for s, name in enumerate(system_names)}
+    by_system = {
+        name: ppi_mean(*_split(human_mean, judged, np.flatnonzero(item_system == s)))
+        for s, name in enumerate(system_names)
+    }
     return JudgePPI(judge=judge, dimension=dimension, label=label, overall=overall, by_system=by_system)
 
 
-def judge_overall_scores(dimension_scores: dict[str, dict[int, float]], weights: dict[str, float]) -> dict[int, float]:
+def judge_overall_scores(
+    dimension_scores: dict[str, dict[int, float]], weights: dict[str, float]
+) -> dict[int, float]:
     """A judge's overall HCS per item from its dimension scores (Σ weight × score), for items it scored on every
     dimension; used when the judge gave no overall score of its own."""
     if not weights or any(key not in dimension_scores for key in weights):
         return {}
     common = set.intersection(*(set(dimension_scores[key]) for key in weights))
-    return {item: round(sum(w * dimension_scores[key][item] for key, w in weights.items()), 10) for item in common}
+    return {
+        item: round(sum(w * dimension_scores[key][item] for key, w in weights.items()), 10) for item in common
+    }

@@ -11,6 +11,9 @@ def counted_verdicts(*, batch: Batch) -> QuerySet[PairwiseVerdict]:
     """The batch's pairwise verdicts that count: a verdict whose call was not read whole (a criterion out
     of range, say) is left out, also when it was saved before such verdicts stopped being kept."""
     unreadable = JudgeCall.objects.filter(
-        judge=OuterRef("judge"), item=OuterRef("baseline"), enhanced=OuterRef("enhanced"), sample=0,
+        judge=OuterRef("judge"),
+        item=OuterRef("baseline"),
+        enhanced=OuterRef("enhanced"),
+        sample=0,
     ).exclude(status=JudgeCall.OK)
     return PairwiseVerdict.objects.filter(baseline__batch=batch).exclude(Exists(unreadable))

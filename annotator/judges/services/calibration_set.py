@@ -22,13 +22,17 @@ def fingerprint(item_ids: Sequence[str]) -> str:
     return hashlib.sha256("\n".join(sorted(item_ids)).encode()).hexdigest()
 
 
-def _chosen(batch: Batch, item_ids: Sequence[str] | None, sample: int | None, seed: int) -> tuple[list[Item], str]:
+def _chosen(
+    batch: Batch, item_ids: Sequence[str] | None, sample: int | None, seed: int
+) -> tuple[list[Item], str]:
     if (item_ids is None) == (sample is None):
         raise CalibrationSetError("give either the item ids or a sample size, not both.")
     items = list(Item.objects.filter(batch=batch).order_by("position", "id").only("pk", "item_id"))
     if sample is not None:
         if not 1 <= sample <= len(items):
-            raise CalibrationSetError(f"the sample size must be between 1 and {len(items)} (the batch's items).")
+            raise CalibrationSetError(
+                f"the sample size must be between 1 and {len(items)} (the batch's items)."
+            )
         return random.Random(seed).sample(items, sample), f"random sample of {sample}, seed {seed}"
     wanted = list(dict.fromkeys(i.strip() for i in item_ids if i.strip()))
     if not wanted:
@@ -38,13 +42,20 @@ def _chosen(batch: Batch, item_ids: Sequence[str] | None, sample: int | None, se
     if unknown:
         shown = ", ".join(f"\u201c{i}\u201d" for i in unknown[:MAX_LISTED])
         more = f" and {len(unknown) - MAX_LISTED} more" if len(unknown) > MAX_LISTED else ""
-        raise CalibrationSetError(f"{len(unknown)} item id(s) are not in batch \u201c{batch.name}\u201d: {shown}{more}.")
+        raise CalibrationSetError(
+            f"{len(unknown)} item id(s) are not in batch \u201c{batch.name}\u201d: {shown}{more}."
+        )
     return [by_id[i] for i in wanted], f"{len(wanted)} items chosen by id"
 
 
 def calibration_set_mark(
-    *, batch: Batch, item_ids: Sequence[str] | None = None, sample: int | None = None, seed: int = 0,
-    note: str = "", user=None,
+    *,
+    batch: Batch,
+    item_ids: Sequence[str] | None = None,
+    sample: int | None = None,
+    seed: int = 0,
+    note: str = "",
+    user=None,
 ) -> CalibrationSet:
     """Freeze the batch's calibration set: the listed items, or a seeded random sample of them.
 
@@ -63,7 +74,10 @@ def calibration_set_mark(
     try:
         with transaction.atomic():
             chosen = CalibrationSet.objects.create(
-                batch=batch, fingerprint=fingerprint([i.item_id for i in items]), how=how, note=note.strip(),
+                batch=batch,
+                fingerprint=fingerprint([i.item_id for i in items]),
+                how=how,
+                note=note.strip(),
                 marked_by=user if user is not None and user.is_authenticated else None,
             )
             chosen.items.add(*items)

@@ -17,11 +17,11 @@ from django.conf import settings
 from django.utils import timezone
 
 from annotator.imports.errors import ImportRefused
+from annotator.judges.clients import UnknownProvider, client_for
+from annotator.judges.engine.client import JudgeRunFatal
 from annotator.judges.engine.progress import Prices, RunProgress
 from annotator.judges.engine.runner import judge_run
 from annotator.judges.engine.templates import TemplateError, load_template
-from annotator.judges.clients import UnknownProvider, client_for
-from annotator.judges.engine.client import JudgeRunFatal
 from annotator.models import Batch, Job
 
 POLL_SECONDS = 1.0  # how often the worker reads the cancel flag and writes progress
@@ -39,18 +39,30 @@ def judge_job_run(job: Job, update) -> None:
         update(job, state=Job.FAILED, finished_at=timezone.now(), step="", message=str(exc))
         return
     if p["key_env"] not in settings.ANNOTATOR_JUDGE_KEY_ENVS:
-        update(job, state=Job.FAILED, finished_at=timezone.now(), step="",
-               message=f"{p['key_env']} is no longer one of the API key variables this server allows.")
+        update(
+            job,
+            state=Job.FAILED,
+            finished_at=timezone.now(),
+            step="",
+            message=f"{p['key_env']} is no longer one of the API key variables this server allows.",
+        )
         return
     api_key = os.environ.get(p["key_env"], "")
     if not api_key and p.get("provider", "openai") != "openai":
-        update(job, state=Job.FAILED, finished_at=timezone.now(), step="",
-               message=f"The API key variable {p['key_env']} is not set on the worker; nothing was called.")
+        update(
+            job,
+            state=Job.FAILED,
+            finished_at=timezone.now(),
+            step="",
+            message=f"The API key variable {p['key_env']} is not set on the worker; nothing was called.",
+        )
         return
     try:
         client = client_for(p, api_key=api_key)
     except UnknownProvider as exc:
-        update(job, state=Job.FAILED, finished_at=timezone.now(), step="", message=f"{exc}; nothing was called.")
+        update(
+            job, state=Job.FAILED, finished_at=timezone.now(), step="", message=f"{exc}; nothing was called."
+        )
         return
     # The cancel poll and the progress write keep their own clocks: sharing one let the poll, which runs
     # every quarter second, starve the progress write, so the page showed no progress until the end.
@@ -71,45 +83,75 @@ def judge_job_run(job: Job, update) -> None:
     update(job, step="Rendering every prompt before the first call")
     try:
         result = judge_run(
-            batch=batch, template=template, client=client, judge_name=p.get("judge") or f"{template.name}/{p['model']}",
-            concurrency=p["concurrency"], retry_failed=p["retry_failed"], retry_unknown=p.get("retry_unknown", False),
+            batch=batch,
+            template=template,
+            client=client,
+            judge_name=p.get("judge") or f"{template.name}/{p['model']}",
+            concurrency=p["concurrency"],
+            retry_failed=p["retry_failed"],
+            retry_unknown=p.get("retry_unknown", False),
             calibration_set=p.get("calibration_set", False),
-            pairwise=pairwise, swap=p.get("swap", False), samples=p.get("samples", 1),
-            prices=Prices(p["price_in"], p["price_out"]), progress=progress, should_stop=should_stop,
+            pairwise=pairwise,
+            swap=p.get("swap", False),
+            samples=p.get("samples", 1),
+            prices=Prices(p["price_in"], p["price_out"]),
+            progress=progress,
+            should_stop=should_stop,
             cache=p.get("cache", True),
         )
     except (TemplateError, ImportRefused, JudgeRunFatal) as exc:
-        update(job, state=Job.FAILED, finished_at=timezone.now(), step="",
-               message=f"{exc} Calls finished before it are saved.")
+        update(
+            job,
+            state=Job.FAILED,
+            finished_at=timezone.now(),
+            step="",
+            message=f"{exc} Calls finished before it are saved.",
+        )
         return
     finally:
         client.close()
     state = result.progress
     summary = f"Judge \u201c{result.judge.name}\u201d: {state.summary()}; {state.skipped} item(s) already called were skipped."
     if result.unknown:
-        summary += (f" {len(result.unknown)} call(s) were sent by a run that was killed and their outcome is unknown: "
-                    "they were not called again (tick \u201cCall again the calls whose outcome is unknown\u201d, or "
-                    "run_judge --retry-unknown, to call them).")
+        summary += (
+            f" {len(result.unknown)} call(s) were sent by a run that was killed and their outcome is unknown: "
+            "they were not called again (tick \u201cCall again the calls whose outcome is unknown\u201d, or "
+            "run_judge --retry-unknown, to call them)."
+        )
     if result.note:
         summary = f"{result.note} {summary}"
     progress_row = state.as_dict()
     # The row-error shape every job shares (the API's JobOut), with the item named in the message.
-    errors = [{"row": None, "column": None, "item": item, "message": f"item {item}: {error}"}
-              for item, error in result.failures[:ERRORS_SHOWN]]
+    errors = [
+        {"row": None, "column": None, "item": item, "message": f"item {item}: {error}"}
+        for item, error in result.failures[:ERRORS_SHOWN]
+    ]
     if result.failed_outputs:
         progress_row["sample_raw_output"] = result.failed_outputs[0][:SAMPLE_OUTPUT_CHARS]
     finished = {"finished_at": timezone.now(), "step": "", "progress": progress_row, "errors": errors}
     if result.stopped:
-        update(job, state=Job.CANCELLED, **finished,
-               message=f"Cancelled. {summary} Start the run again to call the items that are left.")
+        update(
+            job,
+            state=Job.CANCELLED,
+            **finished,
+            message=f"Cancelled. {summary} Start the run again to call the items that are left.",
+        )
     elif state.done and state.failed == state.done:
-        update(job, state=Job.FAILED, **finished,
-               message=f"Every call failed ({state.failed} of {state.done}); nothing was scored. {summary} "
-                       "The first errors and a sample of what the endpoint answered are below.")
+        update(
+            job,
+            state=Job.FAILED,
+            **finished,
+            message=f"Every call failed ({state.failed} of {state.done}); nothing was scored. {summary} "
+            "The first errors and a sample of what the endpoint answered are below.",
+        )
     elif state.failed:
-        update(job, state=Job.DONE, **finished,
-               message=f"Partly failed: {state.failed} of {state.done} calls failed. {summary} "
-                       "Start the run again with \u201cCall failed items again\u201d ticked to retry them.")
+        update(
+            job,
+            state=Job.DONE,
+            **finished,
+            message=f"Partly failed: {state.failed} of {state.done} calls failed. {summary} "
+            "Start the run again with \u201cCall failed items again\u201d ticked to retry them.",
+        )
     else:
         update(job, state=Job.DONE, **finished, message=summary)
 

@@ -32,13 +32,21 @@ def _judge_errors(name: str) -> list[RowError]:
     if len(clean) > NAME_MAX_LENGTH:
         return [RowError(None, None, f"The judge name is longer than {NAME_MAX_LENGTH} characters.")]
     if "\x00" in clean or SURROGATE.search(clean):  # no database stores either
-        return [RowError(None, None, "The judge name contains a NUL character or a lone surrogate (text that is "
-                                     "not UTF-8); use plain text.")]
+        return [
+            RowError(
+                None,
+                None,
+                "The judge name contains a NUL character or a lone surrogate (text that is "
+                "not UTF-8); use plain text.",
+            )
+        ]
     return []
 
 
 @transaction.atomic
-def judge_get_or_create(*, name: str, model: str = "", template: str = "", template_version: str = "") -> Judge:
+def judge_get_or_create(
+    *, name: str, model: str = "", template: str = "", template_version: str = ""
+) -> Judge:
     """The judge called ``name``; model and template fill in blanks and are never silently overwritten."""
     errors = _judge_errors(name)
     if errors:
@@ -50,8 +58,12 @@ def judge_get_or_create(*, name: str, model: str = "", template: str = "", templ
         current = getattr(judge, field)
         if value and current and value != current:
             raise ImportRefused(
-                [(f"Judge \u201c{judge.name}\u201d already has {field} \u201c{current}\u201d, not \u201c{value}\u201d; "
-                  "use another judge name for another configuration.")]
+                [
+                    (
+                        f"Judge \u201c{judge.name}\u201d already has {field} \u201c{current}\u201d, not \u201c{value}\u201d; "
+                        "use another judge name for another configuration."
+                    )
+                ]
             )
         if value and not current:
             setattr(judge, field, value)
@@ -98,7 +110,9 @@ def judge_scores_import(
     )
     if name_errors or parsed.errors:
         raise ImportRefused(name_errors + parsed.errors)
-    judge = judge_get_or_create(name=judge_name, model=model, template=template, template_version=template_version)
+    judge = judge_get_or_create(
+        name=judge_name, model=model, template=template, template_version=template_version
+    )
     now = timezone.now()
     objects = [
         JudgeScore(
@@ -126,12 +140,21 @@ def _criteria_save(judge: Judge, rows, items: dict[str, int], scale: JudgeScale,
     """The judge's own criteria, under their own names, replacing the judge's earlier ones."""
     for criterion in {r.criterion for r in rows}:
         item_ids = [items[r.item_id] for r in rows if r.criterion == criterion]
-        JudgeCriterionScore.objects.filter(judge=judge, criterion=criterion, enhanced=None, item_id__in=item_ids).delete()
+        JudgeCriterionScore.objects.filter(
+            judge=judge, criterion=criterion, enhanced=None, item_id__in=item_ids
+        ).delete()
     JudgeCriterionScore.objects.bulk_create(
         JudgeCriterionScore(
-            judge=judge, item_id=items[r.item_id], criterion=r.criterion, rubric_dimension=r.dimension,
-            raw_value=r.raw_value, scale_min=scale.min, scale_max=scale.max, higher_is_better=scale.higher_is_better,
-            reason=r.reason, created_at=now,
+            judge=judge,
+            item_id=items[r.item_id],
+            criterion=r.criterion,
+            rubric_dimension=r.dimension,
+            raw_value=r.raw_value,
+            scale_min=scale.min,
+            scale_max=scale.max,
+            higher_is_better=scale.higher_is_better,
+            reason=r.reason,
+            created_at=now,
         )
         for r in rows
     )
@@ -150,7 +173,9 @@ def judge_scores_save(*, judge: Judge, scores: list[JudgeScore]) -> None:
 def prompt_pairs(*, batch: Batch, baseline_system: str | None) -> dict[str, tuple[str, str] | str]:
     """Each prompt's (baseline item id, enhanced item id), or why the prompt has no such pair."""
     by_prompt: dict[str, list[tuple[str, str]]] = {}
-    for prompt_id, item_id, system_id in Item.objects.filter(batch=batch).values_list("prompt_id", "item_id", "system_id"):
+    for prompt_id, item_id, system_id in Item.objects.filter(batch=batch).values_list(
+        "prompt_id", "item_id", "system_id"
+    ):
         by_prompt.setdefault(prompt_id, []).append((item_id, system_id))
     pairs: dict[str, tuple[str, str] | str] = {}
     for prompt_id, members in by_prompt.items():

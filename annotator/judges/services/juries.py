@@ -47,12 +47,22 @@ def jury_create(*, batch: Batch, members: list[str], name: str = "") -> tuple[Ju
         raise ImportRefused([f"\u201c{m}\u201d is itself a jury; list its members instead" for m in nested])
     name = (name or "jury:" + "+".join(members)).strip()
     existing = Judge.objects.filter(name=name).first()
-    if existing is not None and existing.params.get("jury") != members and (existing.params or existing.scores.exists()):
-        raise ImportRefused([f"the name \u201c{name}\u201d is taken by another judge or jury; pick another with --judge"])
+    if (
+        existing is not None
+        and existing.params.get("jury") != members
+        and (existing.params or existing.scores.exists())
+    ):
+        raise ImportRefused(
+            [f"the name \u201c{name}\u201d is taken by another judge or jury; pick another with --judge"]
+        )
     scores, verdicts = _member_scores(batch, found, members), _member_verdicts(batch, found, members)
     if not scores and not verdicts:
-        raise ImportRefused([f"the members have no item (or pair) in common in batch \u201c{batch.name}\u201d, "
-                             "so the jury has nothing to score: run each member on it first"])
+        raise ImportRefused(
+            [
+                f"the members have no item (or pair) in common in batch \u201c{batch.name}\u201d, "
+                "so the jury has nothing to score: run each member on it first"
+            ]
+        )
     jury = judge_get_or_create(name=name, model=JURY_MODEL)
     jury.params = {"jury": members}
     jury.save(update_fields=["params"])
@@ -61,17 +71,31 @@ def jury_create(*, batch: Batch, members: list[str], name: str = "") -> tuple[Ju
     now = timezone.now()
     lo, hi = batch.rubric_obj.scale_min, batch.rubric_obj.scale_max
     JudgeScore.objects.bulk_create(
-        JudgeScore(judge=jury, item_id=item, dimension=dimension, raw_value=jury_score(values), scale_min=lo,
-                   scale_max=hi, value=jury_score(values), imported_at=now,
-                   reason=f"mean of {len(values)} members")
+        JudgeScore(
+            judge=jury,
+            item_id=item,
+            dimension=dimension,
+            raw_value=jury_score(values),
+            scale_min=lo,
+            scale_max=hi,
+            value=jury_score(values),
+            imported_at=now,
+            reason=f"mean of {len(values)} members",
+        )
         for (item, dimension), values in scores.items()
     )
     PairwiseVerdict.objects.bulk_create(
-        PairwiseVerdict(judge=jury, baseline_id=b, enhanced_id=e, swapped=swapped, imported_at=now,
-                        winner=jury_verdict([v.winner for v in votes]),
-                        baseline_score=_mean([v.baseline_score for v in votes]),
-                        enhanced_score=_mean([v.enhanced_score for v in votes]),
-                        reason=f"majority of {len(votes)} members")
+        PairwiseVerdict(
+            judge=jury,
+            baseline_id=b,
+            enhanced_id=e,
+            swapped=swapped,
+            imported_at=now,
+            winner=jury_verdict([v.winner for v in votes]),
+            baseline_score=_mean([v.baseline_score for v in votes]),
+            enhanced_score=_mean([v.enhanced_score for v in votes]),
+            reason=f"majority of {len(votes)} members",
+        )
         for (b, e, swapped), votes in verdicts.items()
     )
     return jury, len(scores), len(verdicts)
@@ -92,6 +116,10 @@ def _member_scores(batch: Batch, found: dict[str, Judge], members: list[str]) ->
 
 def _member_verdicts(batch: Batch, found: dict[str, Judge], members: list[str]) -> dict:
     by_pair: dict[tuple[int, int, bool], dict[int, PairwiseVerdict]] = defaultdict(dict)
-    for verdict in PairwiseVerdict.objects.filter(judge__in=[found[m] for m in members], baseline__batch=batch):
+    for verdict in PairwiseVerdict.objects.filter(
+        judge__in=[found[m] for m in members], baseline__batch=batch
+    ):
         by_pair[(verdict.baseline_id, verdict.enhanced_id, verdict.swapped)][verdict.judge_id] = verdict
-    return {k: [v[found[m].pk] for m in members] for k, v in sorted(by_pair.items()) if len(v) == len(members)}
+    return {
+        k: [v[found[m].pk] for m in members] for k, v in sorted(by_pair.items()) if len(v) == len(members)
+    }

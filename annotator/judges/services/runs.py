@@ -14,6 +14,8 @@ from django.db.models import Q
 from django.utils import timezone
 
 from annotator.judges.engine.templates import TemplateError
+from annotator.judges.models.judge import VERSION_MARK
+from annotator.judges.services.judges import NAME_MAX_LENGTH, judge_get_or_create
 from annotator.models import (
     Item,
     Judge,
@@ -23,8 +25,6 @@ from annotator.models import (
     JudgeScore,
     PairwiseVerdict,
 )
-from annotator.judges.models.judge import VERSION_MARK
-from annotator.judges.services.judges import NAME_MAX_LENGTH, judge_get_or_create
 
 
 @dataclass
@@ -71,7 +71,9 @@ def _identity(params: dict, *, base_url: bool = True) -> dict:
 
 def version_key(template, model: str, params: dict) -> str:
     """sha256 of everything a judge version is: template text and version, model, parameters."""
-    blob = json.dumps([template.content_hash, template.version, model, _identity(params)], sort_keys=True, default=str)
+    blob = json.dumps(
+        [template.content_hash, template.version, model, _identity(params)], sort_keys=True, default=str
+    )
     return hashlib.sha256(blob.encode()).hexdigest()
 
 
@@ -85,8 +87,10 @@ def _changes(judge: Judge, template, model: str, params: dict) -> list[str]:
     if known and judge.params["base_url"] != params.get("base_url"):
         changes.append(f"another endpoint ({judge.params['base_url']} before, {params.get('base_url')} now)")
     if _identity(judge.params, base_url=False) != _identity(params, base_url=False):
-        changes.append(f"other parameters ({json.dumps(_identity(judge.params), sort_keys=True)} before, "
-                       f"{json.dumps(_identity(params), sort_keys=True)} now)")
+        changes.append(
+            f"other parameters ({json.dumps(_identity(judge.params), sort_keys=True)} before, "
+            f"{json.dumps(_identity(params), sort_keys=True)} now)"
+        )
     return changes
 
 
@@ -104,18 +108,29 @@ def judge_for_run(*, name: str, model: str, template, params: dict) -> tuple[Jud
     judge = Judge.objects.filter(name=name).first()
     note = ""
     changes = _changes(judge, template, model, params) if judge is not None and judge.template_hash else []
-    if judge is not None and judge.template_hash and not changes and "base_url" not in judge.params \
-            and params.get("base_url"):
+    if (
+        judge is not None
+        and judge.template_hash
+        and not changes
+        and "base_url" not in judge.params
+        and params.get("base_url")
+    ):
         judge.params = {**judge.params, "base_url": params["base_url"]}
         judge.save(update_fields=["params"])
-        note = (f"\u201c{name}\u201d was first run before endpoints were recorded: its endpoint is now recorded as "
-                f"{params['base_url']}, and a run against another endpoint will score into a new judge version.")
+        note = (
+            f"\u201c{name}\u201d was first run before endpoints were recorded: its endpoint is now recorded as "
+            f"{params['base_url']}, and a run against another endpoint will score into a new judge version."
+        )
     if changes:
         versioned = _version_name(name, template.version, version_key(template, model, params))
-        note = (f"\u201c{name}\u201d was run with {'; '.join(changes)}: this run scores into the judge version "
-                f"\u201c{versioned}\u201d, never mixed with the other.")
+        note = (
+            f"\u201c{name}\u201d was run with {'; '.join(changes)}: this run scores into the judge version "
+            f"\u201c{versioned}\u201d, never mixed with the other."
+        )
         name = versioned
-    judge = judge_get_or_create(name=name, model=model, template=template.name, template_version=template.version)
+    judge = judge_get_or_create(
+        name=name, model=model, template=template.name, template_version=template.version
+    )
     if not judge.template_hash:
         judge.template_hash, judge.params = template.content_hash, params
         judge.save(update_fields=["template_hash", "params"])
@@ -161,12 +176,25 @@ def judge_calls_mark_sent(*, judge: Judge, template, model: str, params: dict, t
     a trace a rerun will not pay for again unasked. The item's scores stay until the answer replaces them."""
     now = timezone.now()
     for task in tasks:
-        JudgeCall.objects.filter(judge=judge, item=task.item, enhanced=task.enhanced, sample=task.sample).delete()
+        JudgeCall.objects.filter(
+            judge=judge, item=task.item, enhanced=task.enhanced, sample=task.sample
+        ).delete()
     JudgeCall.objects.bulk_create(
         JudgeCall(
-            judge=judge, item=task.item, enhanced=task.enhanced, sample=task.sample, status=JudgeCall.SENT,
-            template_name=template.name, template_version=template.version, template_hash=template.content_hash,
-            model=model, params=params, prompt=task.messages, attempts=0, created_at=now, request_key=task.key,
+            judge=judge,
+            item=task.item,
+            enhanced=task.enhanced,
+            sample=task.sample,
+            status=JudgeCall.SENT,
+            template_name=template.name,
+            template_version=template.version,
+            template_hash=template.content_hash,
+            model=model,
+            params=params,
+            prompt=task.messages,
+            attempts=0,
+            created_at=now,
+            request_key=task.key,
         )
         for task in tasks
     )
@@ -177,39 +205,53 @@ def judge_calls_unsend(*, judge: Judge, tasks: list) -> None:
     """Remove the ``sent`` rows of calls that never got an answer because the run stopped or could not go on
     (a call waiting to retry, a refused key): nothing was paid for, and a plain rerun calls them."""
     for task in tasks:
-        JudgeCall.objects.filter(judge=judge, item=task.item, enhanced=task.enhanced, sample=task.sample,
-                                 status=JudgeCall.SENT).delete()
+        JudgeCall.objects.filter(
+            judge=judge, item=task.item, enhanced=task.enhanced, sample=task.sample, status=JudgeCall.SENT
+        ).delete()
 
 
 @transaction.atomic
 def judge_calls_set_batch(*, judge: Judge, tasks: list, batch_id: str) -> None:
     """Record on the ``sent`` rows of ``tasks`` the provider batch they wait in: the resume state of --batch."""
     for task in tasks:
-        JudgeCall.objects.filter(judge=judge, item=task.item, enhanced=task.enhanced, sample=task.sample,
-                                 status=JudgeCall.SENT).update(provider_batch=batch_id)
+        JudgeCall.objects.filter(
+            judge=judge, item=task.item, enhanced=task.enhanced, sample=task.sample, status=JudgeCall.SENT
+        ).update(provider_batch=batch_id)
 
 
 def judge_calls_in_batches(*, judge: Judge) -> dict[tuple[int, int | None, int], str]:
     """(item pk, enhanced pk or None, sample) → provider batch id of this judge's calls still waiting in a batch."""
-    return {(i, e, n): b for i, e, n, b in JudgeCall.objects.filter(judge=judge, status=JudgeCall.SENT)
-            .exclude(provider_batch="").values_list("item_id", "enhanced_id", "sample", "provider_batch")}
+    return {
+        (i, e, n): b
+        for i, e, n, b in JudgeCall.objects.filter(judge=judge, status=JudgeCall.SENT)
+        .exclude(provider_batch="")
+        .values_list("item_id", "enhanced_id", "sample", "provider_batch")
+    }
 
 
 def judge_call_states(*, judge: Judge) -> dict[tuple[int, int | None, int], str]:
     """(item pk, enhanced pk or None, sample) → status of every call this judge has saved."""
-    return {(i, e, n): s for i, e, n, s in
-            JudgeCall.objects.filter(judge=judge).values_list("item_id", "enhanced_id", "sample", "status")}
+    return {
+        (i, e, n): s
+        for i, e, n, s in JudgeCall.objects.filter(judge=judge).values_list(
+            "item_id", "enhanced_id", "sample", "status"
+        )
+    }
 
 
 @transaction.atomic
-def judge_calls_record(*, judge: Judge, template, model: str, params: dict, outcomes: list[CallOutcome]) -> None:
+def judge_calls_record(
+    *, judge: Judge, template, model: str, params: dict, outcomes: list[CallOutcome]
+) -> None:
     """Save completed calls (those that arrived together) in one transaction; see ``_record``."""
     for outcome in outcomes:
         _record(judge, template, model, params, outcome)
 
 
 @transaction.atomic
-def judge_calls_record_many(*, judge: Judge, template, model: str, params: dict, outcomes: list[CallOutcome]) -> None:
+def judge_calls_record_many(
+    *, judge: Judge, template, model: str, params: dict, outcomes: list[CallOutcome]
+) -> None:
     """Save many outcomes at once (those served from the cache): as ``judge_calls_record``, with one delete and
     one insert per table for the single-response calls instead of several statements per call."""
     single = [o for o in outcomes if o.enhanced is None]
@@ -220,16 +262,36 @@ def judge_calls_record_many(*, judge: Judge, template, model: str, params: dict,
         return
     now, scale = timezone.now(), template.scale
     for sample in {o.sample for o in single}:
-        JudgeCall.objects.filter(judge=judge, enhanced__isnull=True, sample=sample,
-                                 item__in=[o.item.pk for o in single if o.sample == sample]).delete()
+        JudgeCall.objects.filter(
+            judge=judge,
+            enhanced__isnull=True,
+            sample=sample,
+            item__in=[o.item.pk for o in single if o.sample == sample],
+        ).delete()
     JudgeCall.objects.bulk_create(
         JudgeCall(
-            judge=judge, item=o.item, sample=o.sample, status=o.status, template_name=template.name,
-            template_version=template.version, template_hash=template.content_hash, model=model,
-            params=params if o.sent is None else o.sent, prompt=o.prompt, raw_output=o.raw_output, parsed=o.parsed,
-            error=o.error, http_status=o.http_status, tokens_in=o.tokens_in, tokens_out=o.tokens_out,
-            latency_ms=round(o.latency * 1000), attempts=o.attempts, output_mode=o.output_mode, created_at=now,
-            request_key=o.request_key, cached=o.cached,
+            judge=judge,
+            item=o.item,
+            sample=o.sample,
+            status=o.status,
+            template_name=template.name,
+            template_version=template.version,
+            template_hash=template.content_hash,
+            model=model,
+            params=params if o.sent is None else o.sent,
+            prompt=o.prompt,
+            raw_output=o.raw_output,
+            parsed=o.parsed,
+            error=o.error,
+            http_status=o.http_status,
+            tokens_in=o.tokens_in,
+            tokens_out=o.tokens_out,
+            latency_ms=round(o.latency * 1000),
+            attempts=o.attempts,
+            output_mode=o.output_mode,
+            created_at=now,
+            request_key=o.request_key,
+            cached=o.cached,
         )
         for o in single
     )
@@ -237,18 +299,29 @@ def judge_calls_record_many(*, judge: Judge, template, model: str, params: dict,
     JudgeScore.objects.filter(judge=judge, item__in=[o.item.pk for o in scored]).delete()
     JudgeScore.objects.bulk_create(
         JudgeScore(
-            judge=judge, item=o.item, dimension=dimension, raw_value=s["raw"], scale_min=scale.min,
-            scale_max=scale.max, higher_is_better=scale.higher_is_better, value=s["value"], reason=s["reason"],
-            raw_output=o.raw_output, imported_at=now, weighted_value=s.get("distribution", {}).get("weighted_value"),
+            judge=judge,
+            item=o.item,
+            dimension=dimension,
+            raw_value=s["raw"],
+            scale_min=scale.min,
+            scale_max=scale.max,
+            higher_is_better=scale.higher_is_better,
+            value=s["value"],
+            reason=s["reason"],
+            raw_output=o.raw_output,
+            imported_at=now,
+            weighted_value=s.get("distribution", {}).get("weighted_value"),
             confidence=s.get("distribution", {}).get("confidence"),
         )
-        for o in scored for dimension, s in o.parsed["scores"].items()
+        for o in scored
+        for dimension, s in o.parsed["scores"].items()
     )
     kept = [o for o in single if not o.sample]
     JudgeFailure.objects.filter(judge=judge, item__in=[o.item.pk for o in kept]).delete()
     JudgeFailure.objects.bulk_create(
         JudgeFailure(judge=judge, item=o.item, dimension=d, error=e, raw_output=o.raw_output, created_at=now)
-        for o in kept for d, e in o.problems
+        for o in kept
+        for d, e in o.problems
     )
 
 
@@ -260,15 +333,33 @@ def _record(judge: Judge, template, model: str, params: dict, outcome: CallOutco
     """
     scale = template.scale
     now = timezone.now()
-    JudgeCall.objects.filter(judge=judge, item=outcome.item, enhanced=outcome.enhanced, sample=outcome.sample).delete()
+    JudgeCall.objects.filter(
+        judge=judge, item=outcome.item, enhanced=outcome.enhanced, sample=outcome.sample
+    ).delete()
     call = JudgeCall.objects.create(
-        judge=judge, item=outcome.item, enhanced=outcome.enhanced, sample=outcome.sample, status=outcome.status,
-        template_name=template.name, template_version=template.version, template_hash=template.content_hash,
-        model=model, params=params if outcome.sent is None else outcome.sent, prompt=outcome.prompt,
-        raw_output=outcome.raw_output, parsed=outcome.parsed, error=outcome.error, http_status=outcome.http_status,
-        tokens_in=outcome.tokens_in, tokens_out=outcome.tokens_out, latency_ms=round(outcome.latency * 1000),
-        attempts=outcome.attempts, output_mode=outcome.output_mode, created_at=now,
-        request_key=outcome.request_key, cached=outcome.cached,
+        judge=judge,
+        item=outcome.item,
+        enhanced=outcome.enhanced,
+        sample=outcome.sample,
+        status=outcome.status,
+        template_name=template.name,
+        template_version=template.version,
+        template_hash=template.content_hash,
+        model=model,
+        params=params if outcome.sent is None else outcome.sent,
+        prompt=outcome.prompt,
+        raw_output=outcome.raw_output,
+        parsed=outcome.parsed,
+        error=outcome.error,
+        http_status=outcome.http_status,
+        tokens_in=outcome.tokens_in,
+        tokens_out=outcome.tokens_out,
+        latency_ms=round(outcome.latency * 1000),
+        attempts=outcome.attempts,
+        output_mode=outcome.output_mode,
+        created_at=now,
+        request_key=outcome.request_key,
+        cached=outcome.cached,
     )
     if outcome.sample:
         return call  # a repeat for self-consistency: its parsed values stay on the call, the judge's scores are sample 0's
@@ -278,9 +369,17 @@ def _record(judge: Judge, template, model: str, params: dict, outcome: CallOutco
             JudgeScore.objects.filter(judge=judge, item=outcome.item, dimension__in=list(scores)).delete()
             JudgeScore.objects.bulk_create(
                 JudgeScore(
-                    judge=judge, item=outcome.item, dimension=dimension, raw_value=s["raw"], scale_min=scale.min,
-                    scale_max=scale.max, higher_is_better=scale.higher_is_better, value=s["value"],
-                    reason=s["reason"], raw_output=outcome.raw_output, imported_at=now,
+                    judge=judge,
+                    item=outcome.item,
+                    dimension=dimension,
+                    raw_value=s["raw"],
+                    scale_min=scale.min,
+                    scale_max=scale.max,
+                    higher_is_better=scale.higher_is_better,
+                    value=s["value"],
+                    reason=s["reason"],
+                    raw_output=outcome.raw_output,
+                    imported_at=now,
                     weighted_value=s.get("distribution", {}).get("weighted_value"),
                     confidence=s.get("distribution", {}).get("confidence"),
                 )
@@ -290,7 +389,14 @@ def _record(judge: Judge, template, model: str, params: dict, outcome: CallOutco
         _record_pair(judge, template, outcome, now)
     JudgeFailure.objects.filter(judge=judge, item=outcome.item).delete()
     JudgeFailure.objects.bulk_create(
-        JudgeFailure(judge=judge, item=outcome.item, dimension=d, error=e, raw_output=outcome.raw_output, created_at=now)
+        JudgeFailure(
+            judge=judge,
+            item=outcome.item,
+            dimension=d,
+            error=e,
+            raw_output=outcome.raw_output,
+            created_at=now,
+        )
         for d, e in outcome.problems
     )
     return call
@@ -304,14 +410,24 @@ def _record_pair(judge: Judge, template, outcome: CallOutcome, now) -> None:
     verdict = outcome.parsed.get("verdict")
     # A call with a problem (a criterion out of range) is unreadable as a whole: its verdict is not counted.
     if verdict and outcome.status == JudgeCall.OK:
-        PairwiseVerdict.objects.create(**pair, **verdict, swapped=outcome.swapped, raw_output=outcome.raw_output,
-                                       imported_at=now)
+        PairwiseVerdict.objects.create(
+            **pair, **verdict, swapped=outcome.swapped, raw_output=outcome.raw_output, imported_at=now
+        )
     scale = template.scale
     JudgeCriterionScore.objects.bulk_create(
         JudgeCriterionScore(
-            judge=judge, item=outcome.item, enhanced=outcome.enhanced, criterion=name,
-            rubric_dimension=c["rubric_dimension"], raw_value=c["raw"], scale_min=scale.min, scale_max=scale.max,
-            higher_is_better=scale.higher_is_better, reason=c["reason"], evidence=c["evidence"], created_at=now,
+            judge=judge,
+            item=outcome.item,
+            enhanced=outcome.enhanced,
+            criterion=name,
+            rubric_dimension=c["rubric_dimension"],
+            raw_value=c["raw"],
+            scale_min=scale.min,
+            scale_max=scale.max,
+            higher_is_better=scale.higher_is_better,
+            reason=c["reason"],
+            evidence=c["evidence"],
+            created_at=now,
         )
         for name, c in outcome.parsed.get("criteria", {}).items()
     )

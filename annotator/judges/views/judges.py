@@ -6,16 +6,16 @@ from django.contrib import messages
 from django.shortcuts import redirect, render
 from django.views.decorators.http import require_GET, require_POST
 
-from annotator.judges.forms.judges import JudgeRunForm, JudgeScoresForm, VerdictsForm
 from annotator.imports.errors import FileRefused, ImportRefused
-from annotator.roles import researcher_required
+from annotator.judges.forms.judges import JudgeRunForm, JudgeScoresForm, VerdictsForm
 from annotator.judges.selectors.listing import (
     judge_batches,
     judge_runs_recent,
     judges_overview,
 )
-from annotator.services.jobs import judge_job_create
 from annotator.judges.services.judges import judge_scores_import, pairwise_verdicts_import
+from annotator.roles import researcher_required
+from annotator.services.jobs import judge_job_create
 
 
 def _page(request, scores_form=None, verdicts_form=None, errors=(), status=200, run_form=None):
@@ -46,14 +46,22 @@ def import_scores(request):
     data = form.cleaned_data
     try:
         count = judge_scores_import(
-            batch=data["batch"], judge_name=data["judge"], data=data["file"].read(), filename=data["file"].name,
-            scale=form.judge_scale(), model=data["model"], template=data["template"],
+            batch=data["batch"],
+            judge_name=data["judge"],
+            data=data["file"].read(),
+            filename=data["file"].name,
+            scale=form.judge_scale(),
+            model=data["model"],
+            template=data["template"],
             output=form.output_spec(),
         )
     except (FileRefused, ImportRefused) as exc:
         errors = exc.errors if isinstance(exc, ImportRefused) else [str(exc)]
         return _page(request, scores_form=form, errors=errors, status=400)
-    messages.success(request, f"Imported {count} scores of judge \u201c{data['judge']}\u201d into \u201c{data['batch']}\u201d.")
+    messages.success(
+        request,
+        f"Imported {count} scores of judge \u201c{data['judge']}\u201d into \u201c{data['batch']}\u201d.",
+    )
     return redirect("judges")
 
 
@@ -66,13 +74,21 @@ def import_verdicts(request):
     data = form.cleaned_data
     try:
         count = pairwise_verdicts_import(
-            batch=data["batch"], judge_name=data["judge"], data=data["file"].read(), filename=data["file"].name,
-            baseline_system=data["baseline_system"] or None, model=data["model"], template=data["template"],
+            batch=data["batch"],
+            judge_name=data["judge"],
+            data=data["file"].read(),
+            filename=data["file"].name,
+            baseline_system=data["baseline_system"] or None,
+            model=data["model"],
+            template=data["template"],
         )
     except (FileRefused, ImportRefused) as exc:
         errors = exc.errors if isinstance(exc, ImportRefused) else [str(exc)]
         return _page(request, verdicts_form=form, errors=errors, status=400)
-    messages.success(request, f"Imported {count} verdicts of judge \u201c{data['judge']}\u201d into \u201c{data['batch']}\u201d.")
+    messages.success(
+        request,
+        f"Imported {count} verdicts of judge \u201c{data['judge']}\u201d into \u201c{data['batch']}\u201d.",
+    )
     return redirect("judges")
 
 
@@ -84,12 +100,26 @@ def start_run(request):
         return _page(request, run_form=form, status=400)
     data = form.cleaned_data
     job = judge_job_create(
-        batch=data["batch"], template=data["template"], base_url=data["base_url"], model=data["model"],
-        key_env=data["key_env"], concurrency=data["concurrency"], retry_failed=data["retry_failed"],
-        price_in=data["price_in"] or 0.0, price_out=data["price_out"] or 0.0, user=request.user,
-        calibration_set=data["calibration_set"], judge=data["judge"], temperature=data["temperature"],
-        samples=data["samples"], pairwise=data["pairwise"], baseline_system=data["baseline_system"],
-        enhanced_system=data["enhanced_system"], swap=data["swap"], retry_unknown=data["retry_unknown"],
-        provider=data["provider"], cache=not data["no_cache"],
+        batch=data["batch"],
+        template=data["template"],
+        base_url=data["base_url"],
+        model=data["model"],
+        key_env=data["key_env"],
+        concurrency=data["concurrency"],
+        retry_failed=data["retry_failed"],
+        price_in=data["price_in"] or 0.0,
+        price_out=data["price_out"] or 0.0,
+        user=request.user,
+        calibration_set=data["calibration_set"],
+        judge=data["judge"],
+        temperature=data["temperature"],
+        samples=data["samples"],
+        pairwise=data["pairwise"],
+        baseline_system=data["baseline_system"],
+        enhanced_system=data["enhanced_system"],
+        swap=data["swap"],
+        retry_unknown=data["retry_unknown"],
+        provider=data["provider"],
+        cache=not data["no_cache"],
     )
     return redirect("job_status", job_id=job.pk)

@@ -76,11 +76,18 @@ def report_judge_disagreements(request, batch_id, judge_id):
     if not dimensions:
         raise Http404("This judge has no scores in this batch.")
     labels = [(d, "Overall HCS" if d == OVERALL else batch.rubric_obj.dimension(d).label) for d in dimensions]
-    form = DisagreementFilterForm(request.GET or None, dimensions=labels,
-                                  systems=judge_systems(batch=batch, judge=judge))
+    form = DisagreementFilterForm(
+        request.GET or None, dimensions=labels, systems=judge_systems(batch=batch, judge=judge)
+    )
     valid = form.is_valid() if form.is_bound else True
     filters = form.cleaned_data if form.is_bound and valid else {}
     rows = judge_disagreements(batch=batch, judge=judge, **filters) if valid else []
-    context = {"batch": batch, "judge": judge, "form": form, "rows": rows, "max_rows": MAX_ROWS,
-               "labels": dict(labels)}
+    context = {
+        "batch": batch,
+        "judge": judge,
+        "form": form,
+        "rows": rows,
+        "max_rows": MAX_ROWS,
+        "labels": dict(labels),
+    }
     return render(request, "annotator/judge_disagreements.html", context, status=200 if valid else 400)

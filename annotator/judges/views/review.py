@@ -26,19 +26,38 @@ def _request_rows(batch: Batch, data):
 @researcher_required
 def review(request, batch_id):
     batch = get_object_or_404(Batch, pk=batch_id)
-    names = list(Judge.objects.filter(scores__item__batch=batch).distinct().order_by("name").values_list("name", flat=True))
+    names = list(
+        Judge.objects.filter(scores__item__batch=batch)
+        .distinct()
+        .order_by("name")
+        .values_list("name", flat=True)
+    )
     try:
         n, judges, rows = _request_rows(batch, request.GET)
     except ReviewError as exc:
-        context = {"batch": batch, "names": names, "error": str(exc), "n": request.GET.get("n", DEFAULT_N),
-                   "judges": request.GET.getlist("judge"), "rows": []}
+        context = {
+            "batch": batch,
+            "names": names,
+            "error": str(exc),
+            "n": request.GET.get("n", DEFAULT_N),
+            "judges": request.GET.getlist("judge"),
+            "rows": [],
+        }
         return render(request, "annotator/review.html", context, status=400)
     if request.GET.get("format") == "csv":
-        response = HttpResponse("".join(csv_lines(COLUMNS, (r.cells() for r in rows))), content_type="text/csv")
+        response = HttpResponse(
+            "".join(csv_lines(COLUMNS, (r.cells() for r in rows))), content_type="text/csv"
+        )
         response["Content-Disposition"] = f'attachment; filename="review-{batch.pk}.csv"'
         return response
-    context = {"batch": batch, "names": names, "n": n, "judges": judges, "rows": rows,
-               "query": request.GET.urlencode()}
+    context = {
+        "batch": batch,
+        "names": names,
+        "n": n,
+        "judges": judges,
+        "rows": rows,
+        "query": request.GET.urlencode(),
+    }
     return render(request, "annotator/review.html", context)
 
 

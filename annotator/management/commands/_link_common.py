@@ -16,5 +16,9 @@ def batch_named(name: str) -> Batch:
 
 
 def add_link_options(parser, *, days: int) -> None:
-    parser.add_argument("--days", type=int, default=days, help=f"days until the link expires (default {days})")
-    parser.add_argument("--base-url", default=None, help="the site's address the link starts with (default SITE_URL)")
+    parser.add_argument(
+        "--days", type=int, default=days, help=f"days until the link expires (default {days})"
+    )
+    parser.add_argument(
+        "--base-url", default=None, help="the site's address the link starts with (default SITE_URL)"
+    )

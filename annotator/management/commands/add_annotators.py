@@ -10,9 +10,9 @@ from django.core.management.base import BaseCommand, CommandError
 
 from annotator.exports.csv_safe import SafeWriter
 from annotator.imports.annotator_list import AnnotatorListError, parse_annotator_list
-from annotator.studies.link_urls import signin_url
 from annotator.management.commands._import_common import read_file
 from annotator.management.commands._link_common import add_link_options, batch_named
+from annotator.studies.link_urls import signin_url
 from annotator.studies.services.links import DEFAULT_SIGNIN_DAYS, LinkError, annotators_add
 
 
@@ -30,11 +30,15 @@ class Command(BaseCommand):
             rows = parse_annotator_list(read_file(options["file"]))
             accounts = annotators_add(rows=rows, batch=batch, days=options["days"])
         except AnnotatorListError as exc:
-            raise CommandError(f"{options['file']}: nothing was created:\n  " + "\n  ".join(exc.errors)) from None
+            raise CommandError(
+                f"{options['file']}: nothing was created:\n  " + "\n  ".join(exc.errors)
+            ) from None
         except LinkError as exc:
             raise CommandError(str(exc)) from None
         writer = SafeWriter(self.stdout)
         writer.writerow(("username", "email", "signin_link"))
         for a in accounts:
             writer.writerow((a.username, a.email, signin_url(a.token, options["base_url"])))
-        self.stderr.write(f"{len(accounts)} account(s) for {batch.name}; each link works once, for {options['days']} day(s).")
+        self.stderr.write(
+            f"{len(accounts)} account(s) for {batch.name}; each link works once, for {options['days']} day(s)."
+        )

@@ -15,7 +15,9 @@ class Command(BaseCommand):
 
     def add_arguments(self, parser):
         parser.add_argument("user", help="username")
-        parser.add_argument("--days", type=int, default=DEFAULT_DAYS, help=f"days until it expires (default {DEFAULT_DAYS})")
+        parser.add_argument(
+            "--days", type=int, default=DEFAULT_DAYS, help=f"days until it expires (default {DEFAULT_DAYS})"
+        )
         parser.add_argument("--name", default="command line", help="what the token is for")
 
     def handle(self, *args, user, days, name, **options):
@@ -23,11 +25,15 @@ class Command(BaseCommand):
         if found is None:
             raise CommandError(f"No user named {user!r}.")
         if not may_hold_api_tokens(found):
-            raise CommandError(f"{user!r} was made by a study, invite or bulk link: such accounts hold no API token.")
+            raise CommandError(
+                f"{user!r} was made by a study, invite or bulk link: such accounts hold no API token."
+            )
         try:
             token, key = api_token_create(user=found, name=name, days=days)
         except ValueError as exc:
             raise CommandError(str(exc)) from None
-        self.stderr.write(f"Token {token.prefix}\u2026 for {found.username}, expires {token.expires_at:%Y-%m-%d %H:%M} UTC. "
-                          "Keep it secret; it is not shown again.")
+        self.stderr.write(
+            f"Token {token.prefix}\u2026 for {found.username}, expires {token.expires_at:%Y-%m-%d %H:%M} UTC. "
+            "Keep it secret; it is not shown again."
+        )
         self.stdout.write(key)

@@ -11,10 +11,10 @@ from django.contrib.auth.models import Group
 from django.core.management.base import BaseCommand
 from django.db import transaction
 
-from annotator.studies.link_urls import invite_url, study_url
 from annotator.management.commands.load_demo import DEMO_BATCH
 from annotator.models import Batch, InviteLink, StudyLink
 from annotator.roles import ANNOTATOR, RESEARCHER
+from annotator.studies.link_urls import invite_url, study_url
 from annotator.studies.services.links import invite_create, link_revoke, study_link_create
 
 DEMO_USERS = [
@@ -25,7 +25,11 @@ DEMO_USERS = [
 
 
 DEMO_COMPLETION_CODE = "DEMO-DONE"
-DEMO_WORKER = {"PROLIFIC_PID": "5f0c1a2b3c4d5e6f7a8b9c0d", "STUDY_ID": "demo-study", "SESSION_ID": "demo-session-1"}
+DEMO_WORKER = {
+    "PROLIFIC_PID": "5f0c1a2b3c4d5e6f7a8b9c0d",
+    "STUDY_ID": "demo-study",
+    "SESSION_ID": "demo-session-1",
+}
 
 
 def demo_password(username: str) -> str:
@@ -37,13 +41,21 @@ def demo_links(admin) -> list[str]:
     batch = Batch.objects.filter(name=DEMO_BATCH).first()
     if batch is None:
         return ["(no demo batch: run `manage.py load_demo` first for a study link and an invite link)"]
-    for old in StudyLink.objects.filter(batch=batch, completion_code=DEMO_COMPLETION_CODE, revoked_at__isnull=True):
+    for old in StudyLink.objects.filter(
+        batch=batch, completion_code=DEMO_COMPLETION_CODE, revoked_at__isnull=True
+    ):
         link_revoke(link=old)
     for old in InviteLink.objects.filter(batches=batch, created_by=admin, revoked_at__isnull=True):
         link_revoke(link=old)
     study, study_token = study_link_create(
-        batch=batch, platform="prolific", quota=3, completion_code=DEMO_COMPLETION_CODE,
-        screen_out_code="DEMO-SCREENED", no_consent_code="DEMO-NOCONSENT", days=7, created_by=admin,
+        batch=batch,
+        platform="prolific",
+        quota=3,
+        completion_code=DEMO_COMPLETION_CODE,
+        screen_out_code="DEMO-SCREENED",
+        no_consent_code="DEMO-NOCONSENT",
+        days=7,
+        created_by=admin,
     )
     _invite, invite_token = invite_create(batches=[batch], uses=5, days=7, created_by=admin)
     template = study_url(study_token, study.platform)

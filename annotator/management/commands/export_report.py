@@ -30,23 +30,45 @@ class Command(BaseCommand):
 
     def add_arguments(self, parser):
         parser.add_argument("batch", help="batch name (or its numeric id)")
-        parser.add_argument("--format", choices=[*(k for k in EXPORT_FORMATS if "." not in k), "csv", "jsonl"],
-                            help="json (default), html, or a table's: csv or jsonl")
-        parser.add_argument("--table", choices=list(TABLES),
-                            help="which table (with --format csv: dimensions by default; jsonl: judge_calls)")
-        parser.add_argument("--out", help="write to this file instead of standard output (with --format hf: a new or "
-                                          "empty folder)")
-        parser.add_argument("--rater-names", action="store_true",
-                            help="with --format hf: name raters by username instead of a pseudonym")
-        parser.add_argument("--push-to-hub", metavar="REPO",
-                            help="with --format hf: upload the folder to this Hugging Face dataset repository "
-                                 "(owner/name; needs HF_TOKEN)")
-        parser.add_argument("--resamples", type=int, default=DEFAULT_RESAMPLES, help="bootstrap resamples (0: no CIs)")
+        parser.add_argument(
+            "--format",
+            choices=[*(k for k in EXPORT_FORMATS if "." not in k), "csv", "jsonl"],
+            help="json (default), html, or a table's: csv or jsonl",
+        )
+        parser.add_argument(
+            "--table",
+            choices=list(TABLES),
+            help="which table (with --format csv: dimensions by default; jsonl: judge_calls)",
+        )
+        parser.add_argument(
+            "--out",
+            help="write to this file instead of standard output (with --format hf: a new or empty folder)",
+        )
+        parser.add_argument(
+            "--rater-names",
+            action="store_true",
+            help="with --format hf: name raters by username instead of a pseudonym",
+        )
+        parser.add_argument(
+            "--push-to-hub",
+            metavar="REPO",
+            help="with --format hf: upload the folder to this Hugging Face dataset repository "
+            "(owner/name; needs HF_TOKEN)",
+        )
+        parser.add_argument(
+            "--resamples", type=int, default=DEFAULT_RESAMPLES, help="bootstrap resamples (0: no CIs)"
+        )
         parser.add_argument("--seed", type=int, default=DEFAULT_SEED)
-        parser.add_argument("--epsilon", type=float, default=DEFAULT_EPSILON,
-                            help=f"the alt-test's cost-benefit margin ε for LLM judges (default {DEFAULT_EPSILON})")
+        parser.add_argument(
+            "--epsilon",
+            type=float,
+            default=DEFAULT_EPSILON,
+            help=f"the alt-test's cost-benefit margin ε for LLM judges (default {DEFAULT_EPSILON})",
+        )
 
-    def handle(self, *args, batch, format, table, out, resamples, seed, epsilon, rater_names, push_to_hub, **options):
+    def handle(
+        self, *args, batch, format, table, out, resamples, seed, epsilon, rater_names, push_to_hub, **options
+    ):
         if format != "hf" and (rater_names or push_to_hub):
             raise CommandError("--rater-names and --push-to-hub go with --format hf.")
         if format == "hf":
@@ -85,8 +107,9 @@ class Command(BaseCommand):
 
         try:
             destination_check(out)  # before the statistics are computed
-            report = card_report(batch=batch, n_resamples=options.n_resamples, seed=options.seed,
-                                 epsilon=options.epsilon)
+            report = card_report(
+                batch=batch, n_resamples=options.n_resamples, seed=options.seed, epsilon=options.epsilon
+            )
             written = dataset_write(batch=batch, report=report, out=out, rater_names=rater_names)
         except DatasetRefused as exc:
             raise CommandError(f"Nothing was written: {exc}.") from exc
@@ -96,9 +119,11 @@ class Command(BaseCommand):
             try:
                 url = dataset_push(folder=written.folder, target=hub)
             except Exception as exc:  # the Hub's errors are many; the folder is written either way
-                raise CommandError(f"The upload to {hub.repo} failed ({type(exc).__name__}: {exc}). "
-                                   f"The dataset is in {written.folder}; run the command again or upload it "
-                                   "with huggingface-cli.") from exc
+                raise CommandError(
+                    f"The upload to {hub.repo} failed ({type(exc).__name__}: {exc}). "
+                    f"The dataset is in {written.folder}; run the command again or upload it "
+                    "with huggingface-cli."
+                ) from exc
             self.stderr.write(f"Uploaded to {url}")
 
 
@@ -109,5 +134,7 @@ def _format_key(format: str | None, table: str | None) -> str:
     key = TABLES[table]
     kind = key.rsplit(".", 1)[1]
     if format is not None and format != kind:
-        raise CommandError(f"--table {table} is a {kind.upper()} table: use --format {kind}, or leave --format out.")
+        raise CommandError(
+            f"--table {table} is a {kind.upper()} table: use --format {kind}, or leave --format out."
+        )
     return key

@@ -19,7 +19,9 @@ class Command(BaseCommand):
     def add_arguments(self, parser):
         parser.add_argument("file", help="CSV (UTF-8) or JSONL file of annotations")
         parser.add_argument("--batch", required=True, help="batch name; created if it does not exist")
-        parser.add_argument("--k", type=int, default=None, help=f"k for a new batch (default and least {MIN_K})")
+        parser.add_argument(
+            "--k", type=int, default=None, help=f"k for a new batch (default and least {MIN_K})"
+        )
         parser.add_argument("--rubric", help="rubric JSON for a new batch (default: hcs/rubrics/hcs.json)")
 
     def handle(self, *args, file, batch, k, rubric, **options):

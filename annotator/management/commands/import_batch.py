@@ -17,7 +17,9 @@ class Command(BaseCommand):
     def add_arguments(self, parser):
         parser.add_argument("file", help="CSV (UTF-8) or JSONL file of items")
         parser.add_argument("--name", required=True, help="name of the new batch (must not exist yet)")
-        parser.add_argument("--k", type=int, default=MIN_K, help=f"annotations each item receives (at least {MIN_K})")
+        parser.add_argument(
+            "--k", type=int, default=MIN_K, help=f"annotations each item receives (at least {MIN_K})"
+        )
         parser.add_argument("--rubric", help="rubric JSON file (default: hcs/rubrics/hcs.json)")
 
     def handle(self, *args, file, name, k, rubric, **options):
@@ -34,4 +36,6 @@ class Command(BaseCommand):
         except (FileRefused, ImportRefused) as exc:
             raise refused(file, exc) from None
         count = batch.items.count()
-        self.stdout.write(self.style.SUCCESS(f"Batch \u201c{batch.name}\u201d: {count} items, k = {batch.k}."))
+        self.stdout.write(
+            self.style.SUCCESS(f"Batch \u201c{batch.name}\u201d: {count} items, k = {batch.k}.")
+        )

@@ -5,9 +5,9 @@ from __future__ import annotations
 from django.core.management.base import BaseCommand, CommandError
 
 from annotator.imports.errors import FileRefused, ImportRefused
+from annotator.judges.services.judges import judge_scores_import
 from annotator.management.commands._import_common import read_file, refused
 from annotator.models import Batch
-from annotator.judges.services.judges import judge_scores_import
 from hcs.judge_output import JudgeScale, OutputSpec, parse_labels
 
 
@@ -21,20 +21,36 @@ class Command(BaseCommand):
         parser.add_argument("file")
         parser.add_argument("--batch", required=True, help="name of the batch the items belong to")
         parser.add_argument("--judge", required=True, help="judge name (created on first use)")
-        parser.add_argument("--scale", required=True, help="the judge's raw scale: 0-1, 1-4, 1-5 (any low-high)")
+        parser.add_argument(
+            "--scale", required=True, help="the judge's raw scale: 0-1, 1-4, 1-5 (any low-high)"
+        )
         parser.add_argument("--lower-is-better", action="store_true", help="low raw scores are the good end")
         parser.add_argument("--model", default="", help="the model behind the judge")
         parser.add_argument("--template", default="", help="the prompt template's name")
         parser.add_argument("--template-version", default="", help="the prompt template's version")
-        parser.add_argument("--verdict-key", default=None, help="the key holding the score in raw_output, e.g. answer_match")
+        parser.add_argument(
+            "--verdict-key", default=None, help="the key holding the score in raw_output, e.g. answer_match"
+        )
         parser.add_argument("--reason-key", default=None, help="the key holding the reason in raw_output")
-        parser.add_argument("--own-criteria", action="store_true",
-                            help="keep dimensions that are not rubric dimensions as the judge's own criteria")
-        parser.add_argument("--criteria-map", default="",
-                            help="with --own-criteria: criterion=rubric dimension pairs, e.g. 'clarity=fluency'")
-        parser.add_argument("--labels", default="", help="verdict labels as numbers: 'Excellent=4, Very Good=3, Good=2, Bad=1'")
+        parser.add_argument(
+            "--own-criteria",
+            action="store_true",
+            help="keep dimensions that are not rubric dimensions as the judge's own criteria",
+        )
+        parser.add_argument(
+            "--criteria-map",
+            default="",
+            help="with --own-criteria: criterion=rubric dimension pairs, e.g. 'clarity=fluency'",
+        )
+        parser.add_argument(
+            "--labels",
+            default="",
+            help="verdict labels as numbers: 'Excellent=4, Very Good=3, Good=2, Bad=1'",
+        )
 
-    def handle(self, *args, file, batch, judge, scale, lower_is_better, model, template, template_version, **options):
+    def handle(
+        self, *args, file, batch, judge, scale, lower_is_better, model, template, template_version, **options
+    ):
         try:
             judge_scale = JudgeScale.parse(scale, higher_is_better=not lower_is_better)
         except ValueError as exc:
@@ -49,8 +65,12 @@ class Command(BaseCommand):
             if any(not sep for _, sep, _ in pairs):
                 raise CommandError("--criteria-map: give criterion=dimension pairs separated by commas.")
             criteria = {k.strip().lower(): v.strip().lower() for k, _, v in pairs}
-        output = OutputSpec(scale=judge_scale, verdict_key=options.get("verdict_key"),
-                            reason_key=options.get("reason_key"), labels=labels)
+        output = OutputSpec(
+            scale=judge_scale,
+            verdict_key=options.get("verdict_key"),
+            reason_key=options.get("reason_key"),
+            labels=labels,
+        )
         batch_obj = Batch.objects.filter(name=batch).first()
         if batch_obj is None:
             raise CommandError(f"--batch: there is no batch named \u201c{batch}\u201d.")
@@ -71,5 +91,7 @@ class Command(BaseCommand):
         except (FileRefused, ImportRefused) as exc:
             raise refused(file, exc) from None
         self.stdout.write(
-            self.style.SUCCESS(f"Judge \u201c{judge}\u201d: {count} scores on {judge_scale.label} imported into \u201c{batch}\u201d.")
+            self.style.SUCCESS(
+                f"Judge \u201c{judge}\u201d: {count} scores on {judge_scale.label} imported into \u201c{batch}\u201d."
+            )
         )

@@ -7,8 +7,8 @@ from pathlib import Path
 from django.core.management.base import BaseCommand, CommandError
 
 from annotator.imports.errors import FileRefused, ImportRefused
-from annotator.judges.imports.trace_file import field_name
 from annotator.judges.engine.templates import TemplateError, load_template
+from annotator.judges.imports.trace_file import field_name
 from annotator.management.commands._import_common import load_rubric, read_file, refused
 from annotator.models.batch import MIN_K
 from annotator.services.traces import batch_import_traces
@@ -25,12 +25,17 @@ class Command(BaseCommand):
     def add_arguments(self, parser):
         parser.add_argument("file", help="JSONL, one trace per line")
         parser.add_argument("--name", required=True, help="name of the new batch")
-        parser.add_argument("--map", action="append", default=[], dest="maps", help="field = path (repeatable)")
+        parser.add_argument(
+            "--map", action="append", default=[], dest="maps", help="field = path (repeatable)"
+        )
         parser.add_argument("--mapping", help="file of field = path lines")
         parser.add_argument(
-            "--template", help="judge template whose trace mapping to use (fixtures/judge_templates/); --map lines override it"
+            "--template",
+            help="judge template whose trace mapping to use (fixtures/judge_templates/); --map lines override it",
         )
-        parser.add_argument("--k", type=int, default=MIN_K, help=f"annotations each item receives (at least {MIN_K})")
+        parser.add_argument(
+            "--k", type=int, default=MIN_K, help=f"annotations each item receives (at least {MIN_K})"
+        )
         parser.add_argument("--rubric", help="rubric JSON file (default: hcs/rubrics/hcs.json)")
 
     def handle(self, *args, file, name, maps, mapping, k, rubric, template=None, **options):
@@ -55,7 +60,9 @@ class Command(BaseCommand):
             )
         except (FileRefused, ImportRefused) as exc:
             raise refused(file, exc) from None
-        self.stdout.write(self.style.SUCCESS(f"Batch \u201c{batch.name}\u201d: {batch.items.count()} items from traces."))
+        self.stdout.write(
+            self.style.SUCCESS(f"Batch \u201c{batch.name}\u201d: {batch.items.count()} items from traces.")
+        )
 
     def _template_lines(self, template: str, lines: list[str]) -> list[str]:
         """The template's trace mapping, with any field the given lines map replaced by theirs; the template's
@@ -64,7 +71,12 @@ class Command(BaseCommand):
             loaded = load_template(template)
         except TemplateError as exc:
             raise CommandError(f"--template: {exc}") from None
-        given = {field_name(line.partition("=")[0].strip().removesuffix("?")) for line in lines if "=" in line}
-        kept = [f"{k}{'?' if k in loaded.optional else ''} = {v}" for k, v in loaded.trace_mapping.items()
-                if field_name(k) not in given]
+        given = {
+            field_name(line.partition("=")[0].strip().removesuffix("?")) for line in lines if "=" in line
+        }
+        kept = [
+            f"{k}{'?' if k in loaded.optional else ''} = {v}"
+            for k, v in loaded.trace_mapping.items()
+            if field_name(k) not in given
+        ]
         return kept + lines

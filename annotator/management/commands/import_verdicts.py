@@ -5,9 +5,9 @@ from __future__ import annotations
 from django.core.management.base import BaseCommand, CommandError
 
 from annotator.imports.errors import FileRefused, ImportRefused
+from annotator.judges.services.judges import pairwise_verdicts_import
 from annotator.management.commands._import_common import read_file, refused
 from annotator.models import Batch
-from annotator.judges.services.judges import pairwise_verdicts_import
 
 
 class Command(BaseCommand):
@@ -20,7 +20,9 @@ class Command(BaseCommand):
         parser.add_argument("file")
         parser.add_argument("--batch", required=True)
         parser.add_argument("--judge", required=True)
-        parser.add_argument("--baseline-system", default="", help="system id of the baseline, for rows named by prompt_id")
+        parser.add_argument(
+            "--baseline-system", default="", help="system id of the baseline, for rows named by prompt_id"
+        )
         parser.add_argument("--model", default="")
         parser.add_argument("--template", default="")
 
@@ -41,4 +43,8 @@ class Command(BaseCommand):
             )
         except (FileRefused, ImportRefused) as exc:
             raise refused(file, exc) from None
-        self.stdout.write(self.style.SUCCESS(f"Judge \u201c{judge}\u201d: {count} pairwise verdicts imported into \u201c{batch}\u201d."))
+        self.stdout.write(
+            self.style.SUCCESS(
+                f"Judge \u201c{judge}\u201d: {count} pairwise verdicts imported into \u201c{batch}\u201d."
+            )
+        )

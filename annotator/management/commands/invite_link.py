@@ -7,8 +7,8 @@ from __future__ import annotations
 
 from django.core.management.base import BaseCommand, CommandError
 
-from annotator.studies.link_urls import invite_url
 from annotator.management.commands._link_common import add_link_options, batch_named
+from annotator.studies.link_urls import invite_url
 from annotator.studies.services.links import DEFAULT_INVITE_DAYS, LinkError, invite_create
 
 
@@ -17,7 +17,9 @@ class Command(BaseCommand):
 
     def add_arguments(self, parser):
         parser.add_argument("batch", nargs="+", help="batch name(s)")
-        parser.add_argument("--uses", type=int, default=1, help="how many accounts the link may make (default 1)")
+        parser.add_argument(
+            "--uses", type=int, default=1, help="how many accounts the link may make (default 1)"
+        )
         add_link_options(parser, days=DEFAULT_INVITE_DAYS)
 
     def handle(self, *args, **options):

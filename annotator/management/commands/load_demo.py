@@ -13,11 +13,11 @@ import hashlib
 from django.conf import settings
 from django.core.management.base import BaseCommand
 
+from annotator.judges.services.calibration_set import calibration_set_mark
+from annotator.judges.services.judges import judge_scores_import
 from annotator.models import Annotation, Batch, CalibrationSet, JudgeScore
 from annotator.services.annotation_imports import annotations_import_file
 from annotator.services.batches import batch_import_file
-from annotator.judges.services.calibration_set import calibration_set_mark
-from annotator.judges.services.judges import judge_scores_import
 from hcs.judge_output import JudgeScale
 from hcs.rubric import Rubric
 
@@ -30,13 +30,18 @@ DEMO_JUDGES = {  # name: (file, model)
 }
 # A second version of the lenient judge (the close scores): its card shows both versions side by side on
 # the demo's calibration set. Named as run_judge names a version, after a hash of what it is (its scores).
-DEMO_VERSION = (f"demo-judge-lenient (template 2 #{hashlib.sha256((DEMO_DIR / 'judge_close.csv').read_bytes()).hexdigest()[:8]})",
-                "judge_close.csv", "demo v2 (made-up scores)")
+DEMO_VERSION = (
+    f"demo-judge-lenient (template 2 #{hashlib.sha256((DEMO_DIR / 'judge_close.csv').read_bytes()).hexdigest()[:8]})",
+    "judge_close.csv",
+    "demo v2 (made-up scores)",
+)
 
 
 class Command(BaseCommand):
-    help = ("Load the demo batch (fixtures/demo/items.jsonl, with the training and check items of gold.jsonl) "
-            "and its offline annotations (annotations.csv).")
+    help = (
+        "Load the demo batch (fixtures/demo/items.jsonl, with the training and check items of gold.jsonl) "
+        "and its offline annotations (annotations.csv)."
+    )
 
     def handle(self, *args, **options):
         items = DEMO_DIR / "items.jsonl"
@@ -44,7 +49,11 @@ class Command(BaseCommand):
         batch = Batch.objects.filter(name=DEMO_BATCH).first()
         if batch is None:
             batch = batch_import_file(
-                data=items.read_bytes() + gold.read_bytes(), filename=items.name, name=DEMO_BATCH, k=3, rubric=Rubric.default()
+                data=items.read_bytes() + gold.read_bytes(),
+                filename=items.name,
+                name=DEMO_BATCH,
+                k=3,
+                rubric=Rubric.default(),
             )
             self.stdout.write(
                 f"Created batch \u201c{DEMO_BATCH}\u201d with {batch.items.count()} items, "
@@ -56,7 +65,9 @@ class Command(BaseCommand):
         if not batch.consent_text:
             batch.consent_text = (DEMO_DIR / "consent.md").read_text(encoding="utf-8")
             batch.save(update_fields=["consent_text"])
-            self.stdout.write("Gave it a consent text (fixtures/demo/consent.md), shown before the first item.")
+            self.stdout.write(
+                "Gave it a consent text (fixtures/demo/consent.md), shown before the first item."
+            )
         if Annotation.objects.filter(item__batch=batch, source=Annotation.Source.IMPORT).exists():
             self.stdout.write("Its offline annotations are already loaded.")
         else:
@@ -78,10 +89,17 @@ class Command(BaseCommand):
                 continue
             path = DEMO_DIR / filename
             n = judge_scores_import(
-                batch=batch, judge_name=judge, data=path.read_bytes(), filename=path.name,
-                scale=JudgeScale(1, 5), model=model, template="hcs_rubric",
+                batch=batch,
+                judge_name=judge,
+                data=path.read_bytes(),
+                filename=path.name,
+                scale=JudgeScale(1, 5),
+                model=model,
+                template="hcs_rubric",
             )
-            self.stdout.write(f"Imported {n} scores of the demo judge \u201c{judge}\u201d (see its judge card).")
+            self.stdout.write(
+                f"Imported {n} scores of the demo judge \u201c{judge}\u201d (see its judge card)."
+            )
 
     def _calibration_set(self, batch: Batch) -> None:
         if CalibrationSet.objects.filter(batch=batch).exists():
@@ -89,5 +107,7 @@ class Command(BaseCommand):
         rated = Annotation.objects.filter(item__batch=batch, source=Annotation.Source.IMPORT)
         ids = sorted(set(rated.values_list("item__item_id", flat=True)))
         calibration_set_mark(batch=batch, item_ids=ids, note="Demo: the items with offline annotations.")
-        self.stdout.write(f"Froze a calibration set of {len(ids)} items: the judge card of \u201cdemo-judge-lenient\u201d "
-                          "compares its two versions on it.")
+        self.stdout.write(
+            f"Froze a calibration set of {len(ids)} items: the judge card of \u201cdemo-judge-lenient\u201d "
+            "compares its two versions on it."
+        )

@@ -39,7 +39,9 @@ class Command(BaseCommand):
         if not 0 <= epsilon < 1:
             raise CommandError(f"--epsilon must lie in [0, 1), not {epsilon}")
         try:
-            n, kk, width = parse_plan_request(items=items, k=k if k is not None else found.k, target_width=target_width)
+            n, kk, width = parse_plan_request(
+                items=items, k=k if k is not None else found.k, target_width=target_width
+            )
             arrays = batch_report(batch=found, n_resamples=0, with_sections=False).arrays
             plan = study_plan(batch=found, arrays=arrays, items=n, k=kk, target_width=width, epsilon=epsilon)
         except PlanError as exc:
@@ -47,8 +49,9 @@ class Command(BaseCommand):
         if json:
             self.stdout.write(_dumps(plan.to_json()))
             return
-        self.stdout.write(f"Plan for {n} items x {kk} annotators from batch {found.name!r} "
-                          f"({plan.pilot_items} pilot items)")
+        self.stdout.write(
+            f"Plan for {n} items x {kk} annotators from batch {found.name!r} ({plan.pilot_items} pilot items)"
+        )
         for label, key, p in plan.rows():
             shown = "n/a" if p.predicted_ci95_width is None else f"{p.predicted_ci95_width:.4f}"
             need = "" if p.items_for_target is None else f"  items for width {width:g}: {p.items_for_target}"
@@ -57,7 +60,9 @@ class Command(BaseCommand):
             alt = "no tested size" if j.alt_test_items is None else f"{j.alt_test_items} items"
             line = f"  judge {name}: alt-test at eps {j.epsilon:g} reaches power 0.8 with {alt}"
             if width is not None:
-                labels = ", ".join(f"{d} {'not reachable' if v is None else v}" for d, v in j.ppi_labels.items())
+                labels = ", ".join(
+                    f"{d} {'not reachable' if v is None else v}" for d, v in j.ppi_labels.items()
+                )
                 line += f"; human labels for a PPI++ CI of width {width:g}: {labels}"
             self.stdout.write(line)
 

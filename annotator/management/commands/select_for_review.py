@@ -20,10 +20,15 @@ class Command(BaseCommand):
     def add_arguments(self, parser):
         parser.add_argument("batch", help="batch name (or its numeric id)")
         parser.add_argument("--n", required=True, help="how many items")
-        parser.add_argument("--judge", nargs="+", default=None, help="only these judges (default: every judge with scores)")
+        parser.add_argument(
+            "--judge", nargs="+", default=None, help="only these judges (default: every judge with scores)"
+        )
         parser.add_argument("--out", required=True, help="the CSV file to write")
-        parser.add_argument("--queue-first", action="store_true",
-                            help="also put the listed items first in this batch's annotation queue")
+        parser.add_argument(
+            "--queue-first",
+            action="store_true",
+            help="also put the listed items first in this batch's annotation queue",
+        )
 
     def handle(self, *args, batch, n, judge, out, queue_first, **options):
         found = Batch.objects.filter(name=batch).first()

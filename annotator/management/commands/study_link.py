@@ -8,12 +8,12 @@ from __future__ import annotations
 
 from django.core.management.base import BaseCommand, CommandError
 
-from annotator.studies.crowd import PLATFORMS
-from annotator.studies.link_urls import study_url
 from annotator.management.commands._import_common import read_text
 from annotator.management.commands._link_common import add_link_options, batch_named
-from annotator.studies.services.links import DEFAULT_STUDY_DAYS, LinkError, study_link_create
+from annotator.studies.crowd import PLATFORMS
+from annotator.studies.link_urls import study_url
 from annotator.studies.selectors import FULL_WARNING, batch_has_free_slot
+from annotator.studies.services.links import DEFAULT_STUDY_DAYS, LinkError, study_link_create
 
 
 def _text(path: str | None) -> str | None:
@@ -28,12 +28,20 @@ class Command(BaseCommand):
         parser.add_argument("--platform", choices=sorted(PLATFORMS), default="prolific")
         parser.add_argument("--quota", type=int, required=True, help="most items one worker rates")
         parser.add_argument("--completion-code", required=True, help="the code workers get when they finish")
-        parser.add_argument("--completion-url", default="", help="where finished workers go (Prolific: built from the code)")
-        parser.add_argument("--screen-out-code", default="", help="the code for workers screened out by quality checks")
+        parser.add_argument(
+            "--completion-url", default="", help="where finished workers go (Prolific: built from the code)"
+        )
+        parser.add_argument(
+            "--screen-out-code", default="", help="the code for workers screened out by quality checks"
+        )
         parser.add_argument("--no-consent-code", default="", help="the code for workers who decline consent")
         parser.add_argument("--minutes", type=int, default=None, help="longest session in minutes")
-        parser.add_argument("--consent", metavar="FILE.md", help="set the batch's consent text from a Markdown file")
-        parser.add_argument("--instructions", metavar="FILE.md", help="set the batch's instructions from a Markdown file")
+        parser.add_argument(
+            "--consent", metavar="FILE.md", help="set the batch's consent text from a Markdown file"
+        )
+        parser.add_argument(
+            "--instructions", metavar="FILE.md", help="set the batch's instructions from a Markdown file"
+        )
         add_link_options(parser, days=DEFAULT_STUDY_DAYS)
 
     def handle(self, *args, **options):
@@ -41,10 +49,15 @@ class Command(BaseCommand):
         texts = {"consent_text": _text(options["consent"]), "instructions": _text(options["instructions"])}
         try:
             link, token = study_link_create(
-                batch=batch, platform=options["platform"], quota=options["quota"],
-                completion_code=options["completion_code"], completion_url=options["completion_url"],
-                screen_out_code=options["screen_out_code"], no_consent_code=options["no_consent_code"],
-                max_minutes=options["minutes"], days=options["days"],
+                batch=batch,
+                platform=options["platform"],
+                quota=options["quota"],
+                completion_code=options["completion_code"],
+                completion_url=options["completion_url"],
+                screen_out_code=options["screen_out_code"],
+                no_consent_code=options["no_consent_code"],
+                max_minutes=options["minutes"],
+                days=options["days"],
             )
         except LinkError as exc:
             raise CommandError(str(exc)) from None

@@ -20,13 +20,13 @@ from django.db import IntegrityError, transaction
 from django.utils import timezone
 
 from annotator.models import Assignment, Batch, Enrolment, GoldAnswer
+from annotator.services.assignment import AssignmentError, assignment_release
 from annotator.studies.selectors import (
     is_scoped,
     is_study_batch,
     limits_for,
     submitted_count,
 )
-from annotator.services.assignment import AssignmentError, assignment_release
 
 End = Enrolment.End
 
@@ -56,8 +56,14 @@ def enrolment_for(*, user, batch: Batch) -> Enrolment:
 UNREAD = object()  # study_gate's enrolment argument when the caller has not read it
 
 
-def study_gate(*, user, batch: Batch, now: datetime | None = None, enrolment: Enrolment | None | object = UNREAD,
-               submitted: int | None = None) -> Gate:
+def study_gate(
+    *,
+    user,
+    batch: Batch,
+    now: datetime | None = None,
+    enrolment: Enrolment | None | object = UNREAD,
+    submitted: int | None = None,
+) -> Gate:
     """Where the annotator stands: consent, instructions, rating, or ended (which it may record:
     a session past its length ends as timed out, a reached quota as done). ``enrolment``: the
     user's enrolment in the batch (with its study link) or None, and ``submitted``: their count of
@@ -113,10 +119,14 @@ def enrolment_instructions_seen(*, user, batch: Batch, now: datetime | None = No
 
 
 @transaction.atomic
-def enrolment_end(*, enrolment: Enrolment, end: str, now: datetime | None = None, reason: str = "") -> Enrolment:
+def enrolment_end(
+    *, enrolment: Enrolment, end: str, now: datetime | None = None, reason: str = ""
+) -> Enrolment:
     """End the enrolment (once: a second call keeps the first end) and give back a lease in hand."""
     now = now or timezone.now()
-    updated = Enrolment.objects.filter(pk=enrolment.pk, end="").update(end=end, ended_at=now, end_reason=reason[:2000])
+    updated = Enrolment.objects.filter(pk=enrolment.pk, end="").update(
+        end=end, ended_at=now, end_reason=reason[:2000]
+    )
     enrolment.refresh_from_db()
     if updated:
         leases = Assignment.objects.filter(
@@ -134,9 +144,12 @@ def enrolment_end(*, enrolment: Enrolment, end: str, now: datetime | None = None
 def enrolment_finish(*, enrolment: Enrolment, now: datetime | None = None) -> Enrolment:
     """End a crowd worker's visit when nothing is left to rate: done with the completion code, or
     full (no code) when they did no work at all, since every place was taken before they could start."""
-    worked = submitted_count(user=enrolment.user, batch=enrolment.batch) or GoldAnswer.objects.filter(
-        annotator_id=enrolment.user_id, gold_item__batch_id=enrolment.batch_id, submitted_at__isnull=False
-    ).exists()
+    worked = (
+        submitted_count(user=enrolment.user, batch=enrolment.batch)
+        or GoldAnswer.objects.filter(
+            annotator_id=enrolment.user_id, gold_item__batch_id=enrolment.batch_id, submitted_at__isnull=False
+        ).exists()
+    )
     return enrolment_end(enrolment=enrolment, end=End.DONE if worked else End.FULL, now=now)
 
 
@@ -146,4 +159,6 @@ def enrolment_screen_out(*, user, batch: Batch, reason: str = "", now: datetime 
     A crowd worker then sees the study link's screen-out code on the completion page and is sent
     back to the platform with it; their annotations stay stored (a report can leave them out).
     """
-    return enrolment_end(enrolment=enrolment_for(user=user, batch=batch), end=End.SCREENED_OUT, now=now, reason=reason)
+    return enrolment_end(
+        enrolment=enrolment_for(user=user, batch=batch), end=End.SCREENED_OUT, now=now, reason=reason
+    )

@@ -19,7 +19,6 @@ from django.core.validators import URLValidator
 from django.db import IntegrityError, transaction
 from django.utils import timezone
 
-from annotator.studies.crowd import PLATFORMS, WorkerIds
 from annotator.models import (
     AccountScope,
     Batch,
@@ -30,6 +29,7 @@ from annotator.models import (
 )
 from annotator.roles import ANNOTATOR
 from annotator.services.tokens import token_hash, token_new
+from annotator.studies.crowd import PLATFORMS, WorkerIds
 from annotator.studies.selectors import batch_has_free_slot, session_owner_elsewhere
 
 DEFAULT_INVITE_DAYS = 14
@@ -106,15 +106,23 @@ def link_revoke(*, link, now: datetime | None = None):
 
 
 @transaction.atomic
-def invite_create(*, batches: Sequence[Batch], uses: int = 1, days: int = DEFAULT_INVITE_DAYS, created_by=None,
-                  now: datetime | None = None) -> tuple[InviteLink, str]:
+def invite_create(
+    *,
+    batches: Sequence[Batch],
+    uses: int = 1,
+    days: int = DEFAULT_INVITE_DAYS,
+    created_by=None,
+    now: datetime | None = None,
+) -> tuple[InviteLink, str]:
     if not batches:
         raise LinkError("Choose at least one batch.", status=400)
     if uses < 1:
         raise LinkError("An invite link needs at least one use.", status=400)
     token = token_new()
     invite = InviteLink.objects.create(
-        token_hash=token_hash(token), expires_at=_expiry(days, now or timezone.now()), max_uses=uses,
+        token_hash=token_hash(token),
+        expires_at=_expiry(days, now or timezone.now()),
+        max_uses=uses,
         created_by=created_by,
     )
     invite.batches.add(*batches)
@@ -145,8 +153,14 @@ class NewAccount:
 
 
 @transaction.atomic
-def annotators_add(*, rows: Sequence[tuple[str, str]], batch: Batch, days: int = DEFAULT_SIGNIN_DAYS,
-                   created_by=None, now: datetime | None = None) -> list[NewAccount]:
+def annotators_add(
+    *,
+    rows: Sequence[tuple[str, str]],
+    batch: Batch,
+    days: int = DEFAULT_SIGNIN_DAYS,
+    created_by=None,
+    now: datetime | None = None,
+) -> list[NewAccount]:
     """Accounts (no usable password) limited to the batch, each with a one-time sign-in link.
 
     ``rows`` are checked (username, email) pairs; a username in use refuses the whole list.
@@ -154,7 +168,9 @@ def annotators_add(*, rows: Sequence[tuple[str, str]], batch: Batch, days: int =
     now = now or timezone.now()
     expires = _expiry(days, now)
     User = get_user_model()
-    taken = sorted(u for u in User.objects.filter(username__in=[r[0] for r in rows]).values_list("username", flat=True))
+    taken = sorted(
+        u for u in User.objects.filter(username__in=[r[0] for r in rows]).values_list("username", flat=True)
+    )
     if taken:
         raise LinkError(f"Username(s) already in use: {', '.join(taken)}. Nothing was created.", status=400)
     made = []
@@ -162,7 +178,9 @@ def annotators_add(*, rows: Sequence[tuple[str, str]], batch: Batch, days: int =
         user = User.objects.create_user(username=username, email=email)  # unusable password
         _scope(user, AccountScope.Origin.BULK, [batch])
         token = token_new()
-        SignInLink.objects.create(token_hash=token_hash(token), user=user, expires_at=expires, created_by=created_by)
+        SignInLink.objects.create(
+            token_hash=token_hash(token), user=user, expires_at=expires, created_by=created_by
+        )
         made.append(NewAccount(username, email, token))
     return made
 
@@ -191,17 +209,31 @@ def _check_url(url: str) -> str:
 
 
 @transaction.atomic
-def study_link_create(*, batch: Batch, platform: str, quota: int, completion_code: str, completion_url: str = "",
-                      screen_out_code: str = "", no_consent_code: str = "", max_minutes: int | None = None,
-                      days: int = DEFAULT_STUDY_DAYS, created_by=None,
-                      now: datetime | None = None) -> tuple[StudyLink, str]:
+def study_link_create(
+    *,
+    batch: Batch,
+    platform: str,
+    quota: int,
+    completion_code: str,
+    completion_url: str = "",
+    screen_out_code: str = "",
+    no_consent_code: str = "",
+    max_minutes: int | None = None,
+    days: int = DEFAULT_STUDY_DAYS,
+    created_by=None,
+    now: datetime | None = None,
+) -> tuple[StudyLink, str]:
     if platform not in PLATFORMS:
         raise LinkError(f"Unknown platform {platform!r}; use one of {', '.join(PLATFORMS)}.", status=400)
     if quota < 1:
         raise LinkError("The quota is at least 1 item per worker.", status=400)
     if max_minutes is not None and max_minutes < 1:
         raise LinkError("The session length is at least 1 minute.", status=400)
-    codes = {"completion code": completion_code, "screen-out code": screen_out_code, "no-consent code": no_consent_code}
+    codes = {
+        "completion code": completion_code,
+        "screen-out code": screen_out_code,
+        "no-consent code": no_consent_code,
+    }
     for label, code in codes.items():
         if len(code) > 100 or any(not ch.isprintable() for ch in code):
             raise LinkError(f"The {label} must be at most 100 printable characters.", status=400)
@@ -209,10 +241,17 @@ def study_link_create(*, batch: Batch, platform: str, quota: int, completion_cod
         raise LinkError("A completion code is required: workers are paid on it.", status=400)
     token = token_new()
     link = StudyLink.objects.create(
-        token_hash=token_hash(token), expires_at=_expiry(days, now or timezone.now()), batch=batch,
-        platform=platform, quota=quota, max_minutes=max_minutes, completion_code=completion_code.strip(),
-        completion_url=_check_url(completion_url.strip()), screen_out_code=screen_out_code.strip(),
-        no_consent_code=no_consent_code.strip(), created_by=created_by,
+        token_hash=token_hash(token),
+        expires_at=_expiry(days, now or timezone.now()),
+        batch=batch,
+        platform=platform,
+        quota=quota,
+        max_minutes=max_minutes,
+        completion_code=completion_code.strip(),
+        completion_url=_check_url(completion_url.strip()),
+        screen_out_code=screen_out_code.strip(),
+        no_consent_code=no_consent_code.strip(),
+        created_by=created_by,
     )
     return link, token
 
@@ -255,8 +294,9 @@ def crowd_enter(*, link: StudyLink, ids: WorkerIds, now: datetime | None = None)
 def _crowd_enter_once(*, link: StudyLink, ids: WorkerIds, now: datetime) -> Enrolment:
     platform = PLATFORMS[link.platform]
     binding = ids.session_id if platform.personal_session else ""
-    if session_owner_elsewhere(batch_id=link.batch_id, platform=link.platform, session_id=binding,
-                               worker_id=ids.worker_id):
+    if session_owner_elsewhere(
+        batch_id=link.batch_id, platform=link.platform, session_id=binding, worker_id=ids.worker_id
+    ):
         raise LinkError(SESSION_TAKEN.format(label=platform.label))
     found = (
         Enrolment.objects.select_related("user")
@@ -280,7 +320,13 @@ def _crowd_enter_once(*, link: StudyLink, ids: WorkerIds, now: datetime) -> Enro
     user = get_user_model().objects.create_user(username=_pseudonym())
     _scope(user, AccountScope.Origin.CROWD, [link.batch])
     return Enrolment.objects.create(
-        user=user, batch=link.batch, study_link=link, platform=link.platform, worker_id=ids.worker_id,
-        platform_study_id=ids.study_id, platform_session_id=ids.session_id, entry_session_id=binding,
+        user=user,
+        batch=link.batch,
+        study_link=link,
+        platform=link.platform,
+        worker_id=ids.worker_id,
+        platform_study_id=ids.study_id,
+        platform_session_id=ids.session_id,
+        entry_session_id=binding,
         started_at=now,
     )

@@ -9,20 +9,26 @@ from django.shortcuts import get_object_or_404, redirect, render
 from django.utils import timezone
 from django.views.decorators.http import require_GET, require_POST
 
-from annotator.studies.crowd import PLATFORMS
 from annotator.exports.csv_safe import csv_lines
+from annotator.imports.annotator_list import AnnotatorListError, parse_annotator_list
+from annotator.models import Batch, InviteLink, StudyLink
+from annotator.roles import admin_required
+from annotator.studies.crowd import PLATFORMS
 from annotator.studies.forms import (
     AnnotatorListForm,
     InviteLinkForm,
     StudyLinkForm,
     StudySettingsForm,
 )
-from annotator.imports.annotator_list import AnnotatorListError, parse_annotator_list
-from annotator.studies.prolific.forms import ProlificReviewForm
 from annotator.studies.link_urls import base_of, invite_url, signin_url, study_url
-from annotator.models import Batch, InviteLink, StudyLink
-from annotator.roles import admin_required
-from annotator.studies.selectors import PAYMENT_HEADER, links_overview, payment_rows
+from annotator.studies.prolific.forms import ProlificReviewForm
+from annotator.studies.selectors import (
+    FULL_WARNING,
+    PAYMENT_HEADER,
+    batch_has_free_slot,
+    links_overview,
+    payment_rows,
+)
 from annotator.studies.services.links import (
     LinkError,
     annotators_add,
@@ -30,7 +36,6 @@ from annotator.studies.services.links import (
     link_revoke,
     study_link_create,
 )
-from annotator.studies.selectors import FULL_WARNING, batch_has_free_slot
 
 LINK_KINDS = {"study": StudyLink, "invite": InviteLink}
 
@@ -38,7 +43,12 @@ LINK_KINDS = {"study": StudyLink, "invite": InviteLink}
 def _page(request, status=200, settings_form=None, **extra):
     batches = list(Batch.objects.order_by("name"))
     forms = [
-        (b, settings_form if settings_form is not None and settings_form.instance.pk == b.pk else StudySettingsForm(instance=b))
+        (
+            b,
+            settings_form
+            if settings_form is not None and settings_form.instance.pk == b.pk
+            else StudySettingsForm(instance=b),
+        )
         for b in batches
     ]
     context = {
@@ -84,7 +94,10 @@ def invite_link_new(request):
     if not form.is_valid():
         return _page(request, status=422, invite_form=form)
     invite, token = invite_create(created_by=request.user, **form.cleaned_data)
-    made = {"what": f"Invite link (up to {invite.max_uses} account(s))", "urls": [invite_url(token, base_of(request))]}
+    made = {
+        "what": f"Invite link (up to {invite.max_uses} account(s))",
+        "urls": [invite_url(token, base_of(request))],
+    }
     return _page(request, made=made)
 
 
@@ -97,7 +110,10 @@ def annotators_new(request):
     try:
         rows = parse_annotator_list(form.cleaned_data["file"].read())
         accounts = annotators_add(
-            rows=rows, batch=form.cleaned_data["batch"], days=form.cleaned_data["days"], created_by=request.user
+            rows=rows,
+            batch=form.cleaned_data["batch"],
+            days=form.cleaned_data["days"],
+            created_by=request.user,
         )
     except AnnotatorListError as exc:
         return _page(request, status=422, bulk_form=form, bulk_errors=exc.errors)
@@ -138,7 +154,9 @@ def study_settings(request, batch_id):
 @admin_required
 def payments_csv(request, batch_id):
     batch = get_object_or_404(Batch, pk=batch_id)
-    response = HttpResponse(csv_lines(PAYMENT_HEADER, payment_rows(batch=batch)), content_type="text/csv; charset=utf-8")
+    response = HttpResponse(
+        csv_lines(PAYMENT_HEADER, payment_rows(batch=batch)), content_type="text/csv; charset=utf-8"
+    )
     stamp = timezone.now().strftime("%Y%m%d-%H%M")
     response["Content-Disposition"] = f'attachment; filename="workers-batch{batch.pk}-{stamp}.csv"'
     return response

@@ -16,10 +16,10 @@ from django.urls import reverse
 from django.views.decorators.http import require_GET, require_http_methods
 from django_htmx.http import HttpResponseClientRedirect
 
-from annotator.studies.markdown_text import markdown_html
 from annotator.models import Batch, Enrolment
 from annotator.roles import annotator_required
 from annotator.selectors.queue import batch_open_to
+from annotator.studies.markdown_text import markdown_html
 from annotator.studies.selectors import ending_for, limits_for, rated_count
 from annotator.studies.services.enrolment import (
     UNREAD,
@@ -37,15 +37,21 @@ TIME_UP_NOT_SAVED = (
     "Your session's time ran out before this rating arrived, so it was not saved: ratings sent after the "
     "time limit are not accepted. Everything you sent before the limit is kept."
 )
-ENDED_NOT_SAVED = (
-    "Your part in this study had already ended, so this rating was not saved. Everything you sent before is kept."
-)
-STAGE_URLS = {Stage.CONSENT: "study_consent", Stage.INSTRUCTIONS: "study_instructions", Stage.ENDED: "study_done"}
+ENDED_NOT_SAVED = "Your part in this study had already ended, so this rating was not saved. Everything you sent before is kept."
+STAGE_URLS = {
+    Stage.CONSENT: "study_consent",
+    Stage.INSTRUCTIONS: "study_instructions",
+    Stage.ENDED: "study_done",
+}
 
 
 def instructions_html(batch: Batch):
     """The batch's instructions as safe HTML; the rubric's guidance and examples by default."""
-    return markdown_html(batch.instructions) if batch.instructions else _rubric_instructions_html(batch.rubric_text)
+    return (
+        markdown_html(batch.instructions)
+        if batch.instructions
+        else _rubric_instructions_html(batch.rubric_text)
+    )
 
 
 @lru_cache(maxsize=64)
@@ -59,8 +65,9 @@ def _go(request, url_name: str, batch: Batch) -> HttpResponse:
     return HttpResponseClientRedirect(url) if request.htmx else redirect(url)
 
 
-def study_detour(request, batch: Batch, enrolment=UNREAD, submitted: int | None = None, *,
-                 sending: bool = False) -> HttpResponse | None:
+def study_detour(
+    request, batch: Batch, enrolment=UNREAD, submitted: int | None = None, *, sending: bool = False
+) -> HttpResponse | None:
     """Where the annotator must go before rating in this batch (None: rate); ``enrolment``: theirs
     in the batch, and ``submitted``: their count of annotations in it, when already read
     (``annotator.selectors.rating_facts``). ``sending``: the request carries a rating, which an
@@ -69,7 +76,9 @@ def study_detour(request, batch: Batch, enrolment=UNREAD, submitted: int | None 
     if gate.stage == Stage.RATE:
         return None
     if sending and gate.stage == Stage.ENDED:
-        messages.warning(request, TIME_UP_NOT_SAVED if gate.enrolment.end == End.TIMED_OUT else ENDED_NOT_SAVED)
+        messages.warning(
+            request, TIME_UP_NOT_SAVED if gate.enrolment.end == End.TIMED_OUT else ENDED_NOT_SAVED
+        )
     return _go(request, STAGE_URLS[gate.stage], batch)
 
 
@@ -104,7 +113,11 @@ def consent(request, batch_id):
             return render(request, "annotator/study_consent.html", context, status=422)
         enrolment_consent(user=request.user, batch=batch, accept=decision == "accept")
         return redirect("annotate_next", batch_id=batch.pk)
-    return render(request, "annotator/study_consent.html", {"batch": batch, "consent_html": markdown_html(batch.consent_text)})
+    return render(
+        request,
+        "annotator/study_consent.html",
+        {"batch": batch, "consent_html": markdown_html(batch.consent_text)},
+    )
 
 
 @require_http_methods(["GET", "POST"])
@@ -129,7 +142,11 @@ def instructions(request, batch_id):
 @require_GET
 @annotator_required
 def done(request, batch_id):
-    enrolment = Enrolment.objects.select_related("batch", "study_link").filter(user=request.user, batch_id=batch_id).first()
+    enrolment = (
+        Enrolment.objects.select_related("batch", "study_link")
+        .filter(user=request.user, batch_id=batch_id)
+        .first()
+    )
     if enrolment is None or not enrolment.end:
         _batch(request, batch_id)  # a 404 for batches not open to them
         return redirect("annotate_next", batch_id=batch_id)

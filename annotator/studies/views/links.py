@@ -15,8 +15,10 @@ from django.shortcuts import redirect, render
 from django.views.decorators.cache import never_cache
 from django.views.decorators.http import require_GET, require_http_methods
 
-from annotator.studies.crowd import PLATFORMS, BadWorkerIds, worker_ids_from_query
 from annotator.models import Enrolment, InviteLink, SignInLink, StudyLink
+from annotator.services.rate_limit import client_key, rate_limit_hit
+from annotator.studies.crowd import PLATFORMS, BadWorkerIds, worker_ids_from_query
+from annotator.studies.forms import PasswordRuleErrorsOnThePassword, SignInPasswordForm
 from annotator.studies.selectors import link_ending
 from annotator.studies.services.links import (
     LinkError,
@@ -26,21 +28,23 @@ from annotator.studies.services.links import (
     link_find,
     signin_use,
 )
-from annotator.services.rate_limit import client_key, rate_limit_hit
-from annotator.studies.forms import PasswordRuleErrorsOnThePassword, SignInPasswordForm
 
 BACKEND = "django.contrib.auth.backends.ModelBackend"
 
 
 def _problem(request, message: str, status: int):
-    return render(request, "annotator/link_problem.html", {"message": message, "status": status}, status=status)
+    return render(
+        request, "annotator/link_problem.html", {"message": message, "status": status}, status=status
+    )
 
 
 def rate_limited(view):
     @wraps(view)
     def wrapped(request, *args, **kwargs):
         if rate_limit_hit(key=client_key(request)):
-            response = _problem(request, "Too many attempts from your address. Wait a minute and try again.", 429)
+            response = _problem(
+                request, "Too many attempts from your address. Wait a minute and try again.", 429
+            )
             response["Retry-After"] = "60"
             return response
         return view(request, *args, **kwargs)
@@ -59,7 +63,9 @@ def study_entry(request, study_token):
     except BadWorkerIds as exc:
         return _problem(request, str(exc), 403)
     except StudyFull as exc:
-        return render(request, "annotator/study_full.html", {"ending": link_ending(exc.link, Enrolment.End.FULL)})
+        return render(
+            request, "annotator/study_full.html", {"ending": link_ending(exc.link, Enrolment.End.FULL)}
+        )
     except LinkError as exc:
         return _problem(request, str(exc), exc.status)
     if request.user.pk != enrolment.user_id:
@@ -108,9 +114,13 @@ def _account_page(request, *, model, token, form_for, use, template, context_for
 @rate_limited
 def invite(request, invite_token):
     return _account_page(
-        request, model=InviteLink, token=invite_token,
+        request,
+        model=InviteLink,
+        token=invite_token,
         form_for=lambda link, data: InviteForm(data),
-        use=lambda token, data: invite_redeem(token=token, username=data["username"], password=data["password1"]),
+        use=lambda token, data: invite_redeem(
+            token=token, username=data["username"], password=data["password1"]
+        ),
         template="annotator/invite.html",
         context_for=lambda link: {"batches": link.batches.order_by("name")},
     )
@@ -121,7 +131,9 @@ def invite(request, invite_token):
 @rate_limited
 def signin(request, signin_token):
     return _account_page(
-        request, model=SignInLink, token=signin_token,
+        request,
+        model=SignInLink,
+        token=signin_token,
         form_for=lambda link, data: SignInPasswordForm(link.user, data),
         use=lambda token, data: signin_use(token=token, password=data["new_password1"]),
         template="annotator/signin_link.html",

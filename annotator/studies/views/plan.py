@@ -18,15 +18,20 @@ def report_plan(request, batch_id):
 
     batch = get_object_or_404(Batch, pk=batch_id)
     query = request.GET
-    form = {"items": query.get("items", ""), "k": query.get("k", batch.k), "target_width": query.get("target_width", "")}
+    form = {
+        "items": query.get("items", ""),
+        "k": query.get("k", batch.k),
+        "target_width": query.get("target_width", ""),
+    }
     context = {"batch": batch, "form": form, "plan": None, "error": None}
     status = 200
     if form["items"]:
         try:
             items, k, width = parse_plan_request(**form)
             arrays = batch_report(batch=batch, n_resamples=0, with_sections=False).arrays
-            context["plan"] = study_plan(batch=batch, arrays=arrays, items=items, k=k, target_width=width,
-                                         epsilon=DEFAULT_EPSILON)
+            context["plan"] = study_plan(
+                batch=batch, arrays=arrays, items=items, k=k, target_width=width, epsilon=DEFAULT_EPSILON
+            )
         except PlanError as exc:
             context["error"], status = str(exc), 400
     template = "annotator/plan.html#plan-panel" if request.htmx else "annotator/plan.html"

@@ -22,12 +22,14 @@ class ApiClient:
         return self.client.get(_url(path), params)
 
     def post(self, path: str, body=None):
-        return self.client.post(_url(path), data=json.dumps(body if body is not None else {}),
-                                content_type="application/json")
+        return self.client.post(
+            _url(path), data=json.dumps(body if body is not None else {}), content_type="application/json"
+        )
 
     def put(self, path: str, body=None):
-        return self.client.put(_url(path), data=json.dumps(body if body is not None else {}),
-                               content_type="application/json")
+        return self.client.put(
+            _url(path), data=json.dumps(body if body is not None else {}), content_type="application/json"
+        )
 
     def delete(self, path: str):
         return self.client.delete(_url(path))

@@ -58,9 +58,15 @@ def test_revoked_and_expired_tokens_stop_working(researcher_user):
     assert_problem(ApiClient(key3).get("/me"), 401)  # a deactivated user's tokens stop too
 
 
-@pytest.mark.parametrize("role, admin, researcher, annotator", [
-    ("annotator", False, False, True), ("researcher", False, True, False), ("admin", True, True, True),
-    ("none", False, False, False)])
+@pytest.mark.parametrize(
+    "role, admin, researcher, annotator",
+    [
+        ("annotator", False, False, True),
+        ("researcher", False, True, False),
+        ("admin", True, True, True),
+        ("none", False, False, False),
+    ],
+)
 def test_a_token_has_exactly_its_users_role(api_as, role, admin, researcher, annotator):
     client = api_as(role)
     me = client.get("/me").json()
@@ -94,18 +100,26 @@ def test_rate_limit_is_per_token_with_retry_after(researcher_user, settings):
 def test_token_requests_need_no_csrf_but_session_requests_do(admin_user):
     key = token_for(admin_user)
     strict = Client(enforce_csrf_checks=True, headers={"Authorization": f"Bearer {key}"})
-    response = strict.post("/api/v1/batches", data={"name": "by token", "items": [ITEM]}, content_type="application/json")
+    response = strict.post(
+        "/api/v1/batches", data={"name": "by token", "items": [ITEM]}, content_type="application/json"
+    )
     assert response.status_code == 201, response.content
     browser = Client(enforce_csrf_checks=True)
     browser.force_login(admin_user)
     assert browser.get("/api/v1/me").status_code == 200  # reading needs no token
-    refused = browser.post("/api/v1/batches", data={"name": "by session", "items": [ITEM]}, content_type="application/json")
+    refused = browser.post(
+        "/api/v1/batches", data={"name": "by session", "items": [ITEM]}, content_type="application/json"
+    )
     assert "CSRF" in assert_problem(refused, 403)["detail"]
     assert not Batch.objects.filter(name="by session").exists()
     browser.get(reverse("api_tokens"))  # any page sets the CSRF cookie
     csrf = browser.cookies["csrftoken"].value
-    allowed = browser.post("/api/v1/batches", data={"name": "by session", "items": [ITEM]},
-                           content_type="application/json", headers={"X-CSRFToken": csrf})
+    allowed = browser.post(
+        "/api/v1/batches",
+        data={"name": "by session", "items": [ITEM]},
+        content_type="application/json",
+        headers={"X-CSRFToken": csrf},
+    )
     assert allowed.status_code == 201, allowed.content
 
 

@@ -14,10 +14,21 @@ from tests.factories import make_annotation, make_batch, make_user
 pytestmark = pytest.mark.django_db
 
 ITEMS = [
-    {"item_id": "air-1", "prompt": "Plan a route to the airport avoiding tolls.", "response": "Take Route 9.",
-     "system_id": "navigator-v2", "constraints": ["avoid tolls"], "run": "42"},
-    {"item_id": "air-2", "prompt": "Plan a route to the airport avoiding tolls.", "response": "Take the expressway.",
-     "system_id": "baseline", "conversation": [{"role": "user", "content": "by 7"}]},
+    {
+        "item_id": "air-1",
+        "prompt": "Plan a route to the airport avoiding tolls.",
+        "response": "Take Route 9.",
+        "system_id": "navigator-v2",
+        "constraints": ["avoid tolls"],
+        "run": "42",
+    },
+    {
+        "item_id": "air-2",
+        "prompt": "Plan a route to the airport avoiding tolls.",
+        "response": "Take the expressway.",
+        "system_id": "baseline",
+        "conversation": [{"role": "user", "content": "by 7"}],
+    },
 ]
 
 
@@ -44,19 +55,29 @@ def test_create_from_jsonl_text(api_as):
 
 
 def test_bad_items_save_nothing_and_are_numbered_as_the_upload_numbers_them(api_as):
-    bad = [ITEMS[0], {"item_id": "air-1", "prompt": "", "response": "x"}, "not an object",
-           {"item_id": "air-4", "prompt": "p", "response": "r", "conversation": "[1]"}]
+    bad = [
+        ITEMS[0],
+        {"item_id": "air-1", "prompt": "", "response": "x"},
+        "not an object",
+        {"item_id": "air-4", "prompt": "p", "response": "r", "conversation": "[1]"},
+    ]
     response = api_as("admin").post("/batches", {"name": "bad", "items": bad})
     body = assert_problem(response, 422)
     assert body["type"].endswith("invalid-rows")
     assert not Batch.objects.filter(name="bad").exists() and not Item.objects.exists()
     # Exactly the errors the upload reports for the same items as a JSONL file.
     as_file = "\n".join(json.dumps(item) for item in bad).encode()
-    expected = [{"row": e.row, "column": e.column, "message": e.message}
-                for e in sorted(parse_batch_file(as_file, filename="x.jsonl").errors, key=lambda e: e.sort_key)]
+    expected = [
+        {"row": e.row, "column": e.column, "message": e.message}
+        for e in sorted(parse_batch_file(as_file, filename="x.jsonl").errors, key=lambda e: e.sort_key)
+    ]
     assert body["errors"] == expected
     assert {(e["row"], e["column"]) for e in body["errors"]} == {
-        (2, "item_id"), (2, "prompt"), (3, None), (4, "conversation")}
+        (2, "item_id"),
+        (2, "prompt"),
+        (3, None),
+        (4, "conversation"),
+    }
 
 
 def test_taken_name_and_small_k_are_refused_with_the_items_problems(api_as):
@@ -68,12 +89,15 @@ def test_taken_name_and_small_k_are_refused_with_the_items_problems(api_as):
     assert any(e["column"] == "prompt" for e in body["errors"])  # the items were checked too
 
 
-@pytest.mark.parametrize("body, where", [
-    ({"name": "x"}, None),  # neither items nor jsonl
-    ({"name": "x", "items": [], "jsonl": "{}"}, None),  # both
-    ({"items": ITEMS}, "name"),
-    ({"name": "x", "k": "three", "items": ITEMS}, "k"),
-])
+@pytest.mark.parametrize(
+    "body, where",
+    [
+        ({"name": "x"}, None),  # neither items nor jsonl
+        ({"name": "x", "items": [], "jsonl": "{}"}, None),  # both
+        ({"items": ITEMS}, "name"),
+        ({"name": "x", "k": "three", "items": ITEMS}, "k"),
+    ],
+)
 def test_a_body_off_the_schema_is_a_problem_naming_the_field(api_as, body, where):
     problem = assert_problem(api_as("admin").post("/batches", body), 422)
     assert problem["type"].endswith("invalid-request")
@@ -83,7 +107,9 @@ def test_a_body_off_the_schema_is_a_problem_naming_the_field(api_as, body, where
 
 
 def test_a_bad_rubric_is_refused(api_as):
-    problem = assert_problem(api_as("admin").post("/batches", {"name": "r", "rubric": {"name": "x"}, "items": ITEMS}), 422)
+    problem = assert_problem(
+        api_as("admin").post("/batches", {"name": "r", "rubric": {"name": "x"}, "items": ITEMS}), 422
+    )
     assert "not a valid rubric" in problem["detail"]
 
 
@@ -94,7 +120,10 @@ def test_unreadable_jsonl_is_a_400(api_as):
 
 def test_add_items_to_an_open_batch(api_as):
     batch = make_batch("grow", n_items=2)
-    new = [{"item_id": "new-1", "prompt": "p", "response": "r"}, {"item_id": "new-2", "prompt": "p", "response": "s"}]
+    new = [
+        {"item_id": "new-1", "prompt": "p", "response": "r"},
+        {"item_id": "new-2", "prompt": "p", "response": "s"},
+    ]
     response = api_as("admin").post(f"/batches/{batch.pk}/items", {"items": new})
     assert response.status_code == 201, response.content
     assert response.json()["added"] == 2 and response.json()["batch"]["n_items"] == 4
@@ -104,7 +133,10 @@ def test_add_items_to_an_open_batch(api_as):
 
 def test_adding_an_item_id_the_batch_has_refuses_all(api_as):
     batch = make_batch("grow", n_items=2)
-    new = [{"item_id": "fresh", "prompt": "p", "response": "r"}, {"item_id": "grow-1", "prompt": "p", "response": "r"}]
+    new = [
+        {"item_id": "fresh", "prompt": "p", "response": "r"},
+        {"item_id": "grow-1", "prompt": "p", "response": "r"},
+    ]
     body = assert_problem(api_as("admin").post(f"/batches/{batch.pk}/items", {"items": new}), 422)
     assert body["errors"] == [{"row": 2, "column": "item_id", "message": "`grow-1` is already in the batch"}]
     assert batch.items.count() == 2
@@ -138,11 +170,15 @@ def test_a_large_batch_is_saved_by_a_job_to_poll(api_as, settings, django_captur
     assert Item.objects.filter(batch__name="big").count() == 2
 
 
-def test_a_large_bad_batch_fails_its_job_with_the_row_errors(api_as, settings, django_capture_on_commit_callbacks):
+def test_a_large_bad_batch_fails_its_job_with_the_row_errors(
+    api_as, settings, django_capture_on_commit_callbacks
+):
     settings.ANNOTATOR_BACKGROUND_UPLOAD_BYTES = 10
     client = api_as("admin")
     with django_capture_on_commit_callbacks(execute=True):
-        job = client.post("/batches", {"name": "big-bad", "items": [ITEMS[0], {"item_id": "y", "prompt": "p"}]}).json()
+        job = client.post(
+            "/batches", {"name": "big-bad", "items": [ITEMS[0], {"item_id": "y", "prompt": "p"}]}
+        ).json()
     polled = client.get(job["url"]).json()
     assert polled["state"] == "failed" and polled["result_url"] is None
     assert polled["errors"] == [{"row": 2, "column": "response", "message": "is empty"}]
@@ -165,9 +201,20 @@ def test_progress_counts_items_and_annotations(api_as):
         make_annotation(items[0], make_user(f"p{n}"), {"coherence": 3})
     make_annotation(items[1], make_user("p9"), {"coherence": 4})
     body = api_as("researcher").get(f"/batches/{batch.pk}/progress").json()
-    assert body == {"batch_id": batch.pk, "name": "prog", "is_open": True, "k": 3, "n_items": 3,
-                    "items_complete": 1, "items_leased": 0, "items_open": 2, "annotations_submitted": 4,
-                    "annotations_needed": 9, "percent_complete": 33.3, "done": False}
+    assert body == {
+        "batch_id": batch.pk,
+        "name": "prog",
+        "is_open": True,
+        "k": 3,
+        "n_items": 3,
+        "items_complete": 1,
+        "items_leased": 0,
+        "items_open": 2,
+        "annotations_submitted": 4,
+        "annotations_needed": 9,
+        "percent_complete": 33.3,
+        "done": False,
+    }
 
 
 def test_batches_are_listed_with_cursors(api_as):

@@ -2,8 +2,8 @@
 
 import pytest
 
-from annotator.models import CalibrationSet
 from annotator.judges.services.calibration_set import fingerprint
+from annotator.models import CalibrationSet
 from tests.annotator.api.conftest import assert_problem
 from tests.factories import make_batch
 

@@ -16,16 +16,48 @@ from tests.factories import make_batch, make_user
 
 pytestmark = pytest.mark.django_db
 
-KEYS = ["item_id", "prompt", "response", "system_id", "prompt_id", "context", "expected_output", "constraints",
-        "conversation", "metadata", "dimension", "score", "raw_output", "winner", "Item_ID", "__row__", ""]
-scalars = st.one_of(st.none(), st.booleans(), st.integers(), st.floats(allow_nan=False, allow_infinity=False),
-                    st.text(max_size=20), st.sampled_from(NASTY))
-values = st.recursive(scalars, lambda inner: st.one_of(st.lists(inner, max_size=3),
-                                                       st.dictionaries(st.text(max_size=5), inner, max_size=3)),
-                      max_leaves=8)
+KEYS = [
+    "item_id",
+    "prompt",
+    "response",
+    "system_id",
+    "prompt_id",
+    "context",
+    "expected_output",
+    "constraints",
+    "conversation",
+    "metadata",
+    "dimension",
+    "score",
+    "raw_output",
+    "winner",
+    "Item_ID",
+    "__row__",
+    "",
+]
+scalars = st.one_of(
+    st.none(),
+    st.booleans(),
+    st.integers(),
+    st.floats(allow_nan=False, allow_infinity=False),
+    st.text(max_size=20),
+    st.sampled_from(NASTY),
+)
+values = st.recursive(
+    scalars,
+    lambda inner: st.one_of(
+        st.lists(inner, max_size=3), st.dictionaries(st.text(max_size=5), inner, max_size=3)
+    ),
+    max_leaves=8,
+)
 items = st.lists(st.one_of(st.dictionaries(st.sampled_from(KEYS), values, max_size=6), values), max_size=5)
-jsonl = st.lists(st.one_of(st.sampled_from(["", "{", "[1]", "null", '{"item_id": "a", "prompt": "p", "response": "r"}']),
-                           st.text(max_size=30)), max_size=4).map("\n".join)
+jsonl = st.lists(
+    st.one_of(
+        st.sampled_from(["", "{", "[1]", "null", '{"item_id": "a", "prompt": "p", "response": "r"}']),
+        st.text(max_size=30),
+    ),
+    max_size=4,
+).map("\n".join)
 
 
 @pytest.fixture
@@ -45,9 +77,16 @@ def _send(client, path, body):
 
 
 @FUZZ
-@given(name=st.one_of(st.text(max_size=12), st.integers(), st.none()), k=st.one_of(st.integers(-2, 6), st.text(max_size=3)),
-       source=st.one_of(st.fixed_dictionaries({"items": items}), st.fixed_dictionaries({"jsonl": jsonl}),
-                        st.fixed_dictionaries({"items": items, "jsonl": jsonl}), st.just({})))
+@given(
+    name=st.one_of(st.text(max_size=12), st.integers(), st.none()),
+    k=st.one_of(st.integers(-2, 6), st.text(max_size=3)),
+    source=st.one_of(
+        st.fixed_dictionaries({"items": items}),
+        st.fixed_dictionaries({"jsonl": jsonl}),
+        st.fixed_dictionaries({"items": items, "jsonl": jsonl}),
+        st.just({}),
+    ),
+)
 def test_batch_creation_is_whole_or_nothing(admin_api, name, k, source):
     record("api batch create")
     with rolled_back():
@@ -61,14 +100,18 @@ def test_batch_creation_is_whole_or_nothing(admin_api, name, k, source):
 
 
 @FUZZ
-@given(body=st.one_of(st.fixed_dictionaries({"items": items}), st.fixed_dictionaries({"jsonl": jsonl})),
-       scale=st.sampled_from(["1-5", "0-1", "1-4", "5-1", 3]))
+@given(
+    body=st.one_of(st.fixed_dictionaries({"items": items}), st.fixed_dictionaries({"jsonl": jsonl})),
+    scale=st.sampled_from(["1-5", "0-1", "1-4", "5-1", 3]),
+)
 def test_judge_scores_are_whole_or_nothing(admin_api, body, scale):
     record("api judge scores")
     batch = Batch.objects.filter(name="fuzz-judged").first() or make_batch("fuzz-judged", n_items=3)
     with rolled_back():
         before = row_counts(JudgeScore, Item)
-        response = _send(admin_api, "/judges/scores", {"batch_id": batch.pk, "judge": "j", "scale": scale, **body})
+        response = _send(
+            admin_api, "/judges/scores", {"batch_id": batch.pk, "judge": "j", "scale": scale, **body}
+        )
         if response.status_code != 201:
             assert row_counts(JudgeScore, Item) == before
 
@@ -81,14 +124,18 @@ def test_adding_items_is_whole_or_nothing(admin_api, body):
     with rolled_back():
         before = batch.items.count()
         response = _send(admin_api, f"/batches/{batch.pk}/items", body)
-        assert batch.items.count() == before + (response.json()["added"] if response.status_code == 201 else 0)
+        assert batch.items.count() == before + (
+            response.json()["added"] if response.status_code == 201 else 0
+        )
 
 
 @pytest.mark.parametrize("name", ["\x00", "a\x00b", "two\nlines", "tab\there"])
 def test_a_batch_name_with_a_control_character_is_refused_by_name(admin_api, name):
     # Found by the fuzz test above: a NUL in the name reached PostgreSQL (which stores none) as a 500.
     before = Batch.objects.count()
-    response = admin_api.post("/batches", {"name": name, "k": 3, "items": [{"item_id": "a", "prompt": "p", "response": "r"}]})
+    response = admin_api.post(
+        "/batches", {"name": name, "k": 3, "items": [{"item_id": "a", "prompt": "p", "response": "r"}]}
+    )
     assert response.status_code == 422, response.content
     assert response["Content-Type"] == "application/problem+json"
     assert "control character" in response.content.decode()

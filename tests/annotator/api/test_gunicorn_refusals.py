@@ -34,13 +34,33 @@ def _raw(port: int, request: bytes) -> tuple[int, dict[str, str], bytes]:
 @pytest.fixture(scope="module", params=["SyncWorker", "ThreadWorker"])
 def server(request, tmp_path_factory):
     port = next(p for p in reversed(PORTS) if socket.socket().connect_ex(("127.0.0.1", p)) != 0)
-    env = {**os.environ, "SECRET_KEY": "gunicorn-test", "HTTPS_ONLY": "0", "ALLOWED_HOSTS": "127.0.0.1",
-           "DATABASE_URL": f"sqlite:///{tmp_path_factory.mktemp('db') / 'x.sqlite3'}"}
+    env = {
+        **os.environ,
+        "SECRET_KEY": "gunicorn-test",
+        "HTTPS_ONLY": "0",
+        "ALLOWED_HOSTS": "127.0.0.1",
+        "DATABASE_URL": f"sqlite:///{tmp_path_factory.mktemp('db') / 'x.sqlite3'}",
+    }
     threads = ["--threads", "2"] if request.param == "ThreadWorker" else []
     process = subprocess.Popen(
-        [sys.executable, "-m", "gunicorn", "annotator.wsgi", "--bind", f"127.0.0.1:{port}", "--workers", "1",
-         *threads, "--worker-class", f"annotator.gunicorn_workers.{request.param}"],
-        cwd=ROOT, env=env, stdout=subprocess.DEVNULL, stderr=subprocess.PIPE)
+        [
+            sys.executable,
+            "-m",
+            "gunicorn",
+            "annotator.wsgi",
+            "--bind",
+            f"127.0.0.1:{port}",
+            "--workers",
+            "1",
+            *threads,
+            "--worker-class",
+            f"annotator.gunicorn_workers.{request.param}",
+        ],
+        cwd=ROOT,
+        env=env,
+        stdout=subprocess.DEVNULL,
+        stderr=subprocess.PIPE,
+    )
     deadline = time.monotonic() + 30
     while socket.socket().connect_ex(("127.0.0.1", port)) != 0:
         assert process.poll() is None and time.monotonic() < deadline, process.stderr.read()
@@ -51,7 +71,9 @@ def server(request, tmp_path_factory):
 
 
 def test_a_request_line_too_long_for_the_api_is_a_problem(server):
-    status, headers, body = _raw(server, b"GET /api/v1/batches?cursor=" + b"A" * 6000 + b" HTTP/1.1\r\nHost: x\r\n\r\n")
+    status, headers, body = _raw(
+        server, b"GET /api/v1/batches?cursor=" + b"A" * 6000 + b" HTTP/1.1\r\nHost: x\r\n\r\n"
+    )
     assert status == 414 and headers["Content-Type"] == "application/problem+json"
     problem = json.loads(body)
     assert problem["status"] == 414 and problem["instance"].startswith("/api/v1/batches?cursor=AAA")

@@ -30,11 +30,14 @@ def test_a_cursor_past_the_end_is_an_empty_page(api_as):
         make_annotation(item, annotator, SCORES)
     client = api_as("researcher")
     last = Annotation.objects.order_by("submitted_at", "id").last()
-    response = client.get(f"/batches/{batch.pk}/annotations",
-                          cursor=encode_cursor([last.submitted_at.isoformat(), last.pk]))
+    response = client.get(
+        f"/batches/{batch.pk}/annotations", cursor=encode_cursor([last.submitted_at.isoformat(), last.pk])
+    )
     assert response.status_code == 200, response.content
     assert response.json() == {"items": [], "next_cursor": None, "next": None}
-    later = client.get(f"/batches/{batch.pk}/annotations", cursor=encode_cursor(["2999-01-01T00:00:00+00:00", 1]))
+    later = client.get(
+        f"/batches/{batch.pk}/annotations", cursor=encode_cursor(["2999-01-01T00:00:00+00:00", 1])
+    )
     assert later.status_code == 200 and later.json()["items"] == []
 
 
@@ -63,8 +66,10 @@ def _raw_post(client, path: str, body: dict):
 
 
 def test_a_lone_surrogate_in_item_text_is_a_problem_naming_the_row(api_as):
-    items = [{"item_id": "a-1", "prompt": "p", "response": "fine"},
-             {"item_id": "a-2", "prompt": "p", "response": f"broken {LONE} text"}]
+    items = [
+        {"item_id": "a-1", "prompt": "p", "response": "fine"},
+        {"item_id": "a-2", "prompt": "p", "response": f"broken {LONE} text"},
+    ]
     body = assert_problem(_raw_post(api_as("admin"), "/batches", {"name": "s", "items": items}), 400)
     assert not Batch.objects.filter(name="s").exists()
     assert "lone surrogate" in body["detail"] and "$.items[1].response" in body["detail"]
@@ -89,22 +94,33 @@ def test_a_lone_surrogate_in_jsonl_text_is_a_row_error(api_as):
 def test_a_lone_surrogate_in_a_judge_name_is_a_problem(api_as):
     batch = make_batch(n_items=2)
     item = batch.items.first()
-    response = _raw_post(api_as("researcher"), "/judges/scores", {
-        "batch_id": batch.pk, "judge": f"judge{LONE}", "scale": "1-5",
-        "items": [{"item_id": item.item_id, "dimension": "fluency", "score": 4}]})
+    response = _raw_post(
+        api_as("researcher"),
+        "/judges/scores",
+        {
+            "batch_id": batch.pk,
+            "judge": f"judge{LONE}",
+            "scale": "1-5",
+            "items": [{"item_id": item.item_id, "dimension": "fluency", "score": 4}],
+        },
+    )
     body = assert_problem(response, 400)
     assert "surrogate" in body["detail"] and not Judge.objects.exists()
 
 
 def test_a_body_that_is_not_json_says_so(api_as):
-    response = api_as("admin").client.post("/api/v1/batches", data=b"{not json", content_type="application/json")
+    response = api_as("admin").client.post(
+        "/api/v1/batches", data=b"{not json", content_type="application/json"
+    )
     body = assert_problem(response, 400)
     assert "not valid JSON" in body["detail"]
 
 
 def test_a_nul_in_a_calibration_set_note_is_a_problem(api_as):
     batch = make_batch(n_items=3)
-    response = api_as("researcher").put(f"/batches/{batch.pk}/calibration-set", {"sample": 2, "note": "a\x00b"})
+    response = api_as("researcher").put(
+        f"/batches/{batch.pk}/calibration-set", {"sample": 2, "note": "a\x00b"}
+    )
     body = assert_problem(response, 422)
     assert "NUL" in body["detail"] and not CalibrationSet.objects.exists()
 
@@ -114,5 +130,7 @@ def test_a_refusal_detail_is_one_sentence(api_as):
     body = assert_problem(api_as("admin").post("/batches", {"name": "", "items": bad}), 422)
     assert ".;" not in body["detail"] and ".." not in body["detail"]
     assert body["detail"].endswith("Nothing was saved.")
-    assert body["detail"] == ("The batch needs a name; line 1, key `prompt`: is empty; "
-                              "line 2, key `response`: is empty. Nothing was saved.")
+    assert body["detail"] == (
+        "The batch needs a name; line 1, key `prompt`: is empty; "
+        "line 2, key `response`: is empty. Nothing was saved."
+    )

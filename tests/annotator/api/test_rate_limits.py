@@ -44,8 +44,10 @@ def test_failed_token_attempts_are_limited_per_address(settings):
     settings.ANNOTATOR_API_TOKEN_FAILURES_PER_MINUTE = 3
     key = token_for(make_user("r", role="researcher"))
     guesser = Client(REMOTE_ADDR="203.0.113.7")
-    statuses = [guesser.get("/api/v1/me", headers={"Authorization": f"Bearer hcs_guess{n}"}).status_code
-                for n in range(3)]
+    statuses = [
+        guesser.get("/api/v1/me", headers={"Authorization": f"Bearer hcs_guess{n}"}).status_code
+        for n in range(3)
+    ]
     assert statuses == [401, 401, 401]
     refused = guesser.get("/api/v1/me", headers={"Authorization": f"Bearer {key}"})
     body = assert_problem(refused, 429)  # even a right key, while this address is over the limit
@@ -66,7 +68,9 @@ def _database_url() -> str:
     s = connection.settings_dict
     if connection.vendor == "sqlite":
         return f"sqlite:///{s['NAME']}"
-    return f"postgres://{s['USER']}:{s['PASSWORD']}@{s['HOST'] or '127.0.0.1'}:{s['PORT'] or 5432}/{s['NAME']}"
+    return (
+        f"postgres://{s['USER']}:{s['PASSWORD']}@{s['HOST'] or '127.0.0.1'}:{s['PORT'] or 5432}/{s['NAME']}"
+    )
 
 
 @pytest.mark.slow
@@ -85,11 +89,22 @@ def test_four_gunicorn_workers_share_one_allowance():
 
     key = token_for(make_user("r", role="researcher"))
     port = next(p for p in PORTS if socket.socket().connect_ex(("127.0.0.1", p)) != 0)
-    env = {**os.environ, "SECRET_KEY": "rate-test", "HTTPS_ONLY": "0", "ALLOWED_HOSTS": "127.0.0.1",
-           "DATABASE_URL": _database_url(), "ANNOTATOR_API_RATE": "5/min", "DB_CONN_MAX_AGE": "0"}
-    server = subprocess.Popen([sys.executable, "-m", "gunicorn", "annotator.wsgi", "--bind", f"127.0.0.1:{port}",
-                               "--workers", "4"], cwd=Path(__file__).resolve().parents[3], env=env,
-                              stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
+    env = {
+        **os.environ,
+        "SECRET_KEY": "rate-test",
+        "HTTPS_ONLY": "0",
+        "ALLOWED_HOSTS": "127.0.0.1",
+        "DATABASE_URL": _database_url(),
+        "ANNOTATOR_API_RATE": "5/min",
+        "DB_CONN_MAX_AGE": "0",
+    }
+    server = subprocess.Popen(
+        [sys.executable, "-m", "gunicorn", "annotator.wsgi", "--bind", f"127.0.0.1:{port}", "--workers", "4"],
+        cwd=Path(__file__).resolve().parents[3],
+        env=env,
+        stdout=subprocess.DEVNULL,
+        stderr=subprocess.DEVNULL,
+    )
     try:
         deadline = time.monotonic() + 60
         while socket.socket().connect_ex(("127.0.0.1", port)) != 0:
@@ -97,8 +112,10 @@ def test_four_gunicorn_workers_share_one_allowance():
             time.sleep(0.2)
         statuses = []
         for _ in range(16):  # new connections: the requests spread over the four workers
-            request = urllib.request.Request(f"http://127.0.0.1:{port}/api/v1/me",
-                                             headers={"Authorization": f"Bearer {key}", "Connection": "close"})
+            request = urllib.request.Request(
+                f"http://127.0.0.1:{port}/api/v1/me",
+                headers={"Authorization": f"Bearer {key}", "Connection": "close"},
+            )
             try:
                 with urllib.request.urlopen(request, timeout=30) as response:
                     statuses.append(response.status)

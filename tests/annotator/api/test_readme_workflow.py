@@ -24,7 +24,7 @@ DIMS = ["coherence", "relevance", "instruction_following", "safety_compliance", 
 def readme_workflow() -> str:
     text = README.read_text(encoding="utf-8")
     assert MARKER in text, "the README lost the API workflow block"
-    block = re.search(r"```python\n(.*?)```", text[text.index(MARKER):], re.DOTALL)
+    block = re.search(r"```python\n(.*?)```", text[text.index(MARKER) :], re.DOTALL)
     return block.group(1)
 
 
@@ -59,11 +59,24 @@ def test_readme_workflow_runs_against_the_live_server(live_server, monkeypatch, 
     assert batch.items.count() == 4 and batch.created_by == admin
     scores, agreement = namespace["scores"], namespace["agreement"]
     assert isinstance(scores, pd.DataFrame) and len(scores) == 4 * 3 * 5
-    assert list(scores.columns) == ["annotation_id", "item_id", "system_id", "annotator", "dimension", "score",
-                                    "overall_hcs", "submitted_at", "excluded"]
+    assert list(scores.columns) == [
+        "annotation_id",
+        "item_id",
+        "system_id",
+        "annotator",
+        "dimension",
+        "score",
+        "overall_hcs",
+        "submitted_at",
+        "excluded",
+    ]
     assert set(scores["system_id"]) == {"baseline", "candidate"}
-    assert "rater1-3" not in set(scores["annotator"]) and not scores["excluded"].any()  # left out, as the report does
-    expected = report_to_dict(report_with_options(batch=batch, options=ReportOptions(n_resamples=1000, epsilon=0.2)))
+    assert (
+        "rater1-3" not in set(scores["annotator"]) and not scores["excluded"].any()
+    )  # left out, as the report does
+    expected = report_to_dict(
+        report_with_options(batch=batch, options=ReportOptions(n_resamples=1000, epsilon=0.2))
+    )
     assert namespace["report"] == expected
     assert list(agreement.index) == DIMS
     for dim in DIMS:

@@ -49,16 +49,22 @@ def test_report_options_reach_the_report(rated, api_as):
     few = client.get(f"/batches/{rated.pk}/report", resamples=0, seed=7).json()
     assert few["bootstrap"] == {"resamples": 0, "seed": 7, "level": 0.95}
     assert few["dimensions"]["coherence"]["fleiss_kappa_ci95"] is None  # no resamples, no interval
-    assert client.get(f"/batches/{rated.pk}/report", resamples=50).json()["dimensions"]["coherence"]["fleiss_kappa_ci95"]
+    assert client.get(f"/batches/{rated.pk}/report", resamples=50).json()["dimensions"]["coherence"][
+        "fleiss_kappa_ci95"
+    ]
 
 
-@pytest.mark.parametrize("params", [{"epsilon": 1}, {"epsilon": -0.1}, {"resamples": -1}, {"resamples": "many"}])
+@pytest.mark.parametrize(
+    "params", [{"epsilon": 1}, {"epsilon": -0.1}, {"resamples": -1}, {"resamples": "many"}]
+)
 def test_bad_report_options_are_422(rated, api_as, params):
     body = assert_problem(api_as("researcher").get(f"/batches/{rated.pk}/report", **params), 422)
     assert body["errors"][0]["column"] == next(iter(params)) and body["errors"][0]["in"] == "query"
 
 
-def test_a_large_report_is_a_job_whose_result_is_the_report(rated, api_as, settings, django_capture_on_commit_callbacks):
+def test_a_large_report_is_a_job_whose_result_is_the_report(
+    rated, api_as, settings, django_capture_on_commit_callbacks
+):
     settings.ANNOTATOR_BACKGROUND_REPORT_ITEMS = 3
     client = api_as("researcher")
     with django_capture_on_commit_callbacks(execute=True):
@@ -83,8 +89,10 @@ def test_annotations_pages_are_the_long_csv(rated, api_as, researcher_user):
     assert pages == 5  # 18 annotations, 4 a page
     assert len({r["annotation_id"] for r in rows}) == 18
     expected = list(csv.DictReader(io.StringIO(_export(rated, researcher_user, "scores.csv"))))
-    got = [{k: str(v).lower() if isinstance(v, bool) else str(v) for k, v in r.items() if k != "annotation_id"}
-           for r in rows]  # JSON's false is the CSV's "false"
+    got = [
+        {k: str(v).lower() if isinstance(v, bool) else str(v) for k, v in r.items() if k != "annotation_id"}
+        for r in rows
+    ]  # JSON's false is the CSV's "false"
     assert got == expected  # the same rows, values and times (to the microsecond), in the same order
 
 
@@ -111,5 +119,9 @@ def test_a_cursor_not_given_out_is_400(rated, api_as, cursor):
 
 def test_annotators_never_read_annotations_or_reports(rated, api_as):
     client = api_as("annotator")
-    for path in (f"/batches/{rated.pk}/annotations", f"/batches/{rated.pk}/report", f"/batches/{rated.pk}/calibration"):
+    for path in (
+        f"/batches/{rated.pk}/annotations",
+        f"/batches/{rated.pk}/report",
+        f"/batches/{rated.pk}/calibration",
+    ):
         assert "researcher role" in assert_problem(client.get(path), 403)["detail"]

@@ -29,9 +29,13 @@ def test_the_schema_is_valid_openapi(schema):
 
 
 def test_every_api_route_is_documented_with_problem_responses(schema):
-    routes = {"/" + re.sub(r"<(?:\w+:)?(\w+)>", r"{\1}", route) for name, route, _ in app_url_patterns()
-              if name and name.startswith("api-v1:") and name not in ("api-v1:openapi-json", "api-v1:openapi-view",
-                                                                       "api-v1:api-root")}
+    routes = {
+        "/" + re.sub(r"<(?:\w+:)?(\w+)>", r"{\1}", route)
+        for name, route, _ in app_url_patterns()
+        if name
+        and name.startswith("api-v1:")
+        and name not in ("api-v1:openapi-json", "api-v1:openapi-view", "api-v1:api-root")
+    }
     assert routes == set(schema["paths"])
     for path, operations in schema["paths"].items():
         for method, operation in operations.items():

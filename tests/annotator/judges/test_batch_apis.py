@@ -15,8 +15,22 @@ RULE = "hub_answer_correctness"
 
 def _run(fake, batch, *extra, provider="openai"):
     base = fake.url + ("/v1" if provider == "openai" else "")
-    call_command("run_judge", batch, "--template", RULE, "--provider", provider, "--base-url", base,
-                 "--model", "m-1", "--batch", "--batch-poll", "0.01", *extra)
+    call_command(
+        "run_judge",
+        batch,
+        "--template",
+        RULE,
+        "--provider",
+        provider,
+        "--base-url",
+        base,
+        "--model",
+        "m-1",
+        "--batch",
+        "--batch-poll",
+        "0.01",
+        *extra,
+    )
 
 
 @pytest.mark.django_db
@@ -28,7 +42,9 @@ def test_a_batch_is_submitted_polled_and_stored_as_calls(provider, monkeypatch, 
         _run(fake, "b", "--judge", "J", provider=provider)
         assert fake.created == 1 and fake.answered == 5
         calls = list(JudgeCall.objects.filter(judge__name="J"))
-        assert [c.status for c in calls] == ["ok"] * 5 and {(c.tokens_in, c.tokens_out) for c in calls} == {(100, 10)}
+        assert [c.status for c in calls] == ["ok"] * 5 and {(c.tokens_in, c.tokens_out) for c in calls} == {
+            (100, 10)
+        }
         assert JudgeScore.objects.filter(judge__name="J").count() == 5
         assert "5/5 calls" in capsys.readouterr().out
         # The answers feed the response cache like any call.
@@ -63,8 +79,12 @@ def test_a_stopped_run_leaves_the_batch_in_the_ledger_and_a_rerun_fetches_it(mon
         fake.polls = 0
         _run(fake, "r", "--judge", "J")
     assert fake.created == 1 and fake.answered == 4  # nothing submitted twice
-    assert list(JudgeCall.objects.filter(judge__name="J").values_list("status", "provider_batch").order_by().distinct()) == [
-        ("ok", "")]
+    assert list(
+        JudgeCall.objects.filter(judge__name="J")
+        .values_list("status", "provider_batch")
+        .order_by()
+        .distinct()
+    ) == [("ok", "")]
 
 
 @pytest.mark.django_db

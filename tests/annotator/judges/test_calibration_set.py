@@ -11,12 +11,12 @@ from django.core.management import CommandError, call_command
 from django.urls import reverse
 from scipy.stats import spearmanr
 
-from annotator.models import CalibrationSet, Job, Judge, JudgeCall
 from annotator.judges.services.calibration_set import (
     CalibrationSetError,
     calibration_set_mark,
     calibration_set_retire,
 )
+from annotator.models import CalibrationSet, Job, Judge, JudgeCall
 from tests.annotator.judges.test_judges_selector import _add_scores, _study
 from tests.factories import PASSWORD, make_batch, make_user
 from tests.fake_judge import FakeJudge
@@ -36,7 +36,9 @@ def test_a_seeded_sample_is_reproducible_and_frozen():
     chosen = calibration_set_mark(batch=batch, sample=8, seed=7, note="stratified later")
     ids = sorted(chosen.items.values_list("item_id", flat=True))
     everything = list(batch.items.order_by("position", "id").values_list("item_id", flat=True))
-    assert ids == sorted(i.item_id for i in random.Random(7).sample(list(batch.items.order_by("position", "id")), 8))
+    assert ids == sorted(
+        i.item_id for i in random.Random(7).sample(list(batch.items.order_by("position", "id")), 8)
+    )
     assert set(ids) <= set(everything) and len(ids) == 8
     assert chosen.fingerprint == hashlib.sha256("\n".join(ids).encode()).hexdigest()
     assert chosen.how == "random sample of 8, seed 7"
@@ -68,13 +70,17 @@ def test_the_page_marks_shows_and_retires_and_annotators_are_kept_out(logged_in,
     page = logged_in.get(url)
     assert page.status_code == 200 and "Freeze the calibration set" in page.content.decode()
     bad = logged_in.post(url, {"sample": "", "item_ids": ""})
-    assert bad.status_code == 400 and "Give either a sample size or a list of item ids." in bad.content.decode()
+    assert (
+        bad.status_code == 400 and "Give either a sample size or a list of item ids." in bad.content.decode()
+    )
     unknown = logged_in.post(url, {"item_ids": "cs-1\n<b>x</b>"})
     assert unknown.status_code == 400 and "&lt;b&gt;x&lt;/b&gt;" in unknown.content.decode()
     assert not CalibrationSet.objects.exists()
     done = logged_in.post(url, {"item_ids": "cs-1, cs-2\ncs-5", "note": "hard cases"}, follow=True)
     text = done.content.decode()
-    assert "Froze a calibration set of 3 items." in text and "cs-1, cs-2, cs-5" in text and "hard cases" in text
+    assert (
+        "Froze a calibration set of 3 items." in text and "cs-1, cs-2, cs-5" in text and "hard cases" in text
+    )
     assert "Fewer than 50 items" in text
     second = logged_in.post(url, {"sample": "2"})  # another tab marks again: refused, and said so
     assert second.status_code == 400 and "already has a frozen calibration set" in second.content.decode()
@@ -131,7 +137,11 @@ def test_run_judge_calls_only_the_set_and_a_new_model_or_temperature_is_a_new_ve
     assert called == {"run-2", "run-5", "run-7"}
     names = list(Judge.objects.order_by("created_at", "id").values_list("name", "model"))
     assert names[0] == ("j", "m1") and len(names) == 3
-    assert all(n.startswith("j (template 1 #") for n, _ in names[1:]) and names[1][1] == "m2" and names[2][1] == "m1"
+    assert (
+        all(n.startswith("j (template 1 #") for n, _ in names[1:])
+        and names[1][1] == "m2"
+        and names[2][1] == "m1"
+    )
     assert len({n for n, _ in names}) == 3
     with FakeJudge() as elsewhere:  # the base URL is part of the judge: another endpoint is another version
         _run(elsewhere, "run", "--model", "m2", "--judge", "j", "--calibration-set", "--force")
@@ -143,7 +153,9 @@ def test_card_puts_versions_side_by_side_on_the_set_against_scipy(logged_in):
     batch, _, human = _study(n_items=40)
     mean = {i: float(np.mean(list(r.values()))) for i, r in human.items()}
     noise = np.random.default_rng(3)
-    v1 = _add_scores("rubric/m", batch, {i: float(np.clip(v + noise.normal(0, 1.5), 1, 5)) for i, v in mean.items()})
+    v1 = _add_scores(
+        "rubric/m", batch, {i: float(np.clip(v + noise.normal(0, 1.5), 1, 5)) for i, v in mean.items()}
+    )
     v2 = _add_scores("rubric/m (template 2 #abcdef12)", batch, mean)
     Judge.objects.filter(pk=v2.pk).update(created_at=v1.created_at.replace(year=v1.created_at.year + 1))
     in_set = [f"judged-{n}" for n in range(0, 40, 2)]
@@ -163,12 +175,19 @@ def test_card_puts_versions_side_by_side_on_the_set_against_scipy(logged_in):
         assert low <= coherence["spearman"] <= high
     assert cs["versions"][1]["dimensions"]["coherence"]["spearman"] == pytest.approx(1.0)
     page = logged_in.get(reverse("judge_card", args=[batch.pk, v2.pk])).content.decode()
-    assert "Versions on the calibration set" in page and "20 / 20" in page and 'alt="Spearman correlation' in page
+    assert (
+        "Versions on the calibration set" in page
+        and "20 / 20" in page
+        and 'alt="Spearman correlation' in page
+    )
     html = logged_in.get(reverse("judge_card_export", args=[batch.pk, v2.pk, "html"])).content.decode()
     assert "Versions on the calibration set" in html and "data:image/svg+xml" in html
     listing = logged_in.get(reverse("calibration_set", args=[batch.pk])).content.decode()
-    assert f'{reverse("judge_card", args=[batch.pk, v2.pk])}#calibration-set">rubric/m</a>: its 2 versions' in listing
-    assert listing.count("#calibration-set\">") == 1  # one row for the judge and its versions
+    assert (
+        f'{reverse("judge_card", args=[batch.pk, v2.pk])}#calibration-set">rubric/m</a>: its 2 versions'
+        in listing
+    )
+    assert listing.count('#calibration-set">') == 1  # one row for the judge and its versions
 
 
 @pytest.mark.django_db
@@ -182,12 +201,21 @@ def test_card_without_a_set_says_how_to_mark_one(logged_in):
 
 
 @pytest.mark.django_db
-def test_a_run_from_the_judges_page_can_take_only_the_set(client, django_capture_on_commit_callbacks, monkeypatch):
+def test_a_run_from_the_judges_page_can_take_only_the_set(
+    client, django_capture_on_commit_callbacks, monkeypatch
+):
     monkeypatch.setenv("OPENAI_API_KEY", "sk-web-123456789")
     batch = make_batch("web", n_items=6)
     client.force_login(make_user("res", role="researcher"))
-    form = {"batch": "web", "template": RULE, "base_url": "http://127.0.0.1:9", "model": "fake-1",
-            "key_env": "OPENAI_API_KEY", "concurrency": "2", "calibration_set": "on"}
+    form = {
+        "batch": "web",
+        "template": RULE,
+        "base_url": "http://127.0.0.1:9",
+        "model": "fake-1",
+        "key_env": "OPENAI_API_KEY",
+        "concurrency": "2",
+        "calibration_set": "on",
+    }
     refused = client.post("/judges/run/", form)
     assert refused.status_code == 400 and "has no calibration set yet" in refused.content.decode()
     assert not Job.objects.exists()

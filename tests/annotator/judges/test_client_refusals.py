@@ -27,7 +27,9 @@ def test_a_model_refusing_temperature_zero_is_called_without_it_and_the_user_is_
         c = client(fake)
         first, second = c.complete(MESSAGES), c.complete(MESSAGES)
     assert "temperature" not in fake.requests[1]["body"] and fake.requests[0]["body"]["temperature"] == 0.0
-    assert len(fake.requests) == 3  # one refused request, then no more refusals: the adaptation holds for the run
+    assert (
+        len(fake.requests) == 3
+    )  # one refused request, then no more refusals: the adaptation holds for the run
     assert first.sent == second.sent == {} and first.attempts == 2 and second.attempts == 1
     assert len(c.notes) == 1
     assert "refused temperature" in c.notes[0] and "does not support 0 with this model" in c.notes[0]
@@ -37,7 +39,10 @@ def test_a_model_refusing_temperature_zero_is_called_without_it_and_the_user_is_
 def test_refused_max_tokens_becomes_max_completion_tokens():
     with FakeJudge(refuse={"max_tokens"}) as fake:
         result = client(fake, max_tokens=300).complete(MESSAGES)
-    assert fake.requests[-1]["body"]["max_completion_tokens"] == 300 and "max_tokens" not in fake.requests[-1]["body"]
+    assert (
+        fake.requests[-1]["body"]["max_completion_tokens"] == 300
+        and "max_tokens" not in fake.requests[-1]["body"]
+    )
     assert result.sent == {"temperature": 0.0, "max_completion_tokens": 300}
 
 
@@ -48,7 +53,10 @@ def test_refused_structured_output_and_logprobs_fall_back_to_free_text_without_l
     last = fake.requests[-1]["body"]
     assert "response_format" not in last and "logprobs" not in last and "top_logprobs" not in last
     assert result.output_mode == "text" and result.logprobs is None
-    assert {n.split(" for ")[0] for n in c.notes} == {"The endpoint refused response_format", "The endpoint refused logprobs"}
+    assert {n.split(" for ")[0] for n in c.notes} == {
+        "The endpoint refused response_format",
+        "The endpoint refused logprobs",
+    }
 
 
 def test_an_accepted_schema_is_recorded_as_structured():
@@ -68,7 +76,11 @@ def test_the_temperature_refusal_is_not_mistaken_for_an_unknown_model():
 def test_an_unknown_model_is_still_fatal_and_quotes_the_endpoint():
     def fault(number, prompt):
         return 404
-    with FakeJudge(fault=fault) as fake, pytest.raises(JudgeRunFatal, match=r"does not know model .*it said: fault 404"):
+
+    with (
+        FakeJudge(fault=fault) as fake,
+        pytest.raises(JudgeRunFatal, match=r"does not know model .*it said: fault 404"),
+    ):
         client(fake).complete(MESSAGES)
 
 
@@ -78,19 +90,25 @@ def test_other_client_errors_say_what_the_endpoint_said():
     assert "HTTP 400; the endpoint said: fault 400" in str(exc.value)
 
 
-@pytest.mark.parametrize(("body", "said"), [
-    ('{"error": {"message": "Bad thing"}}', "Bad thing"),
-    ('{"detail": "Nope"}', "Nope"),
-    ('{"error": "plain"}', "plain"),
-    ("<html>gateway</html>", "<html>gateway</html>"),
-])
+@pytest.mark.parametrize(
+    ("body", "said"),
+    [
+        ('{"error": {"message": "Bad thing"}}', "Bad thing"),
+        ('{"detail": "Nope"}', "Nope"),
+        ('{"error": "plain"}', "plain"),
+        ("<html>gateway</html>", "<html>gateway</html>"),
+    ],
+)
 def test_endpoint_said_reads_common_error_shapes(body, said):
     assert endpoint_said(body) == said
 
 
 def test_refused_param_reads_the_param_field_and_the_message():
     assert refused_param('{"error": {"message": "x", "param": "top_logprobs"}}') == "logprobs"
-    assert refused_param('{"error": {"message": "x", "param": "response_format.json_schema"}}') == "response_format"
+    assert (
+        refused_param('{"error": {"message": "x", "param": "response_format.json_schema"}}')
+        == "response_format"
+    )
     assert refused_param('{"detail": "json_schema is not supported by this backend"}') == "response_format"
     assert refused_param('{"error": {"message": "The model gpt-x does not exist", "param": "model"}}') is None
 
@@ -103,5 +121,7 @@ def test_calls_in_flight_refused_together_all_adapt_once():
         with ThreadPoolExecutor(8) as pool:
             results = list(pool.map(lambda _: c.complete(MESSAGES), range(8)))
     assert all(r.sent == {"max_completion_tokens": 50} for r in results)
-    assert sorted(n.split(" for ")[0] for n in c.notes) == ["The endpoint refused max_tokens",
-                                                            "The endpoint refused temperature"]
+    assert sorted(n.split(" for ")[0] for n in c.notes) == [
+        "The endpoint refused max_tokens",
+        "The endpoint refused temperature",
+    ]

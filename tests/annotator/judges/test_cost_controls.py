@@ -18,13 +18,25 @@ RULE = "hub_answer_correctness"
 
 
 def _run(fake, batch, *extra):
-    call_command("run_judge", batch, "--template", RULE, "--base-url", fake.url, "--model", "fake-1",
-                 "--backoff", "0.01", *extra)
+    call_command(
+        "run_judge",
+        batch,
+        "--template",
+        RULE,
+        "--base-url",
+        fake.url,
+        "--model",
+        "fake-1",
+        "--backoff",
+        "0.01",
+        *extra,
+    )
 
 
 def test_input_tokens_follow_the_stated_rule():
-    assert input_tokens([{"role": "system", "content": "abcd" * 25}, {"role": "user", "content": "abcde"}]) == \
-        (25 + 4) + (2 + 4)
+    assert input_tokens(
+        [{"role": "system", "content": "abcd" * 25}, {"role": "user", "content": "abcde"}]
+    ) == (25 + 4) + (2 + 4)
 
 
 @pytest.mark.django_db
@@ -41,7 +53,9 @@ def test_dry_run_counts_calls_tokens_and_cost_and_calls_nothing(capsys):
         assert f"Estimated {expected_in:,} input tokens (1 token per 4 characters" in out
         assert "1,000 output tokens (200 per call (no earlier answers" in out
         assert f"estimated cost {(expected_in * 2 + 1000 * 10) / 1e6:.4f}" in out
-        _run(fake, "dry", "--judge", "A", "--limit", "2")  # two answered: the cache serves them, the mean is known
+        _run(
+            fake, "dry", "--judge", "A", "--limit", "2"
+        )  # two answered: the cache serves them, the mean is known
         capsys.readouterr()
         _run(fake, "dry", "--dry-run")
         out = capsys.readouterr().out
@@ -51,7 +65,10 @@ def test_dry_run_counts_calls_tokens_and_cost_and_calls_nothing(capsys):
         assert f"{3 * mean:,} output tokens ({mean} per call, the mean of this model's earlier answers" in out
         _run(fake, "dry", "--dry-run", "--max-tokens", "50")  # another request body: nothing cached
         out = capsys.readouterr().out
-        assert "5 call(s) to pay for, 0 more served" in out and "250 output tokens (--max-tokens 50 per call" in out
+        assert (
+            "5 call(s) to pay for, 0 more served" in out
+            and "250 output tokens (--max-tokens 50 per call" in out
+        )
         assert fake.calls == 2
 
 
@@ -62,7 +79,10 @@ def test_a_price_file_without_the_model_says_which(tmp_path):
     prices.write_text(json.dumps({"gpt-4o": {"input": 2.5, "output": 10}}))
     with FakeJudge() as fake, pytest.raises(CommandError, match="has no entry for model \u201cfake-1\u201d"):
         _run(fake, "pf", "--dry-run", "--prices", str(prices))
-    with FakeJudge() as fake, pytest.raises(CommandError, match="--max-cost needs a positive amount and prices"):
+    with (
+        FakeJudge() as fake,
+        pytest.raises(CommandError, match="--max-cost needs a positive amount and prices"),
+    ):
         _run(fake, "pf", "--max-cost", "1")
     assert fake.calls == 0
 
@@ -98,6 +118,18 @@ def test_max_cost_counts_calls_in_flight():
     per_call = (one + 200) * 0.001
     with FakeJudge(latency=0.2) as fake:
         with pytest.raises(CommandError, match="stopped at --max-cost"):
-            _run(fake, "fly", "--judge", "A", "--concurrency", "16", "--max-cost", str(round(per_call * 3.5, 4)),
-                 "--price-in", "1000", "--price-out", "1000")
+            _run(
+                fake,
+                "fly",
+                "--judge",
+                "A",
+                "--concurrency",
+                "16",
+                "--max-cost",
+                str(round(per_call * 3.5, 4)),
+                "--price-in",
+                "1000",
+                "--price-out",
+                "1000",
+            )
     assert fake.calls == 3  # 16 could start at once; only 3 fit under the cap

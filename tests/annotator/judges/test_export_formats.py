@@ -20,19 +20,32 @@ def test_the_judges_package_declares_its_four_rows():
 
 
 def test_the_core_table_includes_them_in_place():
-    assert list(EXPORT_FORMATS) == ["json", "html", "dimensions.csv", "items.csv", "scores.csv", "annotations.csv",
-                                    *JUDGE_KEYS, "hf"]
+    assert list(EXPORT_FORMATS) == [
+        "json",
+        "html",
+        "dimensions.csv",
+        "items.csv",
+        "scores.csv",
+        "annotations.csv",
+        *JUDGE_KEYS,
+        "hf",
+    ]
     for row in JUDGE_EXPORT_FORMATS:
         assert EXPORT_FORMATS[row.key] is row
     assert not [key for key, f in EXPORT_FORMATS.items() if f.judges and key not in JUDGE_KEYS]
-    assert TABLES["judge_calls"] == "judge_calls.jsonl" and {"judges", "judge_scores", "pairwise_verdicts"} <= set(
-        CSV_TABLES)
+    assert TABLES["judge_calls"] == "judge_calls.jsonl" and {
+        "judges",
+        "judge_scores",
+        "pairwise_verdicts",
+    } <= set(CSV_TABLES)
 
 
 def test_the_core_table_reaches_the_judge_exports_only_through_their_list():
     modules = _modules()
     reached = _imports("annotator.exports.formats", modules["annotator.exports.formats"], modules)
-    assert sorted(m for m in reached if m.startswith("annotator.judges")) == ["annotator.judges.exports.formats"]
+    assert sorted(m for m in reached if m.startswith("annotator.judges")) == [
+        "annotator.judges.exports.formats"
+    ]
 
 
 def _login(client, user):

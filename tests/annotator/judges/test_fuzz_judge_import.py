@@ -33,8 +33,13 @@ ITEMS = ["judged-0", "judged-1", "judged-2", "judged-3", "nope", ""]
 RAW = [
     json.dumps({"coherence": {"score": 4, "reasoning": "<script>alert(1)</script>"}}),
     '```json\n{"score": 0.3, "reason": "<img src=x onerror=alert(1)>"}\n```',
-    "Score: 4", "The answer is 2/5.", '{"winner": "enhanced", "confidence": 0.8}', '{"winner": "x"}',
-    "9" * 5000, "[" * 5000, "",
+    "Score: 4",
+    "The answer is 2/5.",
+    '{"winner": "enhanced", "confidence": 0.8}',
+    '{"winner": "x"}',
+    "9" * 5000,
+    "[" * 5000,
+    "",
 ]
 SCORE_COLUMNS = ["item_id", "dimension", "score", "reason", "raw_output"]
 SCORE_CELLS = {
@@ -44,7 +49,15 @@ SCORE_CELLS = {
     "reason": ["because", "<script>alert(1)</script>", *FORMULAS],
     "raw_output": RAW,
 }
-VERDICT_COLUMNS = ["prompt_id", "winner", "confidence", "baseline_item_id", "enhanced_item_id", "reason", "raw_output"]
+VERDICT_COLUMNS = [
+    "prompt_id",
+    "winner",
+    "confidence",
+    "baseline_item_id",
+    "enhanced_item_id",
+    "reason",
+    "raw_output",
+]
 VERDICT_CELLS = {
     "prompt_id": ["p0", "p1", "p9", ""],
     "winner": ["baseline", "enhanced", "tie", "better", "", "=1+1"],
@@ -54,7 +67,9 @@ VERDICT_CELLS = {
     "reason": ["because", "<script>alert(1)</script>"],
     "raw_output": RAW,
 }
-TEXT = st.sampled_from(["gpt-judge", "gpt-judge", "other", "", " ", "j" * 201, "<b>j</b>", "\x00", "m1", "m2"])
+TEXT = st.sampled_from(
+    ["gpt-judge", "gpt-judge", "other", "", " ", "j" * 201, "<b>j</b>", "\x00", "m1", "m2"]
+)
 MODELS = (Judge, JudgeScore, PairwiseVerdict)
 
 
@@ -90,30 +105,47 @@ def _check(client, url, fields, file):
 
 
 @FUZZ
-@given(file=upload_files(SCORE_COLUMNS, SCORE_CELLS, required=3),
-       batch=st.sampled_from(["judged", "judged", "judged", "", "none", "j" * 300]),
-       judge=TEXT, model=TEXT, template=TEXT,
-       scale=st.sampled_from(["0-1", "1-5", "1-4", "1-5", "0-10", "", None]),
-       lower=st.sampled_from([None, "on", "garbage"]))
-def test_any_judge_score_upload_is_saved_whole_or_refused(researcher, file, batch, judge, model, template, scale,
-                                                          lower):
+@given(
+    file=upload_files(SCORE_COLUMNS, SCORE_CELLS, required=3),
+    batch=st.sampled_from(["judged", "judged", "judged", "", "none", "j" * 300]),
+    judge=TEXT,
+    model=TEXT,
+    template=TEXT,
+    scale=st.sampled_from(["0-1", "1-5", "1-4", "1-5", "0-10", "", None]),
+    lower=st.sampled_from([None, "on", "garbage"]),
+)
+def test_any_judge_score_upload_is_saved_whole_or_refused(
+    researcher, file, batch, judge, model, template, scale, lower
+):
     record("judge importer (scores)")
-    fields = {"batch": batch, "judge": judge, "model": model, "template": template, "scale": scale,
-              "lower_is_better": lower}
+    fields = {
+        "batch": batch,
+        "judge": judge,
+        "model": model,
+        "template": template,
+        "scale": scale,
+        "lower_is_better": lower,
+    }
     _check(researcher, reverse("judge_import_scores"), fields, file)
 
 
 @FUZZ
-@given(file=upload_files(VERDICT_COLUMNS, VERDICT_CELLS, required=2),
-       batch=st.sampled_from(["judged", "judged", "", "none"]),
-       judge=TEXT, model=TEXT, baseline=st.sampled_from(["base", "enh", "", "nope", None]))
+@given(
+    file=upload_files(VERDICT_COLUMNS, VERDICT_CELLS, required=2),
+    batch=st.sampled_from(["judged", "judged", "", "none"]),
+    judge=TEXT,
+    model=TEXT,
+    baseline=st.sampled_from(["base", "enh", "", "nope", None]),
+)
 def test_any_verdict_upload_is_saved_whole_or_refused(researcher, file, batch, judge, model, baseline):
     record("judge importer (verdicts)")
     fields = {"batch": batch, "judge": judge, "model": model, "template": "", "baseline_system": baseline}
     _check(researcher, reverse("judge_import_verdicts"), fields, file)
 
 
-@pytest.mark.parametrize("text", ["9" * 5000, "[" * 5000, "```json\n" + "9" * 5000 + "\n```", '{"a": ' + "9" * 5000 + "}"])
+@pytest.mark.parametrize(
+    "text", ["9" * 5000, "[" * 5000, "```json\n" + "9" * 5000 + "\n```", '{"a": ' + "9" * 5000 + "}"]
+)
 def test_hostile_judge_output_is_a_judge_output_error(text):
     # Found while fuzzing: these raised ValueError / RecursionError out of the parser.
     with pytest.raises(JudgeOutputError):
@@ -122,17 +154,24 @@ def test_hostile_judge_output_is_a_judge_output_error(text):
 
 def test_nasty_texts_in_every_field_give_a_page_not_an_error(researcher):
     for value in NASTY:
-        response = _post(researcher, reverse("judge_import_scores"),
-                         {"batch": value, "judge": value, "model": value, "scale": value},
-                         (b"item_id,dimension,score\njudged-0,coherence,0.5\n", "s.csv"))
+        response = _post(
+            researcher,
+            reverse("judge_import_scores"),
+            {"batch": value, "judge": value, "model": value, "scale": value},
+            (b"item_id,dimension,score\njudged-0,coherence,0.5\n", "s.csv"),
+        )
         assert response.status_code == 400
 
 
 def test_nul_in_a_judge_reason_is_a_400_not_a_server_error(researcher):
     # Found on PostgreSQL: JSON's \u0000 escape put a NUL into the reason (a server error).
     data = b'{"item_id": "judged-0", "dimension": "coherence", "score": 0.5, "reason": "\\u0000"}\n'
-    response = _post(researcher, reverse("judge_import_scores"),
-                     {"batch": "judged", "judge": "j", "scale": "0-1"}, (data, "s.jsonl"))
+    response = _post(
+        researcher,
+        reverse("judge_import_scores"),
+        {"batch": "judged", "judge": "j", "scale": "0-1"},
+        (data, "s.jsonl"),
+    )
     assert response.status_code == 400
     assert b"contains a NUL character" in response.content
     assert not JudgeScore.objects.exists()

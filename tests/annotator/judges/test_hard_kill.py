@@ -12,8 +12,8 @@ from datetime import timedelta
 import pytest
 from django.utils import timezone
 
-from annotator.models import Judge, JudgeCall
 from annotator.judges.services.runs import CLAIM_STALE_AFTER
+from annotator.models import Judge, JudgeCall
 from tests.annotator.judges.test_run_judge_signals import database_url, finished, manage
 from tests.factories import make_batch
 from tests.fake_judge import FakeJudge
@@ -30,9 +30,22 @@ def called(requests) -> list[str]:
 @pytest.mark.django_db(transaction=True)
 def test_a_hard_kill_repeats_no_paid_call():
     make_batch("hk", n_items=N_ITEMS)
-    env = {**os.environ, "DATABASE_URL": database_url(), "DEBUG": "1", "DJANGO_SETTINGS_MODULE": "annotator.settings"}
-    command = ("run_judge", "hk", "--template", "hub_answer_correctness", "--model", "m",
-               "--concurrency", str(CONCURRENCY))
+    env = {
+        **os.environ,
+        "DATABASE_URL": database_url(),
+        "DEBUG": "1",
+        "DJANGO_SETTINGS_MODULE": "annotator.settings",
+    }
+    command = (
+        "run_judge",
+        "hk",
+        "--template",
+        "hub_answer_correctness",
+        "--model",
+        "m",
+        "--concurrency",
+        str(CONCURRENCY),
+    )
     with FakeJudge(latency=0.4) as fake:
         proc = manage(env, *command, "--base-url", fake.url)
         deadline = time.monotonic() + 60
@@ -55,12 +68,15 @@ def test_a_hard_kill_repeats_no_paid_call():
         Judge.objects.update(run_claimed_at=timezone.now() - CLAIM_STALE_AFTER - timedelta(seconds=1))
 
         out = finished(manage(env, *command, "--base-url", fake.url))
-        again = called(fake.requests)[len(before):]
+        again = called(fake.requests)[len(before) :]
         assert not set(again) & set(before)  # nothing sent before is sent again
         assert f"{len(unknown)} call(s) sent, outcome unknown" in out and "--retry-unknown" in out
-        assert sorted(k for k, v in JudgeCall.objects.values_list("item__item_id", "status") if v == "sent") == unknown
+        assert (
+            sorted(k for k, v in JudgeCall.objects.values_list("item__item_id", "status") if v == "sent")
+            == unknown
+        )
 
         out = finished(manage(env, *command, "--base-url", fake.url, "--retry-unknown"))
-        retried = called(fake.requests)[len(before) + len(again):]
+        retried = called(fake.requests)[len(before) + len(again) :]
         assert sorted(retried) == unknown
     assert JudgeCall.objects.filter(status="ok").count() == N_ITEMS

@@ -44,7 +44,12 @@ def mixed_verdict(prompt: str) -> str:
     u = _h(prompt)
     winner = "baseline" if u < 0.45 else "enhanced" if u < 0.9 else "tie"
     answer = {c: {"score": 1 + int(u * 5) % 5, "reasoning": "r"} for c in CRITERIA}
-    answer["overall"] = {"winner": winner, "confidence": round(0.5 + u / 2, 3), "baseline_score": 3, "enhanced_score": 4}
+    answer["overall"] = {
+        "winner": winner,
+        "confidence": round(0.5 + u / 2, 3),
+        "baseline_score": 3,
+        "enhanced_score": 4,
+    }
     return json.dumps(answer)
 
 
@@ -89,21 +94,56 @@ def rounded_copies(data: dict, computed: set[float]) -> list[str]:
             short = round(value, digits)
             if short != value:
                 rounded.setdefault(short, value)
-    return [f"{path} = {v!r} (computed {rounded[v]!r})" for path, v in json_floats(data)
-            if v not in computed and not v.is_integer() and v in rounded and path not in SETTINGS]
+    return [
+        f"{path} = {v!r} (computed {rounded[v]!r})"
+        for path, v in json_floats(data)
+        if v not in computed and not v.is_integer() and v in rounded and path not in SETTINGS
+    ]
 
 
 @pytest.fixture
 def probed(db):
     batch, _truth, _human = _study(n_items=24, systems=("base", "new"))
     with FakeJudge(noisy_score) as fake:
-        call_command("run_judge", "judged", "--template", "hub_answer_correctness", "--base-url", fake.url,
-                     "--model", "m", "--judge", "pointwise", "--samples", "3", "--temperature", "0.7",
-                     "--backoff", "0.01")
+        call_command(
+            "run_judge",
+            "judged",
+            "--template",
+            "hub_answer_correctness",
+            "--base-url",
+            fake.url,
+            "--model",
+            "m",
+            "--judge",
+            "pointwise",
+            "--samples",
+            "3",
+            "--temperature",
+            "0.7",
+            "--backoff",
+            "0.01",
+        )
     with FakeJudge(mixed_verdict) as fake:
-        call_command("run_judge", "judged", "--template", "geval_pairwise", "--base-url", fake.url, "--model", "m",
-                     "--judge", "pairwise", "--pairwise", "--baseline-system", "base", "--enhanced-system", "new",
-                     "--swap", "--backoff", "0.01")
+        call_command(
+            "run_judge",
+            "judged",
+            "--template",
+            "geval_pairwise",
+            "--base-url",
+            fake.url,
+            "--model",
+            "m",
+            "--judge",
+            "pairwise",
+            "--pairwise",
+            "--baseline-system",
+            "base",
+            "--enhanced-system",
+            "new",
+            "--swap",
+            "--backoff",
+            "0.01",
+        )
     return batch
 
 
@@ -122,10 +162,13 @@ def test_no_float_in_the_json_report_is_a_rounded_copy(probed):
     assert long
     tampered = json.loads(json.dumps(data))
     tampered["judges"]["pointwise"]["overall"]["length_bias"]["spearman"] = round(
-        tampered["judges"]["pointwise"]["overall"]["length_bias"]["spearman"], 4)
+        tampered["judges"]["pointwise"]["overall"]["length_bias"]["spearman"], 4
+    )
     assert rounded_copies(tampered, computed)
 
 
 def test_the_check_itself():
     computed = {0.123456789, 0.5}
-    assert rounded_copies({"a": 0.1235, "b": 0.5, "c": [0.123456789]}, computed) == ["$.a = 0.1235 (computed 0.123456789)"]
+    assert rounded_copies({"a": 0.1235, "b": 0.5, "c": [0.123456789]}, computed) == [
+        "$.a = 0.1235 (computed 0.123456789)"
+    ]

@@ -44,11 +44,15 @@ def test_card_warns_on_thin_evidence_and_lists_versions(logged_in, db):
     page = logged_in.get(reverse("judge_card", args=[batch.pk, new.pk])).content.decode()
     assert "only 36 item(s) (n &lt; 50): the verdict is weak evidence" in page
     assert "rubric/m (template 2 #abcdef12) <em>(this card)</em>" in page
-    assert f'<a href="{reverse("judge_card", args=[batch.pk, old.pk])}">rubric/m</a></th>' in page  # the other version
+    assert (
+        f'<a href="{reverse("judge_card", args=[batch.pk, old.pk])}">rubric/m</a></th>' in page
+    )  # the other version
     assert "Coherence 0." in page  # labels, not keys
     card = json.loads(logged_in.get(reverse("judge_card_export", args=[batch.pk, old.pk, "json"])).content)
     assert [v["current"] for v in card["versions"]] == [True, False]
-    assert card["versions"][0]["spearman"]["coherence"] == pytest.approx(card["dimensions"]["coherence"]["spearman"])
+    assert card["versions"][0]["spearman"]["coherence"] == pytest.approx(
+        card["dimensions"]["coherence"]["spearman"]
+    )
     html = logged_in.get(reverse("judge_card_export", args=[batch.pk, old.pk, "html"])).content.decode()
     assert html.startswith("<!doctype html>") and "<style>" in html
     assert "<link" not in html and 'src="http' not in html  # self-contained
@@ -68,8 +72,10 @@ def test_annotators_never_see_a_judge_card(client, annotator_user, db):
     batch, _, human = _study(n_items=6)
     judge = _add_scores("j", batch, {i: 3.0 for i in human})
     assert client.login(username=annotator_user.username, password=PASSWORD)
-    for url in (reverse("judge_card", args=[batch.pk, judge.pk]),
-                reverse("judge_card_export", args=[batch.pk, judge.pk, "json"])):
+    for url in (
+        reverse("judge_card", args=[batch.pk, judge.pk]),
+        reverse("judge_card_export", args=[batch.pk, judge.pk, "json"]),
+    ):
         assert client.get(url).status_code in (302, 403)
 
 
@@ -79,8 +85,10 @@ def test_methods_paragraph_in_report_page_and_json(logged_in, db):
     text = methods_paragraph(report)
     row = report.dimensions[0]
     a = row.agreement
-    expected = (f"{row.label}: κ = {a.fleiss_kappa:.2f} [{a.fleiss_kappa_ci95[0]:.2f}, {a.fleiss_kappa_ci95[1]:.2f}], "
-                f"α = {a.alpha_ordinal:.2f} [{a.alpha_ordinal_ci95[0]:.2f}, {a.alpha_ordinal_ci95[1]:.2f}]")
+    expected = (
+        f"{row.label}: κ = {a.fleiss_kappa:.2f} [{a.fleiss_kappa_ci95[0]:.2f}, {a.fleiss_kappa_ci95[1]:.2f}], "
+        f"α = {a.alpha_ordinal:.2f} [{a.alpha_ordinal_ci95[0]:.2f}, {a.alpha_ordinal_ci95[1]:.2f}]"
+    )
     assert expected in text
     assert "with k = 3 independent annotations planned per item" in text
     assert "No annotator was excluded" in text and "1000 resamples" in text
@@ -118,13 +126,18 @@ def test_methods_paragraph_names_who_was_excluded_and_counts_only_the_rest(db):
     annotator_exclude(batch=batch, annotator=users[0], reason="clicks at random")
     text = methods_paragraph(batch_report(batch=batch, n_resamples=50))
     assert text.startswith("2 annotators rated 12 of 12 items (24 annotations)")
-    assert "1 further annotator was excluded (1 by a researcher's decision) and left out of every statistic below." in text
+    assert (
+        "1 further annotator was excluded (1 by a researcher's decision) and left out of every statistic below."
+        in text
+    )
     assert "No annotator was excluded" not in text
     annotator_block(batch=batch, annotator=users[1], reason="failed checks")
     text = methods_paragraph(batch_report(batch=batch, n_resamples=50))
     assert text.startswith("1 annotator rated 12 of 12 items (12 annotations)")
-    assert ("2 further annotators were excluded (1 by a researcher's decision, 1 by the batch's gold-check block rule)"
-            in text)
+    assert (
+        "2 further annotators were excluded (1 by a researcher's decision, 1 by the batch's gold-check block rule)"
+        in text
+    )
 
 
 def test_methods_paragraph_of_a_batch_nobody_rated_says_so(db):
@@ -148,4 +161,7 @@ def test_methods_paragraph_ignores_exclusions_of_people_who_rated_nothing(db):
     batch, _, _ = _study(n_items=6)
     annotator_exclude(batch=batch, annotator=make_user("never-rated"), reason="spam account")
     text = methods_paragraph(batch_report(batch=batch, n_resamples=50))
-    assert text.startswith("3 annotators rated 6 of 6 items (18 annotations)") and "No annotator was excluded" in text
+    assert (
+        text.startswith("3 annotators rated 6 of 6 items (18 annotations)")
+        and "No annotator was excluded" in text
+    )

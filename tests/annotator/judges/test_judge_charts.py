@@ -65,7 +65,10 @@ def test_confusion_cells_darken_with_their_count_like_matplotlib_blues():
     expected = [to_hex(blues(v / 12)) for v in (0, 3, 6, 12)]
     # within one step of 255 per channel: the colormap is sampled on 256 entries, the SVG interpolates
     for got, want in zip(fills, expected):
-        assert all(abs(int(got[k:k + 2], 16) - int(want[k:k + 2], 16)) <= 2 for k in (1, 3, 5)), (got, want)
+        assert all(abs(int(got[k : k + 2], 16) - int(want[k : k + 2], 16)) <= 2 for k in (1, 3, 5)), (
+            got,
+            want,
+        )
     texts = [t for t in root.iter("{http://www.w3.org/2000/svg}text")]
     assert [t.text for t in texts[:4]] == ["0", "3", "6", "12"]
     assert texts[3].get("fill") == "white" and texts[0].get("fill") == "black"

@@ -34,25 +34,38 @@ def test_transient_faults_are_retried(kind):
 
 
 def test_retries_give_up_with_the_masked_body():
-    with FakeJudge(fault=faults(500, 500, 500)) as fake, pytest.raises(JudgeCallError, match="HTTP 500 after 3") as caught:
-        ChatClient(base_url=fake.url, model="m", api_key="sk-secret-in-body-123", backoff=0.01, max_retries=2).complete(MESSAGES)
+    with (
+        FakeJudge(fault=faults(500, 500, 500)) as fake,
+        pytest.raises(JudgeCallError, match="HTTP 500 after 3") as caught,
+    ):
+        ChatClient(
+            base_url=fake.url, model="m", api_key="sk-secret-in-body-123", backoff=0.01, max_retries=2
+        ).complete(MESSAGES)
     assert caught.value.attempts == 3 and caught.value.status == 500
     assert "fault 500" in caught.value.body and "sk-secret-in-body-123" not in caught.value.body
 
 
 def test_a_malformed_200_keeps_its_body():
-    with FakeJudge(fault=faults("malformed", "malformed")) as fake, pytest.raises(
-        JudgeCallError, match="not a chat completion after 2 attempts"
-    ) as caught:
+    with (
+        FakeJudge(fault=faults("malformed", "malformed")) as fake,
+        pytest.raises(JudgeCallError, match="not a chat completion after 2 attempts") as caught,
+    ):
         ChatClient(base_url=fake.url, model="m", backoff=0.01, max_retries=1).complete(MESSAGES)
     assert caught.value.body == "<html>Bad gateway</html>"
 
 
-@pytest.mark.parametrize(("status", "message"), [(401, "refused the API key"), (403, "refused the API key"),
-                                                 (404, "does not know model")])
+@pytest.mark.parametrize(
+    ("status", "message"),
+    [(401, "refused the API key"), (403, "refused the API key"), (404, "does not know model")],
+)
 def test_auth_and_model_errors_are_fatal_at_once(status, message):
-    with FakeJudge(fault=faults(status, status)) as fake, pytest.raises(JudgeRunFatal, match=message) as caught:
-        ChatClient(base_url=fake.url, model="gpt-nope", api_key="sk-abcdefghijkl", backoff=0.01).complete(MESSAGES)
+    with (
+        FakeJudge(fault=faults(status, status)) as fake,
+        pytest.raises(JudgeRunFatal, match=message) as caught,
+    ):
+        ChatClient(base_url=fake.url, model="gpt-nope", api_key="sk-abcdefghijkl", backoff=0.01).complete(
+            MESSAGES
+        )
     assert fake.calls == 1
     assert "sk-abcdefghijkl" not in str(caught.value)
 
@@ -76,7 +89,9 @@ def test_the_timeout_is_a_deadline_for_the_whole_body():
 def test_backoff_is_exponential_with_jitter_and_honours_retry_after():
     waits = []
     with FakeJudge(fault=faults(502, 502, 502, 429)) as fake:
-        client = ChatClient(base_url=fake.url, model="m", backoff=0.5, max_backoff=30, max_retries=4, sleep=waits.append)
+        client = ChatClient(
+            base_url=fake.url, model="m", backoff=0.5, max_backoff=30, max_retries=4, sleep=waits.append
+        )
         assert client.complete(MESSAGES).attempts == 5
     # full jitter: each wait is random below a ceiling that doubles; the 429 said Retry-After: 0
     assert 0 <= waits[0] <= 0.5 and 0 <= waits[1] <= 1.0 and 0 <= waits[2] <= 2.0

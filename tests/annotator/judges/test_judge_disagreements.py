@@ -17,8 +17,12 @@ def judged(db):
     values[far] = 5.0 if mean[far] < 3 else 1.0  # one item far from people
     judge = _add_scores("j", batch, values)
     _add_scores("j", batch, mean, dimension="fluency")
-    JudgeScore.objects.filter(judge=judge, item__item_id=far, dimension="coherence").update(reason="<b>Too short</b>")
-    Annotation.objects.filter(item__item_id=far, annotator__username="u0").update(comment="<i>misses the toll</i>")
+    JudgeScore.objects.filter(judge=judge, item__item_id=far, dimension="coherence").update(
+        reason="<b>Too short</b>"
+    )
+    Annotation.objects.filter(item__item_id=far, annotator__username="u0").update(
+        comment="<i>misses the toll</i>"
+    )
     return batch, judge, far, mean
 
 
@@ -33,8 +37,9 @@ def test_largest_difference_first_with_reason_and_comments_escaped(client, resea
     page = response.content.decode()
     rows = response.context["rows"]
     assert rows[0].item_id == far and rows[0].dimension == "coherence"
-    assert abs(rows[0].difference) == pytest.approx(abs(JudgeScore.objects.get(
-        judge=judge, item__item_id=far, dimension="coherence").value - mean[far]))
+    assert abs(rows[0].difference) == pytest.approx(
+        abs(JudgeScore.objects.get(judge=judge, item__item_id=far, dimension="coherence").value - mean[far])
+    )
     assert [abs(r.difference) for r in rows] == sorted((abs(r.difference) for r in rows), reverse=True)
     assert len(rows) == 16  # 8 items × 2 dimensions
     assert {h.annotator for h in rows[0].humans} == {"u0", "u1", "u2"}

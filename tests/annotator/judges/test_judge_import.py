@@ -60,7 +60,9 @@ def test_jsonl_raw_outputs_are_parsed():
     ]
     # The frustration rule's 0–1 scale has its good end low; the G-Eval scores are 1–5: two judges.
     _import(batch, json.dumps(lines[0]), scale="0-1", lower=True, filename="f.jsonl", judge="frustration")
-    _import(batch, "\n".join(json.dumps(x) for x in lines[1:]), scale="1-5", filename="g.jsonl", judge="geval")
+    _import(
+        batch, "\n".join(json.dumps(x) for x in lines[1:]), scale="1-5", filename="g.jsonl", judge="geval"
+    )
     frustration = JudgeScore.objects.get(judge__name="frustration")
     assert frustration.raw_value == 0.3
     assert frustration.value == pytest.approx(1 + 0.7 * 4)
@@ -122,12 +124,24 @@ def test_command_imports_and_reports_errors(tmp_path, capsys):
     make_batch("cmd", n_items=2)
     good = tmp_path / "good.csv"
     good.write_text("item_id,dimension,score\ncmd-0,coherence,4\ncmd-1,coherence,1\n")
-    call_command("import_judge_scores", str(good), "--batch", "cmd", "--judge", "j", "--scale", "1-4", "--lower-is-better")
+    call_command(
+        "import_judge_scores",
+        str(good),
+        "--batch",
+        "cmd",
+        "--judge",
+        "j",
+        "--scale",
+        "1-4",
+        "--lower-is-better",
+    )
     assert "2 scores on 1–4, lower is better" in capsys.readouterr().out
     assert sorted(JudgeScore.objects.values_list("value", flat=True)) == [1.0, 5.0]
     bad = tmp_path / "bad.csv"
     bad.write_text("item_id,dimension,score\ncmd-0,coherence,9\n")
-    with pytest.raises(CommandError, match=r"(?s)nothing was saved; 1 problem.*row 2, column `score`: score 9 is outside"):
+    with pytest.raises(
+        CommandError, match=r"(?s)nothing was saved; 1 problem.*row 2, column `score`: score 9 is outside"
+    ):
         call_command("import_judge_scores", str(bad), "--batch", "cmd", "--judge", "j", "--scale", "1-4")
     with pytest.raises(CommandError, match="--scale"):
         call_command("import_judge_scores", str(good), "--batch", "cmd", "--judge", "j", "--scale", "five")
@@ -140,7 +154,12 @@ def test_pairwise_verdicts_by_prompt_and_by_items():
     batch = make_batch("p", n_items=4, systems=("base", "new"))
     # Items p-0 (base) and p-1 (new) share prompt p0; p-2 and p-3 share p1.
     text = "prompt_id,winner,confidence\np0,enhanced,0.9\np1,tie,\n"
-    assert pairwise_verdicts_import(batch=batch, judge_name="pw", data=text.encode(), filename="v.csv", baseline_system="base") == 2
+    assert (
+        pairwise_verdicts_import(
+            batch=batch, judge_name="pw", data=text.encode(), filename="v.csv", baseline_system="base"
+        )
+        == 2
+    )
     verdict = PairwiseVerdict.objects.get(baseline__item_id="p-0")
     assert (verdict.enhanced.item_id, verdict.winner, verdict.confidence) == ("p-1", "enhanced", 0.9)
     jsonl = json.dumps({"baseline_item_id": "p-2", "enhanced_item_id": "p-3", "raw_output": GEVAL})
@@ -152,10 +171,16 @@ def test_pairwise_verdicts_by_prompt_and_by_items():
 def test_pairwise_verdicts_replace_the_judges_earlier_verdicts_on_the_same_pairs_only():
     batch = make_batch("p", n_items=4, systems=("base", "new"))
     first = "prompt_id,winner,confidence\np0,enhanced,0.9\np1,tie,\n"
-    pairwise_verdicts_import(batch=batch, judge_name="pw", data=first.encode(), filename="v.csv", baseline_system="base")
-    pairwise_verdicts_import(batch=batch, judge_name="other", data=first.encode(), filename="v.csv", baseline_system="base")
+    pairwise_verdicts_import(
+        batch=batch, judge_name="pw", data=first.encode(), filename="v.csv", baseline_system="base"
+    )
+    pairwise_verdicts_import(
+        batch=batch, judge_name="other", data=first.encode(), filename="v.csv", baseline_system="base"
+    )
     again = "prompt_id,winner,confidence\np0,baseline,0.6\n"
-    pairwise_verdicts_import(batch=batch, judge_name="pw", data=again.encode(), filename="v.csv", baseline_system="base")
+    pairwise_verdicts_import(
+        batch=batch, judge_name="pw", data=again.encode(), filename="v.csv", baseline_system="base"
+    )
     mine = {v.baseline.item_id: v.winner for v in PairwiseVerdict.objects.filter(judge__name="pw")}
     assert mine == {"p-0": "baseline", "p-2": "tie"}
     assert PairwiseVerdict.objects.filter(judge__name="other").count() == 2
@@ -166,20 +191,26 @@ def test_pairwise_errors():
     batch = make_batch("p", n_items=4, systems=("base", "new"))
     text = "prompt_id,winner,confidence\np0,better,0.9\np9,tie,\np1,tie,1.4\n"
     with pytest.raises(ImportRefused) as caught:
-        pairwise_verdicts_import(batch=batch, judge_name="pw", data=text.encode(), filename="v.csv", baseline_system="base")
+        pairwise_verdicts_import(
+            batch=batch, judge_name="pw", data=text.encode(), filename="v.csv", baseline_system="base"
+        )
     messages = [str(e) for e in caught.value.errors]
     assert "row 2, column `winner`: winner is 'better'; expected baseline, enhanced or tie" in messages
     assert "row 3, column `prompt_id`: `p9` is not a prompt of this batch" in messages
     assert "row 4, column `confidence`: confidence 1.4 is outside 0–1" in messages
     assert PairwiseVerdict.objects.count() == 0
     with pytest.raises(ImportRefused, match="needs the baseline system"):
-        pairwise_verdicts_import(batch=batch, judge_name="pw", data=b"prompt_id,winner\np0,tie\n", filename="v.csv")
+        pairwise_verdicts_import(
+            batch=batch, judge_name="pw", data=b"prompt_id,winner\np0,tie\n", filename="v.csv"
+        )
 
 
 # ------------------------------------------------------------------ any bytes: rows or errors, never a crash
 
 
-cells = st.sampled_from(["b-0", "coherence", "overall", "0.5", "9" * 400, "nan", "-1", '{"score": 1}', "", "x,y", '"'])
+cells = st.sampled_from(
+    ["b-0", "coherence", "overall", "0.5", "9" * 400, "nan", "-1", '{"score": 1}', "", "x,y", '"']
+)
 
 
 @settings(max_examples=200, deadline=None)
@@ -188,8 +219,13 @@ def test_any_judge_file_gives_rows_or_errors(rows, filename):
     header = "item_id,dimension,score,raw_output\n"
     data = (header + "\n".join(",".join(r) for r in rows)).encode()
     try:
-        parsed = parse_judge_file(data, filename=filename, item_ids={"b-0"}, dimensions=("coherence",),
-                                  scale=JudgeScale.parse("0-1"))
+        parsed = parse_judge_file(
+            data,
+            filename=filename,
+            item_ids={"b-0"},
+            dimensions=("coherence",),
+            scale=JudgeScale.parse("0-1"),
+        )
     except FileRefused:
         return
     for row in parsed.rows:
@@ -200,8 +236,9 @@ def test_any_judge_file_gives_rows_or_errors(rows, filename):
 @given(st.binary(max_size=300))
 def test_any_bytes_give_rows_errors_or_a_refusal(data):
     for parse in (
-        lambda: parse_judge_file(data, filename="x.csv", item_ids={"b-0"}, dimensions=("coherence",),
-                                 scale=JudgeScale.parse("1-5")),
+        lambda: parse_judge_file(
+            data, filename="x.csv", item_ids={"b-0"}, dimensions=("coherence",), scale=JudgeScale.parse("1-5")
+        ),
         lambda: parse_verdict_file(data, filename="x.jsonl", item_ids={"b-0"}, prompt_pairs={}),
     ):
         try:

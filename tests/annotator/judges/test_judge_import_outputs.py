@@ -25,14 +25,21 @@ def jsonl(*rows):
 
 
 def test_the_last_parseable_json_block_wins():
-    echoed = ('The format asks for:\n```json\n{"score": <frustration_score>}\n```\nand an example:\n'
-              '```json\n{"score": 1.0, "reason": "example"}\n```\nMy answer:\n```json\n{"score": 0.2, "reason": "calm"}\n```')
+    echoed = (
+        'The format asks for:\n```json\n{"score": <frustration_score>}\n```\nand an example:\n'
+        '```json\n{"score": 1.0, "reason": "example"}\n```\nMy answer:\n```json\n{"score": 0.2, "reason": "calm"}\n```'
+    )
     assert parse_score(echoed) == parse_score('{"score": 0.2, "reason": "calm"}')
     assert parse_score('Example {"score": 1.0}. Answer: {"score": 0.4, "reason": "half"}').value == 0.4
 
 
 def test_verdict_key_and_flat_named_keys():
-    assert parse_score('{"answer_match": 0.7, "reason": "close"}', spec=OutputSpec(verdict_key="answer_match")).value == 0.7
+    assert (
+        parse_score(
+            '{"answer_match": 0.7, "reason": "close"}', spec=OutputSpec(verdict_key="answer_match")
+        ).value
+        == 0.7
+    )
     flat = parse_score('{"hub_answer_correctness": 0.8, "reason": "Answers the intent."}')
     assert (flat.value, flat.reason) == (0.8, "Answers the intent.")
     with pytest.raises(JudgeOutputError, match="no score key"):
@@ -58,13 +65,31 @@ def test_labels_and_fractions_against_the_scale():
 def test_import_with_verdict_key_labels_and_quoted_refusals(tmp_path):
     make_batch("o", n_items=3)
     path = tmp_path / "scores.jsonl"
-    path.write_text(jsonl(
-        {"item_id": "o-0", "dimension": "overall", "raw_output": '{"answer_match": 0.5, "answer_match_reason": "x", "confidence": 0.9}'},
-        {"item_id": "o-1", "dimension": "overall", "raw_output": "Score: 3/10 because it is vague"},
-        {"item_id": "o-2", "dimension": "overall", "score": "Very Good"},
-    ))
-    args = ["import_judge_scores", str(path), "--batch", "o", "--judge", "j", "--scale", "1-4",
-            "--verdict-key", "answer_match", "--labels", "Excellent=4, Very Good=3, Good=2, Bad=1"]
+    path.write_text(
+        jsonl(
+            {
+                "item_id": "o-0",
+                "dimension": "overall",
+                "raw_output": '{"answer_match": 0.5, "answer_match_reason": "x", "confidence": 0.9}',
+            },
+            {"item_id": "o-1", "dimension": "overall", "raw_output": "Score: 3/10 because it is vague"},
+            {"item_id": "o-2", "dimension": "overall", "score": "Very Good"},
+        )
+    )
+    args = [
+        "import_judge_scores",
+        str(path),
+        "--batch",
+        "o",
+        "--judge",
+        "j",
+        "--scale",
+        "1-4",
+        "--verdict-key",
+        "answer_match",
+        "--labels",
+        "Excellent=4, Very Good=3, Good=2, Bad=1",
+    ]
     with pytest.raises(CommandError) as refused:
         call_command(*args)
     message = str(refused.value)
@@ -72,10 +97,16 @@ def test_import_with_verdict_key_labels_and_quoted_refusals(tmp_path):
     assert "\u201cScore: 3/10 because it is vague\u201d" in message  # the refusal keeps the raw text
     assert "score 0.5 is outside the declared scale 1–4" in message
     assert JudgeScore.objects.count() == 0
-    path.write_text(jsonl(
-        {"item_id": "o-0", "dimension": "overall", "raw_output": '{"answer_match": 2, "confidence": 0.9}'},
-        {"item_id": "o-2", "dimension": "overall", "score": "Very Good"},
-    ))
+    path.write_text(
+        jsonl(
+            {
+                "item_id": "o-0",
+                "dimension": "overall",
+                "raw_output": '{"answer_match": 2, "confidence": 0.9}',
+            },
+            {"item_id": "o-2", "dimension": "overall", "score": "Very Good"},
+        )
+    )
     call_command(*args)
     assert dict(JudgeScore.objects.values_list("item__item_id", "raw_value")) == {"o-0": 2.0, "o-2": 3.0}
 
@@ -89,9 +120,27 @@ def test_the_judges_page_takes_a_verdict_key_and_labels(client):
     client.login(username="res", password=PASSWORD)
     from django.core.files.uploadedfile import SimpleUploadedFile
 
-    upload = SimpleUploadedFile("s.jsonl", jsonl({"item_id": "pg-0", "dimension": "overall", "raw_output": '{"verdict_label": "Good", "hub_x": "Good"}'}).encode())
-    response = client.post("/judges/import/scores/", {"batch": "pg", "judge": "w", "scale": "1-4", "verdict_key": "hub_x",
-                                               "labels": "Excellent=4, Very Good=3, Good=2, Bad=1", "file": upload})
+    upload = SimpleUploadedFile(
+        "s.jsonl",
+        jsonl(
+            {
+                "item_id": "pg-0",
+                "dimension": "overall",
+                "raw_output": '{"verdict_label": "Good", "hub_x": "Good"}',
+            }
+        ).encode(),
+    )
+    response = client.post(
+        "/judges/import/scores/",
+        {
+            "batch": "pg",
+            "judge": "w",
+            "scale": "1-4",
+            "verdict_key": "hub_x",
+            "labels": "Excellent=4, Very Good=3, Good=2, Bad=1",
+            "file": upload,
+        },
+    )
     assert response.status_code == 302, response.content.decode()[:2000]
     assert JudgeScore.objects.get().raw_value == 2.0
 
@@ -101,18 +150,32 @@ def test_a_judges_own_criteria_are_kept_and_mapped_onto_rubric_dimensions(tmp_pa
     from annotator.models import JudgeCriterionScore
 
     make_batch("c", n_items=2)
-    geval = json.dumps({"accuracy": {"score": 4, "reasoning": "right"}, "clarity": {"score": 2, "reasoning": "muddled"}})
+    geval = json.dumps(
+        {"accuracy": {"score": 4, "reasoning": "right"}, "clarity": {"score": 2, "reasoning": "muddled"}}
+    )
     path = tmp_path / "geval.jsonl"
-    path.write_text(jsonl(*({"item_id": i, "dimension": d, "raw_output": geval}
-                            for i in ("c-0", "c-1") for d in ("accuracy", "clarity"))))
+    path.write_text(
+        jsonl(
+            *(
+                {"item_id": i, "dimension": d, "raw_output": geval}
+                for i in ("c-0", "c-1")
+                for d in ("accuracy", "clarity")
+            )
+        )
+    )
     args = ["import_judge_scores", str(path), "--batch", "c", "--judge", "g", "--scale", "1-5"]
     with pytest.raises(CommandError, match="`accuracy` is not one of"):
         call_command(*args)  # without --own-criteria a criterion that is not a rubric dimension is refused
     call_command(*args, "--own-criteria", "--criteria-map", "clarity=fluency")
-    criteria = {(c.item.item_id, c.criterion): (c.raw_value, c.rubric_dimension, c.reason)
-                for c in JudgeCriterionScore.objects.select_related("item")}
+    criteria = {
+        (c.item.item_id, c.criterion): (c.raw_value, c.rubric_dimension, c.reason)
+        for c in JudgeCriterionScore.objects.select_related("item")
+    }
     assert criteria[("c-0", "accuracy")] == (4.0, "", "right")
     assert criteria[("c-1", "clarity")] == (2.0, "fluency", "muddled")
     # the mapped criterion is also a score on the rubric dimension, so calibration sees it
-    assert dict(JudgeScore.objects.values_list("item__item_id", "dimension").distinct()) == {"c-0": "fluency", "c-1": "fluency"}
+    assert dict(JudgeScore.objects.values_list("item__item_id", "dimension").distinct()) == {
+        "c-0": "fluency",
+        "c-1": "fluency",
+    }
     assert set(JudgeScore.objects.values_list("raw_value", flat=True)) == {2.0}

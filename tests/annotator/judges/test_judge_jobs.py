@@ -6,19 +6,30 @@ import threading
 
 import pytest
 
-from annotator.models import Job, JudgeCall
 from annotator.judges.services import jobs as judge_jobs
+from annotator.models import Job, JudgeCall
 from tests.factories import make_batch, make_user
 from tests.fake_judge import FakeJudge
 
 
 def form(url, **extra):
-    return {"batch": "web", "template": "hub_answer_correctness", "base_url": url, "model": "fake-1",
-            "key_env": "OPENAI_API_KEY", "concurrency": "4", "price_in": "2.5", "price_out": "10", **extra}
+    return {
+        "batch": "web",
+        "template": "hub_answer_correctness",
+        "base_url": url,
+        "model": "fake-1",
+        "key_env": "OPENAI_API_KEY",
+        "concurrency": "4",
+        "price_in": "2.5",
+        "price_out": "10",
+        **extra,
+    }
 
 
 @pytest.mark.django_db
-def test_a_researcher_starts_a_run_and_watches_it_finish(client, django_capture_on_commit_callbacks, monkeypatch):
+def test_a_researcher_starts_a_run_and_watches_it_finish(
+    client, django_capture_on_commit_callbacks, monkeypatch
+):
     monkeypatch.setenv("OPENAI_API_KEY", "sk-web-123456789")
     make_batch("web", n_items=6)
     client.force_login(make_user("res", role="researcher"))
@@ -44,7 +55,9 @@ def test_only_allowed_key_variables_and_only_researchers(client):
     assert client.post("/judges/run/", form("http://127.0.0.1:9")).status_code in (302, 403)
     client.force_login(make_user("res", role="researcher"))
     response = client.post("/judges/run/", form("http://127.0.0.1:9", key_env="SECRET_KEY"))
-    assert response.status_code == 400 and b"SECRET_KEY is not one of the available choices" in response.content
+    assert (
+        response.status_code == 400 and b"SECRET_KEY is not one of the available choices" in response.content
+    )
     assert not Job.objects.exists()
 
 

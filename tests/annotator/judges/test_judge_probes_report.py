@@ -6,8 +6,8 @@ import numpy as np
 import pytest
 from django.urls import reverse
 
-from annotator.models import Item, Judge, JudgeScore
 from annotator.judges.selectors.judges import judges_report
+from annotator.models import Item, Judge, JudgeScore
 from annotator.selectors.reports import report_arrays
 from hcs.calibration.probes import length_bias
 from tests.annotator.judges.test_judges_selector import _add_scores, _study
@@ -33,8 +33,15 @@ def verbose_judge(db):
     # values above 5 are allowed on the judge's own 0–10 scale; ``value`` is what calibration reads
     verbose = Judge.objects.create(name="verbose")
     JudgeScore.objects.bulk_create(
-        JudgeScore(judge=verbose, item=item, dimension="coherence", raw_value=0, scale_min=0, scale_max=10,
-                   value=mean[item.item_id] + 0.5 * lengths[item.item_id] / 1000)
+        JudgeScore(
+            judge=verbose,
+            item=item,
+            dimension="coherence",
+            raw_value=0,
+            scale_min=0,
+            scale_max=10,
+            value=mean[item.item_id] + 0.5 * lengths[item.item_id] / 1000,
+        )
         for item in batch.items.all()
     )
     _add_scores("two-level", batch, {i: 5.0 if mean[i] >= 3 else 1.0 for i in mean})
@@ -51,8 +58,12 @@ def test_json_export_has_length_bias_and_score_use(client, researcher_user, verb
     assert probe["coef"] > 0 and probe["coef_ci95"][0] > 0
     assert probe["spearman"] > 0.9 and probe["ci95"][0] > 0.8
     items = sorted(mean)
-    direct = length_bias([lengths[i] for i in items], [mean[i] + 0.5 * lengths[i] / 1000 for i in items],
-                         [mean[i] for i in items], n_boot=1000)
+    direct = length_bias(
+        [lengths[i] for i in items],
+        [mean[i] + 0.5 * lengths[i] / 1000 for i in items],
+        [mean[i] for i in items],
+        n_boot=1000,
+    )
     assert probe["human_spearman"] == pytest.approx(direct.human_spearman, abs=1e-4)
     assert probe["spearman"] == pytest.approx(direct.spearman, abs=1e-4)
     assert len(probe["human_ci95"]) == 2 and probe["n"] == 60
@@ -74,7 +85,10 @@ def test_report_page_shows_probes_and_flags_two_levels(client, researcher_user, 
     batch, *_ = verbose_judge
     assert client.login(username=researcher_user.username, password=PASSWORD)
     # The judge sections load after the rest of the report page, from their own URL.
-    assert reverse("report_judges", args=[batch.pk]) in client.get(reverse("report_batch", args=[batch.pk])).content.decode()
+    assert (
+        reverse("report_judges", args=[batch.pk])
+        in client.get(reverse("report_batch", args=[batch.pk])).content.decode()
+    )
     page = client.get(reverse("report_judges", args=[batch.pk])).content.decode()
     assert "Bias probes and score use" in page
     assert page.count("uses 2 levels only") == 1

@@ -23,9 +23,16 @@ from hcs.rubric import Rubric
 
 SEEDS = Path(__file__).resolve().parents[4] / "shared" / "seeds"
 RULES = [
-    "hub_answer_correctness", "hub_data_groundedness", "hub_context_usage_quality", "hub_actionability",
-    "hub_response_clarity", "studio_practice_recommendation_alignment", "studio_immediate_actionability",
-    "studio_live_coach_feedback_quality", "hub_conversational_coherence", "hub_user_frustration_score",
+    "hub_answer_correctness",
+    "hub_data_groundedness",
+    "hub_context_usage_quality",
+    "hub_actionability",
+    "hub_response_clarity",
+    "studio_practice_recommendation_alignment",
+    "studio_immediate_actionability",
+    "studio_live_coach_feedback_quality",
+    "hub_conversational_coherence",
+    "hub_user_frustration_score",
     "studio_live_feedback_effectiveness",
 ]
 
@@ -33,24 +40,41 @@ RULES = [
 def hub_trace(n: int, thread: str = "") -> dict:
     """An Opik hub-coach trace: the user's message last in input, tool outputs then the reply in output."""
     return {
-        "id": f"hub-{thread}{n}", "thread_id": thread or None,
-        "input": {"messages": [{"role": "system", "content": "You are FretCoach."},
-                               {"role": "user", "content": f"USERMSG{n}: how do I stop fret buzz?"}]},
-        "output": {"messages": [{"role": "tool", "content": f"MORECTX{n}: last sessions 62% pitch"},
-                                {"role": "tool", "content": f"CTX{n}: string gauge .010"},
-                                {"role": "assistant", "content": f"REPLY{n}: press closer to the fret."}]},
+        "id": f"hub-{thread}{n}",
+        "thread_id": thread or None,
+        "input": {
+            "messages": [
+                {"role": "system", "content": "You are FretCoach."},
+                {"role": "user", "content": f"USERMSG{n}: how do I stop fret buzz?"},
+            ]
+        },
+        "output": {
+            "messages": [
+                {"role": "tool", "content": f"MORECTX{n}: last sessions 62% pitch"},
+                {"role": "tool", "content": f"CTX{n}: string gauge .010"},
+                {"role": "assistant", "content": f"REPLY{n}: press closer to the fret."},
+            ]
+        },
     }
 
 
 def studio_trace(n: int) -> dict:
-    return {"id": f"studio-{n}", "input": {"input": [{"role": "user", "content": f"PRACTICEDATA{n}: weakest timing"}]},
-            "output": {"output": f"RECOMMEND{n}: A minor natural, strictness 0.6"}}
+    return {
+        "id": f"studio-{n}",
+        "input": {"input": [{"role": "user", "content": f"PRACTICEDATA{n}: weakest timing"}]},
+        "output": {"output": f"RECOMMEND{n}: A minor natural, strictness 0.6"},
+    }
 
 
 def live_trace(n: int, thread: str = "") -> dict:
-    return {"id": f"live-{thread}{n}", "thread_id": thread or None,
-            "input": {"messages": [[["system", "coach rules"], {"role": "user", "content": f"METRICS{n}: pitch 80%"}]]},
-            "output": {"generations": [[{"text": f"FEEDBACK{n}: good pitch, but timing - use a metronome"}]]}}
+    return {
+        "id": f"live-{thread}{n}",
+        "thread_id": thread or None,
+        "input": {
+            "messages": [[["system", "coach rules"], {"role": "user", "content": f"METRICS{n}: pitch 80%"}]]
+        },
+        "output": {"generations": [[{"text": f"FEEDBACK{n}: good pitch, but timing - use a metronome"}]]},
+    }
 
 
 def traces_for(name: str) -> list[dict]:
@@ -65,11 +89,25 @@ def traces_for(name: str) -> list[dict]:
     if name.startswith("studio_"):
         return [studio_trace(0)]
     if name == "reference_answer":
-        return [{"id": "r0", "input": "USERMSG0", "output": "REPLY0", "expected_output": "EXPECTED0", "context": "CTX0"}]
+        return [
+            {
+                "id": "r0",
+                "input": "USERMSG0",
+                "output": "REPLY0",
+                "expected_output": "EXPECTED0",
+                "context": "CTX0",
+            }
+        ]
     if name == "geval_pairwise":
-        return [{"id": f"g-{s}", "metadata": {"prompt_id": "p1", "system": s},
-                 "input": {"messages": [{"role": "user", "content": "TASK0"}]},
-                 "output": {"messages": [{"role": "assistant", "content": f"RESPONSE-{s}"}]}} for s in ("A", "B")]
+        return [
+            {
+                "id": f"g-{s}",
+                "metadata": {"prompt_id": "p1", "system": s},
+                "input": {"messages": [{"role": "user", "content": "TASK0"}]},
+                "output": {"messages": [{"role": "assistant", "content": f"RESPONSE-{s}"}]},
+            }
+            for s in ("A", "B")
+        ]
     raise AssertionError(name)
 
 
@@ -78,7 +116,7 @@ def seed_rule_text(number: int) -> str:
     heads = list(re.finditer(r"^#### (\d+)\. (\w+)\n\n", text, re.MULTILINE))
     head = heads[number - 1]
     end = heads[number].start() if number < len(heads) else len(text)
-    body = text[head.end():end].split("\n\n**Variable mappings:**\n")[0]
+    body = text[head.end() : end].split("\n\n**Variable mappings:**\n")[0]
     return body.split("\n\n---\n")[0].rstrip("\n")
 
 
@@ -97,10 +135,14 @@ def test_rules_are_verbatim(number):
 @pytest.mark.skipif(not SEEDS.is_dir(), reason="the seed documents are not beside this checkout")
 def test_templates_are_verbatim():
     reference = (SEEDS / "reference_answer_judge_template.md").read_text(encoding="utf-8").splitlines()
-    assert load_template("reference_answer").prompt.splitlines() == [re.sub(r"^\| \d+ \| ?(.*?) ?\|$", r"\1", x) for x in reference]
+    assert load_template("reference_answer").prompt.splitlines() == [
+        re.sub(r"^\| \d+ \| ?(.*?) ?\|$", r"\1", x) for x in reference
+    ]
     geval = (SEEDS / "geval_pairwise_judge_template.md").read_text(encoding="utf-8")
     assert load_template("geval_pairwise").prompt in geval
-    assert load_template("geval_pairwise").prompt.startswith("You are evaluating an AI assistant's response quality.")
+    assert load_template("geval_pairwise").prompt.startswith(
+        "You are evaluating an AI assistant's response quality."
+    )
 
 
 @pytest.mark.django_db
@@ -118,13 +160,17 @@ def test_each_template_renders_completely_on_production_traces(name):
     assert left == [], f"unrendered: {left}"
     assert "{{" not in text
     for placeholder in template.placeholders:
-        value = template.constants.get(placeholder) or fields[template.variables.get(placeholder, placeholder)]
+        value = (
+            template.constants.get(placeholder) or fields[template.variables.get(placeholder, placeholder)]
+        )
         assert value and value in text, placeholder
     if name.startswith("hub_data"):
         assert "MORECTX0: last sessions" in text and "CTX0: string gauge" in text
     if name in ("hub_conversational_coherence", "hub_user_frustration_score"):
         # the whole thread, its final assistant reply included
-        assert text.count("USERMSG") == 3 and text.rstrip().endswith("assistant: REPLY2: press closer to the fret.")
+        assert text.count("USERMSG") == 3 and text.rstrip().endswith(
+            "assistant: REPLY2: press closer to the fret."
+        )
     if name == "reference_answer":
         assert '"answer_match" METRIC' in text and "EXPECTED0" in text and "{input}" not in text
     if name == "geval_pairwise":
@@ -134,7 +180,9 @@ def test_each_template_renders_completely_on_production_traces(name):
 def test_a_hyphenated_variable_is_filled_and_a_missing_one_refused():
     template = load_template("hub_actionability")
     assert template.placeholders == ("input", "context", "more-context", "output")
-    rendered = template.render({"input": "I", "output": "O", "context": "", "more-context": "MC"})[-1]["content"]
+    rendered = template.render({"input": "I", "output": "O", "context": "", "more-context": "MC"})[-1][
+        "content"
+    ]
     assert "MORE CONTEXT IF NEEDED(Use Only If Applicable):\nMC\n" in rendered
     with pytest.raises(TemplateError, match="`output` is empty"):
         template.render({"input": "I", "output": " ", "context": "", "more-context": ""})
@@ -143,8 +191,14 @@ def test_a_hyphenated_variable_is_filled_and_a_missing_one_refused():
 
 
 def test_single_brace_syntax_leaves_json_braces_alone():
-    template = JudgeTemplate.from_dict({"name": "t", "scale": "0-1", "syntax": "single",
-                                        "prompt": 'Score {input}. Reply {"score": 1} or {{literal}}.'})
+    template = JudgeTemplate.from_dict(
+        {
+            "name": "t",
+            "scale": "0-1",
+            "syntax": "single",
+            "prompt": 'Score {input}. Reply {"score": 1} or {{literal}}.',
+        }
+    )
     assert template.placeholders == ("input",)
     assert template.render({"input": "X"})[-1]["content"] == 'Score X. Reply {"score": 1} or {{literal}}.'
 
@@ -153,7 +207,9 @@ def test_changed_text_changes_the_hash_but_a_description_does_not():
     base = {"name": "t", "version": "1", "scale": "0-1", "prompt": "Rate {{output}}."}
     first = JudgeTemplate.from_dict(base)
     assert JudgeTemplate.from_dict(base | {"description": "new words"}).content_hash == first.content_hash
-    assert JudgeTemplate.from_dict(base | {"prompt": "Rate {{output}} now."}).content_hash != first.content_hash
+    assert (
+        JudgeTemplate.from_dict(base | {"prompt": "Rate {{output}} now."}).content_hash != first.content_hash
+    )
     assert JudgeTemplate.from_dict(base | {"labels": {"Good": 1}}).content_hash != first.content_hash
 
 
@@ -164,7 +220,12 @@ def test_conversation_ends_with_the_final_assistant_turn():
     item = make_batch("conv", n_items=1).items.get()
     item.conversation = [{"role": "user", "content": "hi"}, {"role": "assistant", "content": "Hello"}]
     fields = item_fields(item, Rubric.default())
-    assert fields["conversation"].splitlines() == ["user: hi", "assistant: Hello", f"user: {item.prompt}", f"assistant: {item.response}"]
+    assert fields["conversation"].splitlines() == [
+        "user: hi",
+        "assistant: Hello",
+        f"user: {item.prompt}",
+        f"assistant: {item.response}",
+    ]
     assert fields["thread"].splitlines()[-1] == f"user: {item.prompt}"
 
 

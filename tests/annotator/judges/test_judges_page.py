@@ -43,7 +43,9 @@ def test_researcher_imports_scores(client, researcher_user):
 def test_bad_file_lists_rows_escaped_and_saves_nothing(client, admin_user):
     make_batch("b", n_items=1)
     _login(client, admin_user)
-    upload = SimpleUploadedFile("s.csv", b"item_id,dimension,score\n<script>x</script>,coherence,0.5\nb-0,coherence,7\n")
+    upload = SimpleUploadedFile(
+        "s.csv", b"item_id,dimension,score\n<script>x</script>,coherence,0.5\nb-0,coherence,7\n"
+    )
     response = client.post(
         reverse("judge_import_scores"),
         {"batch": "b", "judge": "gpt", "scale": "1-5", "file": upload},
@@ -77,9 +79,20 @@ def test_annotators_never_see_judge_scores(client, annotator_user):
     batch = make_batch("blind", n_items=2)
     judge = Judge.objects.create(name="JUDGE-NAME-secret", model="JUDGE-MODEL")
     for item in batch.items.all():
-        JudgeScore.objects.create(judge=judge, item=item, dimension="coherence", raw_value=0.9, scale_min=0,
-                                  scale_max=1, value=4.6, reason="JUDGE-REASON-secret", raw_output="JUDGE-RAW-secret")
-        JudgeFailure.objects.create(judge=judge, item=item, error="JUDGE-ERROR-secret", raw_output="JUDGE-RAW-secret")
+        JudgeScore.objects.create(
+            judge=judge,
+            item=item,
+            dimension="coherence",
+            raw_value=0.9,
+            scale_min=0,
+            scale_max=1,
+            value=4.6,
+            reason="JUDGE-REASON-secret",
+            raw_output="JUDGE-RAW-secret",
+        )
+        JudgeFailure.objects.create(
+            judge=judge, item=item, error="JUDGE-ERROR-secret", raw_output="JUDGE-RAW-secret"
+        )
     _login(client, annotator_user)
     for url in (reverse("home"), reverse("annotate_queue"), reverse("annotate_next", args=[batch.pk])):
         response = client.get(url)

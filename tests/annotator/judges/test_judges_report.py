@@ -77,7 +77,10 @@ def test_csv_and_html_exports(client, researcher_user, judged):
     _login(client, researcher_user)
     text = client.get(reverse("report_export", args=[batch.pk, "judges.csv"])).content.decode()
     rows = list(csv.DictReader(io.StringIO(text)))
-    assert {(r["judge"], r["dimension"]) for r in rows} == {("<b>consensus</b>", "coherence"), ("inverted", "relevance")}
+    assert {(r["judge"], r["dimension"]) for r in rows} == {
+        ("<b>consensus</b>", "coherence"),
+        ("inverted", "relevance"),
+    }
     assert float(rows[0]["spearman"]) > 0.8 or float(rows[1]["spearman"]) > 0.8
     html = client.get(reverse("report_export", args=[batch.pk, "html"])).content.decode()
     assert "LLM judges against people" in html and "judges page" not in html
@@ -87,11 +90,33 @@ def test_csv_and_html_exports(client, researcher_user, judged):
 def test_export_report_command_epsilon(judged, tmp_path):
     batch, _ = judged
     out = tmp_path / "r.json"
-    call_command("export_report", batch.name, "--format", "json", "--resamples", "20", "--epsilon", "0.05", "--out", str(out))
+    call_command(
+        "export_report",
+        batch.name,
+        "--format",
+        "json",
+        "--resamples",
+        "20",
+        "--epsilon",
+        "0.05",
+        "--out",
+        str(out),
+    )
     data = json.loads(out.read_text())
     assert data["judges"]["<b>consensus</b>"]["coherence"]["alt_test"]["epsilon"] == 0.05
     out_csv = tmp_path / "j.csv"
-    call_command("export_report", batch.name, "--format", "csv", "--table", "judges", "--resamples", "20", "--out", str(out_csv))
+    call_command(
+        "export_report",
+        batch.name,
+        "--format",
+        "csv",
+        "--table",
+        "judges",
+        "--resamples",
+        "20",
+        "--out",
+        str(out_csv),
+    )
     assert out_csv.read_text().startswith("judge,dimension,n,spearman")
     assert JudgeScore.objects.count() == 72
 
@@ -104,12 +129,19 @@ def test_json_export_carries_the_judge_statistics_at_full_precision(client, rese
     _login(client, researcher_user)
     data = json.loads(client.get(reverse("report_export", args=[batch.pk, "json"])).content)
     section = batch_report(batch=batch).sections["judges"]
-    calibration = next(r.calibration for r in section.rows if r.judge == "<b>consensus</b>" and r.dimension == "coherence")
+    calibration = next(
+        r.calibration for r in section.rows if r.judge == "<b>consensus</b>" and r.dimension == "coherence"
+    )
     entry = data["judges"]["<b>consensus</b>"]["coherence"]
     exact = {
-        "spearman": calibration.spearman, "kendall": calibration.kendall, "pearson": calibration.pearson,
-        "mae": calibration.mae, "bias": calibration.bias, "qwk": calibration.qwk,
-        "human_ceiling_spearman": calibration.human_ceiling_spearman, "alpha_humans": calibration.alpha_humans,
+        "spearman": calibration.spearman,
+        "kendall": calibration.kendall,
+        "pearson": calibration.pearson,
+        "mae": calibration.mae,
+        "bias": calibration.bias,
+        "qwk": calibration.qwk,
+        "human_ceiling_spearman": calibration.human_ceiling_spearman,
+        "alpha_humans": calibration.alpha_humans,
         "alpha_humans_plus_judge": calibration.alpha_with_judge,
     }
     for key, value in exact.items():

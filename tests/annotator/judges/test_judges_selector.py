@@ -3,8 +3,8 @@
 import numpy as np
 import pytest
 
-from annotator.models import Judge, JudgeScore, PairwiseVerdict
 from annotator.judges.selectors.judges import judges_report, pairwise_report
+from annotator.models import Judge, JudgeScore, PairwiseVerdict
 from annotator.selectors.reports import batch_report, report_arrays
 from hcs.calibration import calibrate_judge, compare_verdicts, human_preference
 from tests.factories import make_annotation, make_batch, make_user
@@ -32,8 +32,15 @@ def _study(n_items=36, systems=("sys-a",)):
 def _add_scores(judge_name, batch, values, dimension="coherence"):
     judge, _ = Judge.objects.get_or_create(name=judge_name)
     JudgeScore.objects.bulk_create(
-        JudgeScore(judge=judge, item=item, dimension=dimension, raw_value=values[item.item_id], scale_min=1,
-                   scale_max=5, value=values[item.item_id])
+        JudgeScore(
+            judge=judge,
+            item=item,
+            dimension=dimension,
+            raw_value=values[item.item_id],
+            scale_min=1,
+            scale_max=5,
+            value=values[item.item_id],
+        )
         for item in batch.items.all()
     )
     return judge
@@ -54,7 +61,17 @@ def test_section_matches_hcs_on_the_same_data():
     assert row.calibration.human_ceiling_spearman == pytest.approx(direct.human_ceiling_spearman)
     assert row.calibration.alt_test.winning_rate == direct.alt_test.winning_rate == 1.0
     data = section.to_json()["consensus"]["coherence"]
-    for key in ("n", "spearman", "spearman_ci95", "kendall", "pearson", "mae", "bias", "qwk", "human_ceiling_spearman"):
+    for key in (
+        "n",
+        "spearman",
+        "spearman_ci95",
+        "kendall",
+        "pearson",
+        "mae",
+        "bias",
+        "qwk",
+        "human_ceiling_spearman",
+    ):
         assert key in data
     assert data["alt_test"]["passed"] is True and data["alt_test"]["epsilon"] == 0.2
     assert set(data["alt_test"]) >= {"winning_rate", "advantage_probability", "passed", "epsilon"}
@@ -100,7 +117,9 @@ def test_pairwise_section_against_human_preference():
     for base, new in zip(items[::2], items[1::2]):
         b = np.mean(list(human[base.item_id].values()))
         e = np.mean(list(human[new.item_id].values()))
-        PairwiseVerdict.objects.create(judge=judge, baseline=base, enhanced=new, winner="enhanced", confidence=0.9)
+        PairwiseVerdict.objects.create(
+            judge=judge, baseline=base, enhanced=new, winner="enhanced", confidence=0.9
+        )
         expected_j.append("enhanced")
         expected_h.append(human_preference(b, e))
         conf.append(0.9)
@@ -123,9 +142,13 @@ def test_pairwise_confidence_calibration_matches_hcs(client, researcher_user):
     items = list(batch.items.order_by("position"))
     right, stated = [], []
     for n, (base, new) in enumerate(zip(items[::2], items[1::2])):
-        preference = human_preference(np.mean(list(human[base.item_id].values())), np.mean(list(human[new.item_id].values())))
+        preference = human_preference(
+            np.mean(list(human[base.item_id].values())), np.mean(list(human[new.item_id].values()))
+        )
         confidence = (0.95, 0.55, None)[n % 3]
-        PairwiseVerdict.objects.create(judge=judge, baseline=base, enhanced=new, winner="enhanced", confidence=confidence)
+        PairwiseVerdict.objects.create(
+            judge=judge, baseline=base, enhanced=new, winner="enhanced", confidence=confidence
+        )
         right.append(preference == "enhanced")
         stated.append(np.nan if confidence is None else confidence)
     row = pairwise_report(batch=batch, arrays=report_arrays(batch=batch)).rows[0]

@@ -19,8 +19,19 @@ RULE = "hub_answer_correctness"
 
 
 def run(fake, batch, *extra, url=None):
-    call_command("run_judge", batch, "--template", RULE, "--base-url", url or fake.url, "--model", "m",
-                 "--backoff", "0.01", *extra)
+    call_command(
+        "run_judge",
+        batch,
+        "--template",
+        RULE,
+        "--base-url",
+        url or fake.url,
+        "--model",
+        "m",
+        "--backoff",
+        "0.01",
+        *extra,
+    )
 
 
 @pytest.mark.django_db
@@ -40,8 +51,14 @@ def test_each_call_is_in_the_ledger_as_sent_while_it_is_in_flight():
 
     with FakeJudge(reply) as fake:
         client = ChatClient(base_url=fake.url, model="m", backoff=0.01)
-        judge_run(batch=batch, template=load_template(RULE), client=client, judge_name="j", concurrency=3,
-                  progress=progress)
+        judge_run(
+            batch=batch,
+            template=load_template(RULE),
+            client=client,
+            judge_name="j",
+            concurrency=3,
+            progress=progress,
+        )
     assert seen == [{"fl-0": "ok", "fl-1": "sent", "fl-2": "sent"}]
     assert set(JudgeCall.objects.values_list("status", flat=True)) == {"ok"}
 
@@ -52,7 +69,9 @@ def test_a_rerun_shows_unknown_calls_and_calls_them_only_with_retry_unknown(caps
     with FakeJudge(lambda p: '{"score": 1.0}') as fake:
         run(fake, "uk")
         # what a SIGKILL mid-call leaves: two rows sent, no outcome (their earlier scores stay)
-        JudgeCall.objects.filter(item__item_id__in=["uk-1", "uk-3"]).update(status=JudgeCall.SENT, raw_output="")
+        JudgeCall.objects.filter(item__item_id__in=["uk-1", "uk-3"]).update(
+            status=JudgeCall.SENT, raw_output=""
+        )
         capsys.readouterr()
         fake.calls = 0
         run(fake, "uk")
@@ -89,7 +108,10 @@ def test_the_same_model_at_another_endpoint_is_another_judge_version(capsys):
     assert len(names) == 2 and names[0] == f"{RULE}/m"
     versioned = Judge.objects.exclude(name=f"{RULE}/m").get()
     assert versioned.params["base_url"] == two.url
-    assert sorted(JudgeScore.objects.filter(judge=versioned).values_list("raw_value", flat=True)) == [0.0, 0.0]
+    assert sorted(JudgeScore.objects.filter(judge=versioned).values_list("raw_value", flat=True)) == [
+        0.0,
+        0.0,
+    ]
 
 
 @pytest.mark.django_db
@@ -108,5 +130,7 @@ def test_a_judge_run_before_endpoints_were_recorded_keeps_its_version_and_record
 
 
 def test_credentials_and_query_never_reach_the_judge_identity():
-    client = ChatClient(base_url="https://user:sk-secret@api.example.com/v1/chat/completions?api-key=sk-x", model="m")
+    client = ChatClient(
+        base_url="https://user:sk-secret@api.example.com/v1/chat/completions?api-key=sk-x", model="m"
+    )
     assert client.display_url == "https://api.example.com/v1"

@@ -21,8 +21,24 @@ from tests.fake_judge import FakeJudge
 
 
 def run(fake, *extra):
-    call_command("run_judge", "judged", "--template", "geval_pairwise", "--base-url", fake.url, "--model", "m",
-                 "--backoff", "0.01", "--pairwise", "--baseline-system", "base", "--enhanced-system", "new", *extra)
+    call_command(
+        "run_judge",
+        "judged",
+        "--template",
+        "geval_pairwise",
+        "--base-url",
+        fake.url,
+        "--model",
+        "m",
+        "--backoff",
+        "0.01",
+        "--pairwise",
+        "--baseline-system",
+        "base",
+        "--enhanced-system",
+        "new",
+        *extra,
+    )
 
 
 @pytest.fixture
@@ -40,9 +56,13 @@ def _json(client, researcher_user, batch):
     return json.loads(response.content)
 
 
-def test_a_swap_run_counts_each_pair_once_and_reports_order_consistency_apart(client, researcher_user, swapped):
+def test_a_swap_run_counts_each_pair_once_and_reports_order_consistency_apart(
+    client, researcher_user, swapped
+):
     assert PairwiseVerdict.objects.count() == 24
-    assert set(PairwiseVerdict.objects.filter(swapped=True).values_list("baseline__system_id", flat=True)) == {"new"}
+    assert set(
+        PairwiseVerdict.objects.filter(swapped=True).values_list("baseline__system_id", flat=True)
+    ) == {"new"}
     (entry,) = _json(client, researcher_user, swapped)["judge_pairwise"].values()
     assert (entry["n_verdicts"], entry["n_pairs"], entry["n"]) == (24, 12, 12)  # not n = 24
     assert entry["order_consistency"]["n_pairs_both_orders"] == 12
@@ -60,8 +80,18 @@ def test_a_swap_run_counts_each_pair_once_and_reports_order_consistency_apart(cl
 
 def test_judges_csv_after_a_swap_run(client, researcher_user, swapped, tmp_path):
     out = tmp_path / "judges.csv"
-    call_command("export_report", swapped.name, "--format", "csv", "--table", "judges", "--resamples", "10",
-                 "--out", str(out))
+    call_command(
+        "export_report",
+        swapped.name,
+        "--format",
+        "csv",
+        "--table",
+        "judges",
+        "--resamples",
+        "10",
+        "--out",
+        str(out),
+    )
     assert out.read_text(encoding="utf-8").startswith("judge,dimension,n,spearman")  # header, no KeyError
     assert client.login(username=researcher_user.username, password=PASSWORD)
     response = client.get(reverse("report_export", args=[swapped.pk, "judges.csv"]))

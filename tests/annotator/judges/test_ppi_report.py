@@ -38,7 +38,8 @@ def study(db):
             make_annotation(item, outcast, dict.fromkeys(DIMS, 1))
         JudgeScore.objects.bulk_create(
             JudgeScore(judge=judge, item=item, dimension=d, raw_value=v, scale_min=1, scale_max=5, value=v)
-            for d in DIMS for v in [float(np.clip(quality + 0.5 + rng.normal(0, 0.7), 1, 5))]
+            for d in DIMS
+            for v in [float(np.clip(quality + 0.5 + rng.normal(0, 0.7), 1, 5))]
         )
     AnnotatorStanding.objects.create(batch=batch, annotator=outcast, excluded=True, exclusion_reason="test")
     return batch, judge, items, human
@@ -54,7 +55,11 @@ def _reference(items, human, judged, dimension, system=None):
         if dimension == "overall":
             score = sum(w * judged[(item.pk, d)] for d, w in weights.items())
             values = human.get(item.item_id)
-            h = None if values is None else np.mean([sum(w * values[d][a] for d, w in weights.items()) for a in range(2)])
+            h = (
+                None
+                if values is None
+                else np.mean([sum(w * values[d][a] for d, w in weights.items()) for a in range(2)])
+            )
         else:
             score = judged[(item.pk, dimension)]
             h = np.mean(human[item.item_id][dimension]) if item.item_id in human else None
@@ -85,7 +90,9 @@ def test_json_ppi_equals_ppi_py_overall_per_dimension_and_per_system(client, res
             assert set(got) == PPI_KEYS
             y, f, fu = _reference(items, human, judged, dimension, system)
             assert (got["n_labelled"], got["n_unlabelled"]) == (len(y), len(fu))
-            assert got["n_labelled"] == (24 if system is None else 12)  # the excluded annotator labels nothing
+            assert got["n_labelled"] == (
+                24 if system is None else 12
+            )  # the excluded annotator labels nothing
             assert got["estimate"] == pytest.approx(float(ppi_mean_pointestimate(y, f, fu)[0]), abs=1e-6)
             lo, hi = ppi_mean_ci(y, f, fu, alpha=0.05)
             assert got["ci95"] == pytest.approx([float(lo[0]), float(hi[0])], abs=1e-6)
@@ -114,8 +121,12 @@ def test_without_labels_the_key_is_null_and_the_page_says_why(client, researcher
     judge = Judge.objects.create(name="lonely")
     item = batch.items.first()
     make_annotation(item, make_user("solo"), dict.fromkeys(DIMS, 3))
-    JudgeScore.objects.bulk_create(JudgeScore(judge=judge, item=i, dimension="coherence", raw_value=3, scale_min=1,
-                                              scale_max=5, value=3.0) for i in batch.items.all())
+    JudgeScore.objects.bulk_create(
+        JudgeScore(
+            judge=judge, item=i, dimension="coherence", raw_value=3, scale_min=1, scale_max=5, value=3.0
+        )
+        for i in batch.items.all()
+    )
     _login(client, researcher_user)
     data = json.loads(client.get(reverse("report_export", args=[batch.pk, "json"])).content)
     assert data["judges"]["lonely"]["coherence"]["ppi"] is None

@@ -19,8 +19,23 @@ KEY = "sk-ant-test-123456789"
 
 
 def _anthropic(fake, batch, *extra):
-    call_command("run_judge", batch, "--template", RULE, "--provider", "anthropic", "--base-url", fake.url,
-                 "--model", "claude-test", "--backoff", "0.01", "--max-retries", "2", *extra)
+    call_command(
+        "run_judge",
+        batch,
+        "--template",
+        RULE,
+        "--provider",
+        "anthropic",
+        "--base-url",
+        fake.url,
+        "--model",
+        "claude-test",
+        "--backoff",
+        "0.01",
+        "--max-retries",
+        "2",
+        *extra,
+    )
 
 
 def test_the_registry_lists_both_providers_and_client_for_builds_each():
@@ -34,8 +49,12 @@ def test_the_registry_lists_both_providers_and_client_for_builds_each():
 
 def test_anthropic_request_shape_headers_and_usage():
     with FakeAnthropic(key=KEY) as fake:
-        client = client_for({"provider": "anthropic", "base_url": fake.url, "model": "claude-test"}, api_key=KEY)
-        result = client.complete([{"role": "system", "content": "Be fair."}, {"role": "user", "content": "x" * 40}])
+        client = client_for(
+            {"provider": "anthropic", "base_url": fake.url, "model": "claude-test"}, api_key=KEY
+        )
+        result = client.complete(
+            [{"role": "system", "content": "Be fair."}, {"role": "user", "content": "x" * 40}]
+        )
         client.close()
     sent = fake.requests[0]
     assert sent["path"] == "/v1/messages" and sent["key"] == KEY and sent["version"] == "2023-06-01"
@@ -45,16 +64,25 @@ def test_anthropic_request_shape_headers_and_usage():
     assert result.text.startswith('{"score": 0.75') and (result.tokens_in, result.tokens_out) == (12, 11)
 
 
-@pytest.mark.parametrize("setup, error, said", [
-    ({"key": "other-key"}, JudgeRunFatal, "refused the API key (HTTP 401, authentication_error)"),
-    ({"unknown": frozenset({"claude-test"})}, JudgeRunFatal, "does not know model \u201cclaude-test\u201d"),
-    ({"fault": lambda n: 429}, JudgeCallError, "HTTP 429 (rate_limit_error) after 3 attempts"),
-    ({"fault": lambda n: 529}, JudgeCallError, "HTTP 529 (overloaded_error) after 3 attempts"),
-    ({"refuses": lambda p: True}, JudgeCallError, "the model refused to answer"),
-])
+@pytest.mark.parametrize(
+    "setup, error, said",
+    [
+        ({"key": "other-key"}, JudgeRunFatal, "refused the API key (HTTP 401, authentication_error)"),
+        (
+            {"unknown": frozenset({"claude-test"})},
+            JudgeRunFatal,
+            "does not know model \u201cclaude-test\u201d",
+        ),
+        ({"fault": lambda n: 429}, JudgeCallError, "HTTP 429 (rate_limit_error) after 3 attempts"),
+        ({"fault": lambda n: 529}, JudgeCallError, "HTTP 529 (overloaded_error) after 3 attempts"),
+        ({"refuses": lambda p: True}, JudgeCallError, "the model refused to answer"),
+    ],
+)
 def test_anthropic_errors_become_the_runs_messages(setup, error, said):
     with FakeAnthropic(**setup) as fake:
-        client = AnthropicClient(base_url=fake.url, model="claude-test", api_key=KEY, max_retries=2, backoff=0.001)
+        client = AnthropicClient(
+            base_url=fake.url, model="claude-test", api_key=KEY, max_retries=2, backoff=0.001
+        )
         with pytest.raises(error, match=said.replace("(", r"\(").replace(")", r"\)")):
             client.complete([{"role": "user", "content": "hello"}])
         client.close()
@@ -67,7 +95,9 @@ def test_openai_refusal_field_is_a_failed_call_saying_so():
     import httpx
 
     def handler(request):
-        return httpx.Response(200, json={"choices": [{"message": {"content": None, "refusal": "I can't help."}}]})
+        return httpx.Response(
+            200, json={"choices": [{"message": {"content": None, "refusal": "I can't help."}}]}
+        )
 
     client = client_for({"base_url": "http://fake/v1", "model": "m"})
     client.transport = httpx.MockTransport(handler)
@@ -88,8 +118,18 @@ def test_run_judge_with_anthropic_scores_and_the_provider_makes_a_judge_version(
     # The same name against an OpenAI-compatible endpoint is another configuration: a new judge version.
     monkeypatch.setenv("OPENAI_API_KEY", "sk-x-123456789")
     with FakeJudge() as openai_fake:
-        call_command("run_judge", "anth", "--template", RULE, "--base-url", openai_fake.url, "--model", "claude-test",
-                     "--judge", "J")
+        call_command(
+            "run_judge",
+            "anth",
+            "--template",
+            RULE,
+            "--base-url",
+            openai_fake.url,
+            "--model",
+            "claude-test",
+            "--judge",
+            "J",
+        )
     assert Judge.objects.filter(name__startswith="J (template").count() == 1
 
 
@@ -97,10 +137,27 @@ def test_run_judge_with_anthropic_scores_and_the_provider_makes_a_judge_version(
 def test_existing_openai_judges_keep_their_version(monkeypatch):
     make_batch("old", n_items=2)
     with FakeJudge() as fake:
-        call_command("run_judge", "old", "--template", RULE, "--base-url", fake.url, "--model", "m", "--judge", "K")
-        Judge.objects.filter(name="K").update(params={"temperature": 0.0, "base_url": fake.url.removesuffix("/")})
-        call_command("run_judge", "old", "--template", RULE, "--base-url", fake.url, "--model", "m", "--judge", "K",
-                     "--force", "--provider", "openai")
+        call_command(
+            "run_judge", "old", "--template", RULE, "--base-url", fake.url, "--model", "m", "--judge", "K"
+        )
+        Judge.objects.filter(name="K").update(
+            params={"temperature": 0.0, "base_url": fake.url.removesuffix("/")}
+        )
+        call_command(
+            "run_judge",
+            "old",
+            "--template",
+            RULE,
+            "--base-url",
+            fake.url,
+            "--model",
+            "m",
+            "--judge",
+            "K",
+            "--force",
+            "--provider",
+            "openai",
+        )
     assert list(Judge.objects.values_list("name", flat=True)) == ["K"]
     assert "provider" not in Judge.objects.get(name="K").params
 
@@ -111,8 +168,18 @@ def test_bad_input_is_refused_before_any_call(monkeypatch, tmp_path):
     monkeypatch.delenv("ANTHROPIC_API_KEY", raising=False)
     with FakeAnthropic() as fake:
         with pytest.raises(CommandError, match="known providers: openai, anthropic"):
-            call_command("run_judge", "bad", "--template", RULE, "--provider", "gemini", "--base-url", fake.url,
-                         "--model", "m")
+            call_command(
+                "run_judge",
+                "bad",
+                "--template",
+                RULE,
+                "--provider",
+                "gemini",
+                "--base-url",
+                fake.url,
+                "--model",
+                "m",
+            )
         with pytest.raises(CommandError, match="the API key variable ANTHROPIC_API_KEY is not set"):
             _anthropic(fake, "bad")
         monkeypatch.delenv("MY_KEY", raising=False)

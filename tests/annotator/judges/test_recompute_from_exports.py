@@ -23,20 +23,53 @@ from tests.fake_judge import FakeJudge
 def exported(db, tmp_path):
     _study(n_items=40, systems=("base", "new"))
     with FakeJudge(noisy_score) as fake:
-        call_command("run_judge", "judged", "--template", "hub_answer_correctness", "--base-url", fake.url,
-                     "--model", "m", "--judge", "pointwise", "--backoff", "0.01")
+        call_command(
+            "run_judge",
+            "judged",
+            "--template",
+            "hub_answer_correctness",
+            "--base-url",
+            fake.url,
+            "--model",
+            "m",
+            "--judge",
+            "pointwise",
+            "--backoff",
+            "0.01",
+        )
     with FakeJudge(mixed_verdict) as fake:
-        call_command("run_judge", "judged", "--template", "geval_pairwise", "--base-url", fake.url, "--model", "m",
-                     "--judge", "pairwise", "--pairwise", "--baseline-system", "base", "--enhanced-system", "new",
-                     "--swap", "--limit", "14", "--backoff", "0.01")  # 14 pairs in both orders, 6 never judged
+        call_command(
+            "run_judge",
+            "judged",
+            "--template",
+            "geval_pairwise",
+            "--base-url",
+            fake.url,
+            "--model",
+            "m",
+            "--judge",
+            "pairwise",
+            "--pairwise",
+            "--baseline-system",
+            "base",
+            "--enhanced-system",
+            "new",
+            "--swap",
+            "--limit",
+            "14",
+            "--backoff",
+            "0.01",
+        )  # 14 pairs in both orders, 6 never judged
 
     def export(*args) -> str:
         out = tmp_path / "export"
         call_command("export_report", "judged", *args, "--resamples", "50", "--out", str(out))
         return out.read_text(encoding="utf-8")
 
-    tables = {name: pd.read_csv(io.StringIO(export("--table", name)))
-              for name in ("scores", "items", "judges", "judge_scores", "pairwise_verdicts")}
+    tables = {
+        name: pd.read_csv(io.StringIO(export("--table", name)))
+        for name in ("scores", "items", "judges", "judge_scores", "pairwise_verdicts")
+    }
     return tables, json.loads(export("--format", "json"))
 
 
@@ -67,8 +100,11 @@ def test_a_judges_rho_tau_and_kappa_from_the_exported_rows(exported):
     scores, judge_scores, judges = tables["scores"], tables["judge_scores"], tables["judges"]
     per_annotation = scores.drop_duplicates(["item_id", "annotator"])
     human = per_annotation.groupby("item_id")["overall_hcs"].agg(["mean", "median"])
-    kept = judge_scores[(judge_scores["judge"] == "pointwise") & (judge_scores["sample"] == 0)
-                        & (judge_scores["dimension"] == "overall")]
+    kept = judge_scores[
+        (judge_scores["judge"] == "pointwise")
+        & (judge_scores["sample"] == 0)
+        & (judge_scores["dimension"] == "overall")
+    ]
     both = kept.set_index("item_id").join(human, how="inner")
     row = judges[(judges["judge"] == "pointwise") & (judges["dimension"] == "overall")].iloc[0]
     assert row["n"] == len(both) == 40
@@ -101,8 +137,9 @@ def test_a_pairwise_judges_agreement_and_kappa_from_the_exported_rows(exported):
     pairs = verdicts[verdicts["judge"] == "pairwise"].groupby(["baseline_item_id", "enhanced_item_id"])
     judged = pairs.apply(pair_outcome, include_groups=False).rename("judge").reset_index()
     difference = judged["enhanced_item_id"].map(mean) - judged["baseline_item_id"].map(mean)
-    judged["human"] = np.where(difference.abs() < entry["tie_margin"], "tie",
-                               np.where(difference > 0, "enhanced", "baseline"))
+    judged["human"] = np.where(
+        difference.abs() < entry["tie_margin"], "tie", np.where(difference > 0, "enhanced", "baseline")
+    )
     assert entry["n"] == entry["n_pairs"] == len(judged) == 14 and entry["n_verdicts"] == 28
     hits = int((judged["judge"] == judged["human"]).sum())
     assert entry["agreement"] == pytest.approx(hits / len(judged), abs=1e-12)
@@ -127,7 +164,11 @@ def test_the_position_probe_from_the_exported_rows(exported):
     wilson = stats.binomtest(int(consistent.sum()), len(consistent)).proportion_ci(method="wilson")
     assert position["consistency_ci95"] == pytest.approx([wilson.low, wilson.high], abs=1e-12)
     assert position["n_decisive"] == len(decisive)
-    assert position["first_preference"] == pytest.approx((decisive["winner_shown"] == "first").mean(), abs=1e-12)
+    assert position["first_preference"] == pytest.approx(
+        (decisive["winner_shown"] == "first").mean(), abs=1e-12
+    )
     counts = consistent.groupby(orders["winner"].first()[consistent].reindex(consistent.index)).size()
     assert position["consistent_verdicts"]["inconsistent"] == int((~consistent).sum())
-    assert sum(position["consistent_verdicts"][k] for k in ("baseline", "enhanced", "tie")) == int(counts.sum())
+    assert sum(position["consistent_verdicts"][k] for k in ("baseline", "enhanced", "tie")) == int(
+        counts.sum()
+    )

@@ -15,12 +15,25 @@ RULE = "hub_answer_correctness"
 
 
 def _run(fake, batch, *extra, model="fake-1"):
-    call_command("run_judge", batch, "--template", RULE, "--base-url", fake.url, "--model", model,
-                 "--backoff", "0.01", *extra)
+    call_command(
+        "run_judge",
+        batch,
+        "--template",
+        RULE,
+        "--base-url",
+        fake.url,
+        "--model",
+        model,
+        "--backoff",
+        "0.01",
+        *extra,
+    )
 
 
 def _scores(judge):
-    return sorted(JudgeScore.objects.filter(judge__name=judge).values_list("item__item_id", "dimension", "value"))
+    return sorted(
+        JudgeScore.objects.filter(judge__name=judge).values_list("item__item_id", "dimension", "value")
+    )
 
 
 @pytest.mark.django_db
@@ -60,7 +73,9 @@ def test_what_differs_is_paid_for():
         assert fake.calls == 9
         _run(fake, "d1", "--judge", "E", "--no-cache")  # opted out
         assert fake.calls == 12
-        _run(fake, "d1", "--judge", "F", "--temperature", "0.5", "--samples", "2")  # sample 0 cached, sample 1 new
+        _run(
+            fake, "d1", "--judge", "F", "--temperature", "0.5", "--samples", "2"
+        )  # sample 0 cached, sample 1 new
         assert fake.calls == 15
         _run(fake, "d1", "--judge", "G", "--limit", "2")
         assert fake.calls == 15
@@ -74,12 +89,26 @@ def test_failed_calls_are_not_served_and_anthropic_keys_apart(monkeypatch):
         with pytest.raises(CommandError, match="2 call\\(s\\) failed"):
             _run(fake, "f1", "--judge", "A", "--max-retries", "0")
         _run(fake, "f1", "--judge", "B", "--max-retries", "0")  # a failure is never served: B pays
-    assert fake.calls == 4 and JudgeCall.objects.filter(judge__name="B", cached=False, status="ok").count() == 2
+    assert (
+        fake.calls == 4 and JudgeCall.objects.filter(judge__name="B", cached=False, status="ok").count() == 2
+    )
     monkeypatch.setenv("ANTHROPIC_API_KEY", "k-123456789")
     with FakeAnthropic() as fake:
         for name in ("X", "Y"):
-            call_command("run_judge", "f1", "--template", RULE, "--provider", "anthropic", "--base-url", fake.url,
-                         "--model", "claude-test", "--judge", name)
+            call_command(
+                "run_judge",
+                "f1",
+                "--template",
+                RULE,
+                "--provider",
+                "anthropic",
+                "--base-url",
+                fake.url,
+                "--model",
+                "claude-test",
+                "--judge",
+                name,
+            )
     assert fake.calls == 2 and Judge.objects.get(name="Y").calls.filter(cached=True).count() == 2
 
 

@@ -15,13 +15,22 @@ DIMS = ("coherence", "relevance", "instruction_following", "safety_compliance", 
 
 
 def _score(judge, item, dimension, value):
-    JudgeScore.objects.create(judge=judge, item=item, dimension=dimension, raw_value=value, scale_min=1, scale_max=5,
-                              value=value)
+    JudgeScore.objects.create(
+        judge=judge, item=item, dimension=dimension, raw_value=value, scale_min=1, scale_max=5, value=value
+    )
 
 
 def _call(judge, item, sample, scores):
-    JudgeCall.objects.create(judge=judge, item=item, sample=sample, status=JudgeCall.OK, template_name="t",
-                             template_hash="h", model="m", parsed={"scores": scores})
+    JudgeCall.objects.create(
+        judge=judge,
+        item=item,
+        sample=sample,
+        status=JudgeCall.OK,
+        template_name="t",
+        template_hash="h",
+        model="m",
+        parsed={"scores": scores},
+    )
 
 
 @pytest.fixture
@@ -50,9 +59,17 @@ def test_ranking_reasons_and_only_unlabelled_items(batch):
     ids = [r.item_id for r in rows]
     assert "=rev-0" not in ids and "=rev-1" not in ids and len(rows) == 8  # annotated items are out
     assert ids[:4] == ["=rev-6", "=rev-7", "=rev-5", "=rev-8"]
-    assert rows[0].uncertainty == pytest.approx(2.0) and rows[0].reason == "coherence (a): samples vary (SD 2.00)"
-    assert rows[1].uncertainty == pytest.approx(0.8 * 2) and rows[1].reason == "coherence (a): low confidence (0.20)"
-    assert rows[2].uncertainty == pytest.approx(np.std([3, 5], ddof=1)) and rows[2].reason.startswith("coherence: judges")
+    assert (
+        rows[0].uncertainty == pytest.approx(2.0)
+        and rows[0].reason == "coherence (a): samples vary (SD 2.00)"
+    )
+    assert (
+        rows[1].uncertainty == pytest.approx(0.8 * 2)
+        and rows[1].reason == "coherence (a): low confidence (0.20)"
+    )
+    assert rows[2].uncertainty == pytest.approx(np.std([3, 5], ddof=1)) and rows[2].reason.startswith(
+        "coherence: judges"
+    )
     assert rows[3].uncertainty == pytest.approx(0.5 * 0.9) and "near a cap (score 2.10)" in rows[3].reason
     assert all(r.uncertainty == 0 for r in rows[4:])  # two judges in exact agreement: known to be sure
     assert [r.item_id for r in review_candidates(batch=batch, n=2)] == ["=rev-6", "=rev-7"]
@@ -66,9 +83,14 @@ def test_one_judge_without_signals_comes_last_with_no_number(batch):
     assert with_a[0].item_id == "=rev-6" and with_a[-1].uncertainty == 0  # safety far from a cap: 0
 
 
-@pytest.mark.parametrize("n,judges,message", [
-    ("0", None, "between 1 and"), ("ten", None, "whole number"), ("5", ["nobody"], "'nobody'"),
-])
+@pytest.mark.parametrize(
+    "n,judges,message",
+    [
+        ("0", None, "between 1 and"),
+        ("ten", None, "whole number"),
+        ("5", ["nobody"], "'nobody'"),
+    ],
+)
 def test_bad_requests_say_what_to_change(batch, n, judges, message):
     with pytest.raises(ReviewError, match=message):
         review_candidates(batch=batch, n=n, judges=judges)
@@ -84,7 +106,15 @@ def test_command_writes_the_csv_defused_and_puts_items_first(batch, tmp_path):
     assert float(rows[1][2]) == pytest.approx(2.0)
     positions = dict(Item.objects.filter(batch=batch).order_by("position").values_list("item_id", "position"))
     assert list(positions)[:3] == ["=rev-6", "=rev-7", "=rev-5"] and list(positions.values())[:3] == [0, 1, 2]
-    assert list(positions)[3:] == ["=rev-0", "=rev-1", "=rev-2", "=rev-3", "=rev-4", "=rev-8", "=rev-9"]  # order kept
+    assert list(positions)[3:] == [
+        "=rev-0",
+        "=rev-1",
+        "=rev-2",
+        "=rev-3",
+        "=rev-4",
+        "=rev-8",
+        "=rev-9",
+    ]  # order kept
 
 
 def test_command_errors_change_nothing(batch, tmp_path):
@@ -93,9 +123,19 @@ def test_command_errors_change_nothing(batch, tmp_path):
     with pytest.raises(CommandError, match="No batch named 'nope'"):
         call_command("select_for_review", "nope", "--n", "3", "--out", str(out))
     with pytest.raises(CommandError, match="'zed'"):
-        call_command("select_for_review", batch.name, "--n", "3", "--judge", "zed", "--out", str(out), "--queue-first")
+        call_command(
+            "select_for_review", batch.name, "--n", "3", "--judge", "zed", "--out", str(out), "--queue-first"
+        )
     with pytest.raises(CommandError, match="Cannot write"):
-        call_command("select_for_review", batch.name, "--n", "3", "--out", str(tmp_path / "no" / "x.csv"), "--queue-first")
+        call_command(
+            "select_for_review",
+            batch.name,
+            "--n",
+            "3",
+            "--out",
+            str(tmp_path / "no" / "x.csv"),
+            "--queue-first",
+        )
     assert not out.exists()
     assert dict(Item.objects.filter(batch=batch).values_list("item_id", "position")) == before
 
@@ -121,19 +161,26 @@ def test_page_lists_csv_and_queue_first(client, researcher_user, admin_user, bat
     assert "=rev-6" in page and "=rev-7" in page and "=rev-5" not in page
     assert "samples vary (SD 2.00)" in page and "first in this batch" not in page  # reordering is for admins
     text = client.get(url, {"n": "2", "judge": "a", "format": "csv"}).content.decode()
-    assert text.splitlines()[0] == "item_id,system_id,uncertainty,reason" and text.splitlines()[1].startswith("'=rev-6,")
+    assert text.splitlines()[0] == "item_id,system_id,uncertainty,reason" and text.splitlines()[1].startswith(
+        "'=rev-6,"
+    )
     bad = client.get(url, {"n": "lots"})
     assert bad.status_code == 400 and "whole number" in bad.content.decode()
     bad = client.get(url, {"judge": "<script>x</script>"}, HTTP_HX_REQUEST="true")
-    assert bad.status_code == 400 and "&lt;script&gt;" in bad.content.decode() and "<script>x" not in bad.content.decode()
+    assert (
+        bad.status_code == 400
+        and "&lt;script&gt;" in bad.content.decode()
+        and "<script>x" not in bad.content.decode()
+    )
     assert client.post(reverse("review_queue_first", args=[batch.pk]), {"n": "2"}).status_code == 403
     client.logout()
     _login(client, admin_user)
     assert "first in this batch" in client.get(url, {"n": "2"}).content.decode()
     response = client.post(reverse("review_queue_first", args=[batch.pk]), {"n": "2"}, follow=True)
     assert "Put 2 item(s) first" in response.content.decode()
-    assert list(Item.objects.filter(batch=batch).order_by("position").values_list("item_id", flat=True)[:2]) == [
-        "=rev-6", "=rev-7"]
+    assert list(
+        Item.objects.filter(batch=batch).order_by("position").values_list("item_id", flat=True)[:2]
+    ) == ["=rev-6", "=rev-7"]
     response = client.post(reverse("review_queue_first", args=[batch.pk]), {"n": "0"}, follow=True)
     assert "Nothing was moved" in response.content.decode()
 

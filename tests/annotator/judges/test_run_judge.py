@@ -30,8 +30,21 @@ def _always_500_for(marker):
 def run(fake, batch, *extra, template=RULE):
     """The command's exit status: 0, or 1 when a call failed or was unreadable (any other error raises)."""
     try:
-        call_command("run_judge", batch, "--template", template, "--base-url", fake.url, "--model", "fake-1",
-                     "--backoff", "0.01", "--max-retries", "2", *extra)
+        call_command(
+            "run_judge",
+            batch,
+            "--template",
+            template,
+            "--base-url",
+            fake.url,
+            "--model",
+            "fake-1",
+            "--backoff",
+            "0.01",
+            "--max-retries",
+            "2",
+            *extra,
+        )
     except CommandError as exc:
         if "failed or were unreadable" not in str(exc):
             raise
@@ -45,8 +58,18 @@ def test_every_call_is_saved_with_what_was_sent_and_what_came_back(monkeypatch, 
     make_batch("run", n_items=4)
     monkeypatch.setenv("FAKE_JUDGE_KEY", "sk-test-1234567")
     with FakeJudge(_reply, fault=_always_500_for("answer 3)")) as fake:
-        status = run(fake, "run", "--api-key-env", "FAKE_JUDGE_KEY", "--concurrency", "3", "--price-in", "2",
-                     "--price-out", "8")
+        status = run(
+            fake,
+            "run",
+            "--api-key-env",
+            "FAKE_JUDGE_KEY",
+            "--concurrency",
+            "3",
+            "--price-in",
+            "2",
+            "--price-out",
+            "8",
+        )
     assert status == 1  # calls failed: the exit status says so
     out, err = capsys.readouterr()
     assert "4/4" in err and "failed 2" in err and "cost ~" in err  # the tqdm bar
@@ -54,19 +77,41 @@ def test_every_call_is_saved_with_what_was_sent_and_what_came_back(monkeypatch, 
     assert "FAILED run-2: [overall] no JSON object and no 'score: N' line" in out
     assert "FAILED run-3: call failed: HTTP 500 after 3 attempts" in out
     calls = {c.item.item_id: c for c in JudgeCall.objects.select_related("item", "judge")}
-    assert {k: c.status for k, c in calls.items()} == {"run-0": "ok", "run-1": "ok", "run-2": "unreadable", "run-3": "failed"}
+    assert {k: c.status for k, c in calls.items()} == {
+        "run-0": "ok",
+        "run-1": "ok",
+        "run-2": "unreadable",
+        "run-3": "failed",
+    }
     ok = calls["run-1"]
-    assert ok.prompt[-1]["content"].startswith("You are an impartial AI judge") and "(answer 1)" in ok.prompt[-1]["content"]
+    assert (
+        ok.prompt[-1]["content"].startswith("You are an impartial AI judge")
+        and "(answer 1)" in ok.prompt[-1]["content"]
+    )
     assert ok.parsed["scores"]["overall"] == {"raw": 0.25, "value": 2.0, "reason": "Misses the rain."}
     assert ok.tokens_in > 100 and ok.tokens_out > 0 and ok.attempts == 1 and ok.latency_ms >= 0
-    assert (ok.model, ok.params, ok.template_name, ok.template_version) == ("fake-1", {"temperature": 0.0}, RULE, "1")
+    assert (ok.model, ok.params, ok.template_name, ok.template_version) == (
+        "fake-1",
+        {"temperature": 0.0},
+        RULE,
+        "1",
+    )
     assert len(ok.template_hash) == 64 and ok.judge.template_hash == ok.template_hash
-    assert calls["run-3"].attempts == 3 and calls["run-3"].http_status == 500 and "fault 500" in calls["run-3"].raw_output
+    assert (
+        calls["run-3"].attempts == 3
+        and calls["run-3"].http_status == 500
+        and "fault 500" in calls["run-3"].raw_output
+    )
     assert calls["run-2"].raw_output == "I cannot decide on a number here, sorry."
     scores = {s.item.item_id: s.value for s in JudgeScore.objects.select_related("item")}
-    assert scores == {"run-0": 5.0, "run-1": 2.0}  # the flat named key {"hub_answer_correctness": 1.0} is read
+    assert scores == {
+        "run-0": 5.0,
+        "run-1": 2.0,
+    }  # the flat named key {"hub_answer_correctness": 1.0} is read
     assert JudgeFailure.objects.count() == 2
-    stored = json.dumps(list(JudgeCall.objects.values()), default=str) + json.dumps(list(Judge.objects.values("params")))
+    stored = json.dumps(list(JudgeCall.objects.values()), default=str) + json.dumps(
+        list(Judge.objects.values("params"))
+    )
     assert "sk-test-1234567" not in stored and "sk-secret-in-body-123" not in stored
     assert all(r["auth"] == "Bearer sk-test-1234567" for r in fake.requests)
     assert all(r["path"] == "/v1/chat/completions" and r["body"]["model"] == "fake-1" for r in fake.requests)
@@ -93,7 +138,9 @@ def test_a_rerun_calls_only_what_is_missing_then_failed_then_all(capsys):
     assert JudgeCall.objects.count() == 5 and JudgeCall.objects.filter(status="ok").count() == 4
     assert JudgeScore.objects.filter(item__item_id="run-3").count() == 0
     assert JudgeScore.objects.filter(item__item_id="re-3").count() == 1
-    assert not JudgeFailure.objects.filter(item__item_id="re-3").exists()  # the stale failure went when scored
+    assert not JudgeFailure.objects.filter(
+        item__item_id="re-3"
+    ).exists()  # the stale failure went when scored
     assert "3 item(s) already called were skipped" in capsys.readouterr().out
 
 
@@ -172,8 +219,12 @@ def test_run_judge_rubric_template_scores_every_dimension():
 def test_run_judge_errors():
     make_batch("e", n_items=1)
     with pytest.raises(CommandError, match="no template 'nope'; shipped: geval_pairwise"):
-        call_command("run_judge", "e", "--template", "nope", "--base-url", "http://127.0.0.1:9", "--model", "m")
+        call_command(
+            "run_judge", "e", "--template", "nope", "--base-url", "http://127.0.0.1:9", "--model", "m"
+        )
     with pytest.raises(CommandError, match="no batch named"):
-        call_command("run_judge", "zzz", "--template", "hcs_rubric", "--base-url", "http://127.0.0.1:9", "--model", "m")
+        call_command(
+            "run_judge", "zzz", "--template", "hcs_rubric", "--base-url", "http://127.0.0.1:9", "--model", "m"
+        )
     with pytest.raises(CommandError, match="--base-url and --model are required"):
         call_command("run_judge", "e", "--template", "hcs_rubric")

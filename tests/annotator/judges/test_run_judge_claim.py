@@ -18,8 +18,23 @@ RULE = "hub_answer_correctness"
 
 
 def run(fake, *extra):
-    call_command("run_judge", "claim", "--template", RULE, "--base-url", fake.url, "--model", "m", "--judge", "j",
-                 "--backoff", "0.01", "--max-retries", "0", *extra)
+    call_command(
+        "run_judge",
+        "claim",
+        "--template",
+        RULE,
+        "--base-url",
+        fake.url,
+        "--model",
+        "m",
+        "--judge",
+        "j",
+        "--backoff",
+        "0.01",
+        "--max-retries",
+        "0",
+        *extra,
+    )
 
 
 @pytest.mark.django_db
@@ -42,7 +57,10 @@ def test_a_live_claim_refuses_a_second_run_and_a_stale_one_is_taken_over():
 @pytest.mark.django_db
 def test_a_run_that_stops_on_a_fatal_error_releases_its_claim():
     make_batch("claim", n_items=2)
-    with FakeJudge(fault=lambda number, prompt: 401) as fake, pytest.raises(CommandError, match="the run stopped"):
+    with (
+        FakeJudge(fault=lambda number, prompt: 401) as fake,
+        pytest.raises(CommandError, match="the run stopped"),
+    ):
         run(fake)
     assert Judge.objects.get(name="j").run_claim == ""
 
@@ -57,6 +75,7 @@ def test_two_runs_at_once_pay_for_each_item_once():
         return '{"score": 1.0, "reason": "ok"}'
 
     with FakeJudge(reply, latency=0.5) as fake:  # the first run takes ~3 s: the second starts well within it
+
         def first():
             try:
                 run(fake, "--concurrency", "1")

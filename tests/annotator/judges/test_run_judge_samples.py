@@ -28,8 +28,21 @@ def _wobbly():
 
 
 def run(fake, *extra):
-    call_command("run_judge", "judged", "--template", "hub_answer_correctness", "--base-url", fake.url,
-                 "--model", "m", "--backoff", "0.01", "--concurrency", "1", *extra)
+    call_command(
+        "run_judge",
+        "judged",
+        "--template",
+        "hub_answer_correctness",
+        "--base-url",
+        fake.url,
+        "--model",
+        "m",
+        "--backoff",
+        "0.01",
+        "--concurrency",
+        "1",
+        *extra,
+    )
 
 
 @pytest.mark.django_db

@@ -22,8 +22,15 @@ N_ITEMS, CONCURRENCY = 60, 4
 
 
 def manage(env, *args, **kwargs):
-    return subprocess.Popen([sys.executable, "manage.py", *args], cwd=ROOT, env=env, text=True,
-                            stdout=subprocess.PIPE, stderr=subprocess.PIPE, **kwargs)
+    return subprocess.Popen(
+        [sys.executable, "manage.py", *args],
+        cwd=ROOT,
+        env=env,
+        text=True,
+        stdout=subprocess.PIPE,
+        stderr=subprocess.PIPE,
+        **kwargs,
+    )
 
 
 def finished(proc, timeout=60, status=0):
@@ -48,9 +55,22 @@ def saved():
 @pytest.mark.django_db(transaction=True)
 def test_signals_stop_new_calls_and_keep_every_finished_one():
     make_batch("sig", n_items=N_ITEMS)
-    env = {**os.environ, "DATABASE_URL": database_url(), "DEBUG": "1", "DJANGO_SETTINGS_MODULE": "annotator.settings"}
-    command = ("run_judge", "sig", "--template", "hub_answer_correctness", "--model", "m",
-               "--concurrency", str(CONCURRENCY))
+    env = {
+        **os.environ,
+        "DATABASE_URL": database_url(),
+        "DEBUG": "1",
+        "DJANGO_SETTINGS_MODULE": "annotator.settings",
+    }
+    command = (
+        "run_judge",
+        "sig",
+        "--template",
+        "hub_answer_correctness",
+        "--model",
+        "m",
+        "--concurrency",
+        str(CONCURRENCY),
+    )
     with FakeJudge(latency=0.15) as fake:
         for sig, after, status in ((signal.SIGTERM, 12, 143), (signal.SIGINT, 30, 130)):
             proc = manage(env, *command, "--base-url", fake.url)

@@ -10,8 +10,8 @@ from django.core.management import call_command
 
 from annotator.judges.engine.structured import response_format
 from annotator.judges.engine.templates import load_template
-from annotator.models import JudgeCall, JudgeScore
 from annotator.judges.selectors.judges import judges_report
+from annotator.models import JudgeCall, JudgeScore
 from annotator.selectors.reports import report_arrays
 from hcs.judge_output import parse_score
 from hcs.rubric import Rubric
@@ -22,8 +22,19 @@ COACH = "studio_live_coach_feedback_quality"  # 1–4, with verdict labels
 
 
 def run(fake, batch, template, *extra):
-    call_command("run_judge", batch, "--template", template, "--base-url", fake.url, "--model", "m",
-                 "--backoff", "0.01", *extra)
+    call_command(
+        "run_judge",
+        batch,
+        "--template",
+        template,
+        "--base-url",
+        fake.url,
+        "--model",
+        "m",
+        "--backoff",
+        "0.01",
+        *extra,
+    )
 
 
 def test_the_schema_follows_the_template_scale_keys_and_labels():
@@ -56,21 +67,31 @@ def test_an_answer_in_the_schema_is_read_by_the_parser(template):
             return {k: fill(v) for k, v in props.items()}
         out = {}
         for key, p in props.items():
-            out[key] = "Because." if p["type"] == "string" and "enum" not in p else (p.get("enum", [None])[-1] or p["maximum"])
+            out[key] = (
+                "Because."
+                if p["type"] == "string" and "enum" not in p
+                else (p.get("enum", [None])[-1] or p["maximum"])
+            )
         return out
+
     answer = json.dumps(fill(schema))
     for dimension in t.dimension_keys(rubric):
-        score = parse_score(answer, dimension=None if dimension == "overall" else dimension, spec=t.output_spec)
+        score = parse_score(
+            answer, dimension=None if dimension == "overall" else dimension, spec=t.output_spec
+        )
         assert score.value == t.scale.max and score.reason == "Because."
 
 
 @pytest.mark.django_db
 def test_a_run_sends_the_schema_keeps_the_distribution_and_records_the_mode():
     make_batch("lp", n_items=3)
+
     def reply(prompt):
         return json.dumps({"reason": "Names 2 metrics.", "score": 3, "label": "Very Good"})
+
     def probs(prompt):
         return {"3": 0.6, "4": 0.3, "2": 0.1}
+
     with FakeJudge(reply, score_probs=probs) as fake:
         run(fake, "lp", COACH)
     body = fake.requests[0]["body"]
@@ -89,7 +110,9 @@ def test_a_run_sends_the_schema_keeps_the_distribution_and_records_the_mode():
 @pytest.mark.django_db
 def test_an_endpoint_refusing_the_schema_gets_free_text_and_the_run_says_so(capsys):
     make_batch("ft", n_items=2)
-    with FakeJudge(lambda p: "The feedback names both metrics.\nScore: 3", refuse={"response_format", "logprobs"}) as fake:
+    with FakeJudge(
+        lambda p: "The feedback names both metrics.\nScore: 3", refuse={"response_format", "logprobs"}
+    ) as fake:
         run(fake, "ft", COACH, "--concurrency", "1")
     out = capsys.readouterr().out
     assert "refused response_format" in out and "free text" in out and "refused logprobs" in out
@@ -118,8 +141,10 @@ def test_a_pointwise_judge_with_logprobs_has_an_ece_in_the_report():
     for n, item in enumerate(batch.items.order_by("position")):
         for person in people:
             make_annotation(item, person, {d: 3 if n % 2 else 4 for d in batch.rubric_obj.dimension_keys})
+
     def reply(prompt):
         return json.dumps({"reason": "ok", "score": 4, "label": "Excellent"})
+
     with FakeJudge(reply, score_probs=lambda p: {"4": 0.8, "3": 0.2}) as fake:
         run(fake, "ece", COACH)
     section = judges_report(batch=batch, arrays=report_arrays(batch=batch), n_boot=20)

@@ -16,7 +16,12 @@ from hcs.rubric import Rubric
 # A hub-coach trace shaped like the ones the seed's trace-level rules read.
 HUB = {
     "id": "t1",
-    "input": {"messages": [{"role": "system", "content": "Coach."}, {"role": "user", "content": "How do I fix buzzing?"}]},
+    "input": {
+        "messages": [
+            {"role": "system", "content": "Coach."},
+            {"role": "user", "content": "How do I fix buzzing?"},
+        ]
+    },
     "output": {
         "messages": [
             {"role": "tool", "content": "metrics: pitch 62%"},
@@ -84,18 +89,35 @@ def test_a_path_that_does_not_resolve_names_line_and_path():
     with pytest.raises(ImportRefused) as caught:
         batch_import_traces(data=data, mapping=HUB_MAPPING, name="traces", k=3, rubric=Rubric.default())
     messages = [str(e) for e in caught.value.errors]
-    assert any(m.startswith("line 3, key `prompt`: `input.messages[-1].content`: index [-1] is out of range") for m in messages)
+    assert any(
+        m.startswith("line 3, key `prompt`: `input.messages[-1].content`: index [-1] is out of range")
+        for m in messages
+    )
     assert any(m.startswith("line 3, key `context`: `output.messages[-2].content`") for m in messages)
     assert Item.objects.count() == 0
 
 
 @pytest.mark.django_db
 def test_thread_level_traces_keep_every_turn():
-    turns = [("hi", "Hello! What shall we practise?"), ("my timing drifts", "Try a metronome at 60 bpm."), ("why so slow??", "Slow first, then speed.")]
+    turns = [
+        ("hi", "Hello! What shall we practise?"),
+        ("my timing drifts", "Try a metronome at 60 bpm."),
+        ("why so slow??", "Slow first, then speed."),
+    ]
     lines = [
-        {"thread_id": "th-1", "input": {"messages": [{"role": "user", "content": u}]}, "output": {"output": a}}
+        {
+            "thread_id": "th-1",
+            "input": {"messages": [{"role": "user", "content": u}]},
+            "output": {"output": a},
+        }
         for u, a in turns
-    ] + [{"thread_id": "th-2", "input": {"messages": [{"role": "user", "content": "hey"}]}, "output": {"output": "Hi"}}]
+    ] + [
+        {
+            "thread_id": "th-2",
+            "input": {"messages": [{"role": "user", "content": "hey"}]},
+            "output": {"output": "Hi"},
+        }
+    ]
     mapping = "thread = thread_id\nprompt = input.messages[-1].content\nresponse = output.output\n"
     data = "\n".join(json.dumps(t) for t in lines).encode()
     batch = batch_import_traces(data=data, mapping=mapping, name="threads", k=3, rubric=Rubric.default())
@@ -111,22 +133,48 @@ def test_thread_level_traces_keep_every_turn():
 @pytest.mark.django_db
 def test_command(tmp_path, capsys):
     path = tmp_path / "traces.jsonl"
-    path.write_text(json.dumps({"id": 7, "input": {"input": [{"content": "weak: timing"}]}, "output": {"output": "A minor pentatonic"}}))
+    path.write_text(
+        json.dumps(
+            {
+                "id": 7,
+                "input": {"input": [{"content": "weak: timing"}]},
+                "output": {"output": "A minor pentatonic"},
+            }
+        )
+    )
     call_command(
-        "import_traces", str(path), "--name", "studio",
-        "--map", "prompt = input.input[0].content", "--map", "response = output.output",
+        "import_traces",
+        str(path),
+        "--name",
+        "studio",
+        "--map",
+        "prompt = input.input[0].content",
+        "--map",
+        "response = output.output",
     )
     assert "1 items from traces" in capsys.readouterr().out
     assert Item.objects.get(item_id="7").prompt == "weak: timing"
     with pytest.raises(CommandError, match="key `response`: `output.text`"):
-        call_command("import_traces", str(path), "--name", "studio2", "--map", "prompt = id", "--map", "response = output.text")
-
-
+        call_command(
+            "import_traces",
+            str(path),
+            "--name",
+            "studio2",
+            "--map",
+            "prompt = id",
+            "--map",
+            "response = output.text",
+        )
 
 
 json_values = st.recursive(
     st.none() | st.booleans() | st.integers() | st.text(max_size=6),
-    lambda inner: st.lists(inner, max_size=3) | st.dictionaries(st.sampled_from(["id", "input", "output", "messages", "content", "thread_id"]), inner, max_size=3),
+    lambda inner: (
+        st.lists(inner, max_size=3)
+        | st.dictionaries(
+            st.sampled_from(["id", "input", "output", "messages", "content", "thread_id"]), inner, max_size=3
+        )
+    ),
     max_leaves=10,
 )
 

@@ -8,8 +8,8 @@ import json
 import pytest
 from django.utils import timezone
 
-from annotator.models import Job, Judge, JudgeCall, PairwiseVerdict
 from annotator.judges.services import jobs as judge_jobs
+from annotator.models import Job, Judge, JudgeCall, PairwiseVerdict
 from annotator.selectors.jobs import this_worker
 from annotator.services.job_runner import _update
 from tests.annotator.api.conftest import ApiClient, token_for
@@ -18,8 +18,15 @@ from tests.fake_judge import FakeJudge, always
 
 
 def form(url, **extra):
-    return {"batch": "web", "template": "hub_answer_correctness", "base_url": url, "model": "fake-1",
-            "key_env": "OPENAI_API_KEY", "concurrency": "2", **extra}
+    return {
+        "batch": "web",
+        "template": "hub_answer_correctness",
+        "base_url": url,
+        "model": "fake-1",
+        "key_env": "OPENAI_API_KEY",
+        "concurrency": "2",
+        **extra,
+    }
 
 
 @pytest.fixture
@@ -45,13 +52,25 @@ def test_the_form_offers_pairwise_swap_samples_temperature_and_the_judge_name(re
 @pytest.mark.django_db
 def test_a_pairwise_swapped_run_under_its_own_name(researcher, django_capture_on_commit_callbacks):
     make_batch("web", n_items=4, systems=("base", "new"))
-    verdict = {c: {"score": 4, "reasoning": "ok"} for c in ("accuracy", "completeness", "clarity", "actionability",
-                                                            "relevance")}
+    verdict = {
+        c: {"score": 4, "reasoning": "ok"}
+        for c in ("accuracy", "completeness", "clarity", "actionability", "relevance")
+    }
     verdict["overall"] = {"baseline_score": 3, "enhanced_score": 4, "winner": "enhanced", "confidence": 0.8}
     with FakeJudge(lambda p: json.dumps(verdict)) as fake:
-        response = start(researcher, django_capture_on_commit_callbacks, form(
-            fake.url, template="geval_pairwise", pairwise="on", baseline_system="base", enhanced_system="new",
-            swap="on", judge="My pairwise judge"))
+        response = start(
+            researcher,
+            django_capture_on_commit_callbacks,
+            form(
+                fake.url,
+                template="geval_pairwise",
+                pairwise="on",
+                baseline_system="base",
+                enhanced_system="new",
+                swap="on",
+                judge="My pairwise judge",
+            ),
+        )
     job = Job.objects.get()
     assert response.status_code == 302 and job.state == Job.DONE, job.message
     assert job.params["swap"] is True and job.params["judge"] == "My pairwise judge"
@@ -70,18 +89,24 @@ def test_samples_at_a_temperature(researcher, django_capture_on_commit_callbacks
 
 
 @pytest.mark.django_db
-@pytest.mark.parametrize(("extra", "message"), [
-    ({"template": "geval_pairwise"}, "compares two responses: tick Pairwise"),
-    ({"pairwise": "on", "baseline_system": "a", "enhanced_system": "b"}, "needs a pairwise template"),
-    ({"template": "geval_pairwise", "pairwise": "on", "baseline_system": "a"}, "Name the system_id"),
-    ({"template": "geval_pairwise", "pairwise": "on", "baseline_system": "a", "enhanced_system": "a"}, "other than the baseline"),
-    ({"swap": "on"}, "tick Pairwise too"),
-    ({"samples": "3"}, "set a temperature above 0"),
-    ({"samples": "99", "temperature": "1"}, "less than or equal to 20"),
-    ({"temperature": "-1"}, "greater than or equal to 0"),
-    ({"judge": "bad\u200bname"}, "no control or invisible characters"),
-    ({"judge": "x" * 300}, "at most"),
-])
+@pytest.mark.parametrize(
+    ("extra", "message"),
+    [
+        ({"template": "geval_pairwise"}, "compares two responses: tick Pairwise"),
+        ({"pairwise": "on", "baseline_system": "a", "enhanced_system": "b"}, "needs a pairwise template"),
+        ({"template": "geval_pairwise", "pairwise": "on", "baseline_system": "a"}, "Name the system_id"),
+        (
+            {"template": "geval_pairwise", "pairwise": "on", "baseline_system": "a", "enhanced_system": "a"},
+            "other than the baseline",
+        ),
+        ({"swap": "on"}, "tick Pairwise too"),
+        ({"samples": "3"}, "set a temperature above 0"),
+        ({"samples": "99", "temperature": "1"}, "less than or equal to 20"),
+        ({"temperature": "-1"}, "greater than or equal to 0"),
+        ({"judge": "bad\u200bname"}, "no control or invisible characters"),
+        ({"judge": "x" * 300}, "at most"),
+    ],
+)
 def test_bad_combinations_are_refused_before_anything_is_queued(researcher, extra, message):
     make_batch("web", n_items=1)
     response = researcher.post("/judges/run/", form("http://127.0.0.1:9", **extra))
@@ -91,7 +116,8 @@ def test_bad_combinations_are_refused_before_anything_is_queued(researcher, extr
 
 @pytest.mark.django_db
 def test_a_run_in_which_every_call_failed_is_failed_with_its_first_errors_and_a_raw_output(
-        researcher, django_capture_on_commit_callbacks):
+    researcher, django_capture_on_commit_callbacks
+):
     make_batch("web", n_items=3)
     with FakeJudge(lambda p: "<b>I refuse</b> to grade this.") as fake:
         start(researcher, django_capture_on_commit_callbacks, form(fake.url))
@@ -110,22 +136,34 @@ def test_a_run_in_which_every_call_failed_is_failed_with_its_first_errors_and_a_
 @pytest.mark.django_db
 def test_a_run_with_some_failed_calls_shows_partly_failed(researcher, django_capture_on_commit_callbacks):
     make_batch("web", n_items=4)
+
     def fault(n, prompt):
         return 400 if "(answer 2)" in prompt else None
+
     with FakeJudge(fault=fault) as fake:
         start(researcher, django_capture_on_commit_callbacks, form(fake.url))
     job = Job.objects.get()
     assert job.state == Job.DONE and job.message.startswith("Partly failed: 1 of 4 calls failed")
-    assert job.errors == [{"row": None, "column": None, "item": "web-2",
-                           "message": "item web-2: call failed: HTTP 400; the endpoint said: fault 400"}]
+    assert job.errors == [
+        {
+            "row": None,
+            "column": None,
+            "item": "web-2",
+            "message": "item web-2: call failed: HTTP 400; the endpoint said: fault 400",
+        }
+    ]
     page = researcher.get(f"/jobs/{job.pk}/").content.decode()
-    assert "Partly failed" in page and "item web-2: call failed: HTTP 400; the endpoint said: fault 400" in page
+    assert (
+        "Partly failed" in page and "item web-2: call failed: HTTP 400; the endpoint said: fault 400" in page
+    )
     api = ApiClient(token_for(Job.objects.get().created_by)).get(f"/jobs/{job.pk}")
     assert api.status_code == 200 and api.json()["errors"][0]["message"].startswith("item web-2: call failed")
 
 
 @pytest.mark.django_db
-def test_a_refused_key_fails_the_job_saying_what_the_endpoint_said(researcher, django_capture_on_commit_callbacks):
+def test_a_refused_key_fails_the_job_saying_what_the_endpoint_said(
+    researcher, django_capture_on_commit_callbacks
+):
     make_batch("web", n_items=2)
     with FakeJudge(fault=always(401)) as fake:
         start(researcher, django_capture_on_commit_callbacks, form(fake.url))
@@ -146,9 +184,22 @@ def test_progress_is_written_while_the_run_goes(monkeypatch):
         _update(job, **fields)
 
     with FakeJudge(latency=0.08) as fake:
-        job = Job.objects.create(kind=Job.JUDGE_RUN, created_by=user, label="run", params={
-            "batch_id": batch.pk, "template": "hub_answer_correctness", "base_url": fake.url, "model": "m",
-            "key_env": "OPENAI_API_KEY", "concurrency": 1, "retry_failed": False, "price_in": 0, "price_out": 0})
+        job = Job.objects.create(
+            kind=Job.JUDGE_RUN,
+            created_by=user,
+            label="run",
+            params={
+                "batch_id": batch.pk,
+                "template": "hub_answer_correctness",
+                "base_url": fake.url,
+                "model": "m",
+                "key_env": "OPENAI_API_KEY",
+                "concurrency": 1,
+                "retry_failed": False,
+                "price_in": 0,
+                "price_out": 0,
+            },
+        )
         judge_jobs.judge_job_run(job, update)
     assert Job.objects.get().state == Job.DONE
     assert [d for d in written if 0 < d < 8], f"no progress before the end: {written}"
@@ -157,16 +208,39 @@ def test_progress_is_written_while_the_run_goes(monkeypatch):
 @pytest.mark.django_db
 def test_a_cancelled_run_shows_no_time_left(researcher):
     user = make_user("res2", role="researcher")
-    progress = {"total": 40, "skipped": 0, "done": 10, "scored": 10, "failed": 0, "retries": 0, "tokens_in": 1,
-                "tokens_out": 1, "cost": None, "eta_seconds": 20}
-    cancelled = Job.objects.create(kind=Job.JUDGE_RUN, created_by=user, label="run", state=Job.CANCELLED,
-                                   progress=progress, message="Cancelled.")
+    progress = {
+        "total": 40,
+        "skipped": 0,
+        "done": 10,
+        "scored": 10,
+        "failed": 0,
+        "retries": 0,
+        "tokens_in": 1,
+        "tokens_out": 1,
+        "cost": None,
+        "eta_seconds": 20,
+    }
+    cancelled = Job.objects.create(
+        kind=Job.JUDGE_RUN,
+        created_by=user,
+        label="run",
+        state=Job.CANCELLED,
+        progress=progress,
+        message="Cancelled.",
+    )
     researcher.force_login(user)
     page = researcher.get(f"/jobs/{cancelled.pk}/").content.decode()
     assert "10 / 40" in page and "Time left" not in page
     # a run whose worker is alive (this process, beating now): the page shows its time left
-    running = Job.objects.create(kind=Job.JUDGE_RUN, created_by=user, label="run", state=Job.RUNNING,
-                                 progress=progress, worker=this_worker(), heartbeat_at=timezone.now())
+    running = Job.objects.create(
+        kind=Job.JUDGE_RUN,
+        created_by=user,
+        label="run",
+        state=Job.RUNNING,
+        progress=progress,
+        worker=this_worker(),
+        heartbeat_at=timezone.now(),
+    )
     assert "about 20 s" in researcher.get(f"/jobs/{running.pk}/").content.decode()
 
 
@@ -175,12 +249,17 @@ def test_a_web_run_leaves_unknown_calls_alone_unless_ticked(researcher, django_c
     make_batch("web", n_items=3)
     with FakeJudge() as fake:
         start(researcher, django_capture_on_commit_callbacks, form(fake.url))
-        JudgeCall.objects.filter(item__item_id="web-1").update(status=JudgeCall.SENT)  # as a killed run leaves it
+        JudgeCall.objects.filter(item__item_id="web-1").update(
+            status=JudgeCall.SENT
+        )  # as a killed run leaves it
         fake.calls = 0
         start(researcher, django_capture_on_commit_callbacks, form(fake.url))
         job = Job.objects.order_by("-created_at").first()
         assert fake.calls == 0 and "1 call(s) were sent by a run that was killed" in job.message
-        assert "Call again the calls whose outcome is unknown" in researcher.get(f"/jobs/{job.pk}/").content.decode()
+        assert (
+            "Call again the calls whose outcome is unknown"
+            in researcher.get(f"/jobs/{job.pk}/").content.decode()
+        )
         start(researcher, django_capture_on_commit_callbacks, form(fake.url, retry_unknown="on"))
         assert fake.calls == 1
     assert set(JudgeCall.objects.values_list("status", flat=True)) == {"ok"}
@@ -188,7 +267,8 @@ def test_a_web_run_leaves_unknown_calls_alone_unless_ticked(researcher, django_c
 
 @pytest.mark.django_db
 def test_an_anthropic_run_from_the_form_then_a_second_name_is_served_from_the_cache(
-        researcher, django_capture_on_commit_callbacks, monkeypatch, settings):
+    researcher, django_capture_on_commit_callbacks, monkeypatch, settings
+):
     from tests.fake_anthropic import FakeAnthropic
 
     settings.ANNOTATOR_JUDGE_KEY_ENVS = ["OPENAI_API_KEY", "ANTHROPIC_API_KEY"]
@@ -197,11 +277,29 @@ def test_an_anthropic_run_from_the_form_then_a_second_name_is_served_from_the_ca
     assert 'name="provider"' in researcher.get("/judges/").content.decode()
     with FakeAnthropic(key="sk-ant-web-123456789") as fake:
         for name in ("first", "second"):
-            start(researcher, django_capture_on_commit_callbacks, form(
-                fake.url, provider="anthropic", key_env="ANTHROPIC_API_KEY", model="claude-test", judge=name))
-        start(researcher, django_capture_on_commit_callbacks, form(
-            fake.url, provider="anthropic", key_env="ANTHROPIC_API_KEY", model="claude-test", judge="third",
-            no_cache="on"))
+            start(
+                researcher,
+                django_capture_on_commit_callbacks,
+                form(
+                    fake.url,
+                    provider="anthropic",
+                    key_env="ANTHROPIC_API_KEY",
+                    model="claude-test",
+                    judge=name,
+                ),
+            )
+        start(
+            researcher,
+            django_capture_on_commit_callbacks,
+            form(
+                fake.url,
+                provider="anthropic",
+                key_env="ANTHROPIC_API_KEY",
+                model="claude-test",
+                judge="third",
+                no_cache="on",
+            ),
+        )
     jobs = sorted(Job.objects.all(), key=lambda j: j.params["judge"])  # first, second, third
     assert [j.state for j in jobs] == [Job.DONE] * 3, [j.message for j in jobs]
     assert [(j.progress["paid"], j.progress["cached"]) for j in jobs] == [(3, 0), (0, 3), (3, 0)]
@@ -212,7 +310,10 @@ def test_an_anthropic_run_from_the_form_then_a_second_name_is_served_from_the_ca
 def test_the_form_refuses_an_unknown_provider_and_a_missing_base_url(researcher):
     make_batch("web", n_items=1)
     response = researcher.post("/judges/run/", form("", provider="gemini"))
-    assert response.status_code == 400 and "gemini is not one of the available choices" in response.content.decode()
+    assert (
+        response.status_code == 400
+        and "gemini is not one of the available choices" in response.content.decode()
+    )
     response = researcher.post("/judges/run/", form("", provider="openai"))
     assert response.status_code == 400 and "Give the endpoint" in response.content.decode()
     assert not Job.objects.exists()

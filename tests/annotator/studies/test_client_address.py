@@ -30,29 +30,32 @@ def request_with(meta: dict):
     return RequestFactory().get("/", **meta)
 
 
-@pytest.mark.parametrize("meta, count, expected", [
-    # No proxy configured: the header is the client's own words and is ignored.
-    (nginx("203.0.113.7"), 0, PROXY),
-    ({"REMOTE_ADDR": "198.51.100.4"}, 0, "198.51.100.4"),
-    # One nginx: the last entry.
-    (nginx("203.0.113.7"), 1, "203.0.113.7"),
-    # A spoofed leading entry (the client sent X-Forwarded-For itself) changes nothing.
-    (nginx("203.0.113.7", "1.2.3.4"), 1, "203.0.113.7"),
-    (nginx("203.0.113.7", "1.2.3.4, 5.6.7.8"), 1, "203.0.113.7"),
-    (nginx("203.0.113.7", "garbage, , "), 1, "203.0.113.7"),
-    # Two proxies: the outer one appended the client, the inner one the outer proxy.
-    ({"REMOTE_ADDR": PROXY, "HTTP_X_FORWARDED_FOR": "1.2.3.4, 203.0.113.7, 10.0.0.1"}, 2, "203.0.113.7"),
-    ({"REMOTE_ADDR": PROXY, "HTTP_X_FORWARDED_FOR": "203.0.113.7, 10.0.0.1"}, 2, "203.0.113.7"),
-    # Fewer entries than proxies, or none: the request bypassed them; the peer's address is used.
-    ({"REMOTE_ADDR": PROXY, "HTTP_X_FORWARDED_FOR": "203.0.113.7"}, 2, PROXY),
-    ({"REMOTE_ADDR": PROXY}, 1, PROXY),
-    # What stands where the client should is not an address: the peer's address, not the text.
-    ({"REMOTE_ADDR": PROXY, "HTTP_X_FORWARDED_FOR": "1.2.3.4, not-an-ip"}, 1, PROXY),
-    # IPv6 and the ports some proxies add; addresses are normalised.
-    (nginx("2001:DB8:0:0:0:0:0:1"), 1, "2001:db8::1"),
-    (nginx("[2001:db8::1]:443"), 1, "2001:db8::1"),
-    (nginx("203.0.113.7:51234"), 1, "203.0.113.7"),
-])
+@pytest.mark.parametrize(
+    "meta, count, expected",
+    [
+        # No proxy configured: the header is the client's own words and is ignored.
+        (nginx("203.0.113.7"), 0, PROXY),
+        ({"REMOTE_ADDR": "198.51.100.4"}, 0, "198.51.100.4"),
+        # One nginx: the last entry.
+        (nginx("203.0.113.7"), 1, "203.0.113.7"),
+        # A spoofed leading entry (the client sent X-Forwarded-For itself) changes nothing.
+        (nginx("203.0.113.7", "1.2.3.4"), 1, "203.0.113.7"),
+        (nginx("203.0.113.7", "1.2.3.4, 5.6.7.8"), 1, "203.0.113.7"),
+        (nginx("203.0.113.7", "garbage, , "), 1, "203.0.113.7"),
+        # Two proxies: the outer one appended the client, the inner one the outer proxy.
+        ({"REMOTE_ADDR": PROXY, "HTTP_X_FORWARDED_FOR": "1.2.3.4, 203.0.113.7, 10.0.0.1"}, 2, "203.0.113.7"),
+        ({"REMOTE_ADDR": PROXY, "HTTP_X_FORWARDED_FOR": "203.0.113.7, 10.0.0.1"}, 2, "203.0.113.7"),
+        # Fewer entries than proxies, or none: the request bypassed them; the peer's address is used.
+        ({"REMOTE_ADDR": PROXY, "HTTP_X_FORWARDED_FOR": "203.0.113.7"}, 2, PROXY),
+        ({"REMOTE_ADDR": PROXY}, 1, PROXY),
+        # What stands where the client should is not an address: the peer's address, not the text.
+        ({"REMOTE_ADDR": PROXY, "HTTP_X_FORWARDED_FOR": "1.2.3.4, not-an-ip"}, 1, PROXY),
+        # IPv6 and the ports some proxies add; addresses are normalised.
+        (nginx("2001:DB8:0:0:0:0:0:1"), 1, "2001:db8::1"),
+        (nginx("[2001:db8::1]:443"), 1, "2001:db8::1"),
+        (nginx("203.0.113.7:51234"), 1, "203.0.113.7"),
+    ],
+)
 def test_the_client_is_the_nth_address_from_the_right(meta, count, expected):
     assert client_address(request_with(meta), proxy_count=count) == expected
 

@@ -19,18 +19,26 @@ ROOT = Path(__file__).resolve().parents[3]
 
 def demo_commands(*args: str, **env: str) -> list[str]:
     environment = {k: v for k, v in os.environ.items() if k != "SITE_URL"} | env
-    result = subprocess.run(["make", "-n", "demo", *args], cwd=ROOT, env=environment, capture_output=True,
-                            text=True, check=True)
+    result = subprocess.run(
+        ["make", "-n", "demo", *args], cwd=ROOT, env=environment, capture_output=True, text=True, check=True
+    )
     return [line for line in result.stdout.splitlines() if "manage.py" in line]
 
 
 @pytest.mark.skipif(shutil.which("make") is None, reason="make is not installed")
-@pytest.mark.parametrize("args, env, site", [
-    (["PORT=8101"], {}, "http://127.0.0.1:8101"),
-    ([], {}, "http://127.0.0.1:8000"),
-    (["HOST=0.0.0.0", "PORT=8102"], {}, "http://127.0.0.1:8102"),  # every interface: links name this machine
-    (["PORT=8101"], {"SITE_URL": "https://eval.example.org"}, "https://eval.example.org"),
-])
+@pytest.mark.parametrize(
+    "args, env, site",
+    [
+        (["PORT=8101"], {}, "http://127.0.0.1:8101"),
+        ([], {}, "http://127.0.0.1:8000"),
+        (
+            ["HOST=0.0.0.0", "PORT=8102"],
+            {},
+            "http://127.0.0.1:8102",
+        ),  # every interface: links name this machine
+        (["PORT=8101"], {"SITE_URL": "https://eval.example.org"}, "https://eval.example.org"),
+    ],
+)
 def test_make_demo_gives_the_served_address_to_the_link_printing_and_the_server(args, env, site):
     commands = demo_commands(*args, **env)
     printing = next(c for c in commands if "create_demo_users" in c)

@@ -38,7 +38,10 @@ def test_a_generic_platform_without_a_code_asks_to_return_the_task_in_plain_word
     client = Client()
     client.get(reverse("study_entry", args=[token]) + "?worker_id=A1B2C3D4E5")
     html = ended(client, batch, Enrolment.End.DECLINED)
-    assert "Other platform" not in html and "return your submission</strong> on the platform you came from" in html
+    assert (
+        "Other platform" not in html
+        and "return your submission</strong> on the platform you came from" in html
+    )
 
 
 def test_prolific_code_is_large_with_a_copy_button():
@@ -66,8 +69,9 @@ def test_the_end_page_counts_answered_checks_as_the_rating_page_does():
     worker = Enrolment.objects.get(batch=batch).user
     now = timezone.now()
     for n, kind in enumerate(("check", "training")):
-        gold = GoldItem.objects.create(batch=batch, item_id=f"g{n}", kind=kind, prompt="p", response="r",
-                                       scores={"coherence": 2})
+        gold = GoldItem.objects.create(
+            batch=batch, item_id=f"g{n}", kind=kind, prompt="p", response="r", scores={"coherence": 2}
+        )
         GoldAnswer.objects.create(gold_item=gold, annotator=worker, shown_at=now, submitted_at=now)
     html = ended(client, batch, Enrolment.End.DONE)
     assert "You rated 2 items." in html  # the item and the check; training is not rating

@@ -15,13 +15,17 @@ from django.urls import reverse
 from django.utils import timezone
 
 from annotator.models import AccountScope, InviteLink, SignInLink
-from annotator.studies.services.links import invite_create, link_revoke
 from annotator.services.tokens import token_hash
+from annotator.studies.services.links import invite_create, link_revoke
 from tests.factories import make_batch
 
 pytestmark = pytest.mark.django_db
 User = get_user_model()
-NEW = {"username": "new-person", "password1": "a-long-unusual-passphrase-42", "password2": "a-long-unusual-passphrase-42"}
+NEW = {
+    "username": "new-person",
+    "password1": "a-long-unusual-passphrase-42",
+    "password2": "a-long-unusual-passphrase-42",
+}
 
 
 def path_of(url: str) -> str:
@@ -30,7 +34,11 @@ def path_of(url: str) -> str:
 
 @pytest.fixture
 def batches():
-    return make_batch("invited-a", n_items=2), make_batch("invited-b", n_items=2), make_batch("not-invited", n_items=2)
+    return (
+        make_batch("invited-a", n_items=2),
+        make_batch("invited-b", n_items=2),
+        make_batch("not-invited", n_items=2),
+    )
 
 
 def test_invite_link_command_makes_an_annotator_limited_to_its_batches(batches):
@@ -39,10 +47,16 @@ def test_invite_link_command_makes_an_annotator_limited_to_its_batches(batches):
     call_command("invite_link", a.name, b.name, "--uses", "2", "--days", "3", stdout=out, stderr=StringIO())
     url = out.getvalue().strip()
     invite = InviteLink.objects.get(token_hash=token_hash(path_of(url).split("/")[2]))
-    assert invite.max_uses == 2 and timedelta(days=2.9) < invite.expires_at - timezone.now() <= timedelta(days=3)
+    assert invite.max_uses == 2 and timedelta(days=2.9) < invite.expires_at - timezone.now() <= timedelta(
+        days=3
+    )
     client = Client()
     page = client.get(path_of(url))
-    assert page.status_code == 200 and a.name in page.content.decode() and other.name not in page.content.decode()
+    assert (
+        page.status_code == 200
+        and a.name in page.content.decode()
+        and other.name not in page.content.decode()
+    )
     response = client.post(path_of(url), NEW)
     assert response.status_code == 302 and response["Location"] == reverse("annotate_queue")
     user = User.objects.get(username="new-person")
@@ -67,7 +81,10 @@ def test_an_invite_makes_at_most_its_uses(batches):
 def test_expired_invite_is_403_and_makes_nobody(batches):
     invite, token = invite_create(batches=[batches[0]], uses=3)
     InviteLink.objects.filter(pk=invite.pk).update(expires_at=timezone.now() - timedelta(minutes=1))
-    for response in (Client().get(reverse("invite", args=[token])), Client().post(reverse("invite", args=[token]), NEW)):
+    for response in (
+        Client().get(reverse("invite", args=[token])),
+        Client().post(reverse("invite", args=[token]), NEW),
+    ):
         assert response.status_code == 403 and "expired" in response.content.decode()
     assert not User.objects.filter(username="new-person").exists()
 
@@ -82,7 +99,11 @@ def test_revoked_and_forged_invites(batches):
 def test_invite_form_errors_keep_the_link(batches):
     invite, token = invite_create(batches=[batches[0]], uses=1)
     User.objects.create_user("taken")
-    for data in ({**NEW, "username": "taken"}, {**NEW, "password2": "different"}, {**NEW, "password1": "123", "password2": "123"}):
+    for data in (
+        {**NEW, "username": "taken"},
+        {**NEW, "password2": "different"},
+        {**NEW, "password1": "123", "password2": "123"},
+    ):
         assert Client().post(reverse("invite", args=[token]), data).status_code == 422
     invite.refresh_from_db()
     assert invite.uses == 0
@@ -102,7 +123,9 @@ def test_add_annotators_prints_one_time_signin_links(batches, tmp_path):
     assert list(ana.scope.batches.all()) == [a] and ana.scope.origin == AccountScope.Origin.BULK
     client = Client()
     assert client.get(path_of(ana_url)).status_code == 200
-    response = client.post(path_of(ana_url), {"new_password1": "ana-secret-phrase-9", "new_password2": "ana-secret-phrase-9"})
+    response = client.post(
+        path_of(ana_url), {"new_password1": "ana-secret-phrase-9", "new_password2": "ana-secret-phrase-9"}
+    )
     assert response.status_code == 302
     ana.refresh_from_db()
     assert ana.check_password("ana-secret-phrase-9")
@@ -121,7 +144,11 @@ def test_add_annotators_refuses_a_bad_list_and_creates_nobody(batches, tmp_path)
     with pytest.raises(CommandError) as info:
         call_command("add_annotators", str(bad), "--batch", a.name, stdout=StringIO())
     message = str(info.value)
-    assert "row 3, column `username`" in message and "row 3, column `email`" in message and "repeats row 2" in message
+    assert (
+        "row 3, column `username`" in message
+        and "row 3, column `email`" in message
+        and "repeats row 2" in message
+    )
     taken = tmp_path / "taken.csv"
     taken.write_text("username,email\nfresh,\ntaken,\n")
     with pytest.raises(CommandError, match="already in use: taken"):
@@ -137,7 +164,9 @@ def test_expired_signin_link_is_403(batches):
     client = Client()
     admin = User.objects.create_user("boss", is_staff=True)
     client.force_login(admin)
-    upload = SimpleUploadedFile("people.csv", b"username,email\ncarla,carla@example.org\n", content_type="text/csv")
+    upload = SimpleUploadedFile(
+        "people.csv", b"username,email\ncarla,carla@example.org\n", content_type="text/csv"
+    )
     page = client.post(reverse("annotators_new"), {"batch": batches[0].pk, "file": upload, "days": 7})
     assert page.status_code == 200
     [(username, _email, url)] = page.context["made"]["accounts"]
@@ -150,13 +179,23 @@ def test_admin_page_makes_and_revokes_links(batches, admin_user):
     a = batches[0]
     client = Client()
     client.force_login(admin_user)
-    page = client.post(reverse("study_link_new"), {
-        "batch": a.pk, "platform": "prolific", "quota": 10, "completion_code": "CC1", "days": 30,
-    })
+    page = client.post(
+        reverse("study_link_new"),
+        {
+            "batch": a.pk,
+            "platform": "prolific",
+            "quota": 10,
+            "completion_code": "CC1",
+            "days": 30,
+        },
+    )
     assert page.status_code == 200
     [url] = page.context["made"]["urls"]
     assert "?PROLIFIC_PID={{%PROLIFIC_PID%}}&STUDY_ID={{%STUDY_ID%}}&SESSION_ID={{%SESSION_ID%}}" in url
-    bad = client.post(reverse("study_link_new"), {"batch": a.pk, "platform": "prolific", "quota": 0, "completion_code": "", "days": 30})
+    bad = client.post(
+        reverse("study_link_new"),
+        {"batch": a.pk, "platform": "prolific", "quota": 0, "completion_code": "", "days": 30},
+    )
     assert bad.status_code == 422
     page = client.post(reverse("invite_link_new"), {"batches": [a.pk], "uses": 3, "days": 7})
     [invite_url] = page.context["made"]["urls"]
@@ -165,7 +204,9 @@ def test_admin_page_makes_and_revokes_links(batches, admin_user):
     assert Client().get(path_of(invite_url)).status_code == 403
     listing = client.get(reverse("studies")).content.decode()
     assert "revoked" in listing and "CC1" in listing
-    settings_page = client.post(reverse("study_settings", args=[a.pk]), {"consent_text": "Agree?", "max_items_per_annotator": 5})
+    settings_page = client.post(
+        reverse("study_settings", args=[a.pk]), {"consent_text": "Agree?", "max_items_per_annotator": 5}
+    )
     assert settings_page.status_code == 302
     a.refresh_from_db()
     assert (a.consent_text, a.max_items_per_annotator) == ("Agree?", 5)

@@ -22,18 +22,37 @@ def test_sessions_bind_to_the_first_worker_who_came_with_them():
         User = old.get_model("auth", "User")
         batch = Batch.objects.create(name="before-0018", rubric={}, k=3)
         now = timezone.now()
-        rows = [("first", "A" * 24, "S1", 0, "prolific"), ("copycat", "B" * 24, "S1", 5, "prolific"),
-                ("other", "C" * 24, "S2", 1, "prolific"), ("lab", "", "", 2, ""), ("mturk", "W1", "HIT", 3, "generic")]
+        rows = [
+            ("first", "A" * 24, "S1", 0, "prolific"),
+            ("copycat", "B" * 24, "S1", 5, "prolific"),
+            ("other", "C" * 24, "S2", 1, "prolific"),
+            ("lab", "", "", 2, ""),
+            ("mturk", "W1", "HIT", 3, "generic"),
+        ]
         for username, worker_id, session_id, minutes, platform in rows:
-            Enrolment.objects.create(user=User.objects.create(username=username), batch=batch, platform=platform,
-                                     worker_id=worker_id, platform_session_id=session_id,
-                                     started_at=now + timedelta(minutes=minutes))
+            Enrolment.objects.create(
+                user=User.objects.create(username=username),
+                batch=batch,
+                platform=platform,
+                worker_id=worker_id,
+                platform_session_id=session_id,
+                started_at=now + timedelta(minutes=minutes),
+            )
     finally:
         executor = MigrationExecutor(connection)
         executor.migrate(AFTER)
     new = executor.loader.project_state(AFTER).apps
-    got = {u: (e, p) for u, e, p in new.get_model("annotator", "Enrolment").objects.values_list(
-        "user__username", "entry_session_id", "platform_session_id")}
+    got = {
+        u: (e, p)
+        for u, e, p in new.get_model("annotator", "Enrolment").objects.values_list(
+            "user__username", "entry_session_id", "platform_session_id"
+        )
+    }
     MigrationExecutor(connection).migrate(executor.loader.graph.leaf_nodes())  # as the other tests expect
-    assert got == {"first": ("S1", "S1"), "copycat": ("", "S1"), "other": ("S2", "S2"), "lab": ("", ""),
-                   "mturk": ("", "HIT")}
+    assert got == {
+        "first": ("S1", "S1"),
+        "copycat": ("", "S1"),
+        "other": ("S2", "S2"),
+        "lab": ("", ""),
+        "mturk": ("", "HIT"),
+    }

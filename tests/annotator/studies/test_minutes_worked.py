@@ -33,8 +33,9 @@ def test_minutes_stop_at_the_last_step_and_do_not_grow_with_the_clock():
     t0 = timezone.now() - timedelta(hours=3)
     Enrolment.objects.update(started_at=t0)
     rater_e = Enrolment.objects.get(worker_id=PID_B)
-    Enrolment.objects.filter(pk=rater_e.pk).update(consented_at=t0 + timedelta(minutes=1),
-                                                   instructions_seen_at=t0 + timedelta(minutes=2))
+    Enrolment.objects.filter(pk=rater_e.pk).update(
+        consented_at=t0 + timedelta(minutes=1), instructions_seen_at=t0 + timedelta(minutes=2)
+    )
     rater_e.user.annotations.update(submitted_at=t0 + timedelta(minutes=9))
     Assignment.objects.filter(annotator=rater_e.user).update(leased_at=t0 + timedelta(minutes=4))
     now = timezone.now()

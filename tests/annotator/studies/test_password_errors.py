@@ -41,16 +41,27 @@ def test_a_weak_password_is_refused_under_the_password_field(invite_url):
 
 
 def test_a_mismatch_is_refused_under_the_confirmation(invite_url):
-    html = Client().post(invite_url, {"username": "bob", "password1": "a-Long-pass-9371",
-                                      "password2": "a-Long-pass-9372"}).content.decode()
+    html = (
+        Client()
+        .post(
+            invite_url, {"username": "bob", "password1": "a-Long-pass-9371", "password2": "a-Long-pass-9372"}
+        )
+        .content.decode()
+    )
     assert "errorlist" not in field_block(html, "password1")
     assert "didn’t match" in field_block(html, "password2")
 
 
 def test_the_sign_in_link_form_does_the_same():
     account = annotators_add(rows=[("carla", "c@example.org")], batch=make_batch("bulk", n_items=1))[0]
-    html = Client().post(reverse("signin_link", args=[account.token]),
-                         {"new_password1": "12345678", "new_password2": "12345678"}).content.decode()
+    html = (
+        Client()
+        .post(
+            reverse("signin_link", args=[account.token]),
+            {"new_password1": "12345678", "new_password2": "12345678"},
+        )
+        .content.decode()
+    )
     assert "entirely numeric" in field_block(html, "new_password1")
     assert "errorlist" not in field_block(html, "new_password2")
 

@@ -29,8 +29,17 @@ def pilot(db):
         for user in people:
             make_annotation(item, user, {d: int(np.clip(quality + rng.integers(-1, 2), 1, 5)) for d in DIMS})
         JudgeScore.objects.bulk_create(
-            JudgeScore(judge=judge, item=item, dimension=d, raw_value=quality, scale_min=1, scale_max=5,
-                       value=float(quality)) for d in DIMS)
+            JudgeScore(
+                judge=judge,
+                item=item,
+                dimension=d,
+                raw_value=quality,
+                scale_min=1,
+                scale_max=5,
+                value=float(quality),
+            )
+            for d in DIMS
+        )
     return batch
 
 
@@ -59,7 +68,10 @@ def test_json_shape_and_numbers(pilot):
     j = list(DIMS).index("coherence")
     matrix = arrays.annotation_scores[:, j].reshape(60, 3)
     direct = plan_agreement(matrix, [1, 2, 3, 4, 5], n_items=600, k=3, target_width=0.02, seed=j)
-    assert data["dimensions"]["coherence"]["gwet_ac2"]["predicted_ci95_width"] == direct["gwet_ac2"].predicted_ci95_width
+    assert (
+        data["dimensions"]["coherence"]["gwet_ac2"]["predicted_ci95_width"]
+        == direct["gwet_ac2"].predicted_ci95_width
+    )
 
 
 def test_predicted_width_at_the_pilot_size_is_near_the_reports(pilot):
@@ -75,10 +87,13 @@ def test_predicted_width_at_the_pilot_size_is_near_the_reports(pilot):
 def test_text_output_and_bad_input(pilot):
     text = _plan("pilot", "--items", "200", "--target-width", "0.1")
     assert "Plan for 200 items x 3 annotators" in text and "items for width 0.1" in text and "judge j" in text
-    for args, message in [(("--items", "many"), "whole numbers"), (("--items", "1"), "between 2"),
-                          (("--items", "100", "--k", "1"), "k \\(annotators"),
-                          (("--items", "100", "--target-width", "-1"), "positive"),
-                          (("--items", "100", "--target-width", "wide"), "number such as")]:
+    for args, message in [
+        (("--items", "many"), "whole numbers"),
+        (("--items", "1"), "between 2"),
+        (("--items", "100", "--k", "1"), "k \\(annotators"),
+        (("--items", "100", "--target-width", "-1"), "positive"),
+        (("--items", "100", "--target-width", "wide"), "number such as"),
+    ]:
         with pytest.raises(CommandError, match=message):
             _plan("pilot", *args)
     with pytest.raises(CommandError, match="No batch named"):
@@ -95,9 +110,21 @@ def test_plan_panel_on_the_report(client, researcher_user, pilot):
     assert "Plan a study" in report and f'hx-get="{url}"' in report
     assert client.get(url).status_code == 200  # the form alone
     page = client.get(url, {"items": "300", "k": "3", "target_width": "0.05"}).content.decode()
-    assert "Predicted CI width" in page and "krippendorff_alpha_interval" in page and "Human labels for a PPI++" in page
+    assert (
+        "Predicted CI width" in page
+        and "krippendorff_alpha_interval" in page
+        and "Human labels for a PPI++" in page
+    )
     fragment = client.get(url, {"items": "300", "k": "3"}, HTTP_HX_REQUEST="true")
     body = fragment.content.decode()
-    assert fragment.status_code == 200 and body.lstrip().startswith('<div id="plan-result"') and "<html" not in body
+    assert (
+        fragment.status_code == 200
+        and body.lstrip().startswith('<div id="plan-result"')
+        and "<html" not in body
+    )
     bad = client.get(url, {"items": "300", "k": "<b>1</b>"}, HTTP_HX_REQUEST="true")
-    assert bad.status_code == 400 and "whole numbers" in bad.content.decode() and "<b>1</b>" not in bad.content.decode()
+    assert (
+        bad.status_code == 400
+        and "whole numbers" in bad.content.decode()
+        and "<b>1</b>" not in bad.content.decode()
+    )

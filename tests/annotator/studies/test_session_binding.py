@@ -13,8 +13,8 @@ from django.db import IntegrityError, transaction
 from django.test import Client
 from django.urls import reverse
 
-from annotator.studies.crowd import WorkerIds
 from annotator.models import Enrolment
+from annotator.studies.crowd import WorkerIds
 from annotator.studies.services.links import LinkError, crowd_enter, study_link_create
 from tests.annotator.study_support import PID_A, PID_B, arrive, prolific_link, rate_next, start
 from tests.factories import make_batch
@@ -39,7 +39,10 @@ def test_an_edited_pid_in_the_same_session_is_refused_and_makes_nothing(study):
     assert response.status_code == 403
     assert "belongs to another participant id" in html and "open the study again from Prolific" in html
     assert PID_A not in html  # the other worker's id is never shown
-    assert get_user_model().objects.count() == accounts and not Enrolment.objects.filter(worker_id=PID_B).exists()
+    assert (
+        get_user_model().objects.count() == accounts
+        and not Enrolment.objects.filter(worker_id=PID_B).exists()
+    )
     assert "_auth_user_id" not in edited.session
     # The worker themselves goes on as before, in this session or a new one.
     assert arrive(token, PID_A, session="S-1")[1].status_code == 302
@@ -68,15 +71,22 @@ def test_other_platforms_session_ids_bind_nobody():
     for worker in ("A1WORKER", "B2WORKER"):
         assert Client().get(f"{url}?worker_id={worker}&session_id=HIT-3XYZ").status_code == 302
     assert sorted(Enrolment.objects.values_list("worker_id", "platform_session_id", "entry_session_id")) == [
-        ("A1WORKER", "HIT-3XYZ", ""), ("B2WORKER", "HIT-3XYZ", "")]
+        ("A1WORKER", "HIT-3XYZ", ""),
+        ("B2WORKER", "HIT-3XYZ", ""),
+    ]
 
 
 def test_the_database_holds_one_worker_per_session_even_when_both_arrive_at_once(study):
     batch, link, _token = study
     crowd_enter(link=link, ids=WorkerIds(PID_A, "study1", "S-1"))
     with pytest.raises(IntegrityError), transaction.atomic():
-        Enrolment.objects.create(user=get_user_model().objects.create_user("racer"), batch=batch, platform="prolific",
-                                 worker_id=PID_B, entry_session_id="S-1")
+        Enrolment.objects.create(
+            user=get_user_model().objects.create_user("racer"),
+            batch=batch,
+            platform="prolific",
+            worker_id=PID_B,
+            entry_session_id="S-1",
+        )
     with pytest.raises(LinkError):
         crowd_enter(link=link, ids=WorkerIds(PID_B, "study1", "S-1"))
 
@@ -96,5 +106,7 @@ def test_a_finished_worker_reopening_the_link_keeps_the_session_they_finished_in
     assert response.status_code == 302
     admin = Client()
     admin.force_login(admin_user)
-    rows = list(csv.DictReader(io.StringIO(admin.get(reverse("study_workers_csv", args=[batch.pk])).content.decode())))
+    rows = list(
+        csv.DictReader(io.StringIO(admin.get(reverse("study_workers_csv", args=[batch.pk])).content.decode()))
+    )
     assert [(r["worker_id"], r["session_id"], r["state"]) for r in rows] == [(PID_A, "S-second-tab", "done")]

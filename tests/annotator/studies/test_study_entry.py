@@ -15,8 +15,8 @@ from django.urls import reverse
 from django.utils import timezone
 
 from annotator.models import AccountScope, Annotation, Enrolment, StudyLink
-from annotator.studies.services.links import link_revoke
 from annotator.services.tokens import token_hash
+from annotator.studies.services.links import link_revoke
 from tests.annotator.study_support import (
     PID_A,
     PID_B,
@@ -47,8 +47,14 @@ def test_the_same_worker_id_always_returns_to_the_same_account(study):
     users = {first.session["_auth_user_id"], again.session["_auth_user_id"]}
     assert len(users) == 1
     enrolment = Enrolment.objects.get(batch=batch, worker_id=PID_A)
-    assert (enrolment.platform, enrolment.platform_study_id, enrolment.platform_session_id) == ("prolific", "study1", "sess2")
-    assert Enrolment.objects.count() == 1 and get_user_model().objects.filter(scope__isnull=False).count() == 1
+    assert (enrolment.platform, enrolment.platform_study_id, enrolment.platform_session_id) == (
+        "prolific",
+        "study1",
+        "sess2",
+    )
+    assert (
+        Enrolment.objects.count() == 1 and get_user_model().objects.filter(scope__isnull=False).count() == 1
+    )
 
 
 def test_two_worker_ids_at_once_are_two_accounts_that_share_nothing(study):
@@ -60,8 +66,12 @@ def test_two_worker_ids_at_once_are_two_accounts_that_share_nothing(study):
         start(client, batch)
     assert rate_next(a, batch).status_code == 302
     assert rate_next(b, batch).status_code == 302
-    items = {pid: set(Annotation.objects.filter(annotator__enrolments__worker_id=pid).values_list("item_id", flat=True))
-             for pid in (PID_A, PID_B)}
+    items = {
+        pid: set(
+            Annotation.objects.filter(annotator__enrolments__worker_id=pid).values_list("item_id", flat=True)
+        )
+        for pid in (PID_A, PID_B)
+    }
     assert all(len(v) == 1 for v in items.values())
     # b's own-annotations page lists only b's work.
     html = b.get(reverse("annotate_mine", args=[batch.pk])).content.decode()
@@ -113,7 +123,9 @@ def test_expired_and_revoked_study_links_are_403(study):
     assert not Enrolment.objects.exists()
 
 
-@pytest.mark.parametrize("pid", [None, "", "{{%PROLIFIC_PID%}}", "short", "5f0c1a2b3c4d5e6f7a8b9c0d'--", "x" * 200])
+@pytest.mark.parametrize(
+    "pid", [None, "", "{{%PROLIFIC_PID%}}", "short", "5f0c1a2b3c4d5e6f7a8b9c0d'--", "x" * 200]
+)
 def test_malformed_worker_ids_are_403_with_what_to_do(study, pid):
     _batch, _link, token = study
     response = Client().get(entry_url(token, pid))
@@ -162,7 +174,9 @@ def test_a_worker_is_limited_to_the_study_batch_everywhere(study):
     assert client.get(reverse("study_instructions", args=[other.pk])).status_code == 404
     assert client.get(reverse("study_consent", args=[other.pk])).status_code == 404
     assert client.post(reverse("annotate_submit", args=[other_item.pk]), RATING).status_code == 404
-    assert client.post(reverse("annotate_skip", args=[other_item.pk]), {"skip_reason": "x"}).status_code == 404
+    assert (
+        client.post(reverse("annotate_skip", args=[other_item.pk]), {"skip_reason": "x"}).status_code == 404
+    )
     queue = client.get(reverse("annotate_queue")).content.decode()
     assert batch.name in queue and other.name not in queue
     assert not Annotation.objects.filter(item__batch=other).exists()
@@ -186,42 +200,81 @@ def test_study_link_command_prints_the_url_to_paste(study, tmp_path):
     consent.write_text("Do you agree?")
     out, err = StringIO(), StringIO()
     call_command(
-        "study_link", batch.name, "--platform", "prolific", "--quota", "20", "--completion-code", "CODE1",
-        "--screen-out-code", "SO1", "--consent", str(consent), "--base-url", "https://eval.example.org",
-        stdout=out, stderr=err,
+        "study_link",
+        batch.name,
+        "--platform",
+        "prolific",
+        "--quota",
+        "20",
+        "--completion-code",
+        "CODE1",
+        "--screen-out-code",
+        "SO1",
+        "--consent",
+        str(consent),
+        "--base-url",
+        "https://eval.example.org",
+        stdout=out,
+        stderr=err,
     )
     url = out.getvalue().strip()
     assert url.startswith("https://eval.example.org/study/")
-    assert url.endswith("/?PROLIFIC_PID={{%PROLIFIC_PID%}}&STUDY_ID={{%STUDY_ID%}}&SESSION_ID={{%SESSION_ID%}}")
+    assert url.endswith(
+        "/?PROLIFIC_PID={{%PROLIFIC_PID%}}&STUDY_ID={{%STUDY_ID%}}&SESSION_ID={{%SESSION_ID%}}"
+    )
     token = urlsplit(url).path.split("/")[2]
     link = StudyLink.objects.get(token_hash=token_hash(token))
     assert (link.quota, link.completion_code, link.screen_out_code) == (20, "CODE1", "SO1")
     batch.refresh_from_db()
     assert batch.consent_text == "Do you agree?"
     # The printed link works once a platform fills in the ids.
-    filled = url.replace("{{%PROLIFIC_PID%}}", PID_B).replace("{{%STUDY_ID%}}", "s").replace("{{%SESSION_ID%}}", "t")
+    filled = (
+        url.replace("{{%PROLIFIC_PID%}}", PID_B)
+        .replace("{{%STUDY_ID%}}", "s")
+        .replace("{{%SESSION_ID%}}", "t")
+    )
     assert Client().get(urlsplit(filled).path + "?" + urlsplit(filled).query).status_code == 302
 
 
 def test_generic_worker_id_mode(study):
     batch, _link, _token = study
     out = StringIO()
-    call_command("study_link", batch.name, "--platform", "generic", "--quota", "5", "--completion-code", "MT1",
-                 stdout=out, stderr=StringIO())
+    call_command(
+        "study_link",
+        batch.name,
+        "--platform",
+        "generic",
+        "--quota",
+        "5",
+        "--completion-code",
+        "MT1",
+        stdout=out,
+        stderr=StringIO(),
+    )
     url = urlsplit(out.getvalue().strip())
-    assert parse_qs(url.query) == {"worker_id": ["WORKER_ID"], "study_id": ["STUDY_ID"], "session_id": ["SESSION_ID"]}
+    assert parse_qs(url.query) == {
+        "worker_id": ["WORKER_ID"],
+        "study_id": ["STUDY_ID"],
+        "session_id": ["SESSION_ID"],
+    }
     client = Client()
     assert client.get(url.path + "?worker_id=A1B2C3D4E5MTURK").status_code == 302
     assert Enrolment.objects.get(worker_id="A1B2C3D4E5MTURK").platform == "generic"
     assert client.get(url.path + "?worker_id=bad id!").status_code == 403
 
 
-@pytest.mark.parametrize("args, message", [
-    (["--quota", "0", "--completion-code", "X"], "at least 1"),
-    (["--quota", "5", "--completion-code", " "], "completion code is required"),
-    (["--quota", "5", "--completion-code", "X", "--completion-url", "javascript:alert(1)"], "not an http"),
-    (["--quota", "5", "--completion-code", "X", "--days", "0"], "1 to 366 days"),
-])
+@pytest.mark.parametrize(
+    "args, message",
+    [
+        (["--quota", "0", "--completion-code", "X"], "at least 1"),
+        (["--quota", "5", "--completion-code", " "], "completion code is required"),
+        (
+            ["--quota", "5", "--completion-code", "X", "--completion-url", "javascript:alert(1)"],
+            "not an http",
+        ),
+        (["--quota", "5", "--completion-code", "X", "--days", "0"], "1 to 366 days"),
+    ],
+)
 def test_study_link_command_refuses_bad_options(study, args, message):
     batch, _link, _token = study
     with pytest.raises(CommandError, match=message):

@@ -59,7 +59,9 @@ def test_consent_then_instructions_once_then_items(study):
     assert client.post(reverse("annotate_submit", args=[item.pk]), RATING)["Location"].endswith("/consent/")
     client.post(reverse("study_consent", args=[batch.pk]), {"decision": "accept"})
     enrolment.refresh_from_db()
-    assert enrolment.consented_at is not None and timezone.now() - enrolment.consented_at < timedelta(minutes=1)
+    assert enrolment.consented_at is not None and timezone.now() - enrolment.consented_at < timedelta(
+        minutes=1
+    )
     response = client.get(next_url)
     assert response["Location"] == reverse("study_instructions", args=[batch.pk])
     page = client.get(response["Location"]).content.decode()
@@ -72,7 +74,11 @@ def test_consent_then_instructions_once_then_items(study):
     assert rated.status_code == 200 and rated.context["item"] is not None
     # Instructions are one key away on the item page: the drawer and the `i` shortcut.
     html = rated.content.decode()
-    assert 'id="instructions-drawer"' in html and "instructions_key.js" in html and "Do not reward verbosity" in html
+    assert (
+        'id="instructions-drawer"' in html
+        and "instructions_key.js" in html
+        and "Do not reward verbosity" in html
+    )
     # Reading them again later does not send the worker through them a second time.
     assert client.get(reverse("study_instructions", args=[batch.pk])).status_code == 200
     assert client.get(next_url).status_code == 200
@@ -125,14 +131,20 @@ def test_the_quota_ends_with_the_completion_code_and_the_completion_url(study):
     page = client.get(response["Location"])
     html = page.content.decode()
     assert 'id="completion-code">C0MPLETE<' in html
-    assert 'http-equiv="refresh" content="5;url=https://app.prolific.com/submissions/complete?cc=C0MPLETE"' in html
+    assert (
+        'http-equiv="refresh" content="5;url=https://app.prolific.com/submissions/complete?cc=C0MPLETE"'
+        in html
+    )
     enrolment.refresh_from_db()
     assert enrolment.end == End.DONE and enrolment.ended_at is not None
     assert Annotation.objects.filter(annotator=enrolment.user).count() == 2
     # Once the visit is over the ratings are final: no edit link, and the edit page refuses (GET and POST).
     mine = Annotation.objects.filter(annotator=enrolment.user).first()
     assert "Finished for you" in client.get(reverse("annotate_queue")).content.decode()
-    assert reverse("annotate_mine", args=[batch.pk]) not in client.get(reverse("annotate_queue")).content.decode()
+    assert (
+        reverse("annotate_mine", args=[batch.pk])
+        not in client.get(reverse("annotate_queue")).content.decode()
+    )
     edit = reverse("annotation_edit", args=[mine.pk])
     assert client.get(edit).status_code == 403
     refused = client.post(edit, {"comment": "changed after payment"})
@@ -142,7 +154,10 @@ def test_the_quota_ends_with_the_completion_code_and_the_completion_url(study):
     # A custom completion URL is used as given.
     link.completion_url = "https://example.org/thanks"
     link.save()
-    assert client.get(reverse("study_done", args=[batch.pk])).context["ending"].url == "https://example.org/thanks"
+    assert (
+        client.get(reverse("study_done", args=[batch.pk])).context["ending"].url
+        == "https://example.org/thanks"
+    )
 
 
 def test_htmx_submit_after_the_last_item_redirects_the_page_to_the_end(study):
@@ -229,7 +244,9 @@ def test_ordinary_batches_keep_going_straight_to_the_item():
 
 def test_consent_and_instructions_markdown_is_safe(study):
     batch, _link, _token = study
-    batch.consent_text = '<script>alert(1)</script> [click](javascript:alert(2)) <img src=x onerror="alert(3)">'
+    batch.consent_text = (
+        '<script>alert(1)</script> [click](javascript:alert(2)) <img src=x onerror="alert(3)">'
+    )
     batch.instructions = "# Read me\n\n<iframe src=//evil></iframe>"
     batch.save()
     client, _ = worker(study)
@@ -257,16 +274,22 @@ def test_admin_sees_progress_time_and_state_and_exports_payments(study, admin_us
     Enrolment.objects.filter(pk=late_e.pk).update(started_at=timezone.now() - timedelta(minutes=90))
     _c, out_e = worker(study, "8" * 24)
     enrolment_screen_out(user=out_e.user, batch=batch)
-    Annotation.objects.filter(annotator=done_e.user).update(submitted_at=done_e.started_at + timedelta(minutes=7))
-    Enrolment.objects.filter(pk=done_e.pk).update(ended_at=done_e.started_at + timedelta(minutes=7, seconds=30))
+    Annotation.objects.filter(annotator=done_e.user).update(
+        submitted_at=done_e.started_at + timedelta(minutes=7)
+    )
+    Enrolment.objects.filter(pk=done_e.pk).update(
+        ended_at=done_e.started_at + timedelta(minutes=7, seconds=30)
+    )
 
     admin = Client()
     admin.force_login(admin_user)
     page = admin.get(reverse("assignment_batch", args=[batch.pk]))
     states = {w.username: (w.state, w.items_done) for w in page.context["workers"]}
     assert states == {
-        done_e.user.username: ("done", 2), working_e.user.username: ("working", 1),
-        late_e.user.username: ("timed out", 0), out_e.user.username: ("screened out", 0),
+        done_e.user.username: ("done", 2),
+        working_e.user.username: ("working", 1),
+        late_e.user.username: ("timed out", 0),
+        out_e.user.username: ("screened out", 0),
     }
     html = page.content.decode()
     assert "7.5" in html and "2 / 2" in html
@@ -298,10 +321,25 @@ def test_a_crowd_worker_who_fails_training_leaves_with_the_screen_out_code(study
     from annotator.models import GoldAnswer, GoldItem, QualityRule
 
     batch, _link, _token = study
-    expert = {"coherence": 2, "relevance": 3, "instruction_following": 1, "safety_compliance": 4, "fluency": 4}
+    expert = {
+        "coherence": 2,
+        "relevance": 3,
+        "instruction_following": 1,
+        "safety_compliance": 4,
+        "fluency": 4,
+    }
     QualityRule.objects.create(batch=batch, training_items=1, check_every=0)
-    GoldItem.objects.create(batch=batch, item_id="t0", kind="training", position=0, prompt="Train", response="r",
-                            scores=expert, flags=["ignores_hard_constraint"], explanation="No tolls.")
+    GoldItem.objects.create(
+        batch=batch,
+        item_id="t0",
+        kind="training",
+        position=0,
+        prompt="Train",
+        response="r",
+        scores=expert,
+        flags=["ignores_hard_constraint"],
+        explanation="No tolls.",
+    )
     client, enrolment = worker(study)
     start(client, batch)
     client.get(reverse("annotate_next", args=[batch.pk]))

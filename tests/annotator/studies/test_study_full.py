@@ -94,8 +94,12 @@ def test_a_worker_who_found_no_place_after_arriving_leaves_without_a_code(study,
     assert Enrolment.objects.get(worker_id=PID_B).end == End.FULL
     admin = Client()
     admin.force_login(admin_user)
-    rows = {r["worker_id"]: r for r in csv.DictReader(io.StringIO(
-        admin.get(reverse("study_workers_csv", args=[batch.pk])).content.decode()))}
+    rows = {
+        r["worker_id"]: r
+        for r in csv.DictReader(
+            io.StringIO(admin.get(reverse("study_workers_csv", args=[batch.pk])).content.decode())
+        )
+    }
     assert rows[PID_B]["state"] == "study full" and rows[PID_B]["completed_at"] == ""
 
 
@@ -103,8 +107,16 @@ def test_training_done_then_no_place_still_pays():
     batch = one_place_left("trained")
     _link, token = prolific_link(batch, quota=5)
     QualityRule.objects.create(batch=batch, training_items=1, check_every=0)
-    GoldItem.objects.create(batch=batch, item_id="t0", kind="training", position=0, prompt="Train", response="r",
-                            scores=SCORES, flags=[])
+    GoldItem.objects.create(
+        batch=batch,
+        item_id="t0",
+        kind="training",
+        position=0,
+        prompt="Train",
+        response="r",
+        scores=SCORES,
+        flags=[],
+    )
     client, _ = arrive(token, PID_B)
     start(client, batch)
     client.get(reverse("annotate_next", args=[batch.pk]))
@@ -131,7 +143,14 @@ def test_study_link_command_and_studies_page_warn_when_the_batch_is_full(study, 
     assert "Warning: The batch tiny is full" in err.getvalue() and "study full" in err.getvalue()
     admin = Client()
     admin.force_login(admin_user)
-    page = admin.post(reverse("study_link_new"), {
-        "batch": batch.pk, "platform": "prolific", "quota": 3, "completion_code": "Y", "days": 10,
-    })
+    page = admin.post(
+        reverse("study_link_new"),
+        {
+            "batch": batch.pk,
+            "platform": "prolific",
+            "quota": 3,
+            "completion_code": "Y",
+            "days": 10,
+        },
+    )
     assert page.status_code == 200 and "The batch tiny is full" in page.content.decode()

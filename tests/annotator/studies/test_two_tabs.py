@@ -42,8 +42,10 @@ def test_opening_the_link_in_a_second_tab_keeps_the_first_tabs_consent_form_work
     cookie_before = client.cookies["csrftoken"].value
     client.get(entry_url(token, PID_A), follow=True)  # the second tab (or a double click)
     assert client.cookies["csrftoken"].value == cookie_before
-    response = client.post(reverse("study_consent", args=[batch.pk]),
-                           {"decision": "accept", "csrfmiddlewaretoken": form_token(first_tab)})
+    response = client.post(
+        reverse("study_consent", args=[batch.pk]),
+        {"decision": "accept", "csrfmiddlewaretoken": form_token(first_tab)},
+    )
     assert response.status_code == 302 and response["Location"] == reverse("annotate_next", args=[batch.pk])
     assert Enrolment.objects.get(worker_id=PID_A).consented_at is not None
 
@@ -61,8 +63,9 @@ def out_of_date_consent(study):
 def test_an_out_of_date_consent_form_goes_back_to_the_step_with_a_sentence(study):
     batch, _token = study
     client, stale = out_of_date_consent(study)
-    response = client.post(reverse("study_consent", args=[batch.pk]),
-                           {"decision": "accept", "csrfmiddlewaretoken": stale})
+    response = client.post(
+        reverse("study_consent", args=[batch.pk]), {"decision": "accept", "csrfmiddlewaretoken": stale}
+    )
     assert response.status_code == 302 and response["Location"] == reverse("annotate_next", args=[batch.pk])
     page = client.get(response["Location"], follow=True)
     html = page.content.decode()
@@ -76,15 +79,20 @@ def test_an_out_of_date_rating_keeps_the_item_for_the_worker_and_says_so(study):
     client = browser()
     client.get(entry_url(token, PID_A), follow=True)
     token = client.cookies["csrftoken"].value
-    client.post(reverse("study_consent", args=[batch.pk]), {"decision": "accept", "csrfmiddlewaretoken": token})
+    client.post(
+        reverse("study_consent", args=[batch.pk]), {"decision": "accept", "csrfmiddlewaretoken": token}
+    )
     client.post(reverse("study_instructions", args=[batch.pk]), {"csrfmiddlewaretoken": token})
     rating_page = client.get(reverse("annotate_next", args=[batch.pk]))
     item = rating_page.context["item"]
     client.cookies["csrftoken"] = "x" * 32  # the token the page carries no longer matches
     for htmx in (False, True):
         headers = {"HX-Request": "true"} if htmx else {}
-        response = client.post(reverse("annotate_submit", args=[item.pk]),
-                               {**RATING, "csrfmiddlewaretoken": form_token(rating_page)}, headers=headers)
+        response = client.post(
+            reverse("annotate_submit", args=[item.pk]),
+            {**RATING, "csrfmiddlewaretoken": form_token(rating_page)},
+            headers=headers,
+        )
         target = reverse("annotate_next", args=[batch.pk])
         if htmx:
             assert response["HX-Redirect"] == target
@@ -104,7 +112,9 @@ def test_an_out_of_date_form_elsewhere_is_a_page_saying_what_to_do():
     client.get(reverse("home"))
     response = client.post(reverse("logout"), {"csrfmiddlewaretoken": "y" * 32})
     html = response.content.decode()
-    assert response.status_code == 403 and "gone out of date" in html and "CSRF verification failed" not in html
+    assert (
+        response.status_code == 403 and "gone out of date" in html and "CSRF verification failed" not in html
+    )
     anonymous = browser().post(reverse("login"), {"username": "ann", "password": "x"})
     assert anonymous.status_code == 403 and "Open the page again" in anonymous.content.decode()
 
