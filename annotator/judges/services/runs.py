@@ -268,36 +268,51 @@ def judge_calls_record_many(
             sample=sample,
             item__in=[o.item.pk for o in single if o.sample == sample],
         ).delete()
-    JudgeCall.objects.bulk_create(
-        JudgeCall(
-            judge=judge,
-            item=o.item,
-            sample=o.sample,
-            status=o.status,
-            template_name=template.name,
-            template_version=template.version,
-            template_hash=template.content_hash,
-            model=model,
-            params=params if o.sent is None else o.sent,
-            prompt=o.prompt,
-            raw_output=o.raw_output,
-            parsed=o.parsed,
-            error=o.error,
-            http_status=o.http_status,
-            tokens_in=o.tokens_in,
-            tokens_out=o.tokens_out,
-            latency_ms=round(o.latency * 1000),
-            attempts=o.attempts,
-            output_mode=o.output_mode,
-            created_at=now,
-            request_key=o.request_key,
-            cached=o.cached,
-        )
-        for o in single
-    )
+    JudgeCall.objects.bulk_create(_call_row(judge, template, model, params, o, now) for o in single)
     scored = [o for o in single if not o.sample and o.parsed.get("scores")]
     JudgeScore.objects.filter(judge=judge, item__in=[o.item.pk for o in scored]).delete()
-    JudgeScore.objects.bulk_create(
+    JudgeScore.objects.bulk_create(row for o in scored for row in _score_rows(judge, scale, o, now))
+    kept = [o for o in single if not o.sample]
+    JudgeFailure.objects.filter(judge=judge, item__in=[o.item.pk for o in kept]).delete()
+    JudgeFailure.objects.bulk_create(
+        JudgeFailure(judge=judge, item=o.item, dimension=d, error=e, raw_output=o.raw_output, created_at=now)
+        for o in kept
+        for d, e in o.problems
+    )
+
+
+def _call_row(judge: Judge, template, model: str, params: dict, o: CallOutcome, now) -> JudgeCall:
+    """The ledger row of a completed call (unsaved): one spelling for the single and the bulk save."""
+    return JudgeCall(
+        judge=judge,
+        item=o.item,
+        enhanced=o.enhanced,
+        sample=o.sample,
+        status=o.status,
+        template_name=template.name,
+        template_version=template.version,
+        template_hash=template.content_hash,
+        model=model,
+        params=params if o.sent is None else o.sent,
+        prompt=o.prompt,
+        raw_output=o.raw_output,
+        parsed=o.parsed,
+        error=o.error,
+        http_status=o.http_status,
+        tokens_in=o.tokens_in,
+        tokens_out=o.tokens_out,
+        latency_ms=round(o.latency * 1000),
+        attempts=o.attempts,
+        output_mode=o.output_mode,
+        created_at=now,
+        request_key=o.request_key,
+        cached=o.cached,
+    )
+
+
+def _score_rows(judge: Judge, scale, o: CallOutcome, now) -> list[JudgeScore]:
+    """The judge's scores from one call's parsed answer (unsaved), one per dimension."""
+    return [
         JudgeScore(
             judge=judge,
             item=o.item,
@@ -313,16 +328,8 @@ def judge_calls_record_many(
             weighted_value=s.get("distribution", {}).get("weighted_value"),
             confidence=s.get("distribution", {}).get("confidence"),
         )
-        for o in scored
-        for dimension, s in o.parsed["scores"].items()
-    )
-    kept = [o for o in single if not o.sample]
-    JudgeFailure.objects.filter(judge=judge, item__in=[o.item.pk for o in kept]).delete()
-    JudgeFailure.objects.bulk_create(
-        JudgeFailure(judge=judge, item=o.item, dimension=d, error=e, raw_output=o.raw_output, created_at=now)
-        for o in kept
-        for d, e in o.problems
-    )
+        for dimension, s in o.parsed.get("scores", {}).items()
+    ]
 
 
 def _record(judge: Judge, template, model: str, params: dict, outcome: CallOutcome) -> JudgeCall:
@@ -336,55 +343,15 @@ def _record(judge: Judge, template, model: str, params: dict, outcome: CallOutco
     JudgeCall.objects.filter(
         judge=judge, item=outcome.item, enhanced=outcome.enhanced, sample=outcome.sample
     ).delete()
-    call = JudgeCall.objects.create(
-        judge=judge,
-        item=outcome.item,
-        enhanced=outcome.enhanced,
-        sample=outcome.sample,
-        status=outcome.status,
-        template_name=template.name,
-        template_version=template.version,
-        template_hash=template.content_hash,
-        model=model,
-        params=params if outcome.sent is None else outcome.sent,
-        prompt=outcome.prompt,
-        raw_output=outcome.raw_output,
-        parsed=outcome.parsed,
-        error=outcome.error,
-        http_status=outcome.http_status,
-        tokens_in=outcome.tokens_in,
-        tokens_out=outcome.tokens_out,
-        latency_ms=round(outcome.latency * 1000),
-        attempts=outcome.attempts,
-        output_mode=outcome.output_mode,
-        created_at=now,
-        request_key=outcome.request_key,
-        cached=outcome.cached,
-    )
+    call = _call_row(judge, template, model, params, outcome, now)
+    call.save(force_insert=True)
     if outcome.sample:
         return call  # a repeat for self-consistency: its parsed values stay on the call, the judge's scores are sample 0's
     if outcome.enhanced is None:
         scores = outcome.parsed.get("scores", {})
         if scores:
             JudgeScore.objects.filter(judge=judge, item=outcome.item, dimension__in=list(scores)).delete()
-            JudgeScore.objects.bulk_create(
-                JudgeScore(
-                    judge=judge,
-                    item=outcome.item,
-                    dimension=dimension,
-                    raw_value=s["raw"],
-                    scale_min=scale.min,
-                    scale_max=scale.max,
-                    higher_is_better=scale.higher_is_better,
-                    value=s["value"],
-                    reason=s["reason"],
-                    raw_output=outcome.raw_output,
-                    imported_at=now,
-                    weighted_value=s.get("distribution", {}).get("weighted_value"),
-                    confidence=s.get("distribution", {}).get("confidence"),
-                )
-                for dimension, s in scores.items()
-            )
+            JudgeScore.objects.bulk_create(_score_rows(judge, scale, outcome, now))
     else:
         _record_pair(judge, template, outcome, now)
     JudgeFailure.objects.filter(judge=judge, item=outcome.item).delete()
