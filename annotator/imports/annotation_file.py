@@ -29,7 +29,8 @@ from annotator.imports.columns import Frame
 from annotator.imports.errors import RowError
 from annotator.imports.id_text import invisible_character
 from annotator.imports.json_text import parse_constraints
-from annotator.imports.reading import ROW, Table, read_table
+from annotator.imports.reading import Table, read_table
+from annotator.imports.row_loop import Need, RowLoop
 from hcs.checklist import CHECKLIST_FLAGS, checklist_flags
 from hcs.rubric import Rubric, parse_score
 
@@ -102,10 +103,23 @@ def parse_annotation_file(data: bytes, *, rubric: Rubric, filename: str = "") ->
 
 
 def parse_annotation_table(table: Table, *, rubric: Rubric) -> ParsedAnnotations:
-    frame = table.frame
-    errors = list(table.errors)
-    dims = [d for d in rubric.dimension_keys if d in table.columns]
-    flags = [f for f in rubric.flag_keys if f in table.columns]
+    loop = RowLoop(table)
+    dims = [d for d in rubric.dimension_keys if loop.has(d)]
+    _check_header(loop, rubric, dims)
+    parsed = ParsedAnnotations(table.format, len(loop), table.columns, loop.errors, unit=table.unit)
+    if loop.header_refused:
+        return parsed
+    parsed.annotations = loop.each(_RowCheck(loop, parsed, rubric, dims))
+    dim_cells = {d: loop.text(d) for d in dims}
+    loop.errors[:] = _one_error_for_another_scale(loop.errors, dim_cells, loop.rows, rubric, table)
+    loop.sort_by_row_then_file_column()  # parsed.errors is the same list
+    if loop.errors:
+        parsed.annotations = []
+    return parsed
+
+
+def _check_header(loop: RowLoop, rubric: Rubric, dims: list[str]) -> None:
+    """The file needs item_id, annotator and a score column, and names no column the template lacks."""
     known = {
         "item_id",
         "annotator",
@@ -117,79 +131,69 @@ def parse_annotation_table(table: Table, *, rubric: Rubric) -> ParsedAnnotations
         *rubric.flag_keys,
     }
     for name in ("item_id", "annotator"):
-        if name not in table.columns:
-            errors.append(table.error(None, name, "is missing: every row needs an item_id and an annotator"))
+        loop.need(Need.one(name, "is missing: every row needs an item_id and an annotator"))
     if not dims:
-        errors.append(
-            table.error(
+        loop.add(
+            None,
+            None,
+            "The file has no score columns; it needs at least one of "
+            + ", ".join(rubric.dimension_keys)
+            + ".",
+        )
+    for name in loop.columns:
+        if name and name not in known:
+            loop.add(
                 None,
-                None,
-                "The file has no score columns; it needs at least one of "
-                + ", ".join(rubric.dimension_keys)
-                + ".",
+                name,
+                "is not a column of the annotation template (check its spelling; "
+                "columns: " + ", ".join(template_columns(rubric)) + ")",
+            )
+
+
+class _RowCheck:
+    """The rules of one annotation row, with what they need of the whole file. Flags, answers and
+    scores are checked once per distinct combination of a row's cells: a file repeats the same few."""
+
+    def __init__(self, loop: RowLoop, parsed: ParsedAnnotations, rubric: Rubric, dims: list[str]):
+        self.loop, self.parsed = loop, parsed
+        flags = [f for f in rubric.flag_keys if loop.has(f)]
+        self.item_ids = [v.strip() for v in loop.text("item_id")]
+        self.annotators = [v.strip() for v in loop.text("annotator")]
+        self.comments = loop.text("comment")
+        self.item_cells = {c: loop.text(c) for c in ITEM_TEXT if loop.has(c)}
+        self.keys = list(
+            zip(
+                *(loop.text(f) for f in flags),
+                loop.text(CONSTRAINTS_MET),
+                *(loop.text(d) for d in dims),
+                strict=True,
             )
         )
-    for name in table.columns:
-        if name and name not in known:
-            errors.append(
-                table.error(
-                    None,
-                    name,
-                    "is not a column of the annotation template (check its spelling; "
-                    "columns: " + ", ".join(template_columns(rubric)) + ")",
-                )
-            )
-    parsed = ParsedAnnotations(table.format, len(frame), table.columns, errors, unit=table.unit)
-    if any(e.row is None or e.row == 1 for e in errors):
-        return parsed
+        self.check_cells = _cell_checks(rubric, flags, dims)
+        self.check_item_id, self.check_annotator = cache(_item_id_problems), cache(_annotator_problems)
+        self.seen: dict[tuple[str, str], int] = {}
 
-    def column(name: str) -> list[str]:
-        return frame[name].tolist() if name in frame.columns else [""] * len(frame)
-
-    rows = frame[ROW].tolist()
-    item_ids = [v.strip() for v in column("item_id")]
-    annotators = [v.strip() for v in column("annotator")]
-    comments = column("comment")
-    dim_cells = {d: column(d) for d in dims}
-    item_cells = {c: column(c) for c in ITEM_TEXT if c in frame.columns}
-    # A row's flags, answers and scores are checked once per distinct combination of its cells:
-    # a file repeats the same few on every row.
-    check_cells = _cell_checks(rubric, flags, dims)
-    cells = zip(*(column(f) for f in flags), column(CONSTRAINTS_MET), *dim_cells.values(), strict=True)
-    check_item_id, check_annotator = cache(_item_id_problems), cache(_annotator_problems)
-    seen: dict[tuple[str, str], int] = {}
-    for i, (row, key) in enumerate(zip(rows, cells, strict=True)):
-        item_id, annotator = item_ids[i], annotators[i]
-        problems = check_item_id(item_id) + check_annotator(annotator)
-        active, met, scores, cell_problems = check_cells(key)
-        row_errors = [table.error(row, name, message) for name, message in problems + cell_problems]
+    def __call__(self, i: int, row: int, row_errors: list[RowError]) -> AnnotationRow:
+        item_id, annotator, error = self.item_ids[i], self.annotators[i], self.loop.error
+        problems = self.check_item_id(item_id) + self.check_annotator(annotator)
+        active, met, scores, cell_problems = self.check_cells(self.keys[i])
+        row_errors.extend(error(row, name, message) for name, message in problems + cell_problems)
         if annotator:
-            parsed.annotator_names.add(annotator)
+            self.parsed.annotator_names.add(annotator)
         if item_id and annotator:
-            first = seen.setdefault((item_id, annotator), row)
+            first = self.seen.setdefault((item_id, annotator), row)
             if first != row:
                 row_errors.append(
-                    table.error(
+                    error(
                         row,
                         "annotator",
                         f"`{annotator}` already rated item `{item_id}` on "
-                        f"{table.unit} {first}; one row per item and annotator",
+                        f"{self.loop.unit} {first}; one row per item and annotator",
                     )
                 )
         if item_id:
-            _collect_item(parsed, item_cells, i, row, item_id, row_errors, table)
-        if row_errors:
-            errors.extend(row_errors)
-        else:
-            parsed.annotations.append(
-                AnnotationRow(row, item_id, annotator, dict(scores), list(active), comments[i], list(met))
-            )
-    errors[:] = _one_error_for_another_scale(errors, dim_cells, rows, rubric, table)  # parsed.errors too
-    order = {name: n for n, name in enumerate(table.columns)}
-    errors.sort(key=lambda e: (e.sort_key[0], order.get(e.column, -1)))
-    if errors:
-        parsed.annotations = []
-    return parsed
+            _collect_item(self.parsed, self.item_cells, i, row, item_id, row_errors, self.loop.table)
+        return AnnotationRow(row, item_id, annotator, dict(scores), list(active), self.comments[i], list(met))
 
 
 Problems = tuple[tuple[str | None, str], ...]  # (column, message) pairs, in the order they are reported

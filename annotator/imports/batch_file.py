@@ -24,7 +24,8 @@ from annotator.imports.gold_columns import (
 )
 from annotator.imports.id_text import invisible_character
 from annotator.imports.json_text import has_nul, json_loads, parse_constraints
-from annotator.imports.reading import JSONL, ROW, Table, read_table
+from annotator.imports.reading import JSONL, Table, read_table
+from annotator.imports.row_loop import Need, RowLoop
 from hcs.rubric import Rubric
 
 REQUIRED = ("item_id", "prompt", "response")
@@ -116,111 +117,98 @@ def parse_batch_file(data: bytes, *, filename: str = "", rubric: Rubric | None =
 
 
 def parse_batch_table(table: Table, *, rubric: Rubric | None = None) -> ParsedBatch:
-    frame = table.frame
-    errors = list(table.errors)
-    missing = [c for c in REQUIRED if c not in table.columns]
-    for name in missing:
-        errors.append(
-            table.error(None, name, "is missing: the file needs the columns item_id, prompt and response")
-        )
+    loop = RowLoop(table)
+    message = "is missing: the file needs the columns item_id, prompt and response"
+    missing = loop.need(*(Need.one(name, message) for name in REQUIRED))
     extra = [c for c in table.columns if c and c not in COLUMNS and not is_gold_column(c)]
-    if missing or any(e.row == 1 for e in errors):
-        return ParsedBatch(table.format, len(frame), table.columns, extra, errors, frame.head(0))
-
-    rows = frame[ROW].tolist()
-    n = len(rows)
-
-    def text(name: str) -> list[str]:
-        return frame[name].tolist() if name in frame.columns else [""] * n
-
-    def flag(indices, column: str, message: str) -> None:
-        errors.extend(table.error(rows[i], column, message) for i in indices)
-
+    if missing or any(e.row == 1 for e in loop.errors):
+        return ParsedBatch(table.format, len(loop), table.columns, extra, loop.errors, loop.frame.head(0))
+    # Each rule is one pass over a column; the errors are put in file order at the end.
+    n, rows, text = len(loop), loop.rows, loop.text
     if table.format == JSONL:  # CSV text with a NUL is refused whole; JSON can smuggle one in as \u0000
         for name in table.columns:
-            flag(
-                [i for i, c in enumerate(frame[name].tolist()) if "\x00" in c],
-                name,
-                "contains a NUL character",
-            )
-
-    ids = [c.strip() for c in text("item_id")]
-    flag([i for i, c in enumerate(ids) if not c], "item_id", "is empty")
-    flag(
-        [i for i, c in enumerate(ids) if len(c) > ID_MAX_LENGTH],
-        "item_id",
-        f"is longer than {ID_MAX_LENGTH} characters",
-    )
-    for i, c in enumerate(ids):
-        if (problem := invisible_character(c)) is not None:
-            errors.append(table.error(rows[i], "item_id", problem))
-    counts = Counter(ids)
-    if len(counts) < n:
-        first_seen: dict[str, int] = {}
-        for i in (i for i, c in enumerate(ids) if c and counts[c] > 1):
-            first = first_seen.setdefault(ids[i], rows[i])
-            if first != rows[i]:
-                errors.append(
-                    table.error(rows[i], "item_id", f"`{ids[i]}` is already used on {table.unit} {first}")
-                )
-
+            loop.flag([i for i, c in enumerate(text(name)) if "\x00" in c], name, "contains a NUL character")
+    ids = _item_ids(loop)
     prompts, responses = text("prompt"), text("response")
-    flag([i for i, c in enumerate(prompts) if not c or c.isspace()], "prompt", "is empty")
-    flag([i for i, c in enumerate(responses) if not c or c.isspace()], "response", "is empty")
-    short = {}
-    for name in ("system_id", "prompt_id"):
-        values = [c.strip() for c in text(name)]
-        flag(
-            [i for i, c in enumerate(values) if len(c) > ID_MAX_LENGTH],
-            name,
-            f"is longer than {ID_MAX_LENGTH} characters",
-        )
-        short[name] = values
+    loop.flag([i for i, c in enumerate(prompts) if not c or c.isspace()], "prompt", "is empty")
+    loop.flag([i for i, c in enumerate(responses) if not c or c.isspace()], "response", "is empty")
+    short = {name: _short_id(loop, name) for name in ("system_id", "prompt_id")}
     by_prompt: dict[str, str] = {}
-    prompt_ids = [
-        pid or by_prompt.get(p) or by_prompt.setdefault(p, prompt_id_for(p))
-        for pid, p in zip(short["prompt_id"], prompts)
-    ]
-
     out = {
         "item_id": ids,
-        "prompt_id": prompt_ids,
+        "prompt_id": [
+            pid or by_prompt.get(p) or by_prompt.setdefault(p, prompt_id_for(p))
+            for pid, p in zip(short["prompt_id"], prompts)
+        ],
         "position": range(n),
         "prompt": prompts,
         "response": responses,
         "context": text("context"),
         "expected_output": text("expected_output"),
         "constraints": _json_column(
-            text("constraints"), rows, table, errors, "constraints", parse_constraints
+            text("constraints"), rows, table, loop.errors, "constraints", parse_constraints
         ),
         "system_id": short["system_id"],
         "conversation": _json_column(
-            text("conversation"), rows, table, errors, "conversation", parse_conversation
+            text("conversation"), rows, table, loop.errors, "conversation", parse_conversation
         ),
-        "metadata": _metadata(frame, text("metadata"), extra, rows, table, errors),
+        "metadata": _metadata(loop.frame, text("metadata"), extra, rows, table, loop.errors),
     }
-    result = Frame(out, n)
-    gold_cells = {c: frame[c].tolist() for c in table.columns if is_gold_column(c)}
-    gold: list[GoldRow] = []
-    gold_frame = None
-    if gold_cells:
-        gold = gold_rows(
-            gold_cells,
-            rows,
-            rubric or Rubric.default(),
-            lambda r, c, m: errors.append(table.error(r, c, m)),
-            n_constraints=[len(json.loads(c)) for c in out["constraints"]],
-        )
-        is_gold = [False] * n
-        for g in gold:
-            is_gold[g.index] = True
-        gold_frame = result.rows([i for i in range(n) if is_gold[i]])
-        result = result.rows([i for i in range(n) if not is_gold[i]])
-        result["position"] = range(len(result))
-    order = {name: i for i, name in enumerate(table.columns)}
-    errors.sort(key=lambda e: (e.sort_key[0], order.get(e.column, -1)))
-    kept_rows = [int(r) for r, g in zip(rows, is_gold) if not g] if gold_cells else [int(r) for r in rows]
-    return ParsedBatch(table.format, n, table.columns, extra, errors, result, kept_rows, gold, gold_frame)
+    result, kept, gold, gold_frame = _take_gold(loop, Frame(out, n), out["constraints"], rubric)
+    loop.sort_by_row_then_file_column()
+    return ParsedBatch(table.format, n, table.columns, extra, loop.errors, result, kept, gold, gold_frame)
+
+
+def _item_ids(loop: RowLoop) -> list[str]:
+    """The item ids, stripped; each must be given, short, visible and not used on an earlier row."""
+    ids = [c.strip() for c in loop.text("item_id")]
+    loop.flag([i for i, c in enumerate(ids) if not c], "item_id", "is empty")
+    message = f"is longer than {ID_MAX_LENGTH} characters"
+    loop.flag([i for i, c in enumerate(ids) if len(c) > ID_MAX_LENGTH], "item_id", message)
+    rows = loop.rows
+    for i, c in enumerate(ids):
+        if (problem := invisible_character(c)) is not None:
+            loop.add(rows[i], "item_id", problem)
+    counts = Counter(ids)
+    if len(counts) < len(ids):
+        first_seen: dict[str, int] = {}
+        for i in (i for i, c in enumerate(ids) if c and counts[c] > 1):
+            first = first_seen.setdefault(ids[i], rows[i])
+            if first != rows[i]:
+                loop.add(rows[i], "item_id", f"`{ids[i]}` is already used on {loop.unit} {first}")
+    return ids
+
+
+def _short_id(loop: RowLoop, name: str) -> list[str]:
+    values = [c.strip() for c in loop.text(name)]
+    message = f"is longer than {ID_MAX_LENGTH} characters"
+    loop.flag([i for i, c in enumerate(values) if len(c) > ID_MAX_LENGTH], name, message)
+    return values
+
+
+def _take_gold(
+    loop: RowLoop, result: Frame, constraints: list[str], rubric: Rubric | None
+) -> tuple[Frame, list[int], list[GoldRow], Frame | None]:
+    """Gold items (checked against ``rubric``, the default when None) taken out of ``result``; returns
+    the items kept, their file rows, the gold rows and the gold items' text."""
+    rows = loop.rows
+    gold_cells = {c: loop.frame[c].tolist() for c in loop.columns if is_gold_column(c)}
+    if not gold_cells:
+        return result, [int(r) for r in rows], [], None
+    gold = gold_rows(
+        gold_cells,
+        rows,
+        rubric or Rubric.default(),
+        lambda r, c, m: loop.add(r, c, m),
+        n_constraints=[len(json.loads(c)) for c in constraints],
+    )
+    is_gold = [False] * len(loop)
+    for g in gold:
+        is_gold[g.index] = True
+    gold_frame = result.rows([i for i in range(len(loop)) if is_gold[i]])
+    result = result.rows([i for i in range(len(loop)) if not is_gold[i]])
+    result["position"] = range(len(result))
+    return result, [int(r) for r, g in zip(rows, is_gold) if not g], gold, gold_frame
 
 
 def prompt_id_for(prompt: str) -> str:

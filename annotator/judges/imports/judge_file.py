@@ -14,7 +14,8 @@ from collections.abc import Collection, Mapping
 from dataclasses import dataclass, field
 
 from annotator.imports.errors import RowError
-from annotator.imports.reading import ROW, Table, read_table
+from annotator.imports.reading import Table, read_table
+from annotator.imports.row_loop import Need, RowLoop
 from hcs.judge_output import (
     JudgeOutputError,
     JudgeScale,
@@ -96,105 +97,98 @@ def parse_judge_table(
 ) -> ParsedJudgeScores:
     """``criteria`` (when given) accepts the judge's own criteria as dimensions, each kept under its own
     name and, when it maps onto a rubric dimension, scored on that dimension too."""
-    spec = (
-        OutputSpec(
+    loop = RowLoop(table)
+    for name in ("item_id", "dimension"):
+        loop.need(Need.one(name, "is missing: the file needs item_id, dimension and score (or raw_output)"))
+    loop.need(
+        Need.any_of(("score", "raw_output"), "is missing: give a `score` column or a `raw_output` column")
+    )
+    if loop.errors:
+        return ParsedJudgeScores(table.format, loop.errors)
+    spec = OutputSpec(scale=scale)
+    if output:
+        spec = OutputSpec(
             scale=scale, verdict_key=output.verdict_key, reason_key=output.reason_key, labels=output.labels
         )
-        if output
-        else OutputSpec(scale=scale)
-    )
-    errors = list(table.errors)
-    columns = set(table.columns)
-    for name in ("item_id", "dimension"):
-        if name not in columns:
-            errors.append(
-                table.error(
-                    None, name, "is missing: the file needs item_id, dimension and score (or raw_output)"
-                )
-            )
-    if not columns & {"score", "raw_output"}:
-        errors.append(
-            table.error(None, "score", "is missing: give a `score` column or a `raw_output` column")
-        )
-    if errors:
-        return ParsedJudgeScores(table.format, errors)
-    allowed = set(dimensions) | {OVERALL}
-    known = set(item_ids)
-    seen: dict[tuple[str, str], int] = {}
-    rows: list[JudgeRow] = []
-    frame = table.frame
+    check = _RowCheck(loop, set(item_ids), set(dimensions) | {OVERALL}, criteria, spec, rubric_scale)
+    rows = loop.each(check)
+    if not rows and not loop.errors:
+        loop.add(None, None, "The file has no scores.")
+    return ParsedJudgeScores(table.format, loop.sorted_by_row_then_column_name(), rows)
 
-    def get(record, name):
-        return str(record.get(name, "") or "").strip() if name in columns else ""
 
-    for record in frame.to_dict("records"):
-        number = int(record[ROW])
-        item_id, dimension = get(record, "item_id"), get(record, "dimension").lower()
-        raw_output = str(record.get("raw_output", "") or "") if "raw_output" in columns else ""
-        problems = []
+class _RowCheck:
+    """The rules of one row of judge scores, with what they need of the whole file."""
+
+    def __init__(self, loop, known, allowed, criteria, spec, rubric_scale):
+        self.loop, self.known, self.allowed, self.criteria = loop, known, allowed, criteria
+        self.spec, self.rubric_scale = spec, rubric_scale
+        self.cells = {
+            name: [c.strip() for c in loop.text(name)] for name in ("item_id", "dimension", "score", "reason")
+        }
+        self.raw_outputs = loop.text("raw_output")
+        self.seen: dict[tuple[str, str], int] = {}
+
+    def __call__(self, i: int, number: int, problems: list[RowError]) -> JudgeRow:
+        error, cells, raw_output = self.loop.error, self.cells, self.raw_outputs[i]
+        item_id, score_text = cells["item_id"][i], cells["score"][i]
         if not item_id:
-            problems.append(table.error(number, "item_id", "is empty"))
-        elif item_id not in known:
-            problems.append(table.error(number, "item_id", f"`{item_id}` is not an item of this batch"))
-        criterion = ""
-        if criteria is not None and dimension and dimension not in allowed:
-            criterion, dimension = dimension, criteria.get(dimension, "")
-            if dimension and dimension not in allowed:
-                problems.append(
-                    table.error(
-                        number, "dimension", f"`{criterion}` maps onto `{dimension}`, not a rubric dimension"
-                    )
-                )
-        if not dimension and not criterion:
-            problems.append(table.error(number, "dimension", "is empty"))
-        elif dimension and dimension not in allowed:
-            problems.append(
-                table.error(number, "dimension", f"`{dimension}` is not one of {', '.join(sorted(allowed))}")
-            )
+            problems.append(error(number, "item_id", "is empty"))
+        elif item_id not in self.known:
+            problems.append(error(number, "item_id", f"`{item_id}` is not an item of this batch"))
+        criterion, dimension = self.dimension(number, cells["dimension"][i].lower(), problems)
         for what in filter(None, (dimension, criterion)):
             key = (item_id, what if what == dimension else f"criterion:{what}")
-            if item_id and key in seen:
-                problems.append(
-                    table.error(
-                        number,
-                        "dimension",
-                        f"`{item_id}` × `{what}` already appears on {table.unit} {seen[key]}",
-                    )
-                )
-            seen.setdefault(key, number)
-        score_text = get(record, "score")
-        reason = get(record, "reason")
-        raw_value = None
-        if score_text:
-            try:
-                raw_value = read_value(score_text, spec, f"`{score_text}`")
-            except JudgeOutputError as exc:
-                problems.append(table.error(number, "score", str(exc)))
-        elif raw_output.strip():
-            try:
-                parsed = parse_score(raw_output, dimension=criterion or dimension or None, spec=spec)
-                raw_value, reason = parsed.value, reason or parsed.reason
-            except JudgeOutputError as exc:
-                problems.append(
-                    table.error(number, "raw_output", f"no score could be read: {exc}{_quoted(raw_output)}")
-                )
-        else:
-            problems.append(
-                table.error(number, "score", "is empty and there is no raw_output to read it from")
-            )
+            if item_id and key in self.seen:
+                message = f"`{item_id}` × `{what}` already appears on {self.loop.unit} {self.seen[key]}"
+                problems.append(error(number, "dimension", message))
+            self.seen.setdefault(key, number)
+        raw_value, reason = self.raw_value(
+            number, score_text, raw_output, cells["reason"][i], criterion or dimension, problems
+        )
         value = None
         if raw_value is not None:
             try:
-                value = scale.to_rubric(raw_value, *rubric_scale)
+                value = self.spec.scale.to_rubric(raw_value, *self.rubric_scale)
             except JudgeOutputError as exc:
                 column = "score" if score_text else "raw_output"
-                problems.append(
-                    table.error(number, column, str(exc) + ("" if score_text else _quoted(raw_output)))
-                )
-        if problems:
-            errors.extend(problems)
-            continue
-        rows.append(JudgeRow(number, item_id, dimension, raw_value, value, reason, raw_output, criterion))
-    if not rows and not errors:
-        errors.append(table.error(None, None, "The file has no scores."))
-    return ParsedJudgeScores(table.format, sorted(errors, key=lambda e: e.sort_key), rows)
+                problems.append(error(number, column, str(exc) + ("" if score_text else _quoted(raw_output))))
+        return JudgeRow(number, item_id, dimension, raw_value, value, reason, raw_output, criterion)
+
+    def dimension(self, number: int, dimension: str, problems: list[RowError]) -> tuple[str, str]:
+        """The row's (criterion, dimension): a judge's own criterion is mapped through ``criteria``."""
+        criterion, allowed = "", self.allowed
+        if self.criteria is not None and dimension and dimension not in allowed:
+            criterion, dimension = dimension, self.criteria.get(dimension, "")
+            if dimension and dimension not in allowed:
+                message = f"`{criterion}` maps onto `{dimension}`, not a rubric dimension"
+                problems.append(self.loop.error(number, "dimension", message))
+        if not dimension and not criterion:
+            problems.append(self.loop.error(number, "dimension", "is empty"))
+        elif dimension and dimension not in allowed:
+            message = f"`{dimension}` is not one of {', '.join(sorted(allowed))}"
+            problems.append(self.loop.error(number, "dimension", message))
+        return criterion, dimension
+
+    def raw_value(
+        self, number, score_text, raw_output, reason, dimension, problems
+    ) -> tuple[float | None, str]:
+        """The score on the judge's scale (``None`` when unreadable) and the reason, from the row's score
+        or else read out of its raw output."""
+        if score_text:
+            try:
+                return read_value(score_text, self.spec, f"`{score_text}`"), reason
+            except JudgeOutputError as exc:
+                problems.append(self.loop.error(number, "score", str(exc)))
+        elif raw_output.strip():
+            try:
+                parsed = parse_score(raw_output, dimension=dimension or None, spec=self.spec)
+                return parsed.value, reason or parsed.reason
+            except JudgeOutputError as exc:
+                message = f"no score could be read: {exc}{_quoted(raw_output)}"
+                problems.append(self.loop.error(number, "raw_output", message))
+        else:
+            problems.append(
+                self.loop.error(number, "score", "is empty and there is no raw_output to read it from")
+            )
+        return None, reason

@@ -12,7 +12,8 @@ from collections.abc import Collection, Mapping
 from dataclasses import dataclass, field
 
 from annotator.imports.errors import RowError
-from annotator.imports.reading import ROW, read_table
+from annotator.imports.reading import read_table
+from annotator.imports.row_loop import Need, RowLoop
 from hcs.judge_output import (
     JudgeOutputError,
     normalize_winner,
@@ -51,88 +52,80 @@ def parse_verdict_file(
     prompt_pairs: Mapping[str, tuple[str, str] | str],
 ) -> ParsedVerdicts:
     """``prompt_pairs`` maps a prompt id to its (baseline, enhanced) item ids, or to why it has none."""
-    table = read_table(data, filename=filename)
-    errors = list(table.errors)
-    columns = set(table.columns)
-    by_prompt = "prompt_id" in columns
-    by_items = {"baseline_item_id", "enhanced_item_id"} <= columns
-    if not (by_prompt or by_items):
-        errors.append(
-            table.error(
-                None,
-                "prompt_id",
-                "is missing: name each pair by prompt_id or by baseline_item_id and enhanced_item_id",
-            )
-        )
-    if not columns & {"winner", "raw_output"}:
-        errors.append(
-            table.error(None, "winner", "is missing: give a `winner` column or a `raw_output` column")
-        )
-    if errors:
-        return ParsedVerdicts(table.format, errors)
+    loop = RowLoop(read_table(data, filename=filename))
+    loop.need(
+        Need(
+            (("prompt_id",), ("baseline_item_id", "enhanced_item_id")),
+            "prompt_id",
+            "is missing: name each pair by prompt_id or by baseline_item_id and enhanced_item_id",
+        ),
+        Need.any_of(("winner", "raw_output"), "is missing: give a `winner` column or a `raw_output` column"),
+    )
+    if loop.errors:
+        return ParsedVerdicts(loop.table.format, loop.errors)
+    cells = {name: [c.strip() for c in loop.text(name)] for name in _STRIPPED}
+    raw_outputs = loop.text("raw_output")
     known = set(item_ids)
-
-    def get(record, name):
-        return str(record.get(name, "") or "").strip() if name in columns else ""
-
-    rows: list[VerdictRow] = []
     seen: dict[tuple[str, str], int] = {}
-    for record in table.frame.to_dict("records"):
-        number = int(record[ROW])
-        problems: list[RowError] = []
-        baseline, enhanced = get(record, "baseline_item_id"), get(record, "enhanced_item_id")
-        if not (baseline or enhanced) and by_prompt:
-            prompt_id = get(record, "prompt_id")
-            pair = prompt_pairs.get(prompt_id, f"`{prompt_id}` is not a prompt of this batch")
-            if not prompt_id:
-                problems.append(table.error(number, "prompt_id", "is empty"))
-            elif isinstance(pair, str):
-                problems.append(table.error(number, "prompt_id", pair))
-            else:
-                baseline, enhanced = pair
-        else:
-            for name, value in (("baseline_item_id", baseline), ("enhanced_item_id", enhanced)):
-                if not value:
-                    problems.append(table.error(number, name, "is empty"))
-                elif value not in known:
-                    problems.append(table.error(number, name, f"`{value}` is not an item of this batch"))
-            if baseline and baseline == enhanced:
-                problems.append(table.error(number, "enhanced_item_id", "is the same item as the baseline"))
+
+    def check(i: int, number: int, problems: list[RowError]) -> VerdictRow:
+        baseline, enhanced = _pair(loop, cells, i, number, known, prompt_pairs, problems)
         if baseline and enhanced:
             if (baseline, enhanced) in seen:
                 problems.append(
-                    table.error(
-                        number,
-                        None,
-                        f"this pair already appears on {table.unit} {seen[(baseline, enhanced)]}",
+                    loop.error(
+                        number, None, f"this pair already appears on {loop.unit} {seen[(baseline, enhanced)]}"
                     )
                 )
             seen.setdefault((baseline, enhanced), number)
-        raw_output = str(record.get("raw_output", "") or "") if "raw_output" in columns else ""
-        winner_text, confidence_text, reason = (
-            get(record, "winner"),
-            get(record, "confidence"),
-            get(record, "reason"),
-        )
-        winner = confidence = None
-        try:
-            if winner_text:
-                winner = normalize_winner(winner_text)
-                confidence = parse_confidence(confidence_text) if confidence_text else None
-            elif raw_output.strip():
-                verdict = parse_verdict(raw_output)
-                winner, confidence = verdict.winner, verdict.confidence
-            else:
-                problems.append(
-                    table.error(number, "winner", "is empty and there is no raw_output to read it from")
-                )
-        except JudgeOutputError as exc:
-            column = ("confidence" if "confidence" in str(exc) else "winner") if winner_text else "raw_output"
-            problems.append(table.error(number, column, str(exc)))
-        if problems:
-            errors.extend(problems)
-            continue
-        rows.append(VerdictRow(number, baseline, enhanced, winner, confidence, reason, raw_output))
-    if not rows and not errors:
-        errors.append(table.error(None, None, "The file has no verdicts."))
-    return ParsedVerdicts(table.format, sorted(errors, key=lambda e: e.sort_key), rows)
+        winner, confidence = _verdict(loop, cells, raw_outputs[i], i, number, problems)
+        return VerdictRow(number, baseline, enhanced, winner, confidence, cells["reason"][i], raw_outputs[i])
+
+    rows = loop.each(check)
+    if not rows and not loop.errors:
+        loop.add(None, None, "The file has no verdicts.")
+    return ParsedVerdicts(loop.table.format, loop.sorted_by_row_then_column_name(), rows)
+
+
+_STRIPPED = ("prompt_id", "baseline_item_id", "enhanced_item_id", "winner", "confidence", "reason")
+
+
+def _pair(loop, cells, i, number, known, prompt_pairs, problems) -> tuple[str, str]:
+    """The row's (baseline, enhanced) item ids, by prompt or by item ids; checks them."""
+    baseline, enhanced = cells["baseline_item_id"][i], cells["enhanced_item_id"][i]
+    if not (baseline or enhanced) and loop.has("prompt_id"):
+        prompt_id = cells["prompt_id"][i]
+        pair = prompt_pairs.get(prompt_id, f"`{prompt_id}` is not a prompt of this batch")
+        if not prompt_id:
+            problems.append(loop.error(number, "prompt_id", "is empty"))
+        elif isinstance(pair, str):
+            problems.append(loop.error(number, "prompt_id", pair))
+        else:
+            baseline, enhanced = pair
+        return baseline, enhanced
+    for name, value in (("baseline_item_id", baseline), ("enhanced_item_id", enhanced)):
+        if not value:
+            problems.append(loop.error(number, name, "is empty"))
+        elif value not in known:
+            problems.append(loop.error(number, name, f"`{value}` is not an item of this batch"))
+    if baseline and baseline == enhanced:
+        problems.append(loop.error(number, "enhanced_item_id", "is the same item as the baseline"))
+    return baseline, enhanced
+
+
+def _verdict(loop, cells, raw_output, i, number, problems) -> tuple[str | None, float | None]:
+    """The row's winner and confidence, from its cells or else from its raw output."""
+    winner_text, confidence_text = cells["winner"][i], cells["confidence"][i]
+    try:
+        if winner_text:
+            return normalize_winner(winner_text), (
+                parse_confidence(confidence_text) if confidence_text else None
+            )
+        if raw_output.strip():
+            verdict = parse_verdict(raw_output)
+            return verdict.winner, verdict.confidence
+        problems.append(loop.error(number, "winner", "is empty and there is no raw_output to read it from"))
+    except JudgeOutputError as exc:
+        column = ("confidence" if "confidence" in str(exc) else "winner") if winner_text else "raw_output"
+        problems.append(loop.error(number, column, str(exc)))
+    return None, None
