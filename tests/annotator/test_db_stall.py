@@ -81,7 +81,7 @@ def test_a_new_connection_to_a_stalled_server_gives_up_at_the_connect_timeout(pr
     with django_db_blocker.unblock(), pytest.raises(OperationalError):
         db.ensure_connection()
     waited = time.monotonic() - started
-    assert 1.5 < waited < 4, waited
+    assert waited > 1.5 and waited < 4, waited  # the connect timeout fired, not the stall's end
 
 
 @pytest.mark.slow
