@@ -7,6 +7,7 @@ from django.db import migrations, models
 
 
 class Migration(migrations.Migration):
+
     initial = True
 
     dependencies = [
@@ -15,301 +16,153 @@ class Migration(migrations.Migration):
 
     operations = [
         migrations.CreateModel(
-            name="Annotation",
+            name='Annotation',
             fields=[
-                (
-                    "id",
-                    models.BigAutoField(
-                        auto_created=True, primary_key=True, serialize=False, verbose_name="ID"
-                    ),
-                ),
-                (
-                    "flags",
-                    models.JSONField(blank=True, default=list, help_text="Keys of the rubric flags set."),
-                ),
-                ("comment", models.TextField(blank=True, default="")),
-                (
-                    "source",
-                    models.CharField(
-                        choices=[("web", "Rated in the browser"), ("import", "Imported from a file")],
-                        default="web",
-                        max_length=10,
-                    ),
-                ),
-                ("started_at", models.DateTimeField(blank=True, null=True)),
-                ("submitted_at", models.DateTimeField()),
-                ("updated_at", models.DateTimeField(auto_now=True)),
-                (
-                    "annotator",
-                    models.ForeignKey(
-                        on_delete=django.db.models.deletion.PROTECT,
-                        related_name="annotations",
-                        to=settings.AUTH_USER_MODEL,
-                    ),
-                ),
+                ('id', models.BigAutoField(auto_created=True, primary_key=True, serialize=False, verbose_name='ID')),
+                ('flags', models.JSONField(blank=True, default=list, help_text='Keys of the rubric flags set.')),
+                ('comment', models.TextField(blank=True, default='')),
+                ('source', models.CharField(choices=[('web', 'Rated in the browser'), ('import', 'Imported from a file')], default='web', max_length=10)),
+                ('started_at', models.DateTimeField(blank=True, null=True)),
+                ('submitted_at', models.DateTimeField()),
+                ('updated_at', models.DateTimeField(auto_now=True)),
+                ('annotator', models.ForeignKey(on_delete=django.db.models.deletion.PROTECT, related_name='annotations', to=settings.AUTH_USER_MODEL)),
             ],
             options={
-                "ordering": ["submitted_at", "id"],
+                'ordering': ['submitted_at', 'id'],
             },
         ),
         migrations.CreateModel(
-            name="AnnotationRevision",
+            name='AnnotationRevision',
             fields=[
-                (
-                    "id",
-                    models.BigAutoField(
-                        auto_created=True, primary_key=True, serialize=False, verbose_name="ID"
-                    ),
-                ),
-                ("changed_at", models.DateTimeField(auto_now_add=True)),
-                ("old_scores", models.JSONField(default=dict)),
-                ("old_flags", models.JSONField(default=list)),
-                ("old_comment", models.TextField(blank=True, default="")),
-                (
-                    "annotation",
-                    models.ForeignKey(
-                        on_delete=django.db.models.deletion.CASCADE,
-                        related_name="revisions",
-                        to="annotator.annotation",
-                    ),
-                ),
-                (
-                    "changed_by",
-                    models.ForeignKey(
-                        on_delete=django.db.models.deletion.PROTECT,
-                        related_name="+",
-                        to=settings.AUTH_USER_MODEL,
-                    ),
-                ),
+                ('id', models.BigAutoField(auto_created=True, primary_key=True, serialize=False, verbose_name='ID')),
+                ('changed_at', models.DateTimeField(auto_now_add=True)),
+                ('old_scores', models.JSONField(default=dict)),
+                ('old_flags', models.JSONField(default=list)),
+                ('old_comment', models.TextField(blank=True, default='')),
+                ('annotation', models.ForeignKey(on_delete=django.db.models.deletion.CASCADE, related_name='revisions', to='annotator.annotation')),
+                ('changed_by', models.ForeignKey(on_delete=django.db.models.deletion.PROTECT, related_name='+', to=settings.AUTH_USER_MODEL)),
             ],
             options={
-                "ordering": ["annotation", "changed_at", "id"],
+                'ordering': ['annotation', 'changed_at', 'id'],
             },
         ),
         migrations.CreateModel(
-            name="Batch",
+            name='Batch',
             fields=[
-                (
-                    "id",
-                    models.BigAutoField(
-                        auto_created=True, primary_key=True, serialize=False, verbose_name="ID"
-                    ),
-                ),
-                ("name", models.CharField(max_length=200, unique=True)),
-                ("rubric", models.JSONField()),
-                (
-                    "k",
-                    models.PositiveSmallIntegerField(
-                        default=3,
-                        help_text="Independent annotations each item receives (at least 3).",
-                        validators=[django.core.validators.MinValueValidator(3)],
-                    ),
-                ),
-                ("is_open", models.BooleanField(default=True)),
-                (
-                    "one_system_per_prompt",
-                    models.BooleanField(
-                        default=False, help_text="Give each annotator at most one system's output per prompt."
-                    ),
-                ),
-                ("created_at", models.DateTimeField(auto_now_add=True)),
-                (
-                    "annotators",
-                    models.ManyToManyField(
-                        blank=True,
-                        help_text="Leave empty to open the batch to every annotator.",
-                        related_name="restricted_batches",
-                        to=settings.AUTH_USER_MODEL,
-                    ),
-                ),
-                (
-                    "created_by",
-                    models.ForeignKey(
-                        blank=True,
-                        null=True,
-                        on_delete=django.db.models.deletion.SET_NULL,
-                        related_name="+",
-                        to=settings.AUTH_USER_MODEL,
-                    ),
-                ),
+                ('id', models.BigAutoField(auto_created=True, primary_key=True, serialize=False, verbose_name='ID')),
+                ('name', models.CharField(max_length=200, unique=True)),
+                ('rubric', models.JSONField()),
+                ('k', models.PositiveSmallIntegerField(default=3, help_text='Independent annotations each item receives (at least 3).', validators=[django.core.validators.MinValueValidator(3)])),
+                ('is_open', models.BooleanField(default=True)),
+                ('one_system_per_prompt', models.BooleanField(default=False, help_text="Give each annotator at most one system's output per prompt.")),
+                ('created_at', models.DateTimeField(auto_now_add=True)),
+                ('annotators', models.ManyToManyField(blank=True, help_text='Leave empty to open the batch to every annotator.', related_name='restricted_batches', to=settings.AUTH_USER_MODEL)),
+                ('created_by', models.ForeignKey(blank=True, null=True, on_delete=django.db.models.deletion.SET_NULL, related_name='+', to=settings.AUTH_USER_MODEL)),
             ],
             options={
-                "ordering": ["-created_at", "name"],
+                'ordering': ['-created_at', 'name'],
             },
         ),
         migrations.CreateModel(
-            name="Item",
+            name='Item',
             fields=[
-                (
-                    "id",
-                    models.BigAutoField(
-                        auto_created=True, primary_key=True, serialize=False, verbose_name="ID"
-                    ),
-                ),
-                ("item_id", models.CharField(max_length=200)),
-                ("prompt_id", models.CharField(blank=True, default="", max_length=200)),
-                ("position", models.PositiveIntegerField(default=0, help_text="Order in the uploaded file.")),
-                ("prompt", models.TextField()),
-                ("response", models.TextField()),
-                ("context", models.TextField(blank=True, default="")),
-                ("expected_output", models.TextField(blank=True, default="")),
-                ("constraints", models.JSONField(blank=True, default=list)),
-                ("system_id", models.CharField(blank=True, default="", max_length=200)),
-                ("conversation", models.JSONField(blank=True, default=list)),
-                ("metadata", models.JSONField(blank=True, default=dict)),
-                ("n_annotations", models.PositiveIntegerField(default=0)),
-                (
-                    "batch",
-                    models.ForeignKey(
-                        on_delete=django.db.models.deletion.CASCADE,
-                        related_name="items",
-                        to="annotator.batch",
-                    ),
-                ),
+                ('id', models.BigAutoField(auto_created=True, primary_key=True, serialize=False, verbose_name='ID')),
+                ('item_id', models.CharField(max_length=200)),
+                ('prompt_id', models.CharField(blank=True, default='', max_length=200)),
+                ('position', models.PositiveIntegerField(default=0, help_text='Order in the uploaded file.')),
+                ('prompt', models.TextField()),
+                ('response', models.TextField()),
+                ('context', models.TextField(blank=True, default='')),
+                ('expected_output', models.TextField(blank=True, default='')),
+                ('constraints', models.JSONField(blank=True, default=list)),
+                ('system_id', models.CharField(blank=True, default='', max_length=200)),
+                ('conversation', models.JSONField(blank=True, default=list)),
+                ('metadata', models.JSONField(blank=True, default=dict)),
+                ('n_annotations', models.PositiveIntegerField(default=0)),
+                ('batch', models.ForeignKey(on_delete=django.db.models.deletion.CASCADE, related_name='items', to='annotator.batch')),
             ],
             options={
-                "ordering": ["batch", "position", "id"],
+                'ordering': ['batch', 'position', 'id'],
             },
         ),
         migrations.CreateModel(
-            name="Assignment",
+            name='Assignment',
             fields=[
-                (
-                    "id",
-                    models.BigAutoField(
-                        auto_created=True, primary_key=True, serialize=False, verbose_name="ID"
-                    ),
-                ),
-                (
-                    "state",
-                    models.CharField(
-                        choices=[
-                            ("leased", "Leased"),
-                            ("submitted", "Submitted"),
-                            ("skipped", "Skipped"),
-                            ("expired", "Expired"),
-                            ("released", "Released by an admin"),
-                        ],
-                        default="leased",
-                        max_length=10,
-                    ),
-                ),
-                ("leased_at", models.DateTimeField()),
-                ("lease_expires_at", models.DateTimeField()),
-                ("finished_at", models.DateTimeField(blank=True, null=True)),
-                ("skip_reason", models.TextField(blank=True, default="")),
-                (
-                    "annotator",
-                    models.ForeignKey(
-                        on_delete=django.db.models.deletion.CASCADE,
-                        related_name="assignments",
-                        to=settings.AUTH_USER_MODEL,
-                    ),
-                ),
-                (
-                    "item",
-                    models.ForeignKey(
-                        on_delete=django.db.models.deletion.CASCADE,
-                        related_name="assignments",
-                        to="annotator.item",
-                    ),
-                ),
+                ('id', models.BigAutoField(auto_created=True, primary_key=True, serialize=False, verbose_name='ID')),
+                ('state', models.CharField(choices=[('leased', 'Leased'), ('submitted', 'Submitted'), ('skipped', 'Skipped'), ('expired', 'Expired'), ('released', 'Released by an admin')], default='leased', max_length=10)),
+                ('leased_at', models.DateTimeField()),
+                ('lease_expires_at', models.DateTimeField()),
+                ('finished_at', models.DateTimeField(blank=True, null=True)),
+                ('skip_reason', models.TextField(blank=True, default='')),
+                ('annotator', models.ForeignKey(on_delete=django.db.models.deletion.CASCADE, related_name='assignments', to=settings.AUTH_USER_MODEL)),
+                ('item', models.ForeignKey(on_delete=django.db.models.deletion.CASCADE, related_name='assignments', to='annotator.item')),
             ],
         ),
         migrations.AddField(
-            model_name="annotation",
-            name="item",
-            field=models.ForeignKey(
-                on_delete=django.db.models.deletion.CASCADE, related_name="annotations", to="annotator.item"
-            ),
+            model_name='annotation',
+            name='item',
+            field=models.ForeignKey(on_delete=django.db.models.deletion.CASCADE, related_name='annotations', to='annotator.item'),
         ),
         migrations.CreateModel(
-            name="Score",
+            name='Score',
             fields=[
-                (
-                    "id",
-                    models.BigAutoField(
-                        auto_created=True, primary_key=True, serialize=False, verbose_name="ID"
-                    ),
-                ),
-                ("dimension", models.CharField(max_length=64)),
-                ("value", models.PositiveSmallIntegerField()),
-                (
-                    "annotation",
-                    models.ForeignKey(
-                        on_delete=django.db.models.deletion.CASCADE,
-                        related_name="scores",
-                        to="annotator.annotation",
-                    ),
-                ),
-                (
-                    "item",
-                    models.ForeignKey(
-                        on_delete=django.db.models.deletion.CASCADE,
-                        related_name="scores",
-                        to="annotator.item",
-                    ),
-                ),
+                ('id', models.BigAutoField(auto_created=True, primary_key=True, serialize=False, verbose_name='ID')),
+                ('dimension', models.CharField(max_length=64)),
+                ('value', models.PositiveSmallIntegerField()),
+                ('annotation', models.ForeignKey(on_delete=django.db.models.deletion.CASCADE, related_name='scores', to='annotator.annotation')),
+                ('item', models.ForeignKey(on_delete=django.db.models.deletion.CASCADE, related_name='scores', to='annotator.item')),
             ],
         ),
         migrations.AddConstraint(
-            model_name="batch",
-            constraint=models.CheckConstraint(condition=models.Q(("k__gte", 3)), name="batch_k_at_least_3"),
+            model_name='batch',
+            constraint=models.CheckConstraint(condition=models.Q(('k__gte', 3)), name='batch_k_at_least_3'),
         ),
         migrations.AddIndex(
-            model_name="item",
-            index=models.Index(fields=["batch", "system_id"], name="item_batch_system"),
+            model_name='item',
+            index=models.Index(fields=['batch', 'system_id'], name='item_batch_system'),
         ),
         migrations.AddIndex(
-            model_name="item",
-            index=models.Index(fields=["batch", "prompt_id"], name="item_batch_prompt"),
+            model_name='item',
+            index=models.Index(fields=['batch', 'prompt_id'], name='item_batch_prompt'),
         ),
         migrations.AddIndex(
-            model_name="item",
-            index=models.Index(fields=["batch", "n_annotations"], name="item_batch_progress"),
+            model_name='item',
+            index=models.Index(fields=['batch', 'n_annotations'], name='item_batch_progress'),
         ),
         migrations.AddConstraint(
-            model_name="item",
-            constraint=models.UniqueConstraint(fields=("batch", "item_id"), name="item_unique_in_batch"),
+            model_name='item',
+            constraint=models.UniqueConstraint(fields=('batch', 'item_id'), name='item_unique_in_batch'),
         ),
         migrations.AddIndex(
-            model_name="assignment",
-            index=models.Index(fields=["state", "lease_expires_at"], name="assignment_state_expiry"),
+            model_name='assignment',
+            index=models.Index(fields=['state', 'lease_expires_at'], name='assignment_state_expiry'),
         ),
         migrations.AddIndex(
-            model_name="assignment",
-            index=models.Index(fields=["annotator", "state"], name="assignment_annotator_state"),
+            model_name='assignment',
+            index=models.Index(fields=['annotator', 'state'], name='assignment_annotator_state'),
         ),
         migrations.AddConstraint(
-            model_name="assignment",
-            constraint=models.UniqueConstraint(
-                fields=("item", "annotator"), name="assignment_once_per_item_annotator"
-            ),
+            model_name='assignment',
+            constraint=models.UniqueConstraint(fields=('item', 'annotator'), name='assignment_once_per_item_annotator'),
         ),
         migrations.AddIndex(
-            model_name="annotation",
-            index=models.Index(fields=["annotator", "submitted_at"], name="annotation_annotator_time"),
+            model_name='annotation',
+            index=models.Index(fields=['annotator', 'submitted_at'], name='annotation_annotator_time'),
         ),
         migrations.AddConstraint(
-            model_name="annotation",
-            constraint=models.UniqueConstraint(
-                fields=("item", "annotator"), name="annotation_one_per_item_annotator"
-            ),
+            model_name='annotation',
+            constraint=models.UniqueConstraint(fields=('item', 'annotator'), name='annotation_one_per_item_annotator'),
         ),
         migrations.AddIndex(
-            model_name="score",
-            index=models.Index(fields=["item", "dimension", "value"], name="score_item_dim_value"),
+            model_name='score',
+            index=models.Index(fields=['item', 'dimension', 'value'], name='score_item_dim_value'),
         ),
         migrations.AddConstraint(
-            model_name="score",
-            constraint=models.UniqueConstraint(
-                fields=("annotation", "dimension"), name="score_one_per_dimension"
-            ),
+            model_name='score',
+            constraint=models.UniqueConstraint(fields=('annotation', 'dimension'), name='score_one_per_dimension'),
         ),
         migrations.AddConstraint(
-            model_name="score",
-            constraint=models.CheckConstraint(
-                condition=models.Q(("value__gte", 1), ("value__lte", 5)), name="score_value_1_to_5"
-            ),
+            model_name='score',
+            constraint=models.CheckConstraint(condition=models.Q(('value__gte', 1), ('value__lte', 5)), name='score_value_1_to_5'),
         ),
     ]

@@ -4,19 +4,20 @@ from django.db import migrations, models
 
 
 class Migration(migrations.Migration):
+
     dependencies = [
-        ("annotator", "0002_role_groups"),
+        ('annotator', '0002_role_groups'),
     ]
 
     operations = [
         migrations.AddField(
-            model_name="annotation",
-            name="constraints_met",
+            model_name='annotation',
+            name='constraints_met',
             field=models.JSONField(blank=True, default=list),
         ),
         migrations.AddField(
-            model_name="item",
-            name="n_leased",
+            model_name='item',
+            name='n_leased',
             field=models.PositiveIntegerField(default=0),
         ),
     ]

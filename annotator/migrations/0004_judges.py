@@ -6,195 +6,79 @@ from django.db import migrations, models
 
 
 class Migration(migrations.Migration):
+
     dependencies = [
-        ("annotator", "0003_item_n_leased_annotation_constraints_met"),
+        ('annotator', '0003_item_n_leased_annotation_constraints_met'),
     ]
 
     operations = [
         migrations.CreateModel(
-            name="Judge",
+            name='Judge',
             fields=[
-                (
-                    "id",
-                    models.BigAutoField(
-                        auto_created=True, primary_key=True, serialize=False, verbose_name="ID"
-                    ),
-                ),
-                ("name", models.CharField(max_length=200, unique=True)),
-                (
-                    "model",
-                    models.CharField(
-                        blank=True, default="", help_text="e.g. gpt-4o-2024-08-06", max_length=200
-                    ),
-                ),
-                (
-                    "template",
-                    models.CharField(
-                        blank=True, default="", help_text="prompt template name", max_length=200
-                    ),
-                ),
-                ("template_version", models.CharField(blank=True, default="", max_length=100)),
-                ("created_at", models.DateTimeField(auto_now_add=True)),
+                ('id', models.BigAutoField(auto_created=True, primary_key=True, serialize=False, verbose_name='ID')),
+                ('name', models.CharField(max_length=200, unique=True)),
+                ('model', models.CharField(blank=True, default='', help_text='e.g. gpt-4o-2024-08-06', max_length=200)),
+                ('template', models.CharField(blank=True, default='', help_text='prompt template name', max_length=200)),
+                ('template_version', models.CharField(blank=True, default='', max_length=100)),
+                ('created_at', models.DateTimeField(auto_now_add=True)),
             ],
             options={
-                "ordering": ["name"],
+                'ordering': ['name'],
             },
         ),
         migrations.CreateModel(
-            name="JudgeFailure",
+            name='JudgeFailure',
             fields=[
-                (
-                    "id",
-                    models.BigAutoField(
-                        auto_created=True, primary_key=True, serialize=False, verbose_name="ID"
-                    ),
-                ),
-                ("dimension", models.CharField(blank=True, default="", max_length=64)),
-                ("error", models.TextField()),
-                ("raw_output", models.TextField(blank=True, default="")),
-                ("created_at", models.DateTimeField(default=django.utils.timezone.now)),
-                (
-                    "item",
-                    models.ForeignKey(
-                        on_delete=django.db.models.deletion.CASCADE,
-                        related_name="judge_failures",
-                        to="annotator.item",
-                    ),
-                ),
-                (
-                    "judge",
-                    models.ForeignKey(
-                        on_delete=django.db.models.deletion.CASCADE,
-                        related_name="failures",
-                        to="annotator.judge",
-                    ),
-                ),
+                ('id', models.BigAutoField(auto_created=True, primary_key=True, serialize=False, verbose_name='ID')),
+                ('dimension', models.CharField(blank=True, default='', max_length=64)),
+                ('error', models.TextField()),
+                ('raw_output', models.TextField(blank=True, default='')),
+                ('created_at', models.DateTimeField(default=django.utils.timezone.now)),
+                ('item', models.ForeignKey(on_delete=django.db.models.deletion.CASCADE, related_name='judge_failures', to='annotator.item')),
+                ('judge', models.ForeignKey(on_delete=django.db.models.deletion.CASCADE, related_name='failures', to='annotator.judge')),
             ],
             options={
-                "ordering": ["judge", "item", "id"],
+                'ordering': ['judge', 'item', 'id'],
             },
         ),
         migrations.CreateModel(
-            name="JudgeScore",
+            name='JudgeScore',
             fields=[
-                (
-                    "id",
-                    models.BigAutoField(
-                        auto_created=True, primary_key=True, serialize=False, verbose_name="ID"
-                    ),
-                ),
-                ("dimension", models.CharField(max_length=64)),
-                ("raw_value", models.FloatField()),
-                ("scale_min", models.FloatField()),
-                ("scale_max", models.FloatField()),
-                ("higher_is_better", models.BooleanField(default=True)),
-                (
-                    "value",
-                    models.FloatField(
-                        help_text="raw_value mapped linearly onto the rubric's scale, best end high"
-                    ),
-                ),
-                ("reason", models.TextField(blank=True, default="")),
-                ("raw_output", models.TextField(blank=True, default="")),
-                ("imported_at", models.DateTimeField(default=django.utils.timezone.now)),
-                (
-                    "item",
-                    models.ForeignKey(
-                        on_delete=django.db.models.deletion.CASCADE,
-                        related_name="judge_scores",
-                        to="annotator.item",
-                    ),
-                ),
-                (
-                    "judge",
-                    models.ForeignKey(
-                        on_delete=django.db.models.deletion.CASCADE,
-                        related_name="scores",
-                        to="annotator.judge",
-                    ),
-                ),
+                ('id', models.BigAutoField(auto_created=True, primary_key=True, serialize=False, verbose_name='ID')),
+                ('dimension', models.CharField(max_length=64)),
+                ('raw_value', models.FloatField()),
+                ('scale_min', models.FloatField()),
+                ('scale_max', models.FloatField()),
+                ('higher_is_better', models.BooleanField(default=True)),
+                ('value', models.FloatField(help_text="raw_value mapped linearly onto the rubric's scale, best end high")),
+                ('reason', models.TextField(blank=True, default='')),
+                ('raw_output', models.TextField(blank=True, default='')),
+                ('imported_at', models.DateTimeField(default=django.utils.timezone.now)),
+                ('item', models.ForeignKey(on_delete=django.db.models.deletion.CASCADE, related_name='judge_scores', to='annotator.item')),
+                ('judge', models.ForeignKey(on_delete=django.db.models.deletion.CASCADE, related_name='scores', to='annotator.judge')),
             ],
             options={
-                "ordering": ["judge", "item", "dimension"],
-                "indexes": [models.Index(fields=["item", "dimension"], name="judgescore_item_dim")],
-                "constraints": [
-                    models.UniqueConstraint(
-                        fields=("judge", "item", "dimension"), name="judgescore_one_per_dimension"
-                    ),
-                    models.CheckConstraint(
-                        condition=models.Q(("scale_min__lt", models.F("scale_max"))),
-                        name="judgescore_scale_ordered",
-                    ),
-                    models.CheckConstraint(
-                        condition=models.Q(
-                            ("raw_value__gte", models.F("scale_min")),
-                            ("raw_value__lte", models.F("scale_max")),
-                        ),
-                        name="judgescore_raw_within_scale",
-                    ),
-                ],
+                'ordering': ['judge', 'item', 'dimension'],
+                'indexes': [models.Index(fields=['item', 'dimension'], name='judgescore_item_dim')],
+                'constraints': [models.UniqueConstraint(fields=('judge', 'item', 'dimension'), name='judgescore_one_per_dimension'), models.CheckConstraint(condition=models.Q(('scale_min__lt', models.F('scale_max'))), name='judgescore_scale_ordered'), models.CheckConstraint(condition=models.Q(('raw_value__gte', models.F('scale_min')), ('raw_value__lte', models.F('scale_max'))), name='judgescore_raw_within_scale')],
             },
         ),
         migrations.CreateModel(
-            name="PairwiseVerdict",
+            name='PairwiseVerdict',
             fields=[
-                (
-                    "id",
-                    models.BigAutoField(
-                        auto_created=True, primary_key=True, serialize=False, verbose_name="ID"
-                    ),
-                ),
-                (
-                    "winner",
-                    models.CharField(
-                        choices=[("baseline", "Baseline"), ("enhanced", "Enhanced"), ("tie", "Tie")],
-                        max_length=10,
-                    ),
-                ),
-                ("confidence", models.FloatField(blank=True, null=True)),
-                ("reason", models.TextField(blank=True, default="")),
-                ("raw_output", models.TextField(blank=True, default="")),
-                ("imported_at", models.DateTimeField(default=django.utils.timezone.now)),
-                (
-                    "baseline",
-                    models.ForeignKey(
-                        on_delete=django.db.models.deletion.CASCADE, related_name="+", to="annotator.item"
-                    ),
-                ),
-                (
-                    "enhanced",
-                    models.ForeignKey(
-                        on_delete=django.db.models.deletion.CASCADE, related_name="+", to="annotator.item"
-                    ),
-                ),
-                (
-                    "judge",
-                    models.ForeignKey(
-                        on_delete=django.db.models.deletion.CASCADE,
-                        related_name="verdicts",
-                        to="annotator.judge",
-                    ),
-                ),
+                ('id', models.BigAutoField(auto_created=True, primary_key=True, serialize=False, verbose_name='ID')),
+                ('winner', models.CharField(choices=[('baseline', 'Baseline'), ('enhanced', 'Enhanced'), ('tie', 'Tie')], max_length=10)),
+                ('confidence', models.FloatField(blank=True, null=True)),
+                ('reason', models.TextField(blank=True, default='')),
+                ('raw_output', models.TextField(blank=True, default='')),
+                ('imported_at', models.DateTimeField(default=django.utils.timezone.now)),
+                ('baseline', models.ForeignKey(on_delete=django.db.models.deletion.CASCADE, related_name='+', to='annotator.item')),
+                ('enhanced', models.ForeignKey(on_delete=django.db.models.deletion.CASCADE, related_name='+', to='annotator.item')),
+                ('judge', models.ForeignKey(on_delete=django.db.models.deletion.CASCADE, related_name='verdicts', to='annotator.judge')),
             ],
             options={
-                "ordering": ["judge", "baseline", "enhanced"],
-                "constraints": [
-                    models.UniqueConstraint(
-                        fields=("judge", "baseline", "enhanced"), name="verdict_one_per_pair"
-                    ),
-                    models.CheckConstraint(
-                        condition=models.Q(("baseline", models.F("enhanced")), _negated=True),
-                        name="verdict_two_items",
-                    ),
-                    models.CheckConstraint(
-                        condition=models.Q(
-                            ("confidence__isnull", True),
-                            models.Q(("confidence__gte", 0), ("confidence__lte", 1)),
-                            _connector="OR",
-                        ),
-                        name="verdict_confidence_0_1",
-                    ),
-                ],
+                'ordering': ['judge', 'baseline', 'enhanced'],
+                'constraints': [models.UniqueConstraint(fields=('judge', 'baseline', 'enhanced'), name='verdict_one_per_pair'), models.CheckConstraint(condition=models.Q(('baseline', models.F('enhanced')), _negated=True), name='verdict_two_items'), models.CheckConstraint(condition=models.Q(('confidence__isnull', True), models.Q(('confidence__gte', 0), ('confidence__lte', 1)), _connector='OR'), name='verdict_confidence_0_1')],
             },
         ),
     ]

@@ -4,15 +4,14 @@ from django.db import migrations, models
 
 
 class Migration(migrations.Migration):
+
     dependencies = [
-        ("annotator", "0004_judges"),
+        ('annotator', '0004_judges'),
     ]
 
     operations = [
         migrations.AddIndex(
-            model_name="item",
-            index=models.Index(
-                fields=["batch", "-n_annotations", "-n_leased", "position"], name="item_next_order"
-            ),
+            model_name='item',
+            index=models.Index(fields=['batch', '-n_annotations', '-n_leased', 'position'], name='item_next_order'),
         ),
     ]

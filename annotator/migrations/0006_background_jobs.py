@@ -8,73 +8,37 @@ from django.db import migrations, models
 
 
 class Migration(migrations.Migration):
+
     dependencies = [
-        ("annotator", "0005_item_next_order_index"),
+        ('annotator', '0005_item_next_order_index'),
         migrations.swappable_dependency(settings.AUTH_USER_MODEL),
     ]
 
     operations = [
         migrations.CreateModel(
-            name="Job",
+            name='Job',
             fields=[
-                (
-                    "id",
-                    models.UUIDField(default=uuid.uuid4, editable=False, primary_key=True, serialize=False),
-                ),
-                (
-                    "kind",
-                    models.CharField(
-                        choices=[("upload", "Upload"), ("export", "Report export")], max_length=20
-                    ),
-                ),
-                ("label", models.CharField(max_length=300)),
-                ("created_at", models.DateTimeField(auto_now_add=True)),
-                ("started_at", models.DateTimeField(blank=True, null=True)),
-                ("finished_at", models.DateTimeField(blank=True, null=True)),
-                (
-                    "state",
-                    models.CharField(
-                        choices=[
-                            ("queued", "Queued"),
-                            ("running", "Running"),
-                            ("done", "Done"),
-                            ("failed", "Failed"),
-                        ],
-                        default="queued",
-                        max_length=10,
-                    ),
-                ),
-                (
-                    "step",
-                    models.CharField(blank=True, help_text="What the worker is doing now.", max_length=200),
-                ),
-                ("attempts", models.PositiveSmallIntegerField(default=0)),
-                ("params", models.JSONField(default=dict)),
-                (
-                    "payload",
-                    models.BinaryField(
-                        blank=True, help_text="The uploaded file, kept until the job succeeds.", null=True
-                    ),
-                ),
-                ("message", models.TextField(blank=True)),
-                ("errors", models.JSONField(blank=True, default=list)),
-                ("output", models.BinaryField(blank=True, null=True)),
-                ("output_name", models.CharField(blank=True, max_length=300)),
-                ("output_type", models.CharField(blank=True, max_length=100)),
-                (
-                    "created_by",
-                    models.ForeignKey(
-                        on_delete=django.db.models.deletion.CASCADE,
-                        related_name="+",
-                        to=settings.AUTH_USER_MODEL,
-                    ),
-                ),
+                ('id', models.UUIDField(default=uuid.uuid4, editable=False, primary_key=True, serialize=False)),
+                ('kind', models.CharField(choices=[('upload', 'Upload'), ('export', 'Report export')], max_length=20)),
+                ('label', models.CharField(max_length=300)),
+                ('created_at', models.DateTimeField(auto_now_add=True)),
+                ('started_at', models.DateTimeField(blank=True, null=True)),
+                ('finished_at', models.DateTimeField(blank=True, null=True)),
+                ('state', models.CharField(choices=[('queued', 'Queued'), ('running', 'Running'), ('done', 'Done'), ('failed', 'Failed')], default='queued', max_length=10)),
+                ('step', models.CharField(blank=True, help_text='What the worker is doing now.', max_length=200)),
+                ('attempts', models.PositiveSmallIntegerField(default=0)),
+                ('params', models.JSONField(default=dict)),
+                ('payload', models.BinaryField(blank=True, help_text='The uploaded file, kept until the job succeeds.', null=True)),
+                ('message', models.TextField(blank=True)),
+                ('errors', models.JSONField(blank=True, default=list)),
+                ('output', models.BinaryField(blank=True, null=True)),
+                ('output_name', models.CharField(blank=True, max_length=300)),
+                ('output_type', models.CharField(blank=True, max_length=100)),
+                ('created_by', models.ForeignKey(on_delete=django.db.models.deletion.CASCADE, related_name='+', to=settings.AUTH_USER_MODEL)),
             ],
             options={
-                "ordering": ["-created_at"],
-                "indexes": [
-                    models.Index(fields=["created_by", "-created_at"], name="annotator_j_created_b50a48_idx")
-                ],
+                'ordering': ['-created_at'],
+                'indexes': [models.Index(fields=['created_by', '-created_at'], name='annotator_j_created_b50a48_idx')],
             },
         ),
     ]

@@ -6,237 +6,102 @@ from django.db import migrations, models
 
 
 class Migration(migrations.Migration):
+
     dependencies = [
-        ("annotator", "0006_background_jobs"),
+        ('annotator', '0006_background_jobs'),
     ]
 
     operations = [
         migrations.AddField(
-            model_name="job",
-            name="cancel_requested",
+            model_name='job',
+            name='cancel_requested',
             field=models.BooleanField(default=False),
         ),
         migrations.AddField(
-            model_name="job",
-            name="progress",
+            model_name='job',
+            name='progress',
             field=models.JSONField(blank=True, default=dict),
         ),
         migrations.AddField(
-            model_name="judge",
-            name="params",
-            field=models.JSONField(
-                blank=True, default=dict, help_text="model parameters run_judge sent (never the key)"
-            ),
+            model_name='judge',
+            name='params',
+            field=models.JSONField(blank=True, default=dict, help_text='model parameters run_judge sent (never the key)'),
         ),
         migrations.AddField(
-            model_name="judge",
-            name="template_hash",
-            field=models.CharField(
-                blank=True,
-                default="",
-                help_text="sha256 of the template text run_judge used; changed text without a new version is a new judge",
-                max_length=64,
-            ),
+            model_name='judge',
+            name='template_hash',
+            field=models.CharField(blank=True, default='', help_text='sha256 of the template text run_judge used; changed text without a new version is a new judge', max_length=64),
         ),
         migrations.AddField(
-            model_name="pairwiseverdict",
-            name="baseline_score",
-            field=models.FloatField(
-                blank=True, help_text="the judge's overall score of the baseline", null=True
-            ),
+            model_name='pairwiseverdict',
+            name='baseline_score',
+            field=models.FloatField(blank=True, help_text="the judge's overall score of the baseline", null=True),
         ),
         migrations.AddField(
-            model_name="pairwiseverdict",
-            name="enhanced_score",
-            field=models.FloatField(
-                blank=True, help_text="the judge's overall score of the enhanced", null=True
-            ),
+            model_name='pairwiseverdict',
+            name='enhanced_score',
+            field=models.FloatField(blank=True, help_text="the judge's overall score of the enhanced", null=True),
         ),
         migrations.AlterField(
-            model_name="job",
-            name="kind",
-            field=models.CharField(
-                choices=[("upload", "Upload"), ("export", "Report export"), ("judge_run", "Judge run")],
-                max_length=20,
-            ),
+            model_name='job',
+            name='kind',
+            field=models.CharField(choices=[('upload', 'Upload'), ('export', 'Report export'), ('judge_run', 'Judge run')], max_length=20),
         ),
         migrations.AlterField(
-            model_name="job",
-            name="state",
-            field=models.CharField(
-                choices=[
-                    ("queued", "Queued"),
-                    ("running", "Running"),
-                    ("done", "Done"),
-                    ("failed", "Failed"),
-                    ("cancelled", "Cancelled"),
-                ],
-                default="queued",
-                max_length=10,
-            ),
+            model_name='job',
+            name='state',
+            field=models.CharField(choices=[('queued', 'Queued'), ('running', 'Running'), ('done', 'Done'), ('failed', 'Failed'), ('cancelled', 'Cancelled')], default='queued', max_length=10),
         ),
         migrations.CreateModel(
-            name="JudgeCall",
+            name='JudgeCall',
             fields=[
-                (
-                    "id",
-                    models.BigAutoField(
-                        auto_created=True, primary_key=True, serialize=False, verbose_name="ID"
-                    ),
-                ),
-                (
-                    "status",
-                    models.CharField(
-                        choices=[
-                            ("ok", "Scored"),
-                            ("unreadable", "Unreadable output"),
-                            ("failed", "Call failed"),
-                        ],
-                        max_length=12,
-                    ),
-                ),
-                ("template_name", models.CharField(max_length=200)),
-                ("template_version", models.CharField(blank=True, default="", max_length=100)),
-                (
-                    "template_hash",
-                    models.CharField(
-                        help_text="sha256 of the template's prompt text and settings", max_length=64
-                    ),
-                ),
-                ("model", models.CharField(max_length=200)),
-                (
-                    "params",
-                    models.JSONField(blank=True, default=dict, help_text="temperature, max_tokens, ..."),
-                ),
-                ("prompt", models.JSONField(default=list, help_text="the rendered chat messages sent")),
-                ("raw_output", models.TextField(blank=True, default="")),
-                (
-                    "parsed",
-                    models.JSONField(
-                        blank=True,
-                        default=dict,
-                        help_text="per dimension: raw, value, reason; or the verdict",
-                    ),
-                ),
-                ("error", models.TextField(blank=True, default="")),
-                ("http_status", models.PositiveSmallIntegerField(blank=True, null=True)),
-                ("tokens_in", models.PositiveIntegerField(blank=True, null=True)),
-                ("tokens_out", models.PositiveIntegerField(blank=True, null=True)),
-                ("latency_ms", models.PositiveIntegerField(default=0)),
-                ("attempts", models.PositiveSmallIntegerField(default=1)),
-                ("created_at", models.DateTimeField(default=django.utils.timezone.now)),
-                (
-                    "enhanced",
-                    models.ForeignKey(
-                        blank=True,
-                        help_text="the second response of a pairwise call (``item`` is the baseline)",
-                        null=True,
-                        on_delete=django.db.models.deletion.CASCADE,
-                        related_name="+",
-                        to="annotator.item",
-                    ),
-                ),
-                (
-                    "item",
-                    models.ForeignKey(
-                        on_delete=django.db.models.deletion.CASCADE,
-                        related_name="judge_calls",
-                        to="annotator.item",
-                    ),
-                ),
-                (
-                    "judge",
-                    models.ForeignKey(
-                        on_delete=django.db.models.deletion.CASCADE,
-                        related_name="calls",
-                        to="annotator.judge",
-                    ),
-                ),
+                ('id', models.BigAutoField(auto_created=True, primary_key=True, serialize=False, verbose_name='ID')),
+                ('status', models.CharField(choices=[('ok', 'Scored'), ('unreadable', 'Unreadable output'), ('failed', 'Call failed')], max_length=12)),
+                ('template_name', models.CharField(max_length=200)),
+                ('template_version', models.CharField(blank=True, default='', max_length=100)),
+                ('template_hash', models.CharField(help_text="sha256 of the template's prompt text and settings", max_length=64)),
+                ('model', models.CharField(max_length=200)),
+                ('params', models.JSONField(blank=True, default=dict, help_text='temperature, max_tokens, ...')),
+                ('prompt', models.JSONField(default=list, help_text='the rendered chat messages sent')),
+                ('raw_output', models.TextField(blank=True, default='')),
+                ('parsed', models.JSONField(blank=True, default=dict, help_text='per dimension: raw, value, reason; or the verdict')),
+                ('error', models.TextField(blank=True, default='')),
+                ('http_status', models.PositiveSmallIntegerField(blank=True, null=True)),
+                ('tokens_in', models.PositiveIntegerField(blank=True, null=True)),
+                ('tokens_out', models.PositiveIntegerField(blank=True, null=True)),
+                ('latency_ms', models.PositiveIntegerField(default=0)),
+                ('attempts', models.PositiveSmallIntegerField(default=1)),
+                ('created_at', models.DateTimeField(default=django.utils.timezone.now)),
+                ('enhanced', models.ForeignKey(blank=True, help_text='the second response of a pairwise call (``item`` is the baseline)', null=True, on_delete=django.db.models.deletion.CASCADE, related_name='+', to='annotator.item')),
+                ('item', models.ForeignKey(on_delete=django.db.models.deletion.CASCADE, related_name='judge_calls', to='annotator.item')),
+                ('judge', models.ForeignKey(on_delete=django.db.models.deletion.CASCADE, related_name='calls', to='annotator.judge')),
             ],
             options={
-                "ordering": ["judge", "item", "enhanced"],
-                "indexes": [models.Index(fields=["judge", "status"], name="judgecall_judge_status")],
-                "constraints": [
-                    models.UniqueConstraint(
-                        condition=models.Q(("enhanced__isnull", True)),
-                        fields=("judge", "item"),
-                        name="judgecall_one_per_item",
-                    ),
-                    models.UniqueConstraint(
-                        condition=models.Q(("enhanced__isnull", False)),
-                        fields=("judge", "item", "enhanced"),
-                        name="judgecall_one_per_pair",
-                    ),
-                ],
+                'ordering': ['judge', 'item', 'enhanced'],
+                'indexes': [models.Index(fields=['judge', 'status'], name='judgecall_judge_status')],
+                'constraints': [models.UniqueConstraint(condition=models.Q(('enhanced__isnull', True)), fields=('judge', 'item'), name='judgecall_one_per_item'), models.UniqueConstraint(condition=models.Q(('enhanced__isnull', False)), fields=('judge', 'item', 'enhanced'), name='judgecall_one_per_pair')],
             },
         ),
         migrations.CreateModel(
-            name="JudgeCriterionScore",
+            name='JudgeCriterionScore',
             fields=[
-                (
-                    "id",
-                    models.BigAutoField(
-                        auto_created=True, primary_key=True, serialize=False, verbose_name="ID"
-                    ),
-                ),
-                ("criterion", models.CharField(max_length=100)),
-                ("rubric_dimension", models.CharField(blank=True, default="", max_length=64)),
-                ("raw_value", models.FloatField()),
-                ("scale_min", models.FloatField()),
-                ("scale_max", models.FloatField()),
-                ("higher_is_better", models.BooleanField(default=True)),
-                ("reason", models.TextField(blank=True, default="")),
-                ("evidence", models.JSONField(blank=True, default=list)),
-                ("created_at", models.DateTimeField(default=django.utils.timezone.now)),
-                (
-                    "enhanced",
-                    models.ForeignKey(
-                        blank=True,
-                        null=True,
-                        on_delete=django.db.models.deletion.CASCADE,
-                        related_name="+",
-                        to="annotator.item",
-                    ),
-                ),
-                (
-                    "item",
-                    models.ForeignKey(
-                        help_text="the item, or a pair's baseline",
-                        on_delete=django.db.models.deletion.CASCADE,
-                        related_name="+",
-                        to="annotator.item",
-                    ),
-                ),
-                (
-                    "judge",
-                    models.ForeignKey(
-                        on_delete=django.db.models.deletion.CASCADE,
-                        related_name="criterion_scores",
-                        to="annotator.judge",
-                    ),
-                ),
+                ('id', models.BigAutoField(auto_created=True, primary_key=True, serialize=False, verbose_name='ID')),
+                ('criterion', models.CharField(max_length=100)),
+                ('rubric_dimension', models.CharField(blank=True, default='', max_length=64)),
+                ('raw_value', models.FloatField()),
+                ('scale_min', models.FloatField()),
+                ('scale_max', models.FloatField()),
+                ('higher_is_better', models.BooleanField(default=True)),
+                ('reason', models.TextField(blank=True, default='')),
+                ('evidence', models.JSONField(blank=True, default=list)),
+                ('created_at', models.DateTimeField(default=django.utils.timezone.now)),
+                ('enhanced', models.ForeignKey(blank=True, null=True, on_delete=django.db.models.deletion.CASCADE, related_name='+', to='annotator.item')),
+                ('item', models.ForeignKey(help_text="the item, or a pair's baseline", on_delete=django.db.models.deletion.CASCADE, related_name='+', to='annotator.item')),
+                ('judge', models.ForeignKey(on_delete=django.db.models.deletion.CASCADE, related_name='criterion_scores', to='annotator.judge')),
             ],
             options={
-                "ordering": ["judge", "item", "enhanced", "criterion"],
-                "constraints": [
-                    models.UniqueConstraint(
-                        condition=models.Q(("enhanced__isnull", True)),
-                        fields=("judge", "item", "criterion"),
-                        name="criterion_one_per_item",
-                    ),
-                    models.UniqueConstraint(
-                        condition=models.Q(("enhanced__isnull", False)),
-                        fields=("judge", "item", "enhanced", "criterion"),
-                        name="criterion_one_per_pair",
-                    ),
-                    models.CheckConstraint(
-                        condition=models.Q(
-                            ("raw_value__gte", models.F("scale_min")),
-                            ("raw_value__lte", models.F("scale_max")),
-                        ),
-                        name="criterion_raw_within_scale",
-                    ),
-                ],
+                'ordering': ['judge', 'item', 'enhanced', 'criterion'],
+                'constraints': [models.UniqueConstraint(condition=models.Q(('enhanced__isnull', True)), fields=('judge', 'item', 'criterion'), name='criterion_one_per_item'), models.UniqueConstraint(condition=models.Q(('enhanced__isnull', False)), fields=('judge', 'item', 'enhanced', 'criterion'), name='criterion_one_per_pair'), models.CheckConstraint(condition=models.Q(('raw_value__gte', models.F('scale_min')), ('raw_value__lte', models.F('scale_max'))), name='criterion_raw_within_scale')],
             },
         ),
     ]

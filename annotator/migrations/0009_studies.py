@@ -8,279 +8,131 @@ from django.db import migrations, models
 
 
 class Migration(migrations.Migration):
+
     dependencies = [
-        ("annotator", "0008_api_tokens"),
+        ('annotator', '0008_api_tokens'),
         migrations.swappable_dependency(settings.AUTH_USER_MODEL),
     ]
 
     operations = [
         migrations.AddField(
-            model_name="batch",
-            name="consent_text",
-            field=models.TextField(
-                blank=True,
-                default="",
-                help_text="Markdown. When set, annotators must accept it before rating.",
-            ),
+            model_name='batch',
+            name='consent_text',
+            field=models.TextField(blank=True, default='', help_text='Markdown. When set, annotators must accept it before rating.'),
         ),
         migrations.AddField(
-            model_name="batch",
-            name="instructions",
-            field=models.TextField(
-                blank=True, default="", help_text="Markdown. Empty: the rubric's guidance and examples."
-            ),
+            model_name='batch',
+            name='instructions',
+            field=models.TextField(blank=True, default='', help_text="Markdown. Empty: the rubric's guidance and examples."),
         ),
         migrations.AddField(
-            model_name="batch",
-            name="max_items_per_annotator",
-            field=models.PositiveIntegerField(
-                blank=True, null=True, validators=[django.core.validators.MinValueValidator(1)]
-            ),
+            model_name='batch',
+            name='max_items_per_annotator',
+            field=models.PositiveIntegerField(blank=True, null=True, validators=[django.core.validators.MinValueValidator(1)]),
         ),
         migrations.AddField(
-            model_name="batch",
-            name="max_session_minutes",
-            field=models.PositiveIntegerField(
-                blank=True, null=True, validators=[django.core.validators.MinValueValidator(1)]
-            ),
+            model_name='batch',
+            name='max_session_minutes',
+            field=models.PositiveIntegerField(blank=True, null=True, validators=[django.core.validators.MinValueValidator(1)]),
         ),
         migrations.CreateModel(
-            name="AccountScope",
+            name='AccountScope',
             fields=[
-                (
-                    "id",
-                    models.BigAutoField(
-                        auto_created=True, primary_key=True, serialize=False, verbose_name="ID"
-                    ),
-                ),
-                (
-                    "origin",
-                    models.CharField(
-                        choices=[
-                            ("invite", "Invite link"),
-                            ("bulk", "Bulk list"),
-                            ("crowd", "Crowd platform"),
-                        ],
-                        max_length=10,
-                    ),
-                ),
-                ("batches", models.ManyToManyField(blank=True, related_name="+", to="annotator.batch")),
-                (
-                    "user",
-                    models.OneToOneField(
-                        on_delete=django.db.models.deletion.CASCADE,
-                        related_name="scope",
-                        to=settings.AUTH_USER_MODEL,
-                    ),
-                ),
+                ('id', models.BigAutoField(auto_created=True, primary_key=True, serialize=False, verbose_name='ID')),
+                ('origin', models.CharField(choices=[('invite', 'Invite link'), ('bulk', 'Bulk list'), ('crowd', 'Crowd platform')], max_length=10)),
+                ('batches', models.ManyToManyField(blank=True, related_name='+', to='annotator.batch')),
+                ('user', models.OneToOneField(on_delete=django.db.models.deletion.CASCADE, related_name='scope', to=settings.AUTH_USER_MODEL)),
             ],
         ),
         migrations.CreateModel(
-            name="InviteLink",
+            name='InviteLink',
             fields=[
-                (
-                    "id",
-                    models.BigAutoField(
-                        auto_created=True, primary_key=True, serialize=False, verbose_name="ID"
-                    ),
-                ),
-                ("token_hash", models.CharField(max_length=64, unique=True)),
-                ("expires_at", models.DateTimeField()),
-                ("revoked_at", models.DateTimeField(blank=True, null=True)),
-                ("created_at", models.DateTimeField(auto_now_add=True)),
-                ("max_uses", models.PositiveIntegerField(default=1)),
-                ("uses", models.PositiveIntegerField(default=0)),
-                ("batches", models.ManyToManyField(related_name="invite_links", to="annotator.batch")),
-                (
-                    "created_by",
-                    models.ForeignKey(
-                        blank=True,
-                        null=True,
-                        on_delete=django.db.models.deletion.SET_NULL,
-                        related_name="+",
-                        to=settings.AUTH_USER_MODEL,
-                    ),
-                ),
+                ('id', models.BigAutoField(auto_created=True, primary_key=True, serialize=False, verbose_name='ID')),
+                ('token_hash', models.CharField(max_length=64, unique=True)),
+                ('expires_at', models.DateTimeField()),
+                ('revoked_at', models.DateTimeField(blank=True, null=True)),
+                ('created_at', models.DateTimeField(auto_now_add=True)),
+                ('max_uses', models.PositiveIntegerField(default=1)),
+                ('uses', models.PositiveIntegerField(default=0)),
+                ('batches', models.ManyToManyField(related_name='invite_links', to='annotator.batch')),
+                ('created_by', models.ForeignKey(blank=True, null=True, on_delete=django.db.models.deletion.SET_NULL, related_name='+', to=settings.AUTH_USER_MODEL)),
             ],
             options={
-                "ordering": ("-created_at",),
+                'ordering': ('-created_at',),
             },
         ),
         migrations.CreateModel(
-            name="RateBucket",
+            name='RateBucket',
             fields=[
-                (
-                    "id",
-                    models.BigAutoField(
-                        auto_created=True, primary_key=True, serialize=False, verbose_name="ID"
-                    ),
-                ),
-                ("key", models.CharField(max_length=64)),
-                ("window_start", models.DateTimeField()),
-                ("count", models.PositiveIntegerField(default=0)),
+                ('id', models.BigAutoField(auto_created=True, primary_key=True, serialize=False, verbose_name='ID')),
+                ('key', models.CharField(max_length=64)),
+                ('window_start', models.DateTimeField()),
+                ('count', models.PositiveIntegerField(default=0)),
             ],
             options={
-                "indexes": [models.Index(fields=["window_start"], name="ratebucket_window")],
-                "constraints": [
-                    models.UniqueConstraint(fields=("key", "window_start"), name="ratebucket_one_per_window")
-                ],
+                'indexes': [models.Index(fields=['window_start'], name='ratebucket_window')],
+                'constraints': [models.UniqueConstraint(fields=('key', 'window_start'), name='ratebucket_one_per_window')],
             },
         ),
         migrations.CreateModel(
-            name="SignInLink",
+            name='SignInLink',
             fields=[
-                (
-                    "id",
-                    models.BigAutoField(
-                        auto_created=True, primary_key=True, serialize=False, verbose_name="ID"
-                    ),
-                ),
-                ("token_hash", models.CharField(max_length=64, unique=True)),
-                ("expires_at", models.DateTimeField()),
-                ("revoked_at", models.DateTimeField(blank=True, null=True)),
-                ("created_at", models.DateTimeField(auto_now_add=True)),
-                ("used_at", models.DateTimeField(blank=True, null=True)),
-                (
-                    "created_by",
-                    models.ForeignKey(
-                        blank=True,
-                        null=True,
-                        on_delete=django.db.models.deletion.SET_NULL,
-                        related_name="+",
-                        to=settings.AUTH_USER_MODEL,
-                    ),
-                ),
-                (
-                    "user",
-                    models.ForeignKey(
-                        on_delete=django.db.models.deletion.CASCADE,
-                        related_name="signin_links",
-                        to=settings.AUTH_USER_MODEL,
-                    ),
-                ),
+                ('id', models.BigAutoField(auto_created=True, primary_key=True, serialize=False, verbose_name='ID')),
+                ('token_hash', models.CharField(max_length=64, unique=True)),
+                ('expires_at', models.DateTimeField()),
+                ('revoked_at', models.DateTimeField(blank=True, null=True)),
+                ('created_at', models.DateTimeField(auto_now_add=True)),
+                ('used_at', models.DateTimeField(blank=True, null=True)),
+                ('created_by', models.ForeignKey(blank=True, null=True, on_delete=django.db.models.deletion.SET_NULL, related_name='+', to=settings.AUTH_USER_MODEL)),
+                ('user', models.ForeignKey(on_delete=django.db.models.deletion.CASCADE, related_name='signin_links', to=settings.AUTH_USER_MODEL)),
             ],
             options={
-                "ordering": ("-created_at",),
+                'ordering': ('-created_at',),
             },
         ),
         migrations.CreateModel(
-            name="StudyLink",
+            name='StudyLink',
             fields=[
-                (
-                    "id",
-                    models.BigAutoField(
-                        auto_created=True, primary_key=True, serialize=False, verbose_name="ID"
-                    ),
-                ),
-                ("token_hash", models.CharField(max_length=64, unique=True)),
-                ("expires_at", models.DateTimeField()),
-                ("revoked_at", models.DateTimeField(blank=True, null=True)),
-                ("created_at", models.DateTimeField(auto_now_add=True)),
-                ("platform", models.CharField(max_length=20)),
-                ("quota", models.PositiveIntegerField(help_text="Most items one worker rates.")),
-                (
-                    "max_minutes",
-                    models.PositiveIntegerField(
-                        blank=True, help_text="Longest session, in minutes.", null=True
-                    ),
-                ),
-                ("completion_code", models.CharField(max_length=100)),
-                ("completion_url", models.CharField(blank=True, default="", max_length=500)),
-                ("screen_out_code", models.CharField(blank=True, default="", max_length=100)),
-                ("no_consent_code", models.CharField(blank=True, default="", max_length=100)),
-                (
-                    "batch",
-                    models.ForeignKey(
-                        on_delete=django.db.models.deletion.CASCADE,
-                        related_name="study_links",
-                        to="annotator.batch",
-                    ),
-                ),
-                (
-                    "created_by",
-                    models.ForeignKey(
-                        blank=True,
-                        null=True,
-                        on_delete=django.db.models.deletion.SET_NULL,
-                        related_name="+",
-                        to=settings.AUTH_USER_MODEL,
-                    ),
-                ),
+                ('id', models.BigAutoField(auto_created=True, primary_key=True, serialize=False, verbose_name='ID')),
+                ('token_hash', models.CharField(max_length=64, unique=True)),
+                ('expires_at', models.DateTimeField()),
+                ('revoked_at', models.DateTimeField(blank=True, null=True)),
+                ('created_at', models.DateTimeField(auto_now_add=True)),
+                ('platform', models.CharField(max_length=20)),
+                ('quota', models.PositiveIntegerField(help_text='Most items one worker rates.')),
+                ('max_minutes', models.PositiveIntegerField(blank=True, help_text='Longest session, in minutes.', null=True)),
+                ('completion_code', models.CharField(max_length=100)),
+                ('completion_url', models.CharField(blank=True, default='', max_length=500)),
+                ('screen_out_code', models.CharField(blank=True, default='', max_length=100)),
+                ('no_consent_code', models.CharField(blank=True, default='', max_length=100)),
+                ('batch', models.ForeignKey(on_delete=django.db.models.deletion.CASCADE, related_name='study_links', to='annotator.batch')),
+                ('created_by', models.ForeignKey(blank=True, null=True, on_delete=django.db.models.deletion.SET_NULL, related_name='+', to=settings.AUTH_USER_MODEL)),
             ],
             options={
-                "ordering": ("-created_at",),
+                'ordering': ('-created_at',),
             },
         ),
         migrations.CreateModel(
-            name="Enrolment",
+            name='Enrolment',
             fields=[
-                (
-                    "id",
-                    models.BigAutoField(
-                        auto_created=True, primary_key=True, serialize=False, verbose_name="ID"
-                    ),
-                ),
-                ("platform", models.CharField(blank=True, default="", max_length=20)),
-                ("worker_id", models.CharField(blank=True, default="", max_length=100)),
-                ("platform_study_id", models.CharField(blank=True, default="", max_length=100)),
-                ("platform_session_id", models.CharField(blank=True, default="", max_length=100)),
-                ("started_at", models.DateTimeField(default=django.utils.timezone.now)),
-                ("consented_at", models.DateTimeField(blank=True, null=True)),
-                ("instructions_seen_at", models.DateTimeField(blank=True, null=True)),
-                (
-                    "end",
-                    models.CharField(
-                        blank=True,
-                        choices=[
-                            ("", "Working"),
-                            ("done", "Done"),
-                            ("timed_out", "Timed out"),
-                            ("screened_out", "Screened out"),
-                            ("declined", "Declined consent"),
-                        ],
-                        default="",
-                        max_length=20,
-                    ),
-                ),
-                ("ended_at", models.DateTimeField(blank=True, null=True)),
-                ("end_reason", models.TextField(blank=True, default="")),
-                (
-                    "batch",
-                    models.ForeignKey(
-                        on_delete=django.db.models.deletion.CASCADE,
-                        related_name="enrolments",
-                        to="annotator.batch",
-                    ),
-                ),
-                (
-                    "user",
-                    models.ForeignKey(
-                        on_delete=django.db.models.deletion.CASCADE,
-                        related_name="enrolments",
-                        to=settings.AUTH_USER_MODEL,
-                    ),
-                ),
-                (
-                    "study_link",
-                    models.ForeignKey(
-                        blank=True,
-                        null=True,
-                        on_delete=django.db.models.deletion.SET_NULL,
-                        related_name="enrolments",
-                        to="annotator.studylink",
-                    ),
-                ),
+                ('id', models.BigAutoField(auto_created=True, primary_key=True, serialize=False, verbose_name='ID')),
+                ('platform', models.CharField(blank=True, default='', max_length=20)),
+                ('worker_id', models.CharField(blank=True, default='', max_length=100)),
+                ('platform_study_id', models.CharField(blank=True, default='', max_length=100)),
+                ('platform_session_id', models.CharField(blank=True, default='', max_length=100)),
+                ('started_at', models.DateTimeField(default=django.utils.timezone.now)),
+                ('consented_at', models.DateTimeField(blank=True, null=True)),
+                ('instructions_seen_at', models.DateTimeField(blank=True, null=True)),
+                ('end', models.CharField(blank=True, choices=[('', 'Working'), ('done', 'Done'), ('timed_out', 'Timed out'), ('screened_out', 'Screened out'), ('declined', 'Declined consent')], default='', max_length=20)),
+                ('ended_at', models.DateTimeField(blank=True, null=True)),
+                ('end_reason', models.TextField(blank=True, default='')),
+                ('batch', models.ForeignKey(on_delete=django.db.models.deletion.CASCADE, related_name='enrolments', to='annotator.batch')),
+                ('user', models.ForeignKey(on_delete=django.db.models.deletion.CASCADE, related_name='enrolments', to=settings.AUTH_USER_MODEL)),
+                ('study_link', models.ForeignKey(blank=True, null=True, on_delete=django.db.models.deletion.SET_NULL, related_name='enrolments', to='annotator.studylink')),
             ],
             options={
-                "ordering": ("batch", "started_at", "pk"),
-                "constraints": [
-                    models.UniqueConstraint(fields=("user", "batch"), name="enrolment_one_per_user_batch"),
-                    models.UniqueConstraint(
-                        condition=models.Q(("worker_id", ""), _negated=True),
-                        fields=("batch", "platform", "worker_id"),
-                        name="enrolment_one_per_worker_batch",
-                    ),
-                ],
+                'ordering': ('batch', 'started_at', 'pk'),
+                'constraints': [models.UniqueConstraint(fields=('user', 'batch'), name='enrolment_one_per_user_batch'), models.UniqueConstraint(condition=models.Q(('worker_id', ''), _negated=True), fields=('batch', 'platform', 'worker_id'), name='enrolment_one_per_worker_batch')],
             },
         ),
     ]

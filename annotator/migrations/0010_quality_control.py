@@ -7,316 +7,126 @@ from django.db import migrations, models
 
 
 class Migration(migrations.Migration):
+
     dependencies = [
-        ("annotator", "0009_studies"),
+        ('annotator', '0009_studies'),
         migrations.swappable_dependency(settings.AUTH_USER_MODEL),
     ]
 
     operations = [
         migrations.CreateModel(
-            name="Adjudication",
+            name='Adjudication',
             fields=[
-                (
-                    "id",
-                    models.BigAutoField(
-                        auto_created=True, primary_key=True, serialize=False, verbose_name="ID"
-                    ),
-                ),
-                ("scores", models.JSONField(help_text="The adjudicated score per dimension.")),
-                ("flags", models.JSONField(blank=True, default=list)),
-                ("note", models.TextField()),
-                ("created_at", models.DateTimeField(auto_now_add=True)),
-                ("updated_at", models.DateTimeField(auto_now=True)),
-                (
-                    "adjudicator",
-                    models.ForeignKey(
-                        on_delete=django.db.models.deletion.PROTECT,
-                        related_name="+",
-                        to=settings.AUTH_USER_MODEL,
-                    ),
-                ),
-                (
-                    "item",
-                    models.OneToOneField(
-                        on_delete=django.db.models.deletion.CASCADE,
-                        related_name="adjudication",
-                        to="annotator.item",
-                    ),
-                ),
+                ('id', models.BigAutoField(auto_created=True, primary_key=True, serialize=False, verbose_name='ID')),
+                ('scores', models.JSONField(help_text='The adjudicated score per dimension.')),
+                ('flags', models.JSONField(blank=True, default=list)),
+                ('note', models.TextField()),
+                ('created_at', models.DateTimeField(auto_now_add=True)),
+                ('updated_at', models.DateTimeField(auto_now=True)),
+                ('adjudicator', models.ForeignKey(on_delete=django.db.models.deletion.PROTECT, related_name='+', to=settings.AUTH_USER_MODEL)),
+                ('item', models.OneToOneField(on_delete=django.db.models.deletion.CASCADE, related_name='adjudication', to='annotator.item')),
             ],
         ),
         migrations.CreateModel(
-            name="GoldItem",
+            name='GoldItem',
             fields=[
-                (
-                    "id",
-                    models.BigAutoField(
-                        auto_created=True, primary_key=True, serialize=False, verbose_name="ID"
-                    ),
-                ),
-                ("item_id", models.CharField(max_length=200)),
-                (
-                    "kind",
-                    models.CharField(choices=[("training", "Training"), ("check", "Check")], max_length=10),
-                ),
-                ("position", models.PositiveIntegerField(default=0)),
-                ("prompt", models.TextField()),
-                ("response", models.TextField()),
-                ("context", models.TextField(blank=True, default="")),
-                ("expected_output", models.TextField(blank=True, default="")),
-                ("constraints", models.JSONField(blank=True, default=list)),
-                ("conversation", models.JSONField(blank=True, default=list)),
-                ("system_id", models.CharField(blank=True, default="", max_length=200)),
-                ("metadata", models.JSONField(blank=True, default=dict)),
-                ("scores", models.JSONField(help_text="The expert's score per dimension.")),
-                (
-                    "flags",
-                    models.JSONField(
-                        blank=True, help_text="The expert's flags; null = flags not checked.", null=True
-                    ),
-                ),
-                ("tolerance", models.PositiveSmallIntegerField(default=1)),
-                ("explanation", models.TextField(blank=True, default="")),
-                (
-                    "batch",
-                    models.ForeignKey(
-                        on_delete=django.db.models.deletion.CASCADE,
-                        related_name="gold_items",
-                        to="annotator.batch",
-                    ),
-                ),
+                ('id', models.BigAutoField(auto_created=True, primary_key=True, serialize=False, verbose_name='ID')),
+                ('item_id', models.CharField(max_length=200)),
+                ('kind', models.CharField(choices=[('training', 'Training'), ('check', 'Check')], max_length=10)),
+                ('position', models.PositiveIntegerField(default=0)),
+                ('prompt', models.TextField()),
+                ('response', models.TextField()),
+                ('context', models.TextField(blank=True, default='')),
+                ('expected_output', models.TextField(blank=True, default='')),
+                ('constraints', models.JSONField(blank=True, default=list)),
+                ('conversation', models.JSONField(blank=True, default=list)),
+                ('system_id', models.CharField(blank=True, default='', max_length=200)),
+                ('metadata', models.JSONField(blank=True, default=dict)),
+                ('scores', models.JSONField(help_text="The expert's score per dimension.")),
+                ('flags', models.JSONField(blank=True, help_text="The expert's flags; null = flags not checked.", null=True)),
+                ('tolerance', models.PositiveSmallIntegerField(default=1)),
+                ('explanation', models.TextField(blank=True, default='')),
+                ('batch', models.ForeignKey(on_delete=django.db.models.deletion.CASCADE, related_name='gold_items', to='annotator.batch')),
             ],
             options={
-                "ordering": ["batch", "kind", "position", "id"],
+                'ordering': ['batch', 'kind', 'position', 'id'],
             },
         ),
         migrations.CreateModel(
-            name="GoldAnswer",
+            name='GoldAnswer',
             fields=[
-                (
-                    "id",
-                    models.BigAutoField(
-                        auto_created=True, primary_key=True, serialize=False, verbose_name="ID"
-                    ),
-                ),
-                ("shown_at", models.DateTimeField()),
-                ("submitted_at", models.DateTimeField(blank=True, null=True)),
-                ("scores", models.JSONField(blank=True, default=dict)),
-                ("flags", models.JSONField(blank=True, default=list)),
-                ("constraints_met", models.JSONField(blank=True, default=list)),
-                ("comment", models.TextField(blank=True, default="")),
-                ("skipped", models.BooleanField(default=False)),
-                ("passed", models.BooleanField(blank=True, null=True)),
-                ("mae", models.FloatField(blank=True, null=True)),
-                ("flags_right", models.BooleanField(blank=True, null=True)),
-                (
-                    "annotator",
-                    models.ForeignKey(
-                        on_delete=django.db.models.deletion.CASCADE,
-                        related_name="gold_answers",
-                        to=settings.AUTH_USER_MODEL,
-                    ),
-                ),
-                (
-                    "gold_item",
-                    models.ForeignKey(
-                        on_delete=django.db.models.deletion.CASCADE,
-                        related_name="answers",
-                        to="annotator.golditem",
-                    ),
-                ),
+                ('id', models.BigAutoField(auto_created=True, primary_key=True, serialize=False, verbose_name='ID')),
+                ('shown_at', models.DateTimeField()),
+                ('submitted_at', models.DateTimeField(blank=True, null=True)),
+                ('scores', models.JSONField(blank=True, default=dict)),
+                ('flags', models.JSONField(blank=True, default=list)),
+                ('constraints_met', models.JSONField(blank=True, default=list)),
+                ('comment', models.TextField(blank=True, default='')),
+                ('skipped', models.BooleanField(default=False)),
+                ('passed', models.BooleanField(blank=True, null=True)),
+                ('mae', models.FloatField(blank=True, null=True)),
+                ('flags_right', models.BooleanField(blank=True, null=True)),
+                ('annotator', models.ForeignKey(on_delete=django.db.models.deletion.CASCADE, related_name='gold_answers', to=settings.AUTH_USER_MODEL)),
+                ('gold_item', models.ForeignKey(on_delete=django.db.models.deletion.CASCADE, related_name='answers', to='annotator.golditem')),
             ],
             options={
-                "ordering": ["shown_at", "id"],
+                'ordering': ['shown_at', 'id'],
             },
         ),
         migrations.CreateModel(
-            name="QualityRule",
+            name='QualityRule',
             fields=[
-                (
-                    "id",
-                    models.BigAutoField(
-                        auto_created=True, primary_key=True, serialize=False, verbose_name="ID"
-                    ),
-                ),
-                (
-                    "training_items",
-                    models.PositiveSmallIntegerField(
-                        default=0,
-                        help_text="Training items an annotator must do before rating (0 = no training).",
-                    ),
-                ),
-                (
-                    "training_max_mae",
-                    models.FloatField(
-                        default=0.75,
-                        help_text="Pass rule: mean absolute error over dimensions at most this, and every cap right.",
-                        validators=[django.core.validators.MinValueValidator(0)],
-                    ),
-                ),
-                (
-                    "check_every",
-                    models.PositiveSmallIntegerField(
-                        default=10,
-                        help_text="One item in this many is a gold check (when the batch has check items).",
-                        validators=[django.core.validators.MinValueValidator(2)],
-                    ),
-                ),
-                (
-                    "check_warn_below",
-                    models.FloatField(
-                        default=0.8,
-                        validators=[
-                            django.core.validators.MinValueValidator(0),
-                            django.core.validators.MaxValueValidator(1),
-                        ],
-                    ),
-                ),
-                (
-                    "check_block_below",
-                    models.FloatField(
-                        default=0.5,
-                        validators=[
-                            django.core.validators.MinValueValidator(0),
-                            django.core.validators.MaxValueValidator(1),
-                        ],
-                    ),
-                ),
-                ("check_min_answered", models.PositiveSmallIntegerField(default=3)),
-                (
-                    "min_seconds",
-                    models.FloatField(default=5.0, validators=[django.core.validators.MinValueValidator(0)]),
-                ),
-                (
-                    "window",
-                    models.PositiveIntegerField(
-                        default=50,
-                        help_text="Agreement over time: submissions per window.",
-                        validators=[django.core.validators.MinValueValidator(1)],
-                    ),
-                ),
-                (
-                    "batch",
-                    models.OneToOneField(
-                        on_delete=django.db.models.deletion.CASCADE,
-                        related_name="quality_rule",
-                        to="annotator.batch",
-                    ),
-                ),
+                ('id', models.BigAutoField(auto_created=True, primary_key=True, serialize=False, verbose_name='ID')),
+                ('training_items', models.PositiveSmallIntegerField(default=0, help_text='Training items an annotator must do before rating (0 = no training).')),
+                ('training_max_mae', models.FloatField(default=0.75, help_text='Pass rule: mean absolute error over dimensions at most this, and every cap right.', validators=[django.core.validators.MinValueValidator(0)])),
+                ('check_every', models.PositiveSmallIntegerField(default=10, help_text='One item in this many is a gold check (when the batch has check items).', validators=[django.core.validators.MinValueValidator(2)])),
+                ('check_warn_below', models.FloatField(default=0.8, validators=[django.core.validators.MinValueValidator(0), django.core.validators.MaxValueValidator(1)])),
+                ('check_block_below', models.FloatField(default=0.5, validators=[django.core.validators.MinValueValidator(0), django.core.validators.MaxValueValidator(1)])),
+                ('check_min_answered', models.PositiveSmallIntegerField(default=3)),
+                ('min_seconds', models.FloatField(default=5.0, validators=[django.core.validators.MinValueValidator(0)])),
+                ('window', models.PositiveIntegerField(default=50, help_text='Agreement over time: submissions per window.', validators=[django.core.validators.MinValueValidator(1)])),
+                ('batch', models.OneToOneField(on_delete=django.db.models.deletion.CASCADE, related_name='quality_rule', to='annotator.batch')),
             ],
         ),
         migrations.CreateModel(
-            name="AdjudicatorGrant",
+            name='AdjudicatorGrant',
             fields=[
-                (
-                    "id",
-                    models.BigAutoField(
-                        auto_created=True, primary_key=True, serialize=False, verbose_name="ID"
-                    ),
-                ),
-                ("granted_at", models.DateTimeField(auto_now_add=True)),
-                (
-                    "batch",
-                    models.ForeignKey(
-                        on_delete=django.db.models.deletion.CASCADE,
-                        related_name="adjudicator_grants",
-                        to="annotator.batch",
-                    ),
-                ),
-                (
-                    "granted_by",
-                    models.ForeignKey(
-                        blank=True,
-                        null=True,
-                        on_delete=django.db.models.deletion.SET_NULL,
-                        related_name="+",
-                        to=settings.AUTH_USER_MODEL,
-                    ),
-                ),
-                (
-                    "user",
-                    models.ForeignKey(
-                        on_delete=django.db.models.deletion.CASCADE,
-                        related_name="adjudicator_grants",
-                        to=settings.AUTH_USER_MODEL,
-                    ),
-                ),
+                ('id', models.BigAutoField(auto_created=True, primary_key=True, serialize=False, verbose_name='ID')),
+                ('granted_at', models.DateTimeField(auto_now_add=True)),
+                ('batch', models.ForeignKey(on_delete=django.db.models.deletion.CASCADE, related_name='adjudicator_grants', to='annotator.batch')),
+                ('granted_by', models.ForeignKey(blank=True, null=True, on_delete=django.db.models.deletion.SET_NULL, related_name='+', to=settings.AUTH_USER_MODEL)),
+                ('user', models.ForeignKey(on_delete=django.db.models.deletion.CASCADE, related_name='adjudicator_grants', to=settings.AUTH_USER_MODEL)),
             ],
             options={
-                "constraints": [
-                    models.UniqueConstraint(fields=("batch", "user"), name="adjudicator_grant_once")
-                ],
+                'constraints': [models.UniqueConstraint(fields=('batch', 'user'), name='adjudicator_grant_once')],
             },
         ),
         migrations.CreateModel(
-            name="AnnotatorStanding",
+            name='AnnotatorStanding',
             fields=[
-                (
-                    "id",
-                    models.BigAutoField(
-                        auto_created=True, primary_key=True, serialize=False, verbose_name="ID"
-                    ),
-                ),
-                (
-                    "training",
-                    models.CharField(
-                        blank=True,
-                        choices=[("", "Not finished"), ("passed", "Passed"), ("failed", "Failed")],
-                        default="",
-                        max_length=10,
-                    ),
-                ),
-                ("warned_at", models.DateTimeField(blank=True, null=True)),
-                ("blocked_at", models.DateTimeField(blank=True, null=True)),
-                ("screened_out_at", models.DateTimeField(blank=True, null=True)),
-                ("excluded", models.BooleanField(default=False)),
-                (
-                    "exclusion_rule",
-                    models.CharField(
-                        blank=True, default="", help_text="researcher or block rule", max_length=20
-                    ),
-                ),
-                ("exclusion_reason", models.TextField(blank=True, default="")),
-                ("excluded_at", models.DateTimeField(blank=True, null=True)),
-                (
-                    "annotator",
-                    models.ForeignKey(
-                        on_delete=django.db.models.deletion.CASCADE,
-                        related_name="standings",
-                        to=settings.AUTH_USER_MODEL,
-                    ),
-                ),
-                (
-                    "batch",
-                    models.ForeignKey(
-                        on_delete=django.db.models.deletion.CASCADE,
-                        related_name="standings",
-                        to="annotator.batch",
-                    ),
-                ),
-                (
-                    "excluded_by",
-                    models.ForeignKey(
-                        blank=True,
-                        null=True,
-                        on_delete=django.db.models.deletion.SET_NULL,
-                        related_name="+",
-                        to=settings.AUTH_USER_MODEL,
-                    ),
-                ),
+                ('id', models.BigAutoField(auto_created=True, primary_key=True, serialize=False, verbose_name='ID')),
+                ('training', models.CharField(blank=True, choices=[('', 'Not finished'), ('passed', 'Passed'), ('failed', 'Failed')], default='', max_length=10)),
+                ('warned_at', models.DateTimeField(blank=True, null=True)),
+                ('blocked_at', models.DateTimeField(blank=True, null=True)),
+                ('screened_out_at', models.DateTimeField(blank=True, null=True)),
+                ('excluded', models.BooleanField(default=False)),
+                ('exclusion_rule', models.CharField(blank=True, default='', help_text='researcher or block rule', max_length=20)),
+                ('exclusion_reason', models.TextField(blank=True, default='')),
+                ('excluded_at', models.DateTimeField(blank=True, null=True)),
+                ('annotator', models.ForeignKey(on_delete=django.db.models.deletion.CASCADE, related_name='standings', to=settings.AUTH_USER_MODEL)),
+                ('batch', models.ForeignKey(on_delete=django.db.models.deletion.CASCADE, related_name='standings', to='annotator.batch')),
+                ('excluded_by', models.ForeignKey(blank=True, null=True, on_delete=django.db.models.deletion.SET_NULL, related_name='+', to=settings.AUTH_USER_MODEL)),
             ],
             options={
-                "constraints": [
-                    models.UniqueConstraint(fields=("batch", "annotator"), name="standing_once_per_batch")
-                ],
+                'constraints': [models.UniqueConstraint(fields=('batch', 'annotator'), name='standing_once_per_batch')],
             },
         ),
         migrations.AddConstraint(
-            model_name="golditem",
-            constraint=models.UniqueConstraint(fields=("batch", "item_id"), name="gold_item_unique_in_batch"),
+            model_name='golditem',
+            constraint=models.UniqueConstraint(fields=('batch', 'item_id'), name='gold_item_unique_in_batch'),
         ),
         migrations.AddConstraint(
-            model_name="goldanswer",
-            constraint=models.UniqueConstraint(fields=("gold_item", "annotator"), name="gold_answer_once"),
+            model_name='goldanswer',
+            constraint=models.UniqueConstraint(fields=('gold_item', 'annotator'), name='gold_answer_once'),
         ),
     ]

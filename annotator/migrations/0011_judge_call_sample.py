@@ -10,8 +10,7 @@ class Migration(migrations.Migration):
             model_name="judgecall",
             name="sample",
             field=models.PositiveSmallIntegerField(
-                default=0,
-                help_text="0 for the call whose scores the judge keeps; 1, 2, ... for the repeats of --samples",
+                default=0, help_text="0 for the call whose scores the judge keeps; 1, 2, ... for the repeats of --samples"
             ),
         ),
         migrations.RemoveConstraint(model_name="judgecall", name="judgecall_one_per_item"),
@@ -19,20 +18,15 @@ class Migration(migrations.Migration):
         migrations.AddConstraint(
             model_name="judgecall",
             constraint=models.UniqueConstraint(
-                fields=["judge", "item", "sample"],
-                condition=Q(enhanced__isnull=True),
-                name="judgecall_one_per_item",
+                fields=["judge", "item", "sample"], condition=Q(enhanced__isnull=True), name="judgecall_one_per_item"
             ),
         ),
         migrations.AddConstraint(
             model_name="judgecall",
             constraint=models.UniqueConstraint(
-                fields=["judge", "item", "enhanced", "sample"],
-                condition=Q(enhanced__isnull=False),
+                fields=["judge", "item", "enhanced", "sample"], condition=Q(enhanced__isnull=False),
                 name="judgecall_one_per_pair",
             ),
         ),
-        migrations.AlterModelOptions(
-            name="judgecall", options={"ordering": ["judge", "item", "enhanced", "sample"]}
-        ),
+        migrations.AlterModelOptions(name="judgecall", options={"ordering": ["judge", "item", "enhanced", "sample"]}),
     ]

@@ -6,84 +6,50 @@ from django.db import migrations, models
 
 
 class Migration(migrations.Migration):
+
     dependencies = [
-        ("annotator", "0012_user_sessions"),
+        ('annotator', '0012_user_sessions'),
         migrations.swappable_dependency(settings.AUTH_USER_MODEL),
     ]
 
     operations = [
         migrations.RemoveIndex(
-            model_name="item",
-            name="item_batch_progress",
+            model_name='item',
+            name='item_batch_progress',
         ),
         migrations.AlterField(
-            model_name="annotation",
-            name="annotator",
-            field=models.ForeignKey(
-                db_index=False,
-                on_delete=django.db.models.deletion.PROTECT,
-                related_name="annotations",
-                to=settings.AUTH_USER_MODEL,
-            ),
+            model_name='annotation',
+            name='annotator',
+            field=models.ForeignKey(db_index=False, on_delete=django.db.models.deletion.PROTECT, related_name='annotations', to=settings.AUTH_USER_MODEL),
         ),
         migrations.AlterField(
-            model_name="annotation",
-            name="item",
-            field=models.ForeignKey(
-                db_index=False,
-                on_delete=django.db.models.deletion.CASCADE,
-                related_name="annotations",
-                to="annotator.item",
-            ),
+            model_name='annotation',
+            name='item',
+            field=models.ForeignKey(db_index=False, on_delete=django.db.models.deletion.CASCADE, related_name='annotations', to='annotator.item'),
         ),
         migrations.AlterField(
-            model_name="assignment",
-            name="annotator",
-            field=models.ForeignKey(
-                db_index=False,
-                on_delete=django.db.models.deletion.CASCADE,
-                related_name="assignments",
-                to=settings.AUTH_USER_MODEL,
-            ),
+            model_name='assignment',
+            name='annotator',
+            field=models.ForeignKey(db_index=False, on_delete=django.db.models.deletion.CASCADE, related_name='assignments', to=settings.AUTH_USER_MODEL),
         ),
         migrations.AlterField(
-            model_name="assignment",
-            name="item",
-            field=models.ForeignKey(
-                db_index=False,
-                on_delete=django.db.models.deletion.CASCADE,
-                related_name="assignments",
-                to="annotator.item",
-            ),
+            model_name='assignment',
+            name='item',
+            field=models.ForeignKey(db_index=False, on_delete=django.db.models.deletion.CASCADE, related_name='assignments', to='annotator.item'),
         ),
         migrations.AlterField(
-            model_name="item",
-            name="batch",
-            field=models.ForeignKey(
-                db_index=False,
-                on_delete=django.db.models.deletion.CASCADE,
-                related_name="items",
-                to="annotator.batch",
-            ),
+            model_name='item',
+            name='batch',
+            field=models.ForeignKey(db_index=False, on_delete=django.db.models.deletion.CASCADE, related_name='items', to='annotator.batch'),
         ),
         migrations.AlterField(
-            model_name="score",
-            name="annotation",
-            field=models.ForeignKey(
-                db_index=False,
-                on_delete=django.db.models.deletion.CASCADE,
-                related_name="scores",
-                to="annotator.annotation",
-            ),
+            model_name='score',
+            name='annotation',
+            field=models.ForeignKey(db_index=False, on_delete=django.db.models.deletion.CASCADE, related_name='scores', to='annotator.annotation'),
         ),
         migrations.AlterField(
-            model_name="score",
-            name="item",
-            field=models.ForeignKey(
-                db_index=False,
-                on_delete=django.db.models.deletion.CASCADE,
-                related_name="scores",
-                to="annotator.item",
-            ),
+            model_name='score',
+            name='item',
+            field=models.ForeignKey(db_index=False, on_delete=django.db.models.deletion.CASCADE, related_name='scores', to='annotator.item'),
         ),
     ]

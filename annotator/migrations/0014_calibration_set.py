@@ -7,50 +7,24 @@ from django.db import migrations, models
 
 
 class Migration(migrations.Migration):
+
     dependencies = [
-        ("annotator", "0013_fewer_indexes"),
+        ('annotator', '0013_fewer_indexes'),
         migrations.swappable_dependency(settings.AUTH_USER_MODEL),
     ]
 
     operations = [
         migrations.CreateModel(
-            name="CalibrationSet",
+            name='CalibrationSet',
             fields=[
-                (
-                    "id",
-                    models.BigAutoField(
-                        auto_created=True, primary_key=True, serialize=False, verbose_name="ID"
-                    ),
-                ),
-                ("fingerprint", models.CharField(help_text="sha256 of the sorted item ids", max_length=64)),
-                (
-                    "how",
-                    models.CharField(
-                        help_text="how the items were chosen, e.g. 'random sample of 50, seed 7'",
-                        max_length=200,
-                    ),
-                ),
-                ("note", models.TextField(blank=True, default="")),
-                ("frozen_at", models.DateTimeField(default=django.utils.timezone.now)),
-                (
-                    "batch",
-                    models.OneToOneField(
-                        on_delete=django.db.models.deletion.CASCADE,
-                        related_name="calibration_set",
-                        to="annotator.batch",
-                    ),
-                ),
-                ("items", models.ManyToManyField(related_name="+", to="annotator.item")),
-                (
-                    "marked_by",
-                    models.ForeignKey(
-                        blank=True,
-                        null=True,
-                        on_delete=django.db.models.deletion.SET_NULL,
-                        related_name="+",
-                        to=settings.AUTH_USER_MODEL,
-                    ),
-                ),
+                ('id', models.BigAutoField(auto_created=True, primary_key=True, serialize=False, verbose_name='ID')),
+                ('fingerprint', models.CharField(help_text='sha256 of the sorted item ids', max_length=64)),
+                ('how', models.CharField(help_text="how the items were chosen, e.g. 'random sample of 50, seed 7'", max_length=200)),
+                ('note', models.TextField(blank=True, default='')),
+                ('frozen_at', models.DateTimeField(default=django.utils.timezone.now)),
+                ('batch', models.OneToOneField(on_delete=django.db.models.deletion.CASCADE, related_name='calibration_set', to='annotator.batch')),
+                ('items', models.ManyToManyField(related_name='+', to='annotator.item')),
+                ('marked_by', models.ForeignKey(blank=True, null=True, on_delete=django.db.models.deletion.SET_NULL, related_name='+', to=settings.AUTH_USER_MODEL)),
             ],
         ),
     ]

@@ -4,19 +4,20 @@ from django.db import migrations, models
 
 
 class Migration(migrations.Migration):
+
     dependencies = [
-        ("annotator", "0014_calibration_set"),
+        ('annotator', '0014_calibration_set'),
     ]
 
     operations = [
         migrations.AddField(
-            model_name="judge",
-            name="run_claim",
-            field=models.CharField(blank=True, default="", max_length=32),
+            model_name='judge',
+            name='run_claim',
+            field=models.CharField(blank=True, default='', max_length=32),
         ),
         migrations.AddField(
-            model_name="judge",
-            name="run_claimed_at",
+            model_name='judge',
+            name='run_claimed_at',
             field=models.DateTimeField(blank=True, null=True),
         ),
     ]

@@ -5,20 +5,15 @@ from django.db import migrations, models
 
 
 class Migration(migrations.Migration):
+
     dependencies = [
-        ("annotator", "0015_judge_run_claim"),
+        ('annotator', '0015_judge_run_claim'),
     ]
 
     operations = [
         migrations.AlterField(
-            model_name="score",
-            name="item",
-            field=models.ForeignKey(
-                db_constraint=False,
-                db_index=False,
-                on_delete=django.db.models.deletion.CASCADE,
-                related_name="scores",
-                to="annotator.item",
-            ),
+            model_name='score',
+            name='item',
+            field=models.ForeignKey(db_constraint=False, db_index=False, on_delete=django.db.models.deletion.CASCADE, related_name='scores', to='annotator.item'),
         ),
     ]

@@ -14,43 +14,33 @@ FILL = (
 
 
 class Migration(migrations.Migration):
+
     dependencies = [
-        ("annotator", "0016_score_item_without_constraint"),
+        ('annotator', '0016_score_item_without_constraint'),
     ]
 
     operations = [
         migrations.AddField(
-            model_name="assignment",
-            name="batch",
-            field=models.ForeignKey(
-                db_constraint=False,
-                db_index=False,
-                editable=False,
-                null=True,
-                on_delete=django.db.models.deletion.DO_NOTHING,
-                related_name="+",
-                to="annotator.batch",
-            ),
+            model_name='assignment',
+            name='batch',
+            field=models.ForeignKey(db_constraint=False, db_index=False, editable=False, null=True,
+                                    on_delete=django.db.models.deletion.DO_NOTHING, related_name='+',
+                                    to='annotator.batch'),
         ),
         migrations.RunSQL(FILL, reverse_sql=migrations.RunSQL.noop),
         migrations.AlterField(
-            model_name="assignment",
-            name="batch",
-            field=models.ForeignKey(
-                db_constraint=False,
-                db_index=False,
-                editable=False,
-                on_delete=django.db.models.deletion.DO_NOTHING,
-                related_name="+",
-                to="annotator.batch",
-            ),
+            model_name='assignment',
+            name='batch',
+            field=models.ForeignKey(db_constraint=False, db_index=False, editable=False,
+                                    on_delete=django.db.models.deletion.DO_NOTHING, related_name='+',
+                                    to='annotator.batch'),
         ),
         migrations.RemoveIndex(
-            model_name="assignment",
-            name="assignment_annotator_state",
+            model_name='assignment',
+            name='assignment_annotator_state',
         ),
         migrations.AddIndex(
-            model_name="assignment",
-            index=models.Index(fields=["annotator", "batch", "state"], name="assignment_annotator_batch"),
+            model_name='assignment',
+            index=models.Index(fields=['annotator', 'batch', 'state'], name='assignment_annotator_batch'),
         ),
     ]

@@ -11,9 +11,7 @@ class Migration(migrations.Migration):
             model_name="judgecall",
             name="request_key",
             field=models.CharField(
-                blank=True,
-                default="",
-                max_length=64,
+                blank=True, default="", max_length=64,
                 help_text="sha256 of provider, base URL, request body and sample: the response cache's key",
             ),
         ),
@@ -21,17 +19,14 @@ class Migration(migrations.Migration):
             model_name="judgecall",
             name="cached",
             field=models.BooleanField(
-                default=False,
-                help_text="served from an identical earlier call: not paid for",
+                default=False, help_text="served from an identical earlier call: not paid for",
             ),
         ),
         migrations.AddField(
             model_name="judgecall",
             name="provider_batch",
             field=models.CharField(
-                blank=True,
-                default="",
-                max_length=200,
+                blank=True, default="", max_length=200,
                 help_text="the provider's batch id while a --batch call waits in it: where a rerun fetches it from",
             ),
         ),

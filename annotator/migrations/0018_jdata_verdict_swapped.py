@@ -4,17 +4,15 @@ from django.db import migrations, models
 
 
 class Migration(migrations.Migration):
+
     dependencies = [
-        ("annotator", "0017_assignment_batch"),
+        ('annotator', '0017_assignment_batch'),
     ]
 
     operations = [
         migrations.AddField(
-            model_name="pairwiseverdict",
-            name="swapped",
-            field=models.BooleanField(
-                default=False,
-                help_text="sent with the enhanced system's response first (``baseline`` is then that item)",
-            ),
+            model_name='pairwiseverdict',
+            name='swapped',
+            field=models.BooleanField(default=False, help_text="sent with the enhanced system's response first (``baseline`` is then that item)"),
         ),
     ]

@@ -4,51 +4,30 @@ from django.db import migrations, models
 
 
 class Migration(migrations.Migration):
+
     dependencies = [
-        ("annotator", "0017_assignment_batch"),
+        ('annotator', '0017_assignment_batch'),
     ]
 
     operations = [
         migrations.AddField(
-            model_name="judgecall",
-            name="output_mode",
-            field=models.CharField(
-                blank=True,
-                choices=[("json_schema", "Structured output (JSON schema)"), ("text", "Free text")],
-                default="",
-                help_text="what the answered request asked for; empty on calls saved before it was recorded",
-                max_length=12,
-            ),
+            model_name='judgecall',
+            name='output_mode',
+            field=models.CharField(blank=True, choices=[('json_schema', 'Structured output (JSON schema)'), ('text', 'Free text')], default='', help_text='what the answered request asked for; empty on calls saved before it was recorded', max_length=12),
         ),
         migrations.AddField(
-            model_name="judgescore",
-            name="confidence",
-            field=models.FloatField(
-                blank=True,
-                help_text="the probability the judge gave the score it wrote, from its logprobs",
-                null=True,
-            ),
+            model_name='judgescore',
+            name='confidence',
+            field=models.FloatField(blank=True, help_text='the probability the judge gave the score it wrote, from its logprobs', null=True),
         ),
         migrations.AddField(
-            model_name="judgescore",
-            name="weighted_value",
-            field=models.FloatField(
-                blank=True,
-                help_text="G-Eval's probability-weighted score on the rubric's scale, where the call returned logprobs",
-                null=True,
-            ),
+            model_name='judgescore',
+            name='weighted_value',
+            field=models.FloatField(blank=True, help_text="G-Eval's probability-weighted score on the rubric's scale, where the call returned logprobs", null=True),
         ),
         migrations.AlterField(
-            model_name="judgecall",
-            name="status",
-            field=models.CharField(
-                choices=[
-                    ("ok", "Scored"),
-                    ("unreadable", "Unreadable output"),
-                    ("failed", "Call failed"),
-                    ("sent", "Sent, outcome unknown"),
-                ],
-                max_length=12,
-            ),
+            model_name='judgecall',
+            name='status',
+            field=models.CharField(choices=[('ok', 'Scored'), ('unreadable', 'Unreadable output'), ('failed', 'Call failed'), ('sent', 'Sent, outcome unknown')], max_length=12),
         ),
     ]

@@ -7,99 +7,53 @@ from django.db import migrations, models
 
 
 class Migration(migrations.Migration):
+
     dependencies = [
-        ("annotator", "0021_merge_faults"),
+        ('annotator', '0021_merge_faults'),
     ]
 
     operations = [
         migrations.CreateModel(
-            name="ProlificWebhookEvent",
+            name='ProlificWebhookEvent',
             fields=[
-                (
-                    "id",
-                    models.BigAutoField(
-                        auto_created=True, primary_key=True, serialize=False, verbose_name="ID"
-                    ),
-                ),
-                ("event_id", models.CharField(max_length=100, unique=True)),
-                ("event_type", models.CharField(max_length=100)),
-                ("resource_id", models.CharField(blank=True, default="", max_length=100)),
-                ("status", models.CharField(blank=True, default="", max_length=40)),
-                ("leases_released", models.PositiveIntegerField(default=0)),
-                ("received_at", models.DateTimeField(auto_now_add=True)),
+                ('id', models.BigAutoField(auto_created=True, primary_key=True, serialize=False, verbose_name='ID')),
+                ('event_id', models.CharField(max_length=100, unique=True)),
+                ('event_type', models.CharField(max_length=100)),
+                ('resource_id', models.CharField(blank=True, default='', max_length=100)),
+                ('status', models.CharField(blank=True, default='', max_length=40)),
+                ('leases_released', models.PositiveIntegerField(default=0)),
+                ('received_at', models.DateTimeField(auto_now_add=True)),
             ],
             options={
-                "ordering": ("-received_at",),
+                'ordering': ('-received_at',),
             },
         ),
         migrations.AlterField(
-            model_name="enrolment",
-            name="end",
-            field=models.CharField(
-                blank=True,
-                choices=[
-                    ("", "Working"),
-                    ("done", "Done"),
-                    ("timed_out", "Timed out"),
-                    ("screened_out", "Screened out"),
-                    ("declined", "Declined consent"),
-                    ("full", "Study full"),
-                    ("returned", "Returned"),
-                ],
-                default="",
-                max_length=20,
-            ),
+            model_name='enrolment',
+            name='end',
+            field=models.CharField(blank=True, choices=[('', 'Working'), ('done', 'Done'), ('timed_out', 'Timed out'), ('screened_out', 'Screened out'), ('declined', 'Declined consent'), ('full', 'Study full'), ('returned', 'Returned')], default='', max_length=20),
         ),
         migrations.CreateModel(
-            name="ProlificBonus",
+            name='ProlificBonus',
             fields=[
-                (
-                    "id",
-                    models.BigAutoField(
-                        auto_created=True, primary_key=True, serialize=False, verbose_name="ID"
-                    ),
-                ),
-                ("study_id", models.CharField(max_length=100)),
-                ("participant_id", models.CharField(max_length=100)),
-                ("submission_id", models.CharField(blank=True, default="", max_length=100)),
-                ("reason", models.CharField(max_length=100)),
-                ("amount", models.DecimalField(decimal_places=2, max_digits=8)),
-                (
-                    "state",
-                    models.CharField(
-                        choices=[
-                            ("planned", "Planned"),
-                            ("created", "Created on Prolific"),
-                            ("paying", "Pay call sent, outcome not yet known"),
-                            ("paid", "Paid"),
-                        ],
-                        default="planned",
-                        max_length=10,
-                    ),
-                ),
-                ("bulk_id", models.CharField(blank=True, default="", max_length=100)),
-                ("paying_since", models.DateTimeField(blank=True, null=True)),
-                ("paid_at", models.DateTimeField(blank=True, null=True)),
-                ("note", models.TextField(blank=True, default="")),
-                ("created_at", models.DateTimeField(auto_now_add=True)),
-                ("updated_at", models.DateTimeField(auto_now=True)),
-                (
-                    "batch",
-                    models.ForeignKey(
-                        null=True,
-                        on_delete=django.db.models.deletion.SET_NULL,
-                        related_name="+",
-                        to="annotator.batch",
-                    ),
-                ),
+                ('id', models.BigAutoField(auto_created=True, primary_key=True, serialize=False, verbose_name='ID')),
+                ('study_id', models.CharField(max_length=100)),
+                ('participant_id', models.CharField(max_length=100)),
+                ('submission_id', models.CharField(blank=True, default='', max_length=100)),
+                ('reason', models.CharField(max_length=100)),
+                ('amount', models.DecimalField(decimal_places=2, max_digits=8)),
+                ('state', models.CharField(choices=[('planned', 'Planned'), ('created', 'Created on Prolific'), ('paying', 'Pay call sent, outcome not yet known'), ('paid', 'Paid')], default='planned', max_length=10)),
+                ('bulk_id', models.CharField(blank=True, default='', max_length=100)),
+                ('paying_since', models.DateTimeField(blank=True, null=True)),
+                ('paid_at', models.DateTimeField(blank=True, null=True)),
+                ('note', models.TextField(blank=True, default='')),
+                ('created_at', models.DateTimeField(auto_now_add=True)),
+                ('updated_at', models.DateTimeField(auto_now=True)),
+                ('batch', models.ForeignKey(null=True, on_delete=django.db.models.deletion.SET_NULL, related_name='+', to='annotator.batch')),
             ],
             options={
-                "ordering": ("study_id", "participant_id", "reason"),
-                "constraints": [
-                    models.UniqueConstraint(
-                        fields=("study_id", "participant_id", "reason"), name="prolific_bonus_once"
-                    )
-                ],
+                'ordering': ('study_id', 'participant_id', 'reason'),
+                'constraints': [models.UniqueConstraint(fields=('study_id', 'participant_id', 'reason'), name='prolific_bonus_once')],
             },
         ),
     ]

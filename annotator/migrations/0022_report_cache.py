@@ -6,47 +6,25 @@ from django.db import migrations, models
 
 
 class Migration(migrations.Migration):
+
     dependencies = [
-        ("annotator", "0021_merge_faults"),
+        ('annotator', '0021_merge_faults'),
     ]
 
     operations = [
         migrations.CreateModel(
-            name="ReportCache",
+            name='ReportCache',
             fields=[
-                (
-                    "id",
-                    models.BigAutoField(
-                        auto_created=True, primary_key=True, serialize=False, verbose_name="ID"
-                    ),
-                ),
-                (
-                    "revision",
-                    models.CharField(
-                        help_text="annotator.selectors.report_cache.report_revision", max_length=64
-                    ),
-                ),
-                (
-                    "options",
-                    models.CharField(help_text="what was computed and with which options", max_length=200),
-                ),
-                ("payload", models.BinaryField()),
-                ("seconds", models.FloatField(help_text="how long computing it took")),
-                ("computed_at", models.DateTimeField(default=django.utils.timezone.now)),
-                (
-                    "batch",
-                    models.ForeignKey(
-                        db_index=False,
-                        on_delete=django.db.models.deletion.CASCADE,
-                        related_name="+",
-                        to="annotator.batch",
-                    ),
-                ),
+                ('id', models.BigAutoField(auto_created=True, primary_key=True, serialize=False, verbose_name='ID')),
+                ('revision', models.CharField(help_text='annotator.selectors.report_cache.report_revision', max_length=64)),
+                ('options', models.CharField(help_text='what was computed and with which options', max_length=200)),
+                ('payload', models.BinaryField()),
+                ('seconds', models.FloatField(help_text='how long computing it took')),
+                ('computed_at', models.DateTimeField(default=django.utils.timezone.now)),
+                ('batch', models.ForeignKey(db_index=False, on_delete=django.db.models.deletion.CASCADE, related_name='+', to='annotator.batch')),
             ],
             options={
-                "constraints": [
-                    models.UniqueConstraint(fields=("batch", "revision", "options"), name="report_cache_once")
-                ],
+                'constraints': [models.UniqueConstraint(fields=('batch', 'revision', 'options'), name='report_cache_once')],
             },
         ),
     ]
