@@ -11,7 +11,9 @@ from __future__ import annotations
 import json
 import threading
 from collections.abc import Callable
-from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
+from http.server import BaseHTTPRequestHandler
+
+from tests.local_server import LocalServer
 
 ERROR_TYPES = {
     401: "authentication_error",
@@ -23,7 +25,7 @@ ERROR_TYPES = {
 }
 
 
-class FakeAnthropic:
+class FakeAnthropic(LocalServer):
     def __init__(
         self,
         reply: Callable[[str], str] = lambda prompt: '{"score": 0.75, "reason": "Mostly answers."}',
@@ -37,21 +39,11 @@ class FakeAnthropic:
         self.calls = 0
         self.requests: list[dict] = []
         self.lock = threading.Lock()
-        self.server = ThreadingHTTPServer(("127.0.0.1", 0), self._handler())
-        self.server.daemon_threads = True
-        self.thread = threading.Thread(target=self.server.serve_forever, daemon=True)
+        self._serve(self._handler())
 
     @property
     def url(self) -> str:
-        return f"http://127.0.0.1:{self.server.server_address[1]}"
-
-    def __enter__(self):
-        self.thread.start()
-        return self
-
-    def __exit__(self, *exc) -> None:
-        self.server.shutdown()
-        self.server.server_close()
+        return self.origin
 
     def _handler(self):
         fake = self

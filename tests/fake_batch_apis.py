@@ -10,7 +10,9 @@ import email.parser
 import json
 import threading
 from collections.abc import Callable
-from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
+from http.server import BaseHTTPRequestHandler
+
+from tests.local_server import LocalServer
 
 
 def _multipart_file(content_type: str, body: bytes) -> bytes:
@@ -21,7 +23,7 @@ def _multipart_file(content_type: str, body: bytes) -> bytes:
     raise ValueError("no file in the upload")
 
 
-class FakeBatchAPIs:
+class FakeBatchAPIs(LocalServer):
     def __init__(
         self,
         reply: Callable[[str], str] = lambda p: '{"score": 0.75, "reason": "Mostly answers."}',
@@ -36,21 +38,11 @@ class FakeBatchAPIs:
         self.answered = 0
         self.created = 0
         self.lock = threading.Lock()
-        self.server = ThreadingHTTPServer(("127.0.0.1", 0), self._handler())
-        self.server.daemon_threads = True
-        self.thread = threading.Thread(target=self.server.serve_forever, daemon=True)
+        self._serve(self._handler())
 
     @property
     def url(self) -> str:
-        return f"http://127.0.0.1:{self.server.server_address[1]}"
-
-    def __enter__(self):
-        self.thread.start()
-        return self
-
-    def __exit__(self, *exc) -> None:
-        self.server.shutdown()
-        self.server.server_close()
+        return self.origin
 
     def _run(self, batch: dict) -> None:
         """Answer every request of ``batch`` once, when it ends."""

@@ -21,7 +21,9 @@ import threading
 import time
 from collections import Counter
 from collections.abc import Callable
-from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
+from http.server import BaseHTTPRequestHandler
+
+from tests.local_server import LocalServer
 
 
 def every_fifth(number: int, prompt: str) -> str | int | None:
@@ -111,7 +113,7 @@ def _logprobs(text: str, probs: dict[str, float] | None, top: int) -> dict:
     return {"content": content}
 
 
-class FakeJudge:
+class FakeJudge(LocalServer):
     def __init__(
         self,
         reply: Callable[[str], str] = lambda prompt: (
@@ -130,21 +132,11 @@ class FakeJudge:
         self.requests: list[dict] = []
         self.answered: Counter[str] = Counter()
         self.lock = threading.Lock()
-        self.server = ThreadingHTTPServer(("127.0.0.1", 0), self._handler())
-        self.server.daemon_threads = True
-        self.thread = threading.Thread(target=self.server.serve_forever, daemon=True)
+        self._serve(self._handler())
 
     @property
     def url(self) -> str:
-        return f"http://127.0.0.1:{self.server.server_address[1]}/v1"
-
-    def __enter__(self):
-        self.thread.start()
-        return self
-
-    def __exit__(self, *exc) -> None:
-        self.server.shutdown()
-        self.server.server_close()
+        return self.origin + "/v1"
 
     def _handler(self):
         fake = self
