@@ -34,10 +34,10 @@ def main() -> int:
     django_on_fresh_sqlite(DB)
     from django.core.management import call_command
 
-    from annotator.judges.clients import client_for
     from annotator.judges.engine.progress import Prices
     from annotator.judges.engine.runner import judge_run
     from annotator.judges.engine.templates import load_template
+    from annotator.judges.providers import client_for
     from annotator.models import Batch, Item, JudgeCall
     from hcs.rubric import Rubric
     from tests.fake_judge import FakeJudge

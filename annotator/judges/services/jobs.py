@@ -17,11 +17,11 @@ from django.conf import settings
 from django.utils import timezone
 
 from annotator.imports.errors import ImportRefused
-from annotator.judges.clients import UnknownProvider, client_for
 from annotator.judges.engine.client import JudgeRunFatal
 from annotator.judges.engine.progress import Prices, RunProgress
 from annotator.judges.engine.runner import judge_run
 from annotator.judges.engine.templates import TemplateError, load_template
+from annotator.judges.providers import UnknownProvider, client_for
 from annotator.models import Batch, Job
 
 POLL_SECONDS = 1.0  # how often the worker reads the cancel flag and writes progress

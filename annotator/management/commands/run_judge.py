@@ -15,7 +15,6 @@ from django.core.management.base import BaseCommand, CommandError
 from tqdm import tqdm
 
 from annotator.imports.errors import ImportRefused
-from annotator.judges.clients import JUDGE_PROVIDERS, UnknownProvider, client_for, provider_named
 from annotator.judges.engine.client import ChatClient, JudgeRunFatal
 from annotator.judges.engine.pairwise import pair_tasks
 from annotator.judges.engine.progress import Prices, RunProgress
@@ -31,6 +30,7 @@ from annotator.judges.engine.templates import (
     available_templates,
     load_template,
 )
+from annotator.judges.providers import JUDGE_PROVIDERS, UnknownProvider, client_for, provider_named
 from annotator.judges.services.juries import jury_create, jury_members
 from annotator.models import Batch
 

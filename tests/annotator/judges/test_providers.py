@@ -6,8 +6,8 @@ from __future__ import annotations
 import pytest
 from django.core.management import CommandError, call_command
 
-from annotator.judges.clients import JUDGE_PROVIDERS, UnknownProvider, client_for
 from annotator.judges.engine.client import JudgeCallError, JudgeRunFatal
+from annotator.judges.providers import JUDGE_PROVIDERS, UnknownProvider, client_for
 from annotator.judges.providers.anthropic import AnthropicClient
 from annotator.models import Judge, JudgeCall, JudgeScore
 from tests.factories import make_batch
