@@ -64,6 +64,9 @@ MIDDLEWARE = [
     "django_htmx.middleware.HtmxMiddleware",
     # Errors under /api/ that no API handler wrote (405, an unknown path) become problem details too.
     "annotator.api.problems.ApiProblemMiddleware",
+    # A view that loses the database answers the 503 page, DEBUG or not (inside ApiProblemMiddleware,
+    # which makes it problem details under /api/).
+    "annotator.views.errors.DatabaseOutageMiddleware",
     # A form's address opened by GET: a page saying so, not the browser's blank error page.
     "annotator.not_allowed.NotAllowedPageMiddleware",
     # Last, as django-axes asks: it turns a locked-out login into a 429 page.

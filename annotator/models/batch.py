@@ -59,6 +59,7 @@ class Batch(models.Model):
     created_at = models.DateTimeField(auto_now_add=True)
 
     class Meta:
+        verbose_name_plural = "batches"
         ordering = ["-created_at", "name"]
         constraints = [
             models.CheckConstraint(condition=models.Q(k__gte=MIN_K), name="batch_k_at_least_3"),

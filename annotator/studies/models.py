@@ -85,6 +85,7 @@ class SignInLink(LinkBase):
     used_at = models.DateTimeField(null=True, blank=True)
 
     class Meta:
+        verbose_name = "sign-in link"
         ordering = ("-created_at",)
 
     def status(self, now=None) -> str:

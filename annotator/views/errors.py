@@ -22,12 +22,40 @@ def server_error(request):
     for load balancers and scripts. Anything else stays a plain 500.
     """
     exc = sys.exc_info()[1]
-    if isinstance(exc, (OperationalError, InterfaceError)):
-        body = loader.render_to_string("503.html", {"retry_after": RETRY_AFTER_S})
-        response = HttpResponse(body, status=503)
-        response["Retry-After"] = str(RETRY_AFTER_S)
-        return response
+    if isinstance(exc, DATABASE_OUTAGE):
+        return outage_response()
     return HttpResponseServerError(loader.render_to_string("500.html"))
+
+
+DATABASE_OUTAGE = (OperationalError, InterfaceError)
+
+
+def outage_response() -> HttpResponse:
+    """The 503 page with Retry-After. No request context: the context processors read the
+    database, which is what failed."""
+    body = loader.render_to_string("503.html", {"retry_after": RETRY_AFTER_S})
+    response = HttpResponse(body, status=503)
+    response["Retry-After"] = str(RETRY_AFTER_S)
+    return response
+
+
+class DatabaseOutageMiddleware:
+    """A view that loses the database answers the 503 page with DEBUG on as well as off.
+
+    handler500 only runs with DEBUG off; with it on (``make demo``) a person rating through a
+    database restart would get Django's debug page instead of being told to send the form again.
+    Errors raised outside a view still reach handler500."""
+
+    def __init__(self, get_response):
+        self.get_response = get_response
+
+    def __call__(self, request):
+        return self.get_response(request)
+
+    def process_exception(self, request, exception):
+        if isinstance(exception, DATABASE_OUTAGE):
+            return outage_response()
+        return None
 
 
 @requires_csrf_token

@@ -37,6 +37,26 @@ def test_lost_database_is_503_with_retry_after(annotator_client, error):
     assert "go back to the page you came from" in response.content.decode()  # how to send it again
 
 
+def test_lost_database_is_the_503_page_with_debug_on_too(annotator_client, settings):
+    """``make demo`` serves with DEBUG on: a database restart must not show Django's debug page."""
+    settings.DEBUG = True
+    batch = make_batch("b", n_items=2)
+    error = OperationalError("server closed the connection unexpectedly")
+    with mock.patch("annotator.views.rating.rating_next", side_effect=error):
+        response = annotator_client.get(reverse("annotate_next", args=[batch.pk]))
+    page = response.content.decode()
+    assert response.status_code == 503 and response["Retry-After"] == "5"
+    assert "database is not answering" in page and "Traceback" not in page
+
+
+def test_other_errors_keep_the_debug_page_with_debug_on(annotator_client, settings):
+    settings.DEBUG = True
+    batch = make_batch("b", n_items=2)
+    with mock.patch("annotator.views.rating.rating_next", side_effect=ValueError("bug")):
+        response = annotator_client.get(reverse("annotate_next", args=[batch.pk]))
+    assert response.status_code == 500 and "Traceback" in response.content.decode()
+
+
 def test_a_submit_that_fails_on_the_database_saves_nothing_and_the_resubmit_saves_once(annotator_client):
     batch = make_batch("b", n_items=2)
     page = annotator_client.get(reverse("annotate_next", args=[batch.pk]))

@@ -39,6 +39,8 @@ class ProlificBonus(models.Model):
     updated_at = models.DateTimeField(auto_now=True)
 
     class Meta:
+        verbose_name = "Prolific bonus"
+        verbose_name_plural = "Prolific bonuses"
         ordering = ("study_id", "participant_id", "reason")
         constraints = (
             models.UniqueConstraint(
