@@ -269,6 +269,9 @@ ANNOTATOR_API_TOKEN_MAX_DAYS = env_int("ANNOTATOR_API_TOKEN_MAX_DAYS", 365, mini
 PROLIFIC_API_URL = env_url("PROLIFIC_API_URL", "https://api.prolific.com")
 PROLIFIC_API_TOKEN = env_secret("PROLIFIC_API_TOKEN")
 PROLIFIC_WEBHOOK_SECRET = env_secret("PROLIFIC_WEBHOOK_SECRET")
+# A webhook whose signed timestamp is further than this from the server's clock is refused: a
+# captured delivery cannot be replayed later (within the window, the event id makes it act once).
+PROLIFIC_WEBHOOK_MAX_AGE_S = env_int("PROLIFIC_WEBHOOK_MAX_AGE_S", 900, minimum=1)
 # Uploads are read in memory up to the upload limit, then checked in one piece.
 DATA_UPLOAD_MAX_MEMORY_SIZE = ANNOTATOR_UPLOAD_MAX_BYTES + 1024 * 1024
 FILE_UPLOAD_MAX_MEMORY_SIZE = 5 * 1024 * 1024

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import json
+import time
 
 from django.conf import settings
 from django.http import JsonResponse
@@ -14,7 +15,12 @@ from annotator.studies.prolific import client as api
 from annotator.studies.prolific.forms import ProlificReviewForm
 from annotator.studies.prolific.services.review import ReviewError
 from annotator.studies.prolific.services.run import prolific_review_run
-from annotator.studies.prolific.services.webhook import event_id_of, signature_valid, webhook_event_handle
+from annotator.studies.prolific.services.webhook import (
+    event_id_of,
+    signature_valid,
+    timestamp_fresh,
+    webhook_event_handle,
+)
 from annotator.studies.views.admin import _page
 
 MAX_WEBHOOK_BYTES = 64 * 1024
@@ -65,6 +71,15 @@ def prolific_webhook(request):
     ):
         return JsonResponse(
             {"error": "The X-Prolific-Request-Signature does not match this request."}, status=401
+        )
+    if not timestamp_fresh(timestamp, now=time.time(), max_age_s=settings.PROLIFIC_WEBHOOK_MAX_AGE_S):
+        return JsonResponse(
+            {
+                "error": "The X-Prolific-Request-Timestamp is not within "
+                f"{settings.PROLIFIC_WEBHOOK_MAX_AGE_S} seconds of this server's clock; "
+                "an old delivery is not accepted again."
+            },
+            status=401,
         )
     if len(body) > MAX_WEBHOOK_BYTES:
         return JsonResponse({"error": "The request body is too large."}, status=413)

@@ -7,6 +7,7 @@ import base64
 import hashlib
 import hmac
 import json
+import time
 
 import pytest
 from django.test import Client
@@ -35,7 +36,8 @@ def reference_signature(timestamp: str, body: bytes) -> str:
     ).decode()
 
 
-def deliver(payload, *, timestamp="1764115200", signature=None, client=None):
+def deliver(payload, *, timestamp=None, signature=None, client=None):
+    timestamp = str(int(time.time())) if timestamp is None else timestamp
     body = payload if isinstance(payload, bytes) else json.dumps(payload).encode()
     headers = {
         "HTTP_X_PROLIFIC_REQUEST_TIMESTAMP": timestamp,
@@ -112,7 +114,7 @@ def test_timed_out_ends_the_visit_too(full_study):
 def test_the_same_event_twice_acts_once(full_study):
     payload = returned(event_id="evt-1")
     assert deliver(payload).json()["duplicate"] is False
-    again = deliver(payload, timestamp="1764115260")
+    again = deliver(payload, timestamp=str(int(time.time()) + 60))
     assert again.status_code == 200 and again.json() == {"ok": True, "duplicate": True, "leases_released": 0}
     assert ProlificWebhookEvent.objects.count() == 1
 
@@ -143,8 +145,29 @@ def test_a_wrong_or_missing_signature_is_refused_and_changes_nothing(full_study,
 
 def test_a_signature_for_another_timestamp_is_refused(full_study):
     body = json.dumps(returned()).encode()
-    response = deliver(body, timestamp="999", signature=reference_signature("1000", body))
+    now = int(time.time())
+    response = deliver(body, timestamp=str(now), signature=reference_signature(str(now + 1), body))
     assert response.status_code == 401
+
+
+@pytest.mark.parametrize("age_s", [901, -901, 86_400 * 365])
+def test_an_old_or_future_delivery_is_refused_even_when_signed(full_study, age_s):
+    """A captured delivery replayed later (or stamped ahead) is refused before anything acts on it."""
+    response = deliver(returned(event_id="evt-old"), timestamp=str(int(time.time()) - age_s))
+    assert response.status_code == 401 and "X-Prolific-Request-Timestamp" in response.json()["error"]
+    assert not ProlificWebhookEvent.objects.exists() and lease_of(PID_A).state == Assignment.State.LEASED
+
+
+@pytest.mark.parametrize("timestamp", ["", "soon", "1.5e9", "٣"])
+def test_a_timestamp_that_is_not_a_unix_time_is_refused(full_study, timestamp):
+    response = deliver(returned(), timestamp=timestamp)
+    assert response.status_code == 401 and not ProlificWebhookEvent.objects.exists()
+
+
+def test_a_delivery_within_the_window_is_taken(full_study, settings):
+    settings.PROLIFIC_WEBHOOK_MAX_AGE_S = 3600
+    response = deliver(returned(), timestamp=str(int(time.time()) - 3000))
+    assert response.status_code == 200 and response.json()["leases_released"] == 1
 
 
 def test_without_a_secret_nothing_is_accepted(full_study, settings):

@@ -44,6 +44,15 @@ def signature_valid(*, secret: str, timestamp: str, body: bytes, signature: str)
     )
 
 
+def timestamp_fresh(timestamp: str, *, now: float, max_age_s: int) -> bool:
+    """Whether the signed UNIX timestamp lies within ``max_age_s`` of ``now`` (either way: clocks drift)."""
+    try:
+        sent = int(timestamp.strip())
+    except ValueError:
+        return False
+    return abs(now - sent) <= max_age_s
+
+
 def event_id_of(payload: dict, *, timestamp: str, body: bytes) -> str:
     """The event id Prolific sends, or, when the payload carries none, the digest of the signed
     content (the same delivery sent twice has the same one)."""
