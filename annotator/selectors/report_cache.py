@@ -19,17 +19,12 @@ from annotator.models import (
     AnnotatorStanding,
     Assignment,
     Batch,
-    CalibrationSet,
     GoldAnswer,
     GoldItem,
-    JudgeCall,
-    JudgeCriterionScore,
-    JudgeFailure,
-    JudgeScore,
-    PairwiseVerdict,
     QualityRule,
     ReportCache,
 )
+from annotator.selectors.report_sections import REPORT_SECTIONS
 
 _CHANGED = {"n": Count("pk"), "last": Max("pk")}
 
@@ -37,8 +32,9 @@ _CHANGED = {"n": Count("pk"), "last": Max("pk")}
 def report_revision(*, batch: Batch) -> str:
     """A digest that changes with every write a report reads: annotations (submit, edit, import,
     delete), skips, exclusions, warnings, blocks and training, gold answers and gold items,
-    adjudications, judge scores, failures, verdicts and calls, the calibration set, the quality rule and
-    the batch's own name, k and rubric."""
+    adjudications, the quality rule, the batch's own name, k and rubric, and what each registered report
+    section reads (``ReportSection.revision``: the judges' scores, failures, verdicts, calls and
+    calibration set)."""
     in_batch = Q(item__batch=batch)
     facts: list[Any] = [
         batch.name,
@@ -64,16 +60,9 @@ def report_revision(*, batch: Batch) -> str:
             skipped=Count("pk", filter=Q(skipped=True)),
         ),
         Adjudication.objects.filter(in_batch).aggregate(**_CHANGED, changed=Max("updated_at")),
-        JudgeScore.objects.filter(in_batch).aggregate(**_CHANGED),
-        JudgeFailure.objects.filter(in_batch).aggregate(**_CHANGED),
-        # A verdict counts only while its call reads as whole (judges.selectors.verdicts.counted_verdicts).
-        JudgeCall.objects.filter(in_batch).aggregate(
-            **_CHANGED, not_ok=Count("pk", filter=~Q(status=JudgeCall.OK))
-        ),
-        JudgeCriterionScore.objects.filter(in_batch).aggregate(**_CHANGED),
-        PairwiseVerdict.objects.filter(baseline__batch=batch).aggregate(**_CHANGED),
-        list(CalibrationSet.objects.filter(batch=batch).values_list("pk", "fingerprint", "frozen_at")),
         list(QualityRule.objects.filter(batch=batch).values()),
+        # What the registered sections read (the judges' rows): each section names its own.
+        {name: section.revision_facts(batch) for name, section in REPORT_SECTIONS.items()},
     ]
     text = json.dumps(facts, sort_keys=True, default=str)
     return hashlib.sha256(text.encode()).hexdigest()
@@ -81,8 +70,6 @@ def report_revision(*, batch: Batch) -> str:
 
 def _sections_signature() -> str:
     """The report sections registered now: a stored report built with other sections is not served."""
-    from annotator.selectors.report_sections import REPORT_SECTIONS
-
     return ",".join(
         f"{s.name}:{s.builder if isinstance(s.builder, str) else s.builder.__qualname__}"
         for s in REPORT_SECTIONS.values()

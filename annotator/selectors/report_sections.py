@@ -1,9 +1,12 @@
 """The report's further sections, in one table: ``REPORT_SECTIONS``.
 
 A feature joins the report by one line here: the section's name (its key in ``BatchReport.sections``
-and in the JSON export) and the function that builds it, given by dotted path so that the core report
-does not import the feature's package. A builder takes :class:`SectionInputs` and returns an object with
-a ``template`` (the report page and the HTML export include it) and ``to_json()`` (the JSON export).
+and in the JSON export), the function that builds it and, optionally, the function that reads what a
+stored report of the section depends on (``revision``: facts about the batch's rows that change with
+every write the section reads; ``annotator.selectors.report_cache.report_revision`` digests them). Both
+are given by dotted path so that the core report does not import the feature's package. A builder takes
+:class:`SectionInputs` and returns an object with a ``template`` (the report page and the HTML export
+include it) and ``to_json()`` (the JSON export).
 """
 
 from __future__ import annotations
@@ -31,18 +34,34 @@ class SectionInputs:
 class ReportSection:
     name: str
     builder: str | Callable[[SectionInputs], Any]  # a dotted path, imported on first use, or the function
+    # What the section reads beyond the core report's rows: ``revision(batch)`` returns JSON-able facts.
+    revision: str | Callable[[Batch], Any] | None = None
 
     def build(self, inputs: SectionInputs) -> Any:
-        builder = import_string(self.builder) if isinstance(self.builder, str) else self.builder
-        return builder(inputs)
+        return _function(self.builder)(inputs)
+
+    def revision_facts(self, batch: Batch) -> Any:
+        return None if self.revision is None else _function(self.revision)(batch)
+
+
+def _function(path_or_function):
+    return import_string(path_or_function) if isinstance(path_or_function, str) else path_or_function
 
 
 REPORT_SECTIONS: dict[str, ReportSection] = {
     s.name: s
     for s in (
         # The judges package: calibration per judge × dimension, then pairwise verdicts against people.
-        ReportSection("judges", "annotator.judges.selectors.judges.judges_section"),
-        ReportSection("judge_pairwise", "annotator.judges.selectors.judges.pairwise_section"),
+        ReportSection(
+            "judges",
+            "annotator.judges.selectors.judges.judges_section",
+            revision="annotator.judges.selectors.revision.judges_revision",
+        ),
+        ReportSection(
+            "judge_pairwise",
+            "annotator.judges.selectors.judges.pairwise_section",
+            revision="annotator.judges.selectors.revision.pairwise_revision",
+        ),
     )
 }
 

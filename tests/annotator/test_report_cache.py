@@ -238,3 +238,17 @@ def test_a_backup_leaves_stored_reports_out_and_the_restored_report_is_the_same(
     assert not ReportCache.objects.exists()
     after = batch_report(batch=Batch.objects.get(name="cached"), n_resamples=30)
     assert after.dimensions == before.dimensions and after.annotators == before.annotators
+
+
+def test_a_registered_section_moves_the_revision_by_what_it_reads(rated):
+    """A feature's section names what it reads (``ReportSection.revision``); the core digests it."""
+    from annotator.selectors.report_sections import REPORT_SECTIONS, ReportSection
+
+    batch, _ = rated
+    state = {"rows": 1}
+    extra = ReportSection("extra", lambda inputs: None, revision=lambda b: [b.pk, state["rows"]])
+    with mock.patch.dict(REPORT_SECTIONS, {"extra": extra}):
+        before = report_revision(batch=batch)
+        assert report_revision(batch=batch) == before
+        state["rows"] = 2
+        assert report_revision(batch=batch) != before
