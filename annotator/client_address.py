@@ -5,6 +5,9 @@ to ``X-Forwarded-For`` (nginx's ``$proxy_add_x_forwarded_for``), so the client i
 from the right: the last one behind a single proxy. Entries further left were sent by the client
 and can say anything, so they are never read. django-ipware's ``proxy_count`` reads the header from
 the left, which a client can spoof, so it is not used.
+
+Limits count per ``client_network``: an IPv4 address, or the /64 an IPv6 address belongs to (one
+subscriber's usual assignment, inside which a client can pick a new address for every request).
 """
 
 from __future__ import annotations
@@ -42,3 +45,21 @@ def client_address(request, proxy_count: int | None = None) -> str | None:
             if found is not None:
                 return found
     return _address(remote) or (remote or None)
+
+
+IPV6_PREFIX = 64
+
+
+def client_network(request, proxy_count: int | None = None) -> str | None:
+    """What a limit counts for ``request``: its IPv4 address, or the first address of its IPv6 /64
+    (an IPv4-mapped IPv6 address counts as the IPv4 one). Still an address, as django-axes stores it."""
+    found = client_address(request, proxy_count)
+    try:
+        address = ipaddress.ip_address(found or "")
+    except ValueError:
+        return found
+    if address.version == 6:
+        if address.ipv4_mapped is not None:
+            return str(address.ipv4_mapped)
+        return str(ipaddress.ip_network(f"{address}/{IPV6_PREFIX}", strict=False).network_address)
+    return str(address)

@@ -169,7 +169,7 @@ AXES_RESET_ON_SUCCESS = True
 AXES_LOCKOUT_TEMPLATE = "registration/locked_out.html"
 # The client's address behind PROXY_COUNT reverse proxies: one rule for lock-outs and the link limit.
 ANNOTATOR_PROXY_COUNT = env_int("PROXY_COUNT", 0)
-AXES_CLIENT_IP_CALLABLE = "annotator.client_address.client_address"
+AXES_CLIENT_IP_CALLABLE = "annotator.client_address.client_network"
 
 # A form left open while its tab's owner signed in again elsewhere: back to their step, not a bare 403.
 CSRF_FAILURE_VIEW = "annotator.views.csrf_failure.csrf_failure"

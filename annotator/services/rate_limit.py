@@ -3,7 +3,8 @@
 
 Counts live in the database (one row per key and window), so every app server and every worker
 process shares them, like the sessions and the login lock-outs. The address is read by the rule the
-lock-outs use (``annotator.client_address``: ``PROXY_COUNT``) and stored only as a hash.
+lock-outs use (``annotator.client_address.client_network``: ``PROXY_COUNT``, IPv6 by /64) and stored
+only as a hash.
 """
 
 from __future__ import annotations
@@ -16,7 +17,7 @@ from django.db import IntegrityError, connection, transaction
 from django.db.models import F
 from django.utils import timezone
 
-from annotator.client_address import client_address
+from annotator.client_address import client_network
 from annotator.models import RateBucket
 from annotator.services.tokens import token_hash
 
@@ -37,7 +38,7 @@ class RateCount:
 
 
 def client_key(request, scope: str = "link-open") -> str:
-    return token_hash(f"{scope}:" + (client_address(request) or "unknown"))
+    return token_hash(f"{scope}:" + (client_network(request) or "unknown"))
 
 
 def _window(now: datetime, period_s: int) -> tuple[datetime, int]:

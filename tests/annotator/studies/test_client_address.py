@@ -12,7 +12,7 @@ from axes.helpers import get_client_ip_address
 from django.test import Client, RequestFactory, override_settings
 from django.urls import reverse
 
-from annotator.client_address import client_address
+from annotator.client_address import client_address, client_network
 from annotator.models import Enrolment
 from tests.annotator.study_support import entry_url, prolific_link
 from tests.factories import PASSWORD, make_batch, make_user
@@ -64,6 +64,40 @@ def test_the_client_is_the_nth_address_from_the_right(meta, count, expected):
 def test_django_axes_reads_the_same_rule():
     request = request_with(nginx("203.0.113.7", "1.2.3.4"))
     assert get_client_ip_address(request) == client_address(request) == "203.0.113.7"
+
+
+@pytest.mark.parametrize(
+    "address, network",
+    [
+        ("203.0.113.7", "203.0.113.7"),
+        ("2001:db8:1:2:aaaa:bbbb:cccc:dddd", "2001:db8:1:2::"),
+        ("2001:db8:1:2::1", "2001:db8:1:2::"),
+        ("2001:db8:1:3::1", "2001:db8:1:3::"),  # the next /64: another subscriber
+        ("::ffff:198.51.100.4", "198.51.100.4"),
+    ],
+)
+def test_limits_count_an_ipv6_client_by_its_64(address, network):
+    assert client_network(request_with({"REMOTE_ADDR": address}), proxy_count=0) == network
+
+
+@pytest.mark.django_db
+@override_settings(ANNOTATOR_PROXY_COUNT=1, ANNOTATOR_LINK_OPENS_PER_MINUTE=3)
+def test_a_client_rotating_addresses_inside_its_ipv6_64_is_held_back():
+    batch = make_batch("crowd-v6", n_items=4)
+    _link, token = prolific_link(batch)
+    codes = [
+        Client(**nginx(f"2001:db8:7:7::{n + 1:x}")).get(entry_url(token, f"{n:024d}")).status_code
+        for n in range(5)
+    ]
+    assert codes == [302, 302, 302, 429, 429]
+    # Another /64 is another client.
+    assert Client(**nginx("2001:db8:7:8::1")).get(entry_url(token, "9" * 24)).status_code == 302
+
+
+@override_settings(ANNOTATOR_PROXY_COUNT=1)
+def test_django_axes_locks_out_by_the_same_network():
+    request = request_with(nginx("2001:db8:5:5::42"))
+    assert get_client_ip_address(request) == "2001:db8:5:5::"
 
 
 @pytest.mark.django_db
