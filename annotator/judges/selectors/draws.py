@@ -75,7 +75,7 @@ def draw_rows(draw: ReviewDraw) -> list[dict]:
     """The draw's candidates (items labelled before it are left out), in the order items were added."""
     rows = (
         ReviewDrawItem.objects.filter(draw=draw, labelled_before=False)
-        .order_by("item")
+        .order_by("item_id")  # the column: "item" would follow Item's ordering, which the queue changes
         .values_list("item__item_id", "item__system_id", "pi", "drawn", "labelled_before", "uncertainty")
     )
     return [dict(zip(DRAW_COLUMNS, r)) for r in rows]
