@@ -39,6 +39,7 @@ __all__ = [
     "Uncertainty",
     "active_mean",
     "active_ppi_mean",
+    "labelled_so_far",
     "item_uncertainty",
     "most_uncertain",
     "sampling_probabilities",
@@ -247,6 +248,31 @@ def _tune(yg: np.ndarray, a: np.ndarray, c: np.ndarray) -> tuple[float, float]:
     coef, *_ = np.linalg.lstsq(design, -(yg - yg.mean()), rcond=None)
     lam = float(np.clip(coef[0], 0, 1))
     return lam, _offset(yg + lam * a, c)
+
+
+def labelled_so_far(pi, selected, labelled, strata=None) -> tuple[np.ndarray, np.ndarray]:
+    """ξ and π for :func:`active_mean` while some selected items still wait for their label.
+
+    Items selected with probability π and labelled in a random order are, so far, a second-phase
+    random sample: within each stratum a selected item is labelled with probability (labelled / selected),
+    so π is scaled by that share (two-phase sampling). ``strata`` (optional labels per item) keeps the
+    share apart where the order is random only within a group (e.g. items labelled before a draw).
+    Returns ``(xi, pi_used)``: ξ = selected and labelled.
+
+    >>> xi, p = labelled_so_far([0.5, 0.5, 0.2, 1.0], [True, True, False, True], [True, False, True, True])
+    >>> xi.tolist(), p.tolist()
+    ([True, False, False, True], [0.3333333333333333, 0.3333333333333333, 0.2, 0.6666666666666666])
+    """
+    pi = np.array(pi, dtype=float)
+    selected = np.asarray(selected, dtype=bool)
+    xi = selected & np.asarray(labelled, dtype=bool)
+    groups = np.zeros(len(pi), dtype=int) if strata is None else np.asarray(strata)
+    for group in np.unique(groups):
+        chosen = selected & (groups == group)
+        got = xi & (groups == group)
+        if got.any():
+            pi[chosen] *= got.sum() / chosen.sum()
+    return xi, pi
 
 
 @dataclass(frozen=True)

@@ -20,7 +20,7 @@ import numpy as np
 
 from annotator.judges.selectors.draws import DrawDesign
 from hcs.ppi import PPIMean, ppi_mean
-from hcs.routing import active_ppi_mean
+from hcs.routing import active_ppi_mean, labelled_so_far
 
 WHY_WEIGHTED = (
     "the labels were drawn by a recorded review draw with probabilities π that follow the judge's "
@@ -105,8 +105,8 @@ def _weighted(
     """Active inference over the draw's population: (estimate or None, how the draw's labels entered it).
 
     A selected item counts as labelled once it has a human value. While some selected items still wait for
-    one, π of each stratum (drawn, labelled before) is scaled by the share labelled: the draw queued its
-    items in a random order, so the ones labelled so far are a random part of it (two-phase sampling)."""
+    one, π of each stratum (drawn, labelled before) is scaled by the share labelled (``labelled_so_far``):
+    the draw queued its items in a random order, so the ones labelled so far are a random part of it."""
     items, f = _judged_items(judged, rows)
     inside = np.isfinite(design.pi[items]) if len(items) else np.zeros(0, dtype=bool)
     outside = int((~inside).sum())
@@ -114,12 +114,7 @@ def _weighted(
     pi, selected, before = design.pi[items], design.selected[items], design.before[items]
     y = human[items] if len(items) else np.zeros(0)
     labelled = np.isfinite(y)
-    xi = selected & labelled
-    pi_used = pi.copy()
-    for stratum in (before, ~before):
-        chosen, got = selected & stratum, xi & stratum
-        if got.any():
-            pi_used[chosen] *= got.sum() / chosen.sum()
+    xi, pi_used = labelled_so_far(pi, selected, labelled, strata=before)
     use = DrawUse(
         draw_id=design.draw_id,
         budget=design.budget,
