@@ -152,6 +152,8 @@ def test_the_panel_weights_the_draws_labels_and_goes_back_to_ppi_after_retiring(
     _login(client, researcher)
     assert set(_report_json(client, batch)["coherence"]["ppi"]) == PPI_KEYS  # no draw: unchanged
     draw = review_draw_make(batch=batch, budget=10, seed=5)
+    # The draw alone changes the report's revision: the stored report is not served after it.
+    assert _report_json(client, batch)["coherence"]["ppi"]["estimator"] == "active_inference"
     people = [make_user("q0"), make_user("q1")]
     rows = list(draw.rows.select_related("item"))
     drawn = [r for r in rows if r.drawn and not r.labelled_before]
