@@ -38,6 +38,18 @@ class DrawError(ValueError):
     """Why a draw cannot be made as asked; nothing was saved."""
 
 
+def ranked_queue_first(*, batch: Batch, item_ids: list[str]) -> int:
+    """``items_queue_first`` for the ranked list, refused while a draw is in force: the report would leave
+    the labels those items get unused, and the drawn items would wait behind them."""
+    in_force = ReviewDraw.objects.filter(batch=batch, retired_at__isnull=True).first()
+    if in_force is not None:
+        raise DrawError(
+            f"batch {batch.name!r} has draw #{in_force.pk} in force, and the report does not use labels of items "
+            "it did not pick; retire the draw first"
+        )
+    return items_queue_first(batch=batch, item_ids=item_ids)
+
+
 MAX_SEED = 2**31 - 1
 MIX = 0.1  # share of the budget spread uniformly, so that no π is tiny (hcs.routing.sampling_probabilities)
 

@@ -14,7 +14,7 @@ from annotator.judges.selectors.draws import DRAW_COLUMNS, draw_in_force, draw_r
 from annotator.judges.selectors.review import COLUMNS, ReviewError, review_candidates
 from annotator.judges.services.review import (
     DrawError,
-    items_queue_first,
+    ranked_queue_first,
     review_draw_make,
     review_draw_retire,
 )
@@ -79,7 +79,11 @@ def review_queue_first(request, batch_id):
     except ReviewError as exc:
         messages.error(request, f"Nothing was moved: {exc}")
         return redirect("review_items", batch.pk)
-    moved = items_queue_first(batch=batch, item_ids=[r.item_id for r in rows]) if rows else 0
+    try:
+        moved = ranked_queue_first(batch=batch, item_ids=[r.item_id for r in rows]) if rows else 0
+    except DrawError as exc:
+        messages.error(request, f"Nothing was moved: {exc}.")
+        return redirect("review_items", batch.pk)
     messages.success(request, f"Put {moved} item(s) first in the queue of {batch.name}.")
     return redirect("review_items", batch.pk)
 

@@ -13,7 +13,7 @@ from annotator.judges.selectors.draws import DRAW_COLUMNS, draw_rows
 from annotator.judges.selectors.review import COLUMNS, ReviewError, review_candidates
 from annotator.judges.services.review import (
     DrawError,
-    items_queue_first,
+    ranked_queue_first,
     review_draw_make,
     review_draw_retire,
 )
@@ -94,7 +94,10 @@ class Command(BaseCommand):
         self._write(out, COLUMNS, (r.cells() for r in rows))
         self.stderr.write(f"Wrote {len(rows)} item(s) to {out}")
         if queue_first and rows:
-            moved = items_queue_first(batch=found, item_ids=[r.item_id for r in rows])
+            try:
+                moved = ranked_queue_first(batch=found, item_ids=[r.item_id for r in rows])
+            except DrawError as exc:
+                raise CommandError(f"Nothing was moved: {exc}.") from None
             self.stderr.write(f"Put {moved} item(s) first in the queue of batch {found.name!r}")
 
     def _draw(self, batch, budget, seed, judges, out):

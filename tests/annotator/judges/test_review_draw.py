@@ -281,3 +281,59 @@ def test_the_api_draws_reads_and_retires(api_as, batch):
     assert_problem(admin.post(f"/batches/{batch.pk}/review/draw", {"budget": 5}), 409)
     assert admin.delete(f"/batches/{batch.pk}/review/draw").status_code == 204
     assert_problem(admin.delete(f"/batches/{batch.pk}/review/draw"), 404)
+
+
+def test_the_ranked_list_is_not_put_first_while_a_draw_is_in_force(client, batch, tmp_path):
+    draw = review_draw_make(batch=batch, budget=5, seed=1)
+    positions = _positions(batch)
+    admin = make_user("boss", role="admin")
+    _login(client, admin)
+    page = client.get(reverse("review_items", args=[batch.pk])).content.decode()
+    assert f"Putting the ranked items first is off while draw #{draw.pk} is in force" in page
+    response = client.post(reverse("review_queue_first", args=[batch.pk]), {"n": "5"}, follow=True)
+    assert (
+        f"Nothing was moved: batch &#x27;draw&#x27; has draw #{draw.pk} in force" in response.content.decode()
+    )
+    with pytest.raises(CommandError, match="retire the draw first"):
+        call_command(
+            "select_for_review", "draw", "--n", "5", "--out", str(tmp_path / "l.csv"), "--queue-first"
+        )
+    assert _positions(batch) == positions
+
+
+@pytest.mark.parametrize(
+    "form",
+    [
+        {"budget": "\x00"},
+        {"budget": "1e9"},
+        {"budget": "9" * 400},
+        {"budget": "5", "seed": "\x00"},
+        {"budget": "5", "seed": "9" * 400},
+        {"budget": "5", "judge": "\x00<script>"},
+        {"budget": "5", "judge": "a" * 10_000},
+    ],
+)
+def test_hostile_draw_forms_change_nothing(client, batch, form):
+    _login(client, make_user("boss", role="admin"))
+    response = client.post(reverse("review_draw", args=[batch.pk]), form, follow=True)
+    assert response.status_code == 200 and "Nothing was drawn:" in response.content.decode()
+    assert "<script>" not in response.content.decode()
+    assert not ReviewDraw.objects.exists()
+
+
+@pytest.mark.parametrize(
+    "body",
+    [
+        {"budget": 10**30},
+        {"budget": "abc"},
+        {"budget": 5, "seed": -1},
+        {"budget": 5, "judge": ["\x00"]},
+        {"budget": None},
+        {},
+        [],
+    ],
+)
+def test_hostile_draw_bodies_are_problems(api_as, batch, body):
+    response = api_as("admin").post(f"/batches/{batch.pk}/review/draw", body)
+    assert response.status_code in (400, 422), response.content[:300]
+    assert not ReviewDraw.objects.exists()
