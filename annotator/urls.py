@@ -140,6 +140,13 @@ urlpatterns = [
         judge_review.review_queue_first,
         name="review_queue_first",
     ),
+    path("reports/<int:batch_id>/review/draw/", judge_review.review_draw, name="review_draw"),
+    path("reports/<int:batch_id>/review/draw.csv", judge_review.review_draw_csv, name="review_draw_csv"),
+    path(
+        "reports/<int:batch_id>/review/draw/retire/",
+        judge_review.review_draw_retire_view,
+        name="review_draw_retire",
+    ),
     path("jobs/<uuid:job_id>/", jobs.job_status, name="job_status"),
     path("jobs/<uuid:job_id>/download/", jobs.job_download, name="job_download"),
     path("jobs/<uuid:job_id>/try-again/", jobs.job_try_again, name="job_try_again"),

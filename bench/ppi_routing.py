@@ -13,7 +13,12 @@ budget of labels:
 * active: π ∝ the reported uncertainty (10 % mixed uniform), weighted by 1/π (``hcs.routing.active_mean``,
   Zrnic & Candès 2024);
 * top-n, unweighted: the ``budget`` most uncertain items, then PPI++ as if random. This is what labelling
-  the ``select_for_review`` list and reading the report's PPI panel would give; it is biased.
+  the ``select_for_review`` list and reading the report's PPI panel would give; it is biased;
+* drawn, unweighted: the active design's labels read by PPI++ as if random (the panel without the
+  recorded draw); biased too;
+* drawn, 75 % labelled: the active design while a random quarter of the drawn items still waits for its
+  label, π scaled by the share labelled (``hcs.routing.labelled_so_far``), as the report does under a
+  recorded draw.
 
 Printed per design: mean CI width, RMSE and bias of the estimate, and coverage of the 95 % CI.
 Pure ``hcs``; not part of the test suite (tests/hcs/test_routing.py holds the short version).
@@ -30,13 +35,20 @@ import numpy as np
 sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
 
 from hcs.ppi import ppi_mean  # noqa: E402
-from hcs.routing import active_mean, sampling_probabilities  # noqa: E402
+from hcs.routing import active_mean, labelled_so_far, sampling_probabilities  # noqa: E402
 
 
 def run(items: int, budget: int, reps: int, seed: int, judge: str = "spread") -> dict[str, dict[str, float]]:
     rng = np.random.default_rng(seed)
+    waits = np.random.default_rng([seed, 1])  # its own stream: the first three designs match earlier runs
     truth = 3.0
-    out: dict[str, list[tuple[float, float, float]]] = {"random": [], "active": [], "top-n unweighted": []}
+    out: dict[str, list[tuple[float, float, float]]] = {
+        "random": [],
+        "active": [],
+        "top-n unweighted": [],
+        "drawn unweighted": [],
+        "drawn 75% labelled": [],
+    }
     for _ in range(reps):
         y = rng.normal(truth, 1, size=items)
         sigma = (
@@ -55,6 +67,15 @@ def run(items: int, budget: int, reps: int, seed: int, judge: str = "spread") ->
         xi = rng.random(items) < pi
         a = active_mean(y, f, xi, pi)
         out["active"].append((a.estimate, *a.ci95))
+        d = ppi_mean(y[xi], f[xi], f[~xi])
+        out["drawn unweighted"].append((d.estimate, *d.ci95))
+        waiting = np.flatnonzero(xi)
+        waiting = waits.choice(waiting, len(waiting) // 4, replace=False)
+        so_far = xi.copy()
+        so_far[waiting] = False
+        xi_used, pi_used = labelled_so_far(pi, xi, so_far)
+        p = active_mean(y, f, xi_used, pi_used)
+        out["drawn 75% labelled"].append((p.estimate, *p.ci95))
 
         top = np.zeros(items, dtype=bool)
         top[np.argsort(-reported)[:budget]] = True
@@ -83,10 +104,10 @@ def main() -> None:
     for judge in ("spread", "mostly sure"):
         summary = run(args.items, args.budget, args.reps, args.seed, judge)
         print(f"\njudge: {judge}")
-        print(f"{'design':<18} {'CI width':>9} {'RMSE':>8} {'bias':>8} {'coverage':>8}")
+        print(f"{'design':<20} {'CI width':>9} {'RMSE':>8} {'bias':>8} {'coverage':>8}")
         for name, s in summary.items():
             print(
-                f"{name:<18} {s['ci_width']:>9.4f} {s['rmse']:>8.4f} {s['bias']:>+8.4f} {s['coverage']:>8.3f}"
+                f"{name:<20} {s['ci_width']:>9.4f} {s['rmse']:>8.4f} {s['bias']:>+8.4f} {s['coverage']:>8.3f}"
             )
         base = summary["random"]
         print(

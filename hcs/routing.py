@@ -31,10 +31,15 @@ from dataclasses import dataclass
 import numpy as np
 from scipy.stats import norm
 
+from hcs.ppi import PPIMean
+
 __all__ = [
     "ActiveMean",
+    "ActivePPIMean",
     "Uncertainty",
     "active_mean",
+    "active_ppi_mean",
+    "labelled_so_far",
     "item_uncertainty",
     "most_uncertain",
     "sampling_probabilities",
@@ -243,3 +248,68 @@ def _tune(yg: np.ndarray, a: np.ndarray, c: np.ndarray) -> tuple[float, float]:
     coef, *_ = np.linalg.lstsq(design, -(yg - yg.mean()), rcond=None)
     lam = float(np.clip(coef[0], 0, 1))
     return lam, _offset(yg + lam * a, c)
+
+
+def labelled_so_far(pi, selected, labelled, strata=None) -> tuple[np.ndarray, np.ndarray]:
+    """ξ and π for :func:`active_mean` while some selected items still wait for their label.
+
+    Items selected with probability π and labelled in a random order are, so far, a second-phase
+    random sample: within each stratum a selected item is labelled with probability (labelled / selected),
+    so π is scaled by that share (two-phase sampling). ``strata`` (optional labels per item) keeps the
+    share apart where the order is random only within a group (e.g. items labelled before a draw).
+    Returns ``(xi, pi_used)``: ξ = selected and labelled.
+
+    >>> xi, p = labelled_so_far([0.5, 0.5, 0.2, 1.0], [True, True, False, True], [True, False, True, True])
+    >>> xi.tolist(), p.tolist()
+    ([True, False, False, True], [0.3333333333333333, 0.3333333333333333, 0.2, 0.6666666666666666])
+    """
+    pi = np.array(pi, dtype=float)
+    selected = np.asarray(selected, dtype=bool)
+    xi = selected & np.asarray(labelled, dtype=bool)
+    groups = np.zeros(len(pi), dtype=int) if strata is None else np.asarray(strata)
+    for group in np.unique(groups):
+        chosen = selected & (groups == group)
+        got = xi & (groups == group)
+        if got.any():
+            pi[chosen] *= got.sum() / chosen.sum()
+    return xi, pi
+
+
+@dataclass(frozen=True)
+class ActivePPIMean(PPIMean):
+    """:class:`hcs.ppi.PPIMean`'s columns for labels drawn with probabilities π: the estimate is
+    :func:`active_mean`, human-only is the same with λ = 0 (the 1/π-weighted labels alone), and
+    ``n_unlabelled`` counts the items of the population without a label the estimate uses."""
+
+    offset: float = 0.0
+
+    def to_json(self) -> dict:
+        return {**super().to_json(), "estimator": "active_inference", "offset": self.offset}
+
+
+def active_ppi_mean(y, yhat, labelled, pi, *, alpha: float = 0.05) -> ActivePPIMean | None:
+    """The active-inference estimate beside the weighted human-only one and the judge's mean.
+
+    Arguments as :func:`active_mean`. None when fewer than two items are labelled.
+
+    >>> r = active_ppi_mean([2., 4., 0., 0.], [2., 3., 3., 4.], [True, True, False, False], [.5, .5, .5, .5])
+    >>> round(r.human_only, 6), r.n_labelled, r.n_unlabelled, r.judge_only
+    (3.0, 2, 2, 3.0)
+    """
+    f = np.asarray(yhat, dtype=float)
+    xi = np.asarray(labelled, dtype=bool)
+    if xi.sum() < 2:
+        return None
+    est = active_mean(y, f, xi, pi, alpha=alpha)
+    human = active_mean(y, f, xi, pi, alpha=alpha, lam=0.0)
+    return ActivePPIMean(
+        estimate=est.estimate,
+        ci95=est.ci95,
+        n_labelled=est.n_labelled,
+        n_unlabelled=est.n_items - est.n_labelled,
+        lam=est.lam,
+        human_only=human.estimate,
+        human_only_ci95=human.ci95,
+        judge_only=float(f.mean()),
+        offset=est.offset,
+    )

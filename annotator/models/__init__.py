@@ -9,6 +9,7 @@ from annotator.judges.models.judge import (
     PairwiseVerdict,
 )
 from annotator.judges.models.judge_call import JudgeCall
+from annotator.judges.models.review_draw import ReviewDraw, ReviewDrawItem
 from annotator.models.adjudication import Adjudication, AdjudicatorGrant
 from annotator.models.annotation import Annotation, AnnotationRevision, Score
 from annotator.models.api_token import ApiToken
@@ -61,6 +62,8 @@ __all__ = [
     "QualityRule",
     "RateBucket",
     "ReportCache",
+    "ReviewDraw",
+    "ReviewDrawItem",
     "Score",
     "SignInLink",
     "StudyLink",

@@ -110,6 +110,10 @@ ACCESS: dict[str, dict[str, dict]] = {
     "review_items": {"GET": RESEARCHERS},
     "report_plan": {"GET": RESEARCHERS},
     "review_queue_first": {"POST": allowed(ADMINS, 302)},
+    # The world's batch has no judge scores: an empty draw form, the CSV and retiring all go back to the page.
+    "review_draw": {"POST": allowed(ADMINS, 302)},
+    "review_draw_csv": {"GET": allowed(RESEARCHERS, 302)},
+    "review_draw_retire": {"POST": allowed(ADMINS, 302)},
     # Background jobs belong to whoever started them (here the admin); anyone else's is a 404.
     "job_status": {"GET": {**SIGNED_IN, "none": 404, "annotator": 404, "researcher": 404}},
     "job_download": {"GET": {**SIGNED_IN, "none": 404, "annotator": 404, "researcher": 404}},
@@ -145,6 +149,11 @@ ACCESS: dict[str, dict[str, dict]] = {
     **{
         name: {"GET": {**API_RESEARCHERS, "researcher": 404, "admin": 404}}
         for name in ("api-v1:calibration_set", "api-v1:calibration_set_mark", "api-v1:calibration_set_retire")
+    },
+    # One path with GET (researchers; no draw in force: 404), POST and DELETE (admins; an empty body: 400).
+    **{
+        name: {"GET": {**API_RESEARCHERS, "researcher": 404, "admin": 404}, "POST": allowed(API_ADMINS, 400)}
+        for name in ("api-v1:review_draw", "api-v1:review_draw_make", "api-v1:review_draw_retire")
     },
     # API jobs belong to whoever started them (here the admin), as on the job page.
     "api-v1:job": {"GET": {**API_SIGNED_IN, "none": 404, "annotator": 404, "researcher": 404}},

@@ -4,7 +4,13 @@
 import numpy as np
 import pytest
 
-from hcs.routing import active_mean, item_uncertainty, most_uncertain, sampling_probabilities
+from hcs.routing import (
+    active_mean,
+    active_ppi_mean,
+    item_uncertainty,
+    most_uncertain,
+    sampling_probabilities,
+)
 
 NAN = np.nan
 
@@ -102,3 +108,41 @@ def test_active_inference_is_unbiased_and_covers_where_naive_top_n_is_biased():
     assert abs(np.mean(naive) - truth) > 10 * np.std(naive) / np.sqrt(
         reps
     )  # the bias active weighting removes
+
+
+def test_with_uniform_probabilities_active_inference_is_ppi_py_on_every_item():
+    """Zrnic & Candès's estimator with π = n/N for every item, exactly n labelled, λ fixed and no offset, is
+    PPI with the judge's mean over all N items: ppi_py's point estimate with every item as "unlabelled"."""
+    from ppi_py import ppi_mean_pointestimate
+
+    rng = np.random.default_rng(11)
+    big_n, n = 400, 40
+    y = rng.normal(3, 1, size=big_n)
+    f = y + 0.4 + rng.normal(0, 0.6, size=big_n)
+    xi = np.zeros(big_n, dtype=bool)
+    xi[rng.choice(big_n, n, replace=False)] = True
+    for lam in (0.0, 0.35, 1.0):
+        ours = active_mean(y, f, xi, np.full(big_n, n / big_n), lam=lam, offset=0.0)
+        reference = float(ppi_mean_pointestimate(y[xi], f[xi], f, lam=lam)[0])
+        assert ours.estimate == pytest.approx(reference, abs=1e-12)
+
+
+def test_active_ppi_mean_columns_are_the_formula_written_out():
+    y = np.array([3.0, 1.0, 4.0, 5.0, 2.0, 4.0, 3.0])
+    f = np.array([2.5, 1.5, 4.0, 4.0, 2.0, 3.5, 3.0])
+    xi = np.array([True, False, True, False, True, False, True])
+    pi = np.array([0.5, 0.2, 0.8, 0.4, 0.5, 0.6, 1.0])
+    r = active_ppi_mean(y, f, xi, pi)
+    g = r.lam * f + r.offset
+    terms = g + np.where(xi, (y - g) / pi, 0.0)  # Zrnic & Candès 2024, eq. 3
+    assert r.estimate == pytest.approx(terms.mean())
+    half = 1.959964 * terms.std() / np.sqrt(len(y))
+    assert r.ci95 == pytest.approx((terms.mean() - half, terms.mean() + half), rel=1e-6)
+    # Human only: λ = 0, the offset that minimises the variance (a least-squares slope, written with np.cov).
+    w = np.where(xi, 1 / pi, 0.0)
+    b = -np.cov(y * w, 1 - w, bias=True)[0, 1] / np.var(1 - w)
+    human = b + np.where(xi, (y - b) / pi, 0.0)
+    assert r.human_only == pytest.approx(human.mean())
+    assert (r.n_labelled, r.n_unlabelled, r.judge_only) == (4, 3, pytest.approx(f.mean()))
+    assert r.to_json()["estimator"] == "active_inference" and r.to_json()["offset"] == r.offset
+    assert active_ppi_mean(y, f, [True] + [False] * 6, pi) is None  # one label: no estimate

@@ -16,6 +16,7 @@ import numpy as np
 from django.db.models import Count
 
 from annotator.judges.models.judge import OVERALL
+from annotator.judges.selectors.draws import draw_design
 from annotator.judges.selectors.probes import (
     DimensionProbes,
     PositionResult,
@@ -320,10 +321,12 @@ def _ppi_rows(
     judges: list[dict[str, Any]],
     scores: dict[tuple[int, str], dict[int, float]],
 ) -> tuple[JudgePPI, ...]:
-    """PPI++ per judge × dimension and overall HCS (from the judge's dimension scores when it gave no overall)."""
+    """PPI++ per judge × dimension and overall HCS (from the judge's dimension scores when it gave no overall);
+    active inference when the batch has a review draw in force."""
     rubric = batch.rubric_obj
     weights = {d.key: d.weight for d in rubric.dimensions}
     human: dict[str, np.ndarray] = {}
+    design = draw_design(batch, arrays.item_pk)
     out = []
     for judge in judges:
         mine = {dim: by_item for (pk, dim), by_item in scores.items() if pk == judge["pk"]}
@@ -346,6 +349,7 @@ def _ppi_rows(
                     judged=mine[dimension],
                     item_system=arrays.item_system,
                     system_names=arrays.system_names,
+                    design=design,
                 )
             )
     return tuple(out)

@@ -75,6 +75,11 @@ def _caps(batch: Batch) -> dict[str, list[float]]:
 def review_candidates(*, batch: Batch, n: int, judges: list[str] | None = None) -> list[ReviewRow]:
     """The ``n`` unlabelled items whose judge scores are least certain, most uncertain first."""
     n = parse_n(n)
+    return ranked_candidates(batch=batch, judges=judges)[:n]
+
+
+def judges_chosen(batch: Batch, judges: list[str] | None) -> list[Judge]:
+    """The batch's judges with scores, or the named ones; a ReviewError names unknown ones or says none has scored."""
     in_batch = Judge.objects.filter(scores__item__batch=batch).distinct()
     names = sorted(in_batch.values_list("name", flat=True))
     if judges:
@@ -87,6 +92,12 @@ def review_candidates(*, batch: Batch, n: int, judges: list[str] | None = None) 
     chosen = list(in_batch.filter(name__in=judges)) if judges else list(in_batch)
     if not chosen:
         raise ReviewError(f"Batch {batch.name!r} has no judge scores yet: run or import a judge first.")
+    return chosen
+
+
+def ranked_candidates(*, batch: Batch, judges: list[str] | None = None) -> list[ReviewRow]:
+    """Every unlabelled item with a judge score, most uncertain first (batch order breaks ties)."""
+    chosen = judges_chosen(batch, judges)
     annotated = Annotation.objects.filter(item=OuterRef("item"))
     scores = (
         JudgeScore.objects.filter(item__batch=batch, judge__in=chosen)
@@ -135,7 +146,7 @@ def review_candidates(*, batch: Batch, n: int, judges: list[str] | None = None) 
     rows.sort(
         key=lambda x: (x.uncertainty is None, -(x.uncertainty or 0.0))
     )  # stable: batch order breaks ties
-    return rows[:n]
+    return rows
 
 
 def _scale(batch: Batch) -> tuple[float, float]:

@@ -18,6 +18,7 @@ from annotator.models import (
     JudgeFailure,
     JudgeScore,
     PairwiseVerdict,
+    ReviewDraw,
 )
 
 _CHANGED = {"n": Count("pk"), "last": Max("pk")}
@@ -30,6 +31,7 @@ def judges_revision(batch: Batch) -> list[Any]:
         JudgeFailure.objects.filter(in_batch).aggregate(**_CHANGED),
         JudgeCriterionScore.objects.filter(in_batch).aggregate(**_CHANGED),
         list(CalibrationSet.objects.filter(batch=batch).values_list("pk", "fingerprint", "frozen_at")),
+        list(ReviewDraw.objects.filter(batch=batch).order_by("pk").values_list("pk", "retired_at")),
     ]
 
 

@@ -4,6 +4,11 @@ Per judge × dimension (and overall HCS) the target is the mean, over the batch'
 human mean. Labelled items have a valid human value (excluded annotators already left out of the
 report's arrays) and a judge score; unlabelled items have a judge score and no human value. Items
 without a judge score take no part. The same is done within each system so systems can be ranked.
+
+When the batch has a review draw in force (``annotator.judges.selectors.draws``), the labels were not a
+random sample: the estimate is then active inference (``hcs.routing.active_ppi_mean``) over the draw's
+population, each label weighted by 1/π. Labels of items the draw did not select are left out, and so are
+items outside its population, so nothing is mixed in unweighted.
 """
 
 from __future__ import annotations
@@ -13,7 +18,44 @@ from typing import Any
 
 import numpy as np
 
+from annotator.judges.selectors.draws import DrawDesign
 from hcs.ppi import PPIMean, ppi_mean
+from hcs.routing import active_ppi_mean, labelled_so_far
+
+WHY_WEIGHTED = (
+    "the labels were drawn by a recorded review draw with probabilities π that follow the judge's "
+    "uncertainty, so they are not a random sample; each label is weighted by 1/π (active inference, "
+    "Zrnic & Candès 2024), which keeps the estimate unbiased"
+)
+
+
+@dataclass(frozen=True)
+class DrawUse:
+    """How a recorded draw's labels entered one estimate (one judge × dimension, over all systems)."""
+
+    draw_id: int
+    budget: int
+    seed: int
+    n_drawn: int  # items the draw selected (π < 1 possible), judged on this dimension
+    n_drawn_labelled: int  # of them, with a human value so far
+    n_labelled_before: int  # items labelled before the draw: in with π = 1
+    n_labels_not_used: int  # items of the population labelled without being selected (e.g. the regular queue)
+    n_outside: (
+        int  # judged items outside the draw's population (not judged, or not in the batch, at the draw)
+    )
+
+    def to_json(self) -> dict[str, Any]:
+        return {
+            "id": self.draw_id,
+            "budget": self.budget,
+            "seed": self.seed,
+            "n_drawn": self.n_drawn,
+            "n_drawn_labelled": self.n_drawn_labelled,
+            "n_labelled_before": self.n_labelled_before,
+            "n_labels_not_used": self.n_labels_not_used,
+            "n_items_outside": self.n_outside,
+            "why": WHY_WEIGHTED,
+        }
 
 
 @dataclass(frozen=True)
@@ -23,9 +65,12 @@ class JudgePPI:
     label: str
     overall: PPIMean | None
     by_system: dict[str, PPIMean | None] = field(default_factory=dict)
+    draw: DrawUse | None = None  # set when the estimate weights a recorded draw's labels
 
     def to_json(self) -> dict[str, Any] | None:
-        return None if self.overall is None else self.overall.to_json()
+        if self.overall is None:
+            return None
+        return {**self.overall.to_json(), **({"draw": self.draw.to_json()} if self.draw else {})}
 
     def by_system_json(self) -> dict[str, Any]:
         return {name: (None if r is None else r.to_json()) for name, r in self.by_system.items()}
@@ -39,15 +84,48 @@ class JudgePPI:
 
 def _split(human: np.ndarray, judged: dict[int, float], rows: np.ndarray | None = None):
     """(human values, judge scores) of labelled items and judge scores of unlabelled ones, in item order."""
+    items, scores = _judged_items(judged, rows)
+    h = human[items] if len(items) else np.zeros(0)
+    labelled = np.isfinite(h)
+    return h[labelled], scores[labelled], scores[~labelled]
+
+
+def _judged_items(judged: dict[int, float], rows: np.ndarray | None) -> tuple[np.ndarray, np.ndarray]:
     items = np.array(sorted(judged), dtype=np.int64)
     if rows is not None:
         items = items[np.isin(items, rows)]
     scores = np.array([judged[int(i)] for i in items], dtype=float)
     ok = np.isfinite(scores)
-    items, scores = items[ok], scores[ok]
-    h = human[items] if len(items) else np.zeros(0)
-    labelled = np.isfinite(h)
-    return h[labelled], scores[labelled], scores[~labelled]
+    return items[ok], scores[ok]
+
+
+def _weighted(
+    human: np.ndarray, judged: dict[int, float], design: DrawDesign, rows: np.ndarray | None = None
+):
+    """Active inference over the draw's population: (estimate or None, how the draw's labels entered it).
+
+    A selected item counts as labelled once it has a human value. While some selected items still wait for
+    one, π of each stratum (drawn, labelled before) is scaled by the share labelled (``labelled_so_far``):
+    the draw queued its items in a random order, so the ones labelled so far are a random part of it."""
+    items, f = _judged_items(judged, rows)
+    inside = np.isfinite(design.pi[items]) if len(items) else np.zeros(0, dtype=bool)
+    outside = int((~inside).sum())
+    items, f = items[inside], f[inside]
+    pi, selected, before = design.pi[items], design.selected[items], design.before[items]
+    y = human[items] if len(items) else np.zeros(0)
+    labelled = np.isfinite(y)
+    xi, pi_used = labelled_so_far(pi, selected, labelled, strata=before)
+    use = DrawUse(
+        draw_id=design.draw_id,
+        budget=design.budget,
+        seed=design.seed,
+        n_drawn=int((selected & ~before).sum()),
+        n_drawn_labelled=int((xi & ~before).sum()),
+        n_labelled_before=int((xi & before).sum()),
+        n_labels_not_used=int((labelled & ~selected).sum()),
+        n_outside=outside,
+    )
+    return active_ppi_mean(np.where(xi, y, 0.0), f, xi, pi_used), use
 
 
 def judge_ppi(
@@ -59,11 +137,19 @@ def judge_ppi(
     judged: dict[int, float],
     item_system: np.ndarray,
     system_names: list[str],
+    design: DrawDesign | None = None,
 ) -> JudgePPI:
-    """PPI++ over all items and within each system.
+    """PPI++ over all items and within each system; with a recorded draw (``design``), active inference.
 
     ``human_mean``: per item row, the mean human value (NaN: nobody rated it); ``judged``: {item row: judge
     score on the rubric scale}; ``item_system``: system index per item row."""
+    if design is not None:
+        overall, use = _weighted(human_mean, judged, design)
+        by_system = {
+            name: _weighted(human_mean, judged, design, np.flatnonzero(item_system == s))[0]
+            for s, name in enumerate(system_names)
+        }
+        return JudgePPI(judge, dimension, label, overall, by_system, draw=use)
     overall = ppi_mean(*_split(human_mean, judged))
     by_system = {
         name: ppi_mean(*_split(human_mean, judged, np.flatnonzero(item_system == s)))

@@ -2,10 +2,14 @@
 
 from __future__ import annotations
 
-from django.db import transaction
-from django.db.models import F
+import secrets
 
-from annotator.models import Batch, Item
+import numpy as np
+from django.db import IntegrityError, transaction
+from django.db.models import F
+from django.utils import timezone
+
+from annotator.models import Batch, Item, Judge, ReviewDraw, ReviewDrawItem
 
 
 @transaction.atomic
@@ -28,3 +32,127 @@ def items_queue_first(*, batch: Batch, item_ids: list[str]) -> int:
     for position, item_id in enumerate(ids):
         Item.objects.filter(pk=found[item_id]).update(position=position)
     return len(ids)
+
+
+class DrawError(ValueError):
+    """Why a draw cannot be made as asked; nothing was saved."""
+
+
+def ranked_queue_first(*, batch: Batch, item_ids: list[str]) -> int:
+    """``items_queue_first`` for the ranked list, refused while a draw is in force: the report would leave
+    the labels those items get unused, and the drawn items would wait behind them."""
+    in_force = ReviewDraw.objects.filter(batch=batch, retired_at__isnull=True).first()
+    if in_force is not None:
+        raise DrawError(
+            f"batch {batch.name!r} has draw #{in_force.pk} in force, and the report does not use labels of items "
+            "it did not pick; retire the draw first"
+        )
+    return items_queue_first(batch=batch, item_ids=item_ids)
+
+
+MAX_SEED = 2**31 - 1
+MIX = 0.1  # share of the budget spread uniformly, so that no π is tiny (hcs.routing.sampling_probabilities)
+
+
+def parse_budget(value, n_candidates: int) -> int:
+    """The label budget from a form, a query or the command line, or a DrawError that says what is wrong."""
+    try:
+        budget = int(str(value).strip())
+    except (TypeError, ValueError):
+        raise DrawError(f"the budget must be a whole number of labels, not {value!r}") from None
+    if not 1 <= budget <= n_candidates:
+        raise DrawError(
+            f"the budget must lie between 1 and {n_candidates:,} (the unlabelled items with a judge score), "
+            f"not {budget}"
+        )
+    return budget
+
+
+def parse_seed(value) -> int:
+    """A seed from 0 to 2³¹ − 1; none given: one is chosen at random and recorded with the draw."""
+    if value is None or str(value).strip() == "":
+        return secrets.randbelow(MAX_SEED + 1)
+    try:
+        seed = int(str(value).strip())
+    except (TypeError, ValueError):
+        raise DrawError(f"the seed must be a whole number, not {value!r}") from None
+    if not 0 <= seed <= MAX_SEED:
+        raise DrawError(f"the seed must lie between 0 and {MAX_SEED:,}, not {seed}")
+    return seed
+
+
+def review_draw_make(
+    *, batch: Batch, budget, seed=None, judges: list[str] | None = None, user=None
+) -> ReviewDraw:
+    """Draw items for review at random, item i with probability π_i ∝ its judge uncertainty (Σπ = budget),
+    record every candidate's π and whether it was drawn, and put the drawn items first in the queue.
+
+    Candidates are the unlabelled items with a judge score (``ranked_candidates``); items already labelled
+    join the record with π = 1, so the report can estimate over the whole batch. The drawn items enter the
+    queue in a random order, so the ones labelled first are a random share of the draw. Raises DrawError
+    (nothing saved) for a bad budget or seed, a batch without judge scores or one with a draw in force."""
+    from annotator.judges.selectors.review import ReviewError, ranked_candidates
+    from hcs.routing import sampling_probabilities
+
+    in_force = ReviewDraw.objects.filter(batch=batch, retired_at__isnull=True).first()
+    if in_force is not None:
+        raise DrawError(
+            f"batch {batch.name!r} already has draw #{in_force.pk} (made {in_force.made_at:%Y-%m-%d %H:%M} UTC); "
+            "retire it before drawing again"
+        )
+    seed = parse_seed(seed)
+    try:
+        rows = ranked_candidates(batch=batch, judges=judges)
+    except ReviewError as exc:
+        raise DrawError(str(exc)) from None
+    if not rows:
+        raise DrawError(
+            f"batch {batch.name!r} has no unlabelled item with a judge score: nothing to draw from"
+        )
+    budget = parse_budget(budget, len(rows))
+    rows.sort(key=lambda r: r.item_pk)  # a fixed order, so the same seed draws the same items
+    uncertainty = np.array([np.nan if r.uncertainty is None else r.uncertainty for r in rows])
+    pi = sampling_probabilities(uncertainty, budget, mix=MIX)
+    rng = np.random.default_rng(seed)
+    drawn = rng.random(len(rows)) < pi
+    queue = [rows[i].item_id for i in rng.permutation(np.flatnonzero(drawn))]
+    candidates = {r.item_pk for r in rows}
+    before = Item.objects.filter(batch=batch, annotations__isnull=False).exclude(pk__in=candidates).distinct()
+    names = judges or sorted(
+        Judge.objects.filter(scores__item__batch=batch).distinct().values_list("name", flat=True)
+    )
+    try:
+        with transaction.atomic():
+            draw = ReviewDraw.objects.create(
+                batch=batch, budget=budget, seed=seed, mix=MIX, judges=sorted(set(names)), made_by=user
+            )
+            ReviewDrawItem.objects.bulk_create(
+                [
+                    ReviewDrawItem(
+                        draw=draw, item_id=r.item_pk, pi=float(p), drawn=bool(d), uncertainty=r.uncertainty
+                    )
+                    for r, p, d in zip(rows, pi, drawn)
+                ]
+                + [
+                    ReviewDrawItem(draw=draw, item_id=pk, pi=1.0, drawn=True, labelled_before=True)
+                    for pk in before.values_list("pk", flat=True).iterator()
+                ],
+                batch_size=2000,
+            )
+            if queue:
+                items_queue_first(batch=batch, item_ids=queue)
+    except IntegrityError:  # another draw was made for this batch at the same moment
+        raise DrawError(
+            f"batch {batch.name!r} already has a draw in force; retire it before drawing again"
+        ) from None
+    return draw
+
+
+def review_draw_retire(*, batch: Batch) -> ReviewDraw | None:
+    """Retire the batch's draw in force (its record stays; the report goes back to PPI++); None if there is none."""
+    draw = ReviewDraw.objects.filter(batch=batch, retired_at__isnull=True).first()
+    if draw is None:
+        return None
+    ReviewDraw.objects.filter(pk=draw.pk).update(retired_at=timezone.now())
+    draw.refresh_from_db()
+    return draw
