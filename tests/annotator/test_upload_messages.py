@@ -91,3 +91,16 @@ def test_upload_another_file_keeps_the_batch_name_and_k(admin_client):
     section = form[form.index('id="upload-annotations"') :]
     assert 'value="Week 12 offline"' in section and 'name="k" value="4"' in section
     assert Batch.objects.filter(name="Week 12 offline").count() == 0
+
+
+def test_the_upload_page_names_the_gold_columns(admin_client):
+    """Gold rows were accepted but the page listed only the item columns, so nobody found them there."""
+    from annotator.imports.gold_columns import KINDS, MET, PREFIX, SETTINGS
+    from hcs.rubric import Rubric
+
+    page = admin_client.get(reverse("upload")).content.decode()
+    batch_part = page[page.index('id="upload-batch"') : page.index('id="upload-annotations"')]
+    dimensions = Rubric.default().dimension_keys
+    for column in (f"{PREFIX}{dimensions[0]}", f"{PREFIX}{dimensions[-1]}", *set(SETTINGS) - {MET}):
+        assert f"<code>{column}</code>" in batch_part, column
+    assert all(f"<code>{kind}</code>" in batch_part for kind in KINDS)
