@@ -352,18 +352,18 @@ def test_the_uncertain_items_go_first_in_the_queue_and_the_rest_keep_their_order
 
 
 def test_after_people_rate_the_routing_the_exports_and_ppi_agree_on_what_is_labelled(run):
-    """The second wave rated after the routing. Then: the items still to route are exactly the judged
-    items nobody rated (annotations.csv), and the report's PPI++ counts as labelled exactly the items
-    with a rating from an annotator who counts (annotations.csv without the excluded rows)."""
+    """The second wave rated after the routing. Then the items still to route are exactly the judged
+    items the report's PPI++ counts as unlabelled: those with no rating from an annotator who counts
+    (annotations.csv without the excluded rows)."""
     wave = [w for w in run.workers if w.wave == 2]
     assert len(wave) == flow.WAVE and all(len(w.acked) == flow.QUOTA for w in wave), wave
     annotations = _read(run, "annotations.csv")
     excluded = annotations["excluded"].astype(str).str.lower().isin(["1", "true", "yes"])
     judged = set(_read(run, "judge_scores.csv")["item_id"])
     assert len(judged) == flow.N_ITEMS
-    rated_by_anyone = set(annotations["item_id"])
-    assert {r["item_id"] for r in run.review_after_wave} == judged - rated_by_anyone
     labelled = set(annotations.loc[~excluded, "item_id"]) & judged
+    # routing and PPI++ agree on what is labelled: the excluded annotators' ratings count for neither
+    assert {r["item_id"] for r in run.review_after_wave} == judged - labelled
     for judge in flow.JUDGES:
         ppi = _read(run, "json")["judges"][judge]["overall"]["ppi"]
         assert ppi["n_labelled"] == len(labelled), judge
