@@ -18,17 +18,19 @@ from hcs.checklist import CHECKLIST_FLAGS, IGNORES, checklist_flags
 from hcs.rubric import Rubric
 
 MET, NOT_MET = "met", "not_met"
-# Keys the rating page already uses; a flag's shortcut is the first other letter of its label's words.
-RESERVED_KEYS = frozenset("ynsrc")
+# Keys the rating page already uses (i opens the instructions); a flag's shortcut is the first other
+# letter of its label's words.
+RESERVED_KEYS = frozenset("ynsrci")
 
 
 def flag_shortcuts(labels: Sequence[str]) -> list[str]:
-    """One letter per flag label, for the page's keyboard shortcuts: the first letter of a word,
-    else any letter of the label, not used by another flag or the page."""
+    """One letter per flag label, for the page's keyboard shortcuts: the first letter of a word (a
+    one-letter word like "a" last), else any letter of the label, not used by another flag or the page."""
     taken, keys = set(RESERVED_KEYS), []
     for label in labels:
         words = [w.lower() for w in label.split() if w[:1].isalpha()]
-        candidates = [w[0] for w in words] + [ch for ch in label.lower() if ch.isalpha()]
+        initials = [w[0] for w in words if len(w) > 1] + [w[0] for w in words if len(w) == 1]
+        candidates = initials + [ch for ch in label.lower() if ch.isalpha()]
         key = next((ch for ch in candidates if ch not in taken and ch.isascii()), "")
         taken.add(key)
         keys.append(key)

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 from django.db import transaction
+from django.db.models import Count
 from django.utils import timezone
 
 from annotator.forms.uploads import BATCH
@@ -31,12 +32,21 @@ def pending_upload_save(*, pending: dict, data: bytes, user) -> str:
     common = {"data": data, "filename": pending["filename"], "k": pending["k"], "created_by": user}
     if pending["mode"] == BATCH:
         batch = batch_import_file(name=pending["name"], rubric=rubric or Rubric.default(), **common)
-        return f"Batch \u201c{batch.name}\u201d created with {batch.items.count()} items."
+        return f"Batch \u201c{batch.name}\u201d created with {batch.items.count()} items{_gold_saved(batch)}."
     plan = annotations_import_file(batch_name=pending["name"], rubric=rubric, **common)
     return (
         f"Imported {len(plan.parsed.annotations)} annotations into \u201c{plan.batch_name}\u201d "
         f"({len(plan.new_items)} new items, {len(plan.new_users)} new annotator accounts)."
     )
+
+
+def _gold_saved(batch) -> str:
+    """The gold rows saved beside the items, which the confirm button counted as rows too."""
+    kinds = dict(batch.gold_items.order_by().values_list("kind").annotate(n=Count("pk")))
+    if not kinds:
+        return ""
+    parts = ", ".join(f"{kinds[k]} {k}" for k in sorted(kinds, key=lambda k: k != "training"))
+    return f" and {sum(kinds.values())} gold items ({parts})"
 
 
 def confirm_key(token: str) -> str:

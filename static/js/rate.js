@@ -309,8 +309,9 @@
     timer.textContent = m + ":" + (s < 10 ? "0" : "") + s;
   }
 
+  // The session's end and the lease's, in the reader's own clock and one format.
   function localTimes() {
-    document.querySelectorAll("time.lease-until").forEach(function (el) {
+    document.querySelectorAll("time.local-time").forEach(function (el) {
       var at = new Date(el.getAttribute("datetime"));
       if (!isNaN(at)) el.textContent = at.toLocaleTimeString([], { hour: "2-digit", minute: "2-digit" });
     });

@@ -230,8 +230,8 @@ def test_flag_shortcuts_are_free_initials():
         "p",
     ]
     # Every flag of the default rubric, in its order: the keys printed on the page.
-    assert flag_shortcuts([f.label for f in Rubric.default().flags]) == ["i", "m", "u", "p", "a"]
-    # y, n, s, r and c belong to the page; a taken initial falls to the next word.
+    assert flag_shortcuts([f.label for f in Rubric.default().flags]) == ["h", "m", "u", "p", "a"]
+    # y, n, s, r, c and i belong to the page; a taken initial falls to the next word.
     assert flag_shortcuts(["Should not", "Rude answer", "Rambling"]) == ["h", "a", "m"]
     assert flag_shortcuts(["Partial compliance", "Prompt ambiguous"]) == ["p", "a"]
 
@@ -252,6 +252,22 @@ def test_rate_page_prints_keys_on_buttons_and_flags_before_submit(client):
     assert html.index('data-kind="flags"') < html.index('id="submit-btn"')
     assert html.index('data-kind="dimension"') < html.index('data-kind="flags"')
     assert 'role="dialog" aria-modal="true"' in html
+
+
+def test_no_flag_key_is_also_a_page_key(client):
+    """Every flag is shown when the item has no hard constraints; none of their keys may be one the
+    page's shortcut list gives to something else (``i`` opened the instructions instead of ticking
+    "Ignores a hard constraint")."""
+    batch = make_batch("flag-keys", n_items=1)
+    Item.objects.filter(batch=batch).update(constraints=[])
+    client.force_login(make_user("flag-keys-ann"))
+    html = client.get(reverse("annotate_next", args=[batch.pk])).content.decode()
+    flag_keys = re.findall(r'data-key="(\w)" name="flags"', html)
+    assert len(flag_keys) == len(Rubric.default().flags) == len(set(flag_keys))
+    help_dialog = html[html.index('id="help-dialog"') :]
+    page_keys = set(re.findall(r"<tr><td><kbd>([a-z])</kbd></td>", help_dialog))
+    assert {"c", "s", "r", "i"} <= page_keys
+    assert not set(flag_keys) & (page_keys | {"y", "n"}), (flag_keys, page_keys)
 
 
 def test_rubric_drawer_lists_levels_from_1_to_5(client):

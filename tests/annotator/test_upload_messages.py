@@ -91,3 +91,39 @@ def test_upload_another_file_keeps_the_batch_name_and_k(admin_client):
     section = form[form.index('id="upload-annotations"') :]
     assert 'value="Week 12 offline"' in section and 'name="k" value="4"' in section
     assert Batch.objects.filter(name="Week 12 offline").count() == 0
+
+
+def test_the_upload_page_names_the_gold_columns(admin_client):
+    """Gold rows were accepted but the page listed only the item columns, so nobody found them there."""
+    from annotator.imports.gold_columns import KINDS, MET, PREFIX, SETTINGS
+    from hcs.rubric import Rubric
+
+    page = admin_client.get(reverse("upload")).content.decode()
+    batch_part = page[page.index('id="upload-batch"') : page.index('id="upload-annotations"')]
+    dimensions = Rubric.default().dimension_keys
+    for column in (f"{PREFIX}{dimensions[0]}", f"{PREFIX}{dimensions[-1]}", *set(SETTINGS) - {MET}):
+        assert f"<code>{column}</code>" in batch_part, column
+    assert all(f"<code>{kind}</code>" in batch_part for kind in KINDS)
+
+
+def test_the_saved_message_counts_the_gold_items_the_confirm_button_counted(admin_client):
+    """The confirm button said 'save 4 rows' and the message 'created with 2 items': the two gold
+    rows were saved but not named."""
+    gold = ",4,4,4,5,4"
+    content = (
+        "item_id,prompt,response,gold_coherence,gold_relevance,gold_instruction_following,"
+        "gold_safety_compliance,gold_fluency,gold_kind\n"
+        "a,P,R,,,,,,\nb,P,R,,,,,,\n"
+        f"t,P,R{gold},training\nc,P,R{gold},check\n"
+    )
+    upload = SimpleUploadedFile("items.csv", content.encode(), content_type="text/csv")
+    preview = admin_client.post(
+        reverse("upload_preview"), {"mode": "batch", "name": "golden", "k": "3", "file": upload}
+    )
+    page = preview.content.decode()
+    assert "Confirm and save 4 rows" in page, page[:3000]
+    token = re.search(r'name="token" value="([^"]+)"', page).group(1)
+    done = html_lib.unescape(
+        admin_client.post(reverse("upload_confirm"), {"token": token}, follow=True).content.decode()
+    )
+    assert "Batch “golden” created with 2 items and 2 gold items (1 training, 1 check)." in done

@@ -1,11 +1,16 @@
 """One crowd study run from end to end, the way a research team runs it, for tests/e2e/.
 
-An admin uploads a batch with gold rows on the upload page (preview, confirm), sets consent and
-limits and makes a Prolific link on the Studies page; 50 workers arrive within seconds through one
-reverse proxy (``X-Forwarded-For`` as nginx sends it, ``REMOTE_ADDR`` the proxy's) and go through
-consent, instructions, training, checks and items with plain forms or htmx, some with two tabs,
-double submits, a lost lease or the session clock running out; a researcher excludes one annotator
-on the report, runs a judge against a local fake endpoint and downloads every export. Every
+A researcher plans the study from a pilot (offline annotations uploaded on the upload page) on the
+plan page and with ``plan_study``. An admin uploads a batch of the planned size with gold rows on the
+upload page (preview, confirm), sets consent and limits and makes a Prolific link on the Studies page;
+50 workers arrive within seconds through one reverse proxy (``X-Forwarded-For`` as nginx sends it,
+``REMOTE_ADDR`` the proxy's) and go through consent, instructions, training, checks and items with
+plain forms or htmx, some with two tabs, double submits, a lost lease or the session clock running
+out; a researcher excludes one annotator on the report and runs two judges against local fake
+endpoints; the items where the judges disagree most are listed (page, API, command) and put first in
+the queue, and a second wave of workers rates; every export is downloaded; a worker returns the
+study on Prolific (webhook), and the admin reviews the study on a local fake of Prolific's API from
+the Studies page (dry run, then approvals, return requests and bonuses, then once more). Every
 request and what each worker was told is kept in a :class:`StudyRun` for the tests to judge.
 
 Each worker is a Django test client with CSRF checks on and exceptions turned into responses (a
@@ -15,6 +20,8 @@ its CSRF token, htmx's ``HX-Redirect``.
 
 from __future__ import annotations
 
+import csv
+import io
 import json
 import os
 import random
@@ -26,21 +33,28 @@ from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass, field
 from datetime import timedelta
 from pathlib import Path
+from unittest import mock
 from urllib.parse import urlencode, urlsplit
 
 from django.contrib.auth import get_user_model
 from django.core.files.uploadedfile import SimpleUploadedFile
+from django.core.management import call_command
 from django.db import connections
 from django.test import Client
 from django.urls import reverse
 from django.utils import timezone
 
 from annotator.exports.formats import EXPORT_FORMATS
-from annotator.models import Assignment, Batch, Enrolment, GoldAnswer, Job, JudgeCall, QualityRule
+from annotator.models import Assignment, Batch, Enrolment, GoldAnswer, Item, Job, JudgeCall, QualityRule
+from annotator.services.api_tokens import api_token_create
+from annotator.studies.prolific import views as prolific_views
+from tests.annotator.studies.prolific_fake import STUDY as PROLIFIC_STUDY
+from tests.annotator.studies.prolific_fake import Fake as FakeProlific
 from tests.factories import make_user
 from tests.fake_judge import FakeJudge
 
 WORKERS = 50
+WAVE = 6  # workers who arrive after the uncertain items were put first in the queue
 QUOTA = 4
 MAX_MINUTES = 30
 N_ITEMS = 80  # 240 slots at k = 3: room for every worker's quota, so nobody meets a full batch here
@@ -56,6 +70,15 @@ CSRF_HEADER = re.compile(r'"X-CSRFToken": "([^"]+)"')
 CONSTRAINT = re.compile(r'name="constraint_(\d+)"')
 CODE = re.compile(r'id="completion-code">([^<]*)<')
 STUDY_TOKEN = re.compile(r"/study/([A-Za-z0-9_-]+)/\?")
+PILOT_ITEMS, PILOT_RATERS = 12, 3
+PLAN_TARGET_WIDTH = "0.5"
+PLAN_ROW = re.compile(
+    r'<tr><th scope="row">([^<]+)</th><td>([^<]+)</td><td class="num">([^<]+)</td>\s*<td class="num">([^<]+)</td></tr>'
+)
+PLAN_PILOT = re.compile(r"From (\d+) pilot items")
+JUDGES = ("hub_answer_correctness/fake-1", "hub_answer_correctness/fake-2")
+REVIEW_N = 10
+BONUS_PER_ITEM = "0.05"
 
 
 # --------------------------------------------------------------------------- the batch file
@@ -120,6 +143,31 @@ def batch_file() -> bytes:
     return "".join(json.dumps(row) + "\n" for row in rows).encode()
 
 
+def pilot_file() -> bytes:
+    """Offline annotations of a pilot (the annotation template's columns): PILOT_ITEMS items, each
+    rated by PILOT_RATERS people who mostly agree, so the planner has agreement to extrapolate."""
+    rng = random.Random(7)
+    out = io.StringIO()
+    columns = ["item_id", "system_id", "prompt", "response", "annotator", *DIMENSIONS]
+    writer = csv.writer(out, lineterminator="\n")
+    writer.writerow(columns)
+    for i in range(PILOT_ITEMS):
+        quality = 1 + i % 5
+        for r in range(PILOT_RATERS):
+            scores = [min(5, max(1, quality + rng.choice((-1, 0, 0, 0, 1)))) for _ in DIMENSIONS]
+            writer.writerow(
+                [
+                    f"pilot-{i:02d}",
+                    ("navigator", "baseline")[i % 2],
+                    f"Pilot route {i}.",
+                    f"Answer {i}.",
+                    f"pilot-rater-{r}",
+                    *scores,
+                ]
+            )
+    return out.getvalue().encode()
+
+
 # --------------------------------------------------------------------------- what was seen
 @dataclass
 class Request:
@@ -137,6 +185,8 @@ class Worker:
     pid: str
     behaviour: str
     htmx: bool
+    session: str = ""  # the Prolific session (submission) id the worker arrived with
+    wave: int = 1  # 2: arrived after the uncertain items were put first in the queue
     throttled: bool = False
     consent_refused: list[int] = field(default_factory=list)  # statuses of consent POSTs that failed
     acked: set[int] = field(default_factory=set)  # items whose submit answered "Saved your rating."
@@ -167,6 +217,20 @@ class StudyRun:
     workers_csv: Path | None = None
     one_address_statuses: list[int] = field(default_factory=list)
     returned: dict = field(default_factory=dict)  # a worker who returned the study on Prolific mid-item
+    plan_page: dict = field(
+        default_factory=dict
+    )  # the plan page: pilot items and (dimension, statistic) -> cells
+    plan_json: dict = field(default_factory=dict)  # plan_study --json on the same pilot and inputs
+    batch_items: int = 0
+    review: dict = field(
+        default_factory=dict
+    )  # the uncertain items as the page, the API and the command list them
+    positions_before: dict = field(
+        default_factory=dict
+    )  # item_id -> queue position before "first in the queue"
+    positions_after: dict = field(default_factory=dict)
+    review_after_wave: list = field(default_factory=list)  # every item still to route once the wave has rated
+    prolific: dict = field(default_factory=dict)  # the review round trip on the fake Prolific API
     lock: threading.Lock = field(default_factory=threading.Lock)
 
     def log(self, request: Request) -> None:
@@ -240,7 +304,7 @@ def admin_prepares(run: StudyRun) -> str:
     """Upload on the upload page (preview, confirm), study settings and a link on the Studies page;
     returns the link's token."""
     admin = Browser(run, "admin")
-    admin.client.force_login(make_user("e2e-admin", role="admin"))
+    admin.client.force_login(get_user_model().objects.get(username="e2e-admin"))
     tab = admin.tab()
     tab.get(reverse("upload"))
     preview = tab.post(
@@ -316,7 +380,7 @@ BEHAVIOURS = (
 
 
 def entry_url(token: str, pid: str, session: str) -> str:
-    query = {"PROLIFIC_PID": pid, "STUDY_ID": "e2e-study", "SESSION_ID": session}
+    query = {"PROLIFIC_PID": pid, "STUDY_ID": PROLIFIC_STUDY, "SESSION_ID": session}
     return reverse("study_entry", args=[token]) + "?" + urlencode(query)
 
 
@@ -340,12 +404,14 @@ def pid_of(index: int) -> str:
     return f"{index:04d}e2e".ljust(24, "0")
 
 
-def worker_arrives(run: StudyRun, token: str, index: int):
-    """Open the study link (twice, in two tabs, for some)."""
-    behaviour = BEHAVIOURS[index % len(BEHAVIOURS)]
-    me = Worker(pid=pid_of(index), behaviour=behaviour, htmx=index % 2 == 0)
+def worker_arrives(run: StudyRun, token: str, index: int, wave: int = 1):
+    """Open the study link (twice, in two tabs, for some). The second wave rates carefully."""
+    behaviour = BEHAVIOURS[index % len(BEHAVIOURS)] if wave == 1 else "careful"
+    me = Worker(
+        pid=pid_of(index), behaviour=behaviour, htmx=index % 2 == 0, session=f"session-{index}", wave=wave
+    )
     browser = Browser(run, me.pid, address=f"203.0.113.{index + 1}")
-    link = entry_url(token, me.pid, f"session-{index}")
+    link = entry_url(token, me.pid, me.session)
     tab = browser.tab()
     page = tab.get(link)
     if page.status == 429:
@@ -461,10 +527,51 @@ def _in_thread(function, *args):
         connections.close_all()
 
 
-def researcher_finishes(run: StudyRun, out_dir: Path) -> None:
-    """Exclude one finished careful worker on the report, run a judge, download every export."""
+def researcher_plans(run: StudyRun) -> None:
+    """The pilot's offline annotations go in on the upload page; the researcher plans N_ITEMS x 3 on the
+    plan page (the page of its own, as without JavaScript) and with ``plan_study --json``."""
+    admin = Browser(run, "admin")
+    admin.client.force_login(make_user("e2e-admin", role="admin"))
+    tab = admin.tab()
+    tab.get(reverse("upload"))
+    preview = tab.post(
+        reverse("upload_preview"),
+        {"mode": "annotations", "name": "E2E pilot", "k": "3", "file": _upload("pilot.csv", pilot_file())},
+    )
+    assert preview.status == 200, preview.text[:2000]
+    token = re.search(r'name="token" value="([^"]+)"', preview.text).group(1)
+    assert tab.post(reverse("upload_confirm"), {"token": token}).status == 200
+    pilot = Batch.objects.get(name="E2E pilot")
     researcher = Browser(run, "researcher")
     researcher.client.force_login(make_user("e2e-researcher", role="researcher"))
+    query = urlencode({"items": N_ITEMS, "k": 3, "target_width": PLAN_TARGET_WIDTH})
+    page = researcher.tab().get(reverse("report_plan", args=[pilot.pk]) + "?" + query)
+    assert page.status == 200, page.text[:2000]
+    run.plan_page = {
+        "pilot_items": int(PLAN_PILOT.search(page.text).group(1)),
+        "rows": {(label, key): (width, items) for label, key, width, items in PLAN_ROW.findall(page.text)},
+    }
+    out = io.StringIO()
+    call_command(
+        "plan_study",
+        "E2E pilot",
+        "--items",
+        str(N_ITEMS),
+        "--k",
+        "3",
+        "--target-width",
+        PLAN_TARGET_WIDTH,
+        "--json",
+        stdout=out,
+    )
+    run.plan_json = json.loads(out.getvalue())
+
+
+def researcher_finishes(run: StudyRun, out_dir: Path, token: str) -> None:
+    """Exclude one finished careful worker on the report, run two judges, route the items they disagree
+    on most to people (a second wave of workers rates), download every export."""
+    researcher = Browser(run, "researcher")
+    researcher.client.force_login(get_user_model().objects.get(username="e2e-researcher"))
     tab = researcher.tab()
     report = tab.get(reverse("report_batch", args=[run.batch_id]))
     assert report.status == 200
@@ -475,26 +582,38 @@ def researcher_finishes(run: StudyRun, out_dir: Path) -> None:
 
     os.environ["OPENAI_API_KEY"] = "sk-e2e-not-a-real-key"
     try:
-        with FakeJudge() as fake:
-            tab.get(reverse("judges"))
-            job_page = tab.post(
-                reverse("judge_run"),
-                {
-                    "batch": "E2E study",
-                    "template": "hub_answer_correctness",
-                    "base_url": fake.url,
-                    "model": "fake-1",
-                    "key_env": "OPENAI_API_KEY",
-                    "concurrency": "4",
-                },
-            )
-            assert job_page.status == 200, job_page.text[:2000]
+        # The second judge scores by the stop in the prompt (0, 0.25, ..., 1), the first 0.75 throughout,
+        # so how far apart they are differs from item to item.
+        for model, reply in (("fake-1", None), ("fake-2", _stop_score)):
+            with FakeJudge(**({"reply": reply} if reply else {})) as fake:
+                tab.get(reverse("judges"))
+                job_page = tab.post(
+                    reverse("judge_run"),
+                    {
+                        "batch": "E2E study",
+                        "template": "hub_answer_correctness",
+                        "base_url": fake.url,
+                        "model": model,
+                        "key_env": "OPENAI_API_KEY",
+                        "concurrency": "4",
+                    },
+                )
+                assert job_page.status == 200, job_page.text[:2000]
+            if model == "fake-1":
+                job = Job.objects.order_by("-created_at").first()
+                run.judge_job_state = job.state
+                run.judge_calls_ok = JudgeCall.objects.filter(status="ok").count()
+                run.judge_items = fake.calls
     finally:
         os.environ.pop("OPENAI_API_KEY", None)
-    job = Job.objects.order_by("-created_at").first()
-    run.judge_job_state = job.state
-    run.judge_calls_ok = JudgeCall.objects.filter(status="ok").count()
-    run.judge_items = fake.calls
+
+    route_uncertain_items(run, tab, out_dir)
+    with ThreadPoolExecutor(max_workers=3) as pool:  # the second wave, after the routing
+        indices = list(range(WORKERS + 1, WORKERS + 1 + WAVE))
+        arrived = list(pool.map(lambda i: _in_thread(worker_arrives, run, token, i, 2), indices))
+        run.workers += list(pool.map(lambda i, a: _in_thread(worker_visit, run, i, *a), indices, arrived))
+    listed = tab.get(reverse("review_items", args=[run.batch_id]) + "?n=100000&format=csv")
+    run.review_after_wave = list(csv.DictReader(io.StringIO(listed.text)))
 
     for key, fmt in EXPORT_FORMATS.items():
         raw = researcher.client.get(reverse("report_export", args=[run.batch_id, key]))
@@ -509,6 +628,82 @@ def researcher_finishes(run: StudyRun, out_dir: Path) -> None:
     run.log(Request("admin", "GET", "workers.csv", raw.status_code))
     run.workers_csv = out_dir / "workers.csv"
     run.workers_csv.write_bytes(raw.content)
+
+
+def _stop_score(prompt: str) -> str:
+    stop = re.search(r"from stop (\d+)", prompt)
+    score = (int(stop.group(1)) % 5) / 4 if stop else 0.5
+    return json.dumps({"score": score, "reason": "Judged by the stop."})
+
+
+def route_uncertain_items(run: StudyRun, tab: Tab, out_dir: Path) -> None:
+    """The REVIEW_N items the two judges disagree on most, as the review page's CSV, the API and
+    ``select_for_review`` list them; then the admin puts them first in the queue from the review page."""
+    batch = Batch.objects.get(pk=run.batch_id)
+    listed = tab.get(reverse("review_items", args=[run.batch_id]) + f"?n={REVIEW_N}&format=csv")
+    assert listed.status == 200, listed.text[:2000]
+    run.review["page"] = list(csv.DictReader(io.StringIO(listed.text)))
+    researcher = get_user_model().objects.get(username="e2e-researcher")
+    _token, key = api_token_create(user=researcher, name="e2e review", days=1)
+    answer = Client().get(
+        f"/api/v1/batches/{run.batch_id}/review", {"n": REVIEW_N}, HTTP_AUTHORIZATION=f"Bearer {key}"
+    )
+    run.log(Request("researcher", "GET", "api review", answer.status_code))
+    run.review["api"] = answer.json()["items"]
+    out = out_dir / "review.csv"
+    call_command(
+        "select_for_review", "E2E study", "--n", str(REVIEW_N), "--out", str(out), stderr=io.StringIO()
+    )
+    run.review["command"] = list(csv.DictReader(io.StringIO(out.read_text())))
+
+    run.positions_before = dict(Item.objects.filter(batch=batch).values_list("item_id", "position"))
+    admin = Browser(run, "admin")
+    admin.client.force_login(get_user_model().objects.get(username="e2e-admin"))
+    page = admin.tab()
+    page.get(reverse("review_items", args=[run.batch_id]) + f"?n={REVIEW_N}")
+    moved = page.post(reverse("review_queue_first", args=[run.batch_id]), {"n": str(REVIEW_N)})
+    assert moved.status == 200 and f"Put {REVIEW_N} item(s) first" in moved.text, moved.text[:2000]
+    run.positions_after = dict(Item.objects.filter(batch=batch).values_list("item_id", "position"))
+
+
+def prolific_round_trip(run: StudyRun) -> None:
+    """The admin reviews the study on the Studies page against a local fake of Prolific's API holding
+    one submission per worker who started (the returned one as RETURNED): a dry run, the review
+    (approve, reject failed checks by Prolific's rules, a bonus per item), then the same review again."""
+    fake = FakeProlific(study_id=PROLIFIC_STUDY)
+    for w in run.workers:
+        if not w.throttled:
+            fake.add(w.session, w.pid)
+    fake.add("session-returns", pid_of(WORKERS), "RETURNED")
+    admin = Browser(run, "admin")
+    admin.client.force_login(get_user_model().objects.get(username="e2e-admin"))
+    tab = admin.tab()
+    tab.get(reverse("studies"))
+    form = {
+        "batch": str(run.batch_id),
+        "study_id": PROLIFIC_STUDY,
+        "approve": "on",
+        "reject_failed_checks": "on",
+        "max_rejection_rate": "10",
+        "bonus_per_item": BONUS_PER_ITEM,
+    }
+    with mock.patch.object(prolific_views, "client_factory", fake.client):
+        dry = tab.post(reverse("prolific_review"), {**form, "dry_run": "on"})
+        run.prolific["dry_status"], run.prolific["dry_methods"] = dry.status, {m for m, _, _ in fake.requests}
+        done = tab.post(reverse("prolific_review"), form)
+        run.prolific["status"], run.prolific["page"] = done.status, done.text
+        run.prolific["statuses"] = {s["participant_id"]: s["status"] for s in fake.submissions.values()}
+        run.prolific["return_requested"] = {
+            s["participant_id"] for s in fake.submissions.values() if s.get("return_requested")
+        }
+        run.prolific["paid"] = {pid: list(amounts) for pid, amounts in fake.paid.items()}
+        posts = len(fake.posts())
+        again = tab.post(reverse("prolific_review"), form)
+        run.prolific["again_status"] = again.status
+        run.prolific["paid_again"] = {pid: list(amounts) for pid, amounts in fake.paid.items()}
+        run.prolific["posts_again"] = [p for p, _ in fake.posts()[posts:]]
+    for key in ("dry_status", "status", "again_status"):
+        run.log(Request("admin", "POST", f"prolific review ({key})", run.prolific[key]))
 
 
 def one_address_too_fast(run: StudyRun, token: str) -> None:
@@ -580,7 +775,9 @@ def a_worker_returns_on_prolific(run: StudyRun, token: str) -> None:
 
 def study_run(out_dir: Path) -> StudyRun:
     run = StudyRun()
+    researcher_plans(run)
     token = admin_prepares(run)
+    run.batch_items = Item.objects.filter(batch_id=run.batch_id).count()
     run.study_url = reverse("study_entry", args=[token])
     started = time.monotonic()
     with ThreadPoolExecutor(max_workers=10) as pool:  # everyone opens the link within seconds
@@ -589,7 +786,8 @@ def study_run(out_dir: Path) -> StudyRun:
     with ThreadPoolExecutor(max_workers=8) as pool:
         run.workers = list(pool.map(lambda i: _in_thread(worker_visit, run, i, *arrived[i]), range(WORKERS)))
     run.flow_seconds = time.monotonic() - started
-    researcher_finishes(run, out_dir)
+    researcher_finishes(run, out_dir, token)
     a_worker_returns_on_prolific(run, token)
+    prolific_round_trip(run)
     one_address_too_fast(run, token)
     return run

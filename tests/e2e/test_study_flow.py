@@ -10,6 +10,7 @@ from __future__ import annotations
 import csv
 import io
 import json
+import math
 import zipfile
 from collections import Counter
 from html.parser import HTMLParser
@@ -62,7 +63,8 @@ def test_no_5xx_anywhere(run):
 
 def test_distinct_workers_behind_one_proxy_are_not_throttled(run):
     entries = [r for r in run.requests if r.path.startswith("/study/") and r.who != "one-address"]
-    assert len({r.who for r in entries}) == flow.WORKERS + 1  # and the worker who returns the study later
+    # the first wave, the second wave and the worker who returns the study later
+    assert len({r.who for r in entries}) == flow.WORKERS + flow.WAVE + 1
     assert [w.pid for w in run.workers if w.throttled] == []
     assert not [r for r in entries if r.status == 429]
 
@@ -100,7 +102,7 @@ def test_no_duplicates_and_no_item_over_k(run):
     assert over == []
     assert (
         sum(i.n_annotations for i in batch_items)
-        == Annotation.objects.exclude(annotator_id__in=excluded).count()
+        == Annotation.objects.filter(item__batch_id=run.batch_id).exclude(annotator_id__in=excluded).count()
     )
 
 
@@ -283,3 +285,118 @@ def test_the_judge_is_validated_against_the_people(run):
     assert entries and all(
         set(e["ppi"]) >= {"estimate", "ci95", "n_labelled", "n_unlabelled", "lambda"} for e in entries
     )
+
+
+# --------------------------------------------------------------------------- plan, route, review
+
+
+def test_the_plan_page_and_the_command_give_one_plan_for_the_study_that_was_run(run):
+    """The pilot's 12 items, 3 raters each, planned at the study's size on the page and with
+    plan_study: the same pilot count, the same widths and item counts, every dimension and overall."""
+    page, plan = run.plan_page, run.plan_json
+    assert page["pilot_items"] == plan["pilot_items"] == flow.PILOT_ITEMS
+    assert plan["items"] == flow.N_ITEMS == run.batch_items and plan["k"] == 3
+    labels = {"overall": "Overall HCS", **{d: d.replace("_", "-").title() for d in flow.DIMENSIONS}}
+    expected = {}
+    for dimension, stats in plan["dimensions"].items():
+        for statistic, p in stats.items():
+            width = "—" if p["predicted_ci95_width"] is None else f"{p['predicted_ci95_width']:.4f}"
+            items = "—" if p["items_for_target"] is None else str(p["items_for_target"])
+            expected[(labels[dimension], statistic)] = (width, items)
+    assert set(plan["dimensions"]) == {*flow.DIMENSIONS, "overall"}
+    assert page["rows"] == expected
+    # a target width the pilot's widths say is reachable: the items it needs are a number on both
+    assert plan["dimensions"]["overall"]["hcs_mean"]["items_for_target"] is not None
+
+
+def test_the_uncertain_items_are_one_list_on_the_page_the_api_and_the_command(run):
+    page, api, command = run.review["page"], run.review["api"], run.review["command"]
+    assert len(page) == flow.REVIEW_N
+    as_text = [
+        {k: ("" if v is None else repr(v) if isinstance(v, float) else v) for k, v in r.items()} for r in api
+    ]
+    assert page == command == as_text
+    assert all("judges disagree" in r["reason"] for r in page)
+
+
+def test_the_uncertainty_is_the_judges_spread_in_the_judge_export(run):
+    """Each listed item's uncertainty is the SD of the two judges' scores that judge_scores.csv holds,
+    and the list runs from the most to the least uncertain of every unlabelled judged item."""
+    scores = _read(run, "judge_scores.csv")
+    by_item = scores[scores["dimension"] == "overall"].pivot_table(
+        index="item_id", columns="judge", values="value"
+    )
+    assert list(by_item.columns) == sorted(flow.JUDGES)
+
+    def spread(item_id):
+        a, b = by_item.loc[item_id]
+        return abs(a - b) / math.sqrt(2)  # the sample SD of two values
+
+    listed = run.review["page"]
+    for row in listed:
+        assert math.isclose(float(row["uncertainty"]), spread(row["item_id"]), rel_tol=1e-9), row
+    # items left unrouted (those still unlabelled after the wave) were no more uncertain than the last listed
+    unrouted = [
+        r["item_id"] for r in run.review_after_wave if r["item_id"] not in {x["item_id"] for x in listed}
+    ]
+    assert all(spread(i) <= float(listed[-1]["uncertainty"]) + 1e-12 for i in unrouted)
+
+
+def test_the_uncertain_items_go_first_in_the_queue_and_the_rest_keep_their_order(run):
+    routed = [r["item_id"] for r in run.review["page"]]
+    before, after = run.positions_before, run.positions_after
+    assert [after[i] for i in routed] == list(range(flow.REVIEW_N))
+    others = [i for i in before if i not in routed]
+    assert sorted(others, key=before.get) == sorted(others, key=after.get)
+    assert min(after[i] for i in others) >= flow.REVIEW_N
+
+
+def test_after_people_rate_the_routing_the_exports_and_ppi_agree_on_what_is_labelled(run):
+    """The second wave rated after the routing. Then the items still to route are exactly the judged
+    items the report's PPI++ counts as unlabelled: those with no rating from an annotator who counts
+    (annotations.csv without the excluded rows)."""
+    wave = [w for w in run.workers if w.wave == 2]
+    assert len(wave) == flow.WAVE and all(len(w.acked) == flow.QUOTA for w in wave), wave
+    annotations = _read(run, "annotations.csv")
+    excluded = annotations["excluded"].astype(str).str.lower().isin(["1", "true", "yes"])
+    judged = set(_read(run, "judge_scores.csv")["item_id"])
+    assert len(judged) == flow.N_ITEMS
+    labelled = set(annotations.loc[~excluded, "item_id"]) & judged
+    # routing and PPI++ agree on what is labelled: the excluded annotators' ratings count for neither
+    assert {r["item_id"] for r in run.review_after_wave} == judged - labelled
+    for judge in flow.JUDGES:
+        ppi = _read(run, "json")["judges"][judge]["overall"]["ppi"]
+        assert ppi["n_labelled"] == len(labelled), judge
+        assert ppi["n_labelled"] + ppi["n_unlabelled"] == len(judged), judge
+    # the PPI panel's human-only mean is the mean over labelled items of their people's overall HCS
+    scores = _read(run, "scores.csv")
+    kept = scores[~scores["excluded"].astype(str).str.lower().isin(["1", "true", "yes"])]
+    per_item = kept.drop_duplicates(["item_id", "annotator"]).groupby("item_id")["overall_hcs"].mean()
+    human_only = _read(run, "json")["judges"][flow.JUDGES[0]]["overall"]["ppi"]["human_only"]["estimate"]
+    assert math.isclose(human_only, per_item.mean(), rel_tol=1e-9)
+
+
+def test_the_prolific_review_approves_and_pays_exactly_who_the_study_said(run):
+    """On the fake Prolific API, from the Studies page: the dry run only reads; the review approves
+    every worker shown the completion code except the one the researcher excluded (held for a person
+    to decide), pays each of them the per-item bonus for the ratings stored, asks those the training
+    screened out to return, rejects nobody (every session was under Prolific's five minutes), and a
+    second review sends nothing that changes anything."""
+    p = run.prolific
+    assert p["dry_status"] == 200 and p["dry_methods"] == {"GET"}
+    assert p["status"] == p["again_status"] == 200 and "Done for E2E study." in p["page"]
+    coded = {w.pid for w in started(run) if flow.COMPLETION in w.codes}
+    approved = {pid for pid, status in p["statuses"].items() if status == "APPROVED"}
+    assert run.excluded_pid in coded and approved == coded - {run.excluded_pid}
+    assert p["statuses"][run.excluded_pid] == "AWAITING REVIEW"
+    pence = round(float(flow.BONUS_PER_ITEM) * 100)
+    stored = {w.pid: Annotation.objects.filter(annotator=enrolment(w).user).count() for w in started(run)}
+    assert p["paid"] == {pid: [pence * stored[pid]] for pid in approved}
+    screened = {w.pid for w in started(run) if w.behaviour == "fails_training"}
+    assert screened and p["return_requested"] == screened
+    assert "REJECTED" not in p["statuses"].values()
+    assert p["statuses"][flow.pid_of(flow.WORKERS)] == "RETURNED"
+    assert p["paid_again"] == p["paid"]
+    assert not [
+        path for path in p["posts_again"] if "transition" in path or "approve" in path or "pay" in path
+    ]

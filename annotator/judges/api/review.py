@@ -47,7 +47,7 @@ class ReviewOut(Schema):
     summary="Unlabelled items ranked by judge uncertainty (researchers)",
 )
 def review(request, batch_id: int, query: Query[ReviewQuery]):
-    """Items with judge scores and no human annotation, most uncertain first: the columns of
+    """Items with judge scores and no counted human annotation, most uncertain first: the columns of
     ``select_for_review`` (item_id, system_id, uncertainty, reason)."""
     from annotator.judges.selectors.review import ReviewError, review_candidates
 

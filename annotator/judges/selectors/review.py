@@ -1,6 +1,8 @@
 """Items for human review where the judges are least sure: database rows → ``hcs.routing`` → ranked rows.
 
-Candidates are a batch's items with at least one judge score and no annotation. Per dimension (and
+Candidates are a batch's items with at least one judge score and no annotation from an annotator who
+counts: an excluded annotator's ratings are left out, as the report and its PPI++ panel leave them out
+(``excluded_annotator_ids``). Per dimension (and
 overall) the uncertainty is the largest of: the SD across judges, the SD across one judge's samples
 (``run_judge --samples``), a stated confidence where a call's parsed output stores one
 (``scores.<dimension>.confidence``, 0–1) and closeness to a cap of the rubric; an item's uncertainty
@@ -16,6 +18,7 @@ import numpy as np
 from django.db.models import Exists, OuterRef
 
 from annotator.models import Annotation, Batch, Judge, JudgeCall, JudgeScore
+from annotator.selectors.quality import excluded_annotator_ids
 from hcs.routing import Uncertainty, item_uncertainty, most_uncertain
 
 COLUMNS = ("item_id", "system_id", "uncertainty", "reason")
@@ -98,7 +101,7 @@ def judges_chosen(batch: Batch, judges: list[str] | None) -> list[Judge]:
 def ranked_candidates(*, batch: Batch, judges: list[str] | None = None) -> list[ReviewRow]:
     """Every unlabelled item with a judge score, most uncertain first (batch order breaks ties)."""
     chosen = judges_chosen(batch, judges)
-    annotated = Annotation.objects.filter(item=OuterRef("item"))
+    annotated = _counted_annotations(batch)
     scores = (
         JudgeScore.objects.filter(item__batch=batch, judge__in=chosen)
         .annotate(labelled=Exists(annotated))
@@ -149,6 +152,13 @@ def ranked_candidates(*, batch: Batch, judges: list[str] | None = None) -> list[
     return rows
 
 
+def _counted_annotations(batch: Batch):
+    """The annotations that make an item labelled: the report's, without excluded annotators'."""
+    return Annotation.objects.filter(item=OuterRef("item")).exclude(
+        annotator_id__in=excluded_annotator_ids(batch=batch)
+    )
+
+
 def _scale(batch: Batch) -> tuple[float, float]:
     rubric = batch.rubric_obj
     return (rubric.scale_min, rubric.scale_max)
@@ -158,7 +168,7 @@ def _calls(batch: Batch, judge_pks: list[int], row: dict[int, int]):
     """(judge, dimension) → items × samples matrix of sampled values, and → per-item stated confidence."""
     values: dict[tuple[int, str], dict[int, list[float]]] = {}
     stated: dict[tuple[int, str], dict[int, float]] = {}
-    annotated = Annotation.objects.filter(item=OuterRef("item"))
+    annotated = _counted_annotations(batch)
     calls = (
         JudgeCall.objects.filter(
             item__batch=batch, judge__in=judge_pks, enhanced__isnull=True, status=JudgeCall.OK

@@ -22,7 +22,7 @@ from annotator.models import Batch
 
 class Command(BaseCommand):
     help = (
-        "List the items with judge scores and no human annotation where the judges are least sure "
+        "List the items with judge scores and no human annotation (excluded annotators' left out) where the judges are least sure "
         "(disagreement between judges, spread of --samples, stated confidence, closeness to a cap), most uncertain "
         "first, as CSV: item_id, system_id, uncertainty, reason. --queue-first puts them first in the batch's queue. "
         "--draw BUDGET instead draws items at random with probabilities that follow the uncertainty, records them "

@@ -41,7 +41,7 @@ LINK_KINDS = {"study": StudyLink, "invite": InviteLink}
 
 
 def _page(request, status=200, settings_form=None, **extra):
-    batches = list(Batch.objects.order_by("name"))
+    batches = list(Batch.objects.select_related("quality_rule").order_by("name"))
     forms = [
         (
             b,

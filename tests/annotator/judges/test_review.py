@@ -76,6 +76,21 @@ def test_ranking_reasons_and_only_unlabelled_items(batch):
     assert rows[0].system_id == Item.objects.get(item_id="=rev-6").system_id
 
 
+def test_an_item_rated_only_by_an_excluded_annotator_is_still_unlabelled(batch):
+    """The report and its PPI++ panel leave an excluded annotator's ratings out, so the item they rated
+    counts as unlabelled there; routing must offer it to people too."""
+    from annotator.services.exclusion import annotator_exclude
+
+    before = {r.item_id for r in review_candidates(batch=batch, n=20)}
+    assert "=rev-0" not in before
+    person = Item.objects.get(item_id="=rev-0").annotations.get().annotator
+    annotator_exclude(batch=batch, annotator=person, reason="rated without reading")
+    rows = review_candidates(batch=batch, n=20)
+    assert {r.item_id for r in rows} == before | {"=rev-0", "=rev-1"}
+    # item 0's judges disagree by 2 points: it now ranks with item 5, from the same signal
+    assert next(r for r in rows if r.item_id == "=rev-0").uncertainty == pytest.approx(np.std([3, 5], ddof=1))
+
+
 def test_one_judge_without_signals_comes_last_with_no_number(batch):
     rows = review_candidates(batch=batch, n=20, judges=["b"])
     assert all(r.uncertainty is None for r in rows) and rows[0].reason.startswith("no uncertainty signal")

@@ -79,6 +79,21 @@ def test_a_pairwise_swapped_run_under_its_own_name(researcher, django_capture_on
 
 
 @pytest.mark.django_db
+def test_a_finished_run_links_to_where_its_scores_are_read(researcher, django_capture_on_commit_callbacks):
+    """The finished run's page offered only 'Back to judges'; the scores are read on the batch's
+    judges' calibration, so the page links there and the link opens."""
+    batch = make_batch("web", n_items=2)
+    with FakeJudge() as fake:
+        start(researcher, django_capture_on_commit_callbacks, form(fake.url))
+    job = Job.objects.get()
+    assert job.state == Job.DONE, job.message
+    page = researcher.get(f"/jobs/{job.pk}/").content.decode()
+    target = f"/reports/{batch.pk}/judges/"
+    assert f'href="{target}"' in page
+    assert "hub_answer_correctness/fake-1" in researcher.get(target).content.decode()
+
+
+@pytest.mark.django_db
 def test_samples_at_a_temperature(researcher, django_capture_on_commit_callbacks):
     make_batch("web", n_items=2)
     with FakeJudge() as fake:

@@ -67,3 +67,20 @@ def test_a_rating_sent_after_the_time_limit_is_not_dropped_silently(worker, htmx
     assert not Annotation.objects.exists()
     # Said once: a reload of the end page does not repeat it.
     assert "not saved" not in client.get(done).content.decode()
+
+
+def test_the_page_gives_its_two_clock_times_alike_and_no_lease_past_the_session(worker):
+    """The session's end and the lease's end are both marked for the reader's own clock (rate.js), and
+    a lease that outlasts the session is not shown: the session ends first, whatever the lease says."""
+    batch, client, enrolment = worker
+    html = client.get(reverse("annotate_next", args=[batch.pk])).content.decode()  # 20 min left, lease 30 min
+    assert re.search(r'\(until <time class="local-time" datetime="[^"]+">\d\d:\d\d UTC</time>\)', html)
+    assert "Held for you until" not in html
+    untimed = make_batch("untimed-lease", n_items=3)
+    _link, token = prolific_link(untimed, quota=2)
+    other, _ = arrive(token, "6f0c1a2b3c4d5e6f7a8b9c0e")
+    start(other, untimed)
+    html = other.get(reverse("annotate_next", args=[untimed.pk])).content.decode()
+    assert re.search(
+        r'Held for you until <time class="local-time" datetime="[^"]+">\d\d:\d\d UTC</time>', html
+    )
