@@ -22,15 +22,19 @@ migrate: install
 
 # Installs, migrates, loads the demo batch and demo users, then serves on $(HOST):$(PORT) with the
 # background worker beside it (judge runs started from the page, large uploads): Ctrl-C stops both.
-# (A shell without job control starts the worker ignoring Ctrl-C, so the trap ends it.)
+# (A shell without job control starts the worker ignoring Ctrl-C, so the trap ends it.) A worker that
+# dies (killed, out of memory: a non-zero exit) is started again, so a job it held is taken over, as
+# in production; one that shuts down cleanly (Ctrl-C) is not.
 # The printed study and invite links start with the address served (a SITE_URL you set wins).
 DEMO_SITE_URL = $(or $(SITE_URL),http://$(if $(filter 0.0.0.0,$(HOST)),127.0.0.1,$(HOST)):$(PORT))
 demo: migrate
 	DEBUG=1 $(PY) manage.py load_demo
 	DEBUG=1 SITE_URL=$(DEMO_SITE_URL) $(PY) manage.py create_demo_users
-	@DEBUG=1 SITE_URL=$(DEMO_SITE_URL) $(PY) manage.py db_worker & worker=$$!; \
+	@( trap 'kill -TERM $$child 2>/dev/null; wait $$child 2>/dev/null; exit 0' TERM; \
+	  while :; do DEBUG=1 SITE_URL=$(DEMO_SITE_URL) $(PY) manage.py db_worker --no-reload & child=$$!; \
+	  wait $$child && break; echo "Background worker stopped; starting it again."; sleep 1; done ) & worker=$$!; \
 	trap 'kill -TERM $$worker 2>/dev/null; wait $$worker 2>/dev/null' EXIT; \
-	echo "Background worker running (pid $$worker); Ctrl-C stops it and the server."; \
+	echo "Background worker running; it starts again if it stops. Ctrl-C stops it and the server."; \
 	DEBUG=1 SITE_URL=$(DEMO_SITE_URL) $(PY) manage.py runserver $(HOST):$(PORT)
 
 # Chromium for the browser tests comes from Debian's packages; installed when we can.

@@ -1,5 +1,5 @@
 """`make demo` serves everything a new user clicks, the background worker included, from one
-command; Ctrl-C (SIGINT to the terminal's process group) stops both. And the README's shell
+command; a worker that dies is started again; Ctrl-C (SIGINT to the terminal's process group) stops both. And the README's shell
 commands run on a developer's machine without DEBUG=1 or a SECRET_KEY, while serving still needs one."""
 
 from __future__ import annotations
@@ -45,6 +45,13 @@ def _group(pgid: int) -> list[str]:
     return [line for line in out.splitlines() if line.strip() and "<defunct>" not in line]
 
 
+def _worker_pids(pgid: int) -> list[int]:
+    out = subprocess.run(
+        ["ps", "-o", "pid=,args=", "-g", str(pgid)], capture_output=True, text=True, check=False
+    ).stdout
+    return [int(line.split()[0]) for line in out.splitlines() if "manage.py db_worker" in line and "bash" not in line]
+
+
 @pytest.mark.slow
 def test_make_demo_runs_the_worker_and_ctrl_c_stops_both(tmp_path):
     port = _free_port()
@@ -73,6 +80,14 @@ def test_make_demo_runs_the_worker_and_ctrl_c_stops_both(tmp_path):
         running = _group(demo.pid)
         assert any("manage.py db_worker" in line for line in running), running
         assert any("manage.py runserver" in line for line in running), running
+        # A worker that dies (killed, out of memory) is started again.
+        first = _worker_pids(demo.pid)
+        assert len(first) == 1, running
+        os.kill(first[0], signal.SIGKILL)
+        deadline = time.monotonic() + 30
+        while not (again := _worker_pids(demo.pid)) or again == first:
+            assert time.monotonic() < deadline, _group(demo.pid)
+            time.sleep(0.5)
         os.killpg(demo.pid, signal.SIGINT)  # Ctrl-C
         demo.wait(30)
         time.sleep(1)
