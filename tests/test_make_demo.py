@@ -49,7 +49,11 @@ def _worker_pids(pgid: int) -> list[int]:
     out = subprocess.run(
         ["ps", "-o", "pid=,args=", "-g", str(pgid)], capture_output=True, text=True, check=False
     ).stdout
-    return [int(line.split()[0]) for line in out.splitlines() if "manage.py db_worker" in line and "bash" not in line]
+    return [
+        int(line.split()[0])
+        for line in out.splitlines()
+        if "manage.py db_worker" in line and "bash" not in line
+    ]
 
 
 @pytest.mark.slow
