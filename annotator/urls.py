@@ -94,6 +94,7 @@ urlpatterns = [
     path("studies/annotators/", study_admin.annotators_new, name="annotators_new"),
     path("studies/revoke/<str:kind>/<int:link_id>/", study_admin.link_revoke_view, name="link_revoke"),
     path("studies/<int:batch_id>/settings/", study_admin.study_settings, name="study_settings"),
+    path("studies/<int:batch_id>/quality/", study_admin.study_quality, name="study_quality"),
     path("studies/<int:batch_id>/workers.csv", study_admin.payments_csv, name="study_workers_csv"),
     path("studies/prolific-review/", prolific_views.prolific_review, name="prolific_review"),
     path("prolific/webhook/", prolific_views.prolific_webhook, name="prolific_webhook"),

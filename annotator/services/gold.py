@@ -64,6 +64,13 @@ def gold_items_create(*, batch: Batch, gold: Sequence[GoldRow], frame: Frame) ->
     return len(gold)
 
 
+def quality_rule_set(*, batch: Batch, values: dict) -> QualityRule:
+    """Make or change the batch's quality rule (one per batch: a second admin saving at the same
+    moment updates the same row)."""
+    rule, _ = QualityRule.objects.update_or_create(batch=batch, defaults=values)
+    return rule
+
+
 @dataclass(frozen=True)
 class GoldStep:
     """What a gold answer led to, for the page that follows it."""

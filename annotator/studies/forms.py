@@ -8,7 +8,7 @@ from typing import ClassVar
 from django import forms
 from django.contrib.auth.forms import SetPasswordForm
 
-from annotator.models import Batch
+from annotator.models import Batch, GoldItem, QualityRule
 from annotator.studies.crowd import PLATFORMS
 from annotator.studies.services.links import (
     DEFAULT_INVITE_DAYS,
@@ -61,6 +61,55 @@ class StudySettingsForm(forms.ModelForm):
             "consent_text": forms.Textarea(attrs={"rows": 6}),
             "instructions": forms.Textarea(attrs={"rows": 8}),
         }
+
+
+class QualityRuleForm(forms.ModelForm):
+    """A batch's training and attention checks, set on the Studies page (admins who are not superusers
+    cannot open the Django admin)."""
+
+    class Meta:
+        model = QualityRule
+        fields = (
+            "training_items",
+            "training_max_mae",
+            "check_every",
+            "check_warn_below",
+            "check_block_below",
+            "check_min_answered",
+            "min_seconds",
+            "window",
+        )
+        labels: ClassVar[dict] = {
+            "training_items": "Training items first",
+            "training_max_mae": "Training passes at a mean absolute error up to",
+            "check_every": "One attention check in every … items",
+            "check_warn_below": "Warn below this share of checks passed",
+            "check_block_below": "Stop below this share of checks passed",
+            "check_min_answered": "Checks answered before warning or stopping",
+            "min_seconds": "Fewer seconds than this on an item count as too fast",
+            "window": "Agreement over time: submissions per window",
+        }
+
+    def __init__(self, *args, batch: Batch, **kwargs):
+        super().__init__(*args, **kwargs)
+        self.batch = batch
+        self.prefix = f"quality-{batch.pk}"
+
+    def clean(self):
+        data = super().clean()
+        warn, block = data.get("check_warn_below"), data.get("check_block_below")
+        if warn is not None and block is not None and block > warn:
+            self.add_error("check_block_below", "Stopping must come at or below the warning's share.")
+        wanted = data.get("training_items")
+        if wanted:
+            have = GoldItem.objects.filter(batch=self.batch, kind=GoldItem.Kind.TRAINING).count()
+            if wanted > have:
+                self.add_error(
+                    "training_items",
+                    f"The batch has {have} training item{'s' if have != 1 else ''}; upload gold rows "
+                    "with gold_kind=training to ask for more.",
+                )
+        return data
 
 
 class PasswordRuleErrorsOnThePassword:

@@ -174,6 +174,7 @@ ACCESS: dict[str, dict[str, dict]] = {
     "annotators_new": {"POST": allowed(ADMINS, 422)},
     "link_revoke": {"POST": allowed(ADMINS, 302)},
     "study_settings": {"POST": allowed(ADMINS, 302)},
+    "study_quality": {"POST": allowed(ADMINS, 422)},  # an empty form: refused, saying why
     "study_workers_csv": {"GET": ADMINS},
     "prolific_review": {"POST": allowed(ADMINS, 422)},
     # Prolific calls it without a session or CSRF token: the HMAC signature is checked instead (none here: 401).

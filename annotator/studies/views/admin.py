@@ -13,10 +13,13 @@ from annotator.exports.csv_safe import csv_lines
 from annotator.imports.annotator_list import AnnotatorListError, parse_annotator_list
 from annotator.models import Batch, InviteLink, StudyLink
 from annotator.roles import admin_required
+from annotator.selectors.quality import quality_rule_of
+from annotator.services.gold import quality_rule_set
 from annotator.studies.crowd import PLATFORMS
 from annotator.studies.forms import (
     AnnotatorListForm,
     InviteLinkForm,
+    QualityRuleForm,
     StudyLinkForm,
     StudySettingsForm,
 )
@@ -40,7 +43,7 @@ from annotator.studies.services.links import (
 LINK_KINDS = {"study": StudyLink, "invite": InviteLink}
 
 
-def _page(request, status=200, settings_form=None, **extra):
+def _page(request, status=200, settings_form=None, quality_form=None, **extra):
     batches = list(Batch.objects.select_related("quality_rule").order_by("name"))
     forms = [
         (
@@ -48,6 +51,9 @@ def _page(request, status=200, settings_form=None, **extra):
             settings_form
             if settings_form is not None and settings_form.instance.pk == b.pk
             else StudySettingsForm(instance=b),
+            quality_form
+            if quality_form is not None and quality_form.batch.pk == b.pk
+            else QualityRuleForm(instance=getattr(b, "quality_rule", None), batch=b),
         )
         for b in batches
     ]
@@ -147,6 +153,18 @@ def study_settings(request, batch_id):
         return _page(request, status=422, settings_form=form)
     form.save()
     messages.success(request, f"Saved the study settings of {batch}.")
+    return redirect("studies")
+
+
+@require_POST
+@admin_required
+def study_quality(request, batch_id):
+    batch = get_object_or_404(Batch, pk=batch_id)
+    form = QualityRuleForm(request.POST, instance=quality_rule_of(batch=batch), batch=batch)
+    if not form.is_valid():
+        return _page(request, status=422, quality_form=form)
+    quality_rule_set(batch=batch, values=form.cleaned_data)
+    messages.success(request, f"Saved the training and checks of {batch}.")
     return redirect("studies")
 
 
