@@ -58,9 +58,10 @@ def test_an_admin_who_is_not_a_superuser_sets_training_and_checks(staff_admin):
     assert response.status_code == 302
     rule = QualityRule.objects.get(batch=batch)
     assert (rule.training_items, rule.check_every, rule.check_block_below) == (2, 4, 0.5)
-    assert "2 training items first, then one check in every 4 items" in staff_admin.get(
-        reverse("studies")
-    ).content.decode()
+    assert (
+        "2 training items first, then one check in every 4 items"
+        in staff_admin.get(reverse("studies")).content.decode()
+    )
     # Saving again changes the same rule.
     assert _post(staff_admin, batch, check_every=7).status_code == 302
     assert QualityRule.objects.get(batch=batch).check_every == 7
