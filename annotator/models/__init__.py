@@ -32,7 +32,7 @@ from annotator.studies.models import (
     SignInLink,
     StudyLink,
 )
-from annotator.studies.prolific.models import ProlificBonus, ProlificWebhookEvent
+from annotator.studies.prolific.models import ProlificBonus, ProlificReturnRequest, ProlificWebhookEvent
 
 __all__ = [
     "AccountScope",
@@ -58,6 +58,7 @@ __all__ = [
     "JudgeScore",
     "PairwiseVerdict",
     "ProlificBonus",
+    "ProlificReturnRequest",
     "ProlificWebhookEvent",
     "QualityRule",
     "RateBucket",

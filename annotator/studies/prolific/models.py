@@ -72,3 +72,18 @@ class ProlificWebhookEvent(models.Model):
 
     def __str__(self) -> str:
         return f"{self.event_type} {self.resource_id} {self.status}"
+
+
+class ProlificReturnRequest(models.Model):
+    """A return request Prolific accepted for one submission. The submission stays "awaiting review"
+    until the participant returns it, so the next review sees it again: it is not asked twice."""
+
+    study_id = models.CharField(max_length=100)
+    submission_id = models.CharField(max_length=100, unique=True)
+    requested_at = models.DateTimeField(auto_now_add=True)
+
+    class Meta:
+        ordering = ("-requested_at",)
+
+    def __str__(self) -> str:
+        return f"return requested for submission {self.submission_id} of study {self.study_id}"

@@ -161,6 +161,29 @@ def test_training_failures_get_a_return_request_not_a_rejection(batch, fake):
     ]
 
 
+def test_a_return_is_requested_once_and_a_failed_request_is_tried_again(batch, fake):
+    """The submission stays "awaiting review" until the participant returns it: the next review must
+    not ask again. A request Prolific did not take is asked again next time."""
+    for pid, sid in ((A, "subA"), (B, "subB")):
+        e = worker(batch, pid, session=sid, end=Enrolment.End.SCREENED_OUT, items=0)
+        AnnotatorStanding.objects.create(
+            batch=batch, annotator=e.user, training=AnnotatorStanding.Training.FAILED
+        )
+        fake.add(sid, pid)
+    fake.fail("POST", r"/api/v1/submissions/subB/request-return/", 400)
+    with pytest.raises(CommandError, match="run the same command again"):
+        run(batch, "--approve", "--reject-failed-checks")
+    assert [p for p, _ in fake.posts("request-return")] == [
+        "/api/v1/submissions/subA/request-return/",
+        "/api/v1/submissions/subB/request-return/",
+    ]
+    output = run(batch, "--approve", "--reject-failed-checks")
+    assert [p for p, _ in fake.posts("request-return")][2:] == ["/api/v1/submissions/subB/request-return/"]
+    assert "a return was requested before: waiting for it" in output
+    run(batch, "--approve", "--reject-failed-checks")
+    assert len(fake.posts("request-return")) == 3
+
+
 def test_the_message_is_long_enough_whatever_the_names():
     assert len(rejection_message(("a", "b"), 2)) >= MIN_MESSAGE_CHARS
 

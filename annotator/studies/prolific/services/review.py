@@ -15,7 +15,7 @@ from __future__ import annotations
 from dataclasses import dataclass, field
 from decimal import Decimal
 
-from annotator.models import Batch
+from annotator.models import Batch, ProlificReturnRequest
 from annotator.studies.prolific import client as api
 from annotator.studies.prolific.selectors import WorkerFacts, prolific_workers
 from annotator.studies.prolific.services import bonus as ledger
@@ -99,6 +99,7 @@ def _decide(
     study_id: str,
     approve: bool,
     reject_failed_checks: bool,
+    returns_asked: frozenset[str] = frozenset(),
 ) -> Decision:
     mismatch = _match(sub, facts, study_id)
     if mismatch:
@@ -107,6 +108,10 @@ def _decide(
         return Decision(sub, "none", f"already {sub.status.lower()} on Prolific", facts)
     failed = facts.failed_checks
     if facts.failed_training:
+        if sub.id in returns_asked:
+            return Decision(
+                sub, "none", "failed the training items; a return was requested before: waiting for it", facts
+            )
         if reject_failed_checks:
             return Decision(
                 sub, "return", "failed the training (comprehension) items: a return request", facts
@@ -176,6 +181,11 @@ def review_plan(
         rejected_before=sum(s.status == "REJECTED" for s in submissions),
         decided_total=sum(s.status in DECIDED for s in submissions),
     )
+    returns_asked = frozenset(
+        ProlificReturnRequest.objects.filter(submission_id__in=[s.id for s in submissions]).values_list(
+            "submission_id", flat=True
+        )
+    )
     rejections = 0
     for sub in submissions:
         decision = _decide(
@@ -184,6 +194,7 @@ def review_plan(
             study_id=study_id,
             approve=approve,
             reject_failed_checks=reject_failed_checks,
+            returns_asked=returns_asked,
         )
         if decision.action == "reject":
             if review.rate(rejections + 1) > max_rejection_rate:
@@ -234,11 +245,17 @@ def review_send(*, review: Review, client: api.ProlificClient) -> Review:
             ),
         )
     for decision in review.of("return"):
-        _send_one(review, decision, lambda d: client.request_return(d.submission.id, reasons=RETURN_REASONS))
+        if _send_one(
+            review, decision, lambda d: client.request_return(d.submission.id, reasons=RETURN_REASONS)
+        ):
+            ProlificReturnRequest.objects.get_or_create(
+                submission_id=decision.submission.id, defaults={"study_id": review.study_id}
+            )
     return review
 
 
-def _send_one(review: Review, decision: Decision, call) -> None:
+def _send_one(review: Review, decision: Decision, call) -> bool:
+    """Send one decision; True when Prolific accepted it."""
     try:
         call(decision)
     except api.ProlificAuthError:
@@ -246,8 +263,9 @@ def _send_one(review: Review, decision: Decision, call) -> None:
     except api.ProlificError as exc:
         review.failed = True
         review.lines.append(f"{decision.action} of submission {decision.submission.id} failed: {exc}")
-    else:
-        review.lines.append(f"Sent: {decision.action} submission {decision.submission.id}.")
+        return False
+    review.lines.append(f"Sent: {decision.action} submission {decision.submission.id}.")
+    return True
 
 
 def bonus_targets(
