@@ -224,3 +224,37 @@ class CompiledWrite:
         for at, marker in markers:
             params[at] = marker.field.get_db_prep_save(values[marker.n], connection)
         return sql, params
+
+
+class QuietHealthCheck:
+    """A mixin for a PostgreSQL backend (psycopg 3): the per-request health check
+    (``CONN_HEALTH_CHECKS``, Django's ``close_if_health_check_failed``) looks at the idle
+    connection's socket instead of sending ``SELECT 1``, which was a round trip on every request.
+
+    An idle connection receives nothing until it sends a query; a server that restarts, stops or
+    drops the connection sends its goodbye and closes the socket, which then reads as ready. So a
+    quiet socket passes; anything else (something to read, a transaction left open, a broken
+    connection) takes Django's check, which sends ``SELECT 1``. A server that vanishes without a
+    word is not seen here; the first query meets the client's deadline instead.
+    """
+
+    def close_if_health_check_failed(self):
+        if self.connection is not None and self.health_check_enabled and not self.health_check_done:
+            if _quiet(self.connection):
+                self.health_check_done = True
+                return
+        super().close_if_health_check_failed()
+
+
+def _quiet(raw) -> bool:
+    import select
+
+    from psycopg.pq import TransactionStatus
+
+    if raw.closed or raw.broken or raw.info.transaction_status != TransactionStatus.IDLE:
+        return False
+    try:
+        readable, _, _ = select.select([raw.fileno()], [], [], 0)
+    except (OSError, ValueError):
+        return False
+    return not readable

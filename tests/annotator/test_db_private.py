@@ -7,6 +7,7 @@ WRITTEN_FOR.
 """
 
 import re
+import select
 from pathlib import Path
 
 import django
@@ -143,3 +144,87 @@ def test_a_compiled_query_that_loses_a_value_refuses_to_run():
     lost = CompiledQuery(lambda batch_id: Batch.objects.filter(pk=1).values_list("pk"))
     with pytest.raises(ValueError, match="lost one of its values"):
         lost.sql(5)
+
+
+def _second_connection():
+    """Another connection to the test database, built as the app builds its own, health checks on."""
+    from annotator.pgbackend.base import DatabaseWrapper
+
+    return DatabaseWrapper({**connection.settings_dict, "CONN_HEALTH_CHECKS": True}, alias="second")
+
+
+def _health_check(db) -> list[str]:
+    """Run the health check a new request runs first; returns what it did ("SELECT 1", "closed")."""
+    done = []
+    usable = db.is_usable
+
+    def counted():
+        done.append("SELECT 1")
+        return usable()
+
+    db.is_usable = counted
+    db.health_check_done = False
+    db.close_if_health_check_failed()
+    if db.connection is None:
+        done.append("closed")
+    return done
+
+
+@postgres_only
+@pytest.mark.django_db
+def test_the_health_check_of_a_quiet_connection_sends_nothing(django_db_blocker):
+    db = _second_connection()
+    with django_db_blocker.unblock():
+        try:
+            db.ensure_connection()
+            raw = db.connection
+            assert _health_check(db) == []
+            assert db.connection is raw
+            with db.cursor() as cursor:
+                cursor.execute("SELECT 1")
+                assert cursor.fetchone() == (1,)
+        finally:
+            db.close()
+
+
+@postgres_only
+@pytest.mark.django_db
+def test_the_health_check_closes_a_connection_the_server_ended(django_db_blocker):
+    db = _second_connection()
+    with django_db_blocker.unblock():
+        try:
+            db.ensure_connection()
+            with db.cursor() as cursor:
+                cursor.execute("SELECT pg_backend_pid()")
+                (pid,) = cursor.fetchone()
+            with connection.cursor() as cursor:
+                cursor.execute("SELECT pg_terminate_backend(%s)", [pid])
+            assert select.select([db.connection.fileno()], [], [], 5)[0]  # its goodbye has arrived
+            assert _health_check(db) == ["SELECT 1", "closed"]
+            with db.cursor() as cursor:  # the request goes on, on a new connection
+                cursor.execute("SELECT 1")
+                assert cursor.fetchone() == (1,)
+        finally:
+            db.close()
+
+
+@postgres_only
+@pytest.mark.django_db
+def test_the_health_check_of_a_connection_with_something_to_read_asks_the_server(django_db_blocker):
+    db = _second_connection()
+    with django_db_blocker.unblock():
+        try:
+            db.ensure_connection()
+            db.connection.execute("LISTEN health_probe")
+            notifier = _second_connection()
+            try:
+                with notifier.cursor() as cursor:  # autocommit: delivered at once
+                    cursor.execute("NOTIFY health_probe")
+            finally:
+                notifier.close()
+            raw = db.connection
+            assert select.select([raw.fileno()], [], [], 5)[0]
+            assert _health_check(db) == ["SELECT 1"]  # alive: kept
+            assert db.connection is raw
+        finally:
+            db.close()
