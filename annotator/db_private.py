@@ -172,8 +172,9 @@ def update_statement(queryset: QuerySet, **values) -> tuple[str, tuple]:
 def insert_statement(model: type[models.Model], rows: list[dict], *, returning_pk: bool = False):
     """The one INSERT of ``rows`` (attribute name → value, the same names in every row) that
     ``bulk_create`` runs, without running it (``InsertQuery``, ``get_compiler``). Values are
-    taken as given (``raw``: no ``auto_now``); ``returning_pk`` adds ``RETURNING`` the primary key
-    where the database can."""
+    taken as given (``raw``: no ``auto_now``, no model defaults), so every column without a
+    database default must be named; ``returning_pk`` adds ``RETURNING`` the primary key where the
+    database can."""
     from django.db.models.sql import InsertQuery
 
     fields = [model._meta.get_field(name) for name in rows[0]]

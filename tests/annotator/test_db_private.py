@@ -17,13 +17,14 @@ from django.test.utils import CaptureQueriesContext
 
 from annotator import db_private
 from annotator.db_private import WRITTEN_FOR, compiled_sql, field_converters
-from annotator.models import Annotation, Batch
+from annotator.models import Annotation, Batch, Score
 from tests.factories import make_annotation, make_batch, make_user
 
 ROOT = Path(__file__).resolve().parents[2]
 PRIVATE = re.compile(
     r"_execute_with_wrappers|get_db_converters|sql_with_params|prepare_threshold|cursor_factory"
-    r"|register_loader|from psycopg\.(adapt|pq|postgres)"
+    r"|register_loader|from psycopg\.(adapt|pq|postgres)|get_compiler|UpdateQuery|InsertQuery"
+    r"|close_if_health_check_failed"
 )
 postgres_only = pytest.mark.skipif(
     connection.vendor != "postgresql", reason="psycopg's internals are PostgreSQL's"
@@ -144,6 +145,66 @@ def test_a_compiled_query_that_loses_a_value_refuses_to_run():
     lost = CompiledQuery(lambda batch_id: Batch.objects.filter(pk=1).values_list("pk"))
     with pytest.raises(ValueError, match="lost one of its values"):
         lost.sql(5)
+
+
+@pytest.mark.django_db(transaction=True)
+def test_compiled_writes_run_what_the_orm_runs_with_each_call_s_values():
+    from django.db.models import F
+
+    from annotator.db_private import CompiledWrite, insert_statement, update_statement
+    from annotator.models import Item
+
+    batch = make_batch("compiled-writes", n_items=3)
+    first, second = batch.items.order_by("position")[:2]
+    rename = CompiledWrite(
+        Batch, lambda slot: update_statement(Batch.objects.filter(pk=slot("pk")), name=slot("name"))
+    )
+    bump = CompiledWrite(
+        Item,
+        lambda slot: update_statement(
+            Item.objects.filter(pk=slot("pk")), n_leased=F("n_leased") + slot("n_leased")
+        ),
+    )
+    scores = CompiledWrite(
+        Score,
+        lambda slot, n: insert_statement(
+            Score,
+            [
+                {name: slot(name) for name in ("annotation_id", "item_id", "dimension", "value")}
+                for _ in range(n)
+            ],
+        ),
+    )
+    annotation = make_annotation(first, make_user("writer"), {})
+    with connection.cursor() as cursor:
+        cursor.execute(*rename.sql([batch.pk, "renamed ‘once’"]))
+        for item, n in ((first, 2), (second, 5), (first, 1)):
+            cursor.execute(*bump.sql([item.pk, n]))
+        cursor.execute(
+            *scores.sql([annotation.pk, first.pk, "fluency", 4, annotation.pk, first.pk, "safety", 2], 2)
+        )
+    assert Batch.objects.get(pk=batch.pk).name == "renamed ‘once’"
+    assert dict(Item.objects.filter(batch=batch).values_list("pk", "n_leased")) == {
+        first.pk: 3,
+        second.pk: 5,
+        batch.items.get(position=2).pk: 0,
+    }
+    assert sorted(annotation.scores.values_list("item_id", "dimension", "value")) == [
+        (first.pk, "fluency", 4),
+        (first.pk, "safety", 2),
+    ]
+    with pytest.raises(ValueError, match="takes 2 values"):
+        rename.sql([batch.pk])
+
+
+def test_a_compiled_write_that_loses_a_value_refuses_to_run():
+    from annotator.db_private import CompiledWrite, update_statement
+
+    lost = CompiledWrite(
+        Batch, lambda slot: (slot("name"), update_statement(Batch.objects.filter(pk=1), k=3))[1]
+    )
+    with pytest.raises(ValueError, match="lost or repeated one of its values"):
+        lost.sql(["x"])
 
 
 def _second_connection():
