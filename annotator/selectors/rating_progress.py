@@ -138,50 +138,6 @@ def _sql(with_items: bool, count_gold: bool) -> str:
     return " UNION ALL ".join(parts)
 
 
-@dataclass
-class ProgressRead:
-    """The progress strip's statement, read ahead (PostgreSQL): the lease sends it in its own
-    message, after the lease, and fills ``rows``; :func:`rating_progress` then runs nothing."""
-
-    sql: str
-    params: list
-    counts: dict  # batch_id, annotator_id, count_gold
-    plan: tuple  # what _finish needs: the cache key, the time, the remembered part, with_items
-    rows: list | None = None
-
-
-def _plan(batch_id: int, fresh: bool) -> tuple:
-    key, now = (connection.alias, batch_id), monotonic()
-    kept = _batch_parts.get(key)
-    return key, now, kept, fresh or kept is None or kept[0] <= now
-
-
-def _statement(*, batch_id: int, annotator_id: int, count_gold: bool, with_items: bool) -> tuple[str, list]:
-    params = [annotator_id, batch_id] + ([annotator_id, batch_id] if count_gold else [])
-    return _sql(with_items, count_gold), params + ([batch_id] if with_items else [])
-
-
-def progress_read(*, batch_id: int, annotator_id: int, count_gold: bool) -> ProgressRead | None:
-    """The statement :func:`rating_progress` would run for this annotator and batch, for the lease
-    to send after itself in one message (PostgreSQL; None elsewhere)."""
-    if not hand_written_sql():
-        return None
-    plan = _plan(batch_id, fresh=False)
-    counts = {"batch_id": batch_id, "annotator_id": annotator_id, "count_gold": count_gold}
-    return ProgressRead(*_statement(**counts, with_items=plan[3]), counts=counts, plan=plan)
-
-
-def _finish(rows: list[tuple], key, now: float, kept, with_items: bool) -> tuple[list[tuple], bool]:
-    if not with_items:
-        return rows + kept[1], True
-    seconds = settings.ANNOTATOR_PROGRESS_CACHE_SECONDS
-    if seconds > 0:
-        if len(_batch_parts) >= _BATCH_PARTS_KEPT:
-            _batch_parts.clear()
-        _batch_parts[key] = (now + seconds, [row for row in rows if row[0] == ITEMS])
-    return rows, False
-
-
 def _counts(
     *, batch_id: int, annotator_id: int, count_gold: bool, fresh: bool = False
 ) -> tuple[list[tuple], bool]:
@@ -190,15 +146,26 @@ def _counts(
     answers (GOLD), and the batch's items grouped by their counters (ITEMS; remembered for
     ``ANNOTATOR_PROGRESS_CACHE_SECONDS``, unless ``fresh``); and whether that last part was the
     remembered one. On PostgreSQL one statement written by hand: it runs on every rating page."""
-    plan = _plan(batch_id, fresh)
-    counts = {"batch_id": batch_id, "annotator_id": annotator_id, "count_gold": count_gold}
+    key, now = (connection.alias, batch_id), monotonic()
+    kept = _batch_parts.get(key)
+    with_items = fresh or kept is None or kept[0] <= now
     if hand_written_sql():
+        params = [annotator_id, batch_id] + ([annotator_id, batch_id] if count_gold else [])
         with hot_cursor() as cursor:
-            cursor.execute(*_statement(**counts, with_items=plan[3]))
+            cursor.execute(_sql(with_items, count_gold), params + ([batch_id] if with_items else []))
             rows = cursor.fetchall()
     else:
-        rows = _orm_rows(**counts, with_items=plan[3])
-    return _finish(rows, *plan)
+        rows = _orm_rows(
+            batch_id=batch_id, annotator_id=annotator_id, count_gold=count_gold, with_items=with_items
+        )
+    if not with_items:
+        return rows + kept[1], True
+    seconds = settings.ANNOTATOR_PROGRESS_CACHE_SECONDS
+    if seconds > 0:
+        if len(_batch_parts) >= _BATCH_PARTS_KEPT:
+            _batch_parts.clear()
+        _batch_parts[key] = (now + seconds, [row for row in rows if row[0] == ITEMS])
+    return rows, False
 
 
 @dataclass
@@ -243,7 +210,6 @@ def rating_progress(
     gold_shown_at: datetime | None = None,
     count_gold: bool = False,
     quota: int | None = None,
-    read: ProgressRead | None = None,
 ) -> RatingProgress:
     """The annotator's place in ``batch`` while rating ``item`` (``lease``: their assignment of
     it, when the caller has it at hand; ``count_gold``: the batch has gold items, which count in
@@ -252,13 +218,9 @@ def rating_progress(
     Counts grouped by the items' progress counters (a handful of rows: k + 1 values each), so the
     statement stays cheap to build and to run whatever the batch size; what is left for the annotator
     is the items with a free slot less those ever given to them (their current item included), within
-    ``quota`` (the most annotations the annotator may submit in the batch, when a study sets one);
-    ``read``: the same statement, already run after the lease (:func:`progress_read`)."""
+    ``quota`` (the most annotations the annotator may submit in the batch, when a study sets one)."""
     counts = {"batch_id": batch.pk, "annotator_id": annotator.pk, "count_gold": count_gold}
-    if read is not None and read.rows is not None and read.counts == counts:
-        rows, remembered = _finish(read.rows, *read.plan)
-    else:
-        rows, remembered = _counts(**counts)
+    rows, remembered = _counts(**counts)
     t = _tally(rows, batch.k)
     if remembered and t.open_items - t.mine_open <= batch.k:
         # Near the end of what is left for the annotator the remembered batch counts and their own

@@ -89,7 +89,7 @@ def _sweep_due(now: datetime) -> bool:
     return True
 
 
-def _lease_once(*, batch: Batch, annotator, now: datetime, read_after=None) -> Assignment | None:
+def _lease_once(*, batch: Batch, annotator, now: datetime) -> Assignment | None:
     swept = _sweep_due(now)
     tried = not swept and sql.leases_in_one_message()
     if tried:
@@ -97,7 +97,7 @@ def _lease_once(*, batch: Batch, annotator, now: datetime, read_after=None) -> A
         # transaction; when it leases nothing, the transaction below looks for why.
         expires = now + lease_duration()
         lease = sql.lease_best_item(
-            batch=batch, annotator=annotator, now=now, expires=expires, lock_first=True, read_after=read_after
+            batch=batch, annotator=annotator, now=now, expires=expires, lock_first=True
         )
         if lease is not None:
             return lease
@@ -138,20 +138,16 @@ def _lease_in_transaction(
     return lease
 
 
-def item_next_for_annotator(
-    *, batch: Batch, annotator, now: datetime | None = None, read_after=None
-) -> Assignment | None:
+def item_next_for_annotator(*, batch: Batch, annotator, now: datetime | None = None) -> Assignment | None:
     """The annotator's live lease in ``batch``, or a new lease on the best free item, or None.
 
     None means nothing is left for this annotator: every item is complete, fully leased,
     or was already given to them (or, with one system per prompt, shares a prompt with one).
-    ``read_after``: a read to send with the lease where it goes in one message
-    (``assignment_sql.lease_best_item``).
     """
     now = now or timezone.now()
     for _attempt in range(3):
         try:
-            return _lease_once(batch=batch, annotator=annotator, now=now, read_after=read_after)
+            return _lease_once(batch=batch, annotator=annotator, now=now)
         except IntegrityError as exc:
             if violated_constraint(exc) != "assignment_once_per_item_annotator":
                 raise

@@ -181,7 +181,7 @@ def lease_statement(*, batch, annotator_id: int, now: datetime, expires: datetim
 
 
 def lease_best_item(
-    *, batch, annotator, now: datetime, expires: datetime, lock_first: bool = False, read_after=None
+    *, batch, annotator, now: datetime, expires: datetime, lock_first: bool = False
 ) -> Assignment | None:
     """Lock the best free item, count a lease on it and record the lease; None if none is free,
     or the annotator's standing stops them, or they already hold a live lease in the batch.
@@ -196,16 +196,12 @@ def lease_best_item(
     ``lock_first`` (PostgreSQL, no transaction open: :func:`leases_in_one_message`): the
     user-row lock of :func:`lock_annotator` and the lease go to the server in one message, which
     runs them as one transaction of their own; the lease statement still starts after the lock
-    is granted, so it sees what an exclusion it waited for committed. ``read_after`` (with
-    ``lock_first``): a read with ``sql`` and ``params``, sent after the lease in the same message;
-    its ``rows`` are filled when an item was leased.
+    is granted, so it sees what an exclusion it waited for committed.
     """
     postgres = connection.vendor == "postgresql"
     sql, params = lease_statement(batch=batch, annotator_id=annotator.pk, now=now, expires=expires)
     if lock_first:
         sql, params = f"{_lock_sql()}; {sql}", [annotator.pk, *params]
-        if read_after is not None:
-            sql, params = f"{sql}; {read_after.sql}", [*params, *read_after.params]
     # Not prepared, unlike the other rating statements: its best plan changes as the tables grow,
     # and a prepared statement keeps one generic plan for the connection's life.
     with connection.cursor() as cursor:
@@ -215,9 +211,6 @@ def lease_best_item(
         row = cursor.fetchone()
         if row is None:
             return None
-        if lock_first and read_after is not None:
-            cursor.nextset()
-            read_after.rows = cursor.fetchall()
         if postgres:
             lease_id, row = row[0], row[1:]
         else:  # SQLite: the lease row in a second statement, in the same BEGIN IMMEDIATE

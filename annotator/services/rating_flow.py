@@ -11,7 +11,6 @@ from django.utils import timezone
 from annotator.models import Assignment, Batch, GoldAnswer, QualityRule
 from annotator.selectors.quality import standing_of
 from annotator.selectors.rating_facts import RatingFacts
-from annotator.selectors.rating_progress import ProgressRead, progress_read
 from annotator.services.assignment import item_next_for_annotator
 from annotator.services.gold import GoldCounts, gold_pending
 
@@ -24,7 +23,6 @@ class NextStep:
     answer: GoldAnswer | None = None
     ended: str = ""  # why this annotator gets nothing more: ENDED_BLOCKED or ENDED_TRAINING
     has_gold: bool = False  # the batch has gold items (training or checks)
-    progress: ProgressRead | None = None  # the progress strip, read with the lease (PostgreSQL)
 
     @property
     def item(self):
@@ -63,7 +61,5 @@ def rating_next(
         )
         if answer is not None:
             return NextStep(answer=answer, has_gold=True)
-    # The page shows the progress strip under the item: its read goes with the lease.
-    progress = progress_read(batch_id=batch.pk, annotator_id=annotator.pk, count_gold=rule is not None)
-    lease = item_next_for_annotator(batch=batch, annotator=annotator, now=now, read_after=progress)
-    return NextStep(assignment=lease, has_gold=rule is not None, progress=progress)
+    lease = item_next_for_annotator(batch=batch, annotator=annotator, now=now)
+    return NextStep(assignment=lease, has_gold=rule is not None)

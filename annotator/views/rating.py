@@ -131,7 +131,6 @@ def _render_rate(
                 gold_shown_at=answer.shown_at if answer is not None else None,
                 count_gold=extra.get("has_gold", False),
                 quota=extra.get("quota"),
-                read=extra.get("progress_read"),
             )
     template = "annotator/rate.html#rate-area" if request.htmx else "annotator/rate.html"
     return render(request, template, context, status=status)
@@ -169,7 +168,6 @@ def _render_step(request, facts: RatingFacts):
         ended=step.ended,
         lease=step.assignment,
         has_gold=step.has_gold,
-        progress_read=step.progress,
         quota=limits.quota,
         session_deadline=deadline,
         session_seconds_left=seconds_left,

@@ -33,9 +33,9 @@ ACTION = re.compile(r'action="(/annotate/item/\d+/submit/)"')
 HTMX = {"HTTP_HX_REQUEST": "true", "HTTP_HX_TARGET": "rate-area"}
 # Statements other than BEGIN/COMMIT. PostgreSQL runs the rating path's statements written by hand:
 # - GET next: the session with its user, roles and scope | the batch with the annotator's enrolment,
-#   study link, standing and the batch's quality rule | the user-row lock, the lease, which checks
-#   the standing and that no lease is live itself, and the progress strip's counts (three
-#   statements in one message, their own transaction, logged as one).
+#   study link, standing and the batch's quality rule | the user-row lock and the lease, which
+#   checks the standing and that no lease is live itself (two statements in one message, their
+#   own transaction, logged as one) | the progress strip's counts.
 # - POST scores: the session | the item with the same facts | the submission (one statement,
 #   taking the user-row lock first).
 # - htmx POST: the session | the item | the submission | then the next lease and the progress strip
@@ -47,8 +47,8 @@ HTMX = {"HTTP_HX_REQUEST": "true", "HTTP_HX_TARGET": "rate-area"}
 # the progress strip a query per part (the study batch's gold answers one more), and the
 # submission the ORM's five statements (the assignment, its update, the annotation, the scores,
 # the item), each built once per process.
-PAGE_TRIP = {"postgresql": 6, "sqlite": 13}
-HTMX_TRIP = {"postgresql": 4, "sqlite": 11}
+PAGE_TRIP = {"postgresql": 7, "sqlite": 13}
+HTMX_TRIP = {"postgresql": 5, "sqlite": 11}
 STUDY_EXTRA = {"postgresql": 0, "sqlite": 1}  # per GET of a page (the progress strip's gold part)
 # BEGIN and COMMIT per round trip: on PostgreSQL every statement of the common path is its own
 # transaction (no round trip spent opening or closing one); SQLite opens BEGIN IMMEDIATE for the

@@ -8,8 +8,7 @@ from django.db import connection
 from django.test.utils import CaptureQueriesContext, override_settings
 
 from annotator.selectors import rating_progress as progress_module
-from annotator.selectors.rating_progress import progress_read, rating_progress
-from annotator.services.annotations import annotation_submit
+from annotator.selectors.rating_progress import rating_progress
 from annotator.services.assignment import item_next_for_annotator
 from tests.factories import make_annotation, make_batch, make_user
 
@@ -81,30 +80,3 @@ def test_near_the_end_the_batch_part_is_read_fresh(monkeypatch):
     with CaptureQueriesContext(connection) as ctx:
         rating_progress(batch=batch, item=lease.item, annotator=user, lease=lease)
     assert [q for q in ctx.captured_queries if BATCH_PART.search(q["sql"])]
-
-
-@pytest.mark.django_db(transaction=True)
-@pytest.mark.parametrize("cache_seconds", [0, 60])
-def test_the_progress_read_with_the_lease_is_what_the_page_would_read(cache_seconds):
-    """On PostgreSQL the progress strip's statement goes in the lease's message; its counts are the
-    ones a read of its own gives (elsewhere nothing is read ahead)."""
-    batch = make_batch("read with the lease", n_items=6, k=3)
-    user, other = make_user("ahead-ann"), make_user("ahead-other")
-    item_next_for_annotator(batch=batch, annotator=other)
-    scores = {d.key: 3 for d in batch.rubric_obj.dimensions}
-    with override_settings(ANNOTATOR_PROGRESS_CACHE_SECONDS=cache_seconds):
-        for rated in range(3):
-            read = progress_read(batch_id=batch.pk, annotator_id=user.pk, count_gold=False)
-            lease = item_next_for_annotator(batch=batch, annotator=user, read_after=read)
-            if connection.vendor != "postgresql":
-                assert read is None
-                return
-            assert read.rows is not None
-            ahead = rating_progress(batch=batch, item=lease.item, annotator=user, lease=lease, read=read)
-            progress_module._batch_parts.clear()
-            with CaptureQueriesContext(connection) as ctx:
-                own = rating_progress(batch=batch, item=lease.item, annotator=user, lease=lease)
-            assert len(ctx.captured_queries) == 1
-            assert ahead == own
-            assert (own.mine_submitted, own.left_for_me) == (rated, 6 - 1 - rated)
-            annotation_submit(item=lease.item, annotator=user, scores=scores)
