@@ -255,7 +255,8 @@ def _quiet(raw) -> bool:
     if raw.closed or raw.broken or raw.info.transaction_status != TransactionStatus.IDLE:
         return False
     try:
-        readable, _, _ = select.select([raw.fileno()], [], [], 0)
+        poller = select.poll()  # poll, not select: no limit on the descriptor's number
+        poller.register(raw.fileno(), select.POLLIN)
+        return not poller.poll(0)  # data, a hang-up or an error all count as not quiet
     except (OSError, ValueError):
         return False
-    return not readable
