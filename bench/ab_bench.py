@@ -46,7 +46,8 @@ class Server:
         self.label, self.root = label, root
         # Connections live through the run, so the server processes whose CPU is counted do too.
         env = {**server_env(database_url), "DB_CONN_MAX_AGE": "3600"}
-        n_items = (args.rounds * len(args.clients) * 2 * args.repeat * 2 + args.warmup) // 3 + 200
+        # Enough for the first annotator, who takes part in every block, to rate an item per round trip.
+        n_items = args.rounds * len(args.clients) * 2 * args.repeat + 2 * args.warmup + 200
         self.batch_id = setup_database(env, max(args.clients), max(args.items, n_items), root=root)
         self.database = database_url.rsplit("/", 1)[1] if database_url.startswith("postgres") else ""
         self.port = free_port()
