@@ -136,3 +136,127 @@ class CompiledQuery:
         for at, n in slots:
             params[at] = type(params[at])(values[n])
         return sql, params
+
+
+class _Marker:
+    """Where a :class:`CompiledWrite`'s value goes among the compiled parameters."""
+
+    __slots__ = ("n", "field")
+
+    def __init__(self, n: int, field: models.Field):
+        self.n, self.field = n, field
+
+
+class Slot(models.Expression):
+    """A value of ``field`` given on each run of a :class:`CompiledWrite`; compiled as one
+    placeholder whose parameter is a marker, so no stand-in value has to be found again."""
+
+    def __init__(self, n: int, field: models.Field):
+        super().__init__(output_field=field)
+        self.n = n
+
+    def as_sql(self, compiler, connection):
+        return "%s", [_Marker(self.n, self.output_field)]
+
+
+def update_statement(queryset: QuerySet, **values) -> tuple[str, tuple]:
+    """The statement ``queryset.update(**values)`` runs (a single-table UPDATE), without running it
+    (``UpdateQuery``, ``get_compiler``: what ``QuerySet.update`` does)."""
+    from django.db.models.sql import UpdateQuery
+
+    query = queryset.query.chain(UpdateQuery)
+    query.add_update_values(values)
+    return query.get_compiler(queryset.db).as_sql()
+
+
+def insert_statement(model: type[models.Model], rows: list[dict], *, returning_pk: bool = False):
+    """The one INSERT of ``rows`` (attribute name → value, the same names in every row) that
+    ``bulk_create`` runs, without running it (``InsertQuery``, ``get_compiler``). Values are
+    taken as given (``raw``: no ``auto_now``, no model defaults), so every column without a
+    database default must be named; ``returning_pk`` adds ``RETURNING`` the primary key where the
+    database can."""
+    from django.db.models.sql import InsertQuery
+
+    fields = [model._meta.get_field(name) for name in rows[0]]
+    query = InsertQuery(model)
+    query.insert_values(fields, [model(**row) for row in rows], raw=True)
+    compiler = query.get_compiler(connection.alias)
+    if returning_pk and connection.features.can_return_columns_from_insert:
+        compiler.returning_fields = [model._meta.pk]
+    ((sql, params),) = compiler.as_sql()
+    return sql, params
+
+
+class CompiledWrite:
+    """An ORM write (:func:`update_statement`, :func:`insert_statement`) compiled once per process,
+    database and shape, then run with other values: the writes' counterpart of
+    :class:`CompiledQuery`.
+
+    ``build(slot, *shape)`` returns the statement; ``slot(name)`` stands for a value of the
+    model's field ``name`` (``"pk"`` for the primary key) given on each run, in the order the
+    slots were made. Each run's values are prepared as the ORM prepares them for saving
+    (``get_db_prep_save``), so the statement and its parameters are what the ORM would run.
+    """
+
+    def __init__(self, model: type[models.Model], build):
+        self._model, self._build = model, build
+        self._compiled: dict[tuple, tuple[str, list, list[tuple[int, _Marker]]]] = {}
+
+    def sql(self, values, *shape) -> tuple[str, list]:
+        key = (connection.alias, *shape)
+        compiled = self._compiled.get(key)
+        if compiled is None:
+            made: list[Slot] = []
+
+            def slot(name: str) -> Slot:
+                field = self._model._meta.pk if name == "pk" else self._model._meta.get_field(name)
+                made.append(Slot(len(made), field))
+                return made[-1]
+
+            sql, params = self._build(slot, *shape)
+            markers = [(at, p) for at, p in enumerate(params) if isinstance(p, _Marker)]
+            if sorted(m.n for _, m in markers) != list(range(len(made))):
+                raise ValueError("the compiled write lost or repeated one of its values")
+            compiled = self._compiled[key] = (sql, list(params), markers)
+        sql, params, markers = compiled
+        if len(values) != len(markers):
+            raise ValueError(f"the compiled write takes {len(markers)} values, not {len(values)}")
+        params = list(params)
+        for at, marker in markers:
+            params[at] = marker.field.get_db_prep_save(values[marker.n], connection)
+        return sql, params
+
+
+class QuietHealthCheck:
+    """A mixin for a PostgreSQL backend (psycopg 3): the per-request health check
+    (``CONN_HEALTH_CHECKS``, Django's ``close_if_health_check_failed``) looks at the idle
+    connection's socket instead of sending ``SELECT 1``, which was a round trip on every request.
+
+    An idle connection receives nothing until it sends a query; a server that restarts, stops or
+    drops the connection sends its goodbye and closes the socket, which then reads as ready. So a
+    quiet socket passes; anything else (something to read, a transaction left open, a broken
+    connection) takes Django's check, which sends ``SELECT 1``. A server that vanishes without a
+    word is not seen here; the first query meets the client's deadline instead.
+    """
+
+    def close_if_health_check_failed(self):
+        if self.connection is not None and self.health_check_enabled and not self.health_check_done:
+            if _quiet(self.connection):
+                self.health_check_done = True
+                return
+        super().close_if_health_check_failed()
+
+
+def _quiet(raw) -> bool:
+    import select
+
+    from psycopg.pq import TransactionStatus
+
+    if raw.closed or raw.broken or raw.info.transaction_status != TransactionStatus.IDLE:
+        return False
+    try:
+        poller = select.poll()  # poll, not select: no limit on the descriptor's number
+        poller.register(raw.fileno(), select.POLLIN)
+        return not poller.poll(0)  # data, a hang-up or an error all count as not quiet
+    except (OSError, ValueError):
+        return False

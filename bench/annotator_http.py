@@ -61,26 +61,24 @@ def recreate_postgres(url: str) -> str:
     return url
 
 
-def setup_database(env: dict[str, str], n_users: int, n_items: int, k: int = 3, study: bool = False) -> int:
-    """Migrate, create annotators bench0.. and a batch (in child processes), a study with quality
-    control when ``study``; returns the batch id."""
-    subprocess.run(
-        [str(VENV_BIN / "python"), "manage.py", "migrate", "--noinput", "-v", "0"],
-        cwd=ROOT,
-        env=env,
-        check=True,
-    )
+def setup_database(
+    env: dict[str, str], n_users: int, n_items: int, k: int = 3, study: bool = False, root: Path = ROOT
+) -> int:
+    """Migrate, create annotators bench0.. and a batch (in child processes, with the checkout at
+    ``root``), a study with quality control when ``study``; returns the batch id."""
+    python = str(root / ".venv" / "bin" / "python")
+    subprocess.run([python, "manage.py", "migrate", "--noinput", "-v", "0"], cwd=root, env=env, check=True)
     out = subprocess.run(
         [
-            str(VENV_BIN / "python"),
-            __file__,
+            python,
+            str(root / "bench" / "annotator_http.py"),
             "--seed",
             str(n_users),
             str(n_items),
             str(k),
             *(["study"] if study else []),
         ],
-        cwd=ROOT,
+        cwd=root,
         env=env,
         check=True,
         capture_output=True,
@@ -197,8 +195,10 @@ def start_gunicorn(
     *extra: str,
     log_path: str | Path | None = None,
     app: str = "annotator.wsgi",
+    root: Path = ROOT,
 ) -> subprocess.Popen:
-    """gunicorn on 127.0.0.1:port; returns once it accepts connections (the Popen is the master).
+    """gunicorn on 127.0.0.1:port serving the checkout at ``root``; returns once it accepts
+    connections (the Popen is the master).
 
     Its stderr (gunicorn's and Django's error log) goes to ``log_path``, or is discarded: a pipe
     nobody reads would fill up and stall the workers.
@@ -206,7 +206,7 @@ def start_gunicorn(
     log = open(log_path, "a") if log_path else subprocess.DEVNULL  # noqa: SIM115 (closed with the process)
     process = subprocess.Popen(
         [
-            str(VENV_BIN / "gunicorn"),
+            str(root / ".venv" / "bin" / "gunicorn"),
             app,
             "--bind",
             f"127.0.0.1:{port}",
@@ -216,7 +216,7 @@ def start_gunicorn(
             "warning",
             *extra,
         ],
-        cwd=ROOT,
+        cwd=root,
         env=env,
         stdout=subprocess.DEVNULL,
         stderr=log,

@@ -4,7 +4,9 @@ Runs the page flow (GET the next item page + POST the scores) and the htmx flow 
 answered by the next item's fragment) through Django's WSGI handler, as gunicorn calls it
 (every middleware, DEBUG off, urlencoded forms) on a fresh SQLite file, or on PostgreSQL with --pg-url, and
 prints, per flow, the CPU time per round trip and the share of it spent under each part of
-the request (cumulative time of the functions that own it), then the top functions.
+the request (cumulative time of the functions that own it), then the top functions, then where
+the wall time of a round trip goes: inside database calls (how many; on PostgreSQL the server's
+CPU) and outside them.
 
     .venv/bin/python bench/round_trip_profile.py                 # SQLite, 3,000 items, 200 round trips
     .venv/bin/python bench/round_trip_profile.py --pg-url postgres://postgres@127.0.0.1:5432/bench_profile
@@ -212,6 +214,36 @@ def timed(run) -> float:
     return time.process_time() - start
 
 
+def wall_split(run, n: int, database: str) -> None:
+    """Where one round trip's wall time goes: inside database calls (their count, and on
+    PostgreSQL the server processes' CPU) and outside them (the app's CPU, and waiting for a core)."""
+    from annotator_http import postgres_backends_cpu_seconds
+    from django.db import connection
+
+    inside = [0.0, 0]
+
+    def timed_call(execute, sql, params, many, context):
+        start = time.perf_counter()
+        try:
+            return execute(sql, params, many, context)
+        finally:
+            inside[0] += time.perf_counter() - start
+            inside[1] += 1
+
+    server = postgres_backends_cpu_seconds(database) if database else 0.0
+    wall, cpu = time.perf_counter(), time.process_time()
+    with connection.execute_wrapper(timed_call):
+        run()
+    wall, cpu = time.perf_counter() - wall, time.process_time() - cpu
+    server = (postgres_backends_cpu_seconds(database) - server) if database else 0.0
+    ms = lambda seconds: 1000 * seconds / n  # noqa: E731
+    print(
+        f"  wall {ms(wall):.2f} ms per round trip: in database calls {ms(inside[0]):.2f} ms"
+        f" ({inside[1] / n:.1f} calls; server CPU {ms(server):.2f} ms), outside them"
+        f" {ms(wall - inside[0]):.2f} ms (app CPU, whole trip: {ms(cpu):.2f} ms); load {os.getloadavg()[0]:.1f}"
+    )
+
+
 def report(flow: str, n: int, cpu: float, stats: pstats.Stats, top: int) -> None:
     total = stats.total_tt
     print(f"\n{flow}: {n} round trips, {1000 * cpu / n:.2f} ms CPU each without the profiler")
@@ -240,6 +272,7 @@ def main() -> None:
     parser.add_argument("--rounds", type=int, default=200)
     parser.add_argument("--top", type=int, default=25)
     parser.add_argument("--flow", choices=["page", "htmx", "both"], default="both")
+    parser.add_argument("--wall", type=int, default=3, help="runs of the wall-time split per flow")
     args = parser.parse_args()
     setup(args.pg_url)
     n = args.rounds
@@ -259,6 +292,9 @@ def main() -> None:
         _, stats = profiled(run(n))
         report(flow, n, cpu, stats, args.top)
         template_times(run(n), n)
+        database = args.pg_url.rsplit("/", 1)[1] if args.pg_url else ""
+        for _ in range(args.wall):
+            wall_split(run(n), n, database)
 
 
 if __name__ == "__main__":

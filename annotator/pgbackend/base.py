@@ -7,9 +7,10 @@ from django.conf import settings
 from django.db.backends.postgresql import base
 
 from annotator.db_deadline import guarded
+from annotator.db_private import QuietHealthCheck
 
 
-class DatabaseWrapper(base.DatabaseWrapper):
+class DatabaseWrapper(QuietHealthCheck, base.DatabaseWrapper):  # the health check: no round trip when quiet
     def __init__(self, *args, **kwargs):
         super().__init__(*args, **kwargs)
         self.execute_wrappers.append(self._deadline)
@@ -19,7 +20,8 @@ class DatabaseWrapper(base.DatabaseWrapper):
             return execute(sql, params, many, context)
 
     def is_usable(self):
-        # The health check (CONN_HEALTH_CHECKS) runs before a request's first query; a stalled server
-        # must fail it, so the request reconnects (bounded by connect_timeout) instead of hanging.
+        # The health check (CONN_HEALTH_CHECKS) runs before a request's first query when the
+        # connection's socket is not quiet; a stalled server must fail it, so the request reconnects
+        # (bounded by connect_timeout) instead of hanging.
         with guarded(self, getattr(settings, "DB_QUERY_DEADLINE_S", 0)):
             return super().is_usable()

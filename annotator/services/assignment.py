@@ -89,16 +89,32 @@ def _sweep_due(now: datetime) -> bool:
     return True
 
 
-@transaction.atomic
 def _lease_once(*, batch: Batch, annotator, now: datetime) -> Assignment | None:
-    sql.lock_annotator(annotator_id=annotator.pk)  # before anything else: see exclusion's lock order
     swept = _sweep_due(now)
+    tried = not swept and sql.leases_in_one_message()
+    if tried:
+        # The common case on PostgreSQL: the lock and the lease in one round trip, their own
+        # transaction; when it leases nothing, the transaction below looks for why.
+        expires = now + lease_duration()
+        lease = sql.lease_best_item(
+            batch=batch, annotator=annotator, now=now, expires=expires, lock_first=True
+        )
+        if lease is not None:
+            return lease
+    return _lease_in_transaction(batch=batch, annotator=annotator, now=now, swept=swept, tried=tried)
+
+
+@transaction.atomic
+def _lease_in_transaction(
+    *, batch: Batch, annotator, now: datetime, swept: bool, tried: bool
+) -> Assignment | None:
+    sql.lock_annotator(annotator_id=annotator.pk)  # before anything else: see exclusion's lock order
     if swept:
         _expire_overdue(now=now)
     expires = now + lease_duration()
     # The lease statement checks the standing and that no lease is live; the reason is looked
-    # for only when it leased nothing.
-    lease = sql.lease_best_item(batch=batch, annotator=annotator, now=now, expires=expires)
+    # for only when it leased nothing (``tried``: the one-message lease just did).
+    lease = None if tried else sql.lease_best_item(batch=batch, annotator=annotator, now=now, expires=expires)
     if lease is not None:
         return lease
     if not sql.standing_allows_rating(batch_id=batch.pk, annotator_id=annotator.pk, lock=False):

@@ -180,7 +180,9 @@ def lease_statement(*, batch, annotator_id: int, now: datetime, expires: datetim
     return _lease_sql(vendor, batch.one_system_per_prompt, batch.k), params
 
 
-def lease_best_item(*, batch, annotator, now: datetime, expires: datetime) -> Assignment | None:
+def lease_best_item(
+    *, batch, annotator, now: datetime, expires: datetime, lock_first: bool = False
+) -> Assignment | None:
     """Lock the best free item, count a lease on it and record the lease; None if none is free,
     or the annotator's standing stops them, or they already hold a live lease in the batch.
 
@@ -190,13 +192,22 @@ def lease_best_item(*, batch, annotator, now: datetime, expires: datetime) -> As
     changed it; the lease is one statement there, committed without waiting for the WAL flush (a
     crash can only forget the last moment's leases, slot and lease row together). On SQLite the
     caller's ``BEGIN IMMEDIATE`` serialises writers instead.
+
+    ``lock_first`` (PostgreSQL, no transaction open: :func:`leases_in_one_message`): the
+    user-row lock of :func:`lock_annotator` and the lease go to the server in one message, which
+    runs them as one transaction of their own; the lease statement still starts after the lock
+    is granted, so it sees what an exclusion it waited for committed.
     """
     postgres = connection.vendor == "postgresql"
     sql, params = lease_statement(batch=batch, annotator_id=annotator.pk, now=now, expires=expires)
+    if lock_first:
+        sql, params = f"{_lock_sql()}; {sql}", [annotator.pk, *params]
     # Not prepared, unlike the other rating statements: its best plan changes as the tables grow,
     # and a prepared statement keeps one generic plan for the connection's life.
     with connection.cursor() as cursor:
         cursor.execute(sql, params)
+        if lock_first:
+            cursor.nextset()  # past the lock's row to the lease's
         row = cursor.fetchone()
         if row is None:
             return None
@@ -235,12 +246,24 @@ def lock_annotator(*, annotator_id: int) -> None:
     at commit, after the assignment row).
     """
     if connection.vendor == "postgresql":
-        qn = connection.ops.quote_name
         with hot_cursor() as cursor:
-            cursor.execute(
-                f"SELECT 1 FROM {qn(get_user_model()._meta.db_table)} WHERE id = %s FOR KEY SHARE",
-                [annotator_id],
-            )
+            cursor.execute(_lock_sql(), [annotator_id])
+
+
+def _lock_sql() -> str:
+    return f"SELECT 1 FROM {connection.ops.quote_name(get_user_model()._meta.db_table)} WHERE id = %s FOR KEY SHARE"
+
+
+def leases_in_one_message() -> bool:
+    """Whether :func:`lease_best_item` may send the user-row lock and the lease as one message, their
+    own transaction: on PostgreSQL outside a transaction, where the cursor binds its values on the
+    client (a message of two statements cannot carry server-side parameters). It saves the round
+    trips of BEGIN, of the lock and of COMMIT."""
+    return (
+        connection.vendor == "postgresql"
+        and not connection.in_atomic_block
+        and not connection.settings_dict["OPTIONS"].get("server_side_binding")
+    )
 
 
 def _forbidden_sql() -> str:

@@ -7,6 +7,7 @@ WRITTEN_FOR.
 """
 
 import re
+import select
 from pathlib import Path
 
 import django
@@ -16,13 +17,14 @@ from django.test.utils import CaptureQueriesContext
 
 from annotator import db_private
 from annotator.db_private import WRITTEN_FOR, compiled_sql, field_converters
-from annotator.models import Annotation, Batch
+from annotator.models import Annotation, Batch, Score
 from tests.factories import make_annotation, make_batch, make_user
 
 ROOT = Path(__file__).resolve().parents[2]
 PRIVATE = re.compile(
     r"_execute_with_wrappers|get_db_converters|sql_with_params|prepare_threshold|cursor_factory"
-    r"|register_loader|from psycopg\.(adapt|pq|postgres)"
+    r"|register_loader|from psycopg\.(adapt|pq|postgres)|get_compiler|UpdateQuery|InsertQuery"
+    r"|close_if_health_check_failed"
 )
 postgres_only = pytest.mark.skipif(
     connection.vendor != "postgresql", reason="psycopg's internals are PostgreSQL's"
@@ -143,3 +145,147 @@ def test_a_compiled_query_that_loses_a_value_refuses_to_run():
     lost = CompiledQuery(lambda batch_id: Batch.objects.filter(pk=1).values_list("pk"))
     with pytest.raises(ValueError, match="lost one of its values"):
         lost.sql(5)
+
+
+@pytest.mark.django_db(transaction=True)
+def test_compiled_writes_run_what_the_orm_runs_with_each_call_s_values():
+    from django.db.models import F
+
+    from annotator.db_private import CompiledWrite, insert_statement, update_statement
+    from annotator.models import Item
+
+    batch = make_batch("compiled-writes", n_items=3)
+    first, second = batch.items.order_by("position")[:2]
+    rename = CompiledWrite(
+        Batch, lambda slot: update_statement(Batch.objects.filter(pk=slot("pk")), name=slot("name"))
+    )
+    bump = CompiledWrite(
+        Item,
+        lambda slot: update_statement(
+            Item.objects.filter(pk=slot("pk")), n_leased=F("n_leased") + slot("n_leased")
+        ),
+    )
+    scores = CompiledWrite(
+        Score,
+        lambda slot, n: insert_statement(
+            Score,
+            [
+                {name: slot(name) for name in ("annotation_id", "item_id", "dimension", "value")}
+                for _ in range(n)
+            ],
+        ),
+    )
+    annotation = make_annotation(first, make_user("writer"), {})
+    with connection.cursor() as cursor:
+        cursor.execute(*rename.sql([batch.pk, "renamed ‘once’"]))
+        for item, n in ((first, 2), (second, 5), (first, 1)):
+            cursor.execute(*bump.sql([item.pk, n]))
+        cursor.execute(
+            *scores.sql([annotation.pk, first.pk, "fluency", 4, annotation.pk, first.pk, "safety", 2], 2)
+        )
+    assert Batch.objects.get(pk=batch.pk).name == "renamed ‘once’"
+    assert dict(Item.objects.filter(batch=batch).values_list("pk", "n_leased")) == {
+        first.pk: 3,
+        second.pk: 5,
+        batch.items.get(position=2).pk: 0,
+    }
+    assert sorted(annotation.scores.values_list("item_id", "dimension", "value")) == [
+        (first.pk, "fluency", 4),
+        (first.pk, "safety", 2),
+    ]
+    with pytest.raises(ValueError, match="takes 2 values"):
+        rename.sql([batch.pk])
+
+
+def test_a_compiled_write_that_loses_a_value_refuses_to_run():
+    from annotator.db_private import CompiledWrite, update_statement
+
+    lost = CompiledWrite(
+        Batch, lambda slot: (slot("name"), update_statement(Batch.objects.filter(pk=1), k=3))[1]
+    )
+    with pytest.raises(ValueError, match="lost or repeated one of its values"):
+        lost.sql(["x"])
+
+
+def _second_connection():
+    """Another connection to the test database, built as the app builds its own, health checks on."""
+    from annotator.pgbackend.base import DatabaseWrapper
+
+    return DatabaseWrapper({**connection.settings_dict, "CONN_HEALTH_CHECKS": True}, alias="second")
+
+
+def _health_check(db) -> list[str]:
+    """Run the health check a new request runs first; returns what it did ("SELECT 1", "closed")."""
+    done = []
+    usable = db.is_usable
+
+    def counted():
+        done.append("SELECT 1")
+        return usable()
+
+    db.is_usable = counted
+    db.health_check_done = False
+    db.close_if_health_check_failed()
+    if db.connection is None:
+        done.append("closed")
+    return done
+
+
+@postgres_only
+@pytest.mark.django_db
+def test_the_health_check_of_a_quiet_connection_sends_nothing(django_db_blocker):
+    db = _second_connection()
+    with django_db_blocker.unblock():
+        try:
+            db.ensure_connection()
+            raw = db.connection
+            assert _health_check(db) == []
+            assert db.connection is raw
+            with db.cursor() as cursor:
+                cursor.execute("SELECT 1")
+                assert cursor.fetchone() == (1,)
+        finally:
+            db.close()
+
+
+@postgres_only
+@pytest.mark.django_db
+def test_the_health_check_closes_a_connection_the_server_ended(django_db_blocker):
+    db = _second_connection()
+    with django_db_blocker.unblock():
+        try:
+            db.ensure_connection()
+            with db.cursor() as cursor:
+                cursor.execute("SELECT pg_backend_pid()")
+                (pid,) = cursor.fetchone()
+            with connection.cursor() as cursor:
+                cursor.execute("SELECT pg_terminate_backend(%s)", [pid])
+            assert select.select([db.connection.fileno()], [], [], 5)[0]  # its goodbye has arrived
+            assert _health_check(db) == ["SELECT 1", "closed"]
+            with db.cursor() as cursor:  # the request goes on, on a new connection
+                cursor.execute("SELECT 1")
+                assert cursor.fetchone() == (1,)
+        finally:
+            db.close()
+
+
+@postgres_only
+@pytest.mark.django_db
+def test_the_health_check_of_a_connection_with_something_to_read_asks_the_server(django_db_blocker):
+    db = _second_connection()
+    with django_db_blocker.unblock():
+        try:
+            db.ensure_connection()
+            db.connection.execute("LISTEN health_probe")
+            notifier = _second_connection()
+            try:
+                with notifier.cursor() as cursor:  # autocommit: delivered at once
+                    cursor.execute("NOTIFY health_probe")
+            finally:
+                notifier.close()
+            raw = db.connection
+            assert select.select([raw.fileno()], [], [], 5)[0]
+            assert _health_check(db) == ["SELECT 1"]  # alive: kept
+            assert db.connection is raw
+        finally:
+            db.close()

@@ -33,8 +33,9 @@ ACTION = re.compile(r'action="(/annotate/item/\d+/submit/)"')
 HTMX = {"HTTP_HX_REQUEST": "true", "HTTP_HX_TARGET": "rate-area"}
 # Statements other than BEGIN/COMMIT. PostgreSQL runs the rating path's statements written by hand:
 # - GET next: the session with its user, roles and scope | the batch with the annotator's enrolment,
-#   study link, standing and the batch's quality rule | the user-row lock | the lease, which checks
-#   the standing and that no lease is live itself | the progress strip's counts.
+#   study link, standing and the batch's quality rule | the user-row lock and the lease, which
+#   checks the standing and that no lease is live itself (two statements in one message, their
+#   own transaction, logged as one) | the progress strip's counts.
 # - POST scores: the session | the item with the same facts | the submission (one statement,
 #   taking the user-row lock first).
 # - htmx POST: the session | the item | the submission | then the next lease and the progress strip
@@ -45,15 +46,24 @@ HTMX = {"HTTP_HX_REQUEST": "true", "HTTP_HX_TARGET": "rate-area"}
 # takes the ORM paths where PostgreSQL's spelling is its own: the lease's row is a second INSERT,
 # the progress strip a query per part (the study batch's gold answers one more), and the
 # submission the ORM's five statements (the assignment, its update, the annotation, the scores,
-# the item).
-PAGE_TRIP = {"postgresql": 8, "sqlite": 13}
-HTMX_TRIP = {"postgresql": 6, "sqlite": 11}
+# the item), each built once per process.
+PAGE_TRIP = {"postgresql": 7, "sqlite": 13}
+HTMX_TRIP = {"postgresql": 5, "sqlite": 11}
 STUDY_EXTRA = {"postgresql": 0, "sqlite": 1}  # per GET of a page (the progress strip's gold part)
+# BEGIN and COMMIT per round trip: on PostgreSQL every statement of the common path is its own
+# transaction (no round trip spent opening or closing one); SQLite opens BEGIN IMMEDIATE for the
+# submission and for the lease.
+PAGE_TRANSACTIONS = {"postgresql": 0, "sqlite": 2}
+HTMX_TRANSACTIONS = {"postgresql": 0, "sqlite": 2}
 TRANSACTION_CONTROL = re.compile(r"^\s*(BEGIN|COMMIT|ROLLBACK)\b", re.IGNORECASE)
 
 
 def statements(ctx) -> int:
     return sum(1 for q in ctx.captured_queries if not TRANSACTION_CONTROL.match(q["sql"]))
+
+
+def transactions(ctx) -> int:
+    return sum(1 for q in ctx.captured_queries if q["sql"].split(None, 1)[0].upper() == "BEGIN")
 
 
 @pytest.fixture(autouse=True)
@@ -139,3 +149,18 @@ def test_study_and_quality_control_add_no_statement(n_items):
     extra = STUDY_EXTRA[connection.vendor]
     assert [page_trip_queries(client, batch) for _ in range(3)] == [PAGE_TRIP[connection.vendor] + extra] * 3
     assert htmx_trip_counts(client, batch) == [HTMX_TRIP[connection.vendor] + extra] * 3
+
+
+def test_the_common_round_trip_opens_no_transaction_on_postgresql():
+    """Each BEGIN and COMMIT is a round trip to PostgreSQL; the common path needs none."""
+    batch = make_batch("tx", n_items=20)
+    client = Client()
+    client.force_login(make_user("ann"))
+    with CaptureQueriesContext(connection) as ctx:
+        page = client.get(reverse("annotate_next", args=[batch.pk])).content.decode()
+        assert client.post(ACTION.search(page).group(1), SCORES).status_code == 302
+    assert transactions(ctx) == PAGE_TRANSACTIONS[connection.vendor]
+    page = client.get(reverse("annotate_next", args=[batch.pk])).content.decode()
+    with CaptureQueriesContext(connection) as ctx:
+        assert client.post(ACTION.search(page).group(1), SCORES, **HTMX).status_code == 200
+    assert transactions(ctx) == HTMX_TRANSACTIONS[connection.vendor]
