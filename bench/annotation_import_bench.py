@@ -72,26 +72,31 @@ def generate(path: Path, items: int, annotators: int, seed: int = 11) -> None:
 
 
 class StepTimer:
-    """Wall seconds per step of the import, from timers wrapped around its functions for one run."""
+    """Wall seconds per step of the import, and the PostgreSQL backend's CPU seconds in it, from
+    timers wrapped around the import's functions for one run."""
 
-    def __init__(self) -> None:
+    def __init__(self, connection) -> None:
+        self.connection = connection
         self.seconds: dict[str, float] = {}
+        self.server: dict[str, float] = {}
 
-    def add(self, name: str, seconds: float) -> None:
-        self.seconds[name] = self.seconds.get(name, 0.0) + seconds
-
-    def wrap(self, module, attribute: str, name) -> None:
-        """Time ``module.attribute``; ``name(*args, **kwargs)`` names the step of one call."""
-        original = getattr(module, attribute)
+    def wrap(self, owner, attribute: str, name) -> None:
+        """Time ``owner.attribute``; ``name(*args, **kwargs)`` names the step of one call."""
+        original = getattr(owner, attribute)
 
         def timed(*args, **kwargs):
-            start = time.perf_counter()
+            server_start, start = server_cpu(self.connection), time.perf_counter()
             try:
                 return original(*args, **kwargs)
             finally:
-                self.add(name(*args, **kwargs), time.perf_counter() - start)
+                step = name(*args, **kwargs)
+                self.seconds[step] = self.seconds.get(step, 0.0) + time.perf_counter() - start
+                if server_start is not None:
+                    self.server[step] = (
+                        self.server.get(step, 0.0) + server_cpu(self.connection) - server_start
+                    )
 
-        setattr(module, attribute, timed)
+        setattr(owner, attribute, timed)
 
     def install(self) -> None:
         from django.db import connections
@@ -135,7 +140,7 @@ def child(file: Path, profile: bool, steps: bool) -> None:
     if profile:
         profiler = cProfile.Profile()
         profiler.enable()
-    timer = StepTimer() if steps else None
+    timer = StepTimer(connection) if steps else None
     if timer is not None:
         timer.install()
     server_start = server_cpu(connection)
@@ -177,6 +182,7 @@ def child(file: Path, profile: bool, steps: bool) -> None:
                 "rss_mb": rss_mb,
                 "queries": len(queries.captured_queries),
                 "steps": timer.seconds if timer is not None else {},
+                "steps_server_cpu": timer.server if timer is not None else {},
                 **exports,
             }
         )
@@ -293,27 +299,39 @@ def main() -> None:
 
 def print_steps(databases: list[str], runs: dict[str, list[dict]]) -> None:
     """Seconds per step, the median of each step over the runs (so the column need not add up to
-    the median wall time); "other" is the run's wall time not inside any timed step."""
-    print("\nseconds per step of the import (median over the runs of each step on its own)\n")
+    the median wall time); "other" is the run's wall time not inside any timed step. On PostgreSQL a
+    second column gives the backend's CPU seconds in the step (10 ms resolution)."""
+    print("\nseconds per step of the import (median over the runs of each step on its own; wall / db cpu)\n")
     names: list[str] = []
     for database in databases:
         for r in runs[database]:
             names += [name for name in r["steps"] if name not in names]
-    print(f"{'step':<32}" + "".join(f" {database:>11}" for database in databases))
+    print(f"{'step':<32}" + "".join(f" {database:>15}" for database in databases))
     for name in [*names, "other", "wall"]:
         cells = []
         for database in databases:
-            values = sorted(step_seconds(r, name) for r in runs[database])
-            cells.append(f" {values[len(values) // 2]:>11.3f}")
+            wall = _median(step_seconds(r, name, "steps") for r in runs[database])
+            server = [
+                step_seconds(r, name, "steps_server_cpu")
+                for r in runs[database]
+                if r["server_cpu"] is not None
+            ]
+            cells.append(f" {wall:>7.3f} / {_median(server):.2f}" if server else f" {wall:>7.3f}       ")
         print(f"{name:<32}" + "".join(cells))
 
 
-def step_seconds(r: dict, name: str) -> float:
+def _median(values) -> float:
+    values = sorted(values)
+    return values[len(values) // 2]
+
+
+def step_seconds(r: dict, name: str, key: str) -> float:
+    total = r["seconds"] if key == "steps" else r["server_cpu"]
     if name == "wall":
-        return r["seconds"]
+        return total
     if name == "other":
-        return r["seconds"] - sum(r["steps"].values())
-    return r["steps"].get(name, 0.0)
+        return total - sum(r[key].values())
+    return r[key].get(name, 0.0)
 
 
 if __name__ == "__main__":

@@ -109,12 +109,16 @@ def ids_reserve(*, model: type[models.Model], count: int) -> list[int]:
     table, column = connection.ops.quote_name(opts.db_table), connection.ops.quote_name(opts.pk.column)
     with connection.cursor() as cursor:
         if connection.vendor == "postgresql":
-            # Concurrent writers may interleave their ids; they never share one.
+            # Concurrent writers may interleave their ids; they never share one. The ids come back
+            # as one row: their bounds when they run unbroken (the usual case), else the sorted list.
             cursor.execute(
-                "SELECT nextval(pg_get_serial_sequence(%s, %s)) FROM generate_series(1, %s)",
+                "SELECT min(id), max(id), CASE WHEN max(id) - min(id) + 1 = count(*) THEN NULL"
+                " ELSE array_agg(id ORDER BY id) END"
+                " FROM (SELECT nextval(pg_get_serial_sequence(%s, %s)) AS id FROM generate_series(1, %s)) AS ids",
                 [table, opts.pk.column, count],
             )
-            return [row[0] for row in cursor.fetchall()]
+            first, last, scattered = cursor.fetchone()
+            return list(range(first, last + 1)) if scattered is None else scattered
         if connection.vendor == "sqlite":
             # One writer at a time, and every transaction begins IMMEDIATE (settings.database_config),
             # so the ids after the largest ever given (AUTOINCREMENT keeps it in sqlite_sequence, even

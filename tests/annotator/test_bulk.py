@@ -64,6 +64,20 @@ def test_reserved_ids_are_new_and_rows_take_them():
     assert ids_reserve(model=Annotation, count=0) == []
 
 
+def test_reserved_ids_that_do_not_run_unbroken_come_back_one_by_one_in_order():
+    """On PostgreSQL the ids usually run unbroken and come back as their bounds; when another writer
+    took some in between (here: a sequence that steps by 3), the sorted list comes back instead."""
+    if connection.vendor != "postgresql":
+        pytest.skip("SQLite reserves the ids after the largest; only PostgreSQL's sequence can leave gaps")
+    unbroken = ids_reserve(model=Annotation, count=4)
+    assert unbroken == list(range(unbroken[0], unbroken[0] + 4))
+    with connection.cursor() as cursor:  # undone with the test's transaction
+        cursor.execute("SELECT pg_get_serial_sequence(%s, 'id')", [Annotation._meta.db_table])
+        cursor.execute(f"ALTER SEQUENCE {cursor.fetchone()[0]} INCREMENT BY 3")
+    gapped = ids_reserve(model=Annotation, count=4)
+    assert gapped == [gapped[0] + 3 * n for n in range(4)] and gapped[0] > unbroken[-1]
+
+
 @pytest.mark.django_db(transaction=True)
 def test_ids_are_reserved_only_inside_a_transaction():
     with pytest.raises(transaction.TransactionManagementError):
