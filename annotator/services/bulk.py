@@ -109,12 +109,14 @@ def ids_reserve(*, model: type[models.Model], count: int) -> list[int]:
     table, column = connection.ops.quote_name(opts.db_table), connection.ops.quote_name(opts.pk.column)
     with connection.cursor() as cursor:
         if connection.vendor == "postgresql":
-            # Concurrent writers may interleave their ids; they never share one. The ids come back
-            # as one row: their bounds when they run unbroken (the usual case), else the sorted list.
+            # Concurrent writers may interleave their ids; they never share one. The sequence is looked
+            # up once (a subquery), not once per id; the ids come back as one row: their bounds when
+            # they run unbroken (the usual case), else the sorted list.
             cursor.execute(
                 "SELECT min(id), max(id), CASE WHEN max(id) - min(id) + 1 = count(*) THEN NULL"
-                " ELSE array_agg(id ORDER BY id) END"
-                " FROM (SELECT nextval(pg_get_serial_sequence(%s, %s)) AS id FROM generate_series(1, %s)) AS ids",
+                " ELSE array_agg(id ORDER BY id) END FROM (SELECT"
+                " nextval((SELECT pg_get_serial_sequence(%s, %s)::regclass)) AS id"
+                " FROM generate_series(1, %s)) AS ids",
                 [table, opts.pk.column, count],
             )
             first, last, scattered = cursor.fetchone()
