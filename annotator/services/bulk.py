@@ -13,6 +13,7 @@ from collections.abc import Iterable, Mapping, Sequence
 from datetime import datetime
 from typing import Any
 
+from django.apps import apps
 from django.db import connection, models, transaction
 from django.db.models import Max
 from django.utils import timezone
@@ -136,22 +137,33 @@ def ids_reserve(*, model: type[models.Model], count: int) -> list[int]:
 
 
 def analyze_after_commit(*models_: type[models.Model]) -> None:
-    """Refresh the planner statistics of the tables a bulk write filled, once it commits.
+    """Refresh the planner statistics of the tables a bulk write filled: once it commits, the
+    background worker is asked to (``annotator.tasks.analyze_tables``, queued ahead of other jobs).
 
     Without them PostgreSQL plans for the tables as they were before the upload until autovacuum
     (which may be off or late) gets there; on a fresh database the next-item query then scanned
-    a whole batch. Run after the commit, so the brief lock ANALYZE takes never makes another
-    upload wait for this one. (SQLite has no statistics unless asked, and its plans use the indexes.)
+    a whole batch. Queued after the commit, so the brief lock ANALYZE takes never makes another
+    upload wait for this one, and run by the worker, so the person who uploaded does not wait for
+    it either. (SQLite has no statistics unless asked, and its plans use the indexes.)
     """
     if connection.vendor != "postgresql":
         return
-    tables = ", ".join(connection.ops.quote_name(m._meta.db_table) for m in models_)
+    labels = [m._meta.label for m in models_]
 
-    def run() -> None:
-        with connection.cursor() as cursor:
-            cursor.execute(f"ANALYZE {tables}")
+    def queue() -> None:
+        from annotator.tasks import analyze_tables  # the worker's module, imported when first needed
 
-    transaction.on_commit(run)
+        analyze_tables.enqueue(labels=labels)
+
+    # robust: the write is saved whatever happens here; a failure to queue is logged, not raised.
+    transaction.on_commit(queue, robust=True)
+
+
+def tables_analyze(*, labels: Sequence[str]) -> None:
+    """ANALYZE the tables of the models named ``labels`` ("annotator.Item")."""
+    tables = ", ".join(connection.ops.quote_name(apps.get_model(label)._meta.db_table) for label in labels)
+    with connection.cursor() as cursor:
+        cursor.execute(f"ANALYZE {tables}")
 
 
 def _item_rows(batch_id: int, frame: Frame, start_position: int, extra: Sequence[str]) -> Iterable[Sequence]:

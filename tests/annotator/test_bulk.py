@@ -117,3 +117,45 @@ def test_annotation_import_analyzes_what_it_wrote(django_capture_on_commit_callb
     if connection.vendor == "postgresql":
         assert len(callbacks) == 1
         assert _reltuples(Score._meta.db_table) >= 150
+
+
+@pytest.mark.django_db(transaction=True)  # the worker closes its connection between tasks
+def test_the_worker_refreshes_the_statistics_after_the_upload_returns(settings):
+    """The upload queues ANALYZE for the background worker instead of running it (the statistics are
+    stale until the worker has run it); SQLite keeps no statistics, so nothing is queued there."""
+    from django.core.management import call_command
+    from django_tasks_db.models import DBTaskResult
+
+    from annotator.services.annotation_imports import annotations_import_file
+
+    settings.TASKS = {"default": {"BACKEND": "django_tasks_db.DatabaseBackend", "QUEUES": ["default"]}}
+    data = (
+        "item_id,prompt,response,annotator,coherence,relevance,instruction_following,safety_compliance,fluency\n"
+        + "".join(f"i{n},p,r,rater{a},4,4,4,4,4\n" for n in range(10) for a in range(3))
+    ).encode()
+    annotations_import_file(data=data, filename="a.csv", batch_name="offline")
+    queued = list(DBTaskResult.objects.values_list("task_path", "args_kwargs", "priority"))
+    if connection.vendor != "postgresql":
+        assert queued == []
+        return
+    assert queued == [
+        (
+            "annotator.tasks.analyze_tables",
+            {
+                "args": [],
+                "kwargs": {
+                    "labels": [
+                        "annotator.Item",
+                        "annotator.Annotation",
+                        "annotator.Score",
+                        "annotator.Assignment",
+                    ]
+                },
+            },
+            50,
+        )
+    ]
+    assert _reltuples(Score._meta.db_table) < 150  # not analysed yet: -1 means never
+    call_command("db_worker", "--batch", "--interval", "0", "--no-startup-delay", verbosity=0)
+    assert DBTaskResult.objects.get().status == "SUCCESSFUL"
+    assert _reltuples(Score._meta.db_table) >= 150 and _reltuples(Item._meta.db_table) >= 10
