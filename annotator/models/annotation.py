@@ -60,7 +60,7 @@ class Score(models.Model):
     # the same transaction (the rating submit, the import with the ids it reserved), and checking
     # five score rows per annotation was most of what PostgreSQL spent committing an annotation
     # import. Deleting an annotation, an item or a batch still deletes the scores (the ORM's cascade;
-    # tests/annotator/test_score_cascade.py).
+    # tests/annotator/test_cascade_without_constraints.py).
     annotation = models.ForeignKey(
         Annotation, on_delete=models.CASCADE, related_name="scores", db_index=False, db_constraint=False
     )

@@ -20,7 +20,15 @@ class Assignment(models.Model):
 
     # No single-column indexes on the foreign keys: the unique (item, annotator) and the
     # (annotator, batch, state) indexes below lead with them.
-    item = models.ForeignKey(Item, on_delete=models.CASCADE, related_name="assignments", db_index=False)
+    # No database constraints on item and annotator either: every writer already holds both rows
+    # (a lease updates the item and key-share locks the annotator first; an import's annotations
+    # carry the same pairs, and their keys are checked), and checking each pair a second time was
+    # a large share of what PostgreSQL spent committing an annotation import. Deleting an item, a
+    # batch or a user still deletes their assignments (the ORM's cascade;
+    # tests/annotator/test_cascade_without_constraints.py).
+    item = models.ForeignKey(
+        Item, on_delete=models.CASCADE, related_name="assignments", db_index=False, db_constraint=False
+    )
     # The item's batch, kept here so an annotator's work in one batch is one index range, not all
     # their work in every batch joined to the items (the rating page counts it on every item).
     # No database constraint and no cascade of its own: the item's key already keeps the batch,
@@ -36,7 +44,11 @@ class Assignment(models.Model):
         editable=False,
     )
     annotator = models.ForeignKey(
-        settings.AUTH_USER_MODEL, on_delete=models.CASCADE, related_name="assignments", db_index=False
+        settings.AUTH_USER_MODEL,
+        on_delete=models.CASCADE,
+        related_name="assignments",
+        db_index=False,
+        db_constraint=False,
     )
     state = models.CharField(max_length=10, choices=State.choices, default=State.LEASED)
     leased_at = models.DateTimeField()
