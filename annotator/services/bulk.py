@@ -6,6 +6,7 @@ then refresh the planner's statistics of the tables they filled (``analyze``).
 
 from __future__ import annotations
 
+import functools
 import itertools
 import json
 import operator
@@ -58,17 +59,21 @@ def rows_insert(
     table = connection.ops.quote_name(opts.db_table)
     quoted = ", ".join(connection.ops.quote_name(c) for c in columns)
     if connection.vendor == "postgresql":
-        # The constant timestamps as text, once, rather than through psycopg's datetime dumper per row.
-        tail = tuple(v.isoformat() if isinstance(v, datetime) else v for v in tail)
+        types = _copy_types([*given, *(f for f, _ in [*fixed, *defaults])])
+        if types is None:
+            # The constant timestamps as text, once, rather than through psycopg's datetime dumper per row.
+            tail = tuple(v.isoformat() if isinstance(v, datetime) else v for v in tail)
         # wrap_database_errors: a constraint broken by the COPY raises Django's IntegrityError, as
         # any other write does, so callers can catch the one constraint they mean.
-        with (
-            connection.wrap_database_errors,
-            connection.cursor() as cursor,
-            cursor.cursor.copy(f"COPY {table} ({quoted}) FROM STDIN") as copy,
-        ):
-            for row in _with_tail(rows, tail):
-                copy.write_row(row)
+        with connection.wrap_database_errors, connection.cursor() as cursor:
+            raw = cursor.cursor
+            binary = " (FORMAT BINARY)" if types is not None else ""
+            with raw.copy(f"COPY {table} ({quoted}) FROM STDIN{binary}") as copy:
+                if types is not None:
+                    raw.adapters.register_dumper(None, _jsonb_text_dumper())  # this cursor's JSON columns
+                    copy.set_types(types)
+                for row in _with_tail(rows, tail):
+                    copy.write_row(row)
     elif connection.vendor == "sqlite":
         placeholders = ", ".join(["%s"] * len(columns))
         with connection.cursor() as cursor:  # sqlite3 reads the rows as it inserts them: no list of them all
@@ -85,6 +90,38 @@ def rows_insert(
                     values[f.attname] = json.loads(values[f.attname])
             objects.append(model(**values, **{f.attname: v for f, v in fixed}))
         model.objects.bulk_create(objects, batch_size=2000)
+
+
+def _copy_types(fields: Sequence[models.Field]) -> list[str] | None:
+    """The PostgreSQL type of each column, for a binary COPY (the server then parses no numbers,
+    dates or JSON text); None when one is not a type psycopg knows, and the COPY stays text."""
+    from psycopg.postgres import types
+
+    names = []
+    for field in fields:
+        db_type = field.db_type(connection)  # "bigint", "varchar(64)", "timestamp with time zone", ...
+        info = types.get(db_type.split("(")[0]) if db_type else None
+        if info is None:
+            return None
+        names.append(info.name)
+    return names
+
+
+@functools.cache
+def _jsonb_text_dumper() -> type:
+    """A psycopg dumper for jsonb columns given JSON text (rows_insert's rows carry JSON as text):
+    jsonb's binary form is a version byte, 1, then that text."""
+    from psycopg import adapt, pq
+    from psycopg.postgres import types
+
+    class JsonbTextDumper(adapt.Dumper):
+        format = pq.Format.BINARY
+        oid = types["jsonb"].oid
+
+        def dump(self, obj: str) -> bytes:
+            return b"\x01" + obj.encode()
+
+    return JsonbTextDumper
 
 
 def _with_tail(rows: Iterable[Sequence], tail: tuple) -> Iterable[Sequence]:

@@ -11,7 +11,12 @@ from tests.factories import make_batch, make_user
 pytestmark = pytest.mark.django_db
 
 
-def test_rows_insert_writes_given_values_constants_and_defaults():
+@pytest.mark.parametrize("copy_format", ["binary", "text"])
+def test_rows_insert_writes_given_values_constants_and_defaults(copy_format, monkeypatch):
+    """On PostgreSQL the COPY is binary when psycopg knows every column's type, else text; both
+    write the same rows (SQLite takes neither path)."""
+    if copy_format == "text":
+        monkeypatch.setattr("annotator.services.bulk._copy_types", lambda fields: None)
     batch = make_batch(n_items=2)
     user = make_user("ann")
     items = list(Item.objects.filter(batch=batch).order_by("position"))
@@ -19,13 +24,16 @@ def test_rows_insert_writes_given_values_constants_and_defaults():
     rows_insert(
         model=Annotation,
         fields=("item", "annotator", "flags", "comment"),
-        rows=[(items[0].pk, user.pk, '["unsafe_suggestion"]', "=1+1"), (items[1].pk, user.pk, "[]", "")],
+        rows=[
+            (items[0].pk, user.pk, '["unsafe_suggestion", "caf\u00e9 \\\\ \\t"]', "=1+1\tcafé\n\\N"),
+            (items[1].pk, user.pk, "[]", ""),
+        ],
         constants={"source": Annotation.Source.IMPORT, "submitted_at": now},
     )
     first, second = Annotation.objects.order_by("item__position")
     assert (first.flags, first.comment, first.source, first.submitted_at) == (
-        ["unsafe_suggestion"],
-        "=1+1",
+        ["unsafe_suggestion", "café \\ \t"],
+        "=1+1\tcafé\n\\N",
         "import",
         now,
     )
