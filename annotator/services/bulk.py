@@ -93,8 +93,9 @@ def rows_insert(
 
 
 def _copy_types(fields: Sequence[models.Field]) -> list[str] | None:
-    """The PostgreSQL type of each column, for a binary COPY (the server then parses no numbers,
-    dates or JSON text); None when one is not a type psycopg knows, and the COPY stays text."""
+    """The PostgreSQL type of each column, for a binary COPY (the server then reads numbers and
+    timestamps as they are stored, not from text); None when one is not a type psycopg knows, and
+    the COPY stays text."""
     from psycopg.postgres import types
 
     names = []
