@@ -10,14 +10,3 @@ def run_job(job_id: str) -> str:
     from annotator.services.job_runner import job_run
 
     return job_run(job_id=job_id)
-
-
-# Ahead of queued jobs: the rating page plans its next-item query with these statistics.
-ANALYZE_PRIORITY = 50
-
-
-@task(priority=ANALYZE_PRIORITY)
-def analyze_tables(labels: list[str]) -> None:
-    from annotator.services.bulk import tables_analyze
-
-    tables_analyze(labels=labels)

@@ -6,7 +6,6 @@ then refresh the planner's statistics of the tables they filled (``analyze``).
 
 from __future__ import annotations
 
-import functools
 import itertools
 import json
 import operator
@@ -18,7 +17,9 @@ from django.apps import apps
 from django.db import connection, models, transaction
 from django.db.models import Max
 from django.utils import timezone
+from django_tasks import task
 
+from annotator.db_private import binary_copy_types, copy_rows
 from annotator.imports.batch_file import OUTPUT_COLUMNS
 from annotator.imports.columns import Frame
 from annotator.models import Item
@@ -59,21 +60,16 @@ def rows_insert(
     table = connection.ops.quote_name(opts.db_table)
     quoted = ", ".join(connection.ops.quote_name(c) for c in columns)
     if connection.vendor == "postgresql":
-        types = _copy_types([*given, *(f for f, _ in [*fixed, *defaults])])
+        types = binary_copy_types(
+            [f.db_type(connection) for f in [*given, *(f for f, _ in [*fixed, *defaults])]]
+        )
         if types is None:
             # The constant timestamps as text, once, rather than through psycopg's datetime dumper per row.
             tail = tuple(v.isoformat() if isinstance(v, datetime) else v for v in tail)
         # wrap_database_errors: a constraint broken by the COPY raises Django's IntegrityError, as
         # any other write does, so callers can catch the one constraint they mean.
         with connection.wrap_database_errors, connection.cursor() as cursor:
-            raw = cursor.cursor
-            binary = " (FORMAT BINARY)" if types is not None else ""
-            with raw.copy(f"COPY {table} ({quoted}) FROM STDIN{binary}") as copy:
-                if types is not None:
-                    raw.adapters.register_dumper(None, _jsonb_text_dumper())  # this cursor's JSON columns
-                    copy.set_types(types)
-                for row in _with_tail(rows, tail):
-                    copy.write_row(row)
+            copy_rows(cursor, f"COPY {table} ({quoted}) FROM STDIN", _with_tail(rows, tail), types)
     elif connection.vendor == "sqlite":
         placeholders = ", ".join(["%s"] * len(columns))
         with connection.cursor() as cursor:  # sqlite3 reads the rows as it inserts them: no list of them all
@@ -90,39 +86,6 @@ def rows_insert(
                     values[f.attname] = json.loads(values[f.attname])
             objects.append(model(**values, **{f.attname: v for f, v in fixed}))
         model.objects.bulk_create(objects, batch_size=2000)
-
-
-def _copy_types(fields: Sequence[models.Field]) -> list[str] | None:
-    """The PostgreSQL type of each column, for a binary COPY (the server then reads numbers and
-    timestamps as they are stored, not from text); None when one is not a type psycopg knows, and
-    the COPY stays text."""
-    from psycopg.postgres import types
-
-    names = []
-    for field in fields:
-        db_type = field.db_type(connection)  # "bigint", "varchar(64)", "timestamp with time zone", ...
-        info = types.get(db_type.split("(")[0]) if db_type else None
-        if info is None:
-            return None
-        names.append(info.name)
-    return names
-
-
-@functools.cache
-def _jsonb_text_dumper() -> type:
-    """A psycopg dumper for jsonb columns given JSON text (rows_insert's rows carry JSON as text):
-    jsonb's binary form is a version byte, 1, then that text."""
-    from psycopg import adapt, pq
-    from psycopg.postgres import types
-
-    class JsonbTextDumper(adapt.Dumper):
-        format = pq.Format.BINARY
-        oid = types["jsonb"].oid
-
-        def dump(self, obj: str) -> bytes:
-            return b"\x01" + obj.encode()
-
-    return JsonbTextDumper
 
 
 def _with_tail(rows: Iterable[Sequence], tail: tuple) -> Iterable[Sequence]:
@@ -176,7 +139,7 @@ def ids_reserve(*, model: type[models.Model], count: int) -> list[int]:
 
 def analyze_after_commit(*models_: type[models.Model]) -> None:
     """Refresh the planner statistics of the tables a bulk write filled: once it commits, the
-    background worker is asked to (``annotator.tasks.analyze_tables``, queued ahead of other jobs).
+    background worker is asked to (``analyze_tables``, queued ahead of other jobs).
 
     Without them PostgreSQL plans for the tables as they were before the upload until autovacuum
     (which may be off or late) gets there; on a fresh database the next-item query then scanned
@@ -187,18 +150,17 @@ def analyze_after_commit(*models_: type[models.Model]) -> None:
     if connection.vendor != "postgresql":
         return
     labels = [m._meta.label for m in models_]
-
-    def queue() -> None:
-        from annotator.tasks import analyze_tables  # the worker's module, imported when first needed
-
-        analyze_tables.enqueue(labels=labels)
-
     # robust: the write is saved whatever happens here; a failure to queue is logged, not raised.
-    transaction.on_commit(queue, robust=True)
+    transaction.on_commit(lambda: analyze_tables.enqueue(labels=labels), robust=True)
 
 
-def tables_analyze(*, labels: Sequence[str]) -> None:
-    """ANALYZE the tables of the models named ``labels`` ("annotator.Item")."""
+# Ahead of queued jobs (a judge run can hold a worker for long): the rating page plans with these.
+ANALYZE_PRIORITY = 50
+
+
+@task(priority=ANALYZE_PRIORITY)
+def analyze_tables(labels: list[str]) -> None:
+    """ANALYZE the tables of the models named ``labels`` ("annotator.Item"); the worker runs it."""
     tables = ", ".join(connection.ops.quote_name(apps.get_model(label)._meta.db_table) for label in labels)
     with connection.cursor() as cursor:
         cursor.execute(f"ANALYZE {tables}")

@@ -16,7 +16,7 @@ def test_rows_insert_writes_given_values_constants_and_defaults(copy_format, mon
     """On PostgreSQL the COPY is binary when psycopg knows every column's type, else text; both
     write the same rows (SQLite takes neither path)."""
     if copy_format == "text":
-        monkeypatch.setattr("annotator.services.bulk._copy_types", lambda fields: None)
+        monkeypatch.setattr("annotator.services.bulk.binary_copy_types", lambda db_types: None)
     batch = make_batch(n_items=2)
     user = make_user("ann")
     items = list(Item.objects.filter(batch=batch).order_by("position"))
@@ -148,7 +148,7 @@ def test_the_worker_refreshes_the_statistics_after_the_upload_returns(settings):
         return
     assert queued == [
         (
-            "annotator.tasks.analyze_tables",
+            "annotator.services.bulk.analyze_tables",
             {
                 "args": [],
                 "kwargs": {
