@@ -20,12 +20,13 @@ class Assignment(models.Model):
 
     # No single-column indexes on the foreign keys: the unique (item, annotator) and the
     # (annotator, batch, state) indexes below lead with them.
-    # No database constraints on item and annotator either: every writer already holds both rows
-    # (a lease updates the item and key-share locks the annotator first; an import's annotations
-    # carry the same pairs, and their keys are checked), and checking each pair a second time was
-    # a large share of what PostgreSQL spent committing an annotation import. Deleting an item, a
-    # batch or a user still deletes their assignments (the ORM's cascade;
-    # tests/annotator/test_cascade_without_constraints.py).
+    # No database constraints on item and annotator either: checking each (item, annotator) pair
+    # again was a large share of an annotation import's COMMIT on PostgreSQL, where the same pairs'
+    # annotations are checked in the same transaction. The writers hold both rows while they write
+    # (a lease updates the item and key-share locks the annotator first), and the ORM's cascades
+    # delete the assignments of a deleted item, batch or user (tests/annotator/
+    # test_cascade_without_constraints.py). What only the constraint caught: a lease committed
+    # while its item or user was being deleted now leaves an inert row that points at nothing.
     item = models.ForeignKey(
         Item, on_delete=models.CASCADE, related_name="assignments", db_index=False, db_constraint=False
     )
