@@ -7,7 +7,7 @@ and exercises each one, so an upgrade fails there first, with this module to rea
 
 from __future__ import annotations
 
-from collections.abc import Iterator
+from collections.abc import Iterable, Iterator, Sequence
 from contextlib import contextmanager
 from datetime import tzinfo
 from functools import cache
@@ -98,6 +98,52 @@ def _compiled_tz_loader(tz: tzinfo | None) -> type:
             return self._parse(data).replace(tzinfo=tz)
 
     return TzLoader
+
+
+def binary_copy_types(db_types: Sequence[str]) -> list[str] | None:
+    """psycopg's name of each PostgreSQL column type ("bigint", "varchar(64)", "timestamp with
+    time zone", ...), for a binary COPY; None when psycopg does not know one of them."""
+    from psycopg.postgres import types
+
+    names = []
+    for db_type in db_types:
+        info = types.get(db_type.split("(")[0]) if db_type else None
+        if info is None:
+            return None
+        names.append(info.name)
+    return names
+
+
+def copy_rows(cursor, sql: str, rows: Iterable[Sequence], types: list[str] | None) -> None:
+    """Send ``rows`` through ``sql`` (a ``COPY … FROM STDIN``) on this Django cursor's psycopg
+    cursor: binary when ``types`` names each column's type (the server then reads numbers and
+    timestamps as they are stored, not from text), else text. JSON columns are given as text in
+    both; in binary they travel as jsonb's binary form (a version byte, 1, then that text)."""
+    raw = cursor.cursor
+    if types is not None:
+        sql += " (FORMAT BINARY)"
+    with raw.copy(sql) as copy:
+        if types is not None:
+            raw.adapters.register_dumper(None, _jsonb_text_dumper())  # this cursor only, by type
+            copy.set_types(types)
+        for row in rows:
+            copy.write_row(row)
+
+
+@cache
+def _jsonb_text_dumper() -> type:
+    from psycopg.adapt import Dumper
+    from psycopg.postgres import types
+    from psycopg.pq import Format
+
+    class JsonbTextDumper(Dumper):
+        format = Format.BINARY
+        oid = types["jsonb"].oid
+
+        def dump(self, obj: str) -> bytes:
+            return b"\x01" + obj.encode()
+
+    return JsonbTextDumper
 
 
 class CompiledQuery:

@@ -3,6 +3,7 @@ code path, then the batch's annotations.csv and scores.csv exports of what was i
 
     .venv/bin/python bench/annotation_import_bench.py [--items 10000] [--annotators 3] [--databases sqlite,postgresql]
     .venv/bin/python bench/annotation_import_bench.py --databases sqlite --profile   # and print where the time goes
+    .venv/bin/python bench/annotation_import_bench.py --steps   # and a table of seconds per step
 
 Each database runs in a fresh child process on a fresh database (SQLite file under /tmp;
 PostgreSQL database ``annotation_import_bench``, dropped and re-created). The child calls
@@ -12,6 +13,11 @@ not exist yet (items, users, annotations, scores and assignments are all created
 annotation rows, score rows, seconds, rows/s, peak RSS and the SQL statements the import ran
 (the count does not grow with the file, except for the fixed-size chunks on SQLite); then the
 seconds to produce annotations.csv and scores.csv for the batch (the report page's download links).
+With ``--steps``, timers around the import's own functions (reading and checking the file, the
+users, each id reservation and each table's COPY or insert, COMMIT with its deferred checks, and
+the work run after the commit) print a second table; what they leave out is "other". After the
+import the child runs what it queued for the background worker (ANALYZE on PostgreSQL), outside the
+timed import, as a worker would, and the table gives those seconds on their own line.
 Not part of the test suite.
 """
 
@@ -67,7 +73,53 @@ def generate(path: Path, items: int, annotators: int, seed: int = 11) -> None:
                 )
 
 
-def child(file: Path, profile: bool) -> None:
+class StepTimer:
+    """Wall seconds per step of the import, and the PostgreSQL backend's CPU seconds in it, from
+    timers wrapped around the import's functions for one run."""
+
+    def __init__(self, connection) -> None:
+        self.connection = connection
+        self.seconds: dict[str, float] = {}
+        self.server: dict[str, float] = {}
+
+    def wrap(self, owner, attribute: str, name) -> None:
+        """Time ``owner.attribute``; ``name(*args, **kwargs)`` names the step of one call."""
+        original = getattr(owner, attribute)
+
+        def timed(*args, **kwargs):
+            server_start, start = server_cpu(self.connection), time.perf_counter()
+            try:
+                return original(*args, **kwargs)
+            finally:
+                step = name(*args, **kwargs)
+                self.seconds[step] = self.seconds.get(step, 0.0) + time.perf_counter() - start
+                if server_start is not None:
+                    self.server[step] = (
+                        self.server.get(step, 0.0) + server_cpu(self.connection) - server_start
+                    )
+
+        setattr(owner, attribute, timed)
+
+    def install(self) -> None:
+        from django.db import connections
+
+        from annotator.services import annotation_imports as imports
+
+        def model(**kwargs):
+            return kwargs["model"]._meta.model_name
+
+        self.wrap(imports, "annotation_import_plan", lambda **_: "read and check the file")
+        self.wrap(imports, "_users", lambda *_: "users")
+        self.wrap(imports, "ids_reserve", lambda **kw: f"ids: {model(**kw)}")
+        self.wrap(imports, "items_insert", lambda **_: "write: item")
+        self.wrap(imports, "rows_insert", lambda **kw: f"write: {model(**kw)}")
+        self.wrap(imports, "_count_annotations", lambda *_: "item counts")
+        connection = connections["default"]
+        self.wrap(connection, "_commit", lambda: "COMMIT (deferred checks)")
+        self.wrap(connection, "run_and_clear_commit_hooks", lambda: "after the commit (on_commit)")
+
+
+def child(file: Path, profile: bool, steps: bool) -> None:
     import resource
 
     import django
@@ -90,6 +142,9 @@ def child(file: Path, profile: bool) -> None:
     if profile:
         profiler = cProfile.Profile()
         profiler.enable()
+    timer = StepTimer(connection) if steps else None
+    if timer is not None:
+        timer.install()
     server_start = server_cpu(connection)
     start, cpu_start = time.perf_counter(), time.process_time()
     with CaptureQueriesContext(connection) as queries:
@@ -100,6 +155,11 @@ def child(file: Path, profile: bool) -> None:
         profiler.disable()
         pstats.Stats(profiler, stream=sys.stderr).sort_stats("cumulative").print_stats(40)
     rss_mb = resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 1024
+    # What the upload queued for the background worker (ANALYZE on PostgreSQL) runs here, as a worker
+    # would right after it, so the exports below are planned with statistics; not part of "s".
+    worker_start = time.perf_counter()
+    call_command("db_worker", "--batch", "--interval", "0", "--no-startup-delay", verbosity=0)
+    worker_seconds = time.perf_counter() - worker_start
     from annotator.exports import report_csv
     from annotator.models import Batch
 
@@ -128,6 +188,9 @@ def child(file: Path, profile: bool) -> None:
                 "load": os.getloadavg()[0],
                 "rss_mb": rss_mb,
                 "queries": len(queries.captured_queries),
+                "worker": worker_seconds,
+                "steps": timer.seconds if timer is not None else {},
+                "steps_server_cpu": timer.server if timer is not None else {},
                 **exports,
             }
         )
@@ -153,7 +216,12 @@ def fresh_database(database: str, pg_url: str, sqlite_path: Path = SQLITE_PATH) 
 
 
 def run(
-    database: str, file: Path, profile: bool, pg_url: str = PG_URL, sqlite_path: Path = SQLITE_PATH
+    database: str,
+    file: Path,
+    profile: bool,
+    pg_url: str = PG_URL,
+    sqlite_path: Path = SQLITE_PATH,
+    steps: bool = False,
 ) -> dict:
     env = dict(
         os.environ,
@@ -162,7 +230,14 @@ def run(
         SECRET_KEY="bench-only-not-secret",
         DEBUG="0",
     )
-    command = [sys.executable, __file__, "--child", str(file), *(["--profile"] if profile else [])]
+    command = [
+        sys.executable,
+        __file__,
+        "--child",
+        str(file),
+        *(["--profile"] if profile else []),
+        *(["--steps"] if steps else []),
+    ]
     result = subprocess.run(command, cwd=ROOT, env=env, capture_output=True, text=True, check=False)
     if result.returncode != 0:
         raise SystemExit(f"{database} run failed:\n{result.stderr}")
@@ -184,12 +259,13 @@ def main() -> None:
     parser.add_argument(
         "--sqlite-path", type=Path, default=SQLITE_PATH, help="SQLite file to delete and re-create"
     )
+    parser.add_argument("--steps", action="store_true", help="also print seconds per step of the import")
     parser.add_argument("--json", action="store_true", help="also print each run as a JSON line")
     parser.add_argument("--child", help=argparse.SUPPRESS)
     args = parser.parse_args()
     if args.child:
         sys.path.insert(0, str(ROOT))
-        child(Path(args.child), args.profile)
+        child(Path(args.child), args.profile, args.steps)
         return
     file = Path(f"/tmp/annotation_import_bench_{args.items}x{args.annotators}.csv")
     if not file.exists():
@@ -211,7 +287,9 @@ def main() -> None:
     runs: dict[str, list[dict]] = {d: [] for d in databases}
     for _ in range(args.repeat):  # interleaved, so a burst of load on the machine hits both databases
         for database in databases:
-            runs[database].append(run(database, file, args.profile, args.pg_url, args.sqlite_path))
+            runs[database].append(
+                run(database, file, args.profile, args.pg_url, args.sqlite_path, args.steps)
+            )
             if args.json:
                 print(json.dumps({"database": database, **runs[database][-1]}))
     for database in databases:
@@ -223,6 +301,47 @@ def main() -> None:
             f" {r['queries']:>4} {r['rss_mb']:>6.0f} {r['annotations_csv']:>16.2f} / {r['annotations_csv_cpu']:<4.2f}"
             f" {r['scores_csv']:>11.2f} / {r['scores_csv_cpu']:<4.2f} {r['load']:>5.1f}"
         )
+    if args.steps:
+        print_steps(databases, runs)
+
+
+def print_steps(databases: list[str], runs: dict[str, list[dict]]) -> None:
+    """Seconds per step, the median of each step over the runs (so the column need not add up to
+    the median wall time); "other" is the run's wall time not inside any timed step. On PostgreSQL a
+    second column gives the backend's CPU seconds in the step (10 ms resolution)."""
+    print("\nseconds per step of the import (median over the runs of each step on its own; wall / db cpu)\n")
+    names: list[str] = []
+    for database in databases:
+        for r in runs[database]:
+            names += [name for name in r["steps"] if name not in names]
+    print(f"{'step':<32}" + "".join(f" {database:>15}" for database in databases))
+    for name in [*names, "other", "wall"]:
+        cells = []
+        for database in databases:
+            wall = _median(step_seconds(r, name, "steps") for r in runs[database])
+            server = [
+                step_seconds(r, name, "steps_server_cpu")
+                for r in runs[database]
+                if r["server_cpu"] is not None
+            ]
+            cells.append(f" {wall:>7.3f} / {_median(server):.2f}" if server else f" {wall:>7.3f}       ")
+        print(f"{name:<32}" + "".join(cells))
+    worker = [f" {_median(r['worker'] for r in runs[database]):>7.3f}       " for database in databases]
+    print(f"{'worker, after (not in wall)':<32}" + "".join(worker))
+
+
+def _median(values) -> float:
+    values = sorted(values)
+    return values[len(values) // 2]
+
+
+def step_seconds(r: dict, name: str, key: str) -> float:
+    total = r["seconds"] if key == "steps" else r["server_cpu"]
+    if name == "wall":
+        return total
+    if name == "other":
+        return total - sum(r[key].values())
+    return r[key].get(name, 0.0)
 
 
 if __name__ == "__main__":

@@ -14,7 +14,8 @@ annotators, bench/annotation_import_bench.py's file) into a new batch, timed the
 annotator makes ``--round-trips`` rating round trips (GET the next item, POST scores) in the
 first batch, and each worker's resident memory is read again. ``--pause`` waits that many seconds
 between the upload page and the preview, as a person choosing a file does. ``--root`` runs another
-checkout of the app (its own ``.venv``), for a before/after.
+checkout of the app (its own ``.venv``), for a before/after. ``--pg-url`` serves from that
+PostgreSQL database instead of SQLite, dropped and re-created for each start.
 Not part of the test suite: it measures, it does not pass or fail.
 """
 
@@ -35,7 +36,17 @@ from pathlib import Path
 from urllib.parse import urlencode
 
 sys.path.insert(0, str(Path(__file__).resolve().parent))
-from annotator_http import CSRF, PASSWORD, ROOT, Annotator, child_pids, free_port, rss_mb, server_env
+from annotator_http import (
+    CSRF,
+    PASSWORD,
+    ROOT,
+    Annotator,
+    child_pids,
+    free_port,
+    recreate_postgres,
+    rss_mb,
+    server_env,
+)
 
 TOKEN = re.compile(r'name="token" value="([^"]+)"')
 STEPS = ("page", "preview", "confirm")
@@ -147,10 +158,16 @@ LOADED = ("pandas", "numpy", "pyarrow")
 
 
 def one_start(
-    root: Path, file: Path, workers: int, pause: float, round_trips: int, annotations: Path | None
+    root: Path,
+    file: Path,
+    workers: int,
+    pause: float,
+    round_trips: int,
+    annotations: Path | None,
+    pg_url: str | None = None,
 ) -> dict:
     folder = Path(tempfile.mkdtemp(prefix="first_upload_"))
-    env = server_env(f"sqlite:///{folder / 'db.sqlite3'}")
+    env = server_env(recreate_postgres(pg_url) if pg_url else f"sqlite:///{folder / 'db.sqlite3'}")
     env.update(
         ANNOTATOR_BACKGROUND_UPLOAD_KB=str(10 * file.stat().st_size // 1024 + 1024),
         ANNOTATOR_UPLOAD_DIR=str(folder / "uploads"),
@@ -243,6 +260,9 @@ def main() -> None:
     )
     parser.add_argument("--round-trips", type=int, default=1000, help="rating round trips after the uploads")
     parser.add_argument("--root", type=Path, default=ROOT, help="the checkout to run (default: this one)")
+    parser.add_argument(
+        "--pg-url", help="serve from this PostgreSQL database (dropped and re-created each start), not SQLite"
+    )
     args = parser.parse_args()
     file = Path(f"/tmp/first_upload_{args.items}.csv")
     if not file.exists():
@@ -255,13 +275,16 @@ def main() -> None:
         if not annotations.exists():
             generate_annotations(annotations, 10_000, 3)
     runs = [
-        one_start(args.root.resolve(), file, args.workers, args.pause, args.round_trips, annotations)
+        one_start(
+            args.root.resolve(), file, args.workers, args.pause, args.round_trips, annotations, args.pg_url
+        )
         for _ in range(args.starts)
     ]
     print(
         f"{args.root.resolve()}: {args.items} items ({file.stat().st_size / 2**20:.1f} MB CSV), "
         f"{args.workers} sync"
-        f" workers, SQLite, pause {args.pause:g} s; medians of {args.starts} fresh starts (seconds)\n"
+        f" workers, {'PostgreSQL' if args.pg_url else 'SQLite'}, pause {args.pause:g} s;"
+        f" medians of {args.starts} fresh starts (seconds)\n"
     )
     print(f"{'step':<8} {'first':>7} {'warm':>7} {'first ÷ warm':>12}   first, each start")
     for step in (*STEPS, "total"):

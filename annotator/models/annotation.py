@@ -56,13 +56,17 @@ class Annotation(models.Model):
 
 
 class Score(models.Model):
+    # No database constraint, as on item below: scores are only written beside their annotation, in
+    # the same transaction (the rating submit, the import with the ids it reserved), and checking
+    # five score rows per annotation was most of what PostgreSQL spent committing an annotation
+    # import. Deleting an annotation, an item or a batch still deletes the scores (the ORM's cascade;
+    # tests/annotator/test_cascade_without_constraints.py).
     annotation = models.ForeignKey(
-        Annotation, on_delete=models.CASCADE, related_name="scores", db_index=False
+        Annotation, on_delete=models.CASCADE, related_name="scores", db_index=False, db_constraint=False
     )
     # Denormalised from annotation.item (never changes) so report aggregates skip a join. No
-    # database constraint: the annotation's own keeps the item, and a second check on every score
-    # row was a third of what PostgreSQL spent committing an annotation import (150,000 checks for
-    # 30,000 annotations). Deleting an item still deletes its scores (the ORM's cascade).
+    # database constraint: the annotation's own keeps the item. Deleting an item still deletes its
+    # scores (the ORM's cascade).
     item = models.ForeignKey(
         Item, on_delete=models.CASCADE, related_name="scores", db_index=False, db_constraint=False
     )

@@ -242,8 +242,8 @@ def lock_annotator(*, annotator_id: int) -> None:
 
     An exclusion locks that row for update first (``annotator.services.exclusion``). Leases and
     submissions take this lock before any other, so they queue behind an exclusion instead of
-    deadlocking with it (the foreign-key check of a new row would otherwise take the same lock
-    at commit, after the assignment row).
+    deadlocking with it (the foreign-key check of a new annotation would otherwise take the same
+    lock at commit, after the rows it wrote).
     """
     if connection.vendor == "postgresql":
         with hot_cursor() as cursor:

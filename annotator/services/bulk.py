@@ -13,10 +13,13 @@ from collections.abc import Iterable, Mapping, Sequence
 from datetime import datetime
 from typing import Any
 
+from django.apps import apps
 from django.db import connection, models, transaction
 from django.db.models import Max
 from django.utils import timezone
+from django_tasks import task
 
+from annotator.db_private import binary_copy_types, copy_rows
 from annotator.imports.batch_file import OUTPUT_COLUMNS
 from annotator.imports.columns import Frame
 from annotator.models import Item
@@ -57,17 +60,16 @@ def rows_insert(
     table = connection.ops.quote_name(opts.db_table)
     quoted = ", ".join(connection.ops.quote_name(c) for c in columns)
     if connection.vendor == "postgresql":
-        # The constant timestamps as text, once, rather than through psycopg's datetime dumper per row.
-        tail = tuple(v.isoformat() if isinstance(v, datetime) else v for v in tail)
+        types = binary_copy_types(
+            [f.db_type(connection) for f in [*given, *(f for f, _ in [*fixed, *defaults])]]
+        )
+        if types is None:
+            # The constant timestamps as text, once, rather than through psycopg's datetime dumper per row.
+            tail = tuple(v.isoformat() if isinstance(v, datetime) else v for v in tail)
         # wrap_database_errors: a constraint broken by the COPY raises Django's IntegrityError, as
         # any other write does, so callers can catch the one constraint they mean.
-        with (
-            connection.wrap_database_errors,
-            connection.cursor() as cursor,
-            cursor.cursor.copy(f"COPY {table} ({quoted}) FROM STDIN") as copy,
-        ):
-            for row in _with_tail(rows, tail):
-                copy.write_row(row)
+        with connection.wrap_database_errors, connection.cursor() as cursor:
+            copy_rows(cursor, f"COPY {table} ({quoted}) FROM STDIN", _with_tail(rows, tail), types)
     elif connection.vendor == "sqlite":
         placeholders = ", ".join(["%s"] * len(columns))
         with connection.cursor() as cursor:  # sqlite3 reads the rows as it inserts them: no list of them all
@@ -109,12 +111,18 @@ def ids_reserve(*, model: type[models.Model], count: int) -> list[int]:
     table, column = connection.ops.quote_name(opts.db_table), connection.ops.quote_name(opts.pk.column)
     with connection.cursor() as cursor:
         if connection.vendor == "postgresql":
-            # Concurrent writers may interleave their ids; they never share one.
+            # Concurrent writers may interleave their ids; they never share one. The sequence is looked
+            # up once (a subquery), not once per id; the ids come back as one row: their bounds when
+            # they run unbroken (the usual case), else the sorted list.
             cursor.execute(
-                "SELECT nextval(pg_get_serial_sequence(%s, %s)) FROM generate_series(1, %s)",
+                "SELECT min(id), max(id), CASE WHEN max(id) - min(id) + 1 = count(*) THEN NULL"
+                " ELSE array_agg(id ORDER BY id) END FROM (SELECT"
+                " nextval((SELECT pg_get_serial_sequence(%s, %s)::regclass)) AS id"
+                " FROM generate_series(1, %s)) AS ids",
                 [table, opts.pk.column, count],
             )
-            return [row[0] for row in cursor.fetchall()]
+            first, last, scattered = cursor.fetchone()
+            return list(range(first, last + 1)) if scattered is None else scattered
         if connection.vendor == "sqlite":
             # One writer at a time, and every transaction begins IMMEDIATE (settings.database_config),
             # so the ids after the largest ever given (AUTOINCREMENT keeps it in sqlite_sequence, even
@@ -130,22 +138,32 @@ def ids_reserve(*, model: type[models.Model], count: int) -> list[int]:
 
 
 def analyze_after_commit(*models_: type[models.Model]) -> None:
-    """Refresh the planner statistics of the tables a bulk write filled, once it commits.
+    """Refresh the planner statistics of the tables a bulk write filled: once it commits, the
+    background worker is asked to (``analyze_tables``, queued ahead of other jobs).
 
     Without them PostgreSQL plans for the tables as they were before the upload until autovacuum
     (which may be off or late) gets there; on a fresh database the next-item query then scanned
-    a whole batch. Run after the commit, so the brief lock ANALYZE takes never makes another
-    upload wait for this one. (SQLite has no statistics unless asked, and its plans use the indexes.)
+    a whole batch. Queued after the commit, so the brief lock ANALYZE takes never makes another
+    upload wait for this one, and run by the worker, so the person who uploaded does not wait for
+    it either. (SQLite has no statistics unless asked, and its plans use the indexes.)
     """
     if connection.vendor != "postgresql":
         return
-    tables = ", ".join(connection.ops.quote_name(m._meta.db_table) for m in models_)
+    labels = [m._meta.label for m in models_]
+    # robust: the write is saved whatever happens here; a failure to queue is logged, not raised.
+    transaction.on_commit(lambda: analyze_tables.enqueue(labels=labels), robust=True)
 
-    def run() -> None:
-        with connection.cursor() as cursor:
-            cursor.execute(f"ANALYZE {tables}")
 
-    transaction.on_commit(run)
+# Ahead of queued jobs (a judge run can hold a worker for long): the rating page plans with these.
+ANALYZE_PRIORITY = 50
+
+
+@task(priority=ANALYZE_PRIORITY)
+def analyze_tables(labels: list[str]) -> None:
+    """ANALYZE the tables of the models named ``labels`` ("annotator.Item"); the worker runs it."""
+    tables = ", ".join(connection.ops.quote_name(apps.get_model(label)._meta.db_table) for label in labels)
+    with connection.cursor() as cursor:
+        cursor.execute(f"ANALYZE {tables}")
 
 
 def _item_rows(batch_id: int, frame: Frame, start_position: int, extra: Sequence[str]) -> Iterable[Sequence]:

@@ -11,7 +11,12 @@ from tests.factories import make_batch, make_user
 pytestmark = pytest.mark.django_db
 
 
-def test_rows_insert_writes_given_values_constants_and_defaults():
+@pytest.mark.parametrize("copy_format", ["binary", "text"])
+def test_rows_insert_writes_given_values_constants_and_defaults(copy_format, monkeypatch):
+    """On PostgreSQL the COPY is binary when psycopg knows every column's type, else text; both
+    write the same rows (SQLite takes neither path)."""
+    if copy_format == "text":
+        monkeypatch.setattr("annotator.services.bulk.binary_copy_types", lambda db_types: None)
     batch = make_batch(n_items=2)
     user = make_user("ann")
     items = list(Item.objects.filter(batch=batch).order_by("position"))
@@ -19,13 +24,16 @@ def test_rows_insert_writes_given_values_constants_and_defaults():
     rows_insert(
         model=Annotation,
         fields=("item", "annotator", "flags", "comment"),
-        rows=[(items[0].pk, user.pk, '["unsafe_suggestion"]', "=1+1"), (items[1].pk, user.pk, "[]", "")],
+        rows=[
+            (items[0].pk, user.pk, '["unsafe_suggestion", "caf\u00e9 \\\\ \\t"]', "=1+1\tcafé\n\\N"),
+            (items[1].pk, user.pk, "[]", ""),
+        ],
         constants={"source": Annotation.Source.IMPORT, "submitted_at": now},
     )
     first, second = Annotation.objects.order_by("item__position")
     assert (first.flags, first.comment, first.source, first.submitted_at) == (
-        ["unsafe_suggestion"],
-        "=1+1",
+        ["unsafe_suggestion", "café \\ \t"],
+        "=1+1\tcafé\n\\N",
         "import",
         now,
     )
@@ -62,6 +70,20 @@ def test_reserved_ids_are_new_and_rows_take_them():
     later = Annotation.objects.create(item=items[2], annotator=user, submitted_at=now)
     assert later.pk > max(ids)  # the table's own numbering carries on after them
     assert ids_reserve(model=Annotation, count=0) == []
+
+
+def test_reserved_ids_that_do_not_run_unbroken_come_back_one_by_one_in_order():
+    """On PostgreSQL the ids usually run unbroken and come back as their bounds; when another writer
+    took some in between (here: a sequence that steps by 3), the sorted list comes back instead."""
+    if connection.vendor != "postgresql":
+        pytest.skip("SQLite reserves the ids after the largest; only PostgreSQL's sequence can leave gaps")
+    unbroken = ids_reserve(model=Annotation, count=4)
+    assert unbroken == list(range(unbroken[0], unbroken[0] + 4))
+    with connection.cursor() as cursor:  # undone with the test's transaction
+        cursor.execute("SELECT pg_get_serial_sequence(%s, 'id')", [Annotation._meta.db_table])
+        cursor.execute(f"ALTER SEQUENCE {cursor.fetchone()[0]} INCREMENT BY 3")
+    gapped = ids_reserve(model=Annotation, count=4)
+    assert gapped == [gapped[0] + 3 * n for n in range(4)] and gapped[0] > unbroken[-1]
 
 
 @pytest.mark.django_db(transaction=True)
@@ -103,3 +125,45 @@ def test_annotation_import_analyzes_what_it_wrote(django_capture_on_commit_callb
     if connection.vendor == "postgresql":
         assert len(callbacks) == 1
         assert _reltuples(Score._meta.db_table) >= 150
+
+
+@pytest.mark.django_db(transaction=True)  # the worker closes its connection between tasks
+def test_the_worker_refreshes_the_statistics_after_the_upload_returns(settings):
+    """The upload queues ANALYZE for the background worker instead of running it (the statistics are
+    stale until the worker has run it); SQLite keeps no statistics, so nothing is queued there."""
+    from django.core.management import call_command
+    from django_tasks_db.models import DBTaskResult
+
+    from annotator.services.annotation_imports import annotations_import_file
+
+    settings.TASKS = {"default": {"BACKEND": "django_tasks_db.DatabaseBackend", "QUEUES": ["default"]}}
+    data = (
+        "item_id,prompt,response,annotator,coherence,relevance,instruction_following,safety_compliance,fluency\n"
+        + "".join(f"i{n},p,r,rater{a},4,4,4,4,4\n" for n in range(10) for a in range(3))
+    ).encode()
+    annotations_import_file(data=data, filename="a.csv", batch_name="offline")
+    queued = list(DBTaskResult.objects.values_list("task_path", "args_kwargs", "priority"))
+    if connection.vendor != "postgresql":
+        assert queued == []
+        return
+    assert queued == [
+        (
+            "annotator.services.bulk.analyze_tables",
+            {
+                "args": [],
+                "kwargs": {
+                    "labels": [
+                        "annotator.Item",
+                        "annotator.Annotation",
+                        "annotator.Score",
+                        "annotator.Assignment",
+                    ]
+                },
+            },
+            50,
+        )
+    ]
+    assert _reltuples(Score._meta.db_table) < 150  # not analysed yet: -1 means never
+    call_command("db_worker", "--batch", "--interval", "0", "--no-startup-delay", verbosity=0)
+    assert DBTaskResult.objects.get().status == "SUCCESSFUL"
+    assert _reltuples(Score._meta.db_table) >= 150 and _reltuples(Item._meta.db_table) >= 10

@@ -6,6 +6,7 @@ check each touch against the new release (the tests below exercise every one), t
 WRITTEN_FOR.
 """
 
+import json
 import re
 import select
 from pathlib import Path
@@ -289,3 +290,30 @@ def test_the_health_check_of_a_connection_with_something_to_read_asks_the_server
             assert db.connection is raw
         finally:
             db.close()
+
+
+def test_binary_copy_types_are_psycopgs_names_and_none_for_a_type_it_does_not_know():
+    pytest.importorskip("psycopg")  # required by requirements.txt; PostgreSQL runs on it
+    assert db_private.binary_copy_types(
+        ["bigint", "varchar(64)", "jsonb", "timestamp with time zone", "smallint", "integer", "text"]
+    ) == ["int8", "varchar", "jsonb", "timestamptz", "int2", "int4", "text"]
+    assert db_private.binary_copy_types(["bigint", "no_such_type"]) is None
+
+
+@postgres_only
+@pytest.mark.django_db
+def test_a_binary_copy_writes_json_given_as_text():
+    batch = make_batch("copy", n_items=1)
+    annotation = make_annotation(batch.items.first(), make_user("copy"), {})
+    table = connection.ops.quote_name(Annotation._meta.db_table)
+    with connection.cursor() as cursor:
+        cursor.execute("CREATE TEMPORARY TABLE copy_probe (n bigint, doc jsonb, note text)")
+        db_private.copy_rows(
+            cursor,
+            "COPY copy_probe (n, doc, note) FROM STDIN",
+            [(annotation.pk, '{"a": [1, "é"]}', "tab\there")],
+            ["int8", "jsonb", "text"],
+        )
+        cursor.execute(f"SELECT p.doc::text, p.note FROM copy_probe p JOIN {table} a ON a.id = p.n")
+        doc, note = cursor.fetchone()
+    assert (json.loads(doc), note) == ({"a": [1, "é"]}, "tab\there")
