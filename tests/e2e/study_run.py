@@ -322,17 +322,19 @@ def admin_prepares(run: StudyRun) -> str:
     assert done.status == 200 and "E2E study" in done.text, done.text[:2000]
     batch = Batch.objects.get(name="E2E study")
     run.batch_id = batch.pk
-    # The quality settings live in the Django admin (QualityRule); the rule below is what an admin sets there.
-    QualityRule.objects.update_or_create(
-        batch=batch,
-        defaults={
-            "training_items": 2,
-            "check_every": 2,
-            "check_min_answered": 1,
-            "check_block_below": 0.5,
-        },
-    )
     tab.get(reverse("studies"))
+    # Training and checks: the batch's form on the Studies page, the other fields at their defaults.
+    rule = {
+        f.name: f.get_default() for f in QualityRule._meta.concrete_fields if f.name not in ("id", "batch")
+    }
+    rule.update(training_items=2, check_every=2, check_min_answered=1, check_block_below=0.5)
+    quality = tab.post(
+        reverse("study_quality", args=[batch.pk]),
+        {f"quality-{batch.pk}-{k}": str(v) for k, v in rule.items()},
+    )
+    assert quality.status == 200 and QualityRule.objects.get(batch=batch).check_every == 2, quality.text[
+        :2000
+    ]
     settings = tab.post(
         reverse("study_settings", args=[batch.pk]),
         {
