@@ -13,6 +13,7 @@ from pydantic import Field
 from annotator.api.auth import admins, researchers
 from annotator.api.problems import INVALID_REQUEST, Problem
 from annotator.api.schemas import ERRORS
+from annotator.judges.selectors.draws import draw_in_force
 from annotator.models import Batch, ReviewDraw
 
 router = Router(tags=["judges"])
@@ -103,10 +104,6 @@ def _draw_out(draw: ReviewDraw) -> dict:
     }
 
 
-def _in_force(batch: Batch) -> ReviewDraw | None:
-    return ReviewDraw.objects.filter(batch=batch, retired_at__isnull=True).select_related("made_by").first()
-
-
 @router.get(
     "/batches/{int:batch_id}/review/draw",
     response={200: DrawOut, **ERRORS},
@@ -116,7 +113,7 @@ def _in_force(batch: Batch) -> ReviewDraw | None:
 )
 def review_draw_get(request, batch_id: int):
     batch = get_object_or_404(Batch, pk=batch_id)
-    draw = _in_force(batch)
+    draw = draw_in_force(batch)
     if draw is None:
         raise Problem(404, f"Batch \u201c{batch.name}\u201d has no review draw in force.")
     return _draw_out(draw)
@@ -137,7 +134,7 @@ def review_draw_post(request, batch_id: int, payload: DrawIn):
     from annotator.judges.services.review import DrawError, review_draw_make
 
     batch = get_object_or_404(Batch, pk=batch_id)
-    if _in_force(batch) is not None:
+    if draw_in_force(batch) is not None:
         raise Problem(
             409, f"Batch \u201c{batch.name}\u201d already has a review draw in force; DELETE it first."
         )
@@ -151,7 +148,7 @@ def review_draw_post(request, batch_id: int, payload: DrawIn):
         )
     except DrawError as exc:
         raise Problem(422, str(exc), kind=INVALID_REQUEST) from None
-    return Status(201, _draw_out(_in_force(batch) or draw))
+    return Status(201, _draw_out(draw_in_force(batch) or draw))
 
 
 @router.delete(

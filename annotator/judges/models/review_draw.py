@@ -26,6 +26,8 @@ class ReviewDraw(models.Model):
     made_at = models.DateTimeField(default=timezone.now)
     retired_at = models.DateTimeField(null=True, blank=True)
 
+    IN_FORCE = Q(retired_at__isnull=True)  # not retired: what the report weights by; one per batch
+
     class Meta:
         constraints = [
             models.UniqueConstraint(

@@ -28,7 +28,7 @@ class DrawDesign:
 
 
 def draw_in_force(batch: Batch) -> ReviewDraw | None:
-    return ReviewDraw.objects.filter(batch=batch, retired_at__isnull=True).select_related("made_by").first()
+    return ReviewDraw.objects.filter(ReviewDraw.IN_FORCE, batch=batch).select_related("made_by").first()
 
 
 def draw_design(batch: Batch, item_pk: np.ndarray) -> DrawDesign | None:

@@ -9,6 +9,7 @@ from django.db import IntegrityError, transaction
 from django.db.models import F
 from django.utils import timezone
 
+from annotator.judges.selectors.draws import draw_in_force
 from annotator.models import Batch, Item, Judge, ReviewDraw, ReviewDrawItem
 
 
@@ -41,7 +42,7 @@ class DrawError(ValueError):
 def ranked_queue_first(*, batch: Batch, item_ids: list[str]) -> int:
     """``items_queue_first`` for the ranked list, refused while a draw is in force: the report would leave
     the labels those items get unused, and the drawn items would wait behind them."""
-    in_force = ReviewDraw.objects.filter(batch=batch, retired_at__isnull=True).first()
+    in_force = draw_in_force(batch)
     if in_force is not None:
         raise DrawError(
             f"batch {batch.name!r} has draw #{in_force.pk} in force, and the report does not use labels of items "
@@ -94,7 +95,7 @@ def review_draw_make(
     from annotator.judges.selectors.review import ReviewError, ranked_candidates
     from hcs.routing import sampling_probabilities
 
-    in_force = ReviewDraw.objects.filter(batch=batch, retired_at__isnull=True).first()
+    in_force = draw_in_force(batch)
     if in_force is not None:
         raise DrawError(
             f"batch {batch.name!r} already has draw #{in_force.pk} (made {in_force.made_at:%Y-%m-%d %H:%M} UTC); "
@@ -150,7 +151,7 @@ def review_draw_make(
 
 def review_draw_retire(*, batch: Batch) -> ReviewDraw | None:
     """Retire the batch's draw in force (its record stays; the report goes back to PPI++); None if there is none."""
-    draw = ReviewDraw.objects.filter(batch=batch, retired_at__isnull=True).first()
+    draw = draw_in_force(batch)
     if draw is None:
         return None
     ReviewDraw.objects.filter(pk=draw.pk).update(retired_at=timezone.now())
