@@ -257,7 +257,9 @@ def labelled_so_far(pi, selected, labelled, strata=None) -> tuple[np.ndarray, np
     random sample: within each stratum a selected item is labelled with probability (labelled / selected),
     so π is scaled by that share (two-phase sampling). ``strata`` (optional labels per item) keeps the
     share apart where the order is random only within a group (e.g. items labelled before a draw).
-    Returns ``(xi, pi_used)``: ξ = selected and labelled.
+    Returns ``(xi, pi_used)``: ξ = selected and labelled. In a stratum where no selected item has its
+    label yet the share is 0, and so is π: nothing there could have been labelled so far, and
+    :func:`active_ppi_mean` gives no estimate rather than one that stands on the other strata alone.
 
     >>> xi, p = labelled_so_far([0.5, 0.5, 0.2, 1.0], [True, True, False, True], [True, False, True, True])
     >>> xi.tolist(), p.tolist()
@@ -270,7 +272,7 @@ def labelled_so_far(pi, selected, labelled, strata=None) -> tuple[np.ndarray, np
     for group in np.unique(groups):
         chosen = selected & (groups == group)
         got = xi & (groups == group)
-        if got.any():
+        if chosen.any():
             pi[chosen] *= got.sum() / chosen.sum()
     return xi, pi
 
@@ -290,7 +292,8 @@ class ActivePPIMean(PPIMean):
 def active_ppi_mean(y, yhat, labelled, pi, *, alpha: float = 0.05) -> ActivePPIMean | None:
     """The active-inference estimate beside the weighted human-only one and the judge's mean.
 
-    Arguments as :func:`active_mean`. None when fewer than two items are labelled.
+    Arguments as :func:`active_mean`. None when fewer than two items are labelled, or when an item of the
+    population could not have been labelled (π = 0: its stratum of the draw has no label yet).
 
     >>> r = active_ppi_mean([2., 4., 0., 0.], [2., 3., 3., 4.], [True, True, False, False], [.5, .5, .5, .5])
     >>> round(r.human_only, 6), r.n_labelled, r.n_unlabelled, r.judge_only
@@ -298,7 +301,7 @@ def active_ppi_mean(y, yhat, labelled, pi, *, alpha: float = 0.05) -> ActivePPIM
     """
     f = np.asarray(yhat, dtype=float)
     xi = np.asarray(labelled, dtype=bool)
-    if xi.sum() < 2:
+    if xi.sum() < 2 or np.any(np.asarray(pi, dtype=float) <= 0):
         return None
     est = active_mean(y, f, xi, pi, alpha=alpha)
     human = active_mean(y, f, xi, pi, alpha=alpha, lam=0.0)

@@ -146,3 +146,27 @@ def test_active_ppi_mean_columns_are_the_formula_written_out():
     assert (r.n_labelled, r.n_unlabelled, r.judge_only) == (4, 3, pytest.approx(f.mean()))
     assert r.to_json()["estimator"] == "active_inference" and r.to_json()["offset"] == r.offset
     assert active_ppi_mean(y, f, [True] + [False] * 6, pi) is None  # one label: no estimate
+
+
+def test_a_stratum_whose_drawn_items_have_no_label_yet_gives_no_estimate():
+    """Right after a draw, none of its picked items is labelled: only the items labelled before it (π = 1)
+    have labels. Their corrections say nothing about the candidates, so there is no estimate rather than an
+    interval too narrow for the population."""
+    from hcs.routing import active_ppi_mean, labelled_so_far
+
+    pi = [0.4, 0.3, 0.2, 0.5, 1.0, 1.0, 1.0]
+    selected = [True, False, False, True, True, True, True]
+    labelled = [False, False, False, False, True, True, True]
+    before = [False, False, False, False, True, True, True]
+    xi, used = labelled_so_far(pi, selected, labelled, strata=before)
+    assert xi.tolist() == labelled
+    assert used.tolist() == [0.0, 0.3, 0.2, 0.0, 1.0, 1.0, 1.0]  # the drawn stratum: share 0 of 2
+    y = [0.0, 0.0, 0.0, 0.0, 3.0, 4.0, 2.0]
+    f = [3.0, 2.0, 4.0, 3.0, 3.0, 4.0, 2.5]
+    assert active_ppi_mean(y, f, xi, used) is None
+    # One drawn item labelled: the stratum's share is 1/2 and the estimate is back.
+    labelled[0] = True
+    y[0] = 3.0
+    xi, used = labelled_so_far(pi, selected, labelled, strata=before)
+    assert used[0] == pytest.approx(0.2) and used[3] == pytest.approx(0.25)
+    assert active_ppi_mean(y, f, xi, used) is not None

@@ -71,6 +71,7 @@ class DrawItemOut(Schema):
     system_id: str
     pi: float = Field(description="the probability the item had of being drawn")
     drawn: bool
+    labelled_before: bool = Field(description="labelled before the draw: in the estimate with π = 1")
     uncertainty: float | None
 
 
@@ -84,7 +85,10 @@ class DrawOut(Schema):
     made_at: datetime
     made_by: str | None
     n_labelled_before: int = Field(description="items labelled before the draw: in the estimate with π = 1")
-    items: list[DrawItemOut] = Field(description="every candidate: the unlabelled items with a judge score")
+    items: list[DrawItemOut] = Field(
+        description="the draw's population: every candidate (the unlabelled items with a judge score), "
+        "then the items labelled before the draw"
+    )
 
 
 def _draw_out(draw: ReviewDraw) -> dict:

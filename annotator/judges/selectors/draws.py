@@ -72,10 +72,12 @@ def draw_summary(batch: Batch) -> DrawSummary | None:
 
 
 def draw_rows(draw: ReviewDraw) -> list[dict]:
-    """The draw's candidates (items labelled before it are left out), in the order items were added."""
+    """The draw's population: its candidates, then the items labelled before it (π = 1,
+    ``labelled_before`` 1), each in the order items were added."""
     rows = (
-        ReviewDrawItem.objects.filter(draw=draw, labelled_before=False)
-        .order_by("item_id")  # the column: "item" would follow Item's ordering, which the queue changes
+        ReviewDrawItem.objects.filter(draw=draw)
+        # item_id, the column: "item" would follow Item's ordering, which the queue changes
+        .order_by("labelled_before", "item_id")
         .values_list("item__item_id", "item__system_id", "pi", "drawn", "labelled_before", "uncertainty")
     )
     return [dict(zip(DRAW_COLUMNS, r)) for r in rows]

@@ -69,7 +69,10 @@ class JudgePPI:
 
     def to_json(self) -> dict[str, Any] | None:
         if self.overall is None:
-            return None
+            if self.draw is None:
+                return None
+            # A draw in force whose picked items have no label yet: no estimate, and the counts say why.
+            return {"estimator": "active_inference", "estimate": None, "draw": self.draw.to_json()}
         return {**self.overall.to_json(), **({"draw": self.draw.to_json()} if self.draw else {})}
 
     def by_system_json(self) -> dict[str, Any]:

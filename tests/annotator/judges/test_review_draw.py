@@ -152,8 +152,14 @@ def test_the_panel_weights_the_draws_labels_and_goes_back_to_ppi_after_retiring(
     _login(client, researcher)
     assert set(_report_json(client, batch)["coherence"]["ppi"]) == PPI_KEYS  # no draw: unchanged
     draw = review_draw_make(batch=batch, budget=10, seed=5)
-    # The draw alone changes the report's revision: the stored report is not served after it.
-    assert _report_json(client, batch)["coherence"]["ppi"]["estimator"] == "active_inference"
+    # The draw alone changes the report's revision: the stored report is not served after it. Until one of
+    # the drawn items has a label there is no estimate: the labels from before the draw stand only for
+    # themselves, and an interval over them alone would be too narrow for the population.
+    waiting = _report_json(client, batch)["coherence"]["ppi"]
+    assert waiting["estimator"] == "active_inference" and waiting["estimate"] is None
+    assert waiting["draw"]["n_drawn_labelled"] == 0 and waiting["draw"]["n_labelled_before"] == N_BEFORE
+    page = client.get(reverse("report_judges", args=[batch.pk])).content.decode()
+    assert "No estimate yet: none of the" in page
     people = [make_user("q0"), make_user("q1")]
     rows = list(draw.rows.select_related("item"))
     drawn = [r for r in rows if r.drawn and not r.labelled_before]
@@ -212,7 +218,7 @@ def test_the_command_draws_writes_every_candidate_and_retires(batch, tmp_path):
     with open(out, newline="") as fh:
         rows = list(csv.DictReader(fh))
     draw = ReviewDraw.objects.get(retired_at__isnull=True)
-    assert len(rows) == N_ITEMS - N_BEFORE and list(rows[0]) == [
+    assert len(rows) == N_ITEMS and list(rows[0]) == [
         "item_id",
         "system_id",
         "pi",
@@ -222,7 +228,11 @@ def test_the_command_draws_writes_every_candidate_and_retires(batch, tmp_path):
     ]
     recorded = {r.item.item_id: r for r in draw.rows.select_related("item")}
     assert all(float(r["pi"]) == recorded[r["item_id"]].pi for r in rows)
-    assert {r["item_id"] for r in rows if r["drawn"] == "1"} == {
+    before = [r for r in rows if r["labelled_before"] == "1"]
+    assert (
+        len(before) == N_BEFORE and all(float(r["pi"]) == 1.0 for r in before) and rows[-N_BEFORE:] == before
+    )
+    assert {r["item_id"] for r in rows if r["drawn"] == "1" and r["labelled_before"] == "0"} == {
         i for i, r in recorded.items() if r.drawn and not r.labelled_before
     }
     with pytest.raises(CommandError, match="already has draw"):
@@ -258,7 +268,7 @@ def test_the_page_draws_for_admins_shows_the_draw_and_offers_the_csv(client, bat
     assert f"Draw #{draw.pk} in force" in page and "Retire draw" not in page
     body = client.get(reverse("review_draw_csv", args=[batch.pk])).content.decode()
     assert body.splitlines()[0] == "item_id,system_id,pi,drawn,labelled_before,uncertainty"
-    assert len(body.splitlines()) == 1 + N_ITEMS - N_BEFORE
+    assert len(body.splitlines()) == 1 + N_ITEMS  # the candidates, then the items labelled before
     _login(client, admin)
     client.post(reverse("review_draw_retire", args=[batch.pk]))
     assert ReviewDraw.objects.get().retired_at is not None
@@ -274,9 +284,9 @@ def test_the_api_draws_reads_and_retires(api_as, batch):
     assert made.status_code == 201, made.content
     body = made.json()
     assert (body["budget"], body["seed"], body["n_labelled_before"]) == (5, 8, N_BEFORE)
-    assert len(body["items"]) == N_ITEMS - N_BEFORE and sum(i["pi"] for i in body["items"]) == pytest.approx(
-        5
-    )
+    candidates = [i for i in body["items"] if not i["labelled_before"]]
+    assert len(body["items"]) == N_ITEMS and len(candidates) == N_ITEMS - N_BEFORE
+    assert sum(i["pi"] for i in candidates) == pytest.approx(5)
     assert researcher.get(f"/batches/{batch.pk}/review/draw").json() == body
     assert_problem(admin.post(f"/batches/{batch.pk}/review/draw", {"budget": 5}), 409)
     assert admin.delete(f"/batches/{batch.pk}/review/draw").status_code == 204
