@@ -150,6 +150,7 @@ def study_settings(request, batch_id):
     batch = get_object_or_404(Batch, pk=batch_id)
     form = StudySettingsForm(request.POST, instance=batch)
     if not form.is_valid():
+        messages.error(request, f"The study settings of {batch} were not saved: see the form below.")
         return _page(request, status=422, settings_form=form)
     form.save()
     messages.success(request, f"Saved the study settings of {batch}.")
@@ -162,6 +163,8 @@ def study_quality(request, batch_id):
     batch = get_object_or_404(Batch, pk=batch_id)
     form = QualityRuleForm(request.POST, instance=quality_rule_of(batch=batch), batch=batch)
     if not form.is_valid():
+        # Said at the top too: the form is far down the page, and the page opens at its top.
+        messages.error(request, f"The training and checks of {batch} were not saved: see the form below.")
         return _page(request, status=422, quality_form=form)
     quality_rule_set(batch=batch, values=form.cleaned_data)
     messages.success(request, f"Saved the training and checks of {batch}.")

@@ -82,6 +82,7 @@ def test_a_bad_rule_is_refused_with_the_reason_and_saves_nothing(staff_admin, ch
     _gold(batch, GoldItem.Kind.TRAINING, 2)
     response = _post(staff_admin, batch, **changes)
     assert response.status_code == 422 and message in response.content.decode()
+    assert "were not saved: see the form below" in response.content.decode()  # said at the top too
     assert not QualityRule.objects.filter(batch=batch).exists()
     # The typed values are kept in the form that says what is wrong.
     assert f'name="quality-{batch.pk}-{field}"' in response.content.decode()
