@@ -125,6 +125,15 @@ def test_progress_counts_own_work_batch_completion_and_the_lease(client):
     assert "Held for you until" in text
 
 
+def test_the_last_item_for_the_annotator_says_so(client):
+    batch = make_batch("last-one", n_items=1)
+    user = make_user("last-rater")
+    client.force_login(user)
+    html = client.get(reverse("annotate_next", args=[batch.pk])).content.decode()
+    strip = re.sub(r"<[^>]+>", "", re.search(r'<ul class="rate-progress".*?</ul>', html, re.DOTALL).group(0))
+    assert "Item 1 · the last one for you" in strip and "up to 0 more" not in strip
+
+
 def test_progress_counts_training_apart_and_keeps_within_the_quota(client):
     from annotator.models import GoldAnswer, GoldItem
 
