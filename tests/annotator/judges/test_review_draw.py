@@ -195,6 +195,7 @@ def test_the_panel_weights_the_draws_labels_and_goes_back_to_ppi_after_retiring(
 
     page = client.get(reverse("report_judges", args=[batch.pk])).content.decode()
     assert "Estimator: active inference" in page and f"review draw #{draw.pk}" in page
+    assert "judge only and active inference</h4>" in page
     card = client.get(reverse("judge_card", args=[batch.pk, Judge.objects.get(name="a").pk])).content.decode()
     assert "Estimator: active inference" in card
 
