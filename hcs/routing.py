@@ -105,7 +105,7 @@ def item_uncertainty(
                 warnings.simplefilter("ignore", RuntimeWarning)  # items no judge scored: NaN, left out below
                 mean_score = np.nanmean(js, axis=1)
             distance = np.min(np.abs(mean_score[:, None] - np.asarray(caps, dtype=float)[None, :]), axis=1)
-            parts.append((0.5 * np.clip(1 - distance, 0, None), "near a cap (score {:.2f})", mean_score))
+            parts.append((0.5 * np.clip(1 - distance, 0, None), _cap_reason, mean_score))
     if samples is not None:
         sd = _sd(np.asarray(samples, dtype=float).reshape(n_items, -1))
         parts.append((sd, "samples vary (SD {:.2f})", sd))
@@ -117,8 +117,14 @@ def item_uncertainty(
     for values, fmt, shown in parts:
         better = np.isfinite(values) & ~(values <= value)  # NaN comparisons are False: the first finite wins
         for i in np.flatnonzero(better):
-            value[i], reason[i] = values[i], fmt.format(shown[i])
+            text = fmt(values[i]) if callable(fmt) else fmt
+            value[i], reason[i] = values[i], text.format(shown[i])
     return Uncertainty(value=value, reason=tuple(reason))
+
+
+def _cap_reason(part: float) -> str:
+    # A part of 0 is an item at least a point from every cap: not a reason for doubt.
+    return "near a cap (score {:.2f})" if part > 0 else "far from every cap (score {:.2f})"
 
 
 def most_uncertain(by_dimension: dict[str, Uncertainty]) -> Uncertainty:

@@ -170,3 +170,11 @@ def test_a_stratum_whose_drawn_items_have_no_label_yet_gives_no_estimate():
     xi, used = labelled_so_far(pi, selected, labelled, strata=before)
     assert used[0] == pytest.approx(0.2) and used[3] == pytest.approx(0.25)
     assert active_ppi_mean(y, f, xi, used) is not None
+
+
+def test_an_item_far_from_every_cap_is_not_said_to_be_near_one():
+    from hcs.routing import item_uncertainty
+
+    u = item_uncertainty(n_items=2, judge_scores=[[5.0], [2.5]], caps=(1.0, 2.0))
+    assert u.value.tolist() == [0.0, 0.25]
+    assert u.reason == ("far from every cap (score 5.00)", "near a cap (score 2.50)")
