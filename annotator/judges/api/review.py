@@ -13,6 +13,7 @@ from pydantic import Field
 from annotator.api.auth import admins, researchers
 from annotator.api.problems import INVALID_REQUEST, Problem
 from annotator.api.schemas import ERRORS
+from annotator.judges.selectors.draws import draw_in_force
 from annotator.models import Batch, ReviewDraw
 
 router = Router(tags=["judges"])
@@ -88,13 +89,6 @@ class DrawOut(Schema):
         description="the draw's population: every candidate (the unlabelled items with a judge score), "
         "then the items labelled before the draw"
     )
-
-
-def draw_in_force(batch: Batch) -> ReviewDraw | None:
-    # Imported on use: the selectors module loads numpy, which the web process loads only when asked.
-    from annotator.judges.selectors.draws import draw_in_force
-
-    return draw_in_force(batch)
 
 
 def _draw_out(draw: ReviewDraw) -> dict:

@@ -4,11 +4,14 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 from datetime import datetime
+from typing import TYPE_CHECKING
 
-import numpy as np
 from django.db.models import Count, Q
 
 from annotator.models import Annotation, Batch, ReviewDraw, ReviewDrawItem
+
+if TYPE_CHECKING:  # numpy is imported where the report's arrays are read: the API and pages load this module
+    import numpy as np
 
 DRAW_COLUMNS = ("item_id", "system_id", "pi", "drawn", "labelled_before", "uncertainty")
 
@@ -33,6 +36,8 @@ def draw_in_force(batch: Batch) -> ReviewDraw | None:
 
 def draw_design(batch: Batch, item_pk: np.ndarray) -> DrawDesign | None:
     """The draw in force on the item rows ``item_pk`` (the report's arrays), or None without one."""
+    import numpy as np
+
     draw = draw_in_force(batch)
     if draw is None:
         return None
