@@ -6,11 +6,17 @@ answered by the next item's fragment) through Django's WSGI handler, as gunicorn
 prints, per flow, the CPU time per round trip and the share of it spent under each part of
 the request (cumulative time of the functions that own it), then the top functions, then where
 the wall time of a round trip goes: inside database calls (how many; on PostgreSQL the server's
-CPU) and outside them.
+CPU) and outside them. On PostgreSQL, ``--statements`` adds where the time inside the database calls
+goes: per statement, its wall time from the app, and the server's planning and execution of it
+(EXPLAIN ANALYZE of the same text and values in a transaction rolled back), against the cheapest
+message there is (``SELECT 1`` through the same cursor): the floor a round trip of these statements
+cannot go under.
 
     .venv/bin/python bench/round_trip_profile.py                 # SQLite, 3,000 items, 200 round trips
     .venv/bin/python bench/round_trip_profile.py --pg-url postgres://postgres@127.0.0.1:5432/bench_profile
     .venv/bin/python bench/round_trip_profile.py --top 40        # longer function list
+    .venv/bin/python bench/round_trip_profile.py --pg-url postgres://postgres@127.0.0.1:5432/bench_profile \
+        --statements --top 0 --wall 1                              # the statements' floor
 
 It measures; it does not pass or fail. cProfile slows Python code down by about 1.5-2x, so
 the shares matter, not the absolute times (``bench/annotate_bench.py`` times the real server).
@@ -244,6 +250,101 @@ def wall_split(run, n: int, database: str) -> None:
     )
 
 
+def _statement_key(sql: str) -> str:
+    """A message's kind: its statements' first words (the lease's message is the user-row lock and the lease)."""
+    return " ; ".join(" ".join(part.split()[:5])[: 48 // (sql.count(";") + 1)] for part in sql.split(";"))
+
+
+def statement_split(run, n: int) -> None:
+    """PostgreSQL: per statement of a round trip, its wall time from the app and the server's own
+    planning and execution; then the floor: what the round trip's database calls would take if each
+    message cost only an empty round trip plus the server's execution (and planning, where the
+    statement is not prepared)."""
+    import re
+    import statistics
+
+    from django.db import connection
+
+    from annotator.hot_sql import hot_cursor
+
+    # One connection for the whole split, so the prepared statements read after the first pass are its own.
+    connection.settings_dict["CONN_MAX_AGE"] = None
+    connection.close_at = None
+    walls: dict[str, list[float]] = {}
+
+    def timed_call(execute, sql, params, many, context):
+        start = time.perf_counter()
+        try:
+            return execute(sql, params, many, context)
+        finally:
+            walls.setdefault(_statement_key(sql), []).append(time.perf_counter() - start)
+
+    with connection.execute_wrapper(timed_call):
+        run()
+
+    # Read before the EXPLAIN pass, whose rolled-back transactions make psycopg forget its statements.
+    with connection.cursor() as cursor:
+        cursor.execute("SELECT statement FROM pg_prepared_statements WHERE generic_plans > 0")
+        prepared = {_statement_key(re.sub(r"\$\d+", "%s", row[0])) for row in cursor.fetchall()}
+
+    server: dict[str, list[tuple[float, float]]] = {}
+
+    def explained_call(execute, sql, params, many, context):
+        # The statement's own plan and run, on the state it is about to see, then rolled back.
+        text, values = sql, list(params or [])
+        if text.count(";") and not many:  # the lease's message: explain the lease, not the lock
+            text, values = text.split("; ", 1)[1], values[1:]
+        from psycopg import ClientCursor
+
+        cursor = ClientCursor(connection.connection)
+        cursor.execute("BEGIN")
+        try:
+            cursor.execute("EXPLAIN (ANALYZE, SUMMARY, TIMING OFF) " + text, values)
+            plan = "\n".join(row[0] for row in cursor.fetchall())
+        finally:
+            cursor.execute("ROLLBACK")
+        times = [
+            float(re.search(rf"{part} Time: ([\d.]+)", plan).group(1)) / 1000
+            for part in ("Planning", "Execution")
+        ]
+        server.setdefault(_statement_key(sql), []).append(tuple(times))
+        return execute(sql, params, many, context)
+
+    with connection.execute_wrapper(explained_call):
+        run()
+
+    def empty_message():
+        with hot_cursor() as cursor:
+            cursor.execute("SELECT 1")
+            cursor.fetchall()
+
+    for _ in range(50):
+        empty_message()
+    start = time.perf_counter()
+    for _ in range(1000):
+        empty_message()
+    floor = (time.perf_counter() - start) / 1000
+    ms = lambda seconds: f"{1000 * seconds:.3f}"  # noqa: E731
+    print(f"  {'statement':<48} {'per trip':>8} {'wall ms':>8} {'plan ms':>8} {'run ms':>7}  prepared")
+    total_wall = estimate = 0.0
+    for key, times in sorted(walls.items(), key=lambda kv: -sum(kv[1])):
+        per_trip = len(times) / n
+        plan = statistics.median(t[0] for t in server.get(key, [(0.0, 0.0)]))
+        execution = statistics.median(t[1] for t in server.get(key, [(0.0, 0.0)]))
+        is_prepared = key in prepared
+        total_wall += sum(times) / n
+        estimate += per_trip * (floor + execution + (0.0 if is_prepared else plan))
+        print(
+            f"  {key:<48} {per_trip:8.1f} {ms(statistics.median(times)):>8} {ms(plan):>8} {ms(execution):>7}"
+            f"  {'yes' if is_prepared else 'no'}"
+        )
+    print(
+        f"  an empty message (SELECT 1) takes {ms(floor)} ms; the round trip's database calls take"
+        f" {ms(total_wall)} ms, and would take {ms(estimate)} ms if each cost only that plus the server's"
+        " run (and plan, where not prepared)"
+    )
+
+
 def report(flow: str, n: int, cpu: float, stats: pstats.Stats, top: int) -> None:
     total = stats.total_tt
     print(f"\n{flow}: {n} round trips, {1000 * cpu / n:.2f} ms CPU each without the profiler")
@@ -273,6 +374,11 @@ def main() -> None:
     parser.add_argument("--top", type=int, default=25)
     parser.add_argument("--flow", choices=["page", "htmx", "both"], default="both")
     parser.add_argument("--wall", type=int, default=3, help="runs of the wall-time split per flow")
+    parser.add_argument(
+        "--statements",
+        action="store_true",
+        help="PostgreSQL: each statement's wall, planning and execution time, and the floor they add up to",
+    )
     args = parser.parse_args()
     setup(args.pg_url)
     n = args.rounds
@@ -295,6 +401,8 @@ def main() -> None:
         database = args.pg_url.rsplit("/", 1)[1] if args.pg_url else ""
         for _ in range(args.wall):
             wall_split(run(n), n, database)
+        if args.statements and database:
+            statement_split(run(n), n)
 
 
 if __name__ == "__main__":
