@@ -108,6 +108,18 @@ class WorkerProgress:
     def username(self) -> str:
         return self.enrolment.user.get_username()
 
+    @property
+    def timed_out_unrated(self) -> bool:
+        """Their time ran out before they rated any item: a study link gives them no completion code."""
+        return self.state == End.TIMED_OUT.label.lower() and not self.items_done
+
+    @property
+    def code_given(self) -> bool:
+        """Whether their end page gave the study link's completion code."""
+        return bool(self.enrolment.study_link_id) and earns_completion_code(
+            end=self.enrolment.end, annotations=self.items_done
+        )
+
 
 def _state(
     enrolment: Enrolment, limits: Limits, now: datetime, standing: AnnotatorStanding | None = None
@@ -192,6 +204,7 @@ PAYMENT_HEADER = (
     "completed_at",
     "state",
     "screened_out",
+    "completion_code_given",
 )
 
 
@@ -216,6 +229,7 @@ def payment_rows(*, batch: Batch) -> list[tuple]:
                 completed,
                 p.state,
                 e.end == End.SCREENED_OUT,
+                p.code_given,
             )
         )
     return rows
@@ -245,16 +259,29 @@ class Ending:
     leave_how: str = ""
 
 
-def ending_for(enrolment: Enrolment) -> Ending:
+COMPLETION_ENDS = (End.DONE, End.TIMED_OUT)  # the ends that can give the completion code
+
+
+def earns_completion_code(*, end: str, annotations: int) -> bool:
+    """Whether a visit that ended so earns the study's completion code: done, or timed out after at
+    least one submitted rating. Training answers and gold checks are not rated items, so a worker whose
+    time ran out before their first rating did nothing a researcher pays for. The end page, the
+    workers list and CSV and the Prolific review all decide by this rule."""
+    return end == End.DONE or (end == End.TIMED_OUT and annotations > 0)
+
+
+def ending_for(enrolment: Enrolment, *, annotations: int) -> Ending:
+    """The enrolment's ending; ``annotations``: the worker's submitted annotations in the batch."""
     link = enrolment.study_link
     if link is None:
         return Ending("", "", "")
-    return link_ending(link, enrolment.end)
+    return link_ending(link, enrolment.end, annotations=annotations)
 
 
-def link_ending(link: StudyLink, end: str) -> Ending:
-    """The code and the way back a study link gives for an end (``End.FULL``: no code, the way to
-    leave the study on the platform)."""
+def link_ending(link: StudyLink, end: str, *, annotations: int = 0) -> Ending:
+    """The code and the way back a study link gives for an end (``End.FULL``, or a time-out before
+    any rating: no code, the way to leave the study on the platform). ``annotations``: the worker's
+    submitted annotations, which decide whether a time-out earns the completion code."""
     platform = PLATFORMS.get(link.platform)
     label = platform.label if platform else link.platform
     where = {
@@ -269,8 +296,11 @@ def link_ending(link: StudyLink, end: str) -> Ending:
         End.SCREENED_OUT: link.screen_out_code,
         End.DECLINED: link.no_consent_code,
     }.get(end, "")
-    if end in (End.DONE, End.TIMED_OUT) and link.completion_url:
-        return Ending(code, link.completion_url, **where)
+    if end in COMPLETION_ENDS:
+        if not earns_completion_code(end=end, annotations=annotations):
+            code = ""
+        elif link.completion_url:
+            return Ending(code, link.completion_url, **where)
     return Ending(code, platform.return_url_for(code) if platform else "", **where)
 
 

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import hashlib
 import json
+import math
 from functools import lru_cache
 
 from django.contrib import messages
@@ -159,7 +160,11 @@ def _render_step(request, facts: RatingFacts):
     limits = limits_for(batch=batch, enrolment=facts.enrolment)
     deadline = limits.deadline(facts.enrolment.started_at) if facts.enrolment is not None else None
     # Seconds rather than a clock time: the countdown then runs right on a computer whose clock is off.
-    seconds_left = max(0, int((deadline - timezone.now()).total_seconds())) if deadline is not None else None
+    # Rounded up, so the page reaches zero only once the server's deadline has passed: "Finish" at zero
+    # then ends the visit instead of showing the item again.
+    seconds_left = (
+        max(0, math.ceil((deadline - timezone.now()).total_seconds())) if deadline is not None else None
+    )
     return _render_rate(
         request,
         batch=batch,

@@ -14,7 +14,8 @@
     if (!timer.dataset.endsAt) {
       timer.dataset.endsAt = String(Date.now() + 1000 * Number(timer.dataset.secondsLeft || 0));
     }
-    var left = Math.max(0, Math.round((Number(timer.dataset.endsAt) - Date.now()) / 1000));
+    // Rounded up like the server's figure: zero here means the deadline has passed there too.
+    var left = Math.max(0, Math.ceil((Number(timer.dataset.endsAt) - Date.now()) / 1000));
     timer.textContent = shown(left);
     var strip = document.getElementById("session-left");
     if (strip) strip.classList.toggle("is-low", left <= LOW);

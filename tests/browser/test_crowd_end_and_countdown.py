@@ -1,5 +1,6 @@
 """In Chromium: the session countdown runs and, at zero, says the item on screen can no longer be
-saved; the completion code is the largest text on its page and its button copies it."""
+saved; the completion code is the largest text on its page and its button copies it; time that runs
+out before any rating ends on a page without a code that says how to return the study."""
 
 from __future__ import annotations
 
@@ -68,4 +69,28 @@ def test_the_code_is_the_largest_text_and_the_button_copies_it(chromium, live_se
     page.click("button.copy-code")
     page.wait_for_function("document.querySelector('.copy-state').textContent.length > 0")
     assert page.evaluate("navigator.clipboard.readText()") == "CB7X9Q"
+    context.close()
+
+
+@pytest.mark.django_db(transaction=True)
+def test_time_running_out_before_any_rating_ends_without_a_code(chromium, live_server):
+    batch = make_batch("countdown-unrated", n_items=3)
+    _link, token = prolific_link(batch, quota=2, max_minutes=1)
+    context, page = enter(chromium, live_server, token)
+    rating_ready(page)
+    Enrolment.objects.update(started_at=timezone.now() - timedelta(seconds=57))
+    page.reload()
+    rating_ready(page)
+    page.wait_for_selector("#session-over", state="visible", timeout=15_000)
+    finish = page.locator("#session-over a.button")
+    assert finish.inner_text().strip() == "Finish"  # no code is promised before a rating
+    page.route("https://app.prolific.com/**", lambda route: route.abort())
+    finish.click()
+    page.wait_for_selector("#time-up-unrated")
+    text = page.locator("#study-end").inner_text()
+    assert "before you rated any item" in text and "Nothing more can be done in this study" in text
+    assert "return your submission" in text and "Cancel participation" in text
+    assert page.locator("#completion-code").count() == 0
+    assert page.locator('meta[http-equiv="refresh"]').count() == 0
+    assert page.locator("#leave-link").get_attribute("href") == "https://app.prolific.com/"
     context.close()

@@ -6,7 +6,7 @@ upload page (preview, confirm), sets consent and limits and makes a Prolific lin
 50 workers arrive within seconds through one reverse proxy (``X-Forwarded-For`` as nginx sends it,
 ``REMOTE_ADDR`` the proxy's) and go through consent, instructions, training, checks and items with
 plain forms or htmx, some with two tabs, double submits, a lost lease or the session clock running
-out; a researcher excludes one annotator on the report and runs two judges against local fake
+out (once before the worker's first rating); a researcher excludes one annotator on the report and runs two judges against local fake
 endpoints; the items where the judges disagree most are listed (page, API, command) and put first in
 the queue, and a second wave of workers rates; every export is downloaded; a worker returns the
 study on Prolific (webhook), and the admin reviews the study on a local fake of Prolific's API from
@@ -198,6 +198,7 @@ class Worker:
     invalid_forms: int = 0
     codes: list[str] = field(default_factory=list)  # every completion-code box shown to the worker
     ended: str = ""  # the last page's path
+    end_text: str = ""  # the last page's HTML
 
 
 @dataclass
@@ -379,6 +380,8 @@ BEHAVIOURS = (
     "time_runs_out",
     "careful",
 )
+# The first "time_runs_out" worker's clock runs out at their first item, after training: no rating, no code.
+UNRATED = "time_runs_out_unrated"
 
 
 def entry_url(token: str, pid: str, session: str) -> str:
@@ -409,6 +412,8 @@ def pid_of(index: int) -> str:
 def worker_arrives(run: StudyRun, token: str, index: int, wave: int = 1):
     """Open the study link (twice, in two tabs, for some). The second wave rates carefully."""
     behaviour = BEHAVIOURS[index % len(BEHAVIOURS)] if wave == 1 else "careful"
+    if behaviour == "time_runs_out" and index < len(BEHAVIOURS):
+        behaviour = UNRATED
     me = Worker(
         pid=pid_of(index), behaviour=behaviour, htmx=index % 2 == 0, session=f"session-{index}", wave=wave
     )
@@ -484,7 +489,7 @@ def _rate_item(
         Assignment.objects.filter(**user_filter).update(
             lease_expires_at=timezone.now() - timedelta(seconds=1)
         )
-    if me.behaviour == "time_runs_out" and me.acked:
+    if (me.behaviour == "time_runs_out" and me.acked) or (me.behaviour == UNRATED and not me.acked):
         Enrolment.objects.filter(worker_id=me.pid).update(
             started_at=timezone.now() - timedelta(minutes=MAX_MINUTES + 1)
         )
@@ -517,7 +522,7 @@ def _note(me: Worker, pk: int, page: Response) -> None:
 
 
 def _ended(me: Worker, page: Response) -> Worker:
-    me.ended = page.path
+    me.ended, me.end_text = page.path, page.text
     me.codes.extend(CODE.findall(page.text))
     return me
 

@@ -131,6 +131,26 @@ def test_a_lost_lease_or_the_end_of_time_drops_only_the_item_in_hand(run):
     for worker in timed:
         assert len(worker.acked) == 1 and len(worker.refused) == 1, worker
         assert enrolment(worker).end == End.TIMED_OUT
+    unrated = [w for w in started(run) if w.behaviour == flow.UNRATED]
+    assert len(unrated) == 1 and not unrated[0].acked and len(unrated[0].refused) == 1, unrated
+
+
+def test_a_worker_whose_time_ran_out_before_any_rating_gets_no_code(run):
+    """Training done, then the clock ran out on the first item: no code, no trip to Prolific's
+    completion URL, a page that says so and asks for the study back; the researcher's CSV says
+    timed out with 0 items and no code given."""
+    (worker,) = [w for w in started(run) if w.behaviour == flow.UNRATED]
+    assert worker.training_answers == 2 and worker.codes == [] and worker.ended.endswith("/done/")
+    assert "before you rated any item" in worker.end_text and "return your submission" in worker.end_text
+    assert "submissions/complete" not in worker.end_text
+    assert enrolment(worker).end == End.TIMED_OUT
+    assert not Annotation.objects.filter(annotator=enrolment(worker).user).exists()
+    rows = {r["worker_id"]: r for r in csv.DictReader(io.StringIO(run.workers_csv.read_text()))}
+    row = rows[worker.pid]
+    assert (row["state"], row["items_done"], row["completion_code_given"]) == ("timed out", "0", "0")
+    assert {
+        r["completion_code_given"] for p, r in rows.items() if p != worker.pid and r["state"] == "done"
+    } == {"1"}
 
 
 def test_completion_codes_go_only_to_finishers(run):
@@ -141,6 +161,8 @@ def test_completion_codes_go_only_to_finishers(run):
             assert e.end in (End.DONE, End.TIMED_OUT) and ratings >= 1, worker
         if e.end == End.DONE:
             assert flow.COMPLETION in worker.codes and ratings == flow.QUOTA, worker
+        if e.end == End.TIMED_OUT:  # the code only for a time-out after at least one rating
+            assert (flow.COMPLETION in worker.codes) == (ratings >= 1), worker
         assert set(worker.codes) <= {flow.COMPLETION, flow.SCREENED, flow.NOCONSENT}, worker
 
 
@@ -380,7 +402,7 @@ def test_the_prolific_review_approves_and_pays_exactly_who_the_study_said(run):
     """On the fake Prolific API, from the Studies page: the dry run only reads; the review approves
     every worker shown the completion code except the one the researcher excluded (held for a person
     to decide), pays each of them the per-item bonus for the ratings stored, asks those the training
-    screened out to return, rejects nobody (every session was under Prolific's five minutes), and a
+    screened out and the one whose time ran out before a rating to return, rejects nobody (every session was under Prolific's five minutes), and a
     second review sends nothing that changes anything (no approval, payment or return request again)."""
     p = run.prolific
     assert p["dry_status"] == 200 and p["dry_methods"] == {"GET"}
@@ -393,7 +415,9 @@ def test_the_prolific_review_approves_and_pays_exactly_who_the_study_said(run):
     stored = {w.pid: Annotation.objects.filter(annotator=enrolment(w).user).count() for w in started(run)}
     assert p["paid"] == {pid: [pence * stored[pid]] for pid in approved}
     screened = {w.pid for w in started(run) if w.behaviour == "fails_training"}
-    assert screened and p["return_requested"] == screened
+    unrated = {w.pid for w in started(run) if w.behaviour == flow.UNRATED}
+    assert screened and unrated and p["return_requested"] == screened | unrated
+    assert not {p["statuses"][pid] for pid in unrated} - {"AWAITING REVIEW"}  # never approved
     assert "REJECTED" not in p["statuses"].values()
     assert p["statuses"][flow.pid_of(flow.WORKERS)] == "RETURNED"
     assert p["paid_again"] == p["paid"]

@@ -2,7 +2,8 @@
 [--bonus-per-item X | --bonus-csv FILE] [--dry-run]
 
 Reviews a Prolific study against the batch's workers: approves who earned the completion code,
-rejects only by Prolific's rules, asks training failures to return, and pays bonuses exactly once.
+rejects only by Prolific's rules, asks training failures (and workers whose time ran out before they
+rated anything) to return, and pays bonuses exactly once.
 The API token comes from PROLIFIC_API_TOKEN in the environment.
 """
 
@@ -35,7 +36,7 @@ class Command(BaseCommand):
             "--reject-failed-checks",
             action="store_true",
             help="reject 2+ failed attention checks in sessions over 5 minutes; ask training "
-            "failures to return",
+            "failures and workers who timed out before rating anything to return",
         )
         parser.add_argument(
             "--max-rejection-rate",

@@ -21,7 +21,10 @@ class ProlificReviewForm(forms.Form):
     approve = forms.BooleanField(required=False, label="Approve who earned the completion code")
     reject_failed_checks = forms.BooleanField(
         required=False,
-        label="Reject 2+ failed attention checks (sessions over 5 minutes); ask training failures to return",
+        label=(
+            "Reject 2+ failed attention checks (sessions over 5 minutes); ask training failures "
+            "and workers who timed out with nothing rated to return"
+        ),
     )
     max_rejection_rate = forms.DecimalField(
         min_value=0,

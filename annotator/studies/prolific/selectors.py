@@ -6,14 +6,10 @@ from collections import defaultdict
 from dataclasses import dataclass
 
 from annotator.models import AnnotatorStanding, Batch, Enrolment, GoldAnswer, GoldItem
-from annotator.studies.selectors import worker_progress
+from annotator.studies.selectors import earns_completion_code, worker_progress
 
 End = Enrolment.End
 PLATFORM = "prolific"
-CODE_ENDS = (
-    End.DONE,
-    End.TIMED_OUT,
-)  # the ends that show the completion code (studies.selectors.link_ending)
 
 
 @dataclass(frozen=True)
@@ -28,7 +24,13 @@ class WorkerFacts:
 
     @property
     def earned_code(self) -> bool:
-        return self.enrolment.end in CODE_ENDS
+        """Whether the end page showed them the completion code (the rule the end page follows)."""
+        return earns_completion_code(end=self.enrolment.end, annotations=self.items_done)
+
+    @property
+    def timed_out_unrated(self) -> bool:
+        """Their time ran out before their first rating: no code, and a return request is in order."""
+        return self.enrolment.end == End.TIMED_OUT and not self.earned_code
 
     @property
     def sessions(self) -> set[str]:

@@ -20,7 +20,13 @@ from annotator.models import Batch, Enrolment
 from annotator.roles import annotator_required
 from annotator.selectors.queue import batch_open_to
 from annotator.studies.markdown_text import markdown_html
-from annotator.studies.selectors import ending_for, limits_for, rated_count
+from annotator.studies.selectors import (
+    earns_completion_code,
+    ending_for,
+    limits_for,
+    rated_count,
+    submitted_count,
+)
 from annotator.studies.services.enrolment import (
     UNREAD,
     Stage,
@@ -135,6 +141,7 @@ def instructions(request, batch_id):
         "instructions_html": instructions_html(batch),
         "first_time": gate.stage == Stage.INSTRUCTIONS,
         "limits": limits_for(batch=batch, enrolment=gate.enrolment),
+        "crowd": gate.enrolment is not None and gate.enrolment.is_crowd,
     }
     return render(request, "annotator/study_instructions.html", context)
 
@@ -150,10 +157,14 @@ def done(request, batch_id):
     if enrolment is None or not enrolment.end:
         _batch(request, batch_id)  # a 404 for batches not open to them
         return redirect("annotate_next", batch_id=batch_id)
+    annotations = submitted_count(user=request.user, batch=enrolment.batch)
     context = {
         "batch": enrolment.batch,
         "enrolment": enrolment,
-        "ending": ending_for(enrolment),
+        "ending": ending_for(enrolment, annotations=annotations),
         "items_done": rated_count(user=request.user, batch=enrolment.batch),
+        # Training and checks are not rated items: time that ran out before the first rating earns nothing.
+        "time_up_unrated": enrolment.end == End.TIMED_OUT
+        and not earns_completion_code(end=enrolment.end, annotations=annotations),
     }
     return render(request, "annotator/study_done.html", context)

@@ -7,7 +7,8 @@ session id, which on Prolific is the submission id. Everyone else is listed and 
 Rejections follow Prolific's rules: only with ``reject_failed_checks``, only for two or more failed
 attention checks by a worker whose session ran longer than five minutes, with a category and a
 message of at least 100 characters naming the failed checks, and never past the rejection-rate
-cap. Failed training (comprehension) gets a return request instead.
+cap. Failed training (comprehension) gets a return request instead, and so does a worker whose time ran
+out before they rated any item (no completion code was shown to them).
 """
 
 from __future__ import annotations
@@ -28,6 +29,10 @@ MIN_MESSAGE_CHARS = 100
 REJECTION_CATEGORY = "FAILED_CHECK"
 DEFAULT_MAX_REJECTION_RATE = Decimal("10")  # percent of decided submissions
 RETURN_REASONS = ["You did not pass the comprehension (training) items at the start of the study."]
+TIME_UP_REASONS = [
+    "Your session's time limit ran out before you rated any item, so there is no completion code "
+    "for this study."
+]
 PER_ITEM_REASON = "per-item"
 
 
@@ -42,6 +47,7 @@ class Decision:
     why: str
     facts: WorkerFacts | None = None
     message: str = ""
+    return_reasons: tuple[str, ...] = ()  # what a return request tells the participant
 
     def line(self) -> str:
         who = self.facts.enrolment.user.get_username() if self.facts else "(not in this batch)"
@@ -114,7 +120,11 @@ def _decide(
             )
         if reject_failed_checks:
             return Decision(
-                sub, "return", "failed the training (comprehension) items: a return request", facts
+                sub,
+                "return",
+                "failed the training (comprehension) items: a return request",
+                facts,
+                return_reasons=tuple(RETURN_REASONS),
             )
         return Decision(
             sub, "hold", "failed the training items (--reject-failed-checks asks them to return)", facts
@@ -145,6 +155,16 @@ def _decide(
         )
     if facts.excluded:
         return Decision(sub, "hold", "excluded by quality control: decide by hand", facts)
+    if facts.timed_out_unrated:
+        # No code was shown, so nothing is approved; like a training failure they are asked to return.
+        why = "timed out with 0 items rated: no completion code"
+        if sub.id in returns_asked:
+            return Decision(sub, "none", f"{why}; a return was requested before: waiting for it", facts)
+        if reject_failed_checks:
+            return Decision(
+                sub, "return", f"{why}: a return request", facts, return_reasons=tuple(TIME_UP_REASONS)
+            )
+        return Decision(sub, "hold", f"{why} (--reject-failed-checks asks them to return)", facts)
     if not facts.earned_code:
         state = facts.enrolment.get_end_display().lower() if facts.enrolment.end else "still working"
         return Decision(sub, "hold", f"did not earn the completion code ({state})", facts)
@@ -246,7 +266,7 @@ def review_send(*, review: Review, client: api.ProlificClient) -> Review:
         )
     for decision in review.of("return"):
         if _send_one(
-            review, decision, lambda d: client.request_return(d.submission.id, reasons=RETURN_REASONS)
+            review, decision, lambda d: client.request_return(d.submission.id, reasons=list(d.return_reasons))
         ):
             ProlificReturnRequest.objects.get_or_create(
                 submission_id=decision.submission.id, defaults={"study_id": review.study_id}
