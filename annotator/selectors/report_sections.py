@@ -38,13 +38,14 @@ class ReportSection:
     revision: str | Callable[[Batch], Any] | None = None
 
     def build(self, inputs: SectionInputs) -> Any:
-        return _function(self.builder)(inputs)
+        return entry_function(self.builder)(inputs)
 
     def revision_facts(self, batch: Batch) -> Any:
-        return None if self.revision is None else _function(self.revision)(batch)
+        return None if self.revision is None else entry_function(self.revision)(batch)
 
 
-def _function(path_or_function):
+def entry_function(path_or_function):
+    """A registry entry's function: imported from its dotted path on first use, or given as is."""
     return import_string(path_or_function) if isinstance(path_or_function, str) else path_or_function
 
 
