@@ -17,7 +17,7 @@ from annotator.judges.services.review import (
     review_draw_make,
     review_draw_retire,
 )
-from annotator.models import Batch
+from annotator.management.commands._link_common import batch_named_or_numbered
 
 
 class Command(BaseCommand):
@@ -53,12 +53,7 @@ class Command(BaseCommand):
         )
 
     def handle(self, *args, batch, n, judge, out, queue_first, draw, seed, retire_draw, **options):
-        found = Batch.objects.filter(name=batch).first()
-        if found is None and batch.isdigit():
-            found = Batch.objects.filter(pk=int(batch)).first()
-        if found is None:
-            names = ", ".join(Batch.objects.order_by("name").values_list("name", flat=True)[:20]) or "none"
-            raise CommandError(f"No batch named {batch!r}. Batches: {names}.")
+        found = batch_named_or_numbered(batch)
         modes = [
             m
             for m, on in (
