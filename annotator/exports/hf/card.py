@@ -1,6 +1,7 @@
 """The dataset card (README.md): YAML front matter the Hub and ``datasets`` read, then the methods
 paragraph, the agreement table with the report's values, the sections features add
-(``HF_CARD_SECTIONS``: the judge calibration summary) and the data statement (recruitment, payment, quality control, exclusions counted).
+(``HF_CARD_SECTIONS``: the judge calibration summary) and the data statement (recruitment, payment,
+quality control, exclusions counted).
 
 Every figure is taken from the report object the JSON export is built from, formatted to
 ``DECIMALS`` places, so the card and the JSON agree to the printed precision.

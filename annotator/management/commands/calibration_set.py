@@ -1,4 +1,4 @@
-"""python manage.py calibration_set: a command of the judges package, in annotator/judges/management/commands/calibration_set.py."""
+"""python manage.py calibration_set: a judges command; its code is in annotator/judges/management/commands/."""
 
 from annotator.judges.management.commands.calibration_set import Command
 

@@ -1,4 +1,4 @@
-"""python manage.py import_judge_scores: a command of the judges package, in annotator/judges/management/commands/import_judge_scores.py."""
+"""python manage.py import_judge_scores: a judges command; its code is in annotator/judges/management/commands/."""
 
 from annotator.judges.management.commands.import_judge_scores import Command
 

@@ -1,4 +1,4 @@
-"""python manage.py import_traces: a command of the judges package, in annotator/judges/management/commands/import_traces.py."""
+"""python manage.py import_traces: a judges command; its code is in annotator/judges/management/commands/."""
 
 from annotator.judges.management.commands.import_traces import Command
 

@@ -1,4 +1,4 @@
-"""python manage.py import_verdicts: a command of the judges package, in annotator/judges/management/commands/import_verdicts.py."""
+"""python manage.py import_verdicts: a judges command; its code is in annotator/judges/management/commands/."""
 
 from annotator.judges.management.commands.import_verdicts import Command
 

@@ -1,4 +1,4 @@
-"""python manage.py run_judge: a command of the judges package, in annotator/judges/management/commands/run_judge.py."""
+"""python manage.py run_judge: a judges command; its code is in annotator/judges/management/commands/."""
 
 from annotator.judges.management.commands.run_judge import Command
 

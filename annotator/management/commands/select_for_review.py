@@ -1,4 +1,4 @@
-"""python manage.py select_for_review: a command of the judges package, in annotator/judges/management/commands/select_for_review.py."""
+"""python manage.py select_for_review: a judges command; its code is in annotator/judges/management/commands/."""
 
 from annotator.judges.management.commands.select_for_review import Command
 
