@@ -157,3 +157,46 @@ def test_the_checker_finds_a_circle_through_a_package_init(tmp_path):
 )
 def test_module_imports_on_its_own(name):
     importlib.import_module(name)
+
+
+# The judges' management commands: each joins the core's command folder by a module that only imports it.
+JUDGE_COMMANDS = (
+    "calibration_set",
+    "import_judge_scores",
+    "import_traces",
+    "import_verdicts",
+    "run_judge",
+    "select_for_review",
+)
+# The core modules that import the judges package, and why; everywhere else the core reaches it only
+# through a registry's dotted path (REPORT_SECTIONS, HF_PARTS, HF_CARD_SECTIONS, JOB_KINDS, urls).
+JUDGE_SEAMS = {
+    "annotator.models": "re-exports the judges' models: one app label, so Django finds them here",
+    "annotator.exports.formats": "EXPORT_FORMATS includes the judges' rows, JUDGE_EXPORT_FORMATS, by name",
+    "annotator.api.main": "the list of API routers mounts the judges' routers",
+    "annotator.studies.planning": "the study plan reads each judge's scores to plan its PPI labels",
+    "annotator.management.commands.load_demo": "the demo loads judge scores through the judges' services",
+    **{
+        f"annotator.management.commands.{name}": "Django finds commands only in the app's own folder"
+        for name in JUDGE_COMMANDS
+    },
+}
+
+
+def test_the_core_imports_the_judges_package_only_where_listed():
+    modules = _modules()
+    reaching = {
+        name
+        for name, path in modules.items()
+        if name.startswith("annotator.")
+        and not name.startswith("annotator.judges")
+        and any(m.startswith("annotator.judges") for m in _imports(name, path, modules))
+    }
+    assert reaching == set(JUDGE_SEAMS)
+
+
+@pytest.mark.parametrize("command", JUDGE_COMMANDS)
+def test_a_judges_command_joins_the_core_by_one_import(command):
+    modules = _modules()
+    name = f"annotator.management.commands.{command}"
+    assert _imports(name, modules[name], modules) == {f"annotator.judges.management.commands.{command}"}

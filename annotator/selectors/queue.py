@@ -22,7 +22,6 @@ from django.db.models import (
 from django.db.models.functions import Coalesce
 from django.utils import timezone
 
-from annotator.judges.turns import NO_ROLE, is_user, normalise_turns
 from annotator.models import (
     AccountScope,
     Annotation,
@@ -33,6 +32,7 @@ from annotator.models import (
     GoldAnswer,
     Item,
 )
+from annotator.turns import NO_ROLE, is_user, normalise_turns
 
 
 # The batch-access rule: the batch names no annotators or names this one, and the account is not

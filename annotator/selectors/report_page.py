@@ -9,7 +9,7 @@ from __future__ import annotations
 
 from typing import Any
 
-from annotator.models import Batch, JudgeFailure, JudgeScore, PairwiseVerdict
+from annotator.models import Batch
 from annotator.selectors import quality_report
 from annotator.selectors.reports import (
     BatchReport,
@@ -23,14 +23,6 @@ from hcs.defaults import DEFAULT_EPSILON, DEFAULT_RESAMPLES, DEFAULT_SEED
 def report_without_judges(*, batch: Batch) -> BatchReport:
     """Agreement, systems, annotators, quality control and disagreements, without the judge sections."""
     return batch_report(batch=batch, with_sections=False)
-
-
-def batch_has_judges(*, batch: Batch) -> bool:
-    return (
-        JudgeScore.objects.filter(item__batch=batch).exists()
-        or JudgeFailure.objects.filter(item__batch=batch).exists()
-        or PairwiseVerdict.objects.filter(baseline__batch=batch).exists()
-    )
 
 
 def judge_sections(*, batch: Batch) -> dict[str, Any]:

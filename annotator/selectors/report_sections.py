@@ -36,15 +36,22 @@ class ReportSection:
     builder: str | Callable[[SectionInputs], Any]  # a dotted path, imported on first use, or the function
     # What the section reads beyond the core report's rows: ``revision(batch)`` returns JSON-able facts.
     revision: str | Callable[[Batch], Any] | None = None
+    # Whether the batch has rows for the section, ``present(batch)``: the report page asks for the
+    # sections, and links the exports marked ``judges``, only when one has. None: always.
+    present: str | Callable[[Batch], bool] | None = None
 
     def build(self, inputs: SectionInputs) -> Any:
-        return _function(self.builder)(inputs)
+        return entry_function(self.builder)(inputs)
 
     def revision_facts(self, batch: Batch) -> Any:
-        return None if self.revision is None else _function(self.revision)(batch)
+        return None if self.revision is None else entry_function(self.revision)(batch)
+
+    def present_in(self, batch: Batch) -> bool:
+        return True if self.present is None else entry_function(self.present)(batch)
 
 
-def _function(path_or_function):
+def entry_function(path_or_function):
+    """A registry entry's function: imported from its dotted path on first use, or given as is."""
     return import_string(path_or_function) if isinstance(path_or_function, str) else path_or_function
 
 
@@ -56,14 +63,21 @@ REPORT_SECTIONS: dict[str, ReportSection] = {
             "judges",
             "annotator.judges.selectors.judges.judges_section",
             revision="annotator.judges.selectors.revision.judges_revision",
+            present="annotator.judges.selectors.presence.batch_has_judge_scores",
         ),
         ReportSection(
             "judge_pairwise",
             "annotator.judges.selectors.judges.pairwise_section",
             revision="annotator.judges.selectors.revision.pairwise_revision",
+            present="annotator.judges.selectors.presence.batch_has_verdicts",
         ),
     )
 }
+
+
+def batch_has_sections(*, batch: Batch) -> bool:
+    """Whether any section of ``REPORT_SECTIONS`` has rows in ``batch`` (checked in the table's order)."""
+    return any(section.present_in(batch) for section in REPORT_SECTIONS.values())
 
 
 def report_sections(inputs: SectionInputs) -> dict[str, Any]:

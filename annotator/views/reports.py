@@ -11,12 +11,9 @@ from django.views.decorators.http import require_GET
 from annotator.exports.formats import EXPORT_FORMATS, export_bytes, export_chunks
 from annotator.models import Batch, Item
 from annotator.roles import researcher_required
-from annotator.selectors.report_page import (
-    batch_has_judges,
-    report_page_context,
-    report_page_ready,
-)
+from annotator.selectors.report_page import report_page_context, report_page_ready
 from annotator.selectors.report_rows import batches_for_reports, item_report
+from annotator.selectors.report_sections import batch_has_sections
 from annotator.services.jobs import export_job_create
 from annotator.services.report_jobs import report_job_for_page
 
@@ -38,7 +35,7 @@ def report_batch(request, batch_id):
         # A large batch's report is computed by the worker; once stored, this page is drawn from it.
         return redirect("job_status", job_id=report_job_for_page(batch=batch, user=request.user).pk)
     context = report_page_context(batch=batch, sort=sort)
-    context["has_judges"] = batch_has_judges(batch=batch)  # their sections load after the page
+    context["has_judges"] = batch_has_sections(batch=batch)  # the judge sections load after the page
     context["exports"] = EXPORT_FORMATS.values()
     return render(request, "annotator/report.html", context)
 

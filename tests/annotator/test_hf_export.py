@@ -18,6 +18,7 @@ from annotator.exports.formats import EXPORT_FORMATS
 from annotator.exports.hf import rows as hf_rows
 from annotator.exports.hf.writer import DatasetRefused, dataset_write
 from annotator.exports.report_json import report_to_dict
+from annotator.judges.exports import tables
 from annotator.models import Job
 from annotator.selectors.reports import batch_report
 from annotator.services.job_runner import job_run
@@ -203,14 +204,18 @@ def test_judge_tables_have_the_csv_columns(study, tmp_path):
     batch, _ = study
     export(batch, tmp_path / "ds")
     scores = pq.read_table(tmp_path / "ds" / "data/judge_scores/train.parquet")
-    assert scores.column_names == list(hf_rows.JUDGE_SCORE_COLUMNS)
+    published = list(tables.JUDGE_SCORES_PUBLISHED)
+    assert scores.column_names == published
+    assert (
+        published
+        == (
+            "item_id system_id judge judge_version dimension raw_value value reason model provider "
+            "template_hash sample call_status"
+        ).split()
+    )
     rows = scores.to_pylist()
     # the same rows as judge_scores.csv: one source for both
-    from annotator.judges.exports import tables
-
-    csv_rows = [
-        {c: row[c] for c in hf_rows.JUDGE_SCORE_COLUMNS} for _, row in tables.judge_score_rows(batch=batch)
-    ]
+    csv_rows = [{c: row[c] for c in published} for _, row in tables.judge_score_rows(batch=batch)]
     assert rows == csv_rows and len(rows) > 0
     called = next(r for r in rows if r["judge"].startswith("gpt-judge"))
     assert called["call_status"] == "ok" and called["model"] == "gpt-x" and called["sample"] == 0
@@ -224,6 +229,28 @@ def test_judge_tables_have_the_csv_columns(study, tmp_path):
     assert verdicts[0]["criterion_scores"] == [
         {"criterion": "accuracy", "rubric_dimension": "coherence", "raw_value": 4.0}
     ]
+
+
+def test_a_column_the_judge_table_publishes_reaches_the_dataset(study, tmp_path, monkeypatch):
+    # The dataset's judge_scores columns are read from the judge table's published list when the
+    # dataset is written: publishing one more CSV column there is all it takes.
+    batch, _ = study
+    monkeypatch.setattr(
+        tables, "JUDGE_SCORES_PUBLISHED", {**tables.JUDGE_SCORES_PUBLISHED, "prompt_id": "string"}
+    )
+    export(batch, tmp_path / "ds")
+    scores = pq.read_table(tmp_path / "ds" / "data/judge_scores/train.parquet")
+    assert scores.column_names[-1] == "prompt_id"
+    assert scores.column("prompt_id").to_pylist() == [
+        row["prompt_id"] for _, row in tables.judge_score_rows(batch=batch)
+    ]
+    assert all(scores.column("prompt_id").to_pylist())
+
+
+def test_the_published_judge_columns_are_csv_columns_in_csv_order():
+    published = list(tables.JUDGE_SCORES_PUBLISHED)
+    assert published == [c for c in tables.JUDGE_SCORES_COLUMNS if c in tables.JUDGE_SCORES_PUBLISHED]
+    assert [name for name, _ in tables.JUDGE_SCORES_TABLE] == tables.JUDGE_SCORES_COLUMNS
 
 
 def test_an_empty_batch_gives_every_schema_with_no_rows(tmp_path):

@@ -11,8 +11,9 @@ from django.utils.module_loading import import_string
 
 from annotator.exports.report_json import report_json
 from annotator.judges.selectors.judges import judges_report, pairwise_report
+from annotator.models import Judge, JudgeFailure, JudgeScore, PairwiseVerdict
 from annotator.selectors import report_sections
-from annotator.selectors.report_sections import REPORT_SECTIONS, ReportSection
+from annotator.selectors.report_sections import REPORT_SECTIONS, ReportSection, batch_has_sections
 from annotator.selectors.reports import batch_report, report_arrays
 from tests.annotator.judges.test_judges_selector import _add_scores, _study
 from tests.factories import PASSWORD, make_batch
@@ -97,6 +98,34 @@ def test_the_page_part_renders_what_the_table_lists(client, researcher_user, sec
     assert "&lt;i&gt;mean&lt;/i&gt;" in client.get(url).content.decode()
     del sections["judges"]
     assert "&lt;i&gt;mean&lt;/i&gt;" not in client.get(url).content.decode()
+
+
+@pytest.mark.django_db
+@pytest.mark.parametrize("row", ["none", "score", "failure", "verdict"])
+def test_the_batch_has_sections_when_it_has_any_judge_row(row, django_assert_max_num_queries):
+    batch = make_batch("presence", n_items=2)
+    first, second = batch.items.order_by("position")
+    judge = Judge.objects.create(name="j")
+    if row == "score":
+        JudgeScore.objects.create(
+            judge=judge, item=first, dimension="coherence", raw_value=3, scale_min=1, scale_max=5, value=3
+        )
+    elif row == "failure":
+        JudgeFailure.objects.create(judge=judge, item=first, error="no answer")
+    elif row == "verdict":
+        PairwiseVerdict.objects.create(judge=judge, baseline=first, enhanced=second, winner="tie")
+    with django_assert_max_num_queries(3):  # one indexed existence check per kind of row at most
+        assert batch_has_sections(batch=batch) is (row != "none")
+
+
+@pytest.mark.django_db
+def test_each_listed_sections_presence_is_asked(sections):
+    batch = make_batch("presence", n_items=1)
+    assert not batch_has_sections(batch=batch)
+    sections["extra"] = ReportSection("extra", extra_section, present=lambda b: b.pk == batch.pk)
+    assert batch_has_sections(batch=batch)
+    sections["extra"] = ReportSection("extra", extra_section)  # no check: the section always shows
+    assert batch_has_sections(batch=batch)
 
 
 def test_the_core_report_does_not_import_the_judges_package():

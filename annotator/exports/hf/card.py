@@ -1,6 +1,7 @@
 """The dataset card (README.md): YAML front matter the Hub and ``datasets`` read, then the methods
-paragraph, the agreement table with the report's values, the judge calibration summary and the
-data statement (recruitment, payment, quality control, exclusions counted).
+paragraph, the agreement table with the report's values, the sections features add
+(``HF_CARD_SECTIONS``: the judge calibration summary) and the data statement (recruitment, payment,
+quality control, exclusions counted).
 
 Every figure is taken from the report object the JSON export is built from, formatted to
 ``DECIMALS`` places, so the card and the JSON agree to the printed precision.
@@ -10,10 +11,12 @@ from __future__ import annotations
 
 import json
 from collections import Counter
+from itertools import chain
 from typing import TYPE_CHECKING, Any
 
 from django.db.models import Count
 
+from annotator.exports.hf.parts import HF_CARD_SECTIONS, HF_PARTS
 from annotator.exports.methods import methods_paragraph
 from annotator.models import AccountScope, Batch, Enrolment, GoldItem, InviteLink, StudyLink
 from annotator.selectors.quality import quality_rule_of
@@ -24,15 +27,12 @@ if TYPE_CHECKING:
 
 DECIMALS = 3
 UNDEFINED = "–"
-CONFIG_TEXT = {
+CONFIG_TEXT = {  # the core's configs; a feature's own say what their rows hold in HF_PARTS
     "ratings": "one row per annotation: every rater's own scores (perspectivist data), flags, constraint "
     "answers, time on item, source, and whether the rater was excluded",
     "items": "one row per item: its text, the number of annotations, per dimension the mean, the soft label "
     "(`<dim>_dist`, the share of ratings on each scale point) and its entropy in bits, the overall "
     "HCS mean, the adjudicated label where one exists, and whether it is a gold item",
-    "judge_scores": "one row per LLM-judge score: the judge, its version, raw and rescaled value, reason and call",
-    "pairwise_verdicts": "one row per pairwise LLM-judge verdict, with the order the pair was sent in and the "
-    "judge's criterion scores",
 }
 SIZE_CATEGORIES = (
     (1_000, "n<1K"),
@@ -119,27 +119,8 @@ def _agreement_table(report: BatchReport) -> list[str]:
     return out
 
 
-def _judge_summary(report: BatchReport) -> list[str]:
-    section = report.sections.get("judges")
-    data = section.to_json() if section is not None else {}
-    rows = [(judge, dim, d) for judge, dims in data.items() for dim, d in dims.items() if "spearman" in d]
-    if not rows:
-        return ["No LLM judge scored this batch's items."]
-    out = [
-        "How each judge's scores follow the human mean per item (humans of excluded raters left out). "
-        "The alt-test (Calderon et al., 2025) asks whether the judge could replace a human annotator.",
-        "",
-        "| Judge | Dimension | n | Spearman ρ [95% CI] | Kendall τ | MAE | Bias | QWK | Alt-test passed |",
-        "|---|---|---|---|---|---|---|---|---|",
-    ]
-    for judge, dim, d in rows:
-        passed = (d.get("alt_test") or {}).get("passed")
-        out.append(
-            f"| {cell(judge)} | {cell(dim)} | {d['n']} | {with_ci(d['spearman'], d.get('spearman_ci95'))} "
-            f"| {number(d['kendall'])} | {number(d['mae'])} | {number(d['bias'])} | {number(d['qwk'])} "
-            f"| {UNDEFINED if passed is None else ('yes' if passed else 'no')} |"
-        )
-    return out
+def _config_text(config: str) -> str:
+    return CONFIG_TEXT[config] if config in CONFIG_TEXT else HF_PARTS[config].content
 
 
 def _recruitment(batch: Batch, raters: dict[int, str]) -> list[str]:
@@ -272,7 +253,7 @@ def dataset_card(
         "",
         "| Config | Rows | Content |",
         "|---|---|---|",
-        *(f"| `{name}` | {n} | {CONFIG_TEXT[name]} |" for name, n in rows.items()),
+        *(f"| `{name}` | {n} | {_config_text(name)} |" for name, n in rows.items()),
         "",
         "```python",
         "from datasets import load_dataset",
@@ -295,10 +276,9 @@ def dataset_card(
         "",
         *_agreement_table(report),
         "",
-        "## LLM judge calibration",
-        "",
-        *_judge_summary(report),
-        "",
+        *chain.from_iterable(
+            (f"## {section.heading}", "", *section.lines_of(report), "") for section in HF_CARD_SECTIONS
+        ),
         "## Data statement",
         "",
         "### Raters and recruitment",

@@ -1,8 +1,8 @@
 """The rows of the dataset's configs, read from the database (selectors: nothing here writes).
 
 ``rating_chunks`` streams every annotation of a batch in the report's order (item, submission time,
-id), in column chunks ready for pyarrow; ``judge_score_rows`` and ``pairwise_verdict_rows`` give the
-judge tables with the columns of the judge CSV exports.
+id), in column chunks ready for pyarrow. The configs a feature adds read their rows themselves
+(``annotator.exports.hf.parts``).
 """
 
 from __future__ import annotations
@@ -28,7 +28,6 @@ from annotator.models import (
     Batch,
     GoldItem,
     Item,
-    JudgeCriterionScore,
     Score,
 )
 from annotator.selectors.rows import chunked_cursor, converter
@@ -222,69 +221,3 @@ def adjudicated_scores(*, batch: Batch) -> dict[int, dict[str, int]]:
 
 def gold_item_ids(*, batch: Batch) -> set[str]:
     return set(GoldItem.objects.filter(batch=batch).values_list("item_id", flat=True))
-
-
-# ---------------------------------------------------------------- the judge tables
-JUDGE_SCORE_COLUMNS = (
-    "item_id",
-    "system_id",
-    "judge",
-    "judge_version",
-    "dimension",
-    "raw_value",
-    "value",
-    "reason",
-    "model",
-    "provider",
-    "template_hash",
-    "sample",
-    "call_status",
-)
-PAIRWISE_COLUMNS = (
-    "judge",
-    "judge_version",
-    "prompt_id",
-    "baseline_system",
-    "enhanced_system",
-    "order_sent",
-    "winner",
-    "confidence",
-    "criterion_scores",
-)
-
-
-def judge_score_rows(batch: Batch) -> list[tuple]:
-    """The rows of ``judge_scores.csv`` (one source: :mod:`annotator.judges.exports.tables`), as
-    tuples in ``JUDGE_SCORE_COLUMNS`` order."""
-    from annotator.judges.exports import tables
-
-    return [tuple(row[c] for c in JUDGE_SCORE_COLUMNS) for _, row in tables.judge_score_rows(batch=batch)]
-
-
-def pairwise_verdict_rows(batch: Batch) -> list[tuple]:
-    """The rows of ``pairwise_verdicts.csv`` (one source: :mod:`annotator.judges.exports.tables`), in the
-    run's orientation, with the criterion scores as a list of records."""
-    from annotator.judges.exports import tables
-
-    dimension_of = dict(
-        JudgeCriterionScore.objects.filter(item__batch=batch, enhanced__isnull=False)
-        .values_list("criterion", "rubric_dimension")
-        .distinct()
-    )
-    return [
-        (
-            row["judge"],
-            row["judge_version"],
-            row["prompt_id"],
-            row["baseline_system"],
-            row["enhanced_system"],
-            row["order_sent"],
-            row["winner"],
-            row["confidence"],
-            [
-                {"criterion": name, "rubric_dimension": dimension_of.get(name), "raw_value": raw}
-                for name, raw in sorted(row["criteria"].items())
-            ],
-        )
-        for _, row in tables.pairwise_verdict_rows(batch=batch)
-    ]

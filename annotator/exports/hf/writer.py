@@ -23,6 +23,7 @@ import pyarrow as pa
 import pyarrow.parquet as pq
 
 from annotator.exports.hf import card, rows
+from annotator.exports.hf.parts import HF_PARTS
 from annotator.models import Batch
 from hcs.agreement.bootstrap import DEFAULT_RESAMPLES, DEFAULT_SEED
 from hcs.calibration.alt_test import DEFAULT_EPSILON
@@ -98,49 +99,6 @@ def items_schema(batch: Batch) -> pa.Schema:
     fields += [(f"adjudicated_{d}", pa.int8()) for d in dims]
     fields += [("gold", pa.bool_())]
     return pa.schema(fields)
-
-
-JUDGE_SCORES_SCHEMA = pa.schema(
-    [
-        ("item_id", pa.string()),
-        ("system_id", pa.string()),
-        ("judge", pa.string()),
-        ("judge_version", pa.string()),
-        ("dimension", pa.string()),
-        ("raw_value", pa.float64()),
-        ("value", pa.float64()),
-        ("reason", pa.string()),
-        ("model", pa.string()),
-        ("provider", pa.string()),
-        ("template_hash", pa.string()),
-        ("sample", pa.int16()),
-        ("call_status", pa.string()),
-    ]
-)
-PAIRWISE_SCHEMA = pa.schema(
-    [
-        ("judge", pa.string()),
-        ("judge_version", pa.string()),
-        ("prompt_id", pa.string()),
-        ("baseline_system", pa.string()),
-        ("enhanced_system", pa.string()),
-        ("order_sent", pa.string()),
-        ("winner", pa.string()),
-        ("confidence", pa.float64()),
-        (
-            "criterion_scores",
-            pa.list_(
-                pa.struct(
-                    [
-                        ("criterion", pa.string()),
-                        ("rubric_dimension", pa.string()),
-                        ("raw_value", pa.float64()),
-                    ]
-                )
-            ),
-        ),
-    ]
-)
 
 
 @dataclass
@@ -386,14 +344,10 @@ def _build(*, batch: Batch, report: BatchReport, folder: Path, rater_names: bool
         batch, report, folder, items, set(exclusions), rater_names, raters
     )
     written.rows["items"] = _write_items(batch, folder, items, tally)
-    judge_scores = rows.judge_score_rows(batch)
-    if judge_scores:
-        written.rows["judge_scores"] = _write_table(folder, "judge_scores", JUDGE_SCORES_SCHEMA, judge_scores)
-    verdicts = rows.pairwise_verdict_rows(batch)
-    if verdicts:
-        written.rows["pairwise_verdicts"] = _write_table(
-            folder, "pairwise_verdicts", PAIRWISE_SCHEMA, verdicts
-        )
+    for part in HF_PARTS.values():
+        table = part.table_of(batch)
+        if table.rows:  # a feature's config is written only when the batch has its rows
+            written.rows[part.config] = _write_table(folder, part.config, table.schema, table.rows)
     # Excluded people who rated nothing get a pseudonym too: the data statement counts them.
     missing = [pk for pk in exclusions if pk not in raters]
     raters.update(_pseudonyms(batch, missing, rater_names))

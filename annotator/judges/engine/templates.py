@@ -29,7 +29,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
-from annotator.judges.turns import is_user, normalise_turns
+from annotator.turns import is_user, normalise_turns
 from hcs.judge_output import JudgeScale, OutputSpec
 from hcs.rubric import Rubric
 from hcs.scale_check import scale_conflicts

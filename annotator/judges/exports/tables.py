@@ -23,25 +23,30 @@ from annotator.models import Batch, Judge, JudgeCall, JudgeCriterionScore, Judge
 CHUNK = 2_000
 IMPORTED = "imported"  # call_status of a score or verdict that came from a file, not from a call
 
-JUDGE_SCORES_COLUMNS = [
-    "item_id",
-    "system_id",
-    "judge",
-    "judge_version",
-    "dimension",
-    "raw_value",
-    "value",
-    "reason",
-    "model",
-    "provider",
-    "template_hash",
-    "sample",
-    "call_status",
-    "prompt_id",
-    "scale_min",
-    "scale_max",
-    "higher_is_better",
-]
+# The columns of judge_scores.csv, in order, each with its type in the published dataset's
+# ``judge_scores`` config (a pyarrow type alias; annotator/judges/exports/hf.py) or None where the
+# dataset leaves the column out. One list, so a column published here reaches both.
+JUDGE_SCORES_TABLE: tuple[tuple[str, str | None], ...] = (
+    ("item_id", "string"),
+    ("system_id", "string"),
+    ("judge", "string"),
+    ("judge_version", "string"),
+    ("dimension", "string"),
+    ("raw_value", "float64"),
+    ("value", "float64"),
+    ("reason", "string"),
+    ("model", "string"),
+    ("provider", "string"),
+    ("template_hash", "string"),
+    ("sample", "int16"),
+    ("call_status", "string"),
+    ("prompt_id", None),
+    ("scale_min", None),
+    ("scale_max", None),
+    ("higher_is_better", None),
+)
+JUDGE_SCORES_COLUMNS = [name for name, _ in JUDGE_SCORES_TABLE]
+JUDGE_SCORES_PUBLISHED = {name: kind for name, kind in JUDGE_SCORES_TABLE if kind is not None}
 PAIRWISE_FIRST_COLUMNS = [
     "prompt_id",
     "baseline_system",

@@ -34,7 +34,7 @@ from annotator.imports.errors import FileRefused, RowError
 from annotator.imports.file_size import check_size
 from annotator.imports.json_text import json_loads
 from annotator.imports.reading import JSONL, ROW, Table, decode_text
-from annotator.judges.turns import as_text, normalise_turns
+from annotator.turns import as_text, normalise_turns
 
 _SEGMENT = re.compile(r"([A-Za-z_][\w\-]*)?((?:\[-?\d+\])*)$")
 _INDEX = re.compile(r"\[(-?\d+)\]")

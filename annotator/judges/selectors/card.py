@@ -203,11 +203,3 @@ def _jury(judge: Judge, rows, section) -> dict[str, Any] | None:
             "beats_best_member": None if mine is None or best[0] is None else bool(mine > best[0]),
         }
     return {"members": list(members), "dimensions": dimensions}
-
-
-def judge_has_work(*, batch: Batch, judge: Judge) -> bool:
-    """Whether ``judge`` has scores or verdicts in ``batch`` (two indexed existence checks, before a card is built)."""
-    return (
-        JudgeScore.objects.filter(judge=judge, item__batch=batch).exists()
-        or PairwiseVerdict.objects.filter(judge=judge, baseline__batch=batch).exists()
-    )

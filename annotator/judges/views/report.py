@@ -10,13 +10,14 @@ from django.views.decorators.http import require_GET
 from annotator.judges.exports.card import CARD_EXPORTS
 from annotator.judges.forms.judges import DisagreementFilterForm
 from annotator.judges.models.judge import OVERALL
-from annotator.judges.selectors.card import judge_card, judge_has_work
+from annotator.judges.selectors.card import judge_card
 from annotator.judges.selectors.disagreements import (
     MAX_ROWS,
     judge_dimensions,
     judge_disagreements,
     judge_systems,
 )
+from annotator.judges.selectors.presence import judge_has_work
 from annotator.models import Batch, Judge
 from annotator.roles import researcher_required
 from annotator.selectors.report_page import judge_sections_html

@@ -1,4 +1,5 @@
-"""What the link commands share: finding batches by name and the --base-url / --days options."""
+"""What the commands share: finding batches by name (or id), and the link commands' --base-url / --days
+options."""
 
 from __future__ import annotations
 
@@ -13,6 +14,17 @@ def batch_named(name: str) -> Batch:
         known = ", ".join(Batch.objects.order_by("name").values_list("name", flat=True)[:20]) or "none yet"
         raise CommandError(f"No batch named {name!r}. Batches: {known}.")
     return batch
+
+
+def batch_named_or_numbered(text: str) -> Batch:
+    """The batch named ``text`` or, when none is and ``text`` is a number, the batch of that id."""
+    found = Batch.objects.filter(name=text).first()
+    if found is None and text.isdigit():
+        found = Batch.objects.filter(pk=int(text)).first()
+    if found is None:
+        names = ", ".join(Batch.objects.order_by("name").values_list("name", flat=True)[:20]) or "none"
+        raise CommandError(f"No batch named {text!r}. Batches: {names}.")
+    return found
 
 
 def add_link_options(parser, *, days: int) -> None:

@@ -8,7 +8,7 @@ from django.core.management.base import BaseCommand, CommandError
 
 from annotator.exports.formats import EXPORT_FORMATS, TABLES, export_chunks
 from annotator.exports.hf.hub import HubRefused, hub_target
-from annotator.models import Batch
+from annotator.management.commands._link_common import batch_named_or_numbered
 from annotator.selectors.report_options import ReportOptions, report_with_options
 from hcs.agreement.bootstrap import DEFAULT_RESAMPLES, DEFAULT_SEED
 from hcs.calibration.alt_test import DEFAULT_EPSILON
@@ -78,12 +78,7 @@ class Command(BaseCommand):
                 raise CommandError(f"Nothing was written: {exc}.") from exc
             if not out:
                 raise CommandError("--format hf writes a folder: give it with --out DIR.")
-        found = Batch.objects.filter(name=batch).first()
-        if found is None and batch.isdigit():
-            found = Batch.objects.filter(pk=int(batch)).first()
-        if found is None:
-            names = ", ".join(Batch.objects.order_by("name").values_list("name", flat=True)[:20]) or "none"
-            raise CommandError(f"No batch named {batch!r}. Batches: {names}.")
+        found = batch_named_or_numbered(batch)
         options = ReportOptions(n_resamples=resamples, seed=seed, epsilon=epsilon)
         if options.errors():
             raise CommandError("; ".join("--" + e for e in options.errors()))

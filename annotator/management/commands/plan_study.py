@@ -6,7 +6,7 @@ import json
 
 from django.core.management.base import BaseCommand, CommandError
 
-from annotator.models import Batch
+from annotator.management.commands._link_common import batch_named_or_numbered
 from hcs.calibration.alt_test import DEFAULT_EPSILON
 
 
@@ -30,12 +30,7 @@ class Command(BaseCommand):
         from annotator.selectors.reports import batch_report
         from annotator.studies.planning import PlanError, parse_plan_request, study_plan
 
-        found = Batch.objects.filter(name=batch).first()
-        if found is None and batch.isdigit():
-            found = Batch.objects.filter(pk=int(batch)).first()
-        if found is None:
-            names = ", ".join(Batch.objects.order_by("name").values_list("name", flat=True)[:20]) or "none"
-            raise CommandError(f"No batch named {batch!r}. Batches: {names}.")
+        found = batch_named_or_numbered(batch)
         if not 0 <= epsilon < 1:
             raise CommandError(f"--epsilon must lie in [0, 1), not {epsilon}")
         try:

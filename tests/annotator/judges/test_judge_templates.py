@@ -17,8 +17,8 @@ from annotator.judges.engine.templates import (
     load_template,
     pair_fields,
 )
+from annotator.judges.services.traces import batch_import_traces
 from annotator.models import Item
-from annotator.services.traces import batch_import_traces
 from hcs.rubric import Rubric
 
 SEEDS = Path(__file__).resolve().parents[4] / "shared" / "seeds"

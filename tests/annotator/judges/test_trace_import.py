@@ -9,8 +9,8 @@ from hypothesis import strategies as st
 
 from annotator.imports.errors import FileRefused, ImportRefused
 from annotator.judges.imports.trace_file import PathError, TracePath, parse_mapping, parse_trace_file
+from annotator.judges.services.traces import batch_import_traces
 from annotator.models import Item
-from annotator.services.traces import batch_import_traces
 from hcs.rubric import Rubric
 
 # A hub-coach trace shaped like the ones the seed's trace-level rules read.

@@ -1,4 +1,4 @@
-"""Creating a batch from a JSONL of traces and a field mapping (see ``annotator.judges.imports.trace_file``)."""
+"""A new batch from a JSONL of traces and a field mapping (parsed by ``judges.imports.trace_file``)."""
 
 from __future__ import annotations
 
