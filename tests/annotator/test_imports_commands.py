@@ -227,10 +227,16 @@ def test_every_demo_judge_names_its_template_in_the_exports(tmp_path):
     [second] = [j for j in versions if j.startswith("demo-judge-lenient (template ")]
     [(second_version, _)] = versions[second]
     assert second == f"demo-judge-lenient (template {second_version})"
-    # A demo loaded before the template was recorded gets it on the next run, and nothing else changes.
-    Judge.objects.filter(name="demo-judge-lenient").update(template_version="", template_hash="")
+    # A demo loaded before the template was recorded gets it on the next run, and its second version,
+    # named then after its score file, is renamed rather than loaded twice.
+    import hashlib
+
+    earlier = f"demo-judge-lenient (template 2 #{hashlib.sha256((ROOT / 'fixtures/demo/judge_close.csv').read_bytes()).hexdigest()[:8]})"
+    Judge.objects.filter(name__startswith="demo-judge-lenient").update(template_version="", template_hash="")
+    Judge.objects.filter(name=second).update(name=earlier)
     scores = JudgeScore.objects.count()
     run("load_demo")
-    lenient = Judge.objects.get(name="demo-judge-lenient")
-    assert (lenient.template_version, lenient.template_hash) == (template.version, template.content_hash)
+    for name in ("demo-judge-lenient", second):
+        judge = Judge.objects.get(name=name)
+        assert (judge.template_version, judge.template_hash) == (template.version, template.content_hash)
     assert JudgeScore.objects.count() == scores and Judge.objects.count() == 4

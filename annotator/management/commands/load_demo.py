@@ -8,6 +8,8 @@ Idempotent: a second run finds the batch, its annotations and the judge's scores
 
 from __future__ import annotations
 
+import hashlib
+
 from django.conf import settings
 from django.core.management.base import BaseCommand
 
@@ -90,7 +92,14 @@ class Command(BaseCommand):
 
     def _judges(self, batch: Batch) -> None:
         template = load_template(DEMO_TEMPLATE)
-        for judge, (filename, model) in demo_judges().items():
+        judges = demo_judges()
+        # A demo loaded before named the second version after its score file: renamed, not loaded twice.
+        name, filename, _model = DEMO_VERSION_OF
+        earlier = f"{name} (template 2 #{hashlib.sha256((DEMO_DIR / filename).read_bytes()).hexdigest()[:8]})"
+        [current] = [judge for judge in judges if judge not in DEMO_JUDGES]
+        if not Judge.objects.filter(name=current).exists():
+            Judge.objects.filter(name=earlier).update(name=current)
+        for judge, (filename, model) in judges.items():
             if not JudgeScore.objects.filter(judge__name=judge, item__batch=batch).exists():
                 path = DEMO_DIR / filename
                 n = judge_scores_import(
