@@ -80,7 +80,7 @@ def test_the_time_up_page_stands_alone_without_a_stale_saved_banner(worker):
     page = client.get(reverse("annotate_next", args=[batch.pk]), follow=True)
     html = page.content.decode()
     assert page.redirect_chain[-1][0] == reverse("study_done", args=[batch.pk])
-    assert "Your time is up" in html and "they are kept" in html
+    assert "Your time is up" in html and "You rated 1 item, and it is kept." in html
     assert "Saved your rating." not in html and 'class="messages"' not in html
     # Consumed, not just hidden: it does not come back on the next page either.
     assert "Saved your rating." not in client.get(reverse("study_done", args=[batch.pk])).content.decode()
