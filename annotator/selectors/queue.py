@@ -32,6 +32,7 @@ from annotator.models import (
     GoldAnswer,
     Item,
 )
+from annotator.services.assignment_sql import candidate_items
 from annotator.turns import NO_ROLE, is_user, normalise_turns
 
 
@@ -101,6 +102,8 @@ class BatchProgress:
     mine_leased: bool
     ended: bool = False  # their ratings are final (see ratings_final): no Start button, no edit link
     visit_over: bool = False  # their study visit is over
+    nothing_left: bool = False  # no item left that they may get, and nothing on their screen
+    crowd: bool = False  # they came by a study link: Start then ends their visit with its code
 
     @property
     def percent_complete(self) -> int:
@@ -151,6 +154,22 @@ def queue_for_annotator(*, user) -> list[BatchProgress]:
             ),
             stopped=_stopped(user, OuterRef("pk")),
             visit_over=_visit_over(user, OuterRef("pk")),
+            # Slots held by others' leases count as left: such a lease may run out, and then Start works.
+            items_left=Exists(
+                candidate_items(
+                    annotator_id=user.pk,
+                    batch_id=OuterRef("pk"),
+                    k=OuterRef("k"),
+                    one_system_per_prompt=OuterRef("one_system_per_prompt"),
+                    free_slot=False,
+                )
+            ),
+            gold_open=Exists(
+                GoldAnswer.objects.filter(
+                    gold_item__batch=OuterRef("pk"), annotator=user, submitted_at__isnull=True
+                )
+            ),
+            crowd=Exists(Enrolment.objects.filter(batch=OuterRef("pk"), user=user).exclude(worker_id="")),
         )
         .order_by("name")
     )
@@ -163,6 +182,8 @@ def queue_for_annotator(*, user) -> list[BatchProgress]:
             mine_leased=b.mine_leased,
             ended=b.stopped or b.visit_over,
             visit_over=b.visit_over,
+            nothing_left=not (b.items_left or b.mine_leased or b.gold_open),
+            crowd=b.crowd,
         )
         for b in batches
     ]

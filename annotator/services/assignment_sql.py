@@ -14,6 +14,8 @@ from functools import lru_cache
 
 from django.contrib.auth import get_user_model
 from django.db import connection
+from django.db.models import BooleanField, Exists, F, OuterRef, Q, QuerySet, Value
+from django.db.models.lookups import Exact
 
 from annotator.hot_sql import hot_cursor
 from annotator.models import AnnotatorStanding, Assignment, Item
@@ -57,6 +59,25 @@ def _candidates_sql(one_system_per_prompt: bool) -> str:
             f" AND g2.annotator_id + 0 = %s{fence}){fence}))"
         )
     return sql
+
+
+def candidate_items(
+    *, annotator_id: int, batch_id, k, one_system_per_prompt, free_slot: bool = True
+) -> QuerySet[Item]:
+    """The ORM spelling of :func:`_candidates_sql`, kept beside it (tests/annotator/test_rule_parity.py
+    checks they select the same items). ``batch_id``, ``k`` and ``one_system_per_prompt`` are values or
+    ``OuterRef`` to a batch query; ``free_slot=False`` also counts items whose open slots are only held
+    by others' leases, which may still come free."""
+    if not hasattr(one_system_per_prompt, "resolve_expression"):
+        one_system_per_prompt = Value(bool(one_system_per_prompt), output_field=BooleanField())
+    given = Assignment.objects.filter(item_id=OuterRef("pk"), annotator_id=annotator_id)
+    prompt_given = Assignment.objects.filter(
+        annotator_id=annotator_id, item__batch_id=OuterRef("batch_id"), item__prompt_id=OuterRef("prompt_id")
+    )
+    items = Item.objects.filter(batch_id=batch_id, n_annotations__lt=k).filter(~Exists(given))
+    if free_slot:
+        items = items.alias(held=F("n_annotations") + F("n_leased")).filter(held__lt=k)
+    return items.filter(Q(Exact(one_system_per_prompt, False)) | Q(prompt_id="") | ~Exists(prompt_given))
 
 
 def _candidates_params(batch, annotator_id: int) -> list:

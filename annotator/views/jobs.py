@@ -27,7 +27,7 @@ def _own_job(request, job_id, *, with_output: bool = False) -> Job:
 def job_status(request, job_id):
     job = job_reclaim(job=_own_job(request, job_id))  # a job whose worker was killed shows as failed
     template = "annotator/job.html#job-status" if request.htmx else "annotator/job.html"
-    return render(request, template, {"job": job})
+    return render(request, template, {"job": job, "stopping": job_kind(job).stopping})
 
 
 @require_GET
@@ -60,11 +60,11 @@ def job_stop(request, job_id):
         messages.info(request, "This job has already finished.")
         return redirect("job_status", job_id=job.pk)
     job = job_cancel(job=job)
+    # A run that stops in its own time says "Stopping" inside the polled status, not as a message:
+    # the status drops it once the run has stopped, a message would stay above "Cancelled".
     if job.state == Job.CANCELLED:
         messages.info(request, "Stopped.")
-    elif job_kind(job).stopping:
-        messages.info(request, job_kind(job).stopping)
-    else:
+    elif not job_kind(job).stopping:
         messages.info(
             request,
             "This job is being saved in one transaction and cannot be stopped half-way; "

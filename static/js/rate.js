@@ -351,6 +351,16 @@
     var level = event.target.closest ? event.target.closest(".level") : null;
     if (level) showLevel(level.closest(".kb-row"), level);
   });
+  // Focus leaving a row's levels takes their description with it: the row shows its chosen level's,
+  // or its default when nothing is chosen, not the level that last had the focus.
+  document.addEventListener("focusout", function (event) {
+    var level = event.target.closest ? event.target.closest(".level") : null;
+    if (!level) return;
+    var row = level.closest(".kb-row");
+    var next = event.relatedTarget;
+    if (next && next.closest && next.closest(".level") && row.contains(next)) return;  // focusin shows it
+    showLevel(row, null);
+  });
   document.addEventListener("mouseover", function (event) {
     var level = event.target.closest ? event.target.closest(".level") : null;
     if (level) showLevel(level.closest(".kb-row"), level);

@@ -3,8 +3,10 @@
  * htmx does not swap an error answer (4xx/5xx) or report a lost connection, so without this a
  * failed Submit looks like nothing happened. The message is the server's own error page's
  * #error-message (503: what happened, nothing was lost, when to send again), rebuilt as text and
- * same-site links in a live region beside the control that sent the request. Nothing else on the
- * page changes, so everything the person typed or chose stays as it was.
+ * same-site links in a live region, focused. It goes where the form says its errors go
+ * ([data-request-errors-here]: the rating form's error summary, below its progress), else beside
+ * the control that sent the request. Nothing else on the page changes, so everything the person
+ * typed or chose stays as it was.
  */
 (function () {
   "use strict";
@@ -21,8 +23,7 @@
   }
 
   function clear(host) {
-    var old = host.querySelector(":scope > .request-error");
-    if (old) old.remove();
+    Array.prototype.forEach.call(host.querySelectorAll(".request-error"), function (old) { old.remove(); });
   }
 
   function sameSite(href) {
@@ -80,7 +81,12 @@
       t.textContent = message.text;
       box.appendChild(t);
     }
-    host.appendChild(box);
+    var here = host.querySelector("[data-request-errors-here]");
+    if (here) here.parentNode.insertBefore(box, here);
+    else host.appendChild(box);
+    // Focused, so a screen reader reads it and the page scrolls to it from the Submit button below.
+    box.tabIndex = -1;
+    box.focus();
     if (box.scrollIntoView) box.scrollIntoView({ block: "nearest" });
   }
 

@@ -23,6 +23,8 @@
       timer.dataset.over = "1";
       var notice = document.getElementById("session-over");
       if (notice) notice.hidden = false;
+      // Once the time is up its notice stands alone: a "Saved your rating." from before is stale.
+      document.querySelectorAll("#main .messages").forEach(function (list) { list.remove(); });
       var submit = document.getElementById("submit-btn");
       if (submit) {
         submit.disabled = true;

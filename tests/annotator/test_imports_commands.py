@@ -196,3 +196,47 @@ def test_the_demo_prints_a_working_study_link_and_invite_link():
     assert StudyLink.objects.filter(revoked_at__isnull=True).count() == 1
     assert InviteLink.objects.filter(revoked_at__isnull=True).count() == 1
     assert Client().get(urlsplit(invite).path).status_code == 403
+
+
+def test_every_demo_judge_names_its_template_in_the_exports(tmp_path):
+    import csv
+
+    from annotator.judges.engine.templates import load_template
+    from annotator.models import Judge
+
+    run("load_demo")
+    out = tmp_path / "judge_scores.csv"
+    call_command(
+        "export_report",
+        "Demo: route planning",
+        "--table",
+        "judge_scores",
+        "--out",
+        str(out),
+        stderr=StringIO(),
+    )
+    versions = {}
+    for row in csv.DictReader(out.open(encoding="utf-8")):
+        versions.setdefault(row["judge"], set()).add((row["judge_version"], row["template_hash"]))
+    template = load_template("hcs_rubric")
+    assert len(versions) == 4 and "demo-judge-lenient" in versions
+    for judge, seen in versions.items():
+        [(version, template_hash)] = seen
+        assert version.startswith(f"{template.version} #") and template_hash == template.content_hash, judge
+    # The lenient judge's second version is named as a run names one: after the version its rows carry.
+    [second] = [j for j in versions if j.startswith("demo-judge-lenient (template ")]
+    [(second_version, _)] = versions[second]
+    assert second == f"demo-judge-lenient (template {second_version})"
+    # A demo loaded before the template was recorded gets it on the next run, and its second version,
+    # named then after its score file, is renamed rather than loaded twice.
+    import hashlib
+
+    earlier = f"demo-judge-lenient (template 2 #{hashlib.sha256((ROOT / 'fixtures/demo/judge_close.csv').read_bytes()).hexdigest()[:8]})"
+    Judge.objects.filter(name__startswith="demo-judge-lenient").update(template_version="", template_hash="")
+    Judge.objects.filter(name=second).update(name=earlier)
+    scores = JudgeScore.objects.count()
+    run("load_demo")
+    for name in ("demo-judge-lenient", second):
+        judge = Judge.objects.get(name=name)
+        assert (judge.template_version, judge.template_hash) == (template.version, template.content_hash)
+    assert JudgeScore.objects.count() == scores and Judge.objects.count() == 4

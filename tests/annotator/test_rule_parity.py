@@ -105,3 +105,37 @@ def test_the_standing_rule_property_q_and_sql_agree():
         for t in AnnotatorStanding.Training.values
         if t != AnnotatorStanding.Training.FAILED
     }
+
+
+@pytest.mark.parametrize("one_system_per_prompt", [False, True])
+def test_candidate_items_orm_and_sql_select_the_same_items(one_system_per_prompt):
+    from annotator.models import Assignment, Item
+    from annotator.services.assignment_sql import _candidates_params, _candidates_sql, candidate_items
+
+    batch = make_batch("candidates", n_items=16, k=3, systems=("a", "b"), constraints=())
+    Batch.objects.filter(pk=batch.pk).update(one_system_per_prompt=one_system_per_prompt)
+    batch.refresh_from_db()
+    me, now = make_user("me"), timezone.now()
+    items = list(batch.items.order_by("position"))
+    # Every pair of counters below k and at it, and a few items already given to me.
+    for item, (done, held) in zip(items, product(range(4), range(4)), strict=False):
+        Item.objects.filter(pk=item.pk).update(n_annotations=done, n_leased=held)
+    for item in (items[0], items[5], items[10]):
+        Assignment.objects.create(item=item, annotator=me, leased_at=now, lease_expires_at=now)
+    Item.objects.filter(pk=items[1].pk).update(prompt_id="")  # shares no prompt with item 0 now
+    sql = _candidates_sql(batch.one_system_per_prompt)
+    by_sql = _sql_ids(Item._meta.db_table, "c", sql.split(" WHERE ", 1)[1], _candidates_params(batch, me.pk))
+    values = {"annotator_id": me.pk, "batch_id": batch.pk, "k": batch.k}
+    by_orm = set(
+        candidate_items(**values, one_system_per_prompt=one_system_per_prompt).values_list("pk", flat=True)
+    )
+    assert by_orm == by_sql and 0 < len(by_sql) < len(items)
+    # Item 4 is free but shares its prompt with item 5, which was given to me.
+    assert items[1].pk in by_sql and (items[4].pk in by_sql) is not one_system_per_prompt
+    # Without the lease counters, items only held by others' leases count as well.
+    wider = set(
+        candidate_items(**values, one_system_per_prompt=one_system_per_prompt, free_slot=False).values_list(
+            "pk", flat=True
+        )
+    )
+    assert by_sql < wider

@@ -94,3 +94,25 @@ def test_time_running_out_before_any_rating_ends_without_a_code(chromium, live_s
     assert page.locator('meta[http-equiv="refresh"]').count() == 0
     assert page.locator("#leave-link").get_attribute("href") == "https://app.prolific.com/"
     context.close()
+
+
+@pytest.mark.django_db(transaction=True)
+def test_when_the_time_is_up_its_notice_stands_alone(chromium, live_server):
+    """A rating saved in the last seconds swaps in the next item with "Saved your rating."; when the
+    countdown then reaches zero, that banner goes and the time-up notice is the only message."""
+    batch = make_batch("last-seconds", n_items=3)
+    _link, token = prolific_link(batch, quota=3, max_minutes=1)
+    context, page = enter(chromium, live_server, token)
+    rating_ready(page)
+    Enrolment.objects.update(started_at=timezone.now() - timedelta(seconds=50))
+    page.keyboard.press("y")
+    page.keyboard.press("y")
+    for key in "43435":
+        page.keyboard.press(key)
+    page.click("#submit-btn")
+    page.wait_for_selector("#rate-area .message.success")
+    assert "Saved your rating." in page.locator("#rate-area .messages").inner_text()
+    page.wait_for_selector("#session-over", state="visible", timeout=20_000)
+    assert page.locator(".messages, .message").count() == 0
+    assert "can no longer be saved" in page.locator("#session-over").inner_text()
+    context.close()

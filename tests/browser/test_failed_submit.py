@@ -71,3 +71,27 @@ def test_a_submit_that_cannot_reach_the_server_says_so(chromium, live_server):
     alert = page.wait_for_selector("#rate-form .request-error[role=alert]")
     assert "could not be reached" in alert.inner_text() and "Nothing was lost" in alert.inner_text()
     assert _chosen(page) == before
+
+
+@pytest.mark.parametrize("viewport", [{"width": 1360, "height": 1000}, {"width": 390, "height": 844}])
+@pytest.mark.django_db(transaction=True)
+def test_the_outage_message_is_where_the_person_looks_and_has_the_focus(chromium, live_server, viewport):
+    """Not below the rubric at the foot of the form: where the form's other save errors go, above the
+    item and the scores, on screen and focused (a screen reader reads it), with every answer kept."""
+    batch = make_batch("outage-place", n_items=2)
+    page = signed_in_context(chromium, live_server, make_user("rater"), viewport=viewport).new_page()
+    page.goto(live_server.url + reverse("annotate_next", args=[batch.pk]))
+    rating_ready(page)
+    _fill(page)
+    before = _chosen(page)
+    with mock.patch.object(
+        rating, "annotation_submit", side_effect=OperationalError("server closed the connection")
+    ):
+        page.click("#submit-btn")
+        alert = page.wait_for_selector("#rate-form .request-error[role=alert]")
+    assert "The database is not answering for a moment" in alert.inner_text()
+    assert alert.evaluate("e => e.nextElementSibling.classList.contains('rate-grid')")
+    assert page.evaluate("document.activeElement.classList.contains('request-error')")
+    top, bottom = alert.evaluate("e => [e.getBoundingClientRect().top, e.getBoundingClientRect().bottom]")
+    assert 0 <= top and bottom <= viewport["height"], (top, bottom)
+    assert _chosen(page) == before

@@ -56,7 +56,7 @@ class CallOutcome:
         return "; ".join(f"[{d}] {e}" if d else e for d, e in self.problems)
 
 
-def _version_name(name: str, version: str, key: str) -> str:
+def version_name(name: str, version: str, key: str) -> str:
     suffix = f"{VERSION_MARK}{version or 'unversioned'} #{key[:8]})"
     return name[: NAME_MAX_LENGTH - len(suffix)] + suffix
 
@@ -122,7 +122,7 @@ def judge_for_run(*, name: str, model: str, template, params: dict) -> tuple[Jud
             f"{params['base_url']}, and a run against another endpoint will score into a new judge version."
         )
     if changes:
-        versioned = _version_name(name, template.version, version_key(template, model, params))
+        versioned = version_name(name, template.version, version_key(template, model, params))
         note = (
             f"\u201c{name}\u201d was run with {'; '.join(changes)}: this run scores into the judge version "
             f"\u201c{versioned}\u201d, never mixed with the other."

@@ -7,6 +7,7 @@ one-time sign-in link (printed; only its hash is stored) where its owner sets a 
 from __future__ import annotations
 
 from django.core.management.base import BaseCommand, CommandError
+from django.utils.translation import ngettext
 
 from annotator.exports.csv_safe import SafeWriter
 from annotator.imports.annotator_list import AnnotatorListError, parse_annotator_list
@@ -39,6 +40,6 @@ class Command(BaseCommand):
         writer.writerow(("username", "email", "signin_link"))
         for a in accounts:
             writer.writerow((a.username, a.email, signin_url(a.token, options["base_url"])))
-        self.stderr.write(
-            f"{len(accounts)} account(s) for {batch.name}; each link works once, for {options['days']} day(s)."
-        )
+        made = ngettext("%(n)d account", "%(n)d accounts", len(accounts)) % {"n": len(accounts)}
+        days = ngettext("%(n)d day", "%(n)d days", options["days"]) % {"n": options["days"]}
+        self.stderr.write(f"{made} for {batch.name}; each link works once, for {days}.")

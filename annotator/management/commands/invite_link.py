@@ -6,6 +6,7 @@ Whoever opens it chooses a username and password and becomes an annotator of tho
 from __future__ import annotations
 
 from django.core.management.base import BaseCommand, CommandError
+from django.utils.translation import ngettext
 
 from annotator.management.commands._link_common import add_link_options, batch_named
 from annotator.studies.link_urls import invite_url
@@ -29,7 +30,8 @@ class Command(BaseCommand):
         except LinkError as exc:
             raise CommandError(str(exc)) from None
         self.stdout.write(invite_url(token, options["base_url"]))
+        accounts = ngettext("%(n)d account", "%(n)d accounts", invite.max_uses) % {"n": invite.max_uses}
         self.stderr.write(
-            f"Invite for {', '.join(b.name for b in batches)}: up to {invite.max_uses} account(s), "
+            f"Invite for {', '.join(b.name for b in batches)}: up to {accounts}, "
             f"expires {invite.expires_at:%Y-%m-%d %H:%M} UTC."
         )

@@ -13,9 +13,11 @@ import hashlib
 from django.conf import settings
 from django.core.management.base import BaseCommand
 
+from annotator.judges.engine.templates import load_template
 from annotator.judges.services.calibration_set import calibration_set_mark
 from annotator.judges.services.judges import judge_scores_import
-from annotator.models import Annotation, Batch, CalibrationSet, JudgeScore
+from annotator.judges.services.runs import version_key, version_name
+from annotator.models import Annotation, Batch, CalibrationSet, Judge, JudgeScore
 from annotator.services.annotation_imports import annotations_import_file
 from annotator.services.batches import batch_import_file
 from hcs.judge_output import JudgeScale
@@ -23,18 +25,24 @@ from hcs.rubric import Rubric
 
 DEMO_DIR = settings.BASE_DIR / "fixtures" / "demo"
 DEMO_BATCH = "Demo: route planning"
+DEMO_TEMPLATE = "hcs_rubric"  # the shipped template the demo judges' scores stand for
 DEMO_JUDGES = {  # name: (file, model)
     "demo-judge-close": ("judge_close.csv", "demo (made-up scores)"),
     "demo-judge-lenient": ("judge_lenient.csv", "demo (made-up scores)"),
     "demo-judge (constructed)": ("judge_scores.csv", "constructed"),
 }
-# A second version of the lenient judge (the close scores): its card shows both versions side by side on
-# the demo's calibration set. Named as run_judge names a version, after a hash of what it is (its scores).
-DEMO_VERSION = (
-    f"demo-judge-lenient (template 2 #{hashlib.sha256((DEMO_DIR / 'judge_close.csv').read_bytes()).hexdigest()[:8]})",
-    "judge_close.csv",
-    "demo v2 (made-up scores)",
-)
+# A second version of the lenient judge (the close scores, under another model): its card shows both
+# versions side by side on the demo's calibration set. Named as run_judge names a version of a judge
+# whose model changed: after the template's version and a hash of the template, model and parameters.
+DEMO_VERSION_OF = ("demo-judge-lenient", "judge_close.csv", "demo v2 (made-up scores)")
+
+
+def demo_judges() -> dict[str, tuple[str, str]]:
+    """Every demo judge by name: (file, model), the second version of the lenient judge included."""
+    template = load_template(DEMO_TEMPLATE)
+    name, filename, model = DEMO_VERSION_OF
+    versioned = version_name(name, template.version, version_key(template, model, {}))
+    return {**DEMO_JUDGES, versioned: (filename, model)}
 
 
 class Command(BaseCommand):
@@ -83,22 +91,36 @@ class Command(BaseCommand):
         self._calibration_set(batch)
 
     def _judges(self, batch: Batch) -> None:
-        versions = {**DEMO_JUDGES, DEMO_VERSION[0]: DEMO_VERSION[1:]}
-        for judge, (filename, model) in versions.items():
-            if JudgeScore.objects.filter(judge__name=judge, item__batch=batch).exists():
-                continue
-            path = DEMO_DIR / filename
-            n = judge_scores_import(
-                batch=batch,
-                judge_name=judge,
-                data=path.read_bytes(),
-                filename=path.name,
-                scale=JudgeScale(1, 5),
-                model=model,
-                template="hcs_rubric",
-            )
-            self.stdout.write(
-                f"Imported {n} scores of the demo judge \u201c{judge}\u201d (see its judge card)."
+        template = load_template(DEMO_TEMPLATE)
+        judges = demo_judges()
+        # A demo loaded before named the second version after its score file: renamed, not loaded twice.
+        name, filename, _model = DEMO_VERSION_OF
+        earlier = f"{name} (template 2 #{hashlib.sha256((DEMO_DIR / filename).read_bytes()).hexdigest()[:8]})"
+        [current] = [judge for judge in judges if judge not in DEMO_JUDGES]
+        if not Judge.objects.filter(name=current).exists():
+            Judge.objects.filter(name=earlier).update(name=current)
+        for judge, (filename, model) in judges.items():
+            if not JudgeScore.objects.filter(judge__name=judge, item__batch=batch).exists():
+                path = DEMO_DIR / filename
+                n = judge_scores_import(
+                    batch=batch,
+                    judge_name=judge,
+                    data=path.read_bytes(),
+                    filename=path.name,
+                    scale=JudgeScale(1, 5),
+                    model=model,
+                    template=template.name,
+                    template_version=template.version,
+                )
+                self.stdout.write(
+                    f"Imported {n} scores of the demo judge \u201c{judge}\u201d (see its judge card)."
+                )
+            # The template's hash too, as a run records it, so every demo judge's exported rows and card
+            # name the template they stand for (also a judge a demo loaded before this was recorded).
+            Judge.objects.filter(
+                name=judge, template=template.name, template_version__in=["", template.version]
+            ).filter(template_hash="").update(
+                template_version=template.version, template_hash=template.content_hash
             )
 
     def _calibration_set(self, batch: Batch) -> None:

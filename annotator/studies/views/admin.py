@@ -7,6 +7,7 @@ from django.contrib import messages
 from django.http import Http404, HttpResponse
 from django.shortcuts import get_object_or_404, redirect, render
 from django.utils import timezone
+from django.utils.translation import ngettext
 from django.views.decorators.http import require_GET, require_POST
 
 from annotator.exports.csv_safe import csv_lines
@@ -101,7 +102,10 @@ def invite_link_new(request):
         return _page(request, status=422, invite_form=form)
     invite, token = invite_create(created_by=request.user, **form.cleaned_data)
     made = {
-        "what": f"Invite link (up to {invite.max_uses} account(s))",
+        "what": ngettext(
+            "Invite link (up to %(n)d account)", "Invite link (up to %(n)d accounts)", invite.max_uses
+        )
+        % {"n": invite.max_uses},
         "urls": [invite_url(token, base_of(request))],
     }
     return _page(request, made=made)
@@ -127,7 +131,12 @@ def annotators_new(request):
         return _page(request, status=422, bulk_form=form, bulk_errors=[str(exc)])
     base = base_of(request)
     made = {
-        "what": f"{len(accounts)} account(s) for {form.cleaned_data['batch']}: one-time sign-in links",
+        "what": ngettext(
+            "%(n)d account for %(batch)s: a one-time sign-in link",
+            "%(n)d accounts for %(batch)s: one-time sign-in links",
+            len(accounts),
+        )
+        % {"n": len(accounts), "batch": form.cleaned_data["batch"]},
         "accounts": [(a.username, a.email, signin_url(a.token, base)) for a in accounts],
     }
     return _page(request, made=made)

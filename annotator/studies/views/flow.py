@@ -167,4 +167,8 @@ def done(request, batch_id):
         "time_up_unrated": enrolment.end == End.TIMED_OUT
         and not earns_completion_code(end=enrolment.end, annotations=annotations),
     }
+    if enrolment.end == End.TIMED_OUT:
+        # The time-up notice stands alone: a "Saved your rating." from the last item is stale by now
+        # ("they are kept" says it); a rating refused for lateness is still told.
+        context["messages"] = [m for m in messages.get_messages(request) if m.level != messages.SUCCESS]
     return render(request, "annotator/study_done.html", context)

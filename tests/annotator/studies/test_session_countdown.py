@@ -70,6 +70,23 @@ def test_a_rating_sent_after_the_time_limit_is_not_dropped_silently(worker, htmx
     assert "not saved" not in client.get(done).content.decode()
 
 
+def test_the_time_up_page_stands_alone_without_a_stale_saved_banner(worker):
+    """A rating saved just before the limit, then the time ran out: the end page tells the time is up
+    (and that the ratings are kept), not "Saved your rating." above it."""
+    batch, client, enrolment = worker
+    item = client.get(reverse("annotate_next", args=[batch.pk])).context["item"]
+    saved = client.post(reverse("annotate_submit", args=[item.pk]), RATING)  # the banner waits in the session
+    assert saved.status_code == 302 and Annotation.objects.count() == 1
+    Enrolment.objects.filter(pk=enrolment.pk).update(started_at=timezone.now() - timedelta(minutes=21))
+    page = client.get(reverse("annotate_next", args=[batch.pk]), follow=True)
+    html = page.content.decode()
+    assert page.redirect_chain[-1][0] == reverse("study_done", args=[batch.pk])
+    assert "Your time is up" in html and "You rated 1 item, and it is kept." in html
+    assert "Saved your rating." not in html and 'class="messages"' not in html
+    # Consumed, not just hidden: it does not come back on the next page either.
+    assert "Saved your rating." not in client.get(reverse("study_done", args=[batch.pk])).content.decode()
+
+
 def test_the_page_gives_its_two_clock_times_alike_and_no_lease_past_the_session(worker):
     """The session's end and the lease's end are both marked for the reader's own clock (rate.js), and
     a lease that outlasts the session is not shown: the session ends first, whatever the lease says."""

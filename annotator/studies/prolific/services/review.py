@@ -16,6 +16,8 @@ from __future__ import annotations
 from dataclasses import dataclass, field
 from decimal import Decimal
 
+from django.utils.translation import ngettext
+
 from annotator.models import Batch, ProlificReturnRequest
 from annotator.studies.prolific import client as api
 from annotator.studies.prolific.selectors import WorkerFacts, prolific_workers
@@ -239,6 +241,10 @@ def review_plan(
     return review
 
 
+def _submissions(singular: str, plural: str, ids: list) -> str:
+    return ngettext(singular, plural, len(ids)) % {"n": len(ids)}
+
+
 def review_send(*, review: Review, client: api.ProlificClient) -> Review:
     """Send the approvals (one bulk call), rejections and return requests. A 401 stops at once; any
     other failure is written in the review's lines and the rest still goes."""
@@ -250,12 +256,15 @@ def review_send(*, review: Review, client: api.ProlificClient) -> Review:
     if approvals:
         try:
             client.bulk_approve(study_id=review.study_id, submission_ids=approvals)
-            review.lines.append(f"Approved {len(approvals)} submission(s).")
+            review.lines.append(
+                _submissions("Approved %(n)d submission.", "Approved %(n)d submissions.", approvals)
+            )
         except api.ProlificAuthError:
             raise
         except api.ProlificError as exc:
             review.failed = True
-            review.lines.append(f"Approval of {len(approvals)} submission(s) failed: {exc}")
+            failed = _submissions("Approval of %(n)d submission", "Approval of %(n)d submissions", approvals)
+            review.lines.append(f"{failed} failed: {exc}")
     for decision in review.of("reject"):
         _send_one(
             review,

@@ -5,6 +5,8 @@ from __future__ import annotations
 from dataclasses import dataclass
 from decimal import Decimal
 
+from django.utils.translation import ngettext
+
 from annotator.models import Batch
 from annotator.studies.prolific import client as api
 from annotator.studies.prolific.services import bonus as ledger
@@ -50,8 +52,10 @@ def prolific_review_run(
         dry_run=dry_run,
     )
     review_send(review=review, client=client)
+    n = len(review.decisions)
+    submissions = ngettext("%(n)d submission", "%(n)d submissions", n) % {"n": n}
     lines = [
-        f"Prolific study {review.study_id}: {len(review.decisions)} submission(s); rejection rate "
+        f"Prolific study {review.study_id}: {submissions}; rejection rate "
         f"{review.rate(len(review.of('reject')))}% (cap {review.max_rate}%)."
     ] + review.lines
     ok = not review.failed

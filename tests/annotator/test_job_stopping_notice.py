@@ -1,0 +1,44 @@
+"""Stopping a judge run says so inside the polled status, so the notice goes by itself once the run
+is cancelled (a message above the status stayed there until the page was reloaded)."""
+
+import re
+
+import pytest
+from django.urls import reverse
+from django.utils import timezone
+
+from annotator.job_kinds import JOB_KINDS
+from annotator.models import Job
+from annotator.selectors.jobs import this_worker
+from tests.factories import make_user
+
+pytestmark = pytest.mark.django_db
+STOPPING = JOB_KINDS[Job.JUDGE_RUN].stopping
+
+
+def status_section(html: str) -> str:
+    return re.search(r'<section class="card job-status" id="job-status".*?</section>', html, re.S).group(0)
+
+
+def test_the_stopping_notice_lives_in_the_status_and_goes_when_the_run_is_cancelled(client):
+    owner = make_user("res", role="researcher")
+    client.force_login(owner)
+    job = Job.objects.create(
+        kind=Job.JUDGE_RUN,
+        created_by=owner,
+        label="a run",
+        params={},
+        state=Job.RUNNING,
+        worker=this_worker(),
+        started_at=timezone.now(),
+        heartbeat_at=timezone.now(),
+    )
+    page = client.post(reverse("job_stop", args=[job.pk]), follow=True).content.decode()
+    assert STOPPING in status_section(page) and page.count(STOPPING) == 1
+    assert 'class="messages"' not in page  # nothing outside the polled part would outlive the run
+    polled = client.get(reverse("job_status", args=[job.pk]), headers={"HX-Request": "true"}).content.decode()
+    assert STOPPING in polled  # while the calls in flight finish
+    Job.objects.filter(pk=job.pk).update(state=Job.CANCELLED, finished_at=timezone.now(), message="Stopped.")
+    polled = client.get(reverse("job_status", args=[job.pk]), headers={"HX-Request": "true"}).content.decode()
+    assert "<h2>Cancelled</h2>" in polled and STOPPING not in polled
+    assert STOPPING not in client.get(reverse("job_status", args=[job.pk])).content.decode()
