@@ -19,6 +19,17 @@ LAUNCH_ARGS = [
 ]
 
 
+@pytest.hookimpl(hookwrapper=True)
+def pytest_pyfunc_call(pyfuncitem):
+    """Close the database connections the test body opened. Playwright's sync API switches greenlets,
+    which gives the body a context of its own, so Django's per-context connections opened there are not
+    the ones its teardown closes; left open, they keep PostgreSQL from dropping the test database."""
+    yield
+    from django.db import connections
+
+    connections.close_all()
+
+
 @pytest.fixture
 def chromium():
     """A headless Chromium (the tests using it skip when it is not installed)."""
