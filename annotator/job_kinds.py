@@ -26,12 +26,19 @@ class JobKind:
     stopping: str = ""
     # retry(job) -> the params of the next attempt of a failed or cancelled job; empty: the same params.
     retry: str = ""
+    # release(job) frees what a job whose worker is gone still holds, in the transaction that fails it;
+    # empty: it holds nothing beyond its own row.
+    release: str = ""
 
     def run(self, job: Job, update: Callable[..., None]) -> None:
         import_string(self.runner)(job, update)
 
     def retry_params(self, job: Job) -> dict[str, Any]:
         return import_string(self.retry)(job) if self.retry else job.params
+
+    def release_held(self, job: Job) -> None:
+        if self.release:
+            import_string(self.release)(job)
 
 
 JOB_KINDS: dict[str, JobKind] = {
@@ -50,10 +57,10 @@ JOB_KINDS: dict[str, JobKind] = {
     Job.JUDGE_RUN: JobKind(
         runner="annotator.judges.services.jobs.judge_job_run",
         gone="The background worker stopped during this run (it was killed or restarted). The calls it "
-        "finished are saved; trying again resumes from there (for two minutes after the stop the "
-        "judge still counts as busy: if Try again says so, wait and try again).",
+        "finished are saved, and its claim on the judge was released: trying again resumes from there.",
         stopping="Stopping: no new calls; the calls in flight finish and are saved.",
         retry="annotator.judges.services.jobs.judge_job_retry_params",
+        release="annotator.judges.services.jobs.judge_job_release",
     ),
 }
 

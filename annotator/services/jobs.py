@@ -149,7 +149,8 @@ def judge_job_create(
 @transaction.atomic
 def job_reclaim(*, job: Job) -> Job:
     """End a running job whose worker is gone (``selectors.jobs.job_worker_gone``): failed, or cancelled
-    when someone had asked it to stop. Any other job is returned as it is."""
+    when someone had asked it to stop, and what it held released (its kind's ``release``). Any other job
+    is returned as it is."""
     if job.state != Job.RUNNING:
         return job
     job = Job.objects.select_for_update().defer("payload", "output").get(pk=job.pk)
@@ -158,6 +159,7 @@ def job_reclaim(*, job: Job) -> Job:
     job.state = Job.CANCELLED if job.cancel_requested else Job.FAILED
     job.finished_at, job.step, job.message = timezone.now(), "", job_kind(job).gone
     job.save(update_fields=["state", "finished_at", "step", "message"])
+    job_kind(job).release_held(job)
     return job
 
 
@@ -170,6 +172,7 @@ def job_cancel(*, job: Job) -> Job:
         job.state, job.finished_at, job.step = Job.CANCELLED, timezone.now(), ""
         job.message = job_kind(job).gone
         job.save(update_fields=["state", "finished_at", "step", "message"])
+        job_kind(job).release_held(job)
     elif job.state == Job.QUEUED:
         job.state, job.finished_at, job.message = (
             Job.CANCELLED,

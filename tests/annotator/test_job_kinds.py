@@ -50,8 +50,10 @@ def test_every_kind_of_the_model_is_listed_with_importable_functions():
     for kind in JOB_KINDS.values():
         assert callable(import_string(kind.runner)) and kind.gone
         assert not kind.retry or callable(import_string(kind.retry))
+        assert not kind.release or callable(import_string(kind.release))
     assert JOB_KINDS[Job.JUDGE_RUN].runner.startswith("annotator.judges.")
     assert [k for k, v in JOB_KINDS.items() if v.stopping] == [Job.JUDGE_RUN]
+    assert [k for k, v in JOB_KINDS.items() if v.release] == [Job.JUDGE_RUN]  # only a judge run holds a claim
 
 
 def test_the_core_job_modules_do_not_import_the_judges_package():

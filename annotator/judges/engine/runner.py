@@ -15,6 +15,7 @@ import time
 from collections.abc import Callable
 from concurrent.futures import FIRST_COMPLETED, ThreadPoolExecutor, wait
 from dataclasses import dataclass, field, replace
+from uuid import UUID
 
 from annotator.judges.engine.batch_runner import run_batch
 from annotator.judges.engine.budget import DEFAULT_OUTPUT_TOKENS, CostCap, Estimate, estimate
@@ -408,6 +409,7 @@ def judge_run(
     max_cost: float | None = None,
     batch_api: bool = False,
     poll_seconds: float = 30.0,
+    job_id: UUID | str | None = None,
 ) -> RunResult:
     """Score ``batch`` with ``template``. Raises TemplateError (before any call) or JudgeRunFatal.
 
@@ -422,6 +424,7 @@ def judge_run(
     stops starting calls before the estimated spend of this run, calls in flight included, would pass it.
     ``batch_api`` sends the calls through the provider's batch API and polls it every ``poll_seconds``
     (see ``annotator.judges.engine.batch_runner``); it also fetches batches an earlier run left waiting.
+    ``job_id`` is the background job carrying the run out (none: the command line); the judge's claim records it.
     """
     tasks, parse, notes = plan_run(
         batch=batch,
@@ -441,7 +444,8 @@ def judge_run(
         template=template,
         params={**client.identity, "scale_warnings": template.scale_warnings},
     )
-    claim = judge_run_claim(judge)  # one run per judge at a time: none pays for an item another is calling
+    # One run per judge at a time: none pays for an item another is calling.
+    claim = judge_run_claim(judge, job_id=job_id)
     renewed = [time.monotonic()]
 
     def stop_or_renew() -> bool:

@@ -35,6 +35,10 @@ class Judge(models.Model):
     # runs; a second run is refused before any call, unless the claim went stale (its process died).
     run_claim = models.CharField(max_length=32, blank=True, default="")
     run_claimed_at = models.DateTimeField(null=True, blank=True)
+    # Who holds the claim, so a refused run can name it and a job failed for a dead worker can free it:
+    # the process ("host:pid", as ``Job.worker``) and the job it runs (none: run_judge on the command line).
+    run_claim_worker = models.CharField(max_length=300, blank=True, default="")
+    run_claim_job = models.UUIDField(null=True, blank=True)
 
     class Meta:
         ordering = ["name"]

@@ -22,6 +22,7 @@ from annotator.judges.engine.progress import Prices, RunProgress
 from annotator.judges.engine.runner import judge_run
 from annotator.judges.engine.templates import TemplateError, load_template
 from annotator.judges.providers import UnknownProvider, client_for
+from annotator.judges.services.runs import JudgeBusy, judge_claims_release_for_job
 from annotator.models import Batch, Job
 
 POLL_SECONDS = 1.0  # how often the worker reads the cancel flag and writes progress
@@ -98,14 +99,18 @@ def judge_job_run(job: Job, update) -> None:
             progress=progress,
             should_stop=should_stop,
             cache=p.get("cache", True),
+            job_id=job.pk,
         )
+    except JudgeBusy as exc:  # refused before any call: its message names the holder and says when to retry
+        update(job, state=Job.FAILED, finished_at=timezone.now(), step="", message=str(exc))
+        return
     except (TemplateError, ImportRefused, JudgeRunFatal) as exc:
         update(
             job,
             state=Job.FAILED,
             finished_at=timezone.now(),
             step="",
-            message=f"{exc} Calls finished before it are saved.",
+            message=f"{_sentence(str(exc))} Calls finished before it are saved.",
         )
         return
     finally:
@@ -154,6 +159,18 @@ def judge_job_run(job: Job, update) -> None:
         )
     else:
         update(job, state=Job.DONE, **finished, message=summary)
+
+
+def _sentence(text: str) -> str:
+    """``text`` ending with a full stop, so the sentence appended after it reads as one."""
+    text = text.rstrip()
+    return text if text.endswith((".", "!", "?", ":")) else f"{text}."
+
+
+def judge_job_release(job: Job) -> None:
+    """``JOB_KINDS`` release of a judge run whose worker is gone: its claim on the judge, which the dead
+    process can no longer renew or release, so Try again resumes at once."""
+    judge_claims_release_for_job(job=job)
 
 
 def judge_job_retry_params(job: Job) -> dict:

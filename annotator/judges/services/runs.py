@@ -8,6 +8,7 @@ import secrets
 from dataclasses import dataclass, field
 from datetime import timedelta
 from typing import Any
+from uuid import UUID
 
 from django.db import transaction
 from django.db.models import Q
@@ -18,6 +19,7 @@ from annotator.judges.models.judge import VERSION_MARK
 from annotator.judges.services.judges import NAME_MAX_LENGTH, judge_get_or_create
 from annotator.models import (
     Item,
+    Job,
     Judge,
     JudgeCall,
     JudgeCriterionScore,
@@ -25,6 +27,7 @@ from annotator.models import (
     JudgeScore,
     PairwiseVerdict,
 )
+from annotator.selectors.jobs import this_worker
 
 
 @dataclass
@@ -139,25 +142,72 @@ def judge_for_run(*, name: str, model: str, template, params: dict) -> tuple[Jud
 
 CLAIM_STALE_AFTER = timedelta(minutes=2)  # a run renews its claim every CLAIM_RENEW_SECONDS while it runs
 CLAIM_RENEW_SECONDS = 20.0
+_FREED = {"run_claim": "", "run_claimed_at": None, "run_claim_worker": "", "run_claim_job": None}
 
 
 class JudgeBusy(TemplateError):
     """Another run of the same judge is going on: refused before any call, so no item is paid for twice."""
 
 
-def judge_run_claim(judge: Judge) -> str:
-    """Claim ``judge`` for one run; returns the claim's token. Raises JudgeBusy while another run holds it
-    (a claim not renewed for CLAIM_STALE_AFTER is taken over: its process stopped without releasing it)."""
-    token, now = secrets.token_hex(16), timezone.now()
-    free = Q(run_claim="") | Q(run_claimed_at__lt=now - CLAIM_STALE_AFTER) | Q(run_claimed_at__isnull=True)
-    if not Judge.objects.filter(free, pk=judge.pk).update(run_claim=token, run_claimed_at=now):
-        since = Judge.objects.filter(pk=judge.pk).values_list("run_claimed_at", flat=True).first()
-        seen = f" (last seen {since:%Y-%m-%d %H:%M:%S} UTC)" if since else ""  # it may have ended just now
-        raise JudgeBusy(
-            f"judge \u201c{judge.name}\u201d is being run by another process{seen}: wait for it to finish, or "
-            "stop it, then run again; a rerun calls only what is still missing"
+def judge_run_claim(judge: Judge, *, job_id: UUID | str | None = None) -> str:
+    """Claim ``judge`` for one run; returns the claim's token. ``job_id``: the job this run carries out (none:
+    run_judge on the command line). Raises JudgeBusy, naming the holder, while another run holds it (a
+    claim not renewed for CLAIM_STALE_AFTER is taken over: its process stopped without releasing it)."""
+    token = secrets.token_hex(16)
+    holder = {"run_claim_worker": this_worker(), "run_claim_job": UUID(str(job_id)) if job_id else None}
+    # Twice: the holder may release the claim between the refused update and the read that names it.
+    for _ in range(2):
+        now = timezone.now()
+        free = (
+            Q(run_claim="") | Q(run_claimed_at__lt=now - CLAIM_STALE_AFTER) | Q(run_claimed_at__isnull=True)
         )
-    return token
+        if Judge.objects.filter(free, pk=judge.pk).update(run_claim=token, run_claimed_at=now, **holder):
+            return token
+        held = (
+            Judge.objects.filter(pk=judge.pk)
+            .exclude(run_claim="")
+            .values("run_claimed_at", "run_claim_worker", "run_claim_job")
+            .first()
+        )
+        if held is not None:
+            raise JudgeBusy(_busy_message(judge, held, job_id=holder["run_claim_job"], now=now))
+    raise JudgeBusy(
+        f"judge \u201c{judge.name}\u201d is claimed and released by other runs as fast as this one asks: "
+        "run again in a moment; a rerun calls only what is still missing."
+    )
+
+
+def _busy_message(judge: Judge, held: dict, *, job_id: UUID | None, now) -> str:
+    """Who holds the claim, until when it counts as live, and what to do: a sentence a person can act on."""
+    worker, holder_job = held["run_claim_worker"], held["run_claim_job"]
+    process = f" (process {worker})" if worker else ""
+    if holder_job is not None and holder_job == job_id:
+        who = f"an earlier attempt of this job{process}"
+        advice = "This attempt called nothing: try again once that claim counts as stopped."
+    elif holder_job is not None:
+        label = Job.objects.filter(pk=holder_job).values_list("label", flat=True).first()
+        who = f"the judge-run job \u201c{label}\u201d{process}" if label else f"a judge-run job{process}"
+        advice = "Wait for it to finish, or stop it on its job page, then run again."
+    elif worker:
+        who = f"run_judge on the command line{process}"
+        advice = "Wait for it to finish, or stop it (Ctrl-C in its terminal), then run again."
+    else:  # a claim taken before holders were recorded
+        who = "a run that did not record its process"
+        advice = "Wait for it to finish, or stop it, then run again."
+    since = held["run_claimed_at"]
+    if since is None:
+        when = ""
+    else:
+        stale = since + CLAIM_STALE_AFTER
+        wait = max(0, int((stale - now).total_seconds()) + 1)
+        when = (
+            f" Its claim was last renewed at {since:%Y-%m-%d %H:%M:%S} UTC; unless renewed, it counts as stopped "
+            f"from {stale:%H:%M:%S} UTC (in {wait} s), and a rerun then takes the judge over."
+        )
+    return (
+        f"judge \u201c{judge.name}\u201d is being run by another process: {who}.{when} {advice} "
+        "A rerun calls only what is still missing."
+    )
 
 
 def judge_run_renew(judge: Judge, token: str) -> bool:
@@ -167,7 +217,18 @@ def judge_run_renew(judge: Judge, token: str) -> bool:
 
 
 def judge_run_release(judge: Judge, token: str) -> None:
-    Judge.objects.filter(pk=judge.pk, run_claim=token).update(run_claim="", run_claimed_at=None)
+    Judge.objects.filter(pk=judge.pk, run_claim=token).update(**_FREED)
+
+
+def judge_claims_release_for_job(*, job: Job) -> int:
+    """Free the claims ``job`` still holds once its worker is known dead (``job_reclaim``), so Try again
+    resumes at once instead of waiting CLAIM_STALE_AFTER. Only the claim of that job's own worker goes:
+    an attempt running elsewhere keeps its claim."""
+    return (
+        Judge.objects.filter(run_claim_job=job.pk, run_claim_worker=job.worker)
+        .exclude(run_claim="")
+        .update(**_FREED)
+    )
 
 
 @transaction.atomic
