@@ -1,7 +1,8 @@
 """Background jobs started through the API (a big batch, a big report): poll one, fetch its result.
 
 A job belongs to whoever started it (``annotator.selectors.jobs``, as on the job page): anyone
-else's is a 404.
+else's is a 404. As on the job page, a running job whose worker is gone is ended when it is read
+(``services.jobs.job_reclaim``), so a client polling only the API sees it fail instead of running on.
 """
 
 from __future__ import annotations
@@ -18,6 +19,7 @@ from annotator.api.problems import Problem
 from annotator.api.schemas import ERRORS, JobOut, job_out
 from annotator.models import Batch, Job
 from annotator.selectors.jobs import job_of
+from annotator.services.jobs import job_reclaim
 
 router = Router(tags=["jobs"])
 
@@ -30,7 +32,7 @@ router = Router(tags=["jobs"])
     summary="A background job's state; poll until `state` is done or failed",
 )
 def job(request, job_id: UUID):
-    return job_out(request, job_of(user=request.user, job_id=job_id))
+    return job_out(request, job_reclaim(job=job_of(user=request.user, job_id=job_id)))
 
 
 @router.get(
@@ -41,7 +43,7 @@ def job(request, job_id: UUID):
     summary="What a finished job made: the report JSON, a dataset zip, or the batch it saved",
 )
 def job_result(request, job_id: UUID):
-    found = job_of(user=request.user, job_id=job_id, with_output=True)
+    found = job_reclaim(job=job_of(user=request.user, job_id=job_id, with_output=True))
     if found.state != Job.DONE:
         raise Problem(
             409, f"The job is {found.state}: " + (found.message or "it has not finished; poll its URL.")

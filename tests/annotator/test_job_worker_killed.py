@@ -133,3 +133,29 @@ def test_a_worker_on_another_machine_is_judged_by_its_heartbeat(settings):
     assert job_worker_gone(job, now=now)
     job.state = Job.DONE
     assert not job_worker_gone(job, now=now)  # only running jobs are reclaimed
+
+
+@pytest.mark.django_db
+def test_the_api_ends_a_job_whose_worker_is_gone(settings):
+    """A client polling only the API sees a job whose worker stopped beating fail, as the job page does."""
+    from tests.annotator.api.conftest import ApiClient, token_for
+
+    settings.ANNOTATOR_JOB_STALE_SECONDS = 60
+    owner = make_user("api-poller", role="admin")
+    job = Job.objects.create(
+        kind=Job.EXPORT,
+        created_by=owner,
+        label="a report",
+        params={},
+        state=Job.RUNNING,
+        worker="elsewhere.example:4242",
+        started_at=timezone.now() - timedelta(minutes=10),
+        heartbeat_at=timezone.now() - timedelta(seconds=61),
+    )
+    api = ApiClient(token_for(owner))
+    polled = api.get(f"/jobs/{job.pk}")
+    assert polled.status_code == 200 and polled.json()["state"] == Job.FAILED
+    result = api.get(f"/jobs/{job.pk}/result")
+    assert result.status_code == 409 and Job.FAILED in result.json()["detail"]
+    job.refresh_from_db()
+    assert job.state == Job.FAILED and job.finished_at is not None
