@@ -86,6 +86,7 @@ urlpatterns = [
     ),
     # Public link pages (the token is the credential; rate-limited per address).
     path("study/<str:study_token>/", study_links.study_entry, name="study_entry"),
+    path("study/<str:study_token>/new-worker/", study_links.study_new_worker, name="study_new_worker"),
     path("invite/<str:invite_token>/", study_links.invite, name="invite"),
     path("signin/<str:signin_token>/", study_links.signin, name="signin_link"),
     path("studies/", study_admin.studies, name="studies"),

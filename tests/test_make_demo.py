@@ -1,16 +1,20 @@
 """`make demo` serves everything a new user clicks, the background worker included, from one
-command; a worker that dies is started again; Ctrl-C (SIGINT to the terminal's process group) stops both. And the README's shell
+command; a worker that dies is started again; Ctrl-C (SIGINT to the terminal's process group) stops both.
+The printed "try it as a worker" link is a new worker each time it is opened. And the README's shell
 commands run on a developer's machine without DEBUG=1 or a SECRET_KEY, while serving still needs one."""
 
 from __future__ import annotations
 
 import os
+import re
 import signal
 import subprocess
 import sys
 import time
 import urllib.request
+from http.cookiejar import CookieJar
 from pathlib import Path
+from urllib.parse import parse_qs, urlsplit
 
 import pytest
 
@@ -56,6 +60,41 @@ def _worker_pids(pgid: int) -> list[int]:
     ]
 
 
+class _NotedRedirects(urllib.request.HTTPRedirectHandler):
+    """Follows redirects as a browser does, keeping each address it was sent to."""
+
+    def __init__(self):
+        self.seen = []
+
+    def redirect_request(self, req, fp, code, msg, headers, newurl):
+        self.seen.append(newurl)
+        return super().redirect_request(req, fp, code, msg, headers, newurl)
+
+
+def open_as_new_worker_twice(output, port: int) -> None:
+    """Read the printed "try it as a worker" link from the demo's output and open it in two fresh
+    browsers (private windows): both reach the study's consent page, as two different workers."""
+    seen = []
+    for _ in range(200):
+        line = output.readline()
+        seen.append(line)
+        if line.strip().startswith("try it as a worker"):
+            link = output.readline().strip()
+            break
+    else:
+        raise AssertionError("no try-it link printed:\n" + "".join(seen))
+    assert link.startswith(f"http://127.0.0.1:{port}/"), link
+    workers = set()
+    for _window in range(2):
+        noted = _NotedRedirects()
+        browser = urllib.request.build_opener(urllib.request.HTTPCookieProcessor(CookieJar()), noted)
+        with browser.open(link, timeout=30) as page:  # a 403 here raises HTTPError
+            assert page.status == 200 and re.search(r"/annotate/\d+/consent/$", page.url), page.url
+        entry = next(url for url in noted.seen if "PROLIFIC_PID=" in url)
+        workers.add(parse_qs(urlsplit(entry).query)["PROLIFIC_PID"][0])
+    assert len(workers) == 2 and all(re.fullmatch(r"[0-9a-f]{24}", pid) for pid in workers), workers
+
+
 @pytest.mark.slow
 def test_make_demo_runs_the_worker_and_ctrl_c_stops_both(tmp_path):
     port = _free_port()
@@ -81,6 +120,7 @@ def test_make_demo_runs_the_worker_and_ctrl_c_stops_both(tmp_path):
                 pass
             assert time.monotonic() < deadline, "make demo did not start serving"
             time.sleep(1)
+        open_as_new_worker_twice(demo.stdout, port)
         running = _group(demo.pid)
         assert any("manage.py db_worker" in line for line in running), running
         assert any("manage.py runserver" in line for line in running), running

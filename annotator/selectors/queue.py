@@ -30,6 +30,7 @@ from annotator.models import (
     Batch,
     Enrolment,
     GoldAnswer,
+    GoldItem,
     Item,
 )
 from annotator.services.assignment_sql import candidate_items
@@ -98,12 +99,13 @@ class BatchProgress:
     batch: Batch
     items_total: int
     items_complete: int
-    mine_submitted: int
+    mine_submitted: int  # what the annotator rated as they saw it: annotations and gold checks answered
     mine_leased: bool
     ended: bool = False  # their ratings are final (see ratings_final): no Start button, no edit link
     visit_over: bool = False  # their study visit is over
     nothing_left: bool = False  # no item left that they may get, and nothing on their screen
     crowd: bool = False  # they came by a study link: Start then ends their visit with its code
+    mine_annotations: int = 0  # their annotations alone: what the edit list holds
 
     @property
     def percent_complete(self) -> int:
@@ -146,8 +148,18 @@ def queue_for_annotator(*, user) -> list[BatchProgress]:
             items_complete=_grouped_count(
                 Item.objects.filter(batch=OuterRef("pk"), n_annotations__gte=OuterRef("k")), "batch"
             ),
-            mine_submitted=_grouped_count(
+            mine_annotations=_grouped_count(
                 Annotation.objects.filter(item__batch=OuterRef("pk"), annotator=user), "annotator"
+            ),
+            # Checks count as rated, as on the rating and end pages, so no figure tells a check apart.
+            mine_checks=_grouped_count(
+                GoldAnswer.objects.filter(
+                    gold_item__batch=OuterRef("pk"),
+                    gold_item__kind=GoldItem.Kind.CHECK,
+                    annotator=user,
+                    submitted_at__isnull=False,
+                ),
+                "annotator",
             ),
             mine_leased=Exists(
                 Assignment.objects.filter(batch=OuterRef("pk"), annotator=user, state=Assignment.State.LEASED)
@@ -178,7 +190,8 @@ def queue_for_annotator(*, user) -> list[BatchProgress]:
             batch=b,
             items_total=b.items_total,
             items_complete=b.items_complete,
-            mine_submitted=b.mine_submitted,
+            mine_submitted=b.mine_annotations + b.mine_checks,
+            mine_annotations=b.mine_annotations,
             mine_leased=b.mine_leased,
             ended=b.stopped or b.visit_over,
             visit_over=b.visit_over,

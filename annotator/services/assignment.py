@@ -42,6 +42,14 @@ def lease_duration() -> timedelta:
     return timedelta(minutes=settings.ANNOTATOR_LEASE_MINUTES)
 
 
+def lease_expiry(now: datetime, until: datetime | None = None) -> datetime:
+    """When a lease given at ``now`` ends: after the lease duration, or at ``until`` (the end of the
+    annotator's study session) when that comes first. A rating after the session's end is refused
+    anyway, so a longer lease would only keep the item from the next worker."""
+    expires = now + lease_duration()
+    return min(expires, until) if until is not None else expires
+
+
 def _free_slots(item_ids: list[int]) -> None:
     """Give back one leased slot per occurrence of an item id.
 
@@ -89,29 +97,29 @@ def _sweep_due(now: datetime) -> bool:
     return True
 
 
-def _lease_once(*, batch: Batch, annotator, now: datetime) -> Assignment | None:
+def _lease_once(*, batch: Batch, annotator, now: datetime, expires: datetime) -> Assignment | None:
     swept = _sweep_due(now)
     tried = not swept and sql.leases_in_one_message()
     if tried:
         # The common case on PostgreSQL: the lock and the lease in one round trip, their own
         # transaction; when it leases nothing, the transaction below looks for why.
-        expires = now + lease_duration()
         lease = sql.lease_best_item(
             batch=batch, annotator=annotator, now=now, expires=expires, lock_first=True
         )
         if lease is not None:
             return lease
-    return _lease_in_transaction(batch=batch, annotator=annotator, now=now, swept=swept, tried=tried)
+    return _lease_in_transaction(
+        batch=batch, annotator=annotator, now=now, expires=expires, swept=swept, tried=tried
+    )
 
 
 @transaction.atomic
 def _lease_in_transaction(
-    *, batch: Batch, annotator, now: datetime, swept: bool, tried: bool
+    *, batch: Batch, annotator, now: datetime, expires: datetime, swept: bool, tried: bool
 ) -> Assignment | None:
     sql.lock_annotator(annotator_id=annotator.pk)  # before anything else: see exclusion's lock order
     if swept:
         _expire_overdue(now=now)
-    expires = now + lease_duration()
     # The lease statement checks the standing and that no lease is live; the reason is looked
     # for only when it leased nothing (``tried``: the one-message lease just did).
     lease = None if tried else sql.lease_best_item(batch=batch, annotator=annotator, now=now, expires=expires)
@@ -138,16 +146,20 @@ def _lease_in_transaction(
     return lease
 
 
-def item_next_for_annotator(*, batch: Batch, annotator, now: datetime | None = None) -> Assignment | None:
+def item_next_for_annotator(
+    *, batch: Batch, annotator, now: datetime | None = None, until: datetime | None = None
+) -> Assignment | None:
     """The annotator's live lease in ``batch``, or a new lease on the best free item, or None.
 
     None means nothing is left for this annotator: every item is complete, fully leased,
     or was already given to them (or, with one system per prompt, shares a prompt with one).
+    ``until``: the end of the annotator's study session, where a new lease ends at the latest.
     """
     now = now or timezone.now()
+    expires = lease_expiry(now, until)
     for _attempt in range(3):
         try:
-            return _lease_once(batch=batch, annotator=annotator, now=now)
+            return _lease_once(batch=batch, annotator=annotator, now=now, expires=expires)
         except IntegrityError as exc:
             if violated_constraint(exc) != "assignment_once_per_item_annotator":
                 raise

@@ -32,11 +32,18 @@ class NextStep:
 
 
 def rating_next(
-    *, batch: Batch, annotator, now: datetime | None = None, facts: RatingFacts | None = None
+    *,
+    batch: Batch,
+    annotator,
+    now: datetime | None = None,
+    facts: RatingFacts | None = None,
+    lease_until: datetime | None = None,
 ) -> NextStep:
     """``facts``: what the request read about the batch already (``annotator.selectors.rating_facts``):
     the annotator's standing, the batch's quality rule and the counts the check schedule needs.
-    The lease checks the standing again in its own transaction."""
+    The lease checks the standing again in its own transaction. ``lease_until``: the end of the
+    annotator's study session; a new lease ends then at the latest, so an item a worker cannot
+    rate in time goes to the next worker when their time runs out."""
     now = now or timezone.now()
     standing = facts.standing if facts is not None else standing_of(batch=batch, annotator=annotator)
     if standing is not None and not standing.allows_rating:
@@ -61,5 +68,5 @@ def rating_next(
         )
         if answer is not None:
             return NextStep(answer=answer, has_gold=True)
-    lease = item_next_for_annotator(batch=batch, annotator=annotator, now=now)
+    lease = item_next_for_annotator(batch=batch, annotator=annotator, now=now, until=lease_until)
     return NextStep(assignment=lease, has_gold=rule is not None)

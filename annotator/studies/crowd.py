@@ -5,8 +5,9 @@ workers back to. One table; the study link command, the admin page and the entry
 from __future__ import annotations
 
 import re
+import secrets
 from dataclasses import dataclass
-from urllib.parse import quote
+from urllib.parse import quote, urlencode
 
 SAFE_ID = re.compile(r"^[A-Za-z0-9_-]{1,64}$")
 PROLIFIC_ID = re.compile(r"^[A-Za-z0-9]{24}$")
@@ -103,3 +104,10 @@ def worker_ids_from_query(platform: Platform, query) -> WorkerIds:
             )
         others.append(value)
     return WorkerIds(worker_id, *others)
+
+
+def fresh_worker_query(platform: Platform, study_id: str) -> str:
+    """A query for a participant never seen before: a new worker id (24 hex digits, as Prolific's are)
+    and a new session id, as the platform would fill them in. For the demo's new-worker link."""
+    ids = (secrets.token_hex(12), study_id, f"session-{secrets.token_hex(8)}")
+    return urlencode(dict(zip(platform.params, ids, strict=True)))

@@ -17,6 +17,11 @@ def study_url(token: str, platform: str, base: str | None = None) -> str:
     return _absolute(reverse("study_entry", args=[token]), base) + "?" + PLATFORMS[platform].query_template()
 
 
+def new_worker_url(token: str, base: str | None = None) -> str:
+    """The demo's link that opens the study as a new worker on each visit (DEBUG servers only)."""
+    return _absolute(reverse("study_new_worker", args=[token]), base)
+
+
 def invite_url(token: str, base: str | None = None) -> str:
     return _absolute(reverse("invite", args=[token]), base)
 

@@ -25,6 +25,7 @@ from annotator.models import (
     GoldItem,
     InviteLink,
     Item,
+    QualityRule,
     StudyLink,
 )
 from annotator.studies.crowd import PLATFORMS
@@ -70,6 +71,15 @@ def limits_for(*, batch: Batch, enrolment: Enrolment | None) -> Limits:
     )
 
 
+def batch_gives_checks(batch: Batch) -> bool:
+    """Whether annotators of the batch may be given gold checks between their items (a quality rule
+    that mixes them in, and check items to draw from)."""
+    return (
+        QualityRule.objects.filter(batch=batch, check_every__gte=2).exists()
+        and GoldItem.objects.filter(batch=batch, kind=GoldItem.Kind.CHECK).exists()
+    )
+
+
 def is_study_batch(batch: Batch) -> bool:
     """Batches with a consent text, their own instructions or limits gate every annotator."""
     return bool(
@@ -103,6 +113,7 @@ class WorkerProgress:
     minutes_worked: float
     last_active_at: datetime | None
     state: str  # working, done, timed out, screened out, declined consent
+    checks_done: int = 0  # gold checks answered: the worker saw them as rated items, on top of items_done
 
     @property
     def username(self) -> str:
@@ -140,8 +151,8 @@ def _state(
 
 
 def worker_progress(*, batch: Batch, now: datetime | None = None) -> list[WorkerProgress]:
-    """Every enrolment in the batch with items done, minutes from arrival to their end or last step
-    (consent, instructions, an item given or submitted), and state (four queries)."""
+    """Every enrolment in the batch with items done, checks answered, minutes from arrival to their end
+    or last step (consent, instructions, an item given or submitted), and state (five queries)."""
     now = now or timezone.now()
     enrolments = list(
         Enrolment.objects.filter(batch=batch)
@@ -168,6 +179,17 @@ def worker_progress(*, batch: Batch, now: datetime | None = None) -> list[Worker
         .annotate(last=Max("leased_at"))
         .values_list("annotator_id", "last")
     )
+    checks = dict(
+        GoldAnswer.objects.filter(
+            gold_item__batch=batch,
+            gold_item__kind=GoldItem.Kind.CHECK,
+            submitted_at__isnull=False,
+            annotator_id__in=[e.user_id for e in enrolments],
+        )
+        .values("annotator_id")
+        .annotate(n=Count("pk"))
+        .values_list("annotator_id", "n")
+    )
     rows = []
     for e in enrolments:
         limits = limits_for(batch=batch, enrolment=e)
@@ -187,6 +209,7 @@ def worker_progress(*, batch: Batch, now: datetime | None = None) -> list[Worker
                 minutes_worked=max(0.0, (end - e.started_at).total_seconds() / 60),
                 last_active_at=mine["last"],
                 state=_state(e, limits, now, standings.get(e.user_id)),
+                checks_done=checks.get(e.user_id, 0),
             )
         )
     return rows
@@ -205,6 +228,7 @@ PAYMENT_HEADER = (
     "state",
     "screened_out",
     "completion_code_given",
+    "checks_done",  # gold checks answered, not in items_done (the worker's own pages count them as rated)
 )
 
 
@@ -230,6 +254,7 @@ def payment_rows(*, batch: Batch) -> list[tuple]:
                 p.state,
                 e.end == End.SCREENED_OUT,
                 p.code_given,
+                p.checks_done,
             )
         )
     return rows

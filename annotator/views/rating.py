@@ -149,7 +149,9 @@ def _render_step(request, facts: RatingFacts):
     batch = facts.batch
     if (detour := study_detour(request, batch, facts.enrolment, facts.submitted)) is not None:
         return detour
-    step = rating_next(batch=batch, annotator=request.user, facts=facts)
+    limits = limits_for(batch=batch, enrolment=facts.enrolment)
+    deadline = limits.deadline(facts.enrolment.started_at) if facts.enrolment is not None else None
+    step = rating_next(batch=batch, annotator=request.user, facts=facts, lease_until=deadline)
     if (
         step.ended == ENDED_TRAINING
         and (detour := study_detour(request, batch, facts.enrolment, facts.submitted)) is not None
@@ -157,8 +159,6 @@ def _render_step(request, facts: RatingFacts):
         return detour
     if step.item is None and not step.ended and (finished := study_nothing_left(request, batch)) is not None:
         return finished
-    limits = limits_for(batch=batch, enrolment=facts.enrolment)
-    deadline = limits.deadline(facts.enrolment.started_at) if facts.enrolment is not None else None
     # Seconds rather than a clock time: the countdown then runs right on a computer whose clock is off.
     # Rounded up, so the page reaches zero only once the server's deadline has passed: "Finish" at zero
     # then ends the visit instead of showing the item again.

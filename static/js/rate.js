@@ -309,11 +309,15 @@
     timer.textContent = m + ":" + (s < 10 ? "0" : "") + s;
   }
 
-  // The session's end and the lease's, in the reader's own clock and one format.
+  // The session's end and the lease's, in the reader's own clock and one format. The session's end
+  // (data-seconds) keeps its seconds: cut to the minute, "until 05:49" would name a time already past
+  // when the page stops at 05:49:50.
   function localTimes() {
     document.querySelectorAll("time.local-time").forEach(function (el) {
       var at = new Date(el.getAttribute("datetime"));
-      if (!isNaN(at)) el.textContent = at.toLocaleTimeString([], { hour: "2-digit", minute: "2-digit" });
+      var parts = { hour: "2-digit", minute: "2-digit" };
+      if (el.hasAttribute("data-seconds")) parts.second = "2-digit";
+      if (!isNaN(at)) el.textContent = at.toLocaleTimeString([], parts);
     });
   }
 

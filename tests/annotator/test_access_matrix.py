@@ -165,6 +165,8 @@ ACCESS: dict[str, dict[str, dict]] = {
     "study_done": {"GET": allowed(ANNOTATORS, 302)},
     # Public link pages: the token is the credential. The study link here carries no worker id (403).
     "study_entry": {"GET": allowed(EVERYONE, 403)},
+    # The demo's new-worker link exists on a DEBUG server only (tests/annotator/studies/test_demo_links.py).
+    "study_new_worker": {"GET": allowed(EVERYONE, 404)},
     # Someone signed in gets no second account from a link (409); an empty form from anyone else is a 422.
     "invite": {"GET": EVERYONE, "POST": {**allowed(SIGNED_IN, 409), "anonymous": 422}},
     "signin_link": {"GET": EVERYONE, "POST": {**allowed(SIGNED_IN, 409), "anonymous": 422}},

@@ -186,9 +186,12 @@ def test_the_demo_prints_a_working_study_link_and_invite_link():
     assert batch.consent_text.startswith("## Consent")
     out = run("create_demo_users")
     urls = [line.strip() for line in out.splitlines() if line.strip().startswith("http")]
-    template, try_it, invite = urls
+    template, try_it, one_worker, invite = urls
     assert "PROLIFIC_PID={{%PROLIFIC_PID%}}" in template and "/invite/" in invite
-    response = Client().get(urlsplit(try_it).path + "?" + urlsplit(try_it).query)
+    assert urlsplit(try_it).path.endswith(
+        "/new-worker/"
+    )  # opened: tests/annotator/studies/test_demo_links.py
+    response = Client().get(urlsplit(one_worker).path + "?" + urlsplit(one_worker).query)
     assert response.status_code == 302 and response["Location"] == f"/annotate/{batch.pk}/next/"
     assert Client().get(urlsplit(invite).path).status_code == 200
     # A second run revokes the first run's demo links and prints new ones.

@@ -4,6 +4,7 @@ out before any rating ends on a page without a code that says how to return the 
 
 from __future__ import annotations
 
+import re
 from datetime import timedelta
 
 import pytest
@@ -40,6 +41,9 @@ def test_the_countdown_reaches_zero_and_says_what_happened(chromium, live_server
     assert first.startswith(("0:5", "0:6", "1:00")), first
     page.wait_for_timeout(1500)
     assert page.locator("#session-timer").inner_text() != first  # it ticks
+    # The time it stops, in the reader's clock, to the second: not a minute that is already past then.
+    stops = page.locator("#session-left time.local-time").inner_text()
+    assert re.fullmatch(r"\d{1,2}:\d\d:\d\d( [AP]M)?", stops.strip()), stops
     assert not page.locator("#session-over").is_visible()
     # Jump to the last seconds: the server's countdown of a reloaded page starts there.
     Enrolment.objects.update(started_at=timezone.now() - timedelta(seconds=57))

@@ -40,6 +40,7 @@ from django.contrib.auth import get_user_model
 from django.core.files.uploadedfile import SimpleUploadedFile
 from django.core.management import call_command
 from django.db import connections
+from django.db.models import F
 from django.test import Client
 from django.urls import reverse
 from django.utils import timezone
@@ -47,6 +48,7 @@ from django.utils import timezone
 from annotator.exports.formats import EXPORT_FORMATS
 from annotator.models import Assignment, Batch, Enrolment, GoldAnswer, Item, Job, JudgeCall, QualityRule
 from annotator.services.api_tokens import api_token_create
+from annotator.services.assignment import assignment_expire_overdue, lease_duration
 from annotator.studies.prolific import views as prolific_views
 from tests.annotator.studies.prolific_fake import STUDY as PROLIFIC_STUDY
 from tests.annotator.studies.prolific_fake import Fake as FakeProlific
@@ -56,11 +58,12 @@ from tests.fake_judge import FakeJudge
 WORKERS = 50
 WAVE = 6  # workers who arrive after the uncertain items were put first in the queue
 QUOTA = 4
-MAX_MINUTES = 30
+MAX_MINUTES = 20  # shorter than the 30-minute lease: an item in hand is freed at the session's end
 N_ITEMS = 80  # 240 slots at k = 3: room for every worker's quota, so nobody meets a full batch here
 PROXY = "10.0.0.2"  # the reverse proxy's address, REMOTE_ADDR of every request
 COMPLETION, SCREENED, NOCONSENT = "E2E-DONE-7Q", "E2E-SCREENED-3Z", "E2E-NOCONSENT-9K"
 SAVED = "Saved your rating."
+TIME_UP_TOLD = "time ran out before this rating arrived, so it was not saved"  # the usual message, in part
 ALREADY = "You had already submitted this item"
 DIMENSIONS = ("coherence", "relevance", "instruction_following", "safety_compliance", "fluency")
 
@@ -192,6 +195,7 @@ class Worker:
     acked: set[int] = field(default_factory=set)  # items whose submit answered "Saved your rating."
     already: set[int] = field(default_factory=set)  # items whose second submit said "already submitted"
     refused: set[int] = field(default_factory=set)  # items whose submit was refused (lease gone, time up)
+    time_up: dict = field(default_factory=dict)  # the item in hand when the session's time ran out
     submitted: Counter = field(default_factory=Counter)  # item pk -> POSTs sent
     training_answers: int = 0
     check_answers: int = 0
@@ -490,9 +494,7 @@ def _rate_item(
             lease_expires_at=timezone.now() - timedelta(seconds=1)
         )
     if (me.behaviour == "time_runs_out" and me.acked) or (me.behaviour == UNRATED and not me.acked):
-        Enrolment.objects.filter(worker_id=me.pid).update(
-            started_at=timezone.now() - timedelta(minutes=MAX_MINUTES + 1)
-        )
+        me.time_up = _clock_runs_out(me, pk)
     other = None
     if me.behaviour == "two_tabs" and not me.acked:  # the same item open in a second tab
         other = browser.tab()
@@ -500,6 +502,8 @@ def _rate_item(
     me.submitted[pk] += 1
     after = tab.post(url, data, htmx=me.htmx)
     _note(me, pk, after)
+    if me.time_up.get("item") == pk:
+        me.time_up["told"] = TIME_UP_TOLD in after.text
     if me.behaviour == "double_submit" and len(me.acked) == 1 and me.submitted[pk] == 1:
         me.submitted[pk] += 1  # a double click: the same form again
         again = tab.post(url, data, htmx=me.htmx)
@@ -509,6 +513,33 @@ def _rate_item(
         me.submitted[pk] += 1
         _note(me, pk, other.post(found.group(1), data, htmx=me.htmx))
     return after
+
+
+def _clock_runs_out(me: Worker, pk: int) -> dict:
+    """The worker's clock moves on MAX_MINUTES + 1 minutes while item ``pk`` is in hand: their arrival and
+    their lease of it move back alike, so their session is over and the lease stands as it would then.
+    Then the sweep every lease runs (the next arrival's) looks at it, before the worker sends the rating."""
+    enrolment = Enrolment.objects.get(worker_id=me.pid)
+    shift = timedelta(minutes=MAX_MINUTES + 1) - (timezone.now() - enrolment.started_at)
+    Enrolment.objects.filter(pk=enrolment.pk).update(started_at=F("started_at") - shift)
+    held = Assignment.objects.filter(annotator_id=enrolment.user_id, item_id=pk)
+    held.update(leased_at=F("leased_at") - shift, lease_expires_at=F("lease_expires_at") - shift)
+    lease = held.get()
+    deadline = enrolment.started_at - shift + timedelta(minutes=MAX_MINUTES)
+    swept_at = timezone.now()
+    assignment_expire_overdue()
+    item = Item.objects.get(pk=pk)
+    return {
+        "item": pk,
+        "lease_ended_at_deadline": lease.lease_expires_at == deadline,
+        "normal_expiry_ahead": lease.leased_at + lease_duration() > timezone.now(),
+        "freed": held.get().state == Assignment.State.EXPIRED,
+        # free for the next worker, or already theirs (another worker's lease may have come first)
+        "free_or_taken": item.n_annotations + item.n_leased < item.batch.k
+        or Assignment.objects.filter(item_id=pk, leased_at__gte=swept_at)
+        .exclude(annotator_id=enrolment.user_id)
+        .exists(),
+    }
 
 
 def _note(me: Worker, pk: int, page: Response) -> None:

@@ -135,6 +135,20 @@ def test_a_lost_lease_or_the_end_of_time_drops_only_the_item_in_hand(run):
     assert len(unrated) == 1 and not unrated[0].acked and len(unrated[0].refused) == 1, unrated
 
 
+def test_the_item_in_hand_when_time_runs_out_is_free_for_the_next_worker_at_once(run):
+    """The session (20 minutes) is shorter than the lease (30): the item a worker holds when their time
+    runs out goes back to the other workers at the session's end, not at the lease's, while the worker's
+    own late rating is refused with the usual message."""
+    timed = [w for w in started(run) if w.behaviour in ("time_runs_out", flow.UNRATED)]
+    assert len(timed) == flow.WORKERS // len(flow.BEHAVIOURS)
+    for worker in timed:
+        seen = worker.time_up
+        assert seen["item"] in worker.refused, worker
+        assert seen["lease_ended_at_deadline"] and seen["normal_expiry_ahead"], seen
+        assert seen["freed"] and seen["free_or_taken"], seen
+        assert seen["told"], worker
+
+
 def test_a_worker_whose_time_ran_out_before_any_rating_gets_no_code(run):
     """Training done, then the clock ran out on the first item: no code, no trip to Prolific's
     completion URL, a page that says so and asks for the study back; the researcher's CSV says

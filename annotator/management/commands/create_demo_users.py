@@ -14,7 +14,7 @@ from django.db import transaction
 from annotator.management.commands.load_demo import DEMO_BATCH
 from annotator.models import Batch, InviteLink, StudyLink
 from annotator.roles import ANNOTATOR, RESEARCHER
-from annotator.studies.link_urls import invite_url, study_url
+from annotator.studies.link_urls import invite_url, new_worker_url, study_url
 from annotator.studies.services.links import invite_create, link_revoke, study_link_create
 
 DEMO_USERS = [
@@ -59,12 +59,15 @@ def demo_links(admin) -> list[str]:
     )
     _invite, invite_token = invite_create(batches=[batch], uses=5, days=7, created_by=admin)
     template = study_url(study_token, study.platform)
-    try_it = template.split("?")[0] + "?" + "&".join(f"{k}={v}" for k, v in DEMO_WORKER.items())
+    one_worker = template.split("?")[0] + "?" + "&".join(f"{k}={v}" for k, v in DEMO_WORKER.items())
     return [
         f"Prolific study link for \u201c{DEMO_BATCH}\u201d (quota 3, code {DEMO_COMPLETION_CODE}; paste into Prolific):",
         f"  {template}",
-        "  try it as a worker (any 24-letter PROLIFIC_PID is a new worker; use a private window):",
-        f"  {try_it}",
+        "  try it as a worker (each visit is a new worker, with a new PROLIFIC_PID and SESSION_ID; use a private window):",
+        f"  {new_worker_url(study_token)}",
+        "  or as one worker who can come back (another worker needs a new PROLIFIC_PID of 24 hex digits"
+        " and a new SESSION_ID: a Prolific session belongs to one participant):",
+        f"  {one_worker}",
         "Invite link (up to 5 accounts, 7 days):",
         f"  {invite_url(invite_token)}",
     ]

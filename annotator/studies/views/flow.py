@@ -21,6 +21,7 @@ from annotator.roles import annotator_required
 from annotator.selectors.queue import batch_open_to
 from annotator.studies.markdown_text import markdown_html
 from annotator.studies.selectors import (
+    batch_gives_checks,
     earns_completion_code,
     ending_for,
     limits_for,
@@ -142,6 +143,8 @@ def instructions(request, batch_id):
         "first_time": gate.stage == Stage.INSTRUCTIONS,
         "limits": limits_for(batch=batch, enrolment=gate.enrolment),
         "crowd": gate.enrolment is not None and gate.enrolment.is_crowd,
+        # The quota counts items, and checks come between them: "up to 4" must not read as the most.
+        "checks": batch_gives_checks(batch),
     }
     return render(request, "annotator/study_instructions.html", context)
 

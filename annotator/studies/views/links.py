@@ -8,16 +8,19 @@ from __future__ import annotations
 
 from functools import wraps
 
+from django.conf import settings
 from django.contrib.auth import login
 from django.contrib.auth.forms import UserCreationForm
 from django.contrib.auth.models import User
+from django.http import Http404
 from django.shortcuts import redirect, render
+from django.urls import reverse
 from django.views.decorators.cache import never_cache
 from django.views.decorators.http import require_GET, require_http_methods
 
 from annotator.models import Enrolment, InviteLink, SignInLink, StudyLink
 from annotator.services.rate_limit import client_key, rate_limit_hit
-from annotator.studies.crowd import PLATFORMS, BadWorkerIds, worker_ids_from_query
+from annotator.studies.crowd import PLATFORMS, BadWorkerIds, fresh_worker_query, worker_ids_from_query
 from annotator.studies.forms import PasswordRuleErrorsOnThePassword, SignInPasswordForm
 from annotator.studies.selectors import link_ending
 from annotator.studies.services.links import (
@@ -73,6 +76,27 @@ def study_entry(request, study_token):
         # forms open in the worker's other tabs when they open the link again (a double click).
         login(request, enrolment.user, backend=BACKEND)
     return redirect("annotate_next", batch_id=enrolment.batch_id)
+
+
+DEMO_STUDY_ID = "demo-study"
+
+
+@require_GET
+@never_cache
+@rate_limited
+def study_new_worker(request, study_token):
+    """The demo's "try it as a worker" link (DEBUG only): the study link as the platform fills it in for
+    a participant seen for the first time, so each visit is a new worker. A participant id typed into
+    the link keeps its session id (a Prolific session belongs to one participant), which made the demo's
+    one printed link a refusal for every worker after the first."""
+    if not settings.DEBUG:
+        raise Http404("Only in a development (DEBUG) server.")
+    try:
+        link = link_find(StudyLink, study_token)
+    except LinkError as exc:
+        return _problem(request, str(exc), exc.status)
+    query = fresh_worker_query(PLATFORMS[link.platform], DEMO_STUDY_ID)
+    return redirect(reverse("study_entry", args=[study_token]) + "?" + query)
 
 
 class InviteForm(PasswordRuleErrorsOnThePassword, UserCreationForm):

@@ -92,7 +92,10 @@ def test_the_page_gives_its_two_clock_times_alike_and_no_lease_past_the_session(
     a lease that outlasts the session is not shown: the session ends first, whatever the lease says."""
     batch, client, enrolment = worker
     html = client.get(reverse("annotate_next", args=[batch.pk])).content.decode()  # 20 min left, lease 30 min
-    assert re.search(r'\(until <time class="local-time" datetime="[^"]+">\d\d:\d\d UTC</time>\)', html)
+    # The session's end to the second (the page stops then), the lease's to the minute.
+    assert re.search(
+        r'\(until <time class="local-time" data-seconds datetime="[^"]+">\d\d:\d\d:\d\d UTC</time>\)', html
+    )
     assert "Held for you until" not in html
     untimed = make_batch("untimed-lease", n_items=3)
     _link, token = prolific_link(untimed, quota=2)
