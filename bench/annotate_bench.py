@@ -20,8 +20,9 @@ the requests it served (bench/worker_stats.py).
     .venv/bin/python bench/annotate_bench.py --db sqlite --rounds 200 --repeat 3
 
 PostgreSQL: 127.0.0.1:5432 as postgres (trust), database ``bench_annotate`` (dropped and
-re-created; override with --pg-url). Not part of the test suite: it measures, it does not
-pass or fail.
+re-created; override with --pg-url; a query string passes server settings to the app's connections,
+e.g. ``…/bench_annotate?options=-c%20synchronous_commit%3Doff``). Not part of the test suite: it
+measures, it does not pass or fail.
 """
 
 from __future__ import annotations
@@ -52,6 +53,7 @@ from annotator_http import (
     make_batch,
     make_study,
     postgres_backends_cpu_seconds,
+    postgres_database_name,
     process_cpu_seconds,
     recreate_postgres,
     rss_mb,
@@ -222,7 +224,7 @@ def bench_database(label: str, database_url: str, args) -> list[dict]:
         args.items, (args.rounds * len(args.clients) * flows * args.repeat + args.warmup) // 3 + 100
     )
     batch_id = setup_database(env, max_clients, n_items, study=args.study)
-    database = database_url.rsplit("/", 1)[1] if database_url.startswith("postgres") else ""
+    database = postgres_database_name(database_url) if database_url.startswith("postgres") else ""
     queries = json.loads(
         subprocess.run(
             [str(VENV_BIN / "python"), __file__, "--_count", *(["study"] if args.study else [])],

@@ -50,11 +50,16 @@ def server_env(database_url: str) -> dict[str, str]:
     return env
 
 
+def postgres_database_name(url: str) -> str:
+    """The database a postgres:// URL names (a query string, e.g. ``?options=-c%20…``, is not part of it)."""
+    return url.split("?", 1)[0].rsplit("/", 1)[1]
+
+
 def recreate_postgres(url: str) -> str:
     """Drop and create the database named at the end of a postgres:// URL; returns the URL."""
     import psycopg
 
-    base, name = url.rsplit("/", 1)
+    base, name = url.split("?", 1)[0].rsplit("/", 1)
     with psycopg.connect(f"{base}/postgres", autocommit=True) as conn:
         conn.execute(f'DROP DATABASE IF EXISTS "{name}" WITH (FORCE)')
         conn.execute(f'CREATE DATABASE "{name}"')

@@ -398,7 +398,9 @@ def main() -> None:
         _, stats = profiled(run(n))
         report(flow, n, cpu, stats, args.top)
         template_times(run(n), n)
-        database = args.pg_url.rsplit("/", 1)[1] if args.pg_url else ""
+        from annotator_http import postgres_database_name
+
+        database = postgres_database_name(args.pg_url) if args.pg_url else ""
         for _ in range(args.wall):
             wall_split(run(n), n, database)
         if args.statements and database:
