@@ -61,9 +61,10 @@ def demo_links(admin) -> list[str]:
     template = study_url(study_token, study.platform)
     try_it = template.split("?")[0] + "?" + "&".join(f"{k}={v}" for k, v in DEMO_WORKER.items())
     return [
-        f"Prolific study link for \u201c{DEMO_BATCH}\u201d (quota 3, code {DEMO_COMPLETION_CODE}; paste into Prolific):",
+        f"Prolific study link for \u201c{DEMO_BATCH}\u201d (quota 3, code {DEMO_COMPLETION_CODE}):",
+        "  to paste into Prolific, which fills in each participant's id; it opens only from there:",
         f"  {template}",
-        "  try it as a worker (any 24-letter PROLIFIC_PID is a new worker; use a private window):",
+        "  try it as a worker here (any 24-letter PROLIFIC_PID is a new worker; use a private window):",
         f"  {try_it}",
         "Invite link (up to 5 accounts, 7 days):",
         f"  {invite_url(invite_token)}",

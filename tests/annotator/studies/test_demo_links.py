@@ -52,3 +52,11 @@ def test_demo_links_start_with_the_site_url():
     make_batch(DEMO_BATCH, n_items=2)
     urls = [line.strip() for line in demo_links(make_user("admin")) if line.strip().startswith("http")]
     assert len(urls) == 3 and all(url.startswith("http://127.0.0.1:8101/") for url in urls)
+
+
+@pytest.mark.django_db
+def test_the_printed_prolific_link_says_it_is_pasted_into_prolific():
+    make_batch(DEMO_BATCH, n_items=2)
+    lines = demo_links(make_user("admin"))
+    template = next(n for n, line in enumerate(lines) if "{{%PROLIFIC_PID%}}" in line)
+    assert "to paste into Prolific" in lines[template - 1] and "opens only from there" in lines[template - 1]
