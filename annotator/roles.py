@@ -80,6 +80,8 @@ annotator_required = _requires(is_annotator, ANNOTATOR)
 
 def role_names(user) -> list[str]:
     """The roles an account has, widest first (an admin is also a researcher and an annotator)."""
+    if user is None or not user.is_authenticated:
+        return []
     checks = ((ADMIN, is_admin), (RESEARCHER, is_researcher), (ANNOTATOR, is_annotator))
     return [name for name, check in checks if check(user)]
 

@@ -92,6 +92,6 @@ def permission_denied(request, exception):
         "reason": reason,
         "needed": needed,
         "needed_for": ROLE_USES.get(needed, ""),
-        "roles": role_names(request.user),
+        "roles": role_names(getattr(request, "user", None)),
     }
     return render(request, "403.html", context, status=403)
