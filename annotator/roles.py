@@ -14,6 +14,7 @@ from django.urls import reverse
 
 ANNOTATOR = "annotator"
 RESEARCHER = "researcher"
+ADMIN = "admin"  # not a group: staff accounts
 GROUPS = (ANNOTATOR, RESEARCHER)
 
 
@@ -50,13 +51,21 @@ def is_annotator(user) -> bool:
     return _in_group(user, ANNOTATOR) or is_admin(user)
 
 
-def _requires(check: Callable) -> Callable:
+class RoleRequired(PermissionDenied):
+    """A page refused because the account lacks ``role``; the 403 page names the role it needs."""
+
+    def __init__(self, role: str, reason: str = ""):
+        self.role = role
+        super().__init__(reason or f"This page needs the {role} role.")
+
+
+def _requires(check: Callable, role: str) -> Callable:
     def decorator(view: Callable) -> Callable:
         @login_required
         @wraps(view)
         def wrapped(request, *args, **kwargs):
             if not check(request.user):
-                raise PermissionDenied("Your account does not have the role this page needs.")
+                raise RoleRequired(role)
             return view(request, *args, **kwargs)
 
         return wrapped
@@ -64,16 +73,24 @@ def _requires(check: Callable) -> Callable:
     return decorator
 
 
-admin_required = _requires(is_admin)
-researcher_required = _requires(is_researcher)
-annotator_required = _requires(is_annotator)
+admin_required = _requires(is_admin, ADMIN)
+researcher_required = _requires(is_researcher, RESEARCHER)
+annotator_required = _requires(is_annotator, ANNOTATOR)
+
+
+def role_names(user) -> list[str]:
+    """The roles an account has, widest first (an admin is also a researcher and an annotator)."""
+    if user is None or not user.is_authenticated:
+        return []
+    checks = ((ADMIN, is_admin), (RESEARCHER, is_researcher), (ANNOTATOR, is_annotator))
+    return [name for name, check in checks if check(user)]
 
 
 # The top bar's links per role (label, URL name), after Home; Rubric is for everyone.
 NAV_LINKS = {
     "annotator": (("Your queue", "annotate_queue"),),
     "researcher": (("Reports", "report_list"), ("LLM judges", "judges")),
-    "admin": (("Upload", "upload"), ("Assignment", "assignment_overview")),
+    "admin": (("Upload", "upload"), ("Studies", "studies"), ("Assignment", "assignment_overview")),
 }
 
 

@@ -52,6 +52,7 @@ judge_review = _Imported("annotator.judges.views.review")
 study_plans = _Imported("annotator.studies.views.plan")
 
 handler400 = "annotator.views.errors.bad_request"  # a session ended meanwhile: say so, and what to do
+handler403 = "annotator.views.errors.permission_denied"  # which role the page needs, and a way back
 handler500 = "annotator.views.errors.server_error"  # a database that does not answer: 503, try again
 
 urlpatterns = [

@@ -13,7 +13,7 @@ import re
 
 from ninja.parser import Parser
 
-from annotator.imports.json_text import json_loads, surrogate_path
+from annotator.imports.json_text import json_loads, json_problem, surrogate_path
 
 # Only an escape can make a lone surrogate once the body is strict UTF-8; any \u escape of
 # U+D800-U+DFFF (pairs included) sends the decoded body to the walk that tells pairs apart.
@@ -36,7 +36,7 @@ class StrictJsonParser(Parser):
             value = json_loads(text)
         except json.JSONDecodeError as exc:
             raise BodyRefused(
-                f"The request body is not valid JSON ({exc.msg} at line {exc.lineno}, column {exc.colno})."
+                f"The request body is not valid JSON ({json_problem(exc, f'line {exc.lineno}, column {exc.colno}')})."
             ) from None
         if _SURROGATE_ESCAPE.search(request.body):
             where = surrogate_path(value)

@@ -51,6 +51,19 @@ def _neg(value):
     return -value
 
 
+def kappa_undefined_reason(agreement, k: int, *, without: bool = False) -> str:
+    """Why Fleiss' κ is missing, or "" when it is not. κ takes only items with k ratings
+    (``hcs.agreement.dimension_agreement``), so leaving one of k raters out can leave it none; with
+    items, κ is undefined only when chance agreement is 1 (every rating in one category)."""
+    if agreement.fleiss_kappa is not None:
+        return ""
+    if agreement.fleiss_items_used == 0:
+        if without:
+            return f"needs k = {k} ratings on an item; without the excluded annotators no item has {k}"
+        return f"needs k = {k} ratings on an item; no item has {k} yet"
+    return "every rating is in one category, so chance agreement is 1"
+
+
 def quality_context(report: BatchReport, *, sort: str = "") -> dict[str, Any] | None:
     quality = report.quality
     if quality is None:
@@ -70,7 +83,13 @@ def quality_context(report: BatchReport, *, sort: str = "") -> dict[str, Any] | 
         for key, (label, _) in COLUMNS.items()
     ]
     side_by_side = [
-        {"label": kept.label, "kept": kept.agreement, "all": everyone.agreement}
+        {
+            "label": kept.label,
+            "kept": kept.agreement,
+            "all": everyone.agreement,
+            "kept_kappa_why": kappa_undefined_reason(kept.agreement, report.k, without=True),
+            "all_kappa_why": kappa_undefined_reason(everyone.agreement, report.k),
+        }
         for kept, everyone in zip(report.dimensions, quality.dimensions_all)
     ]
     thresholds = [

@@ -18,12 +18,13 @@ from annotator.imports.columns import Frame
 from annotator.imports.errors import RowError
 from annotator.imports.gold_columns import (
     GoldRow,
+    gold_marks,
     gold_rows,
     gold_summary,
     is_gold_column,
 )
 from annotator.imports.id_text import invisible_character
-from annotator.imports.json_text import has_nul, json_loads, parse_constraints
+from annotator.imports.json_text import has_nul, json_loads, json_problem, parse_constraints
 from annotator.imports.reading import JSONL, Table, read_table
 from annotator.imports.row_loop import Need, RowLoop
 from hcs.rubric import Rubric
@@ -72,10 +73,12 @@ class ParsedBatch:
     # Gold items (training and check), taken out of ``rows``; ``gold_frame`` holds their item text.
     gold: list[GoldRow] = field(default_factory=list)
     gold_frame: Frame | None = field(default=None, repr=False)
+    # Every gold row's kind by its position in the file, bad cells or not: what the preview counts.
+    gold_marked: dict[int, str] = field(default_factory=dict, repr=False)
 
     @property
     def gold_counts(self) -> dict[str, int]:
-        return gold_summary(self.gold)
+        return gold_summary(self.gold_marked.values())
 
     @property
     def ok(self) -> bool:
@@ -154,9 +157,11 @@ def parse_batch_table(table: Table, *, rubric: Rubric | None = None) -> ParsedBa
         ),
         "metadata": _metadata(loop.frame, text("metadata"), extra, rows, table, loop.errors),
     }
-    result, kept, gold, gold_frame = _take_gold(loop, Frame(out, n), out["constraints"], rubric)
+    result, kept, gold, gold_frame, marked = _take_gold(loop, Frame(out, n), out["constraints"], rubric)
     loop.sort_by_row_then_file_column()
-    return ParsedBatch(table.format, n, table.columns, extra, loop.errors, result, kept, gold, gold_frame)
+    return ParsedBatch(
+        table.format, n, table.columns, extra, loop.errors, result, kept, gold, gold_frame, marked
+    )
 
 
 def _item_ids(loop: RowLoop) -> list[str]:
@@ -188,27 +193,30 @@ def _short_id(loop: RowLoop, name: str) -> list[str]:
 
 def _take_gold(
     loop: RowLoop, result: Frame, constraints: list[str], rubric: Rubric | None
-) -> tuple[Frame, list[int], list[GoldRow], Frame | None]:
+) -> tuple[Frame, list[int], list[GoldRow], Frame | None, dict[int, str]]:
     """Gold items (checked against ``rubric``, the default when None) taken out of ``result``; returns
-    the items kept, their file rows, the gold rows and the gold items' text."""
+    the items kept, their file rows, the gold rows, the gold items' text and every gold row's kind.
+
+    A gold row with a bad cell leaves the items too: it is refused as a gold row, and counting it
+    as an item to rate would make the preview's figures wrong."""
     rows = loop.rows
     gold_cells = {c: loop.frame[c].tolist() for c in loop.columns if is_gold_column(c)}
     if not gold_cells:
-        return result, [int(r) for r in rows], [], None
+        return result, [int(r) for r in rows], [], None, {}
+    rubric = rubric or Rubric.default()
     gold = gold_rows(
         gold_cells,
         rows,
-        rubric or Rubric.default(),
+        rubric,
         lambda r, c, m: loop.add(r, c, m),
         n_constraints=[len(json.loads(c)) for c in constraints],
     )
-    is_gold = [False] * len(loop)
-    for g in gold:
-        is_gold[g.index] = True
+    marked = gold_marks(gold_cells, len(loop), rubric)
+    is_gold = [i in marked for i in range(len(loop))]
     gold_frame = result.rows([i for i in range(len(loop)) if is_gold[i]])
     result = result.rows([i for i in range(len(loop)) if not is_gold[i]])
     result["position"] = range(len(result))
-    return result, [int(r) for r, g in zip(rows, is_gold) if not g], gold, gold_frame
+    return result, [int(r) for r, g in zip(rows, is_gold) if not g], gold, gold_frame, marked
 
 
 def prompt_id_for(prompt: str) -> str:
@@ -245,7 +253,7 @@ def parse_conversation(cell: str) -> list[dict[str, str]]:
     try:
         value = json_loads(cell)
     except json.JSONDecodeError as exc:
-        raise ValueError(f"is not valid JSON ({exc.msg} at character {exc.pos + 1})") from None
+        raise ValueError(f"is not valid JSON ({json_problem(exc)})") from None
     if not isinstance(value, list):
         raise ValueError('must be a JSON list of turns like [{"role": "user", "content": "..."}]')
     turns = []
@@ -280,7 +288,7 @@ def _metadata(frame, given, extra, row, table, errors) -> list[str]:
             try:
                 value = json_loads(cell)
             except json.JSONDecodeError as exc:
-                errors.append(table.error(int(r), "metadata", f"is not valid JSON ({exc.msg})"))
+                errors.append(table.error(int(r), "metadata", f"is not valid JSON ({json_problem(exc)})"))
                 continue
             if not isinstance(value, dict):
                 errors.append(table.error(int(r), "metadata", "must be a JSON object"))

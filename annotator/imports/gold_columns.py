@@ -14,8 +14,8 @@ so gold constraint flags the checklist cannot produce (or that disagree with
 
 from __future__ import annotations
 
+from collections.abc import Iterable
 from dataclasses import dataclass
-from typing import Any
 
 from annotator.imports.annotation_template import (
     format_constraints_met,
@@ -49,6 +49,20 @@ def is_gold_column(name: str) -> bool:
     return name.startswith(PREFIX)
 
 
+def gold_marks(cells: dict[str, list[str]], n: int, rubric: Rubric) -> dict[int, str]:
+    """The rows that are gold items (any gold score or a kind given), by position, with their kind as
+    written (the default when blank). A gold row with a bad cell is still a gold row, not an item to
+    rate, so the preview counts it among the gold items."""
+    score_columns = [f"{PREFIX}{key}" for key in rubric.dimension_keys if f"{PREFIX}{key}" in cells]
+    kinds = cells.get("gold_kind", [""] * n)
+    marked = {}
+    for i in range(n):
+        kind = kinds[i].strip().lower()
+        if kind or any(cells[col][i].strip() for col in score_columns):
+            marked[i] = kind or DEFAULT_KIND
+    return marked
+
+
 def gold_rows(
     cells: dict[str, list[str]],
     rows: list[int],
@@ -70,6 +84,7 @@ def gold_rows(
                 + ", ".join(SETTINGS),
             )
     n = len(rows)
+    marked = gold_marks(cells, n, rubric)
     out = []
     for i in range(n):
         row_cells = {name: values[i].strip() for name, values in cells.items()}
@@ -79,7 +94,7 @@ def gold_rows(
 
         given_scores = {dim: get(col) for col, dim in score_columns.items() if get(col)}
         kind = get("gold_kind").lower()
-        if not given_scores and not kind:
+        if i not in marked:
             for name in ("gold_flags", "gold_tolerance", "gold_explanation", MET):
                 if get(name):
                     error(rows[i], name, "is set, but the row has no gold scores (gold_<dimension>)")
@@ -206,5 +221,9 @@ def _reachable(row, flags: list[str] | None, met_cell: str, n: int, rubric: Rubr
     return True
 
 
-def gold_summary(gold: list[GoldRow]) -> dict[str, Any]:
-    return {kind: sum(1 for g in gold if g.kind == kind) for kind in KINDS}
+def gold_summary(kinds: Iterable[str]) -> dict[str, int]:
+    """Gold rows per kind: training and check always, and any kind the file misspelled."""
+    counts = dict.fromkeys(KINDS, 0)
+    for kind in kinds:
+        counts[kind] = counts.get(kind, 0) + 1
+    return counts

@@ -31,6 +31,15 @@ def json_loads(text: str) -> Any:
         raise json.JSONDecodeError("nested too deeply", text, 0) from None
 
 
+def json_problem(exc: json.JSONDecodeError, where: str | None = None) -> str:
+    """The parser's message with where it stopped: "Unterminated string starting at character 2".
+
+    Some of the parser's messages already end in "at" ("Unterminated string starting at"), so
+    appending " at character N" would read "at at"."""
+    message = exc.msg.removesuffix(" at")
+    return f"{message} at {where or f'character {exc.pos + 1}'}"
+
+
 def _any_text(value: Any, found) -> bool:
     """True when ``found`` holds for a text in ``value``, its keys, or anything nested in it
     (iterative: nesting as deep as the parser accepts cannot exhaust the stack)."""
@@ -84,9 +93,7 @@ def parse_constraints(cell: str) -> list[str]:
         try:
             value = json_loads(text)
         except json.JSONDecodeError as exc:
-            raise ValueError(
-                f"starts like a JSON list but is not valid JSON ({exc.msg} at character {exc.pos + 1})"
-            ) from None
+            raise ValueError(f"starts like a JSON list but is not valid JSON ({json_problem(exc)})") from None
         if not isinstance(value, list) or not all(isinstance(v, str) for v in value):
             raise ValueError('must be a JSON list of texts, e.g. ["avoid tolls", "arrive before 8AM"]')
         if has_nul(value):

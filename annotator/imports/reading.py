@@ -21,7 +21,7 @@ from annotator.exports.csv_safe import DEFUSED
 from annotator.imports.columns import Frame
 from annotator.imports.errors import FileRefused, RowError
 from annotator.imports.file_size import check_size
-from annotator.imports.json_text import has_lone_surrogate, has_nul, json_loads
+from annotator.imports.json_text import has_lone_surrogate, has_nul, json_loads, json_problem
 
 ROW = "__row__"  # the Frame column holding each record's row (CSV) or line (JSONL) number
 CSV, JSONL = "csv", "jsonl"
@@ -252,9 +252,7 @@ def read_jsonl(text: str) -> Table:
         try:
             value = json_loads(line)
         except json.JSONDecodeError as exc:
-            errors.append(
-                RowError(number, None, f"is not valid JSON ({exc.msg} at character {exc.colno})", "line")
-            )
+            errors.append(RowError(number, None, f"is not valid JSON ({json_problem(exc)})", "line"))
             continue
         if not isinstance(value, dict):
             errors.append(RowError(number, None, 'must be a JSON object like {"item_id": ...}', "line"))

@@ -250,8 +250,9 @@ def batch_upload_preview(
     errors = batch_file_errors(name=name, k=k, rubric=rubric, parsed=parsed)
     systems = ", ".join(f"{s} ({n})" for s, n in parsed.systems.items()) or "\u2014"
     # Gold rows become gold items, not items to rate: counting them here made "Items" disagree with
-    # the systems' counts and with the number the saved batch reports.
-    n_gold = len(parsed.gold)
+    # the systems' counts and with the number the saved batch reports. A gold row with a bad cell is
+    # still counted as gold (``gold_marked``), not as an item.
+    n_gold = len(parsed.gold_marked)
     facts = [
         ("Items", f"{parsed.row_count - n_gold} to rate" if n_gold else str(parsed.row_count)),
         ("Systems", systems),
@@ -260,14 +261,8 @@ def batch_upload_preview(
         ("Rubric", rubric.title),
         ("Annotations per item (k)", str(k)),
     ]
-    if parsed.gold:
-        counts = parsed.gold_counts
-        facts.append(
-            (
-                "Gold items (not rated for agreement)",
-                f"{counts['training']} training, {counts['check']} check",
-            )
-        )
+    if n_gold:
+        facts.append(("Gold items (not rated for agreement)", _gold_kinds(parsed.gold_counts)))
     if parsed.extra_columns:
         facts.append(("Extra columns kept as metadata", ", ".join(parsed.extra_columns)))
     headers = [
@@ -303,6 +298,13 @@ def batch_upload_preview(
         headers,
         rows,
     )
+
+
+def _gold_kinds(counts: dict[str, int]) -> str:
+    """ "1 training, 2 check", and the rows whose gold_kind is misspelled (named in the errors)."""
+    text = f"{counts['training']} training, {counts['check']} check"
+    unknown = sum(n for kind, n in counts.items() if kind not in ("training", "check"))
+    return f"{text}, {unknown} of an unknown kind" if unknown else text
 
 
 def annotation_upload_preview(

@@ -32,6 +32,8 @@ class Platform:
     # The session id is the worker's own (one per participant and study), so it may bind to one worker
     # id. Not for other platforms, where a researcher may fill it with something workers share (a HIT id).
     personal_session: bool = False
+    # What a made-up worker id for trying the study looks like ("24 letters and digits").
+    worker_id_rule: str = "letters, digits, - and _ (up to 64)"
 
     @property
     def params(self) -> tuple[str, str, str]:
@@ -58,6 +60,7 @@ PLATFORMS: dict[str, Platform] = {
             return_url="https://app.prolific.com/submissions/complete?cc={code}",
             name="Prolific",
             personal_session=True,
+            worker_id_rule="24 letters and digits",
             leave_url="https://app.prolific.com/",
             leave_how="go back to Prolific and choose \u201cCancel participation\u201d to return the study",
         ),
@@ -80,6 +83,22 @@ class BadWorkerIds(ValueError):
     """The query did not carry a well-formed worker id (or carried malformed study/session ids)."""
 
 
+class UnfilledLink(BadWorkerIds):
+    """The link as pasted into the platform, opened directly: the worker id is still the placeholder
+    that the platform replaces. A researcher who clicks the printed link meets this."""
+
+    def __init__(self, platform: Platform):
+        self.platform = platform
+        where = platform.name or "the crowd platform"
+        placeholder = platform.placeholders[0]
+        super().__init__(
+            f"This is the study link to paste into {where}. {where[0].upper() + where[1:]} puts each "
+            f"participant's id in place of {placeholder}, so the link opens only from there. To try the "
+            f"study yourself, put a made-up id ({platform.worker_id_rule}) in its place; each new id is a "
+            "new participant."
+        )
+
+
 @dataclass(frozen=True)
 class WorkerIds:
     worker_id: str
@@ -90,6 +109,8 @@ class WorkerIds:
 def worker_ids_from_query(platform: Platform, query) -> WorkerIds:
     """The worker's ids from the request's query parameters, checked; raises BadWorkerIds."""
     worker_id = (query.get(platform.worker_param) or "").strip()
+    if worker_id == platform.placeholders[0]:  # "WORKER_ID" would pass the generic pattern
+        raise UnfilledLink(platform)
     if not platform.worker_id_pattern.match(worker_id):
         raise BadWorkerIds(
             f"This link does not carry a valid {platform.label} participant id ({platform.worker_param}). "

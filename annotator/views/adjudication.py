@@ -4,13 +4,13 @@ adjudication form, turning it into gold, and granting the adjudicator role for a
 from django.contrib import messages
 from django.contrib.auth import get_user_model
 from django.contrib.auth.decorators import login_required
-from django.core.exceptions import PermissionDenied, ValidationError
+from django.core.exceptions import ValidationError
 from django.shortcuts import get_object_or_404, redirect, render
 from django.views.decorators.http import require_GET, require_http_methods, require_POST
 
 from annotator.forms.rating import RatingForm
 from annotator.models import Adjudication, Batch, GoldItem, Item
-from annotator.roles import researcher_required
+from annotator.roles import RESEARCHER, RoleRequired, researcher_required
 from annotator.selectors.adjudication import (
     adjudication_queue,
     blind_annotations,
@@ -26,7 +26,10 @@ from annotator.services.adjudication import (
 
 def _allowed(request, batch_id: int) -> None:
     if not may_adjudicate(user=request.user, batch_id=batch_id):
-        raise PermissionDenied("You may not adjudicate this batch.")
+        raise RoleRequired(
+            RESEARCHER,
+            "Adjudicating this batch needs the researcher role, or a researcher's grant to adjudicate it.",
+        )
 
 
 def _form(item, data=None, initial=None) -> RatingForm:

@@ -1,4 +1,5 @@
-"""Server error pages: a database that does not answer (restart, failover) is a 503 with a way back."""
+"""Error pages: a database that does not answer (restart, failover) is a 503 with a way back; a page
+refused to an account says which role it needs."""
 
 from __future__ import annotations
 
@@ -7,8 +8,11 @@ import sys
 from django.contrib.sessions.exceptions import SessionInterrupted
 from django.db import InterfaceError, OperationalError
 from django.http import HttpResponse, HttpResponseBadRequest, HttpResponseServerError
+from django.shortcuts import render
 from django.template import loader
 from django.views.decorators.csrf import requires_csrf_token
+
+from annotator.roles import role_names
 
 RETRY_AFTER_S = 5
 
@@ -65,3 +69,29 @@ def bad_request(request, exception):
     context = {"session_ended": isinstance(exception, SessionInterrupted)}
     # No request context: the context processors read the database, which may be what failed.
     return HttpResponseBadRequest(loader.render_to_string("400.html", context))
+
+
+ROLE_USES = {
+    "admin": "uploads, studies and assignment",
+    "researcher": "reports, LLM judges and adjudication",
+    "annotator": "rating items",
+}
+
+
+@requires_csrf_token
+def permission_denied(request, exception):
+    """handler403: the role the page needs (when a role decorator refused it), the account's own
+    roles and a way back, inside the site's frame. API paths keep their problem details."""
+    reason = str(exception) or "Your account may not open this page."
+    if request.path.startswith("/api/"):
+        from annotator.api.problems import problem_response  # the API's modules stay out of page workers
+
+        return problem_response(request, 403, reason)
+    needed = getattr(exception, "role", None)
+    context = {
+        "reason": reason,
+        "needed": needed,
+        "needed_for": ROLE_USES.get(needed, ""),
+        "roles": role_names(getattr(request, "user", None)),
+    }
+    return render(request, "403.html", context, status=403)

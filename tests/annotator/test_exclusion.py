@@ -175,3 +175,25 @@ def test_exclusion_racing_annotators_still_gives_every_item_k_valid_annotations(
     counters = dict(Item.objects.filter(batch=batch).values_list("pk", "n_annotations"))
     assert counters == dict(valid)  # n_annotations counts exactly the valid annotations
     assert not Item.objects.filter(batch=batch, n_leased__gt=0).exists()
+
+
+@pytest.mark.django_db
+def test_kappa_without_says_why_it_is_missing_when_one_of_k_raters_is_excluded(client):
+    """Fleiss' κ takes only items with k ratings: with one of three raters out, none is left."""
+    batch = make_batch("three", n_items=2, k=3, constraints=())
+    people = [make_user(f"r{i}") for i in range(3)]
+    for _ in range(2):
+        for u in people:
+            annotation_submit(
+                item=item_next_for_annotator(batch=batch, annotator=u).item,
+                annotator=u,
+                scores={**SCORES, "coherence": 2 + people.index(u)},
+            )
+    annotator_exclude(batch=batch, annotator=people[0], reason="too fast")
+    client.force_login(make_user("res", role="researcher"))
+    response = client.get(reverse("report_batch", args=[batch.pk]))
+    coherence = next(d for d in response.context["qc"]["side_by_side"] if d["label"] == "Coherence")
+    assert coherence["kept"].fleiss_kappa is None and coherence["all"].fleiss_kappa is not None
+    reason = "needs k = 3 ratings on an item; without the excluded annotators no item has 3"
+    assert coherence["kept_kappa_why"] == reason and coherence["all_kappa_why"] == ""
+    assert f"({reason})" in response.content.decode()

@@ -114,3 +114,33 @@ def test_the_upload_preview_counts_items_to_rate_apart_from_gold_rows():
     plain_file = (HEADER + "a1,Route,Take Route 9,,,,,,,,,\n").encode()
     plain = batch_upload_preview(data=plain_file, filename="items.csv", name="plain", k=3, rubric=None)
     assert dict(plain.facts)["Items"] == "1"
+
+
+@pytest.mark.django_db
+def test_a_gold_row_with_a_bad_cell_is_still_counted_as_gold_in_the_preview():
+    """Row 4 is a check gold row whose coherence is 7: refused, and still not an item to rate."""
+    from annotator.selectors.imports import batch_upload_preview
+
+    bad = GOOD.replace(
+        "c1,This is a check,Give every dimension 2,2,", "c1,This is a check,Give every dimension 2,7,"
+    )
+    preview = batch_upload_preview(data=bad.encode(), filename="items.csv", name="bad-gold", k=3, rubric=None)
+    facts = dict(preview.facts)
+    assert not preview.ok
+    assert [str(e) for e in preview.errors] == [
+        "row 4, column `gold_coherence`: 7 is not a whole number 1\u20135"
+    ]
+    assert facts["Items"] == "2 to rate" and facts["Systems"] == "(none) (2)"
+    assert facts["Gold items (not rated for agreement)"] == "1 training, 1 check"
+    assert [row[0] for row in preview.rows] == ["a1", "a2"]  # "First rows" lists items, not the gold row
+
+
+@pytest.mark.django_db
+def test_a_misspelled_gold_kind_is_counted_as_gold_of_an_unknown_kind():
+    from annotator.selectors.imports import batch_upload_preview
+
+    bad = GOOD.replace(",Instructed response.,check", ",Instructed response.,chek")
+    preview = batch_upload_preview(data=bad.encode(), filename="items.csv", name="bad-kind", k=3, rubric=None)
+    facts = dict(preview.facts)
+    assert facts["Items"] == "2 to rate"
+    assert facts["Gold items (not rated for agreement)"] == "1 training, 0 check, 1 of an unknown kind"

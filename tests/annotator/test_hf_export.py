@@ -172,6 +172,9 @@ def test_excluded_raters_rows_are_kept_and_marked(study, tmp_path):
     assert (
         f"| {excluded_id} | researcher | {excluded_id} answered at random |" in card
     )  # the name in the reason too
+    # The judges' calibration is against the people's mean without the excluded rater: said plainly.
+    assert "follow the people's mean score per item (the excluded raters' scores left out)" in card
+    assert "humans of" not in card
 
 
 def test_items_hold_soft_labels_entropy_and_the_reports_hcs_mean(study, tmp_path):

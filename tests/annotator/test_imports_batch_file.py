@@ -253,3 +253,22 @@ def test_a_jsonl_line_with_the_reserved_row_key_is_an_error_not_a_crash():
     parsed = parse_batch_file(data, filename="x.jsonl")
     assert [str(e) for e in parsed.errors] == ["line 2, key `__row__`: is a reserved name; rename the key"]
     assert parsed.columns == ["item_id", "prompt", "response"]
+
+
+@pytest.mark.parametrize(
+    ("cell", "expected"),
+    [
+        # The parser's own message ends in "at": said once, not "starting at at character 2".
+        (
+            '"[""avoid tolls]"',
+            "starts like a JSON list but is not valid JSON (Unterminated string starting at character 2)",
+        ),
+        (
+            '"[""a"" ""b""]"',
+            "starts like a JSON list but is not valid JSON (Expecting ',' delimiter at character 6)",
+        ),
+    ],
+)
+def test_a_json_cell_error_says_where_once(cell, expected):
+    parsed = parse(HEADER + f"a1,p,r,,,,,{cell},\n")
+    assert messages(parsed) == [f"row 2, column `constraints`: {expected}"]

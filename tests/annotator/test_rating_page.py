@@ -325,7 +325,10 @@ def test_your_annotations_shows_flag_labels_and_edit_time(client):
     [
         ("annotator", ["Home", "Your queue", "Rubric"]),
         ("researcher", ["Home", "Reports", "LLM judges", "Rubric"]),
-        ("admin", ["Home", "Your queue", "Reports", "LLM judges", "Upload", "Assignment", "Rubric"]),
+        (
+            "admin",
+            ["Home", "Your queue", "Reports", "LLM judges", "Upload", "Studies", "Assignment", "Rubric"],
+        ),
     ],
 )
 def test_top_bar_links_each_roles_pages(client, role, expected):

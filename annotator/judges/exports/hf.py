@@ -87,7 +87,7 @@ def judge_calibration_lines(report: BatchReport) -> list[str]:
     if not rows:
         return ["No LLM judge scored this batch's items."]
     out = [
-        "How each judge's scores follow the human mean per item (humans of excluded raters left out). "
+        "How each judge's scores follow the people's mean score per item (the excluded raters' scores left out). "
         "The alt-test (Calderon et al., 2025) asks whether the judge could replace a human annotator.",
         "",
         "| Judge | Dimension | n | Spearman ρ [95% CI] | Kendall τ | MAE | Bias | QWK | Alt-test passed |",

@@ -32,7 +32,7 @@ from annotator.imports.batch_file import COLUMNS, ParsedBatch, parse_batch_table
 from annotator.imports.columns import Frame
 from annotator.imports.errors import FileRefused, RowError
 from annotator.imports.file_size import check_size
-from annotator.imports.json_text import json_loads
+from annotator.imports.json_text import json_loads, json_problem
 from annotator.imports.reading import JSONL, ROW, Table, decode_text
 from annotator.turns import as_text, normalise_turns
 
@@ -166,9 +166,7 @@ def parse_trace_file(data: bytes, *, mapping: Mapping[str, TracePath]) -> Parsed
         try:
             trace = json_loads(line)
         except json.JSONDecodeError as exc:
-            errors.append(
-                RowError(number, None, f"is not valid JSON ({exc.msg} at character {exc.colno})", "line")
-            )
+            errors.append(RowError(number, None, f"is not valid JSON ({json_problem(exc)})", "line"))
             continue
         record: dict[str, Any] = {ROW: number}
         for field, path in mapping.items():

@@ -61,7 +61,8 @@ def demo_links(admin) -> list[str]:
     template = study_url(study_token, study.platform)
     one_worker = template.split("?")[0] + "?" + "&".join(f"{k}={v}" for k, v in DEMO_WORKER.items())
     return [
-        f"Prolific study link for \u201c{DEMO_BATCH}\u201d (quota 3, code {DEMO_COMPLETION_CODE}; paste into Prolific):",
+        f"Prolific study link for \u201c{DEMO_BATCH}\u201d (quota 3, code {DEMO_COMPLETION_CODE}):",
+        "  to paste into Prolific, which fills in each participant's id; it opens only from there:",
         f"  {template}",
         "  try it as a worker (each visit is a new worker, with a new PROLIFIC_PID and SESSION_ID; use a private window):",
         f"  {new_worker_url(study_token)}",

@@ -20,7 +20,13 @@ from django.views.decorators.http import require_GET, require_http_methods
 
 from annotator.models import Enrolment, InviteLink, SignInLink, StudyLink
 from annotator.services.rate_limit import client_key, rate_limit_hit
-from annotator.studies.crowd import PLATFORMS, BadWorkerIds, fresh_worker_query, worker_ids_from_query
+from annotator.studies.crowd import (
+    PLATFORMS,
+    BadWorkerIds,
+    UnfilledLink,
+    fresh_worker_query,
+    worker_ids_from_query,
+)
 from annotator.studies.forms import PasswordRuleErrorsOnThePassword, SignInPasswordForm
 from annotator.studies.selectors import link_ending
 from annotator.studies.services.links import (
@@ -35,10 +41,9 @@ from annotator.studies.services.links import (
 BACKEND = "django.contrib.auth.backends.ModelBackend"
 
 
-def _problem(request, message: str, status: int):
-    return render(
-        request, "annotator/link_problem.html", {"message": message, "status": status}, status=status
-    )
+def _problem(request, message: str, status: int, heading: str = ""):
+    context = {"message": message, "status": status, "heading": heading}
+    return render(request, "annotator/link_problem.html", context, status=status)
 
 
 def rate_limited(view):
@@ -63,6 +68,10 @@ def study_entry(request, study_token):
         link = link_find(StudyLink, study_token)
         ids = worker_ids_from_query(PLATFORMS[link.platform], request.GET)
         enrolment = crowd_enter(link=link, ids=ids)
+    except UnfilledLink as exc:
+        return _problem(
+            request, str(exc), 403, heading=f"This link opens from {exc.platform.name or 'the platform'}"
+        )
     except BadWorkerIds as exc:
         return _problem(request, str(exc), 403)
     except StudyFull as exc:

@@ -114,6 +114,11 @@ def test_a_body_that_is_not_json_says_so(api_as):
     )
     body = assert_problem(response, 400)
     assert "not valid JSON" in body["detail"]
+    unterminated = api_as("admin").client.post(
+        "/api/v1/batches", data=b'{"name": "x', content_type="application/json"
+    )
+    detail = assert_problem(unterminated, 400)["detail"]
+    assert "(Unterminated string starting at line 1, column 10)" in detail, detail  # "at" once
 
 
 def test_a_nul_in_a_calibration_set_note_is_a_problem(api_as):

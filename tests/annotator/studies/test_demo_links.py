@@ -113,3 +113,11 @@ def test_the_new_worker_link_is_only_in_a_debug_server():
     assert not Enrolment.objects.filter(batch=batch).exists()
     with override_settings(DEBUG=True):
         assert Client().get(reverse("study_new_worker", args=["no-such-token"])).status_code == 404
+
+
+@pytest.mark.django_db
+def test_the_printed_prolific_link_says_it_is_pasted_into_prolific():
+    make_batch(DEMO_BATCH, n_items=2)
+    lines = demo_links(make_user("admin"))
+    template = next(n for n, line in enumerate(lines) if "{{%PROLIFIC_PID%}}" in line)
+    assert "to paste into Prolific" in lines[template - 1] and "opens only from there" in lines[template - 1]

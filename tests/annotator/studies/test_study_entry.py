@@ -123,14 +123,23 @@ def test_expired_and_revoked_study_links_are_403(study):
     assert not Enrolment.objects.exists()
 
 
-@pytest.mark.parametrize(
-    "pid", [None, "", "{{%PROLIFIC_PID%}}", "short", "5f0c1a2b3c4d5e6f7a8b9c0d'--", "x" * 200]
-)
+@pytest.mark.parametrize("pid", [None, "", "short", "5f0c1a2b3c4d5e6f7a8b9c0d'--", "x" * 200])
 def test_malformed_worker_ids_are_403_with_what_to_do(study, pid):
     _batch, _link, token = study
     response = Client().get(entry_url(token, pid))
     assert response.status_code == 403
     assert "open the study again from Prolific" in response.content.decode()
+    assert not Enrolment.objects.exists()
+
+
+def test_the_link_as_pasted_into_prolific_says_it_opens_from_there(study):
+    """A researcher clicking the printed template link learns why it does not open here, and how to try it."""
+    _batch, _link, token = study
+    response = Client().get(entry_url(token, "{{%PROLIFIC_PID%}}"))
+    page = response.content.decode()
+    assert response.status_code == 403 and "This link opens from Prolific" in page
+    assert "This is the study link to paste into Prolific" in page
+    assert "put a made-up id (24 letters and digits) in its place" in page
     assert not Enrolment.objects.exists()
 
 
@@ -261,6 +270,10 @@ def test_generic_worker_id_mode(study):
     assert client.get(url.path + "?worker_id=A1B2C3D4E5MTURK").status_code == 302
     assert Enrolment.objects.get(worker_id="A1B2C3D4E5MTURK").platform == "generic"
     assert client.get(url.path + "?worker_id=bad id!").status_code == 403
+    # The link as printed, opened directly: its placeholder is not a worker called WORKER_ID.
+    unfilled = client.get(url.path + "?" + url.query)
+    assert unfilled.status_code == 403 and "the link opens only from there" in unfilled.content.decode()
+    assert not Enrolment.objects.filter(worker_id="WORKER_ID").exists()
 
 
 @pytest.mark.parametrize(
