@@ -53,22 +53,35 @@ class RatingProgress:
         return round(100 * self.items_complete / self.items_total) if self.items_total else 0
 
 
-ITEMS, MINE, GOLD = 0, 1, 2
+ITEMS, MINE, GOLD, STATES = 0, 1, 2, 3
 
-# The batch's part (its items grouped by their progress counters) costs what counting the batch's
-# index entries costs, which grows with the batch; each process reads it at most once per
-# ANNOTATOR_PROGRESS_CACHE_SECONDS per batch and shows it that old at most. The annotator's own
-# counts are always read fresh.
+# Two parts cost what grows with the work done: the batch's items grouped by their progress counters
+# (ITEMS: an index entry per item) and the annotator's items grouped by those counters (MINE: a lookup
+# of each item they were ever given, which is what tells the items still open to others from the rest).
+# They only bound "up to N more for you", so each process reads them at most once per
+# ANNOTATOR_PROGRESS_CACHE_SECONDS (per batch, and per batch and annotator) and shows them that old at
+# most; near the end both are read again. The annotator's own counts by state (their position in the
+# sequence, a quota) and their gold answers are always read fresh.
 _batch_parts: dict[tuple[str, int], tuple[float, list[tuple]]] = {}
 _BATCH_PARTS_KEPT = 256  # batches remembered per process
+_mine_parts: dict[tuple[str, int, int], tuple[float, list[tuple]]] = {}
+_MINE_PARTS_KEPT = 4096  # (batch, annotator) pairs remembered per process
 
 
-# The three parts as ORM reads (SQLite), each compiled once per process.
+# The four parts as ORM reads (SQLite), each compiled once per process.
+_STATES = CompiledQuery(
+    lambda annotator_id, batch_id: (
+        Assignment.objects.filter(annotator_id=annotator_id, batch_id=batch_id)
+        .order_by()
+        .values_list("state")
+        .annotate(n=Count("pk"))
+    )
+)
 _MINE = CompiledQuery(
     lambda annotator_id, batch_id: (
         Assignment.objects.filter(annotator_id=annotator_id, batch_id=batch_id)
         .order_by()
-        .values_list("item__n_annotations", "item__n_leased", "state")
+        .values_list("item__n_annotations", "item__n_leased")
         .annotate(n=Count("pk"))
     )
 )
@@ -92,12 +105,17 @@ _ITEMS = CompiledQuery(
 )
 
 
-def _orm_rows(*, batch_id: int, annotator_id: int, count_gold: bool, with_items: bool) -> list[tuple]:
+def _orm_rows(
+    *, batch_id: int, annotator_id: int, count_gold: bool, with_items: bool, with_mine: bool
+) -> list[tuple]:
     """The rows of :func:`_sql`, read with the ORM's statements (SQLite)."""
     rows = []
     with connection.cursor() as cursor:
-        cursor.execute(*_MINE.sql(annotator_id, batch_id))
-        rows += [(MINE, *row) for row in cursor.fetchall()]
+        cursor.execute(*_STATES.sql(annotator_id, batch_id))
+        rows += [(STATES, 0, 0, state, n) for state, n in cursor.fetchall()]
+        if with_mine:
+            cursor.execute(*_MINE.sql(annotator_id, batch_id))
+            rows += [(MINE, a, n_leased, "", n) for a, n_leased, n in cursor.fetchall()]
         if count_gold:
             cursor.execute(*_GOLD.sql(annotator_id, batch_id))
             rows += [(GOLD, 0, 0, kind, n) for kind, n in cursor.fetchall()]
@@ -107,22 +125,23 @@ def _orm_rows(*, batch_id: int, annotator_id: int, count_gold: bool, with_items:
     return rows
 
 
-@lru_cache(maxsize=8)
-def _sql(with_items: bool, count_gold: bool) -> str:
-    """The three parts in one statement (PostgreSQL)."""
+@lru_cache(maxsize=16)
+def _sql(with_items: bool, count_gold: bool, with_mine: bool = True) -> str:
+    """The parts in one statement (PostgreSQL); parameters: :func:`_params`."""
     qn = connection.ops.quote_name
     item_t, assignment_t = qn(Item._meta.db_table), qn(Assignment._meta.db_table)
-    # A lateral lookup per assignment, fenced by OFFSET 0: as a plain join it was planned as a scan
-    # of every item in the table once the annotator had a few hundred assignments.
-    items = (
-        f"CROSS JOIN LATERAL (SELECT n_annotations, n_leased FROM {item_t} WHERE id = a.item_id OFFSET 0) i"
-    )
     parts = [
-        (
-            f"SELECT {MINE}, i.n_annotations, i.n_leased, a.state, COUNT(*) FROM {assignment_t} a {items}"
-            " WHERE a.annotator_id = %s AND a.batch_id = %s GROUP BY i.n_annotations, i.n_leased, a.state"
-        )
+        f"SELECT {STATES}, 0, 0, a.state, COUNT(*) FROM {assignment_t} a"
+        " WHERE a.annotator_id = %s AND a.batch_id = %s GROUP BY a.state"
     ]
+    if with_mine:
+        # A lateral lookup per assignment, fenced by OFFSET 0: as a plain join it was planned as a scan
+        # of every item in the table once the annotator had a few hundred assignments.
+        items = f"CROSS JOIN LATERAL (SELECT n_annotations, n_leased FROM {item_t} WHERE id = a.item_id OFFSET 0) i"
+        parts.append(
+            f"SELECT {MINE}, i.n_annotations, i.n_leased, '', COUNT(*) FROM {assignment_t} a {items}"
+            " WHERE a.annotator_id = %s AND a.batch_id = %s GROUP BY i.n_annotations, i.n_leased"
+        )
     if count_gold:
         answer_t, gold_t = qn(GoldAnswer._meta.db_table), qn(GoldItem._meta.db_table)
         parts.append(
@@ -138,34 +157,54 @@ def _sql(with_items: bool, count_gold: bool) -> str:
     return " UNION ALL ".join(parts)
 
 
+def _params(*, batch_id: int, annotator_id: int, count_gold: bool, with_items: bool, with_mine: bool) -> list:
+    own = [annotator_id, batch_id]
+    return own + (own if with_mine else []) + (own if count_gold else []) + ([batch_id] if with_items else [])
+
+
+def _remember(parts: dict, key, rows: list[tuple], kept: int, now: float) -> None:
+    seconds = settings.ANNOTATOR_PROGRESS_CACHE_SECONDS
+    if seconds > 0:
+        if len(parts) >= kept:
+            parts.clear()
+        parts[key] = (now + seconds, rows)
+
+
 def _counts(
     *, batch_id: int, annotator_id: int, count_gold: bool, fresh: bool = False
 ) -> tuple[list[tuple], bool]:
-    """(part, n_annotations, n_leased, state, n) rows: the annotator's assignments in the batch
-    grouped by state and their item's counters (MINE), with ``count_gold`` their submitted gold
-    answers (GOLD), and the batch's items grouped by their counters (ITEMS; remembered for
-    ``ANNOTATOR_PROGRESS_CACHE_SECONDS``, unless ``fresh``); and whether that last part was the
-    remembered one. On PostgreSQL one statement written by hand: it runs on every rating page."""
-    key, now = (connection.alias, batch_id), monotonic()
-    kept = _batch_parts.get(key)
-    with_items = fresh or kept is None or kept[0] <= now
+    """(part, n_annotations, n_leased, state, n) rows: the annotator's assignments in the batch by
+    state (STATES), with ``count_gold`` their submitted gold answers (GOLD), their assignments by
+    their items' counters (MINE) and the batch's items by those counters (ITEMS), the last two
+    remembered for ``ANNOTATOR_PROGRESS_CACHE_SECONDS`` unless ``fresh``; and whether either of those
+    was a remembered one. On PostgreSQL one statement written by hand: it runs on every rating page."""
+    now = monotonic()
+    items_key, mine_key = (connection.alias, batch_id), (connection.alias, batch_id, annotator_id)
+    kept_items, kept_mine = _batch_parts.get(items_key), _mine_parts.get(mine_key)
+    with_items = fresh or kept_items is None or kept_items[0] <= now
+    with_mine = fresh or kept_mine is None or kept_mine[0] <= now
+    read = {
+        "batch_id": batch_id,
+        "annotator_id": annotator_id,
+        "count_gold": count_gold,
+        "with_items": with_items,
+        "with_mine": with_mine,
+    }
     if hand_written_sql():
-        params = [annotator_id, batch_id] + ([annotator_id, batch_id] if count_gold else [])
         with hot_cursor() as cursor:
-            cursor.execute(_sql(with_items, count_gold), params + ([batch_id] if with_items else []))
+            cursor.execute(_sql(with_items, count_gold, with_mine), _params(**read))
             rows = cursor.fetchall()
     else:
-        rows = _orm_rows(
-            batch_id=batch_id, annotator_id=annotator_id, count_gold=count_gold, with_items=with_items
-        )
-    if not with_items:
-        return rows + kept[1], True
-    seconds = settings.ANNOTATOR_PROGRESS_CACHE_SECONDS
-    if seconds > 0:
-        if len(_batch_parts) >= _BATCH_PARTS_KEPT:
-            _batch_parts.clear()
-        _batch_parts[key] = (now + seconds, [row for row in rows if row[0] == ITEMS])
-    return rows, False
+        rows = _orm_rows(**read)
+    if with_items:
+        _remember(_batch_parts, items_key, [r for r in rows if r[0] == ITEMS], _BATCH_PARTS_KEPT, now)
+    else:
+        rows += kept_items[1]
+    if with_mine:
+        _remember(_mine_parts, mine_key, [r for r in rows if r[0] == MINE], _MINE_PARTS_KEPT, now)
+    else:
+        rows += kept_mine[1]
+    return rows, not (with_items and with_mine)
 
 
 @dataclass
@@ -188,9 +227,10 @@ def _tally(rows: list[tuple], k: int) -> _Tally:
             t.total += n
             t.complete += n if n_annotations >= k else 0
             t.open_items += n if free else 0
-        elif part == MINE:
+        elif part == STATES:
             t.submitted += n if state == Assignment.State.SUBMITTED else 0  # rated here or imported
             t.skipped += n if state == Assignment.State.SKIPPED else 0
+        elif part == MINE:
             t.mine_open += n if free else 0
         elif state == GoldItem.Kind.TRAINING:
             t.training += n
@@ -223,8 +263,8 @@ def rating_progress(
     rows, remembered = _counts(**counts)
     t = _tally(rows, batch.k)
     if remembered and t.open_items - t.mine_open <= batch.k:
-        # Near the end of what is left for the annotator the remembered batch counts and their own
-        # fresh ones could disagree by the items they took or skipped since: read both now.
+        # Near the end of what is left for the annotator the remembered counts could be off by the items
+        # they or others took, rated or skipped since: read them all now.
         t = _tally(_counts(**counts, fresh=True)[0], batch.k)
     if not isinstance(item, Item):  # a gold item: held like any item from when it was shown
         held = (gold_shown_at, gold_shown_at + lease_duration()) if gold_shown_at else (None, None)

@@ -143,10 +143,13 @@ def test_the_progress_strip_reads_the_annotators_work_in_this_batch_only():
             f"ANALYZE {connection.ops.quote_name(Item._meta.db_table)}, "
             f"{connection.ops.quote_name(Assignment._meta.db_table)}"
         )
+        read = {"batch_id": batch.pk, "annotator_id": user.pk, "count_gold": False, "with_items": False}
         cursor.execute(
-            "EXPLAIN (ANALYZE, FORMAT JSON) " + rating_progress._sql(False, False), [user.pk, batch.pk]
+            "EXPLAIN (ANALYZE, FORMAT JSON) " + rating_progress._sql(False, False, True),
+            rating_progress._params(**read, with_mine=True),
         )
         plan = _plan(cursor.fetchone()[0])
 
-    assert _rows_read(plan) == 20
+    # Their 20 assignments here, once counted by state and once by their items' counters.
+    assert _rows_read(plan) == 2 * 20
     assert _rows_read(plan, Item) == 20
