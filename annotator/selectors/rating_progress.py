@@ -81,7 +81,7 @@ _MINE = CompiledQuery(
     lambda annotator_id, batch_id: (
         Assignment.objects.filter(annotator_id=annotator_id, batch_id=batch_id)
         .order_by()
-        .values_list("item__n_annotations", "item__n_leased")
+        .values_list("item__n_annotations", "item__n_leased", "state")
         .annotate(n=Count("pk"))
     )
 )
@@ -111,11 +111,12 @@ def _orm_rows(
     """The rows of :func:`_sql`, read with the ORM's statements (SQLite)."""
     rows = []
     with connection.cursor() as cursor:
-        cursor.execute(*_STATES.sql(annotator_id, batch_id))
-        rows += [(STATES, 0, 0, state, n) for state, n in cursor.fetchall()]
         if with_mine:
             cursor.execute(*_MINE.sql(annotator_id, batch_id))
-            rows += [(MINE, a, n_leased, "", n) for a, n_leased, n in cursor.fetchall()]
+            rows += [(MINE, *row) for row in cursor.fetchall()]
+        else:
+            cursor.execute(*_STATES.sql(annotator_id, batch_id))
+            rows += [(STATES, 0, 0, state, n) for state, n in cursor.fetchall()]
         if count_gold:
             cursor.execute(*_GOLD.sql(annotator_id, batch_id))
             rows += [(GOLD, 0, 0, kind, n) for kind, n in cursor.fetchall()]
@@ -130,18 +131,19 @@ def _sql(with_items: bool, count_gold: bool, with_mine: bool = True) -> str:
     """The parts in one statement (PostgreSQL); parameters: :func:`_params`."""
     qn = connection.ops.quote_name
     item_t, assignment_t = qn(Item._meta.db_table), qn(Assignment._meta.db_table)
-    parts = [
-        f"SELECT {STATES}, 0, 0, a.state, COUNT(*) FROM {assignment_t} a"
-        " WHERE a.annotator_id = %s AND a.batch_id = %s GROUP BY a.state"
-    ]
     if with_mine:
         # A lateral lookup per assignment, fenced by OFFSET 0: as a plain join it was planned as a scan
         # of every item in the table once the annotator had a few hundred assignments.
         items = f"CROSS JOIN LATERAL (SELECT n_annotations, n_leased FROM {item_t} WHERE id = a.item_id OFFSET 0) i"
-        parts.append(
-            f"SELECT {MINE}, i.n_annotations, i.n_leased, '', COUNT(*) FROM {assignment_t} a {items}"
-            " WHERE a.annotator_id = %s AND a.batch_id = %s GROUP BY i.n_annotations, i.n_leased"
-        )
+        parts = [
+            f"SELECT {MINE}, i.n_annotations, i.n_leased, a.state, COUNT(*) FROM {assignment_t} a {items}"
+            " WHERE a.annotator_id = %s AND a.batch_id = %s GROUP BY i.n_annotations, i.n_leased, a.state"
+        ]
+    else:  # the MINE part is remembered: the counts by state alone, read now
+        parts = [
+            f"SELECT {STATES}, 0, 0, a.state, COUNT(*) FROM {assignment_t} a"
+            " WHERE a.annotator_id = %s AND a.batch_id = %s GROUP BY a.state"
+        ]
     if count_gold:
         answer_t, gold_t = qn(GoldAnswer._meta.db_table), qn(GoldItem._meta.db_table)
         parts.append(
@@ -159,7 +161,7 @@ def _sql(with_items: bool, count_gold: bool, with_mine: bool = True) -> str:
 
 def _params(*, batch_id: int, annotator_id: int, count_gold: bool, with_items: bool, with_mine: bool) -> list:
     own = [annotator_id, batch_id]
-    return own + (own if with_mine else []) + (own if count_gold else []) + ([batch_id] if with_items else [])
+    return own + (own if count_gold else []) + ([batch_id] if with_items else [])
 
 
 def _remember(parts: dict, key, rows: list[tuple], kept: int, now: float) -> None:
@@ -174,10 +176,11 @@ def _counts(
     *, batch_id: int, annotator_id: int, count_gold: bool, fresh: bool = False
 ) -> tuple[list[tuple], bool]:
     """(part, n_annotations, n_leased, state, n) rows: the annotator's assignments in the batch by
-    state (STATES), with ``count_gold`` their submitted gold answers (GOLD), their assignments by
-    their items' counters (MINE) and the batch's items by those counters (ITEMS), the last two
-    remembered for ``ANNOTATOR_PROGRESS_CACHE_SECONDS`` unless ``fresh``; and whether either of those
-    was a remembered one. On PostgreSQL one statement written by hand: it runs on every rating page."""
+    their items' counters and state (MINE), with ``count_gold`` their submitted gold answers (GOLD), and
+    the batch's items by those counters (ITEMS); MINE and ITEMS are remembered for
+    ``ANNOTATOR_PROGRESS_CACHE_SECONDS`` unless ``fresh``, and a remembered MINE comes with the
+    annotator's counts by state read now (STATES). Also whether anything was a remembered part. On
+    PostgreSQL one statement written by hand: it runs on every rating page."""
     now = monotonic()
     items_key, mine_key = (connection.alias, batch_id), (connection.alias, batch_id, annotator_id)
     kept_items, kept_mine = _batch_parts.get(items_key), _mine_parts.get(mine_key)
@@ -202,8 +205,8 @@ def _counts(
         rows += kept_items[1]
     if with_mine:
         _remember(_mine_parts, mine_key, [r for r in rows if r[0] == MINE], _MINE_PARTS_KEPT, now)
-    else:
-        rows += kept_mine[1]
+    else:  # what the remembered part says but its counts by state, which STATES has read now
+        rows += [(MINE, a, n_leased, "", n) for _, a, n_leased, _, n in kept_mine[1]]
     return rows, not (with_items and with_mine)
 
 
@@ -227,11 +230,10 @@ def _tally(rows: list[tuple], k: int) -> _Tally:
             t.total += n
             t.complete += n if n_annotations >= k else 0
             t.open_items += n if free else 0
-        elif part == STATES:
+        elif part in (MINE, STATES):
             t.submitted += n if state == Assignment.State.SUBMITTED else 0  # rated here or imported
             t.skipped += n if state == Assignment.State.SKIPPED else 0
-        elif part == MINE:
-            t.mine_open += n if free else 0
+            t.mine_open += n if free and part == MINE else 0
         elif state == GoldItem.Kind.TRAINING:
             t.training += n
         else:

@@ -150,6 +150,5 @@ def test_the_progress_strip_reads_the_annotators_work_in_this_batch_only():
         )
         plan = _plan(cursor.fetchone()[0])
 
-    # Their 20 assignments here, once counted by state and once by their items' counters.
-    assert _rows_read(plan) == 2 * 20
+    assert _rows_read(plan) == 20
     assert _rows_read(plan, Item) == 20
