@@ -32,8 +32,8 @@ class Platform:
     # The session id is the worker's own (one per participant and study), so it may bind to one worker
     # id. Not for other platforms, where a researcher may fill it with something workers share (a HIT id).
     personal_session: bool = False
-    # What a made-up worker id for trying the study looks like ("24 letters and digits").
-    worker_id_rule: str = "letters, digits, - and _ (up to 64)"
+    # What a made-up worker id for trying the study looks like ("24 hex digits").
+    worker_id_rule: str = "up to 64 letters, digits, - and _"
 
     @property
     def params(self) -> tuple[str, str, str]:
@@ -60,7 +60,7 @@ PLATFORMS: dict[str, Platform] = {
             return_url="https://app.prolific.com/submissions/complete?cc={code}",
             name="Prolific",
             personal_session=True,
-            worker_id_rule="24 letters and digits",
+            worker_id_rule="24 hex digits, 0-9 and a-f",
             leave_url="https://app.prolific.com/",
             leave_how="go back to Prolific and choose \u201cCancel participation\u201d to return the study",
         ),
@@ -84,18 +84,22 @@ class BadWorkerIds(ValueError):
 
 
 class UnfilledLink(BadWorkerIds):
-    """The link as pasted into the platform, opened directly: the worker id is still the placeholder
-    that the platform replaces. A researcher who clicks the printed link meets this."""
+    """The link as pasted into the platform, opened directly: an id is still the placeholder that the
+    platform replaces. A researcher who clicks the printed link meets this."""
 
     def __init__(self, platform: Platform):
         self.platform = platform
         where = platform.name or "the crowd platform"
-        placeholder = platform.placeholders[0]
+        worker, study, session = platform.params
+        # All three ids, since a placeholder left in any of them is refused, and a session id already
+        # used by one participant refuses the next (Prolific's session belongs to one participant).
         super().__init__(
             f"This is the study link to paste into {where}. {where[0].upper() + where[1:]} puts each "
-            f"participant's id in place of {placeholder}, so the link opens only from there. To try the "
-            f"study yourself, put a made-up id ({platform.worker_id_rule}) in its place; each new id is a "
-            "new participant."
+            f"participant's ids in place of {', '.join(platform.placeholders[:2])} and "
+            f"{platform.placeholders[2]}, so the link opens only from there. To try the study yourself, "
+            f"fill in all three: a made-up {worker} ({platform.worker_id_rule}), any {study} (letters, "
+            f"digits, - and _), and a new {session} for each participant. Each new {worker} with a new "
+            f"{session} is a new participant."
         )
 
 
@@ -117,8 +121,12 @@ def worker_ids_from_query(platform: Platform, query) -> WorkerIds:
             f"Please open the study again from {platform.label}."
         )
     others = []
-    for param in (platform.study_param, platform.session_param):
+    for param, placeholder in zip(platform.params[1:], platform.placeholders[1:], strict=True):
         value = (query.get(param) or "").strip()
+        if value == placeholder and not SAFE_ID.match(
+            value
+        ):  # a worker id typed in, the rest left as printed
+            raise UnfilledLink(platform)
         if value and not SAFE_ID.match(value):
             raise BadWorkerIds(
                 f"The {param} in this link is not valid. Please open the study again from {platform.label}."

@@ -28,6 +28,7 @@ from annotator.studies.crowd import (
     worker_ids_from_query,
 )
 from annotator.studies.forms import PasswordRuleErrorsOnThePassword, SignInPasswordForm
+from annotator.studies.link_urls import base_of, new_worker_url
 from annotator.studies.selectors import link_ending
 from annotator.studies.services.links import (
     LinkError,
@@ -41,8 +42,8 @@ from annotator.studies.services.links import (
 BACKEND = "django.contrib.auth.backends.ModelBackend"
 
 
-def _problem(request, message: str, status: int, heading: str = ""):
-    context = {"message": message, "status": status, "heading": heading}
+def _problem(request, message: str, status: int, heading: str = "", try_url: str = ""):
+    context = {"message": message, "status": status, "heading": heading, "try_url": try_url}
     return render(request, "annotator/link_problem.html", context, status=status)
 
 
@@ -69,9 +70,10 @@ def study_entry(request, study_token):
         ids = worker_ids_from_query(PLATFORMS[link.platform], request.GET)
         enrolment = crowd_enter(link=link, ids=ids)
     except UnfilledLink as exc:
-        return _problem(
-            request, str(exc), 403, heading=f"This link opens from {exc.platform.name or 'the platform'}"
-        )
+        # A development server offers the demo's new-worker link, which fills in all three ids afresh.
+        try_url = new_worker_url(study_token, base_of(request)) if settings.DEBUG else ""
+        heading = f"This link opens from {exc.platform.name or 'the platform'}"
+        return _problem(request, str(exc), 403, heading=heading, try_url=try_url)
     except BadWorkerIds as exc:
         return _problem(request, str(exc), 403)
     except StudyFull as exc:

@@ -5,7 +5,7 @@ from __future__ import annotations
 
 from datetime import timedelta
 from io import StringIO
-from urllib.parse import parse_qs, urlsplit
+from urllib.parse import parse_qs, urlencode, urlsplit
 
 import pytest
 from django.contrib.auth import get_user_model
@@ -139,8 +139,49 @@ def test_the_link_as_pasted_into_prolific_says_it_opens_from_there(study):
     page = response.content.decode()
     assert response.status_code == 403 and "This link opens from Prolific" in page
     assert "This is the study link to paste into Prolific" in page
-    assert "put a made-up id (24 letters and digits) in its place" in page
+    assert "a made-up PROLIFIC_PID (24 hex digits, 0-9 and a-f)" in page
     assert not Enrolment.objects.exists()
+
+
+def _printed_link_filled(token: str, **ids) -> str:
+    """The printed Prolific link with the given placeholders replaced, the rest left as printed."""
+    query = {
+        "PROLIFIC_PID": "{{%PROLIFIC_PID%}}",
+        "STUDY_ID": "{{%STUDY_ID%}}",
+        "SESSION_ID": "{{%SESSION_ID%}}",
+    }
+    query.update(ids)
+    return reverse("study_entry", args=[token]) + "?" + urlencode(query)
+
+
+def test_the_advice_on_the_printed_link_names_all_three_ids_and_following_it_works(study):
+    """Replacing only the participant id left the other two placeholders, which were refused; a second
+    made-up id in the same session id was refused too. The page names all three, and following it opens."""
+    _batch, _link, token = study
+    page = Client().get(_printed_link_filled(token)).content.decode()
+    assert "any STUDY_ID" in page and "a new SESSION_ID for each participant" in page
+    assert "try-new-worker" not in page  # the new-worker link is for development servers only
+    # Only the participant id filled in: still the printed link, with the same advice (not "invalid").
+    half = Client().get(_printed_link_filled(token, PROLIFIC_PID="a1" * 12))
+    assert half.status_code == 403 and "a new SESSION_ID for each participant" in half.content.decode()
+    # As advised: two made-up participant ids, each with its own session id, are two participants.
+    for pid, session in (("0a" * 12, "try-1"), ("0b" * 12, "try-2")):
+        opened = Client().get(_printed_link_filled(token, PROLIFIC_PID=pid, STUDY_ID="x", SESSION_ID=session))
+        assert opened.status_code == 302
+    assert Enrolment.objects.count() == 2
+
+
+@override_settings(DEBUG=True)
+def test_on_a_debug_server_the_printed_link_offers_the_new_worker_link(study):
+    _batch, _link, token = study
+    response = Client().get(_printed_link_filled(token))
+    assert response.status_code == 403
+    href = f'href="http://testserver{reverse("study_new_worker", args=[token])}"'
+    assert href in response.content.decode()
+    first = Client().get(reverse("study_new_worker", args=[token]), follow=True)
+    second = Client().get(reverse("study_new_worker", args=[token]), follow=True)
+    assert first.status_code == second.status_code == 200
+    assert Enrolment.objects.count() == 2
 
 
 def test_malformed_session_id_is_403(study):
