@@ -204,7 +204,7 @@ def queue_for_annotator(*, user) -> list[BatchProgress]:
 
 def annotations_of(*, user, batch: Batch) -> list[dict]:
     """The annotator's own annotations in a batch, newest first, ready to list: a neutral
-    number (the "Item n" the rating page showed it as; never the file's item id), the prompt,
+    number (1 to n in the order they were made; never the file's item id), the prompt,
     scores and flags by their rubric labels, and when they last changed it."""
     rubric = batch.rubric_obj
     dimensions = {d.key: d for d in rubric.dimensions}
@@ -243,34 +243,17 @@ def annotations_of(*, user, batch: Batch) -> list[dict]:
 
 
 def _item_numbers(*, user, batch: Batch, annotations: list[Annotation]) -> dict[int, int]:
-    """Each annotation's place in the annotator's own sequence, as ``RatingProgress.position``
-    counts it: training and check answers, submitted and skipped items, in the order they were
-    finished (an annotation without an assignment, e.g. imported, by its submission time)."""
-    finished = (
-        Assignment.objects.filter(
-            batch=batch, annotator=user, state__in=[Assignment.State.SUBMITTED, Assignment.State.SKIPPED]
-        )
+    """Each annotation's number in the list: 1 to n in the order the annotator made them (its
+    assignment's finish; an annotation without one, e.g. imported, by its submission time). Not the
+    place in their whole sequence, whose gaps would show which items were checks or skipped."""
+    finished = dict(
+        Assignment.objects.filter(batch=batch, annotator=user, state=Assignment.State.SUBMITTED)
         .exclude(finished_at=None)
-        .values_list("item_id", "finished_at", "pk")
+        .values_list("item_id", "finished_at")
     )
-    by_item = {item_id: (when, 1, pk) for item_id, when, pk in finished}
-    # Each annotation's event is its assignment's finish (ties, as an import's one timestamp, in the
-    # annotations' order), or its own submission when it has none; skips and gold answers come between.
-    own = {
-        a.pk: (by_item[a.item_id][0], 1, a.pk) if a.item_id in by_item else (a.submitted_at, 2, a.pk)
-        for a in annotations
-    }
-    rated = {a.item_id for a in annotations}
-    events = [event for item_id, event in by_item.items() if item_id not in rated]
-    events += [
-        (when, 0, pk)
-        for when, pk in GoldAnswer.objects.filter(
-            gold_item__batch=batch, annotator=user, submitted_at__isnull=False
-        ).values_list("submitted_at", "pk")
-    ]
-    events += own.values()
-    order = {event: n for n, event in enumerate(sorted(events), 1)}
-    return {pk: order[event] for pk, event in own.items()}
+    # Ties (an import's one timestamp) fall back on the annotations' order.
+    order = sorted(annotations, key=lambda a: (finished.get(a.item_id) or a.submitted_at, a.pk))
+    return {a.pk: n for n, a in enumerate(order, 1)}
 
 
 def annotation_of(*, user, pk: int) -> QuerySet[Annotation]:

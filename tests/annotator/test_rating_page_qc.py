@@ -1,4 +1,4 @@
-"""Rating-page slips: a blind training heading, "Your annotations" numbered as "Item n", the latest
+"""Rating-page slips: a blind training heading, "Your annotations" numbered without gaps, the latest
 user turn shown once, example scores in the rubric's order, and item ids with invisible characters
 refused at upload by row."""
 
@@ -10,7 +10,7 @@ from django.urls import reverse
 
 from annotator.imports.annotation_file import parse_annotation_file
 from annotator.imports.batch_file import parse_batch_file
-from annotator.models import GoldAnswer, GoldItem, Item, QualityRule
+from annotator.models import Assignment, GoldAnswer, GoldItem, Item, QualityRule
 from hcs.rubric import Rubric
 from hcs.rubric_markdown import render_instructions
 from tests.factories import make_batch, make_user
@@ -62,42 +62,43 @@ def test_training_feedback_names_no_item_id_and_takes_the_focus(client):
 
 
 @pytest.mark.django_db
-def test_your_annotations_are_numbered_as_the_rating_page_showed_them(client):
+def test_your_annotations_are_numbered_without_the_gaps_of_checks_and_skips(client):
+    """Numbered by their place in the whole sequence, the list's gaps showed which items were
+    attention checks; it is numbered 1 to n in the order the ratings were made, and says what it holds."""
     batch = make_batch("numbers", n_items=5, constraints=())
-    QualityRule.objects.create(batch=batch, training_items=1, check_every=0)
-    GoldItem.objects.create(
-        batch=batch,
-        item_id="t0",
-        kind="training",
-        position=0,
-        prompt="Train",
-        response="r",
-        scores=EXPERT,
-        flags=[],
-        explanation="",
-    )
-    client.force_login(make_user("numbers"))
+    QualityRule.objects.create(batch=batch, training_items=1, check_every=2, check_min_answered=10)
+    gold = dict(prompt="Train", response="r", scores=EXPERT, flags=[], explanation="", tolerance=4)
+    GoldItem.objects.create(batch=batch, item_id="t0", kind="training", position=0, **gold)
+    for n in range(3):
+        GoldItem.objects.create(batch=batch, item_id=f"c{n}", kind="check", position=n, **gold)
+    user = make_user("numbers")
+    client.force_login(user)
     next_url = reverse("annotate_next", args=[batch.pk])
-    page = client.get(next_url)
-    assert _label(page.content.decode()) == "Item 1"  # the training item
-    answer = GoldAnswer.objects.get()
-    client.post(reverse("gold_submit", args=[answer.pk]), {f"score_{d}": str(v) for d, v in EXPERT.items()})
-    shown = {}
-    for action in ("rate", "skip", "rate", "rate"):
-        page = client.get(next_url)
-        item = page.context["item"]
-        label = _label(page.content.decode())
+    rated, checks = [], 0
+    for action in ("rate", "skip", "rate", "rate", "rate", "rate", "rate", "rate"):
+        client.get(next_url)
+        pending = GoldAnswer.objects.filter(annotator=user, submitted_at__isnull=True).first()
+        if pending is not None:  # the training item, or a check
+            client.post(
+                reverse("gold_submit", args=[pending.pk]), {f"score_{d}": str(v) for d, v in EXPERT.items()}
+            )
+            checks += pending.gold_item.kind == "check"
+            continue
+        item = Assignment.objects.get(annotator=user, state="leased").item
         if action == "skip":
             client.post(reverse("annotate_skip", args=[item.pk]), {"skip_reason": "unclear"})
         else:
             client.post(reverse("annotate_submit", args=[item.pk]), RATING)
-            shown[item.prompt] = label
-    assert sorted(shown.values()) == ["Item 2", "Item 4", "Item 5"]
+            rated.append(item.prompt)
+    assert checks and len(rated) >= 3  # a check came between the ratings
     html = client.get(reverse("annotate_mine", args=[batch.pk])).content.decode()
     listed = re.findall(
-        r'<td data-label="Item"><strong>(\d+)</strong></td>\s*<td class="mine-prompt">([^<]+)</td>', html
+        r'<td data-label="(?:Item|Number)"><strong>(\d+)</strong></td>\s*<td class="mine-prompt">([^<]+)</td>',
+        html,
     )
-    assert {prompt: f"Item {n}" for n, prompt in listed} == shown
+    assert [int(n) for n, _ in listed] == list(range(len(rated), 0, -1))  # newest first, no gap
+    assert [prompt for _, prompt in reversed(listed)] == rated
+    assert "These are the ratings you can still change" in html
 
 
 @pytest.mark.django_db
