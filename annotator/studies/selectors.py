@@ -261,15 +261,21 @@ def payment_rows(*, batch: Batch) -> list[tuple]:
 
 
 def links_overview(*, now: datetime | None = None) -> dict:
-    """The study and invite links, newest first, with how many people came by each."""
+    """The study and invite links, newest first, with how many people came by each. A live study link
+    whose batch has no item left to hand out is marked ``full``: it still opens, but every worker who
+    comes now meets the "study full" page, which "live" alone did not tell."""
     now = now or timezone.now()
-    study = (
+    study = list(
         StudyLink.objects.select_related("batch")
         .annotate(workers=Count("enrolments"))
         .order_by("-created_at")
     )
+    live_batches = {link.batch for link in study if link.status(now) == "live"}
+    full = {batch.pk for batch in live_batches if not batch_has_free_slot(batch=batch, now=now)}
+    for link in study:
+        link.full = link.batch_id in full and link.status(now) == "live"
     invites = InviteLink.objects.prefetch_related("batches").order_by("-created_at")
-    return {"study_links": list(study), "invite_links": list(invites), "now": now}
+    return {"study_links": study, "invite_links": list(invites), "now": now}
 
 
 @dataclass(frozen=True)

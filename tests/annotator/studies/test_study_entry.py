@@ -3,6 +3,7 @@ study's batch; forged, expired, revoked and malformed links get a clear refusal.
 
 from __future__ import annotations
 
+import re
 from datetime import timedelta
 from io import StringIO
 from urllib.parse import parse_qs, urlencode, urlsplit
@@ -14,7 +15,7 @@ from django.test import Client, override_settings
 from django.urls import reverse
 from django.utils import timezone
 
-from annotator.models import AccountScope, Annotation, Enrolment, StudyLink
+from annotator.models import AccountScope, Annotation, Enrolment, Item, StudyLink
 from annotator.services.tokens import token_hash
 from annotator.studies.services.links import link_revoke
 from tests.annotator.study_support import (
@@ -27,7 +28,7 @@ from tests.annotator.study_support import (
     rate_next,
     start,
 )
-from tests.factories import make_batch
+from tests.factories import make_batch, make_user
 
 pytestmark = pytest.mark.django_db
 
@@ -357,3 +358,20 @@ def test_the_api_token_command_refuses_a_link_account(study):
     worker = get_user_model().objects.get(scope__isnull=False)
     with pytest.raises(CommandError, match="such accounts hold no API token"):
         call_command("api_token", worker.username, stdout=StringIO(), stderr=StringIO())
+
+
+def test_the_studies_page_shows_a_live_link_of_a_complete_batch_as_full(study):
+    """ "live" alone said nothing of a batch with every item complete: workers would meet "study full"."""
+    batch, link, _token = study
+    client = Client()
+    client.force_login(make_user("boss", role="admin"))
+
+    def state() -> str:
+        html = client.get(reverse("studies")).content.decode()
+        return re.search(r'<td class="link-state">(.*?)</td>', html).group(1)
+
+    assert state() == "live"  # items left to hand out
+    Item.objects.filter(batch=batch).update(n_annotations=batch.k)
+    assert "live" in state() and "full: no item left to hand out" in state()
+    link_revoke(link=link)
+    assert state() == "revoked"  # a closed link is not also called full
