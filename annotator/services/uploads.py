@@ -6,6 +6,7 @@ from django.db import transaction
 from django.db.models import Count
 from django.utils import timezone
 
+from annotator.counted import counted
 from annotator.forms.uploads import BATCH
 from annotator.imports.batch_file import parse_batch_file
 from annotator.memory import gc_paused
@@ -27,16 +28,18 @@ def pending_upload_save(*, pending: dict, data: bytes, user) -> str:
     if pending["mode"] == ITEMS:  # items added to an existing batch (the API)
         batch = Batch.objects.get(pk=pending["batch_id"])
         count = batch_items_add(batch=batch, parsed=parse_batch_file(data, filename=pending["filename"]))
-        return f"Added {count} items to \u201c{batch.name}\u201d."
+        return f"Added {counted(count, 'item', 'items')} to \u201c{batch.name}\u201d."
     rubric = Rubric.from_dict(pending["rubric"]) if pending.get("rubric") else None
     common = {"data": data, "filename": pending["filename"], "k": pending["k"], "created_by": user}
     if pending["mode"] == BATCH:
         batch = batch_import_file(name=pending["name"], rubric=rubric or Rubric.default(), **common)
-        return f"Batch \u201c{batch.name}\u201d created with {batch.items.count()} items{_gold_saved(batch)}."
+        items = counted(batch.items.count(), "item", "items")
+        return f"Batch \u201c{batch.name}\u201d created with {items}{_gold_saved(batch)}."
     plan = annotations_import_file(batch_name=pending["name"], rubric=rubric, **common)
     return (
-        f"Imported {len(plan.parsed.annotations)} annotations into \u201c{plan.batch_name}\u201d "
-        f"({len(plan.new_items)} new items, {len(plan.new_users)} new annotator accounts)."
+        f"Imported {counted(len(plan.parsed.annotations), 'annotation', 'annotations')} into "
+        f"\u201c{plan.batch_name}\u201d ({counted(len(plan.new_items), 'new item', 'new items')}, "
+        f"{counted(len(plan.new_users), 'new annotator account', 'new annotator accounts')})."
     )
 
 
@@ -46,7 +49,7 @@ def _gold_saved(batch) -> str:
     if not kinds:
         return ""
     parts = ", ".join(f"{kinds[k]} {k}" for k in sorted(kinds, key=lambda k: k != "training"))
-    return f" and {sum(kinds.values())} gold items ({parts})"
+    return f" and {counted(sum(kinds.values()), 'gold item', 'gold items')} ({parts})"
 
 
 def confirm_key(token: str) -> str:

@@ -85,7 +85,7 @@ def test_rubric_option(items_csv, tmp_path):
 def test_import_annotations_with_the_template():
     out = run("import_annotations", str(ROOT / "templates" / "annotation_template.csv"), "--batch", "offline")
     assert (
-        "Batch “offline” (created): 2 annotations by 1 annotators; 2 new items; 1 new annotator accounts."
+        "Batch “offline” (created): 2 annotations by 1 annotator; 2 new items; 1 new annotator account."
         in out
     )
     assert Annotation.objects.count() == 2 and Score.objects.count() == 10

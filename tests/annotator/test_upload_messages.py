@@ -7,6 +7,7 @@ import pytest
 from django.core.files.uploadedfile import SimpleUploadedFile
 from django.urls import reverse
 
+from annotator.counted import counted
 from annotator.models import Annotation, Batch
 from tests.factories import make_batch, upload_storage_at
 
@@ -127,3 +128,23 @@ def test_the_saved_message_counts_the_gold_items_the_confirm_button_counted(admi
         admin_client.post(reverse("upload_confirm"), {"token": token}, follow=True).content.decode()
     )
     assert "Batch “golden” created with 2 items and 2 gold items (1 training, 1 check)." in done
+
+
+def test_the_saved_message_counts_one_item_in_the_singular(admin_client):
+    """The message read "created with 1 items" (and "1 gold items")."""
+    content = "item_id,prompt,response,gold_coherence,gold_relevance,gold_instruction_following,"
+    content += "gold_safety_compliance,gold_fluency,gold_kind\na,P,R,,,,,,\nt,P,R,4,4,4,5,4,training\n"
+    upload = SimpleUploadedFile("items.csv", content.encode(), content_type="text/csv")
+    preview = admin_client.post(
+        reverse("upload_preview"), {"mode": "batch", "name": "single", "k": "3", "file": upload}
+    )
+    token = re.search(r'name="token" value="([^"]+)"', preview.content.decode()).group(1)
+    done = html_lib.unescape(
+        admin_client.post(reverse("upload_confirm"), {"token": token}, follow=True).content.decode()
+    )
+    assert "Batch “single” created with 1 item and 1 gold item (1 training)." in done
+
+
+def test_counted_agrees_with_its_number():
+    assert [counted(n, "row", "rows") for n in (0, 1, 2)] == ["0 rows", "1 row", "2 rows"]
+    assert counted(1234, "row", "rows", grouped=True) == "1,234 rows"

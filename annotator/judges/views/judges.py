@@ -6,6 +6,7 @@ from django.contrib import messages
 from django.shortcuts import redirect, render
 from django.views.decorators.http import require_GET, require_POST
 
+from annotator.counted import counted
 from annotator.imports.errors import FileRefused, ImportRefused
 from annotator.judges.forms.judges import JudgeRunForm, JudgeScoresForm, VerdictsForm
 from annotator.judges.selectors.listing import (
@@ -60,7 +61,7 @@ def import_scores(request):
         return _page(request, scores_form=form, errors=errors, status=400)
     messages.success(
         request,
-        f"Imported {count} scores of judge \u201c{data['judge']}\u201d into \u201c{data['batch']}\u201d.",
+        f"Imported {counted(count, 'score', 'scores')} of judge \u201c{data['judge']}\u201d into \u201c{data['batch']}\u201d.",
     )
     return redirect("judges")
 
@@ -87,7 +88,7 @@ def import_verdicts(request):
         return _page(request, verdicts_form=form, errors=errors, status=400)
     messages.success(
         request,
-        f"Imported {count} verdicts of judge \u201c{data['judge']}\u201d into \u201c{data['batch']}\u201d.",
+        f"Imported {counted(count, 'verdict', 'verdicts')} of judge \u201c{data['judge']}\u201d into \u201c{data['batch']}\u201d.",
     )
     return redirect("judges")
 

@@ -2,6 +2,7 @@ from pathlib import Path
 
 from django.core.management.base import BaseCommand, CommandError
 
+from annotator.counted import counted
 from annotator.services.backup import RestoreError, installation_import
 
 
@@ -18,4 +19,8 @@ class Command(BaseCommand):
             raise CommandError(str(exc)) from exc
         for label, n in counts.items():
             self.stdout.write(f"{label:32} {n:>10,}")
-        self.stdout.write(self.style.SUCCESS(f"Restored {sum(counts.values()):,} rows from {folder}"))
+        self.stdout.write(
+            self.style.SUCCESS(
+                f"Restored {counted(sum(counts.values()), 'row', 'rows', grouped=True)} from {folder}"
+            )
+        )

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 from django.core.management.base import BaseCommand
 
+from annotator.counted import counted
 from annotator.imports.errors import FileRefused, ImportRefused
 from annotator.management.commands._import_common import load_rubric, read_file, refused
 from annotator.models.batch import MIN_K
@@ -40,9 +41,11 @@ class Command(BaseCommand):
         made = "created" if plan.batch is None else "existing"
         self.stdout.write(
             self.style.SUCCESS(
-                f"Batch \u201c{plan.batch_name}\u201d ({made}): {len(plan.parsed.annotations)} annotations by "
-                f"{len(plan.parsed.annotators)} annotators; {len(plan.new_items)} new items; "
-                f"{len(plan.new_users)} new annotator accounts."
+                f"Batch \u201c{plan.batch_name}\u201d ({made}): "
+                f"{counted(len(plan.parsed.annotations), 'annotation', 'annotations')} by "
+                f"{counted(len(plan.parsed.annotators), 'annotator', 'annotators')}; "
+                f"{counted(len(plan.new_items), 'new item', 'new items')}; "
+                f"{counted(len(plan.new_users), 'new annotator account', 'new annotator accounts')}."
             )
         )
         if plan.batch is not None and k is not None and k != plan.batch.k:

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 from django.core.management.base import BaseCommand
 
+from annotator.counted import counted
 from annotator.imports.errors import FileRefused, ImportRefused
 from annotator.management.commands._import_common import load_rubric, read_file, refused
 from annotator.models.batch import MIN_K
@@ -37,5 +38,7 @@ class Command(BaseCommand):
             raise refused(file, exc) from None
         count = batch.items.count()
         self.stdout.write(
-            self.style.SUCCESS(f"Batch \u201c{batch.name}\u201d: {count} items, k = {batch.k}.")
+            self.style.SUCCESS(
+                f"Batch \u201c{batch.name}\u201d: {counted(count, 'item', 'items')}, k = {batch.k}."
+            )
         )

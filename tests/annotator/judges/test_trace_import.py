@@ -152,7 +152,7 @@ def test_command(tmp_path, capsys):
         "--map",
         "response = output.output",
     )
-    assert "1 items from traces" in capsys.readouterr().out
+    assert "1 item from traces" in capsys.readouterr().out
     assert Item.objects.get(item_id="7").prompt == "weak: timing"
     with pytest.raises(CommandError, match="key `response`: `output.text`"):
         call_command(

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 from django.core.management.base import BaseCommand, CommandError
 
+from annotator.counted import counted
 from annotator.imports.errors import FileRefused, ImportRefused
 from annotator.judges.services.judges import judge_scores_import
 from annotator.management.commands._import_common import read_file, refused
@@ -92,6 +93,6 @@ class Command(BaseCommand):
             raise refused(file, exc) from None
         self.stdout.write(
             self.style.SUCCESS(
-                f"Judge \u201c{judge}\u201d: {count} scores on {judge_scale.label} imported into \u201c{batch}\u201d."
+                f"Judge \u201c{judge}\u201d: {counted(count, 'score', 'scores')} on {judge_scale.label} imported into \u201c{batch}\u201d."
             )
         )

@@ -6,6 +6,7 @@ from pathlib import Path
 
 from django.core.management.base import BaseCommand, CommandError
 
+from annotator.counted import counted
 from annotator.imports.errors import FileRefused, ImportRefused
 from annotator.judges.engine.templates import TemplateError, load_template
 from annotator.judges.imports.trace_file import field_name
@@ -61,7 +62,9 @@ class Command(BaseCommand):
         except (FileRefused, ImportRefused) as exc:
             raise refused(file, exc) from None
         self.stdout.write(
-            self.style.SUCCESS(f"Batch \u201c{batch.name}\u201d: {batch.items.count()} items from traces.")
+            self.style.SUCCESS(
+                f"Batch \u201c{batch.name}\u201d: {counted(batch.items.count(), 'item', 'items')} from traces."
+            )
         )
 
     def _template_lines(self, template: str, lines: list[str]) -> list[str]:

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 from django.core.management.base import BaseCommand, CommandError
 
+from annotator.counted import counted
 from annotator.imports.errors import FileRefused, ImportRefused
 from annotator.judges.services.judges import pairwise_verdicts_import
 from annotator.management.commands._import_common import read_file, refused
@@ -45,6 +46,6 @@ class Command(BaseCommand):
             raise refused(file, exc) from None
         self.stdout.write(
             self.style.SUCCESS(
-                f"Judge \u201c{judge}\u201d: {count} pairwise verdicts imported into \u201c{batch}\u201d."
+                f"Judge \u201c{judge}\u201d: {counted(count, 'pairwise verdict', 'pairwise verdicts')} imported into \u201c{batch}\u201d."
             )
         )
