@@ -137,10 +137,12 @@ class RunProgress:
             "failure_reasons": [{"reason": r, "count": c} for r, c in self.top_reasons()],
         }
 
-    def summary(self) -> str:
+    def summary(self, *, reasons: bool = False) -> str:
+        """One line of counts; ``reasons`` adds the most common failure reasons after the failed count
+        (the job page's line; the command prints each failed call below its summary instead)."""
         parts = [
             f"{self.done}/{self.total} calls",
-            self.failed_text(),
+            self.failed_text() if reasons else f"{self.failed} failed",
             f"{self.retries} retries",
             f"{self.tokens_in:,} tokens in / {self.tokens_out:,} out",
         ]
