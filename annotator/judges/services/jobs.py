@@ -78,7 +78,8 @@ def judge_job_run(job: Job, update) -> None:
     def progress(state: RunProgress) -> None:
         if state.done == state.total or time.monotonic() - written[0] >= POLL_SECONDS:
             written[0] = time.monotonic()
-            update(job, progress=state.as_dict(), step=state.summary(reasons=True))
+            # The step is a short column: the reasons go in the progress, which the page lists under Failed.
+            update(job, progress=state.as_dict(), step=state.summary())
 
     pairwise = (p["baseline_system"], p["enhanced_system"]) if p.get("pairwise") else None
     update(job, step="Rendering every prompt before the first call")

@@ -4,10 +4,12 @@ its judge."""
 from __future__ import annotations
 
 import pytest
+from django.utils import timezone
 
 from annotator.judges.engine.progress import RunProgress
 from annotator.judges.selectors.listing import judge_runs_recent
 from annotator.models import Job
+from annotator.selectors.jobs import this_worker
 from tests.factories import make_batch, make_user
 from tests.fake_judge import FakeJudge
 
@@ -151,3 +153,25 @@ def test_a_run_queued_before_labels_named_the_judge_is_listed_with_its_name():
         f"Judge \u201clenient\u201d: {old[len('Judge ') :]}",
     ]
     assert Job.objects.filter(label=old).count() == 2  # the stored labels are left as they were
+
+
+@pytest.mark.django_db
+def test_a_running_run_lists_its_failure_reasons_under_failed(client):
+    user = make_user("res", role="researcher")
+    state = RunProgress(total=36)
+    for _ in range(14):
+        state.add(ok=False, attempts=1, tokens_in=1, tokens_out=1, problems=[("coherence", SCALE)])
+    running = Job.objects.create(
+        kind=Job.JUDGE_RUN,
+        created_by=user,
+        label="run",
+        state=Job.RUNNING,
+        progress=state.as_dict(),
+        step=state.summary(),
+        worker=this_worker(),
+        heartbeat_at=timezone.now(),
+    )
+    client.force_login(user)
+    page = client.get(f"/jobs/{running.pk}/").content.decode()
+    assert "Running" in page and f"<li>{SCALE} (14)</li>" in page
+    assert len(state.summary(reasons=True)) > len(state.summary())  # the step column keeps the short line
