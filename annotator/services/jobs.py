@@ -139,11 +139,31 @@ def judge_job_create(
         kind=Job.JUDGE_RUN,
         created_by=user,
         params=params,
-        label=f"Judge {template} with {model} on \u201c{batch.name}\u201d"
-        + (" (calibration set)" if calibration_set else ""),
+        label=judge_run_label(
+            judge=judge,
+            template=template,
+            model=model,
+            batch_name=batch.name,
+            calibration_set=calibration_set,
+        ),
     )
     job_enqueue(job)
     return job
+
+
+LABEL_MAX = Job._meta.get_field("label").max_length
+
+
+def judge_run_label(
+    *, judge: str, template: str, model: str, batch_name: str, calibration_set: bool = False
+) -> str:
+    """A judge run's label: the judge's name first, so two judges' runs of one template and model on one
+    batch can be told apart (the run names a judge left blank as it does: TEMPLATE/MODEL)."""
+    name = judge or f"{template}/{model}"
+    label = f"Judge \u201c{name}\u201d: {template} with {model} on \u201c{batch_name}\u201d" + (
+        " (calibration set)" if calibration_set else ""
+    )
+    return label if len(label) <= LABEL_MAX else label[: LABEL_MAX - 1] + "\u2026"
 
 
 @transaction.atomic

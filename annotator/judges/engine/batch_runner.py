@@ -106,6 +106,7 @@ def run_batch(
                     attempts=1,
                     tokens_in=outcome.tokens_in,
                     tokens_out=outcome.tokens_out,
+                    problems=outcome.problems,
                 )
                 if outcome.status != JudgeCall.OK:
                     failed.append(outcome)

@@ -4,8 +4,25 @@ from __future__ import annotations
 
 import json
 import time
+from collections import Counter
+from collections.abc import Iterable
 from dataclasses import dataclass, field
 from pathlib import Path
+
+REASONS_SHOWN = 3  # the most common failure reasons a summary names
+REASON_CHARS = 200  # a reason is model or endpoint text: long ones are cut
+
+
+def call_reasons(problems: Iterable[tuple[str, str]]) -> list[str]:
+    """The distinct reasons one call failed, without the dimension they were found in: a score outside
+    the scale on all five dimensions is one reason of that call, so the counts are counts of calls."""
+    reasons: list[str] = []
+    for _dimension, error in problems:
+        reason = " ".join(error.split())
+        reason = reason if len(reason) <= REASON_CHARS else reason[: REASON_CHARS - 1] + "…"
+        if reason and reason not in reasons:
+            reasons.append(reason)
+    return reasons
 
 
 @dataclass(frozen=True)
@@ -46,15 +63,26 @@ class RunProgress:
     tokens_in: int = 0
     tokens_out: int = 0
     cached: int = 0  # calls served from the response cache: done, not paid
+    reasons: Counter = field(default_factory=Counter)  # failure reason -> calls that failed for it
     prices: Prices = field(default_factory=Prices)
     started: float = field(default_factory=time.monotonic)
 
     def add(
-        self, *, ok: bool, attempts: int, tokens_in: int | None, tokens_out: int | None, cached: bool = False
+        self,
+        *,
+        ok: bool,
+        attempts: int,
+        tokens_in: int | None,
+        tokens_out: int | None,
+        cached: bool = False,
+        problems: Iterable[tuple[str, str]] = (),
     ) -> None:
+        """Count one call; ``problems`` are a failed call's (dimension, error) pairs."""
         self.done += 1
         self.scored += ok
         self.failed += not ok
+        if not ok:
+            self.reasons.update(call_reasons(problems) or ["no reason recorded"])
         if cached:
             self.cached += 1
             return
@@ -71,6 +99,20 @@ class RunProgress:
     @property
     def paid(self) -> int:
         return self.done - self.cached
+
+    def top_reasons(self, n: int = REASONS_SHOWN) -> list[tuple[str, int]]:
+        """The ``n`` most common failure reasons with their counts, most common first."""
+        return self.reasons.most_common(n)
+
+    def failed_text(self) -> str:
+        """ "14 failed", followed by the most common reasons when there are failures."""
+        text = f"{self.failed} failed"
+        top = self.top_reasons()
+        if top:
+            text += ": " + "; ".join(f"{reason} ({count})" for reason, count in top)
+            if len(self.reasons) > len(top):
+                text += f"; {len(self.reasons) - len(top)} other reason(s)"
+        return text
 
     @property
     def eta_seconds(self) -> float | None:
@@ -92,12 +134,15 @@ class RunProgress:
             "tokens_out": self.tokens_out,
             "cost": round(self.cost, 4) if self.prices.known else None,
             "eta_seconds": None if self.eta_seconds is None else round(self.eta_seconds),
+            "failure_reasons": [{"reason": r, "count": c} for r, c in self.top_reasons()],
         }
 
-    def summary(self) -> str:
+    def summary(self, *, reasons: bool = False) -> str:
+        """One line of counts; ``reasons`` adds the most common failure reasons after the failed count
+        (the job page's line; the command prints each failed call below its summary instead)."""
         parts = [
             f"{self.done}/{self.total} calls",
-            f"{self.failed} failed",
+            self.failed_text() if reasons else f"{self.failed} failed",
             f"{self.retries} retries",
             f"{self.tokens_in:,} tokens in / {self.tokens_out:,} out",
         ]

@@ -314,6 +314,7 @@ def run_tasks(
                     attempts=outcome.attempts,
                     tokens_in=outcome.tokens_in,
                     tokens_out=outcome.tokens_out,
+                    problems=outcome.problems,
                 )
                 if outcome.status != JudgeCall.OK:
                     failed.append(outcome)
@@ -513,6 +514,7 @@ def judge_run(
                     tokens_in=None,
                     tokens_out=None,
                     cached=True,
+                    problems=outcome.problems,
                 )
                 if outcome.status != JudgeCall.OK:
                     cached_failed.append(outcome)

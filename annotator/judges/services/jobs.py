@@ -78,6 +78,7 @@ def judge_job_run(job: Job, update) -> None:
     def progress(state: RunProgress) -> None:
         if state.done == state.total or time.monotonic() - written[0] >= POLL_SECONDS:
             written[0] = time.monotonic()
+            # The step is a short column: the reasons go in the progress, which the page lists under Failed.
             update(job, progress=state.as_dict(), step=state.summary())
 
     pairwise = (p["baseline_system"], p["enhanced_system"]) if p.get("pairwise") else None
@@ -116,7 +117,7 @@ def judge_job_run(job: Job, update) -> None:
     finally:
         client.close()
     state = result.progress
-    summary = f"Judge \u201c{result.judge.name}\u201d: {state.summary()}; {state.skipped} item(s) already called were skipped."
+    summary = f"Judge \u201c{result.judge.name}\u201d: {state.summary(reasons=True)}; {state.skipped} item(s) already called were skipped."
     if result.unknown:
         summary += (
             f" {len(result.unknown)} call(s) were sent by a run that was killed and their outcome is unknown: "

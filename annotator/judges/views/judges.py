@@ -11,6 +11,7 @@ from annotator.imports.errors import FileRefused, ImportRefused
 from annotator.judges.forms.judges import JudgeRunForm, JudgeScoresForm, VerdictsForm
 from annotator.judges.selectors.listing import (
     judge_batches,
+    judge_failure_batches,
     judge_runs_recent,
     judges_overview,
 )
@@ -27,6 +28,7 @@ def _page(request, scores_form=None, verdicts_form=None, errors=(), status=200, 
         "errors": list(errors),
         "judges": judges_overview(),
         "judge_batches": judge_batches(),
+        "failure_batches": judge_failure_batches(),
         "runs": judge_runs_recent(user=request.user),
     }
     return render(request, "annotator/judges.html", context, status=status)
