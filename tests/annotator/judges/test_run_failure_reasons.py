@@ -10,6 +10,8 @@ from annotator.judges.engine.progress import RunProgress
 from annotator.judges.selectors.listing import judge_runs_recent
 from annotator.models import Job
 from annotator.selectors.jobs import this_worker
+from tests.annotator.judges.test_web_runs import form as web_form
+from tests.annotator.judges.test_web_runs import start
 from tests.factories import make_batch, make_user
 from tests.fake_judge import FakeJudge
 
@@ -17,27 +19,7 @@ SCALE = "score 0.75 is outside the declared scale 1\u20135"
 
 
 def form(url, **extra):
-    return {
-        "batch": "web",
-        "template": "hcs_rubric",
-        "base_url": url,
-        "model": "fake-model",
-        "key_env": "OPENAI_API_KEY",
-        "concurrency": "2",
-        **extra,
-    }
-
-
-@pytest.fixture
-def researcher(client, monkeypatch):
-    monkeypatch.setenv("OPENAI_API_KEY", "sk-web-123456789")
-    client.force_login(make_user("res", role="researcher"))
-    return client
-
-
-def start(client, captured, data):
-    with captured(execute=True):
-        return client.post("/judges/run/", data)
+    return web_form(url, **{"template": "hcs_rubric", "model": "fake-model", **extra})
 
 
 @pytest.mark.django_db

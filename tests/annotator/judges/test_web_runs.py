@@ -29,13 +29,6 @@ def form(url, **extra):
     }
 
 
-@pytest.fixture
-def researcher(client, monkeypatch):
-    monkeypatch.setenv("OPENAI_API_KEY", "sk-web-123456789")
-    client.force_login(make_user("res", role="researcher"))
-    return client
-
-
 def start(client, captured, data):
     with captured(execute=True):
         return client.post("/judges/run/", data)
