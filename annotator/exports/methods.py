@@ -4,12 +4,9 @@ JSON export (``methods``) and the judge card all call it."""
 
 from __future__ import annotations
 
+from annotator.counted import counted
 from annotator.selectors.reports import BatchReport
 from annotator.services.exclusion import BLOCK_RULE, RESEARCHER
-
-
-def _plural(n: int, word: str) -> str:
-    return f"{n} {word}{'' if n == 1 else 's'}"
 
 
 def _excluded(report: BatchReport) -> list:
@@ -42,7 +39,7 @@ def _exclusion_policy(excluded: list, outliers: int) -> str:
         if part
     ]
     return (
-        f"{_plural(len(excluded), 'further annotator')} {'was' if len(excluded) == 1 else 'were'} excluded "
+        f"{counted(len(excluded), 'further annotator', 'further annotators')} {'was' if len(excluded) == 1 else 'were'} excluded "
         f"({', '.join(how)}) and left out of every statistic below" + kept
     )
 

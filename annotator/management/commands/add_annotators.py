@@ -7,8 +7,8 @@ one-time sign-in link (printed; only its hash is stored) where its owner sets a 
 from __future__ import annotations
 
 from django.core.management.base import BaseCommand, CommandError
-from django.utils.translation import ngettext
 
+from annotator.counted import counted
 from annotator.exports.csv_safe import SafeWriter
 from annotator.imports.annotator_list import AnnotatorListError, parse_annotator_list
 from annotator.management.commands._import_common import read_file
@@ -40,6 +40,6 @@ class Command(BaseCommand):
         writer.writerow(("username", "email", "signin_link"))
         for a in accounts:
             writer.writerow((a.username, a.email, signin_url(a.token, options["base_url"])))
-        made = ngettext("%(n)d account", "%(n)d accounts", len(accounts)) % {"n": len(accounts)}
-        days = ngettext("%(n)d day", "%(n)d days", options["days"]) % {"n": options["days"]}
+        made = counted(len(accounts), "account", "accounts")
+        days = counted(options["days"], "day", "days")
         self.stderr.write(f"{made} for {batch.name}; each link works once, for {days}.")

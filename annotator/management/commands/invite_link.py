@@ -6,8 +6,8 @@ Whoever opens it chooses a username and password and becomes an annotator of tho
 from __future__ import annotations
 
 from django.core.management.base import BaseCommand, CommandError
-from django.utils.translation import ngettext
 
+from annotator.counted import counted
 from annotator.management.commands._link_common import add_link_options, batch_named
 from annotator.studies.link_urls import invite_url
 from annotator.studies.services.links import DEFAULT_INVITE_DAYS, LinkError, invite_create
@@ -30,7 +30,7 @@ class Command(BaseCommand):
         except LinkError as exc:
             raise CommandError(str(exc)) from None
         self.stdout.write(invite_url(token, options["base_url"]))
-        accounts = ngettext("%(n)d account", "%(n)d accounts", invite.max_uses) % {"n": invite.max_uses}
+        accounts = counted(invite.max_uses, "account", "accounts")
         self.stderr.write(
             f"Invite for {', '.join(b.name for b in batches)}: up to {accounts}, "
             f"expires {invite.expires_at:%Y-%m-%d %H:%M} UTC."

@@ -7,9 +7,9 @@ from django.contrib import messages
 from django.http import Http404, HttpResponse
 from django.shortcuts import get_object_or_404, redirect, render
 from django.utils import timezone
-from django.utils.translation import ngettext
 from django.views.decorators.http import require_GET, require_POST
 
+from annotator.counted import counted
 from annotator.exports.csv_safe import csv_lines
 from annotator.imports.annotator_list import AnnotatorListError, parse_annotator_list
 from annotator.models import Batch, InviteLink, StudyLink
@@ -102,10 +102,7 @@ def invite_link_new(request):
         return _page(request, status=422, invite_form=form)
     invite, token = invite_create(created_by=request.user, **form.cleaned_data)
     made = {
-        "what": ngettext(
-            "Invite link (up to %(n)d account)", "Invite link (up to %(n)d accounts)", invite.max_uses
-        )
-        % {"n": invite.max_uses},
+        "what": f"Invite link (up to {counted(invite.max_uses, 'account', 'accounts')})",
         "urls": [invite_url(token, base_of(request))],
     }
     return _page(request, made=made)
@@ -131,12 +128,8 @@ def annotators_new(request):
         return _page(request, status=422, bulk_form=form, bulk_errors=[str(exc)])
     base = base_of(request)
     made = {
-        "what": ngettext(
-            "%(n)d account for %(batch)s: a one-time sign-in link",
-            "%(n)d accounts for %(batch)s: one-time sign-in links",
-            len(accounts),
-        )
-        % {"n": len(accounts), "batch": form.cleaned_data["batch"]},
+        "what": f"{counted(len(accounts), 'account', 'accounts')} for {form.cleaned_data['batch']}: "
+        + ("a one-time sign-in link" if len(accounts) == 1 else "one-time sign-in links"),
         "accounts": [(a.username, a.email, signin_url(a.token, base)) for a in accounts],
     }
     return _page(request, made=made)

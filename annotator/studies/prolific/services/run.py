@@ -5,8 +5,7 @@ from __future__ import annotations
 from dataclasses import dataclass
 from decimal import Decimal
 
-from django.utils.translation import ngettext
-
+from annotator.counted import counted
 from annotator.models import Batch
 from annotator.studies.prolific import client as api
 from annotator.studies.prolific.services import bonus as ledger
@@ -53,7 +52,7 @@ def prolific_review_run(
     )
     review_send(review=review, client=client)
     n = len(review.decisions)
-    submissions = ngettext("%(n)d submission", "%(n)d submissions", n) % {"n": n}
+    submissions = counted(n, "submission", "submissions")
     lines = [
         f"Prolific study {review.study_id}: {submissions}; rejection rate "
         f"{review.rate(len(review.of('reject')))}% (cap {review.max_rate}%)."
