@@ -159,7 +159,7 @@ def _sql(with_items: bool, count_gold: bool, with_mine: bool = True) -> str:
     return " UNION ALL ".join(parts)
 
 
-def _params(*, batch_id: int, annotator_id: int, count_gold: bool, with_items: bool, with_mine: bool) -> list:
+def _params(*, batch_id: int, annotator_id: int, count_gold: bool, with_items: bool) -> list:
     own = [annotator_id, batch_id]
     return own + (own if count_gold else []) + ([batch_id] if with_items else [])
 
@@ -191,14 +191,13 @@ def _counts(
         "annotator_id": annotator_id,
         "count_gold": count_gold,
         "with_items": with_items,
-        "with_mine": with_mine,
     }
     if hand_written_sql():
         with hot_cursor() as cursor:
             cursor.execute(_sql(with_items, count_gold, with_mine), _params(**read))
             rows = cursor.fetchall()
     else:
-        rows = _orm_rows(**read)
+        rows = _orm_rows(**read, with_mine=with_mine)
     if with_items:
         _remember(_batch_parts, items_key, [r for r in rows if r[0] == ITEMS], _BATCH_PARTS_KEPT, now)
     else:

@@ -166,21 +166,25 @@ def judge_run_label(
     return label if len(label) <= LABEL_MAX else label[: LABEL_MAX - 1] + "\u2026"
 
 
-@transaction.atomic
 def job_reclaim(*, job: Job) -> Job:
     """End a running job whose worker is gone (``selectors.jobs.job_worker_gone``): failed, or cancelled
     when someone had asked it to stop, and what it held released (its kind's ``release``). Any other job
     is returned as it is."""
-    if job.state != Job.RUNNING:
+    # Read unlocked first: a poll of a live job opens no transaction (on SQLite a write lock).
+    if job.state != Job.RUNNING or not job_worker_gone(job):
         return job
-    job = Job.objects.select_for_update().defer("payload", "output").get(pk=job.pk)
-    if not job_worker_gone(job):
-        return job
-    job.state = Job.CANCELLED if job.cancel_requested else Job.FAILED
-    job.finished_at, job.step, job.message = timezone.now(), "", job_kind(job).gone
+    with transaction.atomic():
+        job = Job.objects.select_for_update().defer("payload", "output").get(pk=job.pk)
+        if job.state == Job.RUNNING and job_worker_gone(job):
+            _end_gone(job, Job.CANCELLED if job.cancel_requested else Job.FAILED)
+    return job
+
+
+def _end_gone(job: Job, state: str) -> None:
+    """End a running job whose worker is gone (the caller holds its row lock), and release what it held."""
+    job.state, job.finished_at, job.step, job.message = state, timezone.now(), "", job_kind(job).gone
     job.save(update_fields=["state", "finished_at", "step", "message"])
     job_kind(job).release_held(job)
-    return job
 
 
 @transaction.atomic
@@ -189,10 +193,7 @@ def job_cancel(*, job: Job) -> Job:
     flight) to stop; a running job whose worker is gone is cancelled at once."""
     job = Job.objects.select_for_update().defer("payload", "output").get(pk=job.pk)
     if job.state == Job.RUNNING and job_worker_gone(job):
-        job.state, job.finished_at, job.step = Job.CANCELLED, timezone.now(), ""
-        job.message = job_kind(job).gone
-        job.save(update_fields=["state", "finished_at", "step", "message"])
-        job_kind(job).release_held(job)
+        _end_gone(job, Job.CANCELLED)
     elif job.state == Job.QUEUED:
         job.state, job.finished_at, job.message = (
             Job.CANCELLED,

@@ -146,7 +146,7 @@ def test_the_progress_strip_reads_the_annotators_work_in_this_batch_only():
         read = {"batch_id": batch.pk, "annotator_id": user.pk, "count_gold": False, "with_items": False}
         cursor.execute(
             "EXPLAIN (ANALYZE, FORMAT JSON) " + rating_progress._sql(False, False, True),
-            rating_progress._params(**read, with_mine=True),
+            rating_progress._params(**read),
         )
         plan = _plan(cursor.fetchone()[0])
 
