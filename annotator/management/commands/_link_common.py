@@ -11,8 +11,7 @@ from annotator.models import Batch
 def batch_named(name: str) -> Batch:
     batch = Batch.objects.filter(name=name).first()
     if batch is None:
-        known = ", ".join(Batch.objects.order_by("name").values_list("name", flat=True)[:20]) or "none yet"
-        raise CommandError(f"No batch named {name!r}. Batches: {known}.")
+        raise _no_batch(name, none="none yet")
     return batch
 
 
@@ -22,9 +21,14 @@ def batch_named_or_numbered(text: str) -> Batch:
     if found is None and text.isdigit():
         found = Batch.objects.filter(pk=int(text)).first()
     if found is None:
-        names = ", ".join(Batch.objects.order_by("name").values_list("name", flat=True)[:20]) or "none"
-        raise CommandError(f"No batch named {text!r}. Batches: {names}.")
+        raise _no_batch(text, none="none")
     return found
+
+
+def _no_batch(text: str, *, none: str) -> CommandError:
+    """The refusal naming the first 20 batches there are (``none`` when there is none)."""
+    known = ", ".join(Batch.objects.order_by("name").values_list("name", flat=True)[:20]) or none
+    return CommandError(f"No batch named {text!r}. Batches: {known}.")
 
 
 def add_link_options(parser, *, days: int) -> None:
