@@ -6,11 +6,20 @@ With ``n`` labelled items (human value ``Y`` and judge score ``Yhat``) and ``N``
     θ̂(λ) = mean(λ · Yhat_u) + mean(Y − λ · Yhat),
 
 unbiased for every λ; λ is chosen to minimise its variance and clipped to [0, 1], so a useless judge
-falls back to the human-only mean (λ = 0) and a perfect one to PPI (λ = 1). The 95 % interval is the
-normal one with standard error ``sqrt(var(λ Yhat_u) / N + var(Y − λ Yhat) / n)``.
+falls back to the human-only mean (λ = 0) and a perfect one to PPI (λ = 1).
 
-Every formula here follows ``ppi_py`` (``ppi_mean_pointestimate``, ``ppi_mean_ci``, ``_calc_lam_glm``)
-exactly, so the app's numbers equal the library's; the library itself is only a test dependency.
+Two 95 % intervals, for two targets:
+
+- ``ci95_superpopulation``: the mean of the population the batch's items were drawn from, standard
+  error ``sqrt(var(λ Yhat_u) / N + var(Y − λ Yhat) / n)`` ([2]_). Every formula of it follows ``ppi_py``
+  (``ppi_mean_pointestimate``, ``ppi_mean_ci``, ``_calc_lam_glm``) exactly, so the app's numbers equal
+  the library's; the library itself is only a test dependency.
+- ``ci95``: the mean of the batch's own n + N items, with the labelled items a simple random sample of
+  them. The judge's scores are known on every item, so with M = n + N the estimate is
+  ``mean(Y) − λ (M/N) (mean(Yhat) − mean over all M of Yhat)``: a difference estimator whose only random
+  part is the labelled items' mean of e = Y − λ (M/N) Yhat. Its standard error is the survey-sampling
+  one with the finite-population correction, ``sqrt((1 − n/M) · s²(e) / n)`` ([4]_, thm 2.2 and §7.2;
+  the derivation is in docs/ppi.md). Every item labelled makes it a point: the batch's mean is known.
 
 References
 ----------
@@ -20,6 +29,7 @@ References
    arXiv:2311.01453, 2023.
 .. [3] P. Boyeau, A. N. Angelopoulos, N. Yosef, J. Malik and M. I. Jordan, "AutoEval done right: using
    synthetic data for model evaluation", ICML 2025.
+.. [4] W. G. Cochran, *Sampling Techniques*, 3rd ed., Wiley, 1977.
 """
 
 from __future__ import annotations
@@ -32,6 +42,7 @@ from scipy.stats import norm
 
 __all__ = [
     "PPIMean",
+    "batch_mean_se",
     "classical_mean_ci",
     "equivalent_labels_saved",
     "ppi_lambda",
@@ -42,7 +53,11 @@ __all__ = [
 
 @dataclass(frozen=True)
 class PPIMean:
-    """A PPI++ estimate of a mean with the human-only and judge-only estimates beside it."""
+    """A PPI++ estimate of a mean with the human-only and judge-only estimates beside it.
+
+    ``ci95`` is for the mean of the batch's own items, ``ci95_superpopulation`` for the mean of the
+    population they were drawn from (``ppi_py``'s interval); the human-only pair likewise. When the
+    super-population intervals are not given they are the batch's (an estimator with one interval)."""
 
     estimate: float
     ci95: tuple[float, float]
@@ -52,6 +67,14 @@ class PPIMean:
     human_only: float
     human_only_ci95: tuple[float, float]
     judge_only: float  # mean judge score over labelled and unlabelled items (biased; no interval)
+    ci95_superpopulation: tuple[float, float] | None = None
+    human_only_ci95_superpopulation: tuple[float, float] | None = None
+
+    def __post_init__(self):
+        if self.ci95_superpopulation is None:
+            object.__setattr__(self, "ci95_superpopulation", self.ci95)
+        if self.human_only_ci95_superpopulation is None:
+            object.__setattr__(self, "human_only_ci95_superpopulation", self.human_only_ci95)
 
     @property
     def width(self) -> float:
@@ -62,20 +85,33 @@ class PPIMean:
         return self.human_only_ci95[1] - self.human_only_ci95[0]
 
     @property
+    def superpopulation_width(self) -> float:
+        return self.ci95_superpopulation[1] - self.ci95_superpopulation[0]
+
+    @property
     def labels_saved(self) -> float:
-        """Extra human labels a human-only interval would need to be as narrow (see :func:`equivalent_labels_saved`)."""
-        return equivalent_labels_saved(self.n_labelled, self.human_only_width, self.width)
+        """Extra human labels a human-only interval would need to be as narrow (see :func:`equivalent_labels_saved`).
+
+        Read on the super-population widths: only there does a width fall as 1/√n (the batch's interval
+        also shrinks with the share of the batch labelled)."""
+        h = self.human_only_ci95_superpopulation
+        return equivalent_labels_saved(self.n_labelled, h[1] - h[0], self.superpopulation_width)
 
     def to_json(self) -> dict:
         return {
             "estimate": self.estimate,
             "ci95": [self.ci95[0], self.ci95[1]],
+            "ci95_superpopulation": [self.ci95_superpopulation[0], self.ci95_superpopulation[1]],
             "n_labelled": self.n_labelled,
             "n_unlabelled": self.n_unlabelled,
             "lambda": self.lam,
             "human_only": {
                 "estimate": self.human_only,
                 "ci95": [self.human_only_ci95[0], self.human_only_ci95[1]],
+                "ci95_superpopulation": [
+                    self.human_only_ci95_superpopulation[0],
+                    self.human_only_ci95_superpopulation[1],
+                ],
             },
             "judge_only": {"estimate": self.judge_only},
         }
@@ -106,11 +142,13 @@ def ppi_lambda(y, yhat, yhat_unlabelled):
     return np.clip(lam, 0.0, 1.0)
 
 
-def ppi_mean_many(y, yhat, yhat_unlabelled, *, alpha: float = 0.05, lam=None):
+def ppi_mean_many(y, yhat, yhat_unlabelled, *, alpha: float = 0.05, lam=None, batch: bool = False):
     """PPI++ estimates and intervals of many studies at once: arrays studies × items, one result per row.
 
     Returns ``(estimate, lo, hi, lam)``, each an array with one value per study. ``lam=None`` tunes λ
-    per study; a number fixes it (1: plain PPI [1]_, 0: the human-only interval).
+    per study; a number fixes it (1: plain PPI [1]_, 0: the human-only interval). The interval is the
+    super-population one (``ppi_py``'s), or with ``batch=True`` the one for the mean of the study's own
+    labelled and unlabelled items (:func:`batch_mean_se`).
     """
     y, yhat, yu = (np.asarray(a, dtype=float) for a in (y, yhat, yhat_unlabelled))
     lam = (
@@ -121,9 +159,34 @@ def ppi_mean_many(y, yhat, yhat_unlabelled, *, alpha: float = 0.05, lam=None):
     lam_ = np.asarray(lam)[..., None]
     rectifier = y - lam_ * yhat
     estimate = (lam_ * yu).mean(-1) + rectifier.mean(-1)
-    se = np.sqrt((lam_ * yu).var(-1) / yu.shape[-1] + rectifier.var(-1) / y.shape[-1])
+    if batch:
+        se = batch_mean_se(y, yhat, yu.shape[-1], lam)
+    else:
+        se = np.sqrt((lam_ * yu).var(-1) / yu.shape[-1] + rectifier.var(-1) / y.shape[-1])
     z = _z(alpha)
     return estimate, estimate - z * se, estimate + z * se, np.asarray(lam, dtype=float)
+
+
+def batch_mean_se(y, yhat, n_unlabelled: int, lam):
+    """Standard error of the PPI++ estimate as an estimate of the mean of the batch's own M = n + N items.
+
+    The labelled items are a simple random sample of the batch and the judge has scored all of them, so
+    the estimate equals mean(Y) − λ (M/N) (mean(Yhat) − Yhat's mean over the batch): the last mean is a
+    fixed number of the batch, and only the labelled mean of e = Y − λ (M/N) Yhat varies from one
+    labelled set to another. Hence SE = sqrt((1 − n/M) · s²(e) / n), s² with divisor n − 1 (Cochran
+    1977, thm 2.2; §7.2 for the difference estimator). Items' axis last; λ one per study. With no
+    unlabelled item the batch's mean is known exactly: SE 0.
+
+    >>> float(batch_mean_se([1., 2., 3.], [1., 2., 3.], 3, 0.0)) == (0.5 * 1.0 / 3) ** 0.5
+    True
+    """
+    y, yhat = np.asarray(y, dtype=float), np.asarray(yhat, dtype=float)
+    n = y.shape[-1]
+    if n_unlabelled == 0:
+        return np.zeros(y.shape[:-1])
+    big_m = n + n_unlabelled
+    e = y - np.asarray(lam, dtype=float)[..., None] * (big_m / n_unlabelled) * yhat
+    return np.sqrt((1 - n / big_m) * e.var(-1, ddof=1) / n)
 
 
 def classical_mean_ci(y, *, alpha: float = 0.05) -> tuple[float, float, float]:
@@ -156,7 +219,7 @@ def ppi_mean(y, yhat, yhat_unlabelled, *, alpha: float = 0.05) -> PPIMean | None
     -------
     PPIMean or None
         None when fewer than two items are labelled. Without unlabelled items PPI has nothing to add:
-        the result is the human-only estimate with λ = 0.
+        the result is the human-only estimate with λ = 0, and the batch's interval is that one point.
 
     Examples
     --------
@@ -172,10 +235,23 @@ def ppi_mean(y, yhat, yhat_unlabelled, *, alpha: float = 0.05) -> PPIMean | None
     human, h_lo, h_hi = classical_mean_ci(y, alpha=alpha)
     judge_only = float(np.concatenate([yhat, yu]).mean())
     if not len(yu):
-        return PPIMean(human, (h_lo, h_hi), len(y), 0, 0.0, human, (h_lo, h_hi), judge_only)
+        # Every item of the batch is labelled: its mean is known, the interval for it is a point.
+        point = (human, human)
+        return PPIMean(human, point, len(y), 0, 0.0, human, point, judge_only, (h_lo, h_hi), (h_lo, h_hi))
     est, lo, hi, lam = ppi_mean_many(y, yhat, yu, alpha=alpha)
+    _, b_lo, b_hi, _ = ppi_mean_many(y, yhat, yu, alpha=alpha, lam=lam, batch=True)
+    _, hb_lo, hb_hi, _ = ppi_mean_many(y, yhat, yu, alpha=alpha, lam=0.0, batch=True)
     return PPIMean(
-        float(est), (float(lo), float(hi)), len(y), len(yu), float(lam), human, (h_lo, h_hi), judge_only
+        estimate=float(est),
+        ci95=(float(b_lo), float(b_hi)),
+        n_labelled=len(y),
+        n_unlabelled=len(yu),
+        lam=float(lam),
+        human_only=human,
+        human_only_ci95=(float(hb_lo), float(hb_hi)),
+        judge_only=judge_only,
+        ci95_superpopulation=(float(lo), float(hi)),
+        human_only_ci95_superpopulation=(h_lo, h_hi),
     )
 
 
