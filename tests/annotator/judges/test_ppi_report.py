@@ -6,6 +6,7 @@ import numpy as np
 import pytest
 from django.urls import reverse
 from ppi_py import ppi_mean_ci, ppi_mean_pointestimate
+from scipy.stats import norm
 
 from annotator.models import AnnotatorStanding, Judge, JudgeScore
 from annotator.selectors.reports import batch_report
@@ -13,7 +14,16 @@ from hcs.rubric import Rubric
 from tests.factories import PASSWORD, make_annotation, make_batch, make_user
 
 DIMS = ("coherence", "relevance", "instruction_following", "safety_compliance", "fluency")
-PPI_KEYS = {"estimate", "ci95", "n_labelled", "n_unlabelled", "lambda", "human_only", "judge_only"}
+PPI_KEYS = {
+    "estimate",
+    "ci95",
+    "ci95_superpopulation",
+    "n_labelled",
+    "n_unlabelled",
+    "lambda",
+    "human_only",
+    "judge_only",
+}
 
 
 @pytest.fixture
@@ -84,7 +94,9 @@ def test_json_ppi_equals_ppi_py_overall_per_dimension_and_per_system(client, res
     for dimension in (*DIMS, "overall"):
         ppi = section[dimension]["ppi"]
         assert set(ppi) == PPI_KEYS
-        assert set(ppi["human_only"]) == {"estimate", "ci95"} and set(ppi["judge_only"]) == {"estimate"}
+        assert set(ppi["human_only"]) == {"estimate", "ci95", "ci95_superpopulation"} and set(
+            ppi["judge_only"]
+        ) == {"estimate"}
         for system in (None, "sys-a", "sys-b"):
             got = ppi if system is None else section[dimension]["ppi_by_system"][system]
             assert set(got) == PPI_KEYS
@@ -95,7 +107,14 @@ def test_json_ppi_equals_ppi_py_overall_per_dimension_and_per_system(client, res
             )  # the excluded annotator labels nothing
             assert got["estimate"] == pytest.approx(float(ppi_mean_pointestimate(y, f, fu)[0]), abs=1e-6)
             lo, hi = ppi_mean_ci(y, f, fu, alpha=0.05)
-            assert got["ci95"] == pytest.approx([float(lo[0]), float(hi[0])], abs=1e-6)
+            assert got["ci95_superpopulation"] == pytest.approx(
+                [float(lo[0]), float(hi[0])], abs=1e-11
+            )  # float rounding only
+            # the batch's own mean: SE sqrt((1 − n/M) s²(e) / n), e = y − λ (M/N) f (docs/ppi.md)
+            n, big_n = len(y), len(fu)
+            e = y - got["lambda"] * (n + big_n) / big_n * f
+            half = norm.ppf(0.975) * np.sqrt((1 - n / (n + big_n)) * e.var(ddof=1) / n)
+            assert got["ci95"] == pytest.approx([got["estimate"] - half, got["estimate"] + half], rel=1e-9)
             assert got["human_only"]["estimate"] == pytest.approx(y.mean())
             assert got["judge_only"]["estimate"] == pytest.approx(np.r_[f, fu].mean())
             assert 0 <= got["lambda"] <= 1
@@ -108,6 +127,11 @@ def test_report_page_and_judge_card_show_the_panel(client, researcher_user, stud
     page = client.get(reverse("report_judges", args=[batch.pk])).content.decode()
     assert "Human mean: human only, judge only and PPI++" in page
     assert "Labels saved" in page and "Overall HCS by system, PPI++" in page
+    # both intervals, named: the batch's on the first line, the population's below it
+    assert "Each 95 % CI is for the mean of <strong>this batch's items</strong>" in page
+    assert (
+        page.count('<span class="muted">population [') >= 2 * 4
+    )  # human only and PPI++, 3 dimensions + overall
     assert "&lt;i&gt;judge&lt;/i&gt;" in page and "<i>judge</i>" not in page
     card = client.get(reverse("judge_card", args=[batch.pk, judge.pk])).content.decode()
     assert 'id="ppi"' in card and "Labels saved" in card

@@ -17,7 +17,16 @@ from tests.annotator.api.conftest import assert_problem
 from tests.factories import PASSWORD, make_annotation, make_batch, make_user
 
 DIMS = ("coherence", "relevance", "instruction_following", "safety_compliance", "fluency")
-PPI_KEYS = {"estimate", "ci95", "n_labelled", "n_unlabelled", "lambda", "human_only", "judge_only"}
+PPI_KEYS = {
+    "estimate",
+    "ci95",
+    "ci95_superpopulation",
+    "n_labelled",
+    "n_unlabelled",
+    "lambda",
+    "human_only",
+    "judge_only",
+}
 N_ITEMS, N_BEFORE = 30, 3
 
 
