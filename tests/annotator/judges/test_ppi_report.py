@@ -133,6 +133,9 @@ def test_report_page_and_judge_card_show_the_panel(client, researcher_user, stud
         page.count('<span class="muted">population [') >= 2 * 4
     )  # human only and PPI++, 3 dimensions + overall
     assert "&lt;i&gt;judge&lt;/i&gt;" in page and "<i>judge</i>" not in page
+    # the Systems table's interval for the same per-system mean is named for what it is
+    body = client.get(reverse("report_batch", args=[batch.pk])).content.decode()
+    assert "95 % CI, population (bootstrap)" in body and "interval for this batch's own items" in body
     card = client.get(reverse("judge_card", args=[batch.pk, judge.pk])).content.decode()
     assert 'id="ppi"' in card and "Labels saved" in card
     report = batch_report(batch=batch, n_resamples=20)
