@@ -197,13 +197,16 @@ def ppi_labels_for_width(y, yhat, yhat_unlabelled, *, n_items: int, width: float
     return int(n[ok[0]]) if len(ok) else None
 
 
+ALT_TEST_SIZES = (30, 50, 75, 100, 150, 200, 300, 500, 750, 1000)  # the item counts the alt-test plan tries
+
+
 def alt_test_items_for_power(
     human: Mapping[Hashable, Mapping[Hashable, float]],
     judge: Mapping[Hashable, float],
     *,
     epsilon: float,
     power: float = 0.8,
-    grid: Sequence[int] = (30, 50, 75, 100, 150, 200, 300, 500, 750, 1000),
+    grid: Sequence[int] = ALT_TEST_SIZES,
     n_sims: int = 40,
     seed: int = 0,
 ) -> int | None:

@@ -21,6 +21,7 @@ from annotator.models import Batch, JudgeScore
 from annotator.selectors.report_arrays import ReportArrays
 from hcs.calibration.alt_test import DEFAULT_EPSILON
 from hcs.planning import (
+    ALT_TEST_SIZES,
     StatisticPlan,
     alt_test_items_for_power,
     plan_agreement,
@@ -44,6 +45,20 @@ class JudgePlan:
     k: int
     epsilon: float
     target_width: float | None
+    items: int = 0  # the planned study's items: a PPI++ label count is looked for up to it
+
+    # The command and the Plan panel say a target no size reaches in these words, so they agree.
+    def alt_test_text(self) -> str:
+        if self.alt_test_items is None:
+            return f"no size reaches it (up to {ALT_TEST_SIZES[-1]:,} items tried)"
+        return f"{self.alt_test_items} items ({self.alt_test_items * self.k} labels)"
+
+    def ppi_label_texts(self) -> list[tuple[str, str]]:
+        """(dimension, labels needed or why none) per dimension; empty without a target width."""
+        if self.target_width is None:
+            return []
+        unreached = f"no size reaches it (not even all {self.items:,} items labelled)"
+        return [(d, unreached if n is None else str(n)) for d, n in self.ppi_labels.items()]
 
     def to_json(self) -> dict[str, Any]:
         return {
@@ -220,6 +235,11 @@ def _judge_plans(
                 human_ratings(batch, arrays, OVERALL), mine[OVERALL], epsilon=epsilon, seed=seed
             )
         plans[name] = JudgePlan(
-            ppi_labels=labels, alt_test_items=alt_items, k=k, epsilon=epsilon, target_width=target_width
+            ppi_labels=labels,
+            alt_test_items=alt_items,
+            k=k,
+            epsilon=epsilon,
+            target_width=target_width,
+            items=items,
         )
     return plans

@@ -52,12 +52,9 @@ class Command(BaseCommand):
             need = "" if p.items_for_target is None else f"  items for width {width:g}: {p.items_for_target}"
             self.stdout.write(f"  {label:<24} {key:<28} CI width {shown}{need}")
         for name, j in plan.judges.items():
-            alt = "no tested size" if j.alt_test_items is None else f"{j.alt_test_items} items"
-            line = f"  judge {name}: alt-test at eps {j.epsilon:g} reaches power 0.8 with {alt}"
+            line = f"  judge {name}: alt-test at eps {j.epsilon:g}, power 0.8: {j.alt_test_text()}"
             if width is not None:
-                labels = ", ".join(
-                    f"{d} {'not reachable' if v is None else v}" for d, v in j.ppi_labels.items()
-                )
+                labels = ", ".join(f"{d} {text}" for d, text in j.ppi_label_texts())
                 line += f"; human labels for a PPI++ CI of width {width:g}: {labels}"
             self.stdout.write(line)
 

@@ -10,7 +10,7 @@ from django.urls import reverse
 
 from annotator.models import Judge, JudgeScore
 from annotator.selectors.reports import batch_report
-from annotator.studies.planning import study_plan
+from annotator.studies.planning import JudgePlan, study_plan
 from hcs.planning import plan_agreement
 from tests.factories import PASSWORD, make_annotation, make_batch, make_user
 
@@ -128,3 +128,20 @@ def test_plan_panel_on_the_report(client, researcher_user, pilot):
         and "whole numbers" in bad.content.decode()
         and "<b>1</b>" not in bad.content.decode()
     )
+
+
+def test_a_target_no_size_reaches_reads_the_same_on_the_command_line_and_the_web(
+    client, researcher_user, pilot
+):
+    unreached = "no size reaches it (not even all 100 items labelled)"
+    text = _plan("pilot", "--items", "100", "--target-width", "0.0001")
+    assert f"coherence {unreached}" in text
+    assert client.login(username=researcher_user.username, password=PASSWORD)
+    page = client.get(
+        reverse("report_plan", args=[pilot.pk]), {"items": "100", "k": "3", "target_width": "0.0001"}
+    ).content.decode()
+    assert f"coherence: {unreached}" in page
+    # the alt-test's unreached target: one text, which both the command and the panel print
+    plan = JudgePlan(ppi_labels={}, alt_test_items=None, k=3, epsilon=0.2, target_width=None, items=100)
+    assert plan.alt_test_text() == "no size reaches it (up to 1,000 items tried)"
+    assert plan.ppi_label_texts() == []
