@@ -67,7 +67,7 @@ def methods_paragraph(report: BatchReport) -> str:
     rubric = report.rubric
     if report.n_annotations == 0:
         return (
-            f"No item of this batch ({report.n_items} items, k = {report.k} annotations planned per item) has been "
+            f"No item of this batch ({counted(report.n_items, 'item', 'items')}, k = {report.k} annotations planned per item) has been "
             "rated yet: there is no agreement to report."
         )
     fewer = (

@@ -16,6 +16,7 @@ from django.conf import settings
 from django.db import DatabaseError, connection
 from django.utils import timezone
 
+from annotator.counted import counted
 from annotator.exports.formats import EXPORT_FORMATS, export_bytes
 from annotator.imports.errors import FileRefused, ImportRefused
 from annotator.job_kinds import job_kind
@@ -140,7 +141,10 @@ def export_job_run(job: Job, update) -> None:
     """Build a report export (``JOB_KINDS["export"]``)."""
     batch = Batch.objects.get(pk=job.params["batch_id"])
     fmt = EXPORT_FORMATS[job.params["fmt"]]
-    update(job, step=f"Computing agreement statistics for {batch.items.count():,} items")
+    update(
+        job,
+        step=f"Computing agreement statistics for {counted(batch.items.count(), 'item', 'items', grouped=True)}",
+    )
     options = ReportOptions(**job.params.get("options", {}))
     report = report_with_options(batch=batch, options=options) if fmt.needs_report else None
     update(job, step=f"Writing the {fmt.key.upper()} file")

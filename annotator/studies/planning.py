@@ -14,6 +14,7 @@ from typing import Any
 
 import numpy as np
 
+from annotator.counted import counted
 from annotator.judges.models.judge import OVERALL
 from annotator.judges.selectors.judges import human_item_mean, human_ratings
 from annotator.judges.selectors.validation import judge_overall_scores
@@ -50,14 +51,17 @@ class JudgePlan:
     # The command and the Plan panel say a target no size reaches in these words, so they agree.
     def alt_test_text(self) -> str:
         if self.alt_test_items is None:
-            return f"no size reaches it (up to {ALT_TEST_SIZES[-1]:,} items tried)"
-        return f"{self.alt_test_items} items ({self.alt_test_items * self.k} labels)"
+            return f"no size reaches it (up to {counted(ALT_TEST_SIZES[-1], 'item', 'items', grouped=True)} tried)"
+        n = self.alt_test_items
+        return f"{counted(n, 'item', 'items')} ({counted(n * self.k, 'label', 'labels')})"
 
     def ppi_label_texts(self) -> list[tuple[str, str]]:
         """(dimension, labels needed or why none) per dimension; empty without a target width."""
         if self.target_width is None:
             return []
-        unreached = f"no size reaches it (not even all {self.items:,} items labelled)"
+        unreached = (
+            f"no size reaches it (not even all {counted(self.items, 'item', 'items', grouped=True)} labelled)"
+        )
         return [(d, unreached if n is None else str(n)) for d, n in self.ppi_labels.items()]
 
     def to_json(self) -> dict[str, Any]:

@@ -12,6 +12,8 @@ from functools import lru_cache
 from django import template
 from django.utils.html import format_html
 
+from annotator.counted import counted
+
 register = template.Library()
 
 
@@ -43,7 +45,7 @@ def _confusion_uri(matrix: tuple) -> str:
 
 @register.simple_tag
 def judge_scatter(row):
-    alt = f"Scatter of judge scores against the human mean, {row.calibration.n} items"
+    alt = f"Scatter of judge scores against the human mean, {counted(row.calibration.n, 'item', 'items')}"
     return format_html(
         '<img class="chart" src="{}" alt="{}">', _scatter_uri(_key(row.calibration.pairs)), alt
     )
@@ -88,5 +90,5 @@ def versions_on_set(calibration_set):
     svg = over_time_svg(
         labels, series, ylabel="Spearman \u03c1 with people", xlabel="judge version (oldest first)"
     )
-    alt = f"Spearman correlation with people per dimension, {len(labels)} judge versions on {calibration_set.n_items} items"
+    alt = f"Spearman correlation with people per dimension, {counted(len(labels), 'judge version', 'judge versions')} on {counted(calibration_set.n_items, 'item', 'items')}"
     return format_html('<img class="chart wide" src="{}" alt="{}">', data_uri(svg), alt)

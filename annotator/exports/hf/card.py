@@ -16,6 +16,7 @@ from typing import TYPE_CHECKING, Any
 
 from django.db.models import Count
 
+from annotator.counted import counted
 from annotator.exports.hf.parts import HF_CARD_SECTIONS, HF_PARTS
 from annotator.exports.methods import methods_paragraph
 from annotator.models import AccountScope, Batch, Enrolment, GoldItem, InviteLink, StudyLink
@@ -141,7 +142,7 @@ def _recruitment(batch: Batch, raters: dict[int, str]) -> list[str]:
         limit = f", sessions of at most {minutes} minutes" if minutes else ""
         out.append(
             f"- Crowd workers came through a {cell(platform)} study link "
-            f"(at most {quota} items per worker{limit})."
+            f"(at most {counted(quota, 'item', 'items')} per worker{limit})."
         )
     for platform, n in sorted(crowd.items()):
         out.append(

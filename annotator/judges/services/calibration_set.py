@@ -8,6 +8,7 @@ from collections.abc import Sequence
 
 from django.db import IntegrityError, transaction
 
+from annotator.counted import counted
 from annotator.models import Batch, CalibrationSet, Item
 
 MAX_LISTED = 10
@@ -45,7 +46,7 @@ def _chosen(
         raise CalibrationSetError(
             f"{len(unknown)} item id(s) are not in batch \u201c{batch.name}\u201d: {shown}{more}."
         )
-    return [by_id[i] for i in wanted], f"{len(wanted)} items chosen by id"
+    return [by_id[i] for i in wanted], f"{counted(len(wanted), 'item', 'items')} chosen by id"
 
 
 def calibration_set_mark(

@@ -4,6 +4,7 @@ from django.contrib import messages
 from django.shortcuts import get_object_or_404, redirect, render
 from django.views.decorators.http import require_http_methods, require_POST
 
+from annotator.counted import counted
 from annotator.judges.forms.calibration_set import CalibrationSetForm
 from annotator.judges.selectors.calibration_set import calibration_set_of, judge_families, set_item_ids
 from annotator.judges.services.calibration_set import (
@@ -36,7 +37,9 @@ def calibration_set(request, batch_id):
             except CalibrationSetError as exc:
                 form.add_error(None, str(exc))
             else:
-                messages.success(request, f"Froze a calibration set of {chosen.items.count()} items.")
+                messages.success(
+                    request, f"Froze a calibration set of {counted(chosen.items.count(), 'item', 'items')}."
+                )
                 return redirect("calibration_set", batch.pk)
         status = 400
     chosen = calibration_set_of(batch)

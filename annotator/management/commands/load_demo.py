@@ -13,6 +13,7 @@ import hashlib
 from django.conf import settings
 from django.core.management.base import BaseCommand
 
+from annotator.counted import counted
 from annotator.judges.engine.templates import load_template
 from annotator.judges.services.calibration_set import calibration_set_mark
 from annotator.judges.services.judges import judge_scores_import
@@ -64,12 +65,14 @@ class Command(BaseCommand):
                 rubric=Rubric.default(),
             )
             self.stdout.write(
-                f"Created batch \u201c{DEMO_BATCH}\u201d with {batch.items.count()} items, "
+                f"Created batch \u201c{DEMO_BATCH}\u201d with {counted(batch.items.count(), 'item', 'items')}, "
                 f"{batch.gold_items.filter(kind='training').count()} training items every annotator does first "
                 f"and {batch.gold_items.filter(kind='check').count()} gold checks mixed into the queue."
             )
         else:
-            self.stdout.write(f"Batch \u201c{DEMO_BATCH}\u201d already exists ({batch.items.count()} items).")
+            self.stdout.write(
+                f"Batch \u201c{DEMO_BATCH}\u201d already exists ({counted(batch.items.count(), 'item', 'items')})."
+            )
         if not batch.consent_text:
             batch.consent_text = (DEMO_DIR / "consent.md").read_text(encoding="utf-8")
             batch.save(update_fields=["consent_text"])
@@ -85,7 +88,7 @@ class Command(BaseCommand):
             )
             self.stdout.write(
                 f"Imported {len(plan.parsed.annotations)} offline annotations by {', '.join(plan.parsed.annotators)} "
-                f"on {len(plan.existing_items)} items; the other items are waiting to be rated."
+                f"on {counted(len(plan.existing_items), 'item', 'items')}; the other items are waiting to be rated."
             )
         self._judges(batch)
         self._calibration_set(batch)
@@ -130,6 +133,6 @@ class Command(BaseCommand):
         ids = sorted(set(rated.values_list("item__item_id", flat=True)))
         calibration_set_mark(batch=batch, item_ids=ids, note="Demo: the items with offline annotations.")
         self.stdout.write(
-            f"Froze a calibration set of {len(ids)} items: the judge card of \u201cdemo-judge-lenient\u201d "
+            f"Froze a calibration set of {counted(len(ids), 'item', 'items')}: the judge card of \u201cdemo-judge-lenient\u201d "
             "compares its two versions on it."
         )

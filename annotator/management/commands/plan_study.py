@@ -6,6 +6,7 @@ import json
 
 from django.core.management.base import BaseCommand, CommandError
 
+from annotator.counted import counted
 from annotator.management.commands._link_common import batch_named_or_numbered
 from hcs.calibration.alt_test import DEFAULT_EPSILON
 
@@ -45,7 +46,8 @@ class Command(BaseCommand):
             self.stdout.write(_dumps(plan.to_json()))
             return
         self.stdout.write(
-            f"Plan for {n} items x {kk} annotators from batch {found.name!r} ({plan.pilot_items} pilot items)"
+            f"Plan for {counted(n, 'item', 'items')} x {counted(kk, 'annotator', 'annotators')} from batch {found.name!r} "
+            f"({counted(plan.pilot_items, 'pilot item', 'pilot items')})"
         )
         for label, key, p in plan.rows():
             shown = "n/a" if p.predicted_ci95_width is None else f"{p.predicted_ci95_width:.4f}"

@@ -8,6 +8,7 @@ from __future__ import annotations
 
 from django.core.management.base import BaseCommand, CommandError
 
+from annotator.counted import counted
 from annotator.management.commands._import_common import read_text
 from annotator.management.commands._link_common import add_link_options, batch_named
 from annotator.studies.crowd import PLATFORMS
@@ -68,7 +69,7 @@ class Command(BaseCommand):
             batch.save(update_fields=changed)
         self.stdout.write(study_url(token, link.platform, options["base_url"]))
         self.stderr.write(
-            f"{PLATFORMS[link.platform].label} study link for {batch.name}: up to {link.quota} items per worker"
+            f"{PLATFORMS[link.platform].label} study link for {batch.name}: up to {counted(link.quota, 'item', 'items')} per worker"
             f"{f', {link.max_minutes} minutes' if link.max_minutes else ''}, completion code {link.completion_code}, "
             f"expires {link.expires_at:%Y-%m-%d %H:%M} UTC. Shown once: only its hash is stored."
         )

@@ -8,6 +8,7 @@ from __future__ import annotations
 
 from django.core.management.base import BaseCommand, CommandError
 
+from annotator.counted import counted
 from annotator.judges.selectors.calibration_set import calibration_set_of, set_item_ids
 from annotator.judges.services.calibration_set import (
     CalibrationSetError,
@@ -52,7 +53,7 @@ class Command(BaseCommand):
                 raise CommandError(f"batch \u201c{batch.name}\u201d has no calibration set.")
             ids = set_item_ids(chosen)
             self.stdout.write(
-                f"{len(ids)} items ({chosen.how}), fingerprint {chosen.fingerprint}, "
+                f"{counted(len(ids), 'item', 'items')} ({chosen.how}), fingerprint {chosen.fingerprint}, "
                 f"frozen {chosen.frozen_at:%Y-%m-%d %H:%M} UTC"
             )
             self.stdout.write("\n".join(ids))
@@ -69,7 +70,7 @@ class Command(BaseCommand):
             raise CommandError(str(exc)) from None
         self.stdout.write(
             self.style.SUCCESS(
-                f"Froze the calibration set of \u201c{batch.name}\u201d: {chosen.items.count()} items ({chosen.how}), "
+                f"Froze the calibration set of \u201c{batch.name}\u201d: {counted(chosen.items.count(), 'item', 'items')} ({chosen.how}), "
                 f"fingerprint {chosen.fingerprint[:12]}."
             )
         )

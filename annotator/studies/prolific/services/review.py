@@ -18,6 +18,7 @@ from decimal import Decimal
 
 from django.utils.translation import ngettext
 
+from annotator.counted import counted
 from annotator.models import Batch, ProlificReturnRequest
 from annotator.studies.prolific import client as api
 from annotator.studies.prolific.selectors import WorkerFacts, prolific_workers
@@ -172,7 +173,9 @@ def _decide(
         return Decision(sub, "hold", f"did not earn the completion code ({state})", facts)
     if not approve:
         return Decision(sub, "hold", "earned the completion code (--approve approves)", facts)
-    return Decision(sub, "approve", f"earned the completion code ({facts.items_done} items)", facts)
+    return Decision(
+        sub, "approve", f"earned the completion code ({counted(facts.items_done, 'item', 'items')})", facts
+    )
 
 
 def review_plan(
