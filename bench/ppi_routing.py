@@ -61,14 +61,15 @@ def run(items: int, budget: int, reps: int, seed: int, judge: str = "spread") ->
 
         xi = rng.random(items) < budget / items
         r = ppi_mean(y[xi], f[xi], f[~xi])
-        out["random"].append((r.estimate, *r.ci95))
+        # fresh items every study: each interval is for the population's mean
+        out["random"].append((r.estimate, *r.ci95_superpopulation))
 
         pi = sampling_probabilities(reported, budget)
         xi = rng.random(items) < pi
         a = active_mean(y, f, xi, pi)
         out["active"].append((a.estimate, *a.ci95))
         d = ppi_mean(y[xi], f[xi], f[~xi])
-        out["drawn unweighted"].append((d.estimate, *d.ci95))
+        out["drawn unweighted"].append((d.estimate, *d.ci95_superpopulation))
         waiting = np.flatnonzero(xi)
         waiting = waits.choice(waiting, len(waiting) // 4, replace=False)
         so_far = xi.copy()
@@ -80,7 +81,7 @@ def run(items: int, budget: int, reps: int, seed: int, judge: str = "spread") ->
         top = np.zeros(items, dtype=bool)
         top[np.argsort(-reported)[:budget]] = True
         t = ppi_mean(y[top], f[top], f[~top])
-        out["top-n unweighted"].append((t.estimate, *t.ci95))
+        out["top-n unweighted"].append((t.estimate, *t.ci95_superpopulation))
     summary = {}
     for name, rows in out.items():
         est, lo, hi = np.array(rows).T

@@ -182,11 +182,12 @@ def sampling_probabilities(uncertainty, budget: float, *, mix: float = 0.1) -> n
 @dataclass(frozen=True)
 class ActiveMean:
     estimate: float
-    ci95: tuple[float, float]
+    ci95: tuple[float, float]  # for the mean of the population the items were drawn from
     n_labelled: int
     n_items: int
     lam: float
     offset: float  # b of the predictor λ·f + b
+    ci95_batch: tuple[float, float] | None = None  # for the mean of these items (the draw's design)
 
 
 def active_mean(
@@ -236,9 +237,20 @@ def active_mean(
     terms = yg + lam * a + b * c
     estimate = float(terms.mean())
     se = float(terms.std() / np.sqrt(len(terms)))
+    # For these items' own mean only the draw is random: θ̂ − θ = Σ (Y − g)(ξ/π − 1) / M with independent
+    # draws, whose variance Σ (Y − g)² (1 − π)/π / M² is estimated without bias by the drawn items'
+    # Σ (Y − g)² (1 − π)/π² / M² (Poisson sampling: Särndal, Swensson & Wretman 1992, §3.5).
+    resid = np.where(xi, np.asarray(y, dtype=float) - lam * f - b, 0.0)
+    se_batch = float(np.sqrt(np.sum(resid**2 * (1 - p) * g**2)) / len(f))
     z = float(norm.ppf(1 - alpha / 2))
     return ActiveMean(
-        estimate, (estimate - z * se, estimate + z * se), int(xi.sum()), len(f), float(lam), float(b)
+        estimate,
+        (estimate - z * se, estimate + z * se),
+        int(xi.sum()),
+        len(f),
+        float(lam),
+        float(b),
+        (estimate - z * se_batch, estimate + z * se_batch),
     )
 
 
@@ -313,12 +325,14 @@ def active_ppi_mean(y, yhat, labelled, pi, *, alpha: float = 0.05) -> ActivePPIM
     human = active_mean(y, f, xi, pi, alpha=alpha, lam=0.0)
     return ActivePPIMean(
         estimate=est.estimate,
-        ci95=est.ci95,
+        ci95=est.ci95_batch,
         n_labelled=est.n_labelled,
         n_unlabelled=est.n_items - est.n_labelled,
         lam=est.lam,
         human_only=human.estimate,
-        human_only_ci95=human.ci95,
+        human_only_ci95=human.ci95_batch,
         judge_only=float(f.mean()),
+        ci95_superpopulation=est.ci95,
+        human_only_ci95_superpopulation=human.ci95,
         offset=est.offset,
     )

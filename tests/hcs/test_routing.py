@@ -137,6 +137,11 @@ def test_active_ppi_mean_columns_are_the_formula_written_out():
     terms = g + np.where(xi, (y - g) / pi, 0.0)  # Zrnic & Candès 2024, eq. 3
     assert r.estimate == pytest.approx(terms.mean())
     half = 1.959964 * terms.std() / np.sqrt(len(y))
+    assert r.ci95_superpopulation == pytest.approx((terms.mean() - half, terms.mean() + half), rel=1e-6)
+    # For these items' own mean: Poisson sampling's unbiased variance estimate, Σ_drawn (Y − g)² (1 − π)/π² / M²
+    half = (
+        1.959964 * np.sqrt(sum((y[i] - g[i]) ** 2 * (1 - pi[i]) / pi[i] ** 2 for i in range(7) if xi[i])) / 7
+    )
     assert r.ci95 == pytest.approx((terms.mean() - half, terms.mean() + half), rel=1e-6)
     # Human only: λ = 0, the offset that minimises the variance (a least-squares slope, written with np.cov).
     w = np.where(xi, 1 / pi, 0.0)

@@ -195,6 +195,17 @@ def test_the_panel_weights_the_draws_labels_and_goes_back_to_ppi_after_retiring(
     ]
     assert entry["estimate"] == pytest.approx(np.mean(terms))
     assert (entry["n_labelled"], entry["n_unlabelled"]) == (len(human), N_ITEMS - len(human))
+    # ci95 for the draw's population: Poisson sampling's Σ_drawn (Y − g)² (1 − π)/π² / M²;
+    # ci95_superpopulation: the paper's SD of the terms / √M
+    var = sum(
+        (human[r.item_id] - g[r.item_id]) ** 2 * (1 - r.pi) / r.pi**2 for r in rows if r.item_id in human
+    )
+    half = 1.959963984540054 * np.sqrt(var) / len(rows)
+    assert entry["ci95"] == pytest.approx([entry["estimate"] - half, entry["estimate"] + half])
+    half = 1.959963984540054 * np.std(terms) / np.sqrt(len(rows))
+    assert entry["ci95_superpopulation"] == pytest.approx(
+        [entry["estimate"] - half, entry["estimate"] + half]
+    )
 
     # A label the draw did not pick (the regular queue) is left out: the estimate does not move.
     other = next(r for r in rows if not r.drawn)
@@ -205,6 +216,8 @@ def test_the_panel_weights_the_draws_labels_and_goes_back_to_ppi_after_retiring(
     page = client.get(reverse("report_judges", args=[batch.pk])).content.decode()
     assert "Estimator: active inference" in page and f"review draw #{draw.pk}" in page
     assert "judge only and active inference</h4>" in page
+    assert "Each 95 % CI is for the mean of <strong>this draw's population</strong>" in page
+    assert '<span class="muted">population [' in page  # and the super-population interval below it
     card = client.get(reverse("judge_card", args=[batch.pk, Judge.objects.get(name="a").pk])).content.decode()
     assert "Estimator: active inference" in card
 
