@@ -18,7 +18,7 @@ Two 95 % intervals, for two targets:
   them. The judge's scores are known on every item, so with M = n + N the estimate is
   ``mean(Y) − λ (M/N) (mean(Yhat) − mean over all M of Yhat)``: a difference estimator whose only random
   part is the labelled items' mean of e = Y − λ (M/N) Yhat. Its standard error is the survey-sampling
-  one with the finite-population correction, ``sqrt((1 − n/M) · s²(e) / n)`` ([4]_, thm 2.2 and §7.2;
+  one with the finite-population correction, ``sqrt((1 − n/M) · s²(e) / n)`` ([4]_, theorems 2.2 and 2.4, §7.2;
   the derivation is in docs/ppi.md). Every item labelled makes it a point: the batch's mean is known.
 
 References
@@ -174,7 +174,7 @@ def batch_mean_se(y, yhat, n_unlabelled: int, lam):
     the estimate equals mean(Y) − λ (M/N) (mean(Yhat) − Yhat's mean over the batch): the last mean is a
     fixed number of the batch, and only the labelled mean of e = Y − λ (M/N) Yhat varies from one
     labelled set to another. Hence SE = sqrt((1 − n/M) · s²(e) / n), s² with divisor n − 1 (Cochran
-    1977, thm 2.2; §7.2 for the difference estimator). Items' axis last; λ one per study. With no
+    1977, theorems 2.2 and 2.4; §7.2 for the difference estimator). Items' axis last; λ one per study. With no
     unlabelled item the batch's mean is known exactly: SE 0.
 
     >>> float(batch_mean_se([1., 2., 3.], [1., 2., 3.], 3, 0.0)) == (0.5 * 1.0 / 3) ** 0.5
