@@ -54,6 +54,9 @@ test-fast: install
 # Production serving: gunicorn + whitenoise against DATABASE_URL (needs SECRET_KEY and ALLOWED_HOSTS;
 # README "Production"). `make serve` = release + web; on a second app server run `make web` only.
 GUNICORN_ARGS ?= --access-logfile - --timeout 120 --graceful-timeout 30
+# The access log names the path without its query string and without the Referer: a study link's
+# query carries the worker's platform ids (PROLIFIC_PID, SESSION_ID), which stay in the app (docs/crowd.md).
+GUNICORN_ACCESS_FORMAT = %(h)s %(l)s %(u)s %(t)s "%(m)s %(U)s %(H)s" %(s)s %(b)s %(L)s "%(a)s"
 # gunicorn's sync worker, answering its own 414/431 under /api/ as problem details (annotator/gunicorn_workers.py).
 GUNICORN_WORKER ?= annotator.gunicorn_workers.SyncWorker
 serve: release web
@@ -66,7 +69,7 @@ release: install
 web: install
 	$(PY) manage.py collectstatic --noinput -v 0
 	$(VENV)/bin/gunicorn annotator.wsgi --bind $(HOST):$(PORT) --workers $${WEB_CONCURRENCY:-2} \
-	  --worker-class $(GUNICORN_WORKER) $(GUNICORN_ARGS)
+	  --worker-class $(GUNICORN_WORKER) --access-logformat '$(GUNICORN_ACCESS_FORMAT)' $(GUNICORN_ARGS)
 
 # The background worker: large uploads and report builds queued by any app server.
 worker: install
