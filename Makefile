@@ -25,7 +25,8 @@ migrate: install
 # (A shell without job control starts the worker ignoring Ctrl-C, so the trap ends it.) A worker that
 # dies (killed, out of memory: a non-zero exit) is started again, so a job it held is taken over, as
 # in production; one that shuts down cleanly (Ctrl-C) is not.
-# The printed study and invite links start with the address served (a SITE_URL you set wins).
+# The printed study and invite links start with the address served (a SITE_URL you set wins). The
+# address is kept in var/demo_site_url, so the link commands run from another shell use it too.
 DEMO_SITE_URL = $(or $(SITE_URL),http://$(if $(filter 0.0.0.0,$(HOST)),127.0.0.1,$(HOST)):$(PORT))
 demo: migrate
 	DEBUG=1 $(PY) manage.py load_demo
@@ -35,6 +36,7 @@ demo: migrate
 	  wait $$child && break; echo "Background worker stopped; starting it again."; sleep 1; done ) & worker=$$!; \
 	trap 'kill -TERM $$worker 2>/dev/null; wait $$worker 2>/dev/null' EXIT; \
 	echo "Background worker running; it starts again if it stops. Ctrl-C stops it and the server."; \
+	mkdir -p var && echo "$(DEMO_SITE_URL)" > var/demo_site_url; \
 	DEBUG=1 SITE_URL=$(DEMO_SITE_URL) $(PY) manage.py runserver $(HOST):$(PORT)
 
 # Chromium for the browser tests comes from Debian's packages; installed when we can.
