@@ -117,6 +117,7 @@ class WorkerProgress:
     last_active_at: datetime | None
     state: str  # working, done, timed out, screened out, declined consent, study full, returned, blocked, excluded
     checks_done: int = 0  # gold checks answered: the worker saw them as rated items, on top of items_done
+    standing: AnnotatorStanding | None = None  # quality control's record of them in the batch, if any
 
     @property
     def username(self) -> str:
@@ -139,6 +140,15 @@ class WorkerProgress:
     def timed_out_unrated(self) -> bool:
         """Their time ran out before they rated any item: a study link gives them no completion code."""
         return self.end == End.TIMED_OUT and not self.earned_code
+
+    @property
+    def excluded(self) -> bool:
+        """Excluded or blocked by quality control (whatever their visit's end): never paid unseen."""
+        return bool(self.standing and (self.standing.excluded or self.standing.blocked_at))
+
+    @property
+    def failed_training(self) -> bool:
+        return bool(self.standing and self.standing.training == AnnotatorStanding.Training.FAILED)
 
     @property
     def code_given(self) -> bool:
@@ -226,6 +236,7 @@ def worker_progress(*, batch: Batch, now: datetime | None = None) -> list[Worker
                 last_active_at=mine["last"],
                 state=_state(e, limits, now, standings.get(e.user_id)),
                 checks_done=checks.get(e.user_id, 0),
+                standing=standings.get(e.user_id),
             )
         )
     return rows

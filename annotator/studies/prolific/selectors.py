@@ -9,7 +9,7 @@ from __future__ import annotations
 from collections import defaultdict
 from dataclasses import dataclass
 
-from annotator.models import AnnotatorStanding, Batch, Enrolment, GoldAnswer, GoldItem
+from annotator.models import Batch, Enrolment, GoldAnswer, GoldItem
 from annotator.studies.selectors import WorkerProgress, worker_progress
 
 PLATFORM = "prolific"
@@ -20,8 +20,6 @@ class WorkerFacts:
     progress: WorkerProgress  # the worker's state and what it earns, as the app's pages have them
     failed_checks: tuple[str, ...]  # the item ids of the attention checks they failed
     answered_checks: int
-    excluded: bool  # excluded or blocked by quality control: never approved by the command
-    failed_training: bool  # comprehension: a return request, never a rejection
 
     @property
     def enrolment(self) -> Enrolment:
@@ -44,6 +42,16 @@ class WorkerFacts:
         return self.progress.earned_code
 
     @property
+    def excluded(self) -> bool:
+        """Excluded or blocked by quality control: never approved by the command."""
+        return self.progress.excluded
+
+    @property
+    def failed_training(self) -> bool:
+        """Failed comprehension: a return request, never a rejection."""
+        return self.progress.failed_training
+
+    @property
     def timed_out_unrated(self) -> bool:
         return self.progress.timed_out_unrated
 
@@ -59,9 +67,6 @@ def prolific_workers(*, batch: Batch) -> dict[str, WorkerFacts]:
         p.enrolment for p in progress.values() if p.enrolment.platform == PLATFORM and p.enrolment.worker_id
     ]
     users = [e.user_id for e in enrolments]
-    standings = {
-        s.annotator_id: s for s in AnnotatorStanding.objects.filter(batch=batch, annotator_id__in=users)
-    }
     failed, answered = defaultdict(list), defaultdict(int)
     checks = (
         GoldAnswer.objects.filter(
@@ -79,12 +84,9 @@ def prolific_workers(*, batch: Batch) -> dict[str, WorkerFacts]:
             failed[user_id].append(item_id)
     facts = {}
     for e in enrolments:
-        standing = standings.get(e.user_id)
         facts[e.worker_id] = WorkerFacts(
             progress=progress[e.pk],
             failed_checks=tuple(failed[e.user_id]),
             answered_checks=answered[e.user_id],
-            excluded=bool(standing and (standing.excluded or standing.blocked_at)),
-            failed_training=bool(standing and standing.training == AnnotatorStanding.Training.FAILED),
         )
     return facts
