@@ -283,6 +283,7 @@ def test_a_failed_read_back_is_reported_and_the_rest_of_the_study_goes_on(setup,
     assert f"Reading back submission subA (bonus per-item for {A}, bulk bonus payment bulk0001) failed" in (
         out.getvalue()
     )
+    assert "Bulk bonus payment bulk0001: could not be read back" in out.getvalue()
     assert fake.submissions["subC"]["status"] == "APPROVED"
     assert fake.paid == {A: [30], B: [20], C: [10]}
     assert ProlificBonus.objects.get(participant_id=A).state == Paid.PAYING

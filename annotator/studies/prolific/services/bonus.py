@@ -181,6 +181,12 @@ def _settle(client: api.ProlificClient, study_id: str, now: datetime, lines: lis
                 f"Bulk bonus payment {bulk_id}: read back as not paid {SETTLE_MINUTES} minutes after the "
                 "pay call; paying it."
             )
+        elif any(s is None for s in seen):
+            bonus_note(bulk_id=bulk_id, note="pay call sent; could not be read back from Prolific")
+            lines.append(
+                f"Bulk bonus payment {bulk_id}: could not be read back, so whether it was paid is not known; "
+                "not paid again. Run again to read it back, or check the study's bonuses on Prolific."
+            )
         else:
             bonus_note(bulk_id=bulk_id, note="pay call sent; outcome not yet visible on Prolific")
             lines.append(
