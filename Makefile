@@ -25,7 +25,8 @@ migrate: install
 # (A shell without job control starts the worker ignoring Ctrl-C, so the trap ends it.) A worker that
 # dies (killed, out of memory: a non-zero exit) is started again, so a job it held is taken over, as
 # in production; one that shuts down cleanly (Ctrl-C) is not.
-# The printed study and invite links start with the address served (a SITE_URL you set wins).
+# The printed study and invite links start with the address served (a SITE_URL you set wins). The
+# address is kept in var/demo_site_url, so the link commands run from another shell use it too.
 DEMO_SITE_URL = $(or $(SITE_URL),http://$(if $(filter 0.0.0.0,$(HOST)),127.0.0.1,$(HOST)):$(PORT))
 demo: migrate
 	DEBUG=1 $(PY) manage.py load_demo
@@ -35,6 +36,7 @@ demo: migrate
 	  wait $$child && break; echo "Background worker stopped; starting it again."; sleep 1; done ) & worker=$$!; \
 	trap 'kill -TERM $$worker 2>/dev/null; wait $$worker 2>/dev/null' EXIT; \
 	echo "Background worker running; it starts again if it stops. Ctrl-C stops it and the server."; \
+	mkdir -p var && echo "$(DEMO_SITE_URL)" > var/demo_site_url; \
 	DEBUG=1 SITE_URL=$(DEMO_SITE_URL) $(PY) manage.py runserver $(HOST):$(PORT)
 
 # Chromium for the browser tests comes from Debian's packages; installed when we can.
@@ -54,6 +56,9 @@ test-fast: install
 # Production serving: gunicorn + whitenoise against DATABASE_URL (needs SECRET_KEY and ALLOWED_HOSTS;
 # README "Production"). `make serve` = release + web; on a second app server run `make web` only.
 GUNICORN_ARGS ?= --access-logfile - --timeout 120 --graceful-timeout 30
+# The access log names the path without its query string and without the Referer: a study link's
+# query carries the worker's platform ids (PROLIFIC_PID, SESSION_ID), which stay in the app (docs/crowd.md).
+GUNICORN_ACCESS_FORMAT = %(h)s %(l)s %(u)s %(t)s "%(m)s %(U)s %(H)s" %(s)s %(b)s %(L)s "%(a)s"
 # gunicorn's sync worker, answering its own 414/431 under /api/ as problem details (annotator/gunicorn_workers.py).
 GUNICORN_WORKER ?= annotator.gunicorn_workers.SyncWorker
 serve: release web
@@ -66,7 +71,7 @@ release: install
 web: install
 	$(PY) manage.py collectstatic --noinput -v 0
 	$(VENV)/bin/gunicorn annotator.wsgi --bind $(HOST):$(PORT) --workers $${WEB_CONCURRENCY:-2} \
-	  --worker-class $(GUNICORN_WORKER) $(GUNICORN_ARGS)
+	  --worker-class $(GUNICORN_WORKER) --access-logformat '$(GUNICORN_ACCESS_FORMAT)' $(GUNICORN_ARGS)
 
 # The background worker: large uploads and report builds queued by any app server.
 worker: install

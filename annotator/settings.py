@@ -221,7 +221,11 @@ ANNOTATOR_LEASE_MINUTES = env_int("ANNOTATOR_LEASE_MINUTES", 30, minimum=1)
 ANNOTATOR_PROGRESS_CACHE_SECONDS = env_int("ANNOTATOR_PROGRESS_CACHE_SECONDS", 5)
 # Study, invite and sign-in links: the address printed links start with, and how often one client
 # address may open such links per minute.
-ANNOTATOR_SITE_URL = (os.environ.get("SITE_URL", "").strip().rstrip("/")) or "http://127.0.0.1:8000"
+ANNOTATOR_SITE_URL_DEFAULT = "http://127.0.0.1:8000"
+ANNOTATOR_SITE_URL = (os.environ.get("SITE_URL", "").strip().rstrip("/")) or ANNOTATOR_SITE_URL_DEFAULT
+ANNOTATOR_SITE_URL_SET = bool(os.environ.get("SITE_URL", "").strip())  # else the link commands say so
+# Where `make demo` writes the address it serves, for link commands run from another shell.
+ANNOTATOR_DEMO_ADDRESS_FILE = VAR_DIR / "demo_site_url"
 if not ANNOTATOR_SITE_URL.startswith(("http://", "https://")):
     raise ImproperlyConfigured(f"SITE_URL={ANNOTATOR_SITE_URL!r} must start with https:// (or http://).")
 ANNOTATOR_LINK_OPENS_PER_MINUTE = env_int("LINK_OPENS_PER_MINUTE", 30, minimum=1)

@@ -1,6 +1,8 @@
 """Settings for the test suite: the app's own settings with a throwaway secret key."""
 
 import os
+import tempfile
+from pathlib import Path
 
 os.environ.setdefault("SECRET_KEY", "test-only-secret-key-not-for-production")
 os.environ.setdefault("HTTPS_ONLY", "0")
@@ -18,6 +20,9 @@ AXES_ENABLED = False
 # The public link pages' per-address limit is tested on its own (override_settings); elsewhere many
 # requests come from the one test address.
 ANNOTATOR_LINK_OPENS_PER_MINUTE = 100_000
+
+# Link commands never pick up the address of a `make demo` running beside the tests.
+ANNOTATOR_DEMO_ADDRESS_FILE = Path(tempfile.gettempdir()) / "annotator-tests-no-demo-address"
 
 # Background tasks run at once, inside the request that queues them (the worker's code path).
 TASKS = {"default": {"BACKEND": "django_tasks.backends.immediate.ImmediateBackend"}}

@@ -31,7 +31,10 @@ from annotator.models import (
 from annotator.studies.crowd import PLATFORMS
 
 End = Enrolment.End
+# The worker's state, as every page, export and the Prolific review name it: "working", or an
+# end's label in lower case ("done", "timed out", "returned", ...), or a quality-control stop.
 WORKING = "working"
+TIMED_OUT = End.TIMED_OUT.label.lower()
 
 
 def is_scoped(user) -> bool:
@@ -112,29 +115,52 @@ class WorkerProgress:
     quota: int | None
     minutes_worked: float
     last_active_at: datetime | None
-    state: str  # working, done, timed out, screened out, declined consent
+    state: str  # working, done, timed out, screened out, declined consent, study full, returned, blocked, excluded
     checks_done: int = 0  # gold checks answered: the worker saw them as rated items, on top of items_done
+    standing: AnnotatorStanding | None = None  # quality control's record of them in the batch, if any
 
     @property
     def username(self) -> str:
         return self.enrolment.user.get_username()
 
     @property
+    def end(self) -> str:
+        """How the visit ended as the app sees it now: the recorded end, or ``End.TIMED_OUT`` once the
+        session's time is up, although the worker has not come back for the end page to record it."""
+        if self.enrolment.end:
+            return self.enrolment.end
+        return End.TIMED_OUT if self.state == TIMED_OUT else ""
+
+    @property
+    def earned_code(self) -> bool:
+        """Whether the visit earns the completion code (the end page's rule, on the end above)."""
+        return earns_completion_code(end=self.end, annotations=self.items_done)
+
+    @property
     def timed_out_unrated(self) -> bool:
         """Their time ran out before they rated any item: a study link gives them no completion code."""
-        return self.state == End.TIMED_OUT.label.lower() and not self.items_done
+        return self.end == End.TIMED_OUT and not self.earned_code
+
+    @property
+    def excluded(self) -> bool:
+        """Excluded or blocked by quality control (whatever their visit's end): never paid unseen."""
+        return bool(self.standing and (self.standing.excluded or self.standing.blocked_at))
+
+    @property
+    def failed_training(self) -> bool:
+        return bool(self.standing and self.standing.training == AnnotatorStanding.Training.FAILED)
 
     @property
     def code_given(self) -> bool:
-        """Whether their end page gave the study link's completion code."""
-        return bool(self.enrolment.study_link_id) and earns_completion_code(
-            end=self.enrolment.end, annotations=self.items_done
-        )
+        """Whether the study link's completion code is theirs: their end page shows it."""
+        return bool(self.enrolment.study_link_id) and self.earned_code
 
 
 def _state(
     enrolment: Enrolment, limits: Limits, now: datetime, standing: AnnotatorStanding | None = None
 ) -> str:
+    """The one rule for a worker's state: the recorded end first, then a quality-control stop, then
+    the session's clock (time up counts as timed out before the worker comes back to see it)."""
     if enrolment.end:
         return enrolment.get_end_display().lower()
     if standing is not None:  # an account (not a crowd worker) stopped by quality control
@@ -146,7 +172,7 @@ def _state(
             return "excluded"
     deadline = limits.deadline(enrolment.started_at)
     if deadline is not None and now >= deadline:
-        return End.TIMED_OUT.label.lower()
+        return TIMED_OUT
     return WORKING
 
 
@@ -210,6 +236,7 @@ def worker_progress(*, batch: Batch, now: datetime | None = None) -> list[Worker
                 last_active_at=mine["last"],
                 state=_state(e, limits, now, standings.get(e.user_id)),
                 checks_done=checks.get(e.user_id, 0),
+                standing=standings.get(e.user_id),
             )
         )
     return rows

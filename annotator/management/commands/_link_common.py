@@ -6,6 +6,7 @@ from __future__ import annotations
 from django.core.management.base import CommandError
 
 from annotator.models import Batch
+from annotator.studies.link_urls import command_base
 
 
 def batch_named(name: str) -> Batch:
@@ -38,3 +39,11 @@ def add_link_options(parser, *, days: int) -> None:
     parser.add_argument(
         "--base-url", default=None, help="the site's address the link starts with (default SITE_URL)"
     )
+
+
+def link_base(command, options) -> str | None:
+    """The address the command's links start with (``command_base``); its note goes to stderr."""
+    base, note = command_base(options["base_url"])
+    if note:
+        command.stderr.write(command.style.WARNING(note))
+    return base

@@ -12,7 +12,7 @@ from annotator.counted import counted
 from annotator.exports.csv_safe import SafeWriter
 from annotator.imports.annotator_list import AnnotatorListError, parse_annotator_list
 from annotator.management.commands._import_common import read_file
-from annotator.management.commands._link_common import add_link_options, batch_named
+from annotator.management.commands._link_common import add_link_options, batch_named, link_base
 from annotator.studies.link_urls import signin_url
 from annotator.studies.services.links import DEFAULT_SIGNIN_DAYS, LinkError, annotators_add
 
@@ -36,10 +36,11 @@ class Command(BaseCommand):
             ) from None
         except LinkError as exc:
             raise CommandError(str(exc)) from None
+        base = link_base(self, options)
         writer = SafeWriter(self.stdout)
         writer.writerow(("username", "email", "signin_link"))
         for a in accounts:
-            writer.writerow((a.username, a.email, signin_url(a.token, options["base_url"])))
+            writer.writerow((a.username, a.email, signin_url(a.token, base)))
         made = counted(len(accounts), "account", "accounts")
         days = counted(options["days"], "day", "days")
         self.stderr.write(f"{made} for {batch.name}; each link works once, for {days}.")

@@ -8,7 +8,7 @@ from __future__ import annotations
 from django.core.management.base import BaseCommand, CommandError
 
 from annotator.counted import counted
-from annotator.management.commands._link_common import add_link_options, batch_named
+from annotator.management.commands._link_common import add_link_options, batch_named, link_base
 from annotator.studies.link_urls import invite_url
 from annotator.studies.services.links import DEFAULT_INVITE_DAYS, LinkError, invite_create
 
@@ -29,7 +29,7 @@ class Command(BaseCommand):
             invite, token = invite_create(batches=batches, uses=options["uses"], days=options["days"])
         except LinkError as exc:
             raise CommandError(str(exc)) from None
-        self.stdout.write(invite_url(token, options["base_url"]))
+        self.stdout.write(invite_url(token, link_base(self, options)))
         accounts = counted(invite.max_uses, "account", "accounts")
         self.stderr.write(
             f"Invite for {', '.join(b.name for b in batches)}: up to {accounts}, "

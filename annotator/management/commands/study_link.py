@@ -10,7 +10,7 @@ from django.core.management.base import BaseCommand, CommandError
 
 from annotator.counted import counted
 from annotator.management.commands._import_common import read_text
-from annotator.management.commands._link_common import add_link_options, batch_named
+from annotator.management.commands._link_common import add_link_options, batch_named, link_base
 from annotator.studies.crowd import PLATFORMS
 from annotator.studies.link_urls import study_url
 from annotator.studies.selectors import FULL_WARNING, batch_has_free_slot
@@ -67,7 +67,7 @@ class Command(BaseCommand):
             setattr(batch, field, texts[field])
         if changed:
             batch.save(update_fields=changed)
-        self.stdout.write(study_url(token, link.platform, options["base_url"]))
+        self.stdout.write(study_url(token, link.platform, link_base(self, options)))
         self.stderr.write(
             f"{PLATFORMS[link.platform].label} study link for {batch.name}: up to {counted(link.quota, 'item', 'items')} per worker"
             f"{f', {link.max_minutes} minutes' if link.max_minutes else ''}, completion code {link.completion_code}, "

@@ -35,6 +35,14 @@ class ProlificReviewForm(forms.Form):
     )
     bonus_per_item = forms.CharField(required=False, max_length=20, label="Bonus per item (e.g. 0.05)")
     bonus_csv = forms.FileField(required=False, label="Or a bonus file (participant_id,amount[,reason])")
+    # A browser never fills a file input in again, so the chosen file's text comes back here after any
+    # answer (an error, a dry run): the next try sends the same rows without choosing the file again.
+    bonus_rows = forms.CharField(
+        required=False,
+        strip=False,
+        widget=forms.Textarea(attrs={"rows": 4, "spellcheck": "false"}),
+        label="Or the bonus rows as CSV text (a chosen file comes back here; a new file replaces it)",
+    )
     dry_run = forms.BooleanField(
         required=False, initial=True, label="Dry run: show what would be done, send nothing"
     )
@@ -54,13 +62,34 @@ class ProlificReviewForm(forms.Form):
             return None
         if upload.size > MAX_BYTES:
             raise forms.ValidationError(f"The bonus file is larger than {MAX_BYTES // 1024 // 1024} MB.")
+        content = upload.read()
         try:
-            return parse_bonus_csv(upload.read())
+            text = content.decode("utf-8-sig")
+        except UnicodeDecodeError:
+            text = None
+        if text is not None and "\x00" not in text:
+            self.data = self.data.copy()  # the request's QueryDict is immutable
+            self.data["bonus_rows"] = text
+        try:
+            return parse_bonus_csv(content)
+        except BonusFileError as exc:
+            raise forms.ValidationError(exc.errors) from None
+
+    def clean_bonus_rows(self):
+        text = self.cleaned_data.get("bonus_rows", "")
+        if not text.strip() or self.files.get("bonus_csv"):
+            return None
+        try:
+            return parse_bonus_csv(text.encode())
         except BonusFileError as exc:
             raise forms.ValidationError(exc.errors) from None
 
     def clean(self):
         data = super().clean()
+        if data.get("bonus_csv") is None and data.get("bonus_rows"):
+            data["bonus_csv"] = data["bonus_rows"]
         if data.get("bonus_per_item") is not None and data.get("bonus_csv"):
-            raise forms.ValidationError("Give either a bonus per item or a bonus file, not both.")
+            raise forms.ValidationError(
+                "Give either a bonus per item or bonus rows (a file, or the text box), not both."
+            )
         return data

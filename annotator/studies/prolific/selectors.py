@@ -1,36 +1,59 @@
-"""What the review reads from the app about each Prolific worker of a batch (admins only)."""
+"""What the review reads from the app about each Prolific worker of a batch (admins only).
+
+A worker's state and whether it earns the completion code come from ``worker_progress``, the
+same rows the workers list and CSV show, so the review and the app never name a worker differently.
+"""
 
 from __future__ import annotations
 
 from collections import defaultdict
 from dataclasses import dataclass
 
-from annotator.models import AnnotatorStanding, Batch, Enrolment, GoldAnswer, GoldItem
-from annotator.studies.selectors import earns_completion_code, worker_progress
+from annotator.models import Batch, Enrolment, GoldAnswer, GoldItem
+from annotator.studies.selectors import WorkerProgress, worker_progress
 
-End = Enrolment.End
 PLATFORM = "prolific"
 
 
 @dataclass(frozen=True)
 class WorkerFacts:
-    enrolment: Enrolment
-    items_done: int
-    minutes_worked: float
+    progress: WorkerProgress  # the worker's state and what it earns, as the app's pages have them
     failed_checks: tuple[str, ...]  # the item ids of the attention checks they failed
     answered_checks: int
-    excluded: bool  # excluded or blocked by quality control: never approved by the command
-    failed_training: bool  # comprehension: a return request, never a rejection
+
+    @property
+    def enrolment(self) -> Enrolment:
+        return self.progress.enrolment
+
+    @property
+    def items_done(self) -> int:
+        return self.progress.items_done
+
+    @property
+    def minutes_worked(self) -> float:
+        return self.progress.minutes_worked
+
+    @property
+    def state(self) -> str:
+        return self.progress.state
 
     @property
     def earned_code(self) -> bool:
-        """Whether the end page showed them the completion code (the rule the end page follows)."""
-        return earns_completion_code(end=self.enrolment.end, annotations=self.items_done)
+        return self.progress.earned_code
+
+    @property
+    def excluded(self) -> bool:
+        """Excluded or blocked by quality control: never approved by the command."""
+        return self.progress.excluded
+
+    @property
+    def failed_training(self) -> bool:
+        """Failed comprehension: a return request, never a rejection."""
+        return self.progress.failed_training
 
     @property
     def timed_out_unrated(self) -> bool:
-        """Their time ran out before their first rating: no code, and a return request is in order."""
-        return self.enrolment.end == End.TIMED_OUT and not self.earned_code
+        return self.progress.timed_out_unrated
 
     @property
     def sessions(self) -> set[str]:
@@ -44,9 +67,6 @@ def prolific_workers(*, batch: Batch) -> dict[str, WorkerFacts]:
         p.enrolment for p in progress.values() if p.enrolment.platform == PLATFORM and p.enrolment.worker_id
     ]
     users = [e.user_id for e in enrolments]
-    standings = {
-        s.annotator_id: s for s in AnnotatorStanding.objects.filter(batch=batch, annotator_id__in=users)
-    }
     failed, answered = defaultdict(list), defaultdict(int)
     checks = (
         GoldAnswer.objects.filter(
@@ -64,14 +84,9 @@ def prolific_workers(*, batch: Batch) -> dict[str, WorkerFacts]:
             failed[user_id].append(item_id)
     facts = {}
     for e in enrolments:
-        standing = standings.get(e.user_id)
         facts[e.worker_id] = WorkerFacts(
-            enrolment=e,
-            items_done=progress[e.pk].items_done,
-            minutes_worked=progress[e.pk].minutes_worked,
+            progress=progress[e.pk],
             failed_checks=tuple(failed[e.user_id]),
             answered_checks=answered[e.user_id],
-            excluded=bool(standing and (standing.excluded or standing.blocked_at)),
-            failed_training=bool(standing and standing.training == AnnotatorStanding.Training.FAILED),
         )
     return facts

@@ -61,8 +61,23 @@ def rate_limited(view):
     return wrapped
 
 
+def no_referrer(view):
+    """The study link's query carries the worker's platform ids. A page answered at that address
+    (a refusal, "study full") must not send it on as the Referer of the requests it makes (its
+    styles, its links), or the ids reach other logs; the way in redirects to a clean address."""
+
+    @wraps(view)
+    def wrapped(request, *args, **kwargs):
+        response = view(request, *args, **kwargs)
+        response["Referrer-Policy"] = "no-referrer"
+        return response
+
+    return wrapped
+
+
 @require_GET
 @never_cache
+@no_referrer
 @rate_limited
 def study_entry(request, study_token):
     try:

@@ -121,3 +121,58 @@ def test_the_printed_prolific_link_says_it_is_pasted_into_prolific():
     lines = demo_links(make_user("admin"))
     template = next(n for n, line in enumerate(lines) if "{{%PROLIFIC_PID%}}" in line)
     assert "to paste into Prolific" in lines[template - 1] and "opens only from there" in lines[template - 1]
+
+
+def test_make_demo_keeps_the_address_it_serves_for_other_shells():
+    result = subprocess.run(
+        ["make", "-n", "demo", "PORT=8101"],
+        cwd=ROOT,
+        env={k: v for k, v in os.environ.items() if k != "SITE_URL"},
+        capture_output=True,
+        text=True,
+        check=True,
+    )
+    assert 'echo "http://127.0.0.1:8101" > var/demo_site_url' in result.stdout
+
+
+def study_link_output(**settings_) -> tuple[str, str]:
+    from io import StringIO
+
+    from django.core.management import call_command
+
+    out, err = StringIO(), StringIO()
+    with override_settings(**settings_):
+        call_command(
+            "study_link", DEMO_BATCH, "--quota", "3", "--completion-code", "C0DE", stdout=out, stderr=err
+        )
+    return out.getvalue().strip(), err.getvalue()
+
+
+@pytest.mark.django_db
+def test_study_link_from_another_shell_uses_the_port_make_demo_serves(tmp_path):
+    """`make demo PORT=8160` runs in one shell; `manage.py study_link` in another has no SITE_URL."""
+    import socket
+
+    make_batch(DEMO_BATCH, n_items=2)
+    address = tmp_path / "demo_site_url"
+    with socket.socket() as server:
+        server.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEADDR, 1)
+        server.bind(("127.0.0.1", 8160))
+        server.listen()
+        port = server.getsockname()[1]
+        address.write_text(f"http://127.0.0.1:{port}\n")
+        url, note = study_link_output(ANNOTATOR_SITE_URL_SET=False, ANNOTATOR_DEMO_ADDRESS_FILE=address)
+    assert url.startswith(f"http://127.0.0.1:{port}/study/")
+    assert "where `make demo` serves now" in note and "set SITE_URL" in note
+    # The demo has stopped: nothing answers there, so the link says what to do instead of guessing.
+    url, note = study_link_output(ANNOTATOR_SITE_URL_SET=False, ANNOTATOR_DEMO_ADDRESS_FILE=address)
+    assert url.startswith("http://127.0.0.1:8000/study/")
+    assert "SITE_URL is not set, so the link starts with the default http://127.0.0.1:8000" in note
+    assert "set SITE_URL to that address" in note
+    # A SITE_URL set wins, without a word.
+    url, note = study_link_output(
+        ANNOTATOR_SITE_URL_SET=True,
+        ANNOTATOR_SITE_URL="https://eval.example.org",
+        ANNOTATOR_DEMO_ADDRESS_FILE=address,
+    )
+    assert url.startswith("https://eval.example.org/study/") and "SITE_URL" not in note

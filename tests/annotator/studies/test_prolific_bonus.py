@@ -255,3 +255,39 @@ def test_a_dry_run_after_paying_says_the_ledger_has_it(setup, monkeypatch):
     call_command(*args, "--dry-run", stdout=out)
     assert f"bonus per-item for {A} is already in the ledger: 0.30 paid; not paid again" in out.getvalue()
     assert fake.paid == {A: [30], B: [20]}
+
+
+@pytest.mark.parametrize("answer", [404, 503], ids=["refused", "unavailable"])
+def test_a_failed_read_back_is_reported_and_the_rest_of_the_study_goes_on(setup, monkeypatch, answer):
+    """A pay call killed midway leaves its bonuses *paying*. When reading those submissions back
+    fails, the rerun says which submission and why, leaves them *paying* (never paid blindly), still
+    approves and pays everyone else, and exits non-zero; a later rerun settles them, paying nothing twice."""
+    from annotator.models import Enrolment
+
+    batch, fake, _owed = setup
+    monkeypatch.setattr(command, "client_factory", fake.client)
+    C = "c" * 24
+    late = worker(batch, C, session="subC", items=1, end="")
+    fake.add("subC", C)
+    args = ("prolific_review", batch.name, "--study-id", STUDY, "--approve", "--bonus-per-item", "0.10")
+    crash_once(monkeypatch, "bonus_mark_paid")
+    with pytest.raises(Crash):
+        call_command(*args, stdout=StringIO())
+    assert fake.paid == {A: [30], B: [20]}
+    assert set(ProlificBonus.objects.values_list("state", flat=True)) == {Paid.PAYING}
+    Enrolment.objects.filter(pk=late.pk).update(end=Enrolment.End.DONE, ended_at=timezone.now())
+    fake.fail("GET", r"/api/v1/submissions/sub[AB]/", *([answer] * 20))
+    out = StringIO()
+    with pytest.raises(CommandError, match="run the same command again"):
+        call_command(*args, stdout=out)
+    assert f"Reading back submission subA (bonus per-item for {A}, bulk bonus payment bulk0001) failed" in (
+        out.getvalue()
+    )
+    assert "Bulk bonus payment bulk0001: could not be read back" in out.getvalue()
+    assert fake.submissions["subC"]["status"] == "APPROVED"
+    assert fake.paid == {A: [30], B: [20], C: [10]}
+    assert ProlificBonus.objects.get(participant_id=A).state == Paid.PAYING
+    fake.failures.clear()
+    call_command(*args, stdout=StringIO())
+    assert fake.paid == {A: [30], B: [20], C: [10]}
+    assert set(ProlificBonus.objects.values_list("state", flat=True)) == {Paid.PAID}

@@ -124,3 +124,49 @@ def test_prolific_down_is_a_502_not_a_500(page):
     fake.fail("GET", r"/api/v1/studies/.*", *([503] * 10))
     response = post(client, batch, approve="on")
     assert response.status_code == 502 and "503" in response.content.decode()
+
+
+def test_the_form_keeps_what_was_typed_and_the_chosen_file_after_an_error(page):
+    """A browser never fills a file input in again: the file's rows come back as text, with every
+    other field as typed, and the next try (fixed) sends them without choosing the file again."""
+    client, batch, fake = page
+    rows = f"participant_id,amount,reason\n{A},1.50,best rater\n"
+    upload = SimpleUploadedFile("b.csv", rows.encode(), content_type="text/csv")
+    response = client.post(
+        reverse("prolific_review"),
+        {
+            "batch": batch.pk,
+            "study_id": "../x",
+            "max_rejection_rate": "7.5",
+            "approve": "on",
+            "bonus_csv": upload,
+        },
+    )
+    assert response.status_code == 422 and fake.requests == []
+    form = response.context["prolific_form"]
+    assert form["bonus_rows"].value() == rows
+    html = response.content.decode()
+    assert f"{A},1.50,best rater" in html and 'value="7.5"' in html and 'value="../x"' in html
+    assert 'name="approve" id="id_approve" checked' in html and 'name="dry_run" id="id_dry_run">' in html
+    again = post(client, batch, approve="on", dry_run="on", max_rejection_rate="7.5", bonus_rows=rows)
+    assert again.status_code == 200
+    assert f"would pay bonus best rater 1.50 to {A}" in again.content.decode()
+    assert again.context["prolific_form"]["bonus_rows"].value() == rows  # a dry run first, then the real run
+
+
+def test_bad_rows_come_back_to_be_corrected(page):
+    client, batch, fake = page
+    upload = SimpleUploadedFile(
+        "b.csv", f"participant_id,amount\n{A},lots\n".encode(), content_type="text/csv"
+    )
+    response = client.post(
+        reverse("prolific_review"),
+        {"batch": batch.pk, "study_id": STUDY, "max_rejection_rate": "10", "bonus_csv": upload},
+    )
+    assert response.status_code == 422 and "row 2, column `amount`" in response.content.decode()
+    assert f"{A},lots" in response.content.decode()
+    fixed = post(client, batch, dry_run="on", bonus_rows=f"participant_id,amount\n{A},2.00\n")
+    assert fixed.status_code == 200 and f"would pay bonus csv 2.00 to {A}" in fixed.content.decode()
+    refused = post(client, batch, bonus_rows=f"participant_id,amount\n{A},x\n")
+    assert refused.status_code == 422 and "row 2, column `amount`" in refused.content.decode()
+    assert fake.posts() == []

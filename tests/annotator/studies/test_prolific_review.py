@@ -258,3 +258,54 @@ def test_a_bad_study_id_is_refused(batch):
     with fake.client() as client, pytest.raises(ReviewError):
         prolific_review_run(batch=batch, study_id="../x", client=client, bonus_per_item=Decimal("1"))
     assert fake.requests == []
+
+
+def test_a_worker_whose_time_ran_out_unseen_is_timed_out_in_the_app_and_in_the_review(batch, fake):
+    """Nobody came back for the end page, so no end is recorded; the app's clock says the time is up.
+    The workers list and the review read the state from the same rows: timed out with nothing rated
+    gets a return request (not "still working"), timed out after rating is approved."""
+    from annotator.studies.prolific.services.review import TIME_UP_REASONS
+    from annotator.studies.selectors import worker_progress
+
+    batch.max_session_minutes = 30
+    batch.save(update_fields=["max_session_minutes"])
+    worker(batch, A, session="subA", end="", items=0, minutes=40)
+    worker(batch, B, session="subB", end="", items=2, minutes=40)
+    worker(batch, C, session="subC", end="", items=1, minutes=10)
+    for sid, pid in (("subA", A), ("subB", B), ("subC", C)):
+        fake.add(sid, pid)
+    app = {p.enrolment.worker_id: p for p in worker_progress(batch=batch)}
+    assert {pid: p.state for pid, p in app.items()} == {A: "timed out", B: "timed out", C: "working"}
+    assert [pid for pid, p in app.items() if p.timed_out_unrated] == [A]
+    held = run(batch, "--approve")
+    assert f"hold     submission subA ({app[A].username}): timed out with 0 items rated" in held
+    assert "did not earn the completion code (working)" in held and "still working" not in held
+    assert fake.posts("request-return") == []
+    run(batch, "--approve", "--reject-failed-checks")
+    assert fake.posts("request-return") == [
+        ("/api/v1/submissions/subA/request-return/", {"request_return_reasons": TIME_UP_REASONS})
+    ]
+    assert statuses(fake) == {A: "AWAITING REVIEW", B: "APPROVED", C: "AWAITING REVIEW"}
+
+
+def test_a_failed_decision_does_not_keep_the_others_bonuses(batch, fake):
+    """One submission's refused return request is reported; the approved worker is still paid, and
+    the command exits non-zero so the researcher runs it again."""
+    worker(batch, A, session="subA", items=3)
+    e = worker(batch, B, session="subB", end=Enrolment.End.SCREENED_OUT, items=0)
+    AnnotatorStanding.objects.create(
+        batch=batch, annotator=e.user, training=AnnotatorStanding.Training.FAILED
+    )
+    fake.add("subA", A)
+    fake.add("subB", B)
+    fake.fail("POST", r"/api/v1/submissions/subB/request-return/", 400)
+    out = StringIO()
+    with pytest.raises(CommandError, match="run the same command again"):
+        call_command(
+            "prolific_review", batch.name, "--study-id", STUDY, "--approve", "--reject-failed-checks",
+            "--bonus-per-item", "0.10", stdout=out,
+        )  # fmt: skip
+    assert "return of submission subB failed" in out.getvalue()
+    assert statuses(fake)[A] == "APPROVED" and fake.paid == {A: [30]}
+    run(batch, "--approve", "--reject-failed-checks", "--bonus-per-item", "0.10")
+    assert fake.paid == {A: [30]} and len(fake.posts("request-return")) == 2

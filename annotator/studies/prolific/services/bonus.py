@@ -146,13 +146,28 @@ def _seen_paid(client: api.ProlificClient, row: ProlificBonus) -> bool | None:
     return [p for p in payments if isinstance(p, int)].count(row.amount_minor) > already
 
 
+def _read_back(client: api.ProlificClient, row: ProlificBonus, lines: list[str]) -> bool | None:
+    """``_seen_paid``, with a failed read of one submission reported and taken as "cannot tell":
+    the row stays *paying* (never paid blindly) and the rest of the study is still reviewed."""
+    try:
+        return _seen_paid(client, row)
+    except api.ProlificAuthError:
+        raise
+    except api.ProlificError as exc:
+        lines.append(
+            f"Reading back submission {row.submission_id} (bonus {row.reason} for {row.participant_id}, "
+            f"bulk bonus payment {row.bulk_id}) failed: {exc}"
+        )
+        return None
+
+
 def _settle(client: api.ProlificClient, study_id: str, now: datetime, lines: list[str]) -> None:
     """Read back every bulk payment whose pay call may or may not have gone through."""
     bulks = defaultdict(list)
     for row in ProlificBonus.objects.filter(study_id=study_id, state=State.PAYING):
         bulks[row.bulk_id].append(row)
     for bulk_id, rows in bulks.items():
-        seen = [_seen_paid(client, r) for r in rows]
+        seen = [_read_back(client, r, lines) for r in rows]
         if any(s is True for s in seen):  # one bulk payment is paid as a whole
             n = bonus_mark_paid(
                 bulk_id=bulk_id, now=now, note="paid (read back from Prolific after an interruption)"
@@ -165,6 +180,12 @@ def _settle(client: api.ProlificClient, study_id: str, now: datetime, lines: lis
             lines.append(
                 f"Bulk bonus payment {bulk_id}: read back as not paid {SETTLE_MINUTES} minutes after the "
                 "pay call; paying it."
+            )
+        elif any(s is None for s in seen):
+            bonus_note(bulk_id=bulk_id, note="pay call sent; could not be read back from Prolific")
+            lines.append(
+                f"Bulk bonus payment {bulk_id}: could not be read back, so whether it was paid is not known; "
+                "not paid again. Run again to read it back, or check the study's bonuses on Prolific."
             )
         else:
             bonus_note(bulk_id=bulk_id, note="pay call sent; outcome not yet visible on Prolific")

@@ -66,7 +66,12 @@ class Review:
     max_rate: Decimal
     dry_run: bool
     lines: list[str] = field(default_factory=list)
-    failed: bool = False  # something did not go through; the lines say what
+    failed_ids: set[str] = field(default_factory=set)  # submissions whose decision did not go through
+
+    @property
+    def failed(self) -> bool:
+        """Something did not go through; the lines say what."""
+        return bool(self.failed_ids)
 
     def of(self, action: str) -> list[Decision]:
         return [d for d in self.decisions if d.action == action]
@@ -169,8 +174,7 @@ def _decide(
             )
         return Decision(sub, "hold", f"{why} (--reject-failed-checks asks them to return)", facts)
     if not facts.earned_code:
-        state = facts.enrolment.get_end_display().lower() if facts.enrolment.end else "still working"
-        return Decision(sub, "hold", f"did not earn the completion code ({state})", facts)
+        return Decision(sub, "hold", f"did not earn the completion code ({facts.state})", facts)
     if not approve:
         return Decision(sub, "hold", "earned the completion code (--approve approves)", facts)
     return Decision(
@@ -265,7 +269,7 @@ def review_send(*, review: Review, client: api.ProlificClient) -> Review:
         except api.ProlificAuthError:
             raise
         except api.ProlificError as exc:
-            review.failed = True
+            review.failed_ids.update(approvals)
             failed = _submissions("Approval of %(n)d submission", "Approval of %(n)d submissions", approvals)
             review.lines.append(f"{failed} failed: {exc}")
     for decision in review.of("reject"):
@@ -293,7 +297,7 @@ def _send_one(review: Review, decision: Decision, call) -> bool:
     except api.ProlificAuthError:
         raise
     except api.ProlificError as exc:
-        review.failed = True
+        review.failed_ids.add(decision.submission.id)
         review.lines.append(f"{decision.action} of submission {decision.submission.id} failed: {exc}")
         return False
     review.lines.append(f"Sent: {decision.action} submission {decision.submission.id}.")
@@ -304,13 +308,26 @@ def bonus_targets(
     *, review: Review, per_item: Decimal | None = None, rows: list[tuple[str, Decimal, str]] | None = None
 ) -> tuple[list[ledger.Owed], list[str]]:
     """The bonuses owed: per item to every worker approved now or before (who earned the code and is
-    not excluded), or the CSV's rows for participants with a matched submission in the study."""
+    not excluded), or the CSV's rows for participants with a matched submission in the study. A
+    submission whose decision did not go through this time gets nothing until a run where it does."""
     owed, skipped = [], []
     matched = {d.submission.participant_id: d for d in review.decisions if d.facts is not None}
+
+    def not_through(d: Decision) -> bool:
+        if d.submission.id in review.failed_ids:
+            skipped.append(
+                f"skip bonus for {d.submission.participant_id}: the {d.action} of their submission did not "
+                "go through; run again"
+            )
+            return True
+        return False
+
     if per_item is not None:
         for d in matched.values():
             paid_for = d.action == "approve" or (d.action == "none" and d.submission.status == "APPROVED")
             if paid_for and d.facts.earned_code and not d.facts.excluded and d.facts.items_done:
+                if not_through(d):
+                    continue
                 owed.append(
                     ledger.Owed(
                         participant_id=d.submission.participant_id,
@@ -328,7 +345,7 @@ def bonus_targets(
             )
         elif d.action in ("reject", "return"):
             skipped.append(f"skip bonus for {participant_id}: their submission is being {d.action}ed")
-        else:
+        elif not not_through(d):
             owed.append(
                 ledger.Owed(
                     participant_id=participant_id, submission_id=d.submission.id, reason=reason, amount=amount

@@ -61,9 +61,6 @@ def prolific_review_run(
     if bonus_per_item is not None or bonus_rows:
         owed, skipped = bonus_targets(review=review, per_item=bonus_per_item, rows=bonus_rows)
         lines += skipped
-        if review.failed and not dry_run:
-            lines.append("Bonuses were not paid because a decision above failed; run again once it is fixed.")
-            return Outcome(lines=lines, ok=False)
         if dry_run:
             lines += ledger.bonus_preview(study_id=review.study_id, owed=owed) or ["no bonuses owed"]
         else:
