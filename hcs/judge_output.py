@@ -405,9 +405,8 @@ def parse_score(
 
 def _names_none(dimensions, shown: str) -> str:
     return (
-        f"the judge output names none of the {len(dimensions)} dimensions it was asked to score "
-        f"({', '.join(dimensions)}), so none is scored: one number is not a score for each dimension "
-        f"({shown})"
+        f"the judge output names none of the {len(dimensions)} dimensions it was asked to score, so none is "
+        f"scored: one number is not a score for each (asked for {', '.join(dimensions)}; {shown})"
     )
 
 
@@ -428,9 +427,7 @@ def parse_named_scores(
     except JudgeOutputError as exc:
         return _named_lines(_without_examples(str(text or ""), spec.examples), dimensions, spec, exc)
     if not isinstance(obj, dict):
-        raise JudgeOutputError(
-            f"the judge output is a JSON {type(obj).__name__}, not an object naming the dimensions"
-        )
+        raise JudgeOutputError(_names_none(dimensions, f"a JSON {type(obj).__name__}, not an object"))
     keys = {normalize_key(k): k for k in obj}
     if not any(normalize_key(d) in keys for d in dimensions):
         raise JudgeOutputError(_names_none(dimensions, f"its keys: {', '.join(map(str, obj)) or 'none'}"))

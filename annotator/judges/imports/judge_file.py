@@ -204,7 +204,13 @@ class _RowCheck:
                     parsed = parse_score(raw_output, dimension=dimension or None, spec=self.spec)
                 return parsed.value, reason or parsed.reason
             except JudgeOutputError as exc:
-                message = f"no score could be read: {exc}{_quoted(raw_output)}"
+                shared = (
+                    f" (this item's rows of {', '.join(sharing)} give the same raw_output, one answer that must "
+                    "name each dimension it scores; answers of separate calls go in the `score` column)"
+                    if len(sharing) > 1
+                    else ""
+                )
+                message = f"no score could be read: {exc}{shared}{_quoted(raw_output)}"
                 problems.append(self.loop.error(number, "raw_output", message))
         else:
             problems.append(
