@@ -475,14 +475,14 @@ def _named_lines(text: str, dimensions, spec: OutputSpec, cause: JudgeOutputErro
             if len(values) > 1:
                 raise AmbiguousOutput(
                     f"{dimension!r} is given {len(values)} different scores "
-                    f"({', '.join(f'{v:g}' for v in sorted(values))}); neither is taken"
+                    f"({', '.join(f'{v:g}' for v in sorted(values))}); none is taken"
                 )
             scores[dimension] = ParsedScore(_number(values.pop(), "the score"), lines[-1].group(3).strip())
         except JudgeOutputError as exc:
             problems.append((dimension, str(exc)))
     if not named:
         raise JudgeOutputError(
-            _names_none(dimensions, f"plain text, with no line such as `{dimensions[0]}: 4`")
+            _names_none(dimensions, f"plain text, with no line such as `{next(iter(dimensions), 'name')}: 4`")
         )
     return scores, problems
 
