@@ -1,5 +1,7 @@
 """Reading judge scores out of text shaped like the seeds' judge outputs."""
 
+import json
+
 import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
@@ -7,8 +9,13 @@ from hypothesis import strategies as st
 from hcs.judge_output import (
     JudgeOutputError,
     JudgeScale,
+    OutputSpec,
+    example_objects,
     extract_json,
+    is_ambiguous,
+    normalize_key,
     parse_all_scores,
+    parse_named_scores,
     parse_score,
     parse_verdict,
 )
@@ -225,3 +232,112 @@ def test_a_number_too_large_for_a_float_is_refused():
 def test_a_huge_json_integer_is_refused_not_crashed():
     with pytest.raises(JudgeOutputError, match=r"'score' is 9999.*\.\.\., not a finite number"):
         parse_score('{"score": ' + "9" * 400 + "}")
+
+
+# ------------------------------------------------------------------ several dimensions: only those named
+
+DIMS = ("coherence", "fluency", "relevance")
+ONE_TO_FIVE = OutputSpec(scale=JudgeScale.parse("1-5"))
+
+
+def test_one_bare_score_is_not_a_score_for_every_dimension():
+    for text in ('{"score": 4}', '{"score": 4, "reason": "Good."}', "Score: 4", "4"):
+        with pytest.raises(JudgeOutputError, match=r"names none of the 3 dimensions .*coherence, fluency"):
+            parse_named_scores(text, DIMS)
+    with pytest.raises(JudgeOutputError, match="names none"):
+        parse_all_scores('{"score": 4}', DIMS)
+
+
+def test_a_reply_naming_some_dimensions_scores_only_those():
+    scores, problems = parse_named_scores(
+        '{"coherence": {"score": 4, "reasoning": "Flows."}, "score": 2}', DIMS
+    )
+    assert {d: s.value for d, s in scores.items()} == {"coherence": 4.0}
+    assert scores["coherence"].reason == "Flows."
+    assert problems == [
+        ("fluency", "the judge output gives no score for 'fluency'"),
+        ("relevance", "the judge output gives no score for 'relevance'"),
+    ]
+    # a single nested verdict under another name is not borrowed for the dimensions it does not name
+    scores, _ = parse_named_scores('{"Coherence": 5, "User frustration": {"score": 0.3}}', DIMS)
+    assert set(scores) == {"coherence"}
+
+
+def test_plain_lines_name_their_dimensions():
+    scores, problems = parse_named_scores(
+        "- **Coherence**: 4 - flows well\nFluency: 3\nrelevance = 5/5", DIMS, spec=ONE_TO_FIVE
+    )
+    assert {d: s.value for d, s in scores.items()} == {"coherence": 4, "fluency": 3, "relevance": 5}
+    assert scores["coherence"].reason == "flows well" and problems == []
+    scores, problems = parse_named_scores("coherence: 4\nfluency: 3\ncoherence: 2", DIMS)
+    assert set(scores) == {"fluency"}
+    (coherence,) = [e for d, e in problems if d == "coherence"]
+    assert is_ambiguous(coherence) and "2 different scores (2, 4)" in coherence
+
+
+@settings(max_examples=300, deadline=None)
+@given(json_values, st.sampled_from(["", "Verdict: ", "```json\n"]))
+def test_no_dimension_is_scored_unless_the_reply_names_it(value, prefix):
+    import json
+
+    try:
+        scores, problems = parse_named_scores(prefix + json.dumps(value), DIMS)
+    except JudgeOutputError:
+        return
+    named = {normalize_key(k) for k in value} if isinstance(value, dict) else set()
+    assert set(scores) <= named and set(scores) | {d for d, _ in problems} == set(DIMS)
+
+
+# ------------------------------------------------------------------ reasons and examples are not lost
+
+
+def test_a_reason_under_the_judges_own_key_is_kept():
+    # the reference-answer template asks for answer_match and reason; this judge wrote match and why
+    parsed = parse_score('{"match": 0.9, "why": "Same time, other words."}', verdict_key="answer_match")
+    assert (parsed.value, parsed.reason) == (0.9, "Same time, other words.")
+    parsed = parse_score('{"score": 0.4, "strengths": "Right day.", "weaknesses": "Wrong hour."}')
+    assert parsed.reason == "strengths: Right day.; weaknesses: Wrong hour."
+    assert parse_score('{"score": 0.4, "reasoning": "Known key first.", "note": "x"}').reason == (
+        "Known key first."
+    )
+
+
+# The reference-answer template's own few-shot example (fixtures/judge_templates/reference_answer.json).
+EXAMPLE = '{"answer_match": 1.0, "reason": "The response gives the Sunday opening time of 10 AM."}'
+REFERENCE = OutputSpec(
+    scale=JudgeScale.parse("0-1"),
+    verdict_key="answer_match",
+    reason_key="reason",
+    examples=example_objects("###FEW-SHOT EXAMPLES###\n\nResult: " + EXAMPLE + "\n\n###INPUTS:###"),
+)
+
+
+@pytest.mark.parametrize(
+    "text",
+    [
+        '{"answer_match": 0.4, "reason": "Right day, wrong hour."}\n\nAs in the example: Result: ' + EXAMPLE,
+        '```json\n{"answer_match": 0.4, "reason": "Right day, wrong hour."}\n```\nFor reference:\n```json\n'
+        + EXAMPLE
+        + "\n```",
+        'Result: {"answer_match": 0.4,\n "reason": "Right day, wrong hour."}\nExample:\n'
+        + json.dumps(json.loads(EXAMPLE), indent=2),
+    ],
+)
+def test_an_example_echoed_after_the_answer_does_not_beat_it(text):
+    parsed = parse_score(text, spec=REFERENCE)
+    assert (parsed.value, parsed.reason) == (0.4, "Right day, wrong hour.")
+    assert parse_score(text).value == 1.0  # without the template's examples the last object wins
+
+
+def test_a_reply_that_only_echoes_the_example_is_refused_with_the_reason():
+    for text in (EXAMPLE, "Result: " + EXAMPLE, "```json\n" + EXAMPLE + "\n```"):
+        with pytest.raises(JudgeOutputError, match="only repeats an example shown in the prompt"):
+            parse_score(text, spec=REFERENCE)
+    # a plain-text verdict beside the echoed example is read, and the example's words are not
+    assert parse_score("Score: 0.3\nExample given: " + EXAMPLE, spec=REFERENCE).value == 0.3
+
+
+def test_the_examples_are_the_json_objects_of_the_template_text():
+    assert example_objects('Return {"score": <1-5>} as in {"score": 3, "reason": "x"}', "{input}") == {
+        '{"reason": "x", "score": 3}'
+    }

@@ -10,9 +10,11 @@ from pathlib import Path
 import pytest
 
 from hcs.judge_output import (
+    AmbiguousOutput,
     JudgeOutputError,
     JudgeScale,
     OutputSpec,
+    is_ambiguous,
     parse_score,
     parse_verdict,
     strip_thinking,
@@ -103,3 +105,78 @@ def test_a_pairwise_verdict_after_reasoning():
 def test_numbered_lists_and_ranges_are_not_verdicts():
     with pytest.raises(JudgeOutputError, match="no JSON object and no 'score: N'"):
         parse_score("1. Be 1–2 sentences\n2. Reference the metrics.", spec=SPEC)
+
+
+# ------------------------------------------------------------------ the scale echoed back, then the verdict
+
+SCALE_LINES = [line for line in RULE8["prompt"].splitlines() if line.startswith("- **")]
+# The seed's rubric as the prompt shows it, wrapped lines included (they are indented continuations).
+SEED_LIST = RULE8["prompt"].split("Scoring rules (numeric, REQUIRED):\n")[1].split("\n\n")[0]
+
+
+@pytest.mark.parametrize(
+    "text",
+    [
+        # the defect as reported: the scale listed first, then the verdict inline
+        "- **1 (Bad)** \u2192 Misaligned.\n- **2 (Good)** \u2192 Generic.\n\n"
+        "My verdict: **2 (Good)** \u2192 Names timing, but the fix is generic.",
+        SEED_LIST + "\n\nMy verdict: **2 (Good)** \u2192 Names timing, but the fix is generic.",
+        SEED_LIST + "\nFinal verdict: 2 (Good) - Names timing, but the fix is generic.",
+        # without bullets, and with the verdict's own line right after the list
+        "\n".join(line[2:] for line in SCALE_LINES)
+        + "\n**2 (Good)** \u2192 Names timing, but the fix is generic.",
+        # the verdict first, the scale listed after it for reference
+        "**2 (Good)** \u2192 Names timing, but the fix is generic.\n\n" + SEED_LIST,
+    ],
+)
+def test_the_verdict_is_read_past_the_rubric_echoed_back(text):
+    parsed = parse_score(text, spec=SPEC)
+    assert (parsed.value, parsed.reason) == (2, "Names timing, but the fix is generic.")
+
+
+@pytest.mark.parametrize(
+    ("text", "shown"),
+    [
+        (
+            "**3 (Very Good)** \u2192 Correct focus.\n\nMy verdict: **2 (Good)** \u2192 Generic.",
+            "“3 (Very Good)”, “2 (Good)”",
+        ),
+        (
+            "My verdict: **2 (Good)** \u2192 Generic.\n**3 (Very Good)** \u2192 Correct focus.",
+            "“2 (Good)”, “3 (Very Good)”",
+        ),
+        (SEED_LIST + "\n\nVerdict: Very Good\nScore: 2", "“Very Good”, “2”"),
+        ("Score: 3 (Very Good)\nOn reflection:\nBad. It ignores timing.", "“3 (Very Good)”, “Bad”"),
+    ],
+)
+def test_two_different_labelled_verdicts_are_ambiguous_never_the_first(text, shown):
+    with pytest.raises(AmbiguousOutput) as caught:
+        parse_score(text, spec=SPEC)
+    message = str(caught.value)
+    assert is_ambiguous(message) and message.startswith("ambiguous: ")
+    assert f"2 different verdicts outside a list of the scale ({shown}); none is taken" in message
+
+
+def test_the_same_verdict_twice_is_not_ambiguous_and_prose_is_not_a_verdict():
+    assert parse_score("**3 (Very Good)** \u2192 Fine.\nVerdict: Very Good", spec=SPEC).value == 3
+    # "the rating is good" is prose, not the label Good
+    parsed = parse_score("**3 (Very Good)** \u2192 The rating is good overall; wording slips.", spec=SPEC)
+    assert (parsed.value, parsed.reason) == (3, "The rating is good overall; wording slips.")
+    # unlabelled score lines keep the last word (a judge that reconsiders)
+    assert parse_score("Score: 2\nOn reflection it is better.\nScore: 3", spec=SPEC).value == 3
+
+
+def test_a_reply_that_only_lists_the_scale_is_unreadable_with_the_reason():
+    with pytest.raises(
+        JudgeOutputError, match="lists the scale .* but gives no verdict of its own"
+    ) as caught:
+        parse_score(SEED_LIST, spec=SPEC)
+    assert not is_ambiguous(str(caught.value))
+
+
+def test_a_structured_answer_whose_label_disagrees_with_its_score_is_unreadable():
+    assert parse_score('{"reason": "r", "score": 3, "label": "Very Good"}', spec=SPEC).value == 3
+    with pytest.raises(
+        JudgeOutputError, match=r"3 is labelled “Good”, which is 2 .* number and label disagree"
+    ):
+        parse_score('{"reason": "r", "score": 3, "label": "Good"}', spec=SPEC)

@@ -47,8 +47,7 @@ def _outcome(task: Task, client: ChatClient, answer, parse: Callable[..., tuple]
     )
     outcome.http_status, outcome.sent, outcome.output_mode = 200, result.sent, result.output_mode
     outcome.parsed, outcome.problems = parse(result.text, result.logprobs)
-    if outcome.problems:
-        outcome.status = JudgeCall.UNREADABLE
+    outcome.status = JudgeCall.answered_status(outcome.problems)
     return outcome
 
 

@@ -9,6 +9,7 @@ from annotator.judges.engine.templates import JudgeTemplate, TemplateError, pair
 from annotator.models import Batch, Item
 from hcs.judge_output import (
     JudgeOutputError,
+    answer_text,
     extract_json,
     normalize_key,
     parse_verdict,
@@ -75,8 +76,9 @@ def pair_tasks(
 def parse_pairwise(text: str, template: JudgeTemplate, dimensions: tuple[str, ...]):
     """(``{"verdict": {...}, "criteria": {criterion: {raw, reason, evidence, rubric_dimension}}}``, problems)."""
     parsed, problems = {}, []
+    examples = template.output_spec.examples
     try:
-        verdict = parse_verdict(text)
+        verdict = parse_verdict(text, examples)
         parsed["verdict"] = {
             "winner": verdict.winner,
             "confidence": verdict.confidence,
@@ -85,7 +87,7 @@ def parse_pairwise(text: str, template: JudgeTemplate, dimensions: tuple[str, ..
         }
     except JudgeOutputError as exc:
         return {}, [("overall", str(exc))]
-    obj = extract_json(text)
+    obj = extract_json(answer_text(text), examples)  # the object the verdict was read from
     keys = {normalize_key(k): k for k in obj}
     criteria = {}
     for criterion in dimensions:

@@ -1,8 +1,8 @@
 """Score a batch with one judge template: bounded concurrency, every call saved the moment it completes.
 
 The run renders every prompt first and refuses, before any call, when a variable cannot be filled.
-It then calls only what this judge has not answered yet (``retry_failed`` adds the failed and
-unreadable calls, ``retry_unknown`` the calls left ``sent`` by a killed run, ``force`` redoes
+It then calls only what this judge has not answered yet (``retry_failed`` adds the failed, unreadable
+and ambiguous calls, ``retry_unknown`` the calls left ``sent`` by a killed run, ``force`` redoes
 everything). Calls run in a thread pool with at most ``concurrency`` in flight; the main thread writes
 each call's ledger row as ``sent`` before handing it to the pool and saves each result as it arrives.
 Setting ``client.stop`` (Ctrl-C, SIGTERM, a cancelled job) stops new calls at once; calls already in
@@ -50,7 +50,7 @@ from annotator.judges.services.runs import (
 )
 from annotator.models import Batch, CalibrationSet, Item, Judge, JudgeCall
 from hcs.calibration.logprobs import integer_scale
-from hcs.judge_output import JudgeOutputError, parse_score
+from hcs.judge_output import JudgeOutputError, parse_named_scores, parse_score
 from hcs.rubric import Rubric
 
 TOP_LOGPROBS = 10  # alternatives asked for per token: every score of a 1–10 scale fits
@@ -114,8 +114,8 @@ def tasks_to_call(
     tasks: list[Task], states: dict, *, retry_failed: bool, force: bool, retry_unknown: bool = False
 ) -> tuple[list[Task], list[Task]]:
     """(the tasks a rerun still has to call, the ones left out because a killed run sent them and their
-    outcome is unknown). Called: never called, failed or unreadable with ``retry_failed``, sent with
-    ``retry_unknown``, or all with ``force``."""
+    outcome is unknown). Called: never called, failed, unreadable or ambiguous with ``retry_failed``, sent
+    with ``retry_unknown``, or all with ``force``."""
     keep, unknown = [], []
     for task in tasks:
         state = states.get((task.item.pk, task.enhanced.pk if task.enhanced else None, task.sample))
@@ -125,7 +125,7 @@ def tasks_to_call(
             force
             or state is None
             or (state == JudgeCall.SENT and retry_unknown)
-            or (retry_failed and state in (JudgeCall.FAILED, JudgeCall.UNREADABLE))
+            or (retry_failed and state in (JudgeCall.FAILED, *JudgeCall.NOT_READ))
         ):
             keep.append(task)
     return keep, unknown
@@ -135,15 +135,28 @@ def parse_call(
     text: str, template: JudgeTemplate, dimensions: tuple[str, ...], rubric: Rubric, logprobs=None
 ):
     """(``{"scores": {dimension: {raw, value, reason[, distribution]}}}``, [(dimension, problem)]) for one
-    answer; ``distribution`` (G-Eval's weighted score and the confidence) where ``logprobs`` give one."""
-    scores, problems = {}, []
-    for dimension in dimensions:
+    answer; ``distribution`` (G-Eval's weighted score and the confidence) where ``logprobs`` give one.
+    A template of several dimensions gets a score only for each dimension its answer names."""
+    spec = template.output_spec
+    if len(dimensions) != 1:
         try:
-            score = parse_score(
-                text,
-                dimension=dimension if len(dimensions) > 1 or dimension != "overall" else None,
-                spec=template.output_spec,
-            )
+            read, problems = parse_named_scores(text, dimensions, spec=spec)
+        except JudgeOutputError as exc:
+            read, problems = {}, [("", str(exc))]
+    else:
+        (dimension,) = dimensions
+        try:
+            read = {
+                dimension: parse_score(
+                    text, dimension=None if dimension == "overall" else dimension, spec=spec
+                )
+            }
+            problems = []
+        except JudgeOutputError as exc:
+            read, problems = {}, [(dimension, str(exc))]
+    scores = {}
+    for dimension, score in read.items():
+        try:
             value = template.scale.to_rubric(score.value, rubric.scale_min, rubric.scale_max)
         except JudgeOutputError as exc:
             problems.append((dimension, str(exc)))
@@ -180,8 +193,7 @@ def call_one(task: Task, client: ChatClient, parse: Callable[..., tuple]) -> Cal
     outcome.tokens_in, outcome.tokens_out, outcome.http_status = result.tokens_in, result.tokens_out, 200
     outcome.sent, outcome.output_mode = result.sent, result.output_mode
     outcome.parsed, outcome.problems = parse(result.text, result.logprobs)
-    if outcome.problems:
-        outcome.status = JudgeCall.UNREADABLE
+    outcome.status = JudgeCall.answered_status(outcome.problems)
     return outcome
 
 
@@ -207,7 +219,7 @@ def served_from_cache(
                 prompt=task.messages,
                 sample=task.sample,
                 swapped=task.swapped,
-                status=JudgeCall.UNREADABLE if problems else JudgeCall.OK,
+                status=JudgeCall.answered_status(problems),
                 raw_output=hit.raw_output,
                 parsed=parsed,
                 problems=problems,

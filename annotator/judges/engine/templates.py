@@ -26,11 +26,12 @@ import hashlib
 import json
 import re
 from dataclasses import dataclass, field
+from functools import cached_property
 from pathlib import Path
 from typing import Any
 
 from annotator.turns import is_user, normalise_turns
-from hcs.judge_output import JudgeScale, OutputSpec
+from hcs.judge_output import JudgeScale, OutputSpec, example_objects
 from hcs.rubric import Rubric
 from hcs.scale_check import scale_conflicts
 
@@ -136,10 +137,15 @@ class JudgeTemplate:
         """Where the template's own words contradict its declared scale (G-Eval's "Score 1: Excellent")."""
         return scale_conflicts(f"{self.system}\n{self.prompt}", self.scale)
 
-    @property
+    @cached_property
     def output_spec(self) -> OutputSpec:
+        """How its answers are read; the JSON objects of its own text are examples, never an answer."""
         return OutputSpec(
-            scale=self.scale, verdict_key=self.verdict_key, reason_key=self.reason_key, labels=self.labels
+            scale=self.scale,
+            verdict_key=self.verdict_key,
+            reason_key=self.reason_key,
+            labels=self.labels,
+            examples=example_objects(self.system, self.prompt, *self.constants.values()),
         )
 
     def dimension_keys(self, rubric: Rubric) -> tuple[str, ...]:

@@ -432,5 +432,7 @@ def judge_calls_jsonl(*, batch: Batch) -> Iterator[str]:
 
 
 def _parse_status(status: str) -> str:
-    """Whether the answer was read: ``parsed``, ``unreadable`` (raw output kept) or ``no_answer`` (the call failed)."""
-    return {JudgeCall.OK: "parsed", JudgeCall.UNREADABLE: "unreadable"}.get(status, "no_answer")
+    """Whether the answer was read: ``parsed``, ``unreadable`` or ``ambiguous`` (raw output kept, the reason in
+    ``error``), or ``no_answer`` (the call failed)."""
+    read = {JudgeCall.OK: "parsed", JudgeCall.UNREADABLE: "unreadable", JudgeCall.AMBIGUOUS: "ambiguous"}
+    return read.get(status, "no_answer")

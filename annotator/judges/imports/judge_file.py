@@ -5,13 +5,14 @@ on the declared judge scale) or ``raw_output`` (the judge's own text, from which
 optionally ``reason``. When both ``score`` and ``raw_output`` are given, ``score`` wins and the text is kept.
 An ``OutputSpec`` names the verdict key and reason key the judge was asked for and its verdict labels
 (``Very Good`` → 3); a fraction is read only out of the scale's maximum. A refused row quotes its raw text.
+The same raw output on the rows of several dimensions of one item must name each dimension it scores.
 Nothing here touches the database: the caller passes the batch's item ids and dimensions.
 """
 
 from __future__ import annotations
 
 from collections.abc import Collection, Mapping
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 
 from annotator.imports.errors import RowError
 from annotator.imports.reading import Table, read_table
@@ -20,6 +21,7 @@ from hcs.judge_output import (
     JudgeOutputError,
     JudgeScale,
     OutputSpec,
+    parse_named_scores,
     parse_score,
     read_value,
 )
@@ -105,11 +107,7 @@ def parse_judge_table(
     )
     if loop.errors:
         return ParsedJudgeScores(table.format, loop.errors)
-    spec = OutputSpec(scale=scale)
-    if output:
-        spec = OutputSpec(
-            scale=scale, verdict_key=output.verdict_key, reason_key=output.reason_key, labels=output.labels
-        )
+    spec = replace(output, scale=scale) if output else OutputSpec(scale=scale)
     check = _RowCheck(loop, set(item_ids), set(dimensions) | {OVERALL}, criteria, spec, rubric_scale)
     rows = loop.each(check)
     if not rows and not loop.errors:
@@ -128,6 +126,14 @@ class _RowCheck:
         }
         self.raw_outputs = loop.text("raw_output")
         self.seen: dict[tuple[str, str], int] = {}
+        # One answer given on the rows of several dimensions of an item was one call scoring them all: it
+        # scores only the dimensions it names (a lone {"score": 4} is not a score for each).
+        self.sharing: dict[tuple[str, str], set[str]] = {}
+        for item_id, dimension, score, raw in zip(
+            self.cells["item_id"], self.cells["dimension"], self.cells["score"], self.raw_outputs
+        ):
+            if not score and raw.strip() and dimension:
+                self.sharing.setdefault((item_id, raw), set()).add(dimension.lower())
 
     def __call__(self, i: int, number: int, problems: list[RowError]) -> JudgeRow:
         error, cells, raw_output = self.loop.error, self.cells, self.raw_outputs[i]
@@ -144,7 +150,13 @@ class _RowCheck:
                 problems.append(error(number, "dimension", message))
             self.seen.setdefault(key, number)
         raw_value, reason = self.raw_value(
-            number, score_text, raw_output, cells["reason"][i], criterion or dimension, problems
+            number,
+            score_text,
+            raw_output,
+            cells["reason"][i],
+            criterion or dimension,
+            problems,
+            sorted(self.sharing.get((item_id, raw_output), ())),
         )
         value = None
         if raw_value is not None:
@@ -171,10 +183,11 @@ class _RowCheck:
         return criterion, dimension
 
     def raw_value(
-        self, number, score_text, raw_output, reason, dimension, problems
+        self, number, score_text, raw_output, reason, dimension, problems, sharing=()
     ) -> tuple[float | None, str]:
         """The score on the judge's scale (``None`` when unreadable) and the reason, from the row's score
-        or else read out of its raw output."""
+        or else read out of its raw output; ``sharing``: the dimensions of the item's rows giving the same
+        raw output, when there are several."""
         if score_text:
             try:
                 return read_value(score_text, self.spec, f"`{score_text}`"), reason
@@ -182,10 +195,22 @@ class _RowCheck:
                 problems.append(self.loop.error(number, "score", str(exc)))
         elif raw_output.strip():
             try:
-                parsed = parse_score(raw_output, dimension=dimension or None, spec=self.spec)
+                if len(sharing) > 1:
+                    scores, missing = parse_named_scores(raw_output, sharing, spec=self.spec)
+                    if dimension not in scores:
+                        raise JudgeOutputError(dict(missing).get(dimension, f"no score for {dimension!r}"))
+                    parsed = scores[dimension]
+                else:
+                    parsed = parse_score(raw_output, dimension=dimension or None, spec=self.spec)
                 return parsed.value, reason or parsed.reason
             except JudgeOutputError as exc:
-                message = f"no score could be read: {exc}{_quoted(raw_output)}"
+                shared = (
+                    f" (this item's rows of {', '.join(sharing)} give the same raw_output, one answer that must "
+                    "name each dimension it scores; answers of separate calls go in the `score` column)"
+                    if len(sharing) > 1
+                    else ""
+                )
+                message = f"no score could be read: {exc}{shared}{_quoted(raw_output)}"
                 problems.append(self.loop.error(number, "raw_output", message))
         else:
             problems.append(

@@ -2,8 +2,8 @@
 
 One row per judge × item (× enhanced item for a pairwise judge), written as ``sent`` before the request
 leaves and completed when the answer arrives: a rerun skips items that have a row, ``--retry-failed``
-redoes the failed and unreadable rows, ``--retry-unknown`` the rows still ``sent`` (a run killed while the
-call was in flight, which may have been paid) and ``--force`` redoes them all, replacing the row.
+redoes the failed, unreadable and ambiguous rows, ``--retry-unknown`` the rows still ``sent`` (a run killed
+while the call was in flight, which may have been paid) and ``--force`` redoes them all, replacing the row.
 The API key is never stored; error bodies are masked before they get here.
 """
 
@@ -15,19 +15,23 @@ from django.utils import timezone
 
 from annotator.judges.models.judge import Judge
 from annotator.models.batch import Item
+from hcs.judge_output import is_ambiguous
 
 
 class JudgeCall(models.Model):
     OK = "ok"
     UNREADABLE = "unreadable"  # the endpoint answered; no score could be read (raw output kept)
+    AMBIGUOUS = "ambiguous"  # the answer gives two different verdicts; neither was stored (raw output kept)
     FAILED = "failed"  # no usable answer after the retries (error body kept, masked)
     SENT = "sent"  # the request left and no outcome was saved: the run was killed while it was in flight
     STATUSES = [
         (OK, "Scored"),
         (UNREADABLE, "Unreadable output"),
+        (AMBIGUOUS, "Ambiguous output"),
         (FAILED, "Call failed"),
         (SENT, "Sent, outcome unknown"),
     ]
+    NOT_READ = (UNREADABLE, AMBIGUOUS)  # answered (and paid), but what it says was not stored whole
     JSON_SCHEMA, TEXT = "json_schema", "text"
     OUTPUT_MODES = [(JSON_SCHEMA, "Structured output (JSON schema)"), (TEXT, "Free text")]
 
@@ -106,6 +110,14 @@ class JudgeCall(models.Model):
             models.Index(fields=["judge", "status"], name="judgecall_judge_status"),
             models.Index(fields=["request_key", "status"], name="judgecall_request_key"),
         ]
+
+    @classmethod
+    def answered_status(cls, problems: list[tuple[str, str]]) -> str:
+        """The status of an answered call from what reading it found: ``ok`` without a problem, ``ambiguous``
+        when a verdict was ambiguous (``hcs.judge_output.AmbiguousOutput``), else ``unreadable``."""
+        if not problems:
+            return cls.OK
+        return cls.AMBIGUOUS if any(is_ambiguous(error) for _, error in problems) else cls.UNREADABLE
 
     def __str__(self) -> str:
         return f"{self.judge} {self.item}: {self.status}"

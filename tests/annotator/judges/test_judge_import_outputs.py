@@ -179,3 +179,35 @@ def test_a_judges_own_criteria_are_kept_and_mapped_onto_rubric_dimensions(tmp_pa
         "c-1": "fluency",
     }
     assert set(JudgeScore.objects.values_list("raw_value", flat=True)) == {2.0}
+
+
+@pytest.mark.django_db
+def test_one_answer_on_the_rows_of_several_dimensions_scores_only_those_it_names(tmp_path):
+    make_batch("sh", n_items=2)
+    named = json.dumps({"coherence": {"score": 4, "reasoning": "flows"}, "fluency": 2})
+    path = tmp_path / "shared.jsonl"
+    rows = [
+        {"item_id": "sh-0", "dimension": "coherence", "raw_output": named},
+        {"item_id": "sh-0", "dimension": "fluency", "raw_output": named},
+        {"item_id": "sh-1", "dimension": "coherence", "raw_output": '{"score": 4}'},
+        {"item_id": "sh-1", "dimension": "fluency", "raw_output": '{"score": 4}'},
+    ]
+    path.write_text(jsonl(*rows))
+    args = ["import_judge_scores", str(path), "--batch", "sh", "--judge", "f", "--scale", "1-5"]
+    with pytest.raises(CommandError) as refused:
+        call_command(*args)
+    message = str(refused.value)
+    assert "line 3" in message and "line 4" in message and "line 1" not in message
+    assert "names none of the 2 dimensions it was asked to score, so none is scored" in message
+    assert "this item's rows of coherence, fluency give the same raw_output" in message
+    assert JudgeScore.objects.count() == 0
+    path.write_text(
+        jsonl(*rows[:2], {"item_id": "sh-1", "dimension": "coherence", "raw_output": '{"score": 4}'})
+    )
+    call_command(*args)  # a raw output on one row only is that row's own verdict
+    scores = {(s.item.item_id, s.dimension): (s.raw_value, s.reason) for s in JudgeScore.objects.all()}
+    assert scores == {
+        ("sh-0", "coherence"): (4.0, "flows"),
+        ("sh-0", "fluency"): (2.0, ""),
+        ("sh-1", "coherence"): (4.0, ""),
+    }

@@ -3,6 +3,8 @@ its judge."""
 
 from __future__ import annotations
 
+import json
+
 import pytest
 from django.utils import timezone
 
@@ -10,6 +12,7 @@ from annotator.judges.engine.progress import RunProgress
 from annotator.judges.selectors.listing import judge_runs_recent
 from annotator.models import Job
 from annotator.selectors.jobs import this_worker
+from hcs.rubric import Rubric
 from tests.annotator.judges.test_web_runs import form as web_form
 from tests.annotator.judges.test_web_runs import start
 from tests.factories import make_batch, make_user
@@ -22,12 +25,17 @@ def form(url, **extra):
     return web_form(url, **{"template": "hcs_rubric", "model": "fake-model", **extra})
 
 
+def every_dimension(score, **extra) -> str:
+    """An hcs_rubric answer giving ``score`` on each dimension of the default rubric, by name."""
+    return json.dumps({d: {"score": score, **extra} for d in Rubric.default().dimension_keys})
+
+
 @pytest.mark.django_db
 def test_every_call_failing_names_the_reason_with_its_count_and_links_the_calls(
     researcher, django_capture_on_commit_callbacks
 ):
     batch = make_batch("web", n_items=4)
-    with FakeJudge() as fake:  # answers {"score": 0.75}: outside hcs_rubric's 1–5 on every dimension
+    with FakeJudge(lambda prompt: every_dimension(0.75)) as fake:  # outside hcs_rubric's 1–5 on every one
         start(researcher, django_capture_on_commit_callbacks, form(fake.url))
     job = Job.objects.get()
     assert job.state == Job.FAILED
@@ -46,7 +54,7 @@ def test_every_call_failing_names_the_reason_with_its_count_and_links_the_calls(
 @pytest.mark.django_db
 def test_a_reason_quoting_the_model_output_is_escaped(researcher, django_capture_on_commit_callbacks):
     make_batch("web", n_items=2)
-    with FakeJudge(lambda prompt: '{"score": "<b>high</b>"}') as fake:
+    with FakeJudge(lambda prompt: every_dimension("<b>high</b>")) as fake:
         start(researcher, django_capture_on_commit_callbacks, form(fake.url))
     job = Job.objects.get()
     assert job.progress["failure_reasons"][0]["count"] == 2
@@ -61,10 +69,10 @@ def test_a_partly_failed_run_counts_each_reason(researcher, django_capture_on_co
 
     def reply(prompt):
         if "(answer 1)" in prompt or "(answer 2)" in prompt:
-            return '{"score": 9}'
+            return every_dimension(9)
         if "(answer 3)" in prompt:
             return "no score here"
-        return '{"score": 4, "reason": "Fine."}'
+        return every_dimension(4, reason="Fine.")
 
     with FakeJudge(reply) as fake:
         start(researcher, django_capture_on_commit_callbacks, form(fake.url))

@@ -70,7 +70,7 @@ def test_an_answer_in_the_schema_is_read_by_the_parser(template):
             out[key] = (
                 "Because."
                 if p["type"] == "string" and "enum" not in p
-                else (p.get("enum", [None])[-1] or p["maximum"])
+                else (p.get("enum", [None])[0] or p["maximum"])  # rule 8's first label is its maximum
             )
         return out
 

@@ -1,7 +1,7 @@
 """python manage.py run_judge BATCH --template NAME --base-url URL --model NAME [--show-prompt N]
 
-Exit status: 0 when every call was scored; 1 when a call failed or was unreadable, or the run could not go on;
-3 when it stopped starting calls at --max-cost;
+Exit status: 0 when every call was scored; 1 when a call failed or its answer was unreadable or ambiguous,
+or the run could not go on; 3 when it stopped starting calls at --max-cost;
 130 after Ctrl-C and 143 after SIGTERM (128 + the signal), the calls finished before it saved.
 """
 
@@ -100,7 +100,7 @@ class Command(BaseCommand):
         parser.add_argument(
             "--retry-failed",
             action="store_true",
-            help="call again the items whose call failed or was unreadable",
+            help="call again the items whose call failed or whose answer was unreadable or ambiguous",
         )
         parser.add_argument(
             "--retry-unknown",
