@@ -8,6 +8,7 @@ answer (expired, cancelled) lose their ``sent`` row, so a rerun sends them again
 
 from __future__ import annotations
 
+import itertools
 from collections.abc import Callable
 
 from annotator.judges.engine.budget import CostCap
@@ -74,7 +75,11 @@ def run_batch(
     api, stop, failed = batches_for(client), client.stop, []
     waiting = dict(waiting)
     if cap is not None:
-        todo = [t for t in todo if cap.may_start(t)]  # in order: stops at the first that does not fit
+        # In order, up to the first that does not fit: no answer comes back before the batch is submitted,
+        # so a call that must wait for others never starts in this run.
+        fits = list(itertools.takewhile(cap.may_start, todo))
+        cap.reached = cap.reached or len(fits) < len(todo)
+        todo = fits
     if todo and not stop.is_set():
         mark_sent(todo)
         try:

@@ -15,6 +15,7 @@ from django.core.management.base import BaseCommand, CommandError
 from tqdm import tqdm
 
 from annotator.imports.errors import ImportRefused
+from annotator.judges.engine.budget import CAP_MAX_TOKENS
 from annotator.judges.engine.client import ChatClient, JudgeRunFatal
 from annotator.judges.engine.pairwise import pair_tasks
 from annotator.judges.engine.progress import Prices, RunProgress
@@ -95,7 +96,12 @@ class Command(BaseCommand):
             "--timeout", type=float, default=60.0, help="deadline for each whole request, seconds"
         )
         parser.add_argument("--temperature", type=float, default=0.0)
-        parser.add_argument("--max-tokens", type=int, default=None)
+        parser.add_argument(
+            "--max-tokens",
+            type=int,
+            default=None,
+            help=f"the most output tokens a call may be charged for (with --max-cost and none given: {CAP_MAX_TOKENS})",
+        )
         parser.add_argument("--limit", type=int, default=None, help="only the first N items")
         parser.add_argument(
             "--retry-failed",
@@ -193,8 +199,8 @@ class Command(BaseCommand):
             type=float,
             default=None,
             metavar="USD",
-            help="stop starting calls before the estimated spend of this run would pass USD "
-            "(needs --price-in/--price-out or --prices)",
+            help="keep this run's spend within USD: calls in flight are reserved at --max-tokens, so the spend "
+            "passes it by at most one call's output (needs --price-in/--price-out or --prices)",
         )
 
     def handle(self, *args, **o):
@@ -363,6 +369,7 @@ class Command(BaseCommand):
                 client=client,
                 prices=prices,
                 cache=not o["no_cache"],
+                max_cost=o["max_cost"],
                 limit=o["limit"],
                 pairwise=pairwise,
                 swap=o["swap"],
@@ -387,6 +394,15 @@ class Command(BaseCommand):
             f"per message) and {guess.tokens_out:,} output tokens ({guess.output_basis}); {cost}. A judge that "
             f"already has some of these calls skips them too."
         )
+        if guess.bound is not None:
+            b = guess.bound
+            self.stdout.write(
+                f"With --max-cost {b.limit:g}: every call is sent max_tokens {b.max_tokens:,}, so one call costs at "
+                f"most {b.largest_call:.4f} (the largest prompt and {b.max_tokens:,} output tokens). Calls in "
+                f"flight are reserved at that bound, so the spend stays at or below {b.total:.4f}: the cap plus "
+                f"one call's output at max_tokens ({b.over:.4f}), at any --concurrency, with inputs counted as "
+                f"estimated."
+            )
 
     def _show(
         self, batch, template, n: int, pairwise, swap: bool = False, calibration_set: bool = False
