@@ -25,7 +25,9 @@ def custom_id(task: Task) -> str:
     return f"{task.item.pk}-{task.enhanced.pk if task.enhanced else 0}-{task.sample}"
 
 
-def _outcome(task: Task, client: ChatClient, answer, parse: Callable[..., tuple]) -> CallOutcome:
+def _outcome(
+    task: Task, client: ChatClient, answer, parse: Callable[..., tuple], batch_id: str
+) -> CallOutcome:
     outcome = CallOutcome(
         item=task.item,
         enhanced=task.enhanced,
@@ -34,6 +36,8 @@ def _outcome(task: Task, client: ChatClient, answer, parse: Callable[..., tuple]
         sample=task.sample,
         swapped=task.swapped,
         request_key=task.key,
+        request=client.request_params(),
+        provider_batch=batch_id,
     )
     try:
         result = client.answer_from(answer.status, answer.body)
@@ -47,6 +51,7 @@ def _outcome(task: Task, client: ChatClient, answer, parse: Callable[..., tuple]
         result.tokens_out,
     )
     outcome.http_status, outcome.sent, outcome.output_mode = 200, result.sent, result.output_mode
+    outcome.request = result.request
     outcome.parsed, outcome.problems = parse(result.text, result.logprobs)
     if outcome.problems:
         outcome.status = JudgeCall.UNREADABLE
@@ -98,7 +103,7 @@ def run_batch(
             outcomes = []
             for task in tasks:
                 if custom_id(task) in answers:
-                    outcomes.append(_outcome(task, client, answers[custom_id(task)], parse))
+                    outcomes.append(_outcome(task, client, answers[custom_id(task)], parse, batch_id))
                     if cap is not None:
                         cap.finished(task, outcomes[-1].tokens_in, outcomes[-1].tokens_out)
             unanswered = [t for t in tasks if custom_id(t) not in answers]

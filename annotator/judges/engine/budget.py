@@ -168,7 +168,7 @@ class CostCap:
     _lock: threading.Lock = field(default_factory=threading.Lock, repr=False)
 
     def call_cost(self, tokens_in: float, tokens_out: float) -> float:
-        return (tokens_in * self.prices.input_per_million + tokens_out * self.prices.output_per_million) / 1e6
+        return self.prices.cost_of(tokens_in, tokens_out)
 
     def _input(self, task: Task) -> float:
         guess = input_tokens(task.messages)

@@ -184,10 +184,12 @@ def call_one(task: Task, client: ChatClient, parse: Callable[..., tuple]) -> Cal
     except JudgeCallError as exc:
         outcome.status, outcome.raw_output, outcome.attempts = JudgeCall.FAILED, exc.body, exc.attempts
         outcome.http_status, outcome.problems = exc.status, [("", f"call failed: {exc}")]
+        outcome.request = client.request_params()
         return outcome
     outcome.raw_output, outcome.attempts, outcome.latency = result.text, result.attempts, result.latency
     outcome.tokens_in, outcome.tokens_out, outcome.http_status = result.tokens_in, result.tokens_out, 200
     outcome.sent, outcome.output_mode = result.sent, result.output_mode
+    outcome.request = result.request
     outcome.parsed, outcome.problems = parse(result.text, result.logprobs)
     if outcome.problems:
         outcome.status = JudgeCall.UNREADABLE
@@ -226,6 +228,7 @@ def served_from_cache(
                 attempts=0,
                 sent=hit.params,
                 output_mode=hit.output_mode,
+                request=hit.request,
                 request_key=task.key,
                 cached=True,
             )
@@ -479,12 +482,22 @@ def judge_run(
 
     def save(outcomes: list[CallOutcome]) -> None:
         judge_calls_record(
-            judge=judge, template=template, model=client.model, params=client.params, outcomes=outcomes
+            judge=judge,
+            template=template,
+            model=client.model,
+            params=client.params,
+            outcomes=outcomes,
+            prices=prices,
         )
 
     def mark_sent(batch: list[Task]) -> None:
         judge_calls_mark_sent(
-            judge=judge, template=template, model=client.model, params=client.params, tasks=batch
+            judge=judge,
+            template=template,
+            model=client.model,
+            params=client.params,
+            tasks=batch,
+            request=client.request_params(),
         )
 
     try:
@@ -522,7 +535,12 @@ def judge_run(
                 parse=parse,
             )
             judge_calls_record_many(
-                judge=judge, template=template, model=client.model, params=client.params, outcomes=outcomes
+                judge=judge,
+                template=template,
+                model=client.model,
+                params=client.params,
+                outcomes=outcomes,
+                prices=prices,
             )
             for outcome in outcomes:
                 state.add(

@@ -363,10 +363,31 @@ def prompt_hash(prompt: Any) -> str:
     return hashlib.sha256(json.dumps(prompt, sort_keys=True, ensure_ascii=False).encode("utf-8")).hexdigest()
 
 
+def output_mode(request: dict[str, Any], stored: str) -> str | None:
+    """How the answer was asked for: ``logprobs`` (the score token's distribution was asked for, G-Eval),
+    else ``json_schema`` or ``text`` as recorded; None for a call saved before either was recorded."""
+    if request.get("logprobs"):
+        return "logprobs"
+    return stored or None
+
+
+def sent_parameters(request: dict[str, Any]) -> dict[str, Any]:
+    """The parameters that bound and shape an answer, as the request carried them: the JSON schema asked
+    for, the logprobs asked for (alternatives per token, or 0), and ``max_tokens`` (under either name)."""
+    schema = request.get("response_format")
+    return {
+        "schema": schema.get("json_schema", schema) if isinstance(schema, dict) else None,
+        "logprobs": int(request.get("top_logprobs") or 0) if request.get("logprobs") else 0,
+        "max_tokens": request.get("max_tokens", request.get("max_completion_tokens")),
+    }
+
+
 def judge_calls_jsonl(*, batch: Batch) -> Iterator[str]:
-    """``judge_calls.jsonl``: one JSON object per call, in the order the calls were saved."""
+    """``judge_calls.jsonl``: one JSON object per call, in the order the calls were saved, the paid calls a
+    rerun superseded included (``superseded``): the sum of ``cost`` over the rows with ``cached`` false is
+    what the calls cost."""
     judges: dict[int, JudgeInfo] = {}
-    calls = JudgeCall.objects.filter(item__batch=batch).values(
+    calls = JudgeCall.ledger.filter(item__batch=batch).values(
         "pk",
         "judge",
         "item__item_id",
@@ -389,6 +410,13 @@ def judge_calls_jsonl(*, batch: Batch) -> Iterator[str]:
         "latency_ms",
         "attempts",
         "created_at",
+        "cached",
+        "superseded",
+        "output_mode",
+        "request",
+        "provider_batch",
+        "cost",
+        "currency",
     )
     for chunk in _chunks(calls, None, None):
         _judges({c["judge"] for c in chunk}, judges)
@@ -422,6 +450,13 @@ def judge_calls_jsonl(*, batch: Batch) -> Iterator[str]:
                         "template_hash": c["template_hash"],
                         "params": safe_params(c["params"]),
                         "created_at": c["created_at"].isoformat(),
+                        "cached": c["cached"],
+                        "superseded": c["superseded"],
+                        "output_mode": output_mode(c["request"] or {}, c["output_mode"]),
+                        **sent_parameters(c["request"] or {}),
+                        "provider_batch": c["provider_batch"] or None,
+                        "cost": c["cost"],
+                        "currency": c["currency"] or None,
                     },
                     ensure_ascii=False,
                     allow_nan=False,

@@ -79,12 +79,13 @@ def test_a_stopped_run_leaves_the_batch_in_the_ledger_and_a_rerun_fetches_it(mon
         fake.polls = 0
         _run(fake, "r", "--judge", "J")
     assert fake.created == 1 and fake.answered == 4  # nothing submitted twice
+    # The answered calls keep the batch they came from: the export says where each was paid.
     assert list(
         JudgeCall.objects.filter(judge__name="J")
         .values_list("status", "provider_batch")
         .order_by()
         .distinct()
-    ) == [("ok", "")]
+    ) == [("ok", "batch_1")]
 
 
 @pytest.mark.django_db
