@@ -85,15 +85,27 @@ def run_batch(
         fits = list(itertools.takewhile(cap.may_start, todo))
         cap.reached = cap.reached or len(fits) < len(todo)
         todo = fits
-    if todo and not stop.is_set():
-        mark_sent(todo)
+    # One batch holds at most the provider's limit of requests: more are sent as several batches.
+    size, sent_now = api.max_requests, []
+    for start in range(0, len(todo), size):
+        if stop.is_set():
+            break
+        part = todo[start : start + size]
+        mark_sent(part)
         try:
-            batch_id = api.submit({custom_id(t): client.request_body(t.messages) for t in todo})
+            batch_id = api.submit({custom_id(t): client.request_body(t.messages) for t in part})
         except (JudgeCallError, JudgeRunFatal) as exc:
-            unsend(todo)
-            raise JudgeRunFatal(f"the batch could not be submitted: {exc}") from None
-        set_batch(todo, batch_id)
-        waiting[batch_id] = todo
+            unsend(part)
+            submitted = (
+                f" The {len(sent_now)} batch(es) submitted before it ({', '.join(sent_now)}) wait at the "
+                "provider: run again with --batch to fetch their answers and send the rest."
+                if sent_now
+                else ""
+            )
+            raise JudgeRunFatal(f"the batch could not be submitted: {exc}.{submitted}") from None
+        set_batch(part, batch_id)
+        waiting[batch_id] = part
+        sent_now.append(batch_id)
     while waiting and not stop.is_set():
         for batch_id in list(waiting):
             if api.state(batch_id) != ENDED:

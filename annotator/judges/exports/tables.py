@@ -44,6 +44,10 @@ JUDGE_SCORES_TABLE: tuple[tuple[str, str | None], ...] = (
     ("scale_min", None),
     ("scale_max", None),
     ("higher_is_better", None),
+    # G-Eval: the score as the probability-weighted mean over the score token's alternatives, and the
+    # probability of the most likely one; empty when the call asked for no logprobs.
+    ("logprob_score", "float64"),
+    ("confidence", "float64"),
 )
 JUDGE_SCORES_COLUMNS = [name for name, _ in JUDGE_SCORES_TABLE]
 JUDGE_SCORES_PUBLISHED = {name: kind for name, kind in JUDGE_SCORES_TABLE if kind is not None}
@@ -163,6 +167,8 @@ def judge_score_rows(
             "scale_min",
             "scale_max",
             "higher_is_better",
+            "weighted_value",
+            "confidence",
         )
         for chunk in _chunks(scores, last, left):
             _judges({s["judge"] for s in chunk}, judges)
@@ -203,6 +209,8 @@ def judge_score_rows(
                             "scale_min": None,
                             "scale_max": None,
                             "higher_is_better": None,
+                            "weighted_value": (s.get("distribution") or {}).get("weighted_value"),
+                            "confidence": (s.get("distribution") or {}).get("confidence"),
                         },
                         judges[c["judge"]],
                         c["sample"],
@@ -230,6 +238,8 @@ def _score_row(s: dict[str, Any], judge: JudgeInfo, sample: int, status: str) ->
         "scale_min": s["scale_min"],
         "scale_max": s["scale_max"],
         "higher_is_better": s["higher_is_better"],
+        "logprob_score": s["weighted_value"],
+        "confidence": s["confidence"],
     }
 
 
