@@ -220,3 +220,32 @@ class CostCap:
             if tokens_in is not None and estimated_in:
                 self.answered_in += tokens_in
                 self.answered_in_estimate += estimated_in
+
+
+def estimate_lines(guess: Estimate) -> list[str]:
+    """The dry run's report, in words: the command prints it, the Run a judge form shows it."""
+    prices = guess.prices
+    cost = (
+        (
+            f"estimated cost {prices.show(guess.cost)} (at {prices.input_per_million:g} in / "
+            f"{prices.output_per_million:g} out per million tokens)"
+        )
+        if prices.known
+        else "no cost estimate (give --price-in/--price-out or --prices)"
+    )
+    lines = [
+        f"Dry run, nothing was called: {guess.calls} call(s) to pay for, {guess.cached} more served from the "
+        f"cache. Estimated {guess.tokens_in:,} input tokens (1 token per 4 characters of each message, plus 4 "
+        f"per message) and {guess.tokens_out:,} output tokens ({guess.output_basis}); {cost}. A judge that "
+        f"already has some of these calls skips them too."
+    ]
+    if guess.bound is not None:
+        b = guess.bound
+        lines.append(
+            f"With a cost cap of {prices.show(b.limit)}: every call is sent max_tokens {b.max_tokens:,}, so one "
+            f"call costs at most {b.largest_call:.4f} (the largest prompt and {b.max_tokens:,} output tokens). "
+            f"Calls in flight are reserved at that bound, so the spend stays at or below {b.total:.4f}: the cap "
+            f"plus one call's output at max_tokens ({b.over:.4f}), at any concurrency, with inputs counted as "
+            f"estimated."
+        )
+    return lines

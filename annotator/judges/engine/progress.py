@@ -29,6 +29,16 @@ def call_reasons(problems: Iterable[tuple[str, str]]) -> list[str]:
 DEFAULT_CURRENCY = "USD"
 
 
+def currency_code(text: object) -> str:
+    """``text`` as a currency code (``usd`` → ``USD``): 1 to 8 letters. Raises ValueError otherwise."""
+    code = text.strip().upper() if isinstance(text, str) else ""
+    if not (code and code.isascii() and code.isalpha() and len(code) <= CURRENCY_CHARS):
+        raise ValueError(
+            f"\u201c{text}\u201d is not a currency code such as USD or EUR (1 to {CURRENCY_CHARS} letters)"
+        )
+    return code
+
+
 @dataclass(frozen=True)
 class Prices:
     """Prices per million tokens, in ``currency`` (USD unless the user names another)."""
@@ -50,8 +60,9 @@ class Prices:
         return f"{amount:.4f} {self.currency}"
 
     @classmethod
-    def from_file(cls, path: str | Path, model: str) -> Prices:
-        """A JSON file ``{"<model>": {"input": 2.5, "output": 10.0}, ...}`` (per million tokens)."""
+    def from_file(cls, path: str | Path, model: str, currency: str = DEFAULT_CURRENCY) -> Prices:
+        """A JSON file ``{"<model>": {"input": 2.5, "output": 10.0}, ...}`` (per million tokens); an entry's
+        ``"currency"`` overrides ``currency``."""
         try:
             table = json.loads(Path(path).read_text(encoding="utf-8"))
         except (OSError, ValueError) as exc:
@@ -59,13 +70,12 @@ class Prices:
         entry = table.get(model) if isinstance(table, dict) else None
         if not isinstance(entry, dict):
             raise ValueError(f"the prices file {path} has no entry for model \u201c{model}\u201d")  # noqa: TRY004
-        currency = entry.get("currency", DEFAULT_CURRENCY)
-        if not isinstance(currency, str) or not currency.strip() or len(currency.strip()) > CURRENCY_CHARS:
-            raise ValueError(
-                f"the currency of \u201c{model}\u201d in {path} is not a currency code such as USD"
-            )
         try:
-            return cls(float(entry.get("input", 0)), float(entry.get("output", 0)), currency.strip().upper())
+            currency = currency_code(entry.get("currency", currency))
+        except ValueError as exc:
+            raise ValueError(f"the prices of \u201c{model}\u201d in {path}: {exc}") from None
+        try:
+            return cls(float(entry.get("input", 0)), float(entry.get("output", 0)), currency)
         except (TypeError, ValueError):
             raise ValueError(f"the prices of \u201c{model}\u201d in {path} are not numbers") from None
 

@@ -17,9 +17,10 @@ from django.conf import settings
 from django.utils import timezone
 
 from annotator.imports.errors import ImportRefused
+from annotator.judges.engine.budget import estimate_lines
 from annotator.judges.engine.client import JudgeRunFatal
 from annotator.judges.engine.progress import DEFAULT_CURRENCY, Prices, RunProgress
-from annotator.judges.engine.runner import judge_run
+from annotator.judges.engine.runner import judge_run, judge_run_estimate
 from annotator.judges.engine.templates import TemplateError, load_template
 from annotator.judges.providers import UnknownProvider, client_for
 from annotator.judges.services.runs import JudgeBusy, judge_claims_release_for_job
@@ -102,6 +103,7 @@ def judge_job_run(job: Job, update) -> None:
             progress=progress,
             should_stop=should_stop,
             cache=p.get("cache", True),
+            max_cost=p.get("max_cost"),
             job_id=job.pk,
         )
     except JudgeBusy as exc:  # refused before any call: its message names the holder and says when to retry
@@ -137,7 +139,15 @@ def judge_job_run(job: Job, update) -> None:
     if result.failed_outputs:
         progress_row["sample_raw_output"] = result.failed_outputs[0][:SAMPLE_OUTPUT_CHARS]
     finished = {"finished_at": timezone.now(), "step": "", "progress": progress_row, "errors": errors}
-    if result.stopped:
+    if result.capped:
+        update(
+            job,
+            state=Job.CANCELLED,
+            **finished,
+            message=f"Stopped at the cost cap. {summary} Start a run with a higher cap to call the items that "
+            "are left.",
+        )
+    elif result.stopped:
         update(
             job,
             state=Job.CANCELLED,
@@ -203,6 +213,29 @@ def judge_job_release(job: Job) -> None:
     """``JOB_KINDS`` release of a judge run whose worker is gone: its claim on the judge, which the dead
     process can no longer renew or release, so Try again resumes at once."""
     judge_claims_release_for_job(job=job)
+
+
+def judge_form_estimate(data: dict) -> list[str]:
+    """The dry run of the Run a judge form's ``data`` (its cleaned data), in words: what the run would call,
+    its estimated tokens and cost, and with a cost cap the most it can spend. Calls nothing, needs no key.
+    Raises TemplateError or UnknownProvider."""
+    client = client_for(data)
+    try:
+        guess = judge_run_estimate(
+            batch=data["batch"],
+            template=load_template(data["template"]),
+            client=client,
+            prices=Prices(data["price_in"] or 0.0, data["price_out"] or 0.0, data["currency"]),
+            cache=not data["no_cache"],
+            max_cost=data["max_cost"],
+            pairwise=(data["baseline_system"], data["enhanced_system"]) if data["pairwise"] else None,
+            swap=data["swap"],
+            samples=data["samples"],
+            calibration_set=data["calibration_set"],
+        )
+    finally:
+        client.close()
+    return estimate_lines(guess)
 
 
 def judge_job_retry_params(job: Job) -> dict:
