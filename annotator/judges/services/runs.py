@@ -278,11 +278,15 @@ def judge_calls_mark_sent(
 @transaction.atomic
 def judge_calls_unsend(*, judge: Judge, tasks: list) -> None:
     """Remove the ``sent`` rows of calls that never got an answer because the run stopped or could not go on
-    (a call waiting to retry, a refused key): nothing was paid for, and a plain rerun calls them."""
+    (a call waiting to retry, a refused key): nothing was paid for, and a plain rerun calls them. A paid call
+    the ``sent`` row superseded (``--force``) becomes the slot's call again."""
     for task in tasks:
-        JudgeCall.objects.filter(
-            judge=judge, item=task.item, enhanced=task.enhanced, sample=task.sample, status=JudgeCall.SENT
-        ).delete()
+        slot = {"judge": judge, "item": task.item, "enhanced": task.enhanced, "sample": task.sample}
+        if JudgeCall.objects.filter(**slot, status=JudgeCall.SENT).delete()[0]:
+            # The call that was to replace the slot's last paid call never happened: that call is current again.
+            last = JudgeCall.ledger.filter(**slot, superseded=True).order_by("-created_at", "-pk").first()
+            if last is not None:
+                JudgeCall.ledger.filter(pk=last.pk).update(superseded=False)
 
 
 @transaction.atomic

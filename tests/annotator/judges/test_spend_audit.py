@@ -214,3 +214,28 @@ def test_time_left_goes_away_while_stopping(client):
     Job.objects.filter(pk=job.pk).update(cancel_requested=True)
     page = client.get(f"/jobs/{job.pk}/").content.decode()
     assert "stopping" in page and "Time left" not in page
+
+
+@pytest.mark.django_db
+def test_a_forced_call_that_never_left_gives_the_slot_back_to_the_paid_call():
+    """--force writes its ``sent`` row over the paid call; a run stopped before sending it removes the row,
+    and the paid call is the item's call again (not lost, not left superseded by nothing)."""
+    from annotator.judges.engine.calls import Task
+    from annotator.judges.engine.templates import load_template
+    from annotator.judges.services.runs import judge_calls_mark_sent, judge_calls_unsend
+
+    make_batch("u", n_items=1)
+    with FakeJudge() as fake:
+        _run(fake, "u", "--judge", "A")
+    paid = JudgeCall.objects.get(judge__name="A")
+    task = Task(paid.item, None, paid.prompt)
+    judge = Judge.objects.get(name="A")
+    kwargs = {"judge": judge, "template": load_template(RULE), "model": "m", "params": {}}
+    judge_calls_mark_sent(**kwargs, tasks=[task])
+    assert (
+        JudgeCall.objects.get(judge=judge).status == "sent"
+        and JudgeCall.ledger.filter(superseded=True).count() == 1
+    )
+    judge_calls_unsend(judge=judge, tasks=[task])
+    assert JudgeCall.ledger.filter(judge=judge).count() == 1
+    assert JudgeCall.objects.get(judge=judge).pk == paid.pk
