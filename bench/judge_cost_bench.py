@@ -7,6 +7,9 @@
    Target: ≤ 2 s and 0 calls to the endpoint.
 3. capped: judge C with ``--no-cache`` and a cap of a third of the paid run's real cost, at the concurrency
    given. Target: the real spend (from the tokens the endpoint reported) ≤ cap + the cost of one call.
+4. long answers: answers of ``--reply-tokens`` (2,000) tokens under a cap of ``--long-cap`` (0.10) at
+   concurrency 16, 4 and 1, with no ``max_tokens`` given (the cap sends its default bound). Target at each:
+   spend ≤ cap + one call's output at the bound it sent.
 
 Not part of the test suite.
 """
@@ -30,6 +33,8 @@ def main() -> int:
     parser.add_argument("--items", type=int, default=1000)
     parser.add_argument("--concurrency", type=int, default=16)
     parser.add_argument("--latency", type=float, default=0.02)
+    parser.add_argument("--reply-tokens", type=int, default=2000)
+    parser.add_argument("--long-cap", type=float, default=0.10)
     args = parser.parse_args()
     django_on_fresh_sqlite(DB)
     from django.core.management import call_command
@@ -114,6 +119,34 @@ def main() -> int:
         and spent <= cap + one_call
         and capped.capped
     )
+    long_reply = '{"score": 0.75, "reason": "' + "x" * (args.reply_tokens * 4 - 30) + '"}'
+    for concurrency in (16, 4, 1):
+        name = f"L{concurrency}"
+        with FakeJudge(reply=lambda prompt: long_reply, latency=args.latency) as fake:
+            client = client_for({"base_url": fake.url, "model": "bench-long", "backoff": 0.05})
+            try:
+                long_run = judge_run(
+                    batch=batch,
+                    template=template,
+                    client=client,
+                    judge_name=name,
+                    concurrency=concurrency,
+                    prices=prices,
+                    cache=False,
+                    max_cost=args.long_cap,
+                )
+            finally:
+                client.close()
+            bound = max((r["body"].get("max_tokens") or 0) for r in fake.requests) or None
+        calls = list(JudgeCall.objects.filter(judge__name=name))
+        spent = cost(calls)
+        over = (bound or args.reply_tokens) * PRICE_OUT / 1e6
+        print(
+            f"long answers (~{args.reply_tokens:,} tokens), cap {args.long_cap:g}, concurrency {concurrency}: "
+            f"{len(calls)} calls, real spend {spent:.6f}, max_tokens sent {bound}; target ≤ {args.long_cap + over:.6f}; "
+            f"stopped at the cap: {long_run.capped}"
+        )
+        ok = ok and spent <= args.long_cap + over
     print("targets met" if ok else "TARGETS MISSED")
     return 0 if ok else 1
 

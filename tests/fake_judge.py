@@ -7,7 +7,8 @@ the connection closes), ``"malformed"`` (a 200 that is not a chat completion) or
 byte of the body every ``trickle`` seconds). ``answered`` counts, per prompt, the 200 answers sent.
 
 ``refuse`` names request parameters the endpoint answers 400 to, worded as OpenAI words them:
-``temperature`` (any value but 1), ``max_tokens``, ``response_format`` and ``logprobs``. ``score_probs``
+``temperature`` (any value but 1), ``max_tokens``, ``response_format`` and ``logprobs``. An answer longer than
+the request's ``max_tokens`` (4 characters a token) is cut there, as a provider cuts it. ``score_probs``
 gives, per prompt, the alternatives of the score token ({"4": 0.6, "5": 0.3, ...}) returned when a
 request asks for logprobs; every other token is certain.
 """
@@ -175,6 +176,10 @@ class FakeJudge(LocalServer):
                 if fake.latency:
                     time.sleep(fake.latency)
                 text = fake.reply(prompt)
+                # As a real endpoint does, the answer stops at the output bound the request sent.
+                bound = body.get("max_tokens") or body.get("max_completion_tokens")
+                if bound and len(text) // 4 > bound:
+                    text = text[: bound * 4]
                 choice = {"message": {"role": "assistant", "content": text}}
                 if body.get("logprobs"):
                     probs = fake.score_probs(prompt) if fake.score_probs else None

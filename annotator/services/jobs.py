@@ -109,8 +109,12 @@ def judge_job_create(
     retry_unknown: bool = False,
     provider: str = "openai",
     cache: bool = True,
+    currency: str = "USD",
+    max_cost: float | None = None,
+    max_tokens: int | None = None,
 ) -> Job:
-    """Queue a judge run. Raises ValueError for a key variable that is not allowed."""
+    """Queue a judge run. Raises ValueError for a key variable that is not allowed. ``max_cost`` (in
+    ``currency``, with prices) caps the run's spend; ``max_tokens`` bounds each answer."""
     if key_env not in settings.ANNOTATOR_JUDGE_KEY_ENVS:
         raise ValueError(f"{key_env} is not one of the API key variables this server allows")
     params = {
@@ -134,6 +138,9 @@ def judge_job_create(
         "retry_unknown": retry_unknown,
         "provider": provider,
         "cache": cache,
+        "currency": currency,
+        "max_cost": max_cost,
+        "max_tokens": max_tokens,
     }
     job = Job.objects.create(
         kind=Job.JUDGE_RUN,

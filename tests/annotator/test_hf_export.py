@@ -213,7 +213,7 @@ def test_judge_tables_have_the_csv_columns(study, tmp_path):
         published
         == (
             "item_id system_id judge judge_version dimension raw_value value reason model provider "
-            "template_hash sample call_status"
+            "template_hash sample call_status logprob_score confidence"
         ).split()
     )
     rows = scores.to_pylist()

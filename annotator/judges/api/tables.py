@@ -41,6 +41,10 @@ class JudgeScoreRowOut(BaseModel):
     scale_min: float | None
     scale_max: float | None
     higher_is_better: bool | None
+    logprob_score: float | None = (
+        None  # G-Eval: the probability-weighted score, when the run asked for logprobs
+    )
+    confidence: float | None = None  # the probability of the most likely score token
 
 
 class JudgeScorePage(BaseModel):

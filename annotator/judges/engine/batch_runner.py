@@ -8,6 +8,7 @@ answer (expired, cancelled) lose their ``sent`` row, so a rerun sends them again
 
 from __future__ import annotations
 
+import itertools
 from collections.abc import Callable
 
 from annotator.judges.engine.budget import CostCap
@@ -24,7 +25,9 @@ def custom_id(task: Task) -> str:
     return f"{task.item.pk}-{task.enhanced.pk if task.enhanced else 0}-{task.sample}"
 
 
-def _outcome(task: Task, client: ChatClient, answer, parse: Callable[..., tuple]) -> CallOutcome:
+def _outcome(
+    task: Task, client: ChatClient, answer, parse: Callable[..., tuple], batch_id: str
+) -> CallOutcome:
     outcome = CallOutcome(
         item=task.item,
         enhanced=task.enhanced,
@@ -33,6 +36,8 @@ def _outcome(task: Task, client: ChatClient, answer, parse: Callable[..., tuple]
         sample=task.sample,
         swapped=task.swapped,
         request_key=task.key,
+        request=client.request_params(),
+        provider_batch=batch_id,
     )
     try:
         result = client.answer_from(answer.status, answer.body)
@@ -46,6 +51,7 @@ def _outcome(task: Task, client: ChatClient, answer, parse: Callable[..., tuple]
         result.tokens_out,
     )
     outcome.http_status, outcome.sent, outcome.output_mode = 200, result.sent, result.output_mode
+    outcome.request = result.request
     outcome.parsed, outcome.problems = parse(result.text, result.logprobs)
     outcome.status = JudgeCall.answered_status(outcome.problems)
     return outcome
@@ -73,16 +79,32 @@ def run_batch(
     api, stop, failed = batches_for(client), client.stop, []
     waiting = dict(waiting)
     if cap is not None:
-        todo = [t for t in todo if cap.may_start(t)]  # in order: stops at the first that does not fit
-    if todo and not stop.is_set():
-        mark_sent(todo)
+        # In order, up to the first that does not fit: no answer comes back before the batch is submitted,
+        # so a call that must wait for others never starts in this run.
+        fits = list(itertools.takewhile(cap.may_start, todo))
+        cap.reached = cap.reached or len(fits) < len(todo)
+        todo = fits
+    # One batch holds at most the provider's limit of requests: more are sent as several batches.
+    size, sent_now = api.max_requests, []
+    for start in range(0, len(todo), size):
+        if stop.is_set():
+            break
+        part = todo[start : start + size]
+        mark_sent(part)
         try:
-            batch_id = api.submit({custom_id(t): client.request_body(t.messages) for t in todo})
+            batch_id = api.submit({custom_id(t): client.request_body(t.messages) for t in part})
         except (JudgeCallError, JudgeRunFatal) as exc:
-            unsend(todo)
-            raise JudgeRunFatal(f"the batch could not be submitted: {exc}") from None
-        set_batch(todo, batch_id)
-        waiting[batch_id] = todo
+            unsend(part)
+            submitted = (
+                f" The {len(sent_now)} batch(es) submitted before it ({', '.join(sent_now)}) wait at the "
+                "provider: run again with --batch to fetch their answers and send the rest."
+                if sent_now
+                else ""
+            )
+            raise JudgeRunFatal(f"the batch could not be submitted: {exc}.{submitted}") from None
+        set_batch(part, batch_id)
+        waiting[batch_id] = part
+        sent_now.append(batch_id)
     while waiting and not stop.is_set():
         for batch_id in list(waiting):
             if api.state(batch_id) != ENDED:
@@ -92,7 +114,7 @@ def run_batch(
             outcomes = []
             for task in tasks:
                 if custom_id(task) in answers:
-                    outcomes.append(_outcome(task, client, answers[custom_id(task)], parse))
+                    outcomes.append(_outcome(task, client, answers[custom_id(task)], parse, batch_id))
                     if cap is not None:
                         cap.finished(task, outcomes[-1].tokens_in, outcomes[-1].tokens_out)
             unanswered = [t for t in tasks if custom_id(t) not in answers]

@@ -85,6 +85,7 @@ class CallResult:
     tokens_out: int | None = None
     sent: dict[str, Any] = field(default_factory=dict)  # the sampling parameters the answered request carried
     output_mode: str = "text"  # "json_schema" when the answered request asked for structured output
+    request: dict[str, Any] = field(default_factory=dict)  # every parameter the answered request carried
     logprobs: list[tuple[str, list[tuple[str, float]]]] | None = (
         None  # (token, its top alternatives), in order
     )
@@ -270,6 +271,7 @@ class ChatClient:
         started = time.monotonic()
         attempts = 0
         sent: list[dict] = [{}]
+        carried: list[dict] = [{}]
 
         def attempt() -> dict:
             nonlocal attempts
@@ -278,6 +280,7 @@ class ChatClient:
                     raise RunStopped("stopped before the call")
                 attempts += 1
                 body, sent[0] = self._body(messages)
+                carried[0] = request_params(body)
                 try:
                     payload = self._post(body)
                 except _Refused as refused:
@@ -323,6 +326,7 @@ class ChatClient:
             tokens_out=tokens_out,
             sent=sent[0],
             output_mode=payload["_mode"],
+            request=carried[0],
             logprobs=_token_logprobs(payload),
         )
 
@@ -347,8 +351,13 @@ class ChatClient:
             tokens_out=tokens_out,
             sent=self._body([])[1],
             output_mode=payload["_mode"],
+            request=self.request_params(),
             logprobs=_token_logprobs(payload),
         )
+
+    def request_params(self) -> dict[str, Any]:
+        """The parameters a request sent now carries, besides the model and the messages."""
+        return request_params(self._body([])[0])
 
     def request_body(self, messages: list[dict[str, str]]) -> dict[str, Any]:
         """The body this client would send for ``messages`` now: what the response cache keys on."""
@@ -428,6 +437,12 @@ class ChatClient:
             )
         payload["_text"] = str(content or "")
         return payload
+
+
+def request_params(body: dict[str, Any]) -> dict[str, Any]:
+    """A request body's parameters (max_tokens, response_format, logprobs, ...): all but what is sent to be
+    answered (the model, the messages and the system prompt), for the ledger."""
+    return {k: v for k, v in body.items() if k not in ("model", "messages", "system")}
 
 
 def _token_logprobs(payload: dict) -> list[tuple[str, list[tuple[str, float]]]] | None:

@@ -11,6 +11,7 @@ from pathlib import Path
 
 REASONS_SHOWN = 3  # the most common failure reasons a summary names
 REASON_CHARS = 200  # a reason is model or endpoint text: long ones are cut
+CURRENCY_CHARS = 8  # a currency code (USD, EUR, ...), as JudgeCall.currency stores it
 
 
 def call_reasons(problems: Iterable[tuple[str, str]]) -> list[str]:
@@ -25,20 +26,43 @@ def call_reasons(problems: Iterable[tuple[str, str]]) -> list[str]:
     return reasons
 
 
+DEFAULT_CURRENCY = "USD"
+
+
+def currency_code(text: object) -> str:
+    """``text`` as a currency code (``usd`` → ``USD``): 1 to 8 letters. Raises ValueError otherwise."""
+    code = text.strip().upper() if isinstance(text, str) else ""
+    if not (code and code.isascii() and code.isalpha() and len(code) <= CURRENCY_CHARS):
+        raise ValueError(
+            f"\u201c{text}\u201d is not a currency code such as USD or EUR (1 to {CURRENCY_CHARS} letters)"
+        )
+    return code
+
+
 @dataclass(frozen=True)
 class Prices:
-    """Prices per million tokens, in whatever currency the user gives them."""
+    """Prices per million tokens, in ``currency`` (USD unless the user names another)."""
 
     input_per_million: float = 0.0
     output_per_million: float = 0.0
+    currency: str = DEFAULT_CURRENCY
 
     @property
     def known(self) -> bool:
         return bool(self.input_per_million or self.output_per_million)
 
+    def cost_of(self, tokens_in: float | None, tokens_out: float | None) -> float:
+        """What ``tokens_in`` input and ``tokens_out`` output tokens cost: the one formula of a run's spend."""
+        return ((tokens_in or 0) * self.input_per_million + (tokens_out or 0) * self.output_per_million) / 1e6
+
+    def show(self, amount: float) -> str:
+        """``amount`` with its currency, as pages and summaries print it: "0.1234 USD"."""
+        return f"{amount:.4f} {self.currency}"
+
     @classmethod
-    def from_file(cls, path: str | Path, model: str) -> Prices:
-        """A JSON file ``{"<model>": {"input": 2.5, "output": 10.0}, ...}`` (per million tokens)."""
+    def from_file(cls, path: str | Path, model: str, currency: str = DEFAULT_CURRENCY) -> Prices:
+        """A JSON file ``{"<model>": {"input": 2.5, "output": 10.0}, ...}`` (per million tokens); an entry's
+        ``"currency"`` overrides ``currency``."""
         try:
             table = json.loads(Path(path).read_text(encoding="utf-8"))
         except (OSError, ValueError) as exc:
@@ -47,7 +71,11 @@ class Prices:
         if not isinstance(entry, dict):
             raise ValueError(f"the prices file {path} has no entry for model \u201c{model}\u201d")  # noqa: TRY004
         try:
-            return cls(float(entry.get("input", 0)), float(entry.get("output", 0)))
+            currency = currency_code(entry.get("currency", currency))
+        except ValueError as exc:
+            raise ValueError(f"the prices of \u201c{model}\u201d in {path}: {exc}") from None
+        try:
+            return cls(float(entry.get("input", 0)), float(entry.get("output", 0)), currency)
         except (TypeError, ValueError):
             raise ValueError(f"the prices of \u201c{model}\u201d in {path} are not numbers") from None
 
@@ -92,9 +120,7 @@ class RunProgress:
 
     @property
     def cost(self) -> float:
-        return (
-            self.tokens_in * self.prices.input_per_million + self.tokens_out * self.prices.output_per_million
-        ) / 1e6
+        return self.prices.cost_of(self.tokens_in, self.tokens_out)
 
     @property
     def paid(self) -> int:
@@ -133,6 +159,7 @@ class RunProgress:
             "tokens_in": self.tokens_in,
             "tokens_out": self.tokens_out,
             "cost": round(self.cost, 4) if self.prices.known else None,
+            "currency": self.prices.currency if self.prices.known else None,
             "eta_seconds": None if self.eta_seconds is None else round(self.eta_seconds),
             "failure_reasons": [{"reason": r, "count": c} for r, c in self.top_reasons()],
         }
@@ -147,6 +174,6 @@ class RunProgress:
             f"{self.tokens_in:,} tokens in / {self.tokens_out:,} out",
         ]
         if self.prices.known:
-            parts.append(f"estimated cost {self.cost:.4f}")
+            parts.append(f"estimated cost {self.prices.show(self.cost)}")
         parts.append(f"{self.paid} paid call(s), {self.cached} served from the cache")
         return ", ".join(parts)

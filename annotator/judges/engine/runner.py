@@ -18,7 +18,16 @@ from dataclasses import dataclass, field, replace
 from uuid import UUID
 
 from annotator.judges.engine.batch_runner import run_batch
-from annotator.judges.engine.budget import DEFAULT_OUTPUT_TOKENS, CostCap, Estimate, estimate
+from annotator.judges.engine.budget import (
+    DEFAULT_OUTPUT_TOKENS,
+    WAIT,
+    CostCap,
+    Estimate,
+    bound_for_cap,
+    call_bound,
+    cap_bound,
+    estimate,
+)
 from annotator.judges.engine.cache import request_key
 from annotator.judges.engine.calls import Task, refusal
 from annotator.judges.engine.client import (
@@ -188,10 +197,12 @@ def call_one(task: Task, client: ChatClient, parse: Callable[..., tuple]) -> Cal
     except JudgeCallError as exc:
         outcome.status, outcome.raw_output, outcome.attempts = JudgeCall.FAILED, exc.body, exc.attempts
         outcome.http_status, outcome.problems = exc.status, [("", f"call failed: {exc}")]
+        outcome.request = client.request_params()
         return outcome
     outcome.raw_output, outcome.attempts, outcome.latency = result.text, result.attempts, result.latency
     outcome.tokens_in, outcome.tokens_out, outcome.http_status = result.tokens_in, result.tokens_out, 200
     outcome.sent, outcome.output_mode = result.sent, result.output_mode
+    outcome.request = result.request
     outcome.parsed, outcome.problems = parse(result.text, result.logprobs)
     outcome.status = JudgeCall.answered_status(outcome.problems)
     return outcome
@@ -229,6 +240,7 @@ def served_from_cache(
                 attempts=0,
                 sent=hit.params,
                 output_mode=hit.output_mode,
+                request=hit.request,
                 request_key=task.key,
                 cached=True,
             )
@@ -261,16 +273,21 @@ def run_tasks(
     """
     stop, fatal, failed = client.stop, None, []
     queue, pending, task_of = iter(tasks), set(), {}
+    held: list[Task] = []  # the next task, waiting for calls in flight to leave room under the cap
     with ThreadPoolExecutor(max_workers=max(1, concurrency)) as pool:
 
         def refill():
             batch = []
             while not stop.is_set() and len(pending) + len(batch) < concurrency:
-                task = next(queue, None)
+                task = held.pop() if held else next(queue, None)
                 if task is None:
                     break
-                if cap is not None and not cap.may_start(task):
-                    break
+                if cap is not None:
+                    fits = cap.may_start(task)
+                    if not fits:
+                        if fits is WAIT:
+                            held.append(task)
+                        break
                 batch.append(task)
             if batch and mark_sent is not None:
                 mark_sent(batch)
@@ -288,7 +305,6 @@ def run_tasks(
                 continue
             if should_stop is not None and not stop.is_set() and should_stop():
                 stop.set()
-            refill()
             arrived, unanswered = [], []
             for future in done:
                 task = task_of.pop(future)
@@ -315,6 +331,8 @@ def run_tasks(
                             paid=ok,
                         )
                 arrived.append(outcome)
+            # Refilled once the calls that arrived are paid: the cap then counts them at their real cost.
+            refill()
             if unanswered and unsend is not None:
                 unsend(unanswered)
             if not arrived:
@@ -439,6 +457,7 @@ def judge_run(
     (see ``annotator.judges.engine.batch_runner``); it also fetches batches an earlier run left waiting.
     ``job_id`` is the background job carrying the run out (none: the command line); the judge's claim records it.
     """
+    bounded = bound_for_cap(client, max_cost)  # before the judge's identity: max_tokens is part of it
     tasks, parse, notes = plan_run(
         batch=batch,
         template=template,
@@ -451,6 +470,7 @@ def judge_run(
         structured=structured,
         logprobs=logprobs,
     )
+    notes += [bounded] if bounded else []
     judge, note = judge_for_run(
         name=judge_name,
         model=client.model,
@@ -474,12 +494,22 @@ def judge_run(
 
     def save(outcomes: list[CallOutcome]) -> None:
         judge_calls_record(
-            judge=judge, template=template, model=client.model, params=client.params, outcomes=outcomes
+            judge=judge,
+            template=template,
+            model=client.model,
+            params=client.params,
+            outcomes=outcomes,
+            prices=prices,
         )
 
     def mark_sent(batch: list[Task]) -> None:
         judge_calls_mark_sent(
-            judge=judge, template=template, model=client.model, params=client.params, tasks=batch
+            judge=judge,
+            template=template,
+            model=client.model,
+            params=client.params,
+            tasks=batch,
+            request=client.request_params(),
         )
 
     try:
@@ -517,7 +547,12 @@ def judge_run(
                 parse=parse,
             )
             judge_calls_record_many(
-                judge=judge, template=template, model=client.model, params=client.params, outcomes=outcomes
+                judge=judge,
+                template=template,
+                model=client.model,
+                params=client.params,
+                outcomes=outcomes,
+                prices=prices,
             )
             for outcome in outcomes:
                 state.add(
@@ -535,7 +570,12 @@ def judge_run(
         cap = None
         if max_cost is not None:
             tokens_out, _ = output_estimate(client, template)
-            cap = CostCap(limit=max_cost, prices=prices or Prices(), output_tokens=tokens_out)
+            cap = CostCap(
+                limit=max_cost,
+                prices=prices or Prices(),
+                output_tokens=tokens_out,
+                max_tokens=call_bound(client) or tokens_out,
+            )
         still_waiting: list[str] = []
         if batch_api:
             stopped, failed, still_waiting = run_batch(
@@ -581,9 +621,9 @@ def judge_run(
             )
         if cap is not None and cap.reached and stopped:
             notes.append(
-                f"The run stopped starting calls at the cost cap of {max_cost:g}: the estimated spend was "
-                f"{cap.spent:.4f}, and the next call would have passed it. The calls paid for are saved; "
-                f"run again (with a higher cap) to continue."
+                f"The run stopped starting calls at the cost cap of {max_cost:g}: {cap.spent:.4f} was spent "
+                f"(at the tokens the provider reported), and the next call would have passed the cap. The calls "
+                f"paid for are saved; run again (with a higher cap) to continue."
             )
     finally:
         judge_run_release(judge, claim)
@@ -619,15 +659,33 @@ def output_estimate(client: ChatClient, template: JudgeTemplate) -> tuple[int, s
 
 
 def judge_run_estimate(
-    *, batch: Batch, template: JudgeTemplate, client: ChatClient, prices: Prices, cache: bool = True, **plan
+    *,
+    batch: Batch,
+    template: JudgeTemplate,
+    client: ChatClient,
+    prices: Prices,
+    cache: bool = True,
+    max_cost: float | None = None,
+    **plan,
 ) -> Estimate:
     """What a run would call, and its estimated tokens and cost: renders every prompt, calls nothing, saves
-    nothing. Calls the cache would serve are counted apart. ``plan``: ``plan_run``'s options."""
+    nothing. Calls the cache would serve are counted apart. ``max_cost``: the estimate also gives the most
+    the capped run can spend (and the client sends the cap's ``max_tokens``, as the run would).
+    ``plan``: ``plan_run``'s options."""
+    bound_for_cap(client, max_cost)
     tasks, _, _ = plan_run(batch=batch, template=template, client=client, **plan)
     tasks = [replace(t, key=request_key(client, t)) for t in tasks]
     hits = judge_calls_cached(keys=[t.key for t in tasks]) if cache else {}
     paid = [t for t in tasks if t.key not in hits]
     tokens_out, basis = output_estimate(client, template)
+    bound = None
+    if max_cost is not None:
+        bound = cap_bound(paid, limit=max_cost, max_tokens=call_bound(client) or tokens_out, prices=prices)
     return estimate(
-        paid, cached=len(tasks) - len(paid), output_tokens=tokens_out, output_basis=basis, prices=prices
+        paid,
+        cached=len(tasks) - len(paid),
+        output_tokens=tokens_out,
+        output_basis=basis,
+        prices=prices,
+        bound=bound,
     )

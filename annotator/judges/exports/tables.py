@@ -44,6 +44,10 @@ JUDGE_SCORES_TABLE: tuple[tuple[str, str | None], ...] = (
     ("scale_min", None),
     ("scale_max", None),
     ("higher_is_better", None),
+    # G-Eval: the score as the probability-weighted mean over the score token's alternatives, and the
+    # probability of the most likely one; empty when the call asked for no logprobs.
+    ("logprob_score", "float64"),
+    ("confidence", "float64"),
 )
 JUDGE_SCORES_COLUMNS = [name for name, _ in JUDGE_SCORES_TABLE]
 JUDGE_SCORES_PUBLISHED = {name: kind for name, kind in JUDGE_SCORES_TABLE if kind is not None}
@@ -163,6 +167,8 @@ def judge_score_rows(
             "scale_min",
             "scale_max",
             "higher_is_better",
+            "weighted_value",
+            "confidence",
         )
         for chunk in _chunks(scores, last, left):
             _judges({s["judge"] for s in chunk}, judges)
@@ -203,6 +209,8 @@ def judge_score_rows(
                             "scale_min": None,
                             "scale_max": None,
                             "higher_is_better": None,
+                            "weighted_value": (s.get("distribution") or {}).get("weighted_value"),
+                            "confidence": (s.get("distribution") or {}).get("confidence"),
                         },
                         judges[c["judge"]],
                         c["sample"],
@@ -230,6 +238,8 @@ def _score_row(s: dict[str, Any], judge: JudgeInfo, sample: int, status: str) ->
         "scale_min": s["scale_min"],
         "scale_max": s["scale_max"],
         "higher_is_better": s["higher_is_better"],
+        "logprob_score": s["weighted_value"],
+        "confidence": s["confidence"],
     }
 
 
@@ -363,10 +373,31 @@ def prompt_hash(prompt: Any) -> str:
     return hashlib.sha256(json.dumps(prompt, sort_keys=True, ensure_ascii=False).encode("utf-8")).hexdigest()
 
 
+def output_mode(request: dict[str, Any], stored: str) -> str | None:
+    """How the answer was asked for: ``logprobs`` (the score token's distribution was asked for, G-Eval),
+    else ``json_schema`` or ``text`` as recorded; None for a call saved before either was recorded."""
+    if request.get("logprobs"):
+        return "logprobs"
+    return stored or None
+
+
+def sent_parameters(request: dict[str, Any]) -> dict[str, Any]:
+    """The parameters that bound and shape an answer, as the request carried them: the JSON schema asked
+    for, the logprobs asked for (alternatives per token, or 0), and ``max_tokens`` (under either name)."""
+    schema = request.get("response_format")
+    return {
+        "schema": schema.get("json_schema", schema) if isinstance(schema, dict) else None,
+        "logprobs": int(request.get("top_logprobs") or 0) if request.get("logprobs") else 0,
+        "max_tokens": request.get("max_tokens", request.get("max_completion_tokens")),
+    }
+
+
 def judge_calls_jsonl(*, batch: Batch) -> Iterator[str]:
-    """``judge_calls.jsonl``: one JSON object per call, in the order the calls were saved."""
+    """``judge_calls.jsonl``: one JSON object per call, in the order the calls were saved, the paid calls a
+    rerun superseded included (``superseded``): the sum of ``cost`` over the rows with ``cached`` false is
+    what the calls cost."""
     judges: dict[int, JudgeInfo] = {}
-    calls = JudgeCall.objects.filter(item__batch=batch).values(
+    calls = JudgeCall.ledger.filter(item__batch=batch).values(
         "pk",
         "judge",
         "item__item_id",
@@ -389,6 +420,13 @@ def judge_calls_jsonl(*, batch: Batch) -> Iterator[str]:
         "latency_ms",
         "attempts",
         "created_at",
+        "cached",
+        "superseded",
+        "output_mode",
+        "request",
+        "provider_batch",
+        "cost",
+        "currency",
     )
     for chunk in _chunks(calls, None, None):
         _judges({c["judge"] for c in chunk}, judges)
@@ -422,6 +460,13 @@ def judge_calls_jsonl(*, batch: Batch) -> Iterator[str]:
                         "template_hash": c["template_hash"],
                         "params": safe_params(c["params"]),
                         "created_at": c["created_at"].isoformat(),
+                        "cached": c["cached"],
+                        "superseded": c["superseded"],
+                        "output_mode": output_mode(c["request"] or {}, c["output_mode"]),
+                        **sent_parameters(c["request"] or {}),
+                        "provider_batch": c["provider_batch"] or None,
+                        "cost": c["cost"],
+                        "currency": c["currency"] or None,
                     },
                     ensure_ascii=False,
                     allow_nan=False,

@@ -8,11 +8,16 @@ from django import forms
 from django.conf import settings
 
 from annotator.forms.uploads import SizeCheckedFileField
+from annotator.judges.engine.budget import CAP_MAX_TOKENS
+from annotator.judges.engine.progress import DEFAULT_CURRENCY, currency_code
 from annotator.judges.engine.templates import available_templates, load_template
 from annotator.models import Batch, CalibrationSet, Judge
 from hcs.judge_output import JudgeScale, OutputSpec, parse_labels
 
 MAX_SAMPLES = 20  # as run_judge --samples
+DEFAULT_TEMPLATE = (
+    "hcs_rubric"  # the Run a judge form's first choice: the app's own rubric, one response at a time
+)
 SCALES = [("0-1", "0.0 – 1.0"), ("1-4", "1 – 4"), ("1-5", "1 – 5")]
 
 
@@ -151,6 +156,23 @@ class JudgeRunForm(forms.Form):
     price_out = forms.FloatField(
         min_value=0, required=False, label="Price per million output tokens (optional)"
     )
+    currency = forms.CharField(
+        max_length=8, required=False, initial="USD", help_text="The prices' currency, shown with every cost."
+    )
+    max_cost = forms.FloatField(
+        min_value=0,
+        required=False,
+        label="Cost cap (optional)",
+        help_text="Keeps the run's spend within this amount (needs prices): every call is sent max_tokens, "
+        f"{CAP_MAX_TOKENS:,} unless given below, and each call in flight is reserved at that bound, so the "
+        "spend passes the cap by at most one call's output.",
+    )
+    max_tokens = forms.IntegerField(
+        min_value=1,
+        required=False,
+        label="Max tokens per answer (optional)",
+        help_text=f"The most output tokens a call may be charged for; with a cost cap and none given, {CAP_MAX_TOKENS:,}.",
+    )
 
     def clean(self):
         data = super().clean()
@@ -176,6 +198,17 @@ class JudgeRunForm(forms.Form):
                 self.add_error("base_url", "Give the endpoint's base URL, e.g. https://api.openai.com/v1.")
         data["temperature"] = data.get("temperature") or 0.0
         data["samples"] = data.get("samples") or 1
+        try:
+            data["currency"] = currency_code(data.get("currency") or DEFAULT_CURRENCY)
+        except ValueError as exc:
+            self.add_error("currency", str(exc))
+        if data.get("max_cost") is not None:
+            if data["max_cost"] <= 0:
+                self.add_error("max_cost", "Give a cap above 0, or leave it empty for no cap.")
+            elif not (data.get("price_in") or data.get("price_out")):
+                self.add_error(
+                    "max_cost", "A cost cap needs the prices per million tokens to count the spend."
+                )
         if any(unicodedata.category(c) in ("Cc", "Cf", "Cs") for c in data["judge"]):
             self.add_error(
                 "judge",
@@ -218,6 +251,11 @@ class JudgeRunForm(forms.Form):
         self.fields["template"].choices = [
             (t, f"{t} (pairwise)" if template.pairwise else t) for t, template in self._templates.items()
         ]
+        # A scoring template first: a pairwise one needs two systems named and would refuse a plain run.
+        scoring = [t for t, template in self._templates.items() if not template.pairwise]
+        self.fields["template"].initial = (
+            DEFAULT_TEMPLATE if DEFAULT_TEMPLATE in scoring else next(iter(scoring), None)
+        )
         self.fields["key_env"].choices = [(k, k) for k in settings.ANNOTATOR_JUDGE_KEY_ENVS]
         from annotator.judges.providers import (
             JUDGE_PROVIDERS,  # the clients load httpx: rating workers never do

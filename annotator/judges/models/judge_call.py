@@ -3,8 +3,10 @@
 One row per judge × item (× enhanced item for a pairwise judge), written as ``sent`` before the request
 leaves and completed when the answer arrives: a rerun skips items that have a row, ``--retry-failed``
 redoes the failed, unreadable and ambiguous rows, ``--retry-unknown`` the rows still ``sent`` (a run killed
-while the call was in flight, which may have been paid) and ``--force`` redoes them all, replacing the row.
-The API key is never stored; error bodies are masked before they get here.
+while the call was in flight, which may have been paid) and ``--force`` redoes them all. A paid call that a
+later call replaces is kept, marked ``superseded``, so the ledger holds every call paid for:
+``JudgeCall.objects`` reads the current calls, ``JudgeCall.ledger`` every row. The API key is never stored;
+error bodies are masked before they get here.
 """
 
 from __future__ import annotations
@@ -16,6 +18,13 @@ from django.utils import timezone
 from annotator.judges.models.judge import Judge
 from annotator.models.batch import Item
 from hcs.judge_output import is_ambiguous
+
+
+class CurrentCalls(models.Manager):
+    """The calls a judge's scores come from: not the paid calls a rerun replaced."""
+
+    def get_queryset(self):
+        return super().get_queryset().filter(superseded=False)
 
 
 class JudgeCall(models.Model):
@@ -90,19 +99,39 @@ class JudgeCall(models.Model):
         default="",
         help_text="the provider's batch id while a --batch call waits in it: where a rerun fetches it from",
     )
+    request = models.JSONField(
+        default=dict,
+        blank=True,
+        help_text="the request's parameters as sent (max_tokens, response_format, logprobs, ...): all but "
+        "the model and the messages; empty on calls saved before it was recorded",
+    )
+    cost = models.FloatField(
+        null=True,
+        blank=True,
+        help_text="what the call was charged, at the run's prices and the tokens the provider reported; "
+        "0 when served from the cache; null when the run had no prices",
+    )
+    currency = models.CharField(max_length=8, blank=True, default="", help_text="the currency of ``cost``")
+    superseded = models.BooleanField(
+        default=False, help_text="a paid call a later call of the same judge and item replaced (--force)"
+    )
     created_at = models.DateTimeField(default=timezone.now)
+
+    objects = CurrentCalls()
+    ledger = models.Manager()  # every row, superseded paid calls included: what was spent
 
     class Meta:
         ordering = ["judge", "item", "enhanced", "sample"]
+        base_manager_name = "ledger"
         constraints = [
             models.UniqueConstraint(
                 fields=["judge", "item", "sample"],
-                condition=Q(enhanced__isnull=True),
+                condition=Q(enhanced__isnull=True, superseded=False),
                 name="judgecall_one_per_item",
             ),
             models.UniqueConstraint(
                 fields=["judge", "item", "enhanced", "sample"],
-                condition=Q(enhanced__isnull=False),
+                condition=Q(enhanced__isnull=False, superseded=False),
                 name="judgecall_one_per_pair",
             ),
         ]

@@ -67,6 +67,8 @@ def _lines(text: str) -> list[dict]:
 class OpenAIBatches:
     """``POST /files`` (purpose ``batch``), ``POST /batches``, ``GET /batches/{id}``, ``GET /files/{id}/content``."""
 
+    max_requests = 50_000  # requests one batch may hold (OpenAI's limit): a run sends more as several batches
+
     def __init__(self, client: ChatClient):
         self.client, self.base = client, client.url.removesuffix("/chat/completions")
 
@@ -132,6 +134,8 @@ class OpenAIBatches:
 
 class AnthropicBatches:
     """``POST /v1/messages/batches``, ``GET /v1/messages/batches/{id}``, then its ``results_url`` (JSONL)."""
+
+    max_requests = 100_000  # requests one message batch may hold (Anthropic's limit)
 
     def __init__(self, client: ChatClient):
         self.client, self.base = client, client.url.removesuffix("/v1/messages") + "/v1/messages/batches"

@@ -25,6 +25,7 @@ def judge_calls_cached(*, keys: list[str]) -> dict[str, JudgeCall]:
                 "tokens_out",
                 "params",
                 "output_mode",
+                "request",
                 "http_status",
             )
             .order_by("request_key", "-created_at", "-pk")

@@ -12,7 +12,7 @@ from __future__ import annotations
 from dataclasses import dataclass, field
 from typing import Any
 
-from django.db.models import Count, Max, Min, Q
+from django.db.models import Count, Max, Min, Q, Sum
 
 from annotator.exports.methods import methods_paragraph
 from annotator.judges.models.judge import OVERALL, VERSION_MARK
@@ -71,6 +71,9 @@ class JudgeCard:
     jury: dict[str, Any] | None = (
         None  # a jury's members and, per dimension, whether it beats its best member
     )
+    spend: dict[str, Any] = field(
+        default_factory=dict
+    )  # what this judge's calls on the batch cost: judge_spend
 
     def to_json(self) -> dict[str, Any]:
         current = next(v for v in self.versions if v.current).to_json()
@@ -97,6 +100,7 @@ class JudgeCard:
             "calibration_set": self.calibration_set.to_json() if self.calibration_set else None,
             "methods": self.methods,
             "jury": self.jury,
+            "spend": self.spend,
         }
 
 
@@ -116,6 +120,28 @@ def _configurations(judge: Judge) -> tuple[dict[str, Any], ...]:
         {**r, "paid": r["calls"] - r["cached"], "first": _stamp(r["first"]), "last": _stamp(r["last"])}
         for r in rows
     )
+
+
+def judge_spend(*, judge: Judge, batch_id: int) -> dict[str, Any]:
+    """What ``judge``'s calls on the batch cost, from the ledger: every paid call, those a rerun superseded
+    included; a call served from the response cache is not paid, and a call still ``sent`` has no answer yet.
+    ``cost`` per currency is the sum of the calls' ``cost``, as judge_calls.jsonl gives it per call."""
+    paid = JudgeCall.ledger.filter(judge=judge, item__batch_id=batch_id, cached=False).exclude(
+        status=JudgeCall.SENT
+    )
+    counts = paid.aggregate(
+        calls=Count("id"),
+        superseded=Count("id", filter=Q(superseded=True)),
+        without_prices=Count("id", filter=Q(cost__isnull=True)),
+    )
+    by_currency = {
+        r["currency"]: r["cost"]
+        for r in paid.filter(cost__isnull=False)
+        .values("currency")
+        .annotate(cost=Sum("cost"))
+        .order_by("currency")
+    }
+    return {**counts, "cost": by_currency}
 
 
 def judge_card(*, report: BatchReport, judge: Judge) -> JudgeCard | None:
@@ -178,6 +204,7 @@ def judge_card(*, report: BatchReport, judge: Judge) -> JudgeCard | None:
         labels=labels,
         ppi=tuple(section.ppi_for(judge.name)) if section else (),
         jury=_jury(judge, rows, section),
+        spend=judge_spend(judge=judge, batch_id=report.batch_id),
     )
 
 

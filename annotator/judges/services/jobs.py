@@ -17,9 +17,10 @@ from django.conf import settings
 from django.utils import timezone
 
 from annotator.imports.errors import ImportRefused
+from annotator.judges.engine.budget import estimate_lines
 from annotator.judges.engine.client import JudgeRunFatal
-from annotator.judges.engine.progress import Prices, RunProgress
-from annotator.judges.engine.runner import judge_run
+from annotator.judges.engine.progress import DEFAULT_CURRENCY, Prices, RunProgress
+from annotator.judges.engine.runner import judge_run, judge_run_estimate
 from annotator.judges.engine.templates import TemplateError, load_template
 from annotator.judges.providers import UnknownProvider, client_for
 from annotator.judges.services.runs import JudgeBusy, judge_claims_release_for_job
@@ -75,11 +76,13 @@ def judge_job_run(job: Job, update) -> None:
         polled[0] = time.monotonic()
         return Job.objects.filter(pk=job.pk, cancel_requested=True).exists()
 
+    earlier = _earlier_attempts(job)
+
     def progress(state: RunProgress) -> None:
         if state.done == state.total or time.monotonic() - written[0] >= POLL_SECONDS:
             written[0] = time.monotonic()
             # The step is a short column: the reasons go in the progress, which the page lists under Failed.
-            update(job, progress=state.as_dict(), step=state.summary())
+            update(job, progress=_with_totals(state, earlier), step=state.summary())
 
     pairwise = (p["baseline_system"], p["enhanced_system"]) if p.get("pairwise") else None
     update(job, step="Rendering every prompt before the first call")
@@ -96,10 +99,11 @@ def judge_job_run(job: Job, update) -> None:
             pairwise=pairwise,
             swap=p.get("swap", False),
             samples=p.get("samples", 1),
-            prices=Prices(p["price_in"], p["price_out"]),
+            prices=Prices(p["price_in"], p["price_out"], p.get("currency") or DEFAULT_CURRENCY),
             progress=progress,
             should_stop=should_stop,
             cache=p.get("cache", True),
+            max_cost=p.get("max_cost"),
             job_id=job.pk,
         )
     except JudgeBusy as exc:  # refused before any call: its message names the holder and says when to retry
@@ -126,7 +130,7 @@ def judge_job_run(job: Job, update) -> None:
         )
     if result.note:
         summary = f"{result.note} {summary}"
-    progress_row = state.as_dict()
+    progress_row = _with_totals(state, earlier)
     # The row-error shape every job shares (the API's JobOut), with the item named in the message.
     errors = [
         {"row": None, "column": None, "item": item, "message": f"item {item}: {error}"}
@@ -135,7 +139,15 @@ def judge_job_run(job: Job, update) -> None:
     if result.failed_outputs:
         progress_row["sample_raw_output"] = result.failed_outputs[0][:SAMPLE_OUTPUT_CHARS]
     finished = {"finished_at": timezone.now(), "step": "", "progress": progress_row, "errors": errors}
-    if result.stopped:
+    if result.capped:
+        update(
+            job,
+            state=Job.CANCELLED,
+            **finished,
+            message=f"Stopped at the cost cap. {summary} Start a run with a higher cap to call the items that "
+            "are left.",
+        )
+    elif result.stopped:
         update(
             job,
             state=Job.CANCELLED,
@@ -162,6 +174,35 @@ def judge_job_run(job: Job, update) -> None:
         update(job, state=Job.DONE, **finished, message=summary)
 
 
+def _earlier_attempts(job: Job) -> dict:
+    """What the earlier attempts of ``job`` (stopped and started again, or tried again) paid: the totals its
+    progress last recorded. Empty for a first attempt."""
+    last = job.progress if isinstance(job.progress, dict) else {}
+    totals = last.get("all_attempts")
+    if isinstance(totals, dict):
+        return totals
+    if "paid" in last:  # a progress written before totals were kept: that attempt alone
+        return {k: last.get(k) for k in ("paid", "tokens_in", "tokens_out", "cost")}
+    return {}
+
+
+def _with_totals(state: RunProgress, earlier: dict) -> dict:
+    """The progress of this attempt, with ``all_attempts``: what every attempt of the job paid so far, so the
+    page's cost is the job's, not only its last attempt's."""
+    row = state.as_dict()
+    cost = state.cost if state.prices.known else None
+    if earlier.get("cost") is not None:
+        cost = (cost or 0.0) + earlier["cost"]
+    row["all_attempts"] = {
+        "paid": state.paid + (earlier.get("paid") or 0),
+        "tokens_in": state.tokens_in + (earlier.get("tokens_in") or 0),
+        "tokens_out": state.tokens_out + (earlier.get("tokens_out") or 0),
+        "cost": cost,
+        "attempts": (earlier.get("attempts") or (1 if earlier else 0)) + 1,
+    }
+    return row
+
+
 def _sentence(text: str) -> str:
     """``text`` ending with a full stop, so the sentence appended after it reads as one."""
     text = text.rstrip()
@@ -172,6 +213,29 @@ def judge_job_release(job: Job) -> None:
     """``JOB_KINDS`` release of a judge run whose worker is gone: its claim on the judge, which the dead
     process can no longer renew or release, so Try again resumes at once."""
     judge_claims_release_for_job(job=job)
+
+
+def judge_form_estimate(data: dict) -> list[str]:
+    """The dry run of the Run a judge form's ``data`` (its cleaned data), in words: what the run would call,
+    its estimated tokens and cost, and with a cost cap the most it can spend. Calls nothing, needs no key.
+    Raises TemplateError or UnknownProvider."""
+    client = client_for(data)
+    try:
+        guess = judge_run_estimate(
+            batch=data["batch"],
+            template=load_template(data["template"]),
+            client=client,
+            prices=Prices(data["price_in"] or 0.0, data["price_out"] or 0.0, data["currency"]),
+            cache=not data["no_cache"],
+            max_cost=data["max_cost"],
+            pairwise=(data["baseline_system"], data["enhanced_system"]) if data["pairwise"] else None,
+            swap=data["swap"],
+            samples=data["samples"],
+            calibration_set=data["calibration_set"],
+        )
+    finally:
+        client.close()
+    return estimate_lines(guess)
 
 
 def judge_job_retry_params(job: Job) -> dict:

@@ -53,6 +53,8 @@ class CallOutcome:
     distributions: dict[str, Any] = field(default_factory=dict)  # dimension → ScoreDistribution
     request_key: str = ""
     cached: bool = False  # served from an identical earlier call: nothing was paid
+    request: dict[str, Any] = field(default_factory=dict)  # every parameter the request carried
+    provider_batch: str = ""  # --batch: the provider's batch the answer came from
 
     @property
     def error(self) -> str:
@@ -231,15 +233,26 @@ def judge_claims_release_for_job(*, job: Job) -> int:
     )
 
 
+def _clear(calls) -> None:
+    """Make room for new calls: the paid calls in ``calls`` (answered or failed, not served from the cache)
+    are kept as ``superseded``, so the ledger keeps every call paid for; the rest (``sent`` placeholders,
+    cached calls, which cost nothing) are deleted."""
+    calls.filter(cached=False).exclude(status=JudgeCall.SENT).update(superseded=True)
+    calls.delete()  # a new query: the rows just superseded are no longer current
+
+
 @transaction.atomic
-def judge_calls_mark_sent(*, judge: Judge, template, model: str, params: dict, tasks: list) -> None:
+def judge_calls_mark_sent(
+    *, judge: Judge, template, model: str, params: dict, tasks: list, request: dict | None = None
+) -> None:
     """Write each task's ledger row as ``sent`` before its request leaves, so a run killed mid-call leaves
-    a trace a rerun will not pay for again unasked. The item's scores stay until the answer replaces them."""
+    a trace a rerun will not pay for again unasked. The item's scores stay until the answer replaces them.
+    ``request``: the parameters the requests carry (besides model and messages)."""
     now = timezone.now()
     for task in tasks:
-        JudgeCall.objects.filter(
-            judge=judge, item=task.item, enhanced=task.enhanced, sample=task.sample
-        ).delete()
+        _clear(
+            JudgeCall.objects.filter(judge=judge, item=task.item, enhanced=task.enhanced, sample=task.sample)
+        )
     JudgeCall.objects.bulk_create(
         JudgeCall(
             judge=judge,
@@ -256,6 +269,7 @@ def judge_calls_mark_sent(*, judge: Judge, template, model: str, params: dict, t
             attempts=0,
             created_at=now,
             request_key=task.key,
+            request=request or {},
         )
         for task in tasks
     )
@@ -264,11 +278,15 @@ def judge_calls_mark_sent(*, judge: Judge, template, model: str, params: dict, t
 @transaction.atomic
 def judge_calls_unsend(*, judge: Judge, tasks: list) -> None:
     """Remove the ``sent`` rows of calls that never got an answer because the run stopped or could not go on
-    (a call waiting to retry, a refused key): nothing was paid for, and a plain rerun calls them."""
+    (a call waiting to retry, a refused key): nothing was paid for, and a plain rerun calls them. A paid call
+    the ``sent`` row superseded (``--force``) becomes the slot's call again."""
     for task in tasks:
-        JudgeCall.objects.filter(
-            judge=judge, item=task.item, enhanced=task.enhanced, sample=task.sample, status=JudgeCall.SENT
-        ).delete()
+        slot = {"judge": judge, "item": task.item, "enhanced": task.enhanced, "sample": task.sample}
+        if JudgeCall.objects.filter(**slot, status=JudgeCall.SENT).delete()[0]:
+            # The call that was to replace the slot's last paid call never happened: that call is current again.
+            last = JudgeCall.ledger.filter(**slot, superseded=True).order_by("-created_at", "-pk").first()
+            if last is not None:
+                JudgeCall.ledger.filter(pk=last.pk).update(superseded=False)
 
 
 @transaction.atomic
@@ -302,34 +320,37 @@ def judge_call_states(*, judge: Judge) -> dict[tuple[int, int | None, int], str]
 
 @transaction.atomic
 def judge_calls_record(
-    *, judge: Judge, template, model: str, params: dict, outcomes: list[CallOutcome]
+    *, judge: Judge, template, model: str, params: dict, outcomes: list[CallOutcome], prices=None
 ) -> None:
-    """Save completed calls (those that arrived together) in one transaction; see ``_record``."""
+    """Save completed calls (those that arrived together) in one transaction; see ``_record``. ``prices``
+    (``annotator.judges.engine.progress.Prices``): the run's, each call's ``cost`` is priced with them."""
     for outcome in outcomes:
-        _record(judge, template, model, params, outcome)
+        _record(judge, template, model, params, outcome, prices)
 
 
 @transaction.atomic
 def judge_calls_record_many(
-    *, judge: Judge, template, model: str, params: dict, outcomes: list[CallOutcome]
+    *, judge: Judge, template, model: str, params: dict, outcomes: list[CallOutcome], prices=None
 ) -> None:
     """Save many outcomes at once (those served from the cache): as ``judge_calls_record``, with one delete and
     one insert per table for the single-response calls instead of several statements per call."""
     single = [o for o in outcomes if o.enhanced is None]
     for outcome in outcomes:
         if outcome.enhanced is not None:
-            _record(judge, template, model, params, outcome)
+            _record(judge, template, model, params, outcome, prices)
     if not single:
         return
     now, scale = timezone.now(), template.scale
     for sample in {o.sample for o in single}:
-        JudgeCall.objects.filter(
-            judge=judge,
-            enhanced__isnull=True,
-            sample=sample,
-            item__in=[o.item.pk for o in single if o.sample == sample],
-        ).delete()
-    JudgeCall.objects.bulk_create(_call_row(judge, template, model, params, o, now) for o in single)
+        _clear(
+            JudgeCall.objects.filter(
+                judge=judge,
+                enhanced__isnull=True,
+                sample=sample,
+                item__in=[o.item.pk for o in single if o.sample == sample],
+            )
+        )
+    JudgeCall.objects.bulk_create(_call_row(judge, template, model, params, o, now, prices) for o in single)
     scored = [o for o in single if not o.sample and o.parsed.get("scores")]
     JudgeScore.objects.filter(judge=judge, item__in=[o.item.pk for o in scored]).delete()
     JudgeScore.objects.bulk_create(row for o in scored for row in _score_rows(judge, scale, o, now))
@@ -342,8 +363,19 @@ def judge_calls_record_many(
     )
 
 
-def _call_row(judge: Judge, template, model: str, params: dict, o: CallOutcome, now) -> JudgeCall:
+def call_cost(o: CallOutcome, prices) -> float | None:
+    """What a call was charged: nothing when served from the cache (its tokens were not paid again), else its
+    reported tokens at ``prices``; None when the run had no prices."""
+    if prices is None or not prices.known:
+        return None
+    return 0.0 if o.cached else prices.cost_of(o.tokens_in, o.tokens_out)
+
+
+def _call_row(
+    judge: Judge, template, model: str, params: dict, o: CallOutcome, now, prices=None
+) -> JudgeCall:
     """The ledger row of a completed call (unsaved): one spelling for the single and the bulk save."""
+    cost = call_cost(o, prices)
     return JudgeCall(
         judge=judge,
         item=o.item,
@@ -368,6 +400,10 @@ def _call_row(judge: Judge, template, model: str, params: dict, o: CallOutcome, 
         created_at=now,
         request_key=o.request_key,
         cached=o.cached,
+        request=o.request,
+        provider_batch=o.provider_batch,
+        cost=cost,
+        currency=prices.currency if cost is not None else "",
     )
 
 
@@ -393,7 +429,7 @@ def _score_rows(judge: Judge, scale, o: CallOutcome, now) -> list[JudgeScore]:
     ]
 
 
-def _record(judge: Judge, template, model: str, params: dict, outcome: CallOutcome) -> JudgeCall:
+def _record(judge: Judge, template, model: str, params: dict, outcome: CallOutcome, prices=None) -> JudgeCall:
     """Save one completed call with its scores (replacing the item's earlier ones) or its failure.
 
     The item's earlier failure rows go when it is scored; a failed call keeps one failure row per
@@ -401,10 +437,12 @@ def _record(judge: Judge, template, model: str, params: dict, outcome: CallOutco
     """
     scale = template.scale
     now = timezone.now()
-    JudgeCall.objects.filter(
-        judge=judge, item=outcome.item, enhanced=outcome.enhanced, sample=outcome.sample
-    ).delete()
-    call = _call_row(judge, template, model, params, outcome, now)
+    _clear(
+        JudgeCall.objects.filter(
+            judge=judge, item=outcome.item, enhanced=outcome.enhanced, sample=outcome.sample
+        )
+    )
+    call = _call_row(judge, template, model, params, outcome, now, prices)
     call.save(force_insert=True)
     if outcome.sample:
         return call  # a repeat for self-consistency: its parsed values stay on the call, the judge's scores are sample 0's

@@ -20,8 +20,9 @@ from annotator.roles import researcher_required
 from annotator.services.jobs import judge_job_create
 
 
-def _page(request, scores_form=None, verdicts_form=None, errors=(), status=200, run_form=None):
+def _page(request, scores_form=None, verdicts_form=None, errors=(), status=200, run_form=None, estimate=None):
     context = {
+        "estimate": estimate,
         "run_form": run_form or JudgeRunForm(auto_id="run_%s"),
         "scores_form": scores_form or JudgeScoresForm(auto_id="scores_%s"),
         "verdicts_form": verdicts_form or VerdictsForm(auto_id="verdicts_%s"),
@@ -102,6 +103,18 @@ def start_run(request):
     if not form.is_valid():
         return _page(request, run_form=form, status=400)
     data = form.cleaned_data
+    if "dry_run" in request.POST:
+        # Imported here: the judge engine loads httpx, which the web workers that never run judges do without.
+        from annotator.judges.engine.templates import TemplateError
+        from annotator.judges.providers import UnknownProvider
+        from annotator.judges.services.jobs import judge_form_estimate
+
+        try:
+            lines = judge_form_estimate(data)
+        except (TemplateError, UnknownProvider) as exc:
+            form.add_error(None, str(exc))
+            return _page(request, run_form=form, status=400)
+        return _page(request, run_form=form, estimate=lines)
     job = judge_job_create(
         batch=data["batch"],
         template=data["template"],
@@ -124,5 +137,8 @@ def start_run(request):
         retry_unknown=data["retry_unknown"],
         provider=data["provider"],
         cache=not data["no_cache"],
+        currency=data["currency"],
+        max_cost=data["max_cost"],
+        max_tokens=data["max_tokens"],
     )
     return redirect("job_status", job_id=job.pk)

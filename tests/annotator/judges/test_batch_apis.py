@@ -79,12 +79,13 @@ def test_a_stopped_run_leaves_the_batch_in_the_ledger_and_a_rerun_fetches_it(mon
         fake.polls = 0
         _run(fake, "r", "--judge", "J")
     assert fake.created == 1 and fake.answered == 4  # nothing submitted twice
+    # The answered calls keep the batch they came from: the export says where each was paid.
     assert list(
         JudgeCall.objects.filter(judge__name="J")
         .values_list("status", "provider_batch")
         .order_by()
         .distinct()
-    ) == [("ok", "")]
+    ) == [("ok", "batch_1")]
 
 
 @pytest.mark.django_db
@@ -96,3 +97,27 @@ def test_expired_requests_are_sent_again_by_a_rerun(capsys):
         assert "1 request(s) the batch did not answer" in capsys.readouterr().out
         _run(fake, "e", "--judge", "J")
     assert fake.created == 2 and JudgeCall.objects.filter(judge__name="J", status="ok").count() == 4
+
+
+@pytest.mark.django_db
+@pytest.mark.parametrize("provider", ["openai", "anthropic"])
+def test_requests_past_the_providers_limit_go_in_several_batches(provider, monkeypatch):
+    """OpenAI takes 50,000 requests a batch and Anthropic 100,000: a run with more splits them (a limit of 3 here)."""
+    from annotator.judges.providers.batches import AnthropicBatches, OpenAIBatches
+
+    assert (OpenAIBatches.max_requests, AnthropicBatches.max_requests) == (50_000, 100_000)
+    api = OpenAIBatches if provider == "openai" else AnthropicBatches
+    monkeypatch.setattr(api, "max_requests", 3)
+    monkeypatch.setenv("ANTHROPIC_API_KEY", "k-123456789")
+    make_batch("big", n_items=7)
+    with FakeBatchAPIs(polls=1) as fake:
+        _run(fake, "big", "--judge", "J", provider=provider)
+        sizes = sorted(len(b["requests"]) for b in fake.batches.values())
+        assert fake.created == 3 and sizes == [1, 3, 3] and fake.answered == 7
+    calls = list(JudgeCall.objects.filter(judge__name="J"))
+    assert [c.status for c in calls] == ["ok"] * 7
+    # Each answered call names the batch it was paid in: three batches, as many calls in each as were sent.
+    per_batch = sorted(
+        sum(1 for c in calls if c.provider_batch == b) for b in {c.provider_batch for c in calls}
+    )
+    assert per_batch == [1, 3, 3]

@@ -3,11 +3,13 @@
 from __future__ import annotations
 
 import json
+import threading
+import time
 
 import pytest
 from django.core.management import CommandError, call_command
 
-from annotator.judges.engine.budget import input_tokens
+from annotator.judges.engine.budget import CAP_MAX_TOKENS, input_tokens
 from annotator.judges.engine.runner import batch_items, render_items
 from annotator.judges.engine.templates import load_template
 from annotator.models import Batch, JudgeCall
@@ -93,8 +95,11 @@ def test_max_cost_stops_starting_calls_keeps_what_was_paid_and_a_rerun_continues
     price = ["--price-in", "1000", "--price-out", "1000"]  # 0.001 per token
     batch = Batch.objects.get(name="cap")
     one = input_tokens(render_items(batch_items(batch, 1), load_template(RULE), batch.rubric_obj)[0].messages)
-    per_call = (one + 200) * 0.001  # the cap's estimate of one call
-    cap = round(per_call * 4.5, 4)
+    reserved = (one + CAP_MAX_TOKENS) * 0.001  # the first call's estimate: its max_tokens bound
+    answered = (
+        one + 14
+    ) * 0.001  # a real call (the fake answers 14 tokens): the estimate once answers are back
+    cap = round(reserved + answered * 3.5, 4)
     with FakeJudge(latency=0.02) as fake:
         with pytest.raises(CommandError, match="stopped at --max-cost") as stopped:
             _run(fake, "cap", "--judge", "A", "--concurrency", "1", "--max-cost", str(cap), *price)
@@ -105,18 +110,31 @@ def test_max_cost_stops_starting_calls_keeps_what_was_paid_and_a_rerun_continues
         spent = sum((c.tokens_in + c.tokens_out) * 0.001 for c in paid)
         assert 0 < len(paid) < 12 and fake.calls == len(paid) and all(c.status == "ok" for c in paid)
         assert spent <= cap
-        # A rerun continues with the calls that are left.
-        _run(fake, "cap", "--judge", "A", "--concurrency", "4", *price)
+        # A rerun with a higher cap (so the same max_tokens bound) continues with the calls that are left.
+        _run(fake, "cap", "--judge", "A", "--concurrency", "4", "--max-cost", "1000", *price)
         assert fake.calls == 12 and JudgeCall.objects.filter(judge__name="A", status="ok").count() == 12
 
 
 @pytest.mark.django_db
 def test_max_cost_counts_calls_in_flight():
+    """16 could start at once; each call in flight is reserved at its max_tokens bound, so only 3 fit at a
+    time, and the others wait until answers come back (the run then goes on at their real cost)."""
     make_batch("fly", n_items=20)
     batch = Batch.objects.get(name="fly")
     one = input_tokens(render_items(batch_items(batch, 1), load_template(RULE), batch.rubric_obj)[0].messages)
-    per_call = (one + 200) * 0.001
-    with FakeJudge(latency=0.2) as fake:
+    per_call = (one + CAP_MAX_TOKENS) * 0.001
+    lock, now, most = threading.Lock(), [0], [0]
+
+    def slow(prompt):
+        with lock:
+            now[0] += 1
+            most[0] = max(most[0], now[0])
+        time.sleep(0.2)
+        with lock:
+            now[0] -= 1
+        return '{"score": 0.75, "reason": "Mostly answers the request."}'
+
+    with FakeJudge(reply=slow) as fake:
         with pytest.raises(CommandError, match="stopped at --max-cost"):
             _run(
                 fake,
@@ -132,4 +150,6 @@ def test_max_cost_counts_calls_in_flight():
                 "--price-out",
                 "1000",
             )
-    assert fake.calls == 3  # 16 could start at once; only 3 fit under the cap
+    assert most[0] == 3
+    spent = sum((c.tokens_in + c.tokens_out) * 0.001 for c in JudgeCall.objects.filter(judge__name="A"))
+    assert 3 < fake.calls < 20 and spent <= per_call * 3.5

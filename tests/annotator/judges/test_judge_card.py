@@ -165,3 +165,19 @@ def test_methods_paragraph_ignores_exclusions_of_people_who_rated_nothing(db):
         text.startswith("3 annotators rated 6 of 6 items (18 annotations)")
         and "No annotator was excluded" in text
     )
+
+
+def test_the_readme_counts_the_judges_the_demo_loads(db):
+    """The README said three demo judges; load_demo makes four (a second version of one of them)."""
+    import io
+    import re
+
+    from django.conf import settings
+    from django.core.management import call_command
+
+    call_command("load_demo", stdout=io.StringIO())
+    loaded = Judge.objects.filter(scores__item__batch__name="Demo: route planning").distinct().count()
+    readme = (settings.BASE_DIR / "README.md").read_text(encoding="utf-8")
+    said = re.search(r"(\w+) demo\s+LLM judges have scored the items", readme)
+    words = {"two": 2, "three": 3, "four": 4, "five": 5, "six": 6}
+    assert said and words[said.group(1)] == loaded == 4

@@ -325,3 +325,54 @@ def test_the_form_refuses_an_unknown_provider_and_a_missing_base_url(researcher)
     response = researcher.post("/judges/run/", form("", provider="openai"))
     assert response.status_code == 400 and "Give the endpoint" in response.content.decode()
     assert not Job.objects.exists()
+
+
+@pytest.mark.django_db
+def test_the_form_starts_on_a_scoring_template_and_states_the_caps_bound(researcher):
+    """Before: the first template offered was geval_pairwise, which a plain run refuses."""
+    page = researcher.get("/judges/").content.decode()
+    assert '<option value="hcs_rubric" selected>' in page
+    assert 'value="geval_pairwise" selected' not in page
+    assert "1,024 unless given below" in page and 'name="max_cost"' in page and 'name="currency"' in page
+
+
+@pytest.mark.django_db
+def test_a_dry_run_from_the_form_estimates_and_calls_nothing(researcher, monkeypatch):
+    monkeypatch.setenv("OPENAI_API_KEY", "sk-web-123456789")
+    make_batch("web", n_items=4)
+    with FakeJudge() as fake:
+        response = researcher.post(
+            "/judges/run/",
+            form(fake.url, dry_run="1", price_in="2.5", price_out="10", currency="eur", max_cost="0.5"),
+        )
+        assert fake.calls == 0
+    page = response.content.decode()
+    assert response.status_code == 200 and not Job.objects.exists() and not JudgeCall.objects.exists()
+    assert "Dry run, nothing was called: 4 call(s) to pay for" in page
+    assert "estimated cost" in page and " EUR (at 2.5 in / 10 out" in page
+    assert "With a cost cap of 0.5000 EUR: every call is sent max_tokens 1,024" in page
+    # A cap needs prices to count the spend with.
+    refused = researcher.post("/judges/run/", form("http://127.0.0.1:9", max_cost="0.5"))
+    assert refused.status_code == 400 and b"A cost cap needs the prices" in refused.content
+    assert not Job.objects.exists()
+
+
+@pytest.mark.django_db
+def test_a_capped_run_from_the_form_sends_the_bound_and_stops_at_the_cap(
+    researcher, monkeypatch, django_capture_on_commit_callbacks
+):
+    monkeypatch.setenv("OPENAI_API_KEY", "sk-web-123456789")
+    make_batch("web", n_items=20)
+    long = '{"score": 0.5, "reason": "' + "Weighs the answer. " * 300 + '"}'  # ~1,400 tokens, cut at 1,024
+    with FakeJudge(lambda p: long) as fake:
+        start(
+            researcher,
+            django_capture_on_commit_callbacks,
+            form(fake.url, price_in="2.5", price_out="10", max_cost="0.05"),
+        )
+        sent = [r["body"]["max_tokens"] for r in fake.requests]
+    job = Job.objects.get()
+    assert set(sent) == {1024} and 0 < len(sent) < 20
+    assert job.state == Job.CANCELLED and job.message.startswith("Stopped at the cost cap.")
+    spent = sum(c.cost for c in JudgeCall.objects.all())
+    assert spent <= 0.05 + 1024 * 10 / 1e6

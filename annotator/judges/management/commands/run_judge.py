@@ -15,9 +15,10 @@ from django.core.management.base import BaseCommand, CommandError
 from tqdm import tqdm
 
 from annotator.imports.errors import ImportRefused
+from annotator.judges.engine.budget import CAP_MAX_TOKENS, estimate_lines
 from annotator.judges.engine.client import ChatClient, JudgeRunFatal
 from annotator.judges.engine.pairwise import pair_tasks
-from annotator.judges.engine.progress import Prices, RunProgress
+from annotator.judges.engine.progress import DEFAULT_CURRENCY, Prices, RunProgress, currency_code
 from annotator.judges.engine.runner import (
     batch_items,
     calibration_only,
@@ -95,7 +96,12 @@ class Command(BaseCommand):
             "--timeout", type=float, default=60.0, help="deadline for each whole request, seconds"
         )
         parser.add_argument("--temperature", type=float, default=0.0)
-        parser.add_argument("--max-tokens", type=int, default=None)
+        parser.add_argument(
+            "--max-tokens",
+            type=int,
+            default=None,
+            help=f"the most output tokens a call may be charged for (with --max-cost and none given: {CAP_MAX_TOKENS})",
+        )
         parser.add_argument("--limit", type=int, default=None, help="only the first N items")
         parser.add_argument(
             "--retry-failed",
@@ -167,7 +173,13 @@ class Command(BaseCommand):
         )
         parser.add_argument("--price-out", type=float, default=0.0, help="price per million output tokens")
         parser.add_argument(
-            "--prices", help='JSON file {"MODEL": {"input": 2.5, "output": 10}} per million tokens'
+            "--prices",
+            help='JSON file {"MODEL": {"input": 2.5, "output": 10, "currency": "USD"}} per million tokens',
+        )
+        parser.add_argument(
+            "--currency",
+            default=DEFAULT_CURRENCY,
+            help="the currency of the prices and of --max-cost, shown with every cost (default USD)",
         )
         parser.add_argument(
             "--batch",
@@ -193,8 +205,8 @@ class Command(BaseCommand):
             type=float,
             default=None,
             metavar="USD",
-            help="stop starting calls before the estimated spend of this run would pass USD "
-            "(needs --price-in/--price-out or --prices)",
+            help="keep this run's spend within USD: calls in flight are reserved at --max-tokens, so the spend "
+            "passes it by at most one call's output (needs --price-in/--price-out or --prices)",
         )
 
     def handle(self, *args, **o):
@@ -255,10 +267,14 @@ class Command(BaseCommand):
             raise CommandError("--batch-poll must be a positive number of seconds.")
         if o["timeout"] <= 0 or o["max_retries"] < 0:
             raise CommandError("--timeout must be positive and --max-retries at least 0.")
-        prices = Prices(o["price_in"], o["price_out"])
+        try:
+            currency = currency_code(o["currency"])
+        except ValueError as exc:
+            raise CommandError(f"--currency: {exc}") from None
+        prices = Prices(o["price_in"], o["price_out"], currency)
         if o["prices"]:
             try:
-                prices = Prices.from_file(o["prices"], o["model"])
+                prices = Prices.from_file(o["prices"], o["model"], currency)
             except ValueError as exc:
                 raise CommandError(f"--prices: {exc}") from None
         if o["max_cost"] is not None and (o["max_cost"] <= 0 or not prices.known):
@@ -363,6 +379,7 @@ class Command(BaseCommand):
                 client=client,
                 prices=prices,
                 cache=not o["no_cache"],
+                max_cost=o["max_cost"],
                 limit=o["limit"],
                 pairwise=pairwise,
                 swap=o["swap"],
@@ -373,20 +390,8 @@ class Command(BaseCommand):
             )
         except TemplateError as exc:
             raise CommandError(str(exc)) from None
-        cost = (
-            (
-                f"estimated cost {guess.cost:.4f} (at {prices.input_per_million:g} in / "
-                f"{prices.output_per_million:g} out per million tokens)"
-            )
-            if prices.known
-            else "no cost estimate (give --price-in/--price-out or --prices)"
-        )
-        self.stdout.write(
-            f"Dry run, nothing was called: {guess.calls} call(s) to pay for, {guess.cached} more served from the "
-            f"cache. Estimated {guess.tokens_in:,} input tokens (1 token per 4 characters of each message, plus 4 "
-            f"per message) and {guess.tokens_out:,} output tokens ({guess.output_basis}); {cost}. A judge that "
-            f"already has some of these calls skips them too."
-        )
+        for line in estimate_lines(guess):
+            self.stdout.write(line)
 
     def _show(
         self, batch, template, n: int, pairwise, swap: bool = False, calibration_set: bool = False
@@ -434,7 +439,7 @@ class Command(BaseCommand):
             f"cached {state.cached}"
         )
         if state.prices.known:
-            postfix += f", cost ~{state.cost:.4f}"
+            postfix += f", cost ~{state.prices.show(state.cost)}"
         bar.set_postfix_str(postfix, refresh=True)
 
     def _report(self, result, template) -> None:
