@@ -30,10 +30,10 @@ from annotator.models import (
     Batch,
     Enrolment,
     GoldAnswer,
-    GoldItem,
     Item,
 )
 from annotator.services.assignment_sql import candidate_items
+from annotator.studies.selectors import counted_annotations
 from annotator.turns import NO_ROLE, is_user, normalise_turns
 
 
@@ -99,13 +99,12 @@ class BatchProgress:
     batch: Batch
     items_total: int
     items_complete: int
-    mine_submitted: int  # what the annotator rated as they saw it: annotations and gold checks answered
+    mine_submitted: int  # their annotations: the rating and end pages' "You rated", what the edit list holds
     mine_leased: bool
     ended: bool = False  # their ratings are final (see ratings_final): no Start button, no edit link
     visit_over: bool = False  # their study visit is over
     nothing_left: bool = False  # no item left that they may get, and nothing on their screen
     crowd: bool = False  # they came by a study link: Start then ends their visit with its code
-    mine_annotations: int = 0  # their annotations alone: what the edit list holds
 
     @property
     def percent_complete(self) -> int:
@@ -148,18 +147,8 @@ def queue_for_annotator(*, user) -> list[BatchProgress]:
             items_complete=_grouped_count(
                 Item.objects.filter(batch=OuterRef("pk"), n_annotations__gte=OuterRef("k")), "batch"
             ),
-            mine_annotations=_grouped_count(
-                Annotation.objects.filter(item__batch=OuterRef("pk"), annotator=user), "annotator"
-            ),
-            # Checks count as rated, as on the rating and end pages, so no figure tells a check apart.
-            mine_checks=_grouped_count(
-                GoldAnswer.objects.filter(
-                    gold_item__batch=OuterRef("pk"),
-                    gold_item__kind=GoldItem.Kind.CHECK,
-                    annotator=user,
-                    submitted_at__isnull=False,
-                ),
-                "annotator",
+            mine_submitted=_grouped_count(
+                counted_annotations(batch=OuterRef("pk")).filter(annotator=user), "annotator"
             ),
             mine_leased=Exists(
                 Assignment.objects.filter(batch=OuterRef("pk"), annotator=user, state=Assignment.State.LEASED)
@@ -190,8 +179,7 @@ def queue_for_annotator(*, user) -> list[BatchProgress]:
             batch=b,
             items_total=b.items_total,
             items_complete=b.items_complete,
-            mine_submitted=b.mine_annotations + b.mine_checks,
-            mine_annotations=b.mine_annotations,
+            mine_submitted=b.mine_submitted,
             mine_leased=b.mine_leased,
             ended=b.stopped or b.visit_over,
             visit_over=b.visit_over,
@@ -242,10 +230,17 @@ def annotations_of(*, user, batch: Batch) -> list[dict]:
     return rows
 
 
+def item_number(rated_before: int) -> int:
+    """An item's number for its annotator, the one rule behind the rating page's "Item n" and the
+    numbers of "Your annotations": one more than the ratings they made before it, so a rating is
+    listed under the number it was rated as. Training answers, gold checks and skipped items are not
+    ratings (the list does not hold them): they show the number the next rating takes."""
+    return rated_before + 1
+
+
 def _item_numbers(*, user, batch: Batch, annotations: list[Annotation]) -> dict[int, int]:
-    """Each annotation's number in the list: 1 to n in the order the annotator made them (its
-    assignment's finish; an annotation without one, e.g. imported, by its submission time). Not the
-    place in their whole sequence, whose gaps would show which items were checks or skipped."""
+    """Each annotation's number in the list (``item_number``): 1 to n in the order the annotator made
+    them (its assignment's finish; an annotation without one, e.g. imported, by its submission time)."""
     finished = dict(
         Assignment.objects.filter(batch=batch, annotator=user, state=Assignment.State.SUBMITTED)
         .exclude(finished_at=None)
@@ -253,7 +248,7 @@ def _item_numbers(*, user, batch: Batch, annotations: list[Annotation]) -> dict[
     )
     # Ties (an import's one timestamp) fall back on the annotations' order.
     order = sorted(annotations, key=lambda a: (finished.get(a.item_id) or a.submitted_at, a.pk))
-    return {a.pk: n for n, a in enumerate(order, 1)}
+    return {a.pk: item_number(before) for before, a in enumerate(order)}
 
 
 def annotation_of(*, user, pk: int) -> QuerySet[Annotation]:

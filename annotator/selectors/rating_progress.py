@@ -18,14 +18,13 @@ from django.db.models import Count
 from annotator.db_private import CompiledQuery
 from annotator.hot_sql import hand_written_sql, hot_cursor
 from annotator.models import Assignment, Batch, GoldAnswer, GoldItem, Item
+from annotator.selectors.queue import item_number
 from annotator.services.assignment import lease_duration
 
 
 @dataclass(frozen=True)
 class RatingProgress:
-    mine_submitted: (
-        int  # the annotator's annotations in the batch and gold checks answered (a check looks like any item)
-    )
+    mine_submitted: int  # the annotator's ratings in the batch (annotations; not gold answers): "You rated"
     mine_skipped: int
     left_for_me: int  # items with a free slot never given to the annotator (not counting this one)
     items_total: int
@@ -36,11 +35,13 @@ class RatingProgress:
     quota_left: int | None = (
         None  # annotations the study's quota still allows after this item (None: no quota)
     )
+    training: bool = False  # this item is a training item (numbered apart, as "Training item n")
 
     @property
     def position(self) -> int:
-        """This item's number in the annotator's own sequence (training, rated or skipped): 1 for their first."""
-        return self.training_done + self.mine_submitted + self.mine_skipped + 1
+        """This item's number: the one "Your annotations" lists its rating under (``item_number``), or
+        a training item's number among the training items."""
+        return self.training_done + 1 if self.training else item_number(self.mine_submitted)
 
     @property
     def more(self) -> int:
@@ -217,7 +218,6 @@ class _Tally:
     submitted: int = 0
     skipped: int = 0
     mine_open: int = 0  # of those, items ever given to the annotator
-    checks: int = 0
     training: int = 0
 
 
@@ -235,10 +235,7 @@ def _tally(rows: list[tuple], k: int) -> _Tally:
             t.mine_open += n if free and part == MINE else 0
         elif state == GoldItem.Kind.TRAINING:
             t.training += n
-        else:
-            # Checks count as rated, so a check's number looks like any other item's and the item
-            # after it does not repeat it.
-            t.checks += n
+        # Answered checks are not ratings: not in "You rated", nor in what a study counts or pays for.
     return t
 
 
@@ -253,8 +250,8 @@ def rating_progress(
     quota: int | None = None,
 ) -> RatingProgress:
     """The annotator's place in ``batch`` while rating ``item`` (``lease``: their assignment of
-    it, when the caller has it at hand; ``count_gold``: the batch has gold items, which count in
-    the annotator's sequence).
+    it, when the caller has it at hand; ``count_gold``: the batch has gold items, whose training
+    answers number the training items).
 
     Counts grouped by the items' progress counters (a handful of rows: k + 1 values each), so the
     statement stays cheap to build and to run whatever the batch size; what is left for the annotator
@@ -281,7 +278,7 @@ def rating_progress(
     if quota is not None:
         quota_left = max(0, quota - t.submitted - (1 if isinstance(item, Item) else 0))
     return RatingProgress(
-        mine_submitted=t.submitted + t.checks,
+        mine_submitted=t.submitted,
         mine_skipped=t.skipped,
         left_for_me=max(0, t.open_items - t.mine_open),
         items_total=t.total,
@@ -290,4 +287,5 @@ def rating_progress(
         lease_expires_at=held[1],
         training_done=t.training,
         quota_left=quota_left,
+        training=not isinstance(item, Item) and item.kind == GoldItem.Kind.TRAINING,
     )

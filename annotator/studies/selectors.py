@@ -11,7 +11,7 @@ from __future__ import annotations
 from dataclasses import dataclass
 from datetime import datetime, timedelta
 
-from django.db.models import Count, F, Max, Q
+from django.db.models import Count, F, Max, Q, QuerySet
 from django.utils import timezone
 
 from annotator.models import (
@@ -90,22 +90,28 @@ def is_study_batch(batch: Batch) -> bool:
     )
 
 
+def counted_annotations(*, batch: Batch) -> QuerySet[Annotation]:
+    """The batch's rated items as a study counts them: its annotations. The one rule behind the quota,
+    "You rated" on the worker's pages, ``items_done`` in the workers list and CSV, the completion code
+    and what the Prolific review approves and pays per item for. Training answers and gold checks are
+    not among them: a check comes on top of the quota (``answered_checks``)."""
+    return Annotation.objects.filter(item__batch=batch)
+
+
+def answered_checks(*, batch: Batch) -> QuerySet[GoldAnswer]:
+    """The gold checks answered in the batch: shown like items, counted apart from them."""
+    return GoldAnswer.objects.filter(
+        gold_item__batch=batch, gold_item__kind=GoldItem.Kind.CHECK, submitted_at__isnull=False
+    )
+
+
 def submitted_count(*, user, batch: Batch) -> int:
-    return Annotation.objects.filter(annotator=user, item__batch=batch).count()
+    """The user's rated items in the batch (``counted_annotations``)."""
+    return counted_annotations(batch=batch).filter(annotator=user).count()
 
 
-def rated_count(*, user, batch: Batch) -> int:
-    """What the worker rated as they saw it: their annotations and the gold checks they answered.
-
-    The rating page counts checks as rated so that a check looks like any item; the end page must
-    count the same way, or its smaller figure tells the worker that some items were checks."""
-    checks = GoldAnswer.objects.filter(
-        annotator=user,
-        gold_item__batch=batch,
-        gold_item__kind=GoldItem.Kind.CHECK,
-        submitted_at__isnull=False,
-    ).count()
-    return submitted_count(user=user, batch=batch) + checks
+def checks_answered_count(*, user, batch: Batch) -> int:
+    return answered_checks(batch=batch).filter(annotator=user).count()
 
 
 @dataclass(frozen=True)
@@ -116,7 +122,7 @@ class WorkerProgress:
     minutes_worked: float
     last_active_at: datetime | None
     state: str  # working, done, timed out, screened out, declined consent, study full, returned, blocked, excluded
-    checks_done: int = 0  # gold checks answered: the worker saw them as rated items, on top of items_done
+    checks_done: int = 0  # gold checks answered, on top of items_done (the end page names them apart)
     standing: AnnotatorStanding | None = None  # quality control's record of them in the batch, if any
 
     @property
@@ -178,7 +184,7 @@ def _state(
 
 def worker_progress(*, batch: Batch, now: datetime | None = None) -> list[WorkerProgress]:
     """Every enrolment in the batch with items done, checks answered, minutes from arrival to their end
-    or last step (consent, instructions, an item given or submitted), and state (five queries)."""
+    or last step (consent, instructions, an item given or submitted), and state (six queries)."""
     now = now or timezone.now()
     enrolments = list(
         Enrolment.objects.filter(batch=batch)
@@ -187,9 +193,8 @@ def worker_progress(*, batch: Batch, now: datetime | None = None) -> list[Worker
     )
     done = {
         row["annotator_id"]: row
-        for row in Annotation.objects.filter(
-            item__batch=batch, annotator_id__in=[e.user_id for e in enrolments]
-        )
+        for row in counted_annotations(batch=batch)
+        .filter(annotator_id__in=[e.user_id for e in enrolments])
         .values("annotator_id")
         .annotate(n=Count("pk"), last=Max("submitted_at"))
     }
@@ -206,12 +211,8 @@ def worker_progress(*, batch: Batch, now: datetime | None = None) -> list[Worker
         .values_list("annotator_id", "last")
     )
     checks = dict(
-        GoldAnswer.objects.filter(
-            gold_item__batch=batch,
-            gold_item__kind=GoldItem.Kind.CHECK,
-            submitted_at__isnull=False,
-            annotator_id__in=[e.user_id for e in enrolments],
-        )
+        answered_checks(batch=batch)
+        .filter(annotator_id__in=[e.user_id for e in enrolments])
         .values("annotator_id")
         .annotate(n=Count("pk"))
         .values_list("annotator_id", "n")
@@ -255,7 +256,7 @@ PAYMENT_HEADER = (
     "state",
     "screened_out",
     "completion_code_given",
-    "checks_done",  # gold checks answered, not in items_done (the worker's own pages count them as rated)
+    "checks_done",  # gold checks answered, not in items_done (nor in the worker's own "You rated")
 )
 
 

@@ -22,7 +22,15 @@
     if (left === 0 && !timer.dataset.over) {
       timer.dataset.over = "1";
       var notice = document.getElementById("session-over");
-      if (notice) notice.hidden = false;
+      if (notice) {
+        notice.hidden = false;
+        // Where the worker is looking: rate.css keeps it at the top of the view as they scroll (on a
+        // phone they are down at Submit). The focus has a screen reader read it at once, and puts
+        // Finish next in the Tab order; a layout that scrolled it away anyway brings it back.
+        notice.focus({ preventScroll: true });
+        var box = notice.getBoundingClientRect();
+        if (box.top < 0 || box.bottom > window.innerHeight) notice.scrollIntoView({ block: "nearest" });
+      }
       // Once the time is up its notice stands alone: a "Saved your rating." from before is stale.
       document.querySelectorAll("#main .messages").forEach(function (list) { list.remove(); });
       var submit = document.getElementById("submit-btn");

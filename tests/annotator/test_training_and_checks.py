@@ -188,37 +188,60 @@ def test_one_wrong_check_in_four_warns(client):
     assert {g.pk for g in golds} == set(GoldAnswer.objects.values_list("gold_item_id", flat=True))
 
 
-def test_checks_take_their_own_number_in_the_annotators_sequence_and_are_held_like_items(client):
+def test_the_number_while_rating_is_the_number_in_the_list_and_checks_are_held_like_items(client):
+    """The number shown while rating ("Item n") is the number "Your annotations" gives that rating
+    (``item_number``): training items are numbered apart, and a check or a skipped item, which the
+    list does not hold, shows the number the next rating takes. Checks are held like items."""
     import re
 
-    batch = make_batch("numbers", n_items=6, constraints=())
-    QualityRule.objects.create(batch=batch, check_every=2, check_min_answered=10)
+    batch = make_batch("numbers", n_items=8, constraints=())
+    QualityRule.objects.create(batch=batch, training_items=1, check_every=2, check_min_answered=10)
+    gold = dict(response="Go north.", scores=dict.fromkeys(DIMS, 3), tolerance=4)
+    GoldItem.objects.create(batch=batch, item_id="t0", kind="training", position=0, prompt="Train", **gold)
     for n in range(3):
         GoldItem.objects.create(
-            batch=batch,
-            item_id=f"c{n}",
-            kind="check",
-            position=n,
-            prompt="Rate this.",
-            response="Go north.",
-            scores=dict.fromkeys(DIMS, 3),
-            tolerance=4,
+            batch=batch, item_id=f"c{n}", kind="check", position=n + 1, prompt="Rate this.", **gold
         )
     user = make_user("counted")
     client.force_login(user)
-    numbers, held = [], []
-    for _ in range(6):
+    shown, held, rated_as = [], [], {}  # rated_as: prompt -> the number shown while rating it
+    actions = iter(("rate", "skip", "rate", "rate"))  # for the batch's items; gold items are answered
+    for _ in range(8):
         html = client.get(reverse("annotate_next", args=[batch.pk])).content.decode()
-        numbers.append(int(re.search(r'class="item-label">Item (\d+)<', html).group(1)))
+        label = re.search(r'class="item-label">([^<]+)<', html).group(1)
+        title = re.search(r"<title>([^<·]+)", html).group(1).strip()
         held.append("Held for you until" in html)
         pending = GoldAnswer.objects.filter(annotator=user, submitted_at__isnull=True).first()
         if pending is not None:
+            shown.append((pending.gold_item.kind, label))
+            if pending.gold_item.kind == "training":
+                assert title == "Training item 1"
             client.post(reverse("gold_submit", args=[pending.pk]), form(dict.fromkeys(DIMS, 3)))
+            continue
+        item = Assignment.objects.get(annotator=user, state="leased").item
+        assert title == f"Rate {label[0].lower()}{label[1:]}"
+        if next(actions) == "skip":
+            shown.append(("skip", label))
+            client.post(reverse("annotate_skip", args=[item.pk]), {"skip_reason": "unclear"})
         else:
-            item = Assignment.objects.get(annotator=user, state="leased").item
+            shown.append(("item", label))
+            rated_as[item.prompt] = int(label.removeprefix("Item "))
             client.post(reverse("annotate_submit", args=[item.pk]), form(dict.fromkeys(DIMS, 3)))
-    assert GoldAnswer.objects.filter(annotator=user).exists()
-    assert numbers == [1, 2, 3, 4, 5, 6]  # a check neither repeats nor skips a number
+    assert shown == [
+        ("training", "Training item 1"),
+        ("item", "Item 1"),
+        ("check", "Item 2"),
+        ("skip", "Item 2"),
+        ("item", "Item 2"),
+        ("check", "Item 3"),
+        ("item", "Item 3"),
+        ("check", "Item 4"),
+    ], shown
+    listed = re.findall(
+        r'<td data-label="Number"><strong>(\d+)</strong></td>\s*<td class="mine-prompt">([^<]+)</td>',
+        client.get(reverse("annotate_mine", args=[batch.pk])).content.decode(),
+    )
+    assert {prompt: int(n) for n, prompt in listed} == rated_as and len(rated_as) == 3
     assert all(held)
 
 

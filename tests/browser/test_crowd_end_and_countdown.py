@@ -1,5 +1,5 @@
 """In Chromium: the session countdown runs and, at zero, says the item on screen can no longer be
-saved; the completion code is the largest text on its page and its button copies it; time that runs
+saved, in view and announced wherever the worker is on the page (a phone scrolled to Submit too); the completion code is the largest text on its page and its button copies it; time that runs
 out before any rating ends on a page without a code that says how to return the study."""
 
 from __future__ import annotations
@@ -22,8 +22,11 @@ pytestmark = [
 ]
 
 
-def enter(chromium, live_server, token, **context_options):
-    context = chromium.new_context(viewport={"width": 1360, "height": 1000}, **context_options)
+PHONE = {"width": 390, "height": 844}
+
+
+def enter(chromium, live_server, token, viewport=None, **context_options):
+    context = chromium.new_context(viewport=viewport or {"width": 1360, "height": 1000}, **context_options)
     page = context.new_page()
     page.set_default_timeout(30_000)
     page.goto(f"{live_server.url}/study/{token}/?PROLIFIC_PID={PID_A}&STUDY_ID=st1&SESSION_ID=se1")
@@ -119,4 +122,38 @@ def test_when_the_time_is_up_its_notice_stands_alone(chromium, live_server):
     page.wait_for_selector("#session-over", state="visible", timeout=20_000)
     assert page.locator(".messages, .message").count() == 0
     assert "can no longer be saved" in page.locator("#session-over").inner_text()
+    context.close()
+
+
+def in_view(page, selector: str) -> bool:
+    box = page.locator(selector).bounding_box()
+    size = page.viewport_size
+    return box is not None and box["y"] >= 0 and box["y"] + box["height"] <= size["height"] and box["x"] >= 0
+
+
+@pytest.mark.django_db(transaction=True)
+def test_on_a_phone_the_time_up_notice_is_in_view_at_the_submit_button(chromium, live_server):
+    """On a phone the worker is scrolled down to Submit when the time runs out. The notice used to
+    appear at the top of the form, out of view, leaving only a greyed Submit; it now stays in view and
+    takes the focus (a screen reader reads it; Tab goes on to Finish)."""
+    batch = make_batch("phone-time-up", n_items=3)
+    _link, token = prolific_link(batch, quota=2, max_minutes=1)
+    context, page = enter(chromium, live_server, token, viewport=PHONE, is_mobile=True, has_touch=True)
+    rating_ready(page)
+    Enrolment.objects.update(started_at=timezone.now() - timedelta(seconds=50))
+    page.reload()
+    rating_ready(page)
+    page.evaluate("window.scrollTo(0, document.documentElement.scrollHeight)")  # down at Submit
+    assert in_view(page, "#submit-btn") and page.evaluate("window.scrollY") > 0
+    page.wait_for_selector("#session-over", state="visible", timeout=20_000)
+    page.wait_for_function("document.getElementById('submit-btn').disabled")
+    assert in_view(page, "#session-over"), page.locator("#session-over").bounding_box()
+    assert in_view(page, "#session-over a.button") and in_view(page, "#submit-btn")
+    notice = page.locator("#session-over")
+    assert notice.get_attribute("role") == "alert" and "can no longer be saved" in notice.inner_text()
+    assert page.evaluate("document.activeElement.id") == "session-over"
+    page.keyboard.press("Tab")
+    assert page.evaluate("document.activeElement.textContent.trim()") == "Finish and see your code" or (
+        page.evaluate("document.activeElement.textContent.trim()") == "Finish"
+    )
     context.close()

@@ -22,10 +22,10 @@ from annotator.selectors.queue import batch_open_to
 from annotator.studies.markdown_text import markdown_html
 from annotator.studies.selectors import (
     batch_gives_checks,
+    checks_answered_count,
     earns_completion_code,
     ending_for,
     limits_for,
-    rated_count,
     submitted_count,
 )
 from annotator.studies.services.enrolment import (
@@ -160,12 +160,15 @@ def done(request, batch_id):
     if enrolment is None or not enrolment.end:
         _batch(request, batch_id)  # a 404 for batches not open to them
         return redirect("annotate_next", batch_id=batch_id)
+    # The count the quota and the Prolific review pay for; checks are told apart, as the
+    # instructions said they would come on top.
     annotations = submitted_count(user=request.user, batch=enrolment.batch)
     context = {
         "batch": enrolment.batch,
         "enrolment": enrolment,
         "ending": ending_for(enrolment, annotations=annotations),
-        "items_done": rated_count(user=request.user, batch=enrolment.batch),
+        "items_done": annotations,
+        "checks_done": checks_answered_count(user=request.user, batch=enrolment.batch),
         # Training and checks are not rated items: time that ran out before the first rating earns nothing.
         "time_up_unrated": enrolment.end == End.TIMED_OUT
         and not earns_completion_code(end=enrolment.end, annotations=annotations),

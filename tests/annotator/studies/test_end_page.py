@@ -54,8 +54,9 @@ def test_prolific_code_is_large_with_a_copy_button():
     assert 'class="copy-code" data-copy="completion-code"' in html and "js/copy_code.js" in html
 
 
-def test_the_end_page_counts_answered_checks_as_the_rating_page_does():
-    """A check looks like any item while rating, so the end page's count must include it too."""
+def test_the_end_page_counts_the_rated_items_and_names_the_checks_apart():
+    """The count is what the quota and the review count (the annotations); an answered check is named
+    apart, and training is neither."""
     from django.utils import timezone
 
     from annotator.models import GoldAnswer, GoldItem
@@ -74,4 +75,17 @@ def test_the_end_page_counts_answered_checks_as_the_rating_page_does():
         )
         GoldAnswer.objects.create(gold_item=gold, annotator=worker, shown_at=now, submitted_at=now)
     html = ended(client, batch, Enrolment.End.DONE)
-    assert "You rated 2 items." in html  # the item and the check; training is not rating
+    assert "You rated 1 item. You also answered 1 quality check, not counted among them." in html
+    assert "training" not in html.lower()
+
+
+def test_no_checks_no_sentence_about_them():
+    from tests.annotator.study_support import rate_next, start
+
+    batch = make_batch("end-count-plain", n_items=3)
+    _link, token = prolific_link(batch, quota=2)
+    client, _ = arrive(token, PID_A)
+    start(client, batch)
+    rate_next(client, batch)
+    html = ended(client, batch, Enrolment.End.DONE)
+    assert "You rated 1 item.</p>" in html and "quality check" not in html

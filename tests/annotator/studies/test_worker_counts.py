@@ -1,7 +1,8 @@
-"""Every count a crowd worker sees includes the checks they answered, so no figure tells a check
-apart: the rating page, the queue and the end page agree. The researcher's workers CSV keeps
-``items_done`` as the real items and gives the checks in ``checks_done``. The instructions say checks
-may come on top of the quota, and the rating page names the second the session stops."""
+"""Every count a crowd worker sees is the count the study pays for: their rated items (annotations),
+the one rule of ``counted_annotations``. The quota, the rating page, the queue, the end page, the
+workers CSV's ``items_done`` and the Prolific review's per-item bonus agree; the checks a worker
+answered come on top of the quota, as the instructions say, and the end page names them apart
+(``checks_done`` in the CSV). The rating page names the second the session stops."""
 
 from __future__ import annotations
 
@@ -9,23 +10,26 @@ import csv
 import io
 import re
 from datetime import UTC, datetime, timedelta
+from decimal import Decimal
 
 import pytest
 from django.urls import reverse
 from django.utils import timezone
 
 from annotator.models import Enrolment, GoldAnswer, GoldItem, QualityRule
+from annotator.studies.prolific.services.review import bonus_targets, review_plan
 from annotator.studies.selectors import PAYMENT_HEADER
-from tests.annotator.study_support import PID_A, RATING, arrive, prolific_link, rate_next, start
+from tests.annotator.studies.prolific_fake import Fake
+from tests.annotator.study_support import PID_A, RATING, arrive, prolific_link, start
 from tests.factories import make_batch, make_user
 
 pytestmark = pytest.mark.django_db
 DIMS = ("coherence", "relevance", "instruction_following", "safety_compliance", "fluency")
 
 
-def with_checks(name: str, n_checks: int = 2):
+def with_checks(name: str, n_checks: int = 2, check_every: int = 2):
     batch = make_batch(name, n_items=6)
-    QualityRule.objects.create(batch=batch, training_items=0, check_every=2)
+    QualityRule.objects.create(batch=batch, training_items=0, check_every=check_every)
     for n in range(n_checks):
         GoldItem.objects.create(
             batch=batch,
@@ -49,39 +53,79 @@ def queue_count(client, batch) -> str:
     return row.group(1)
 
 
-def test_the_rating_page_the_queue_and_the_end_page_count_the_same():
-    batch = with_checks("counts")
-    _link, token = prolific_link(batch, quota=2)
-    client, _ = arrive(token, PID_A)
-    start(client, batch)
-    assert rate_next(client, batch).status_code == 302  # one item
-    check = client.get(reverse("annotate_next", args=[batch.pk]))  # one item in two is a check
-    answer = GoldAnswer.objects.get(submitted_at__isnull=True)
-    assert answer.gold_item.kind == "check" and "Check " in check.content.decode()
-    client.post(
-        reverse("gold_submit", args=[answer.pk]), {k: v for k, v in RATING.items() if k.startswith("score")}
-    )
-    page = client.get(reverse("annotate_next", args=[batch.pk]))
-    assert you_rated(page.content.decode()) == 2  # the item and the check
-    cell = queue_count(client, batch)
-    assert cell.startswith("2 ") and "edit" in cell, cell  # was 1: the annotations alone
-    client.post(reverse("annotate_submit", args=[page.context["item"].pk]), RATING)  # quota reached
-    done = client.get(reverse("annotate_next", args=[batch.pk]), follow=True).content.decode()
-    assert "You rated 3 items." in done
-    assert queue_count(client, batch).strip() == "3"  # finished: no edit link
+def rate_until_the_end(client, batch) -> list[int]:
+    """Rate every form the worker is given (items and checks) until the visit ends; the "You rated"
+    each form showed."""
+    shown = []
+    while (page := client.get(reverse("annotate_next", args=[batch.pk]))).status_code == 200:
+        shown.append(you_rated(page.content.decode()))
+        answer = GoldAnswer.objects.filter(submitted_at__isnull=True).first()
+        if answer is not None:  # a check, shown like any item
+            scores = {k: v for k, v in RATING.items() if k.startswith("score")}
+            client.post(reverse("gold_submit", args=[answer.pk]), scores)
+        else:
+            client.post(reverse("annotate_submit", args=[page.context["item"].pk]), RATING)
+    assert page.url == reverse("study_done", args=[batch.pk])
+    return shown
 
-    admin = make_user("admin", role="admin")
-    client.force_login(admin)
+
+def test_a_quota_4_link_with_a_check_ends_with_the_4_items_the_review_pays_for():
+    """The walk's "You rated 5" on a quota-4 link: one check in every four came after the third item,
+    so the worker filled in five forms, while the quota and the review count four items."""
+    batch = with_checks("quota-4", check_every=4)
+    _link, token = prolific_link(batch, quota=4)
+    client, _ = arrive(token, PID_A, study="st-quota-4", session="sub-quota-4")
+    start(client, batch)
+    shown = rate_until_the_end(client, batch)
+    assert len(shown) == 5 and GoldAnswer.objects.filter(submitted_at__isnull=False).count() == 1
+    assert shown == [0, 1, 2, 3, 3]  # the check is not a rated item: the count after it stays at 3
+
+    done = client.get(reverse("study_done", args=[batch.pk])).content.decode()
+    said = re.search(r'<p id="items-done">(.*?)</p>', done, re.S).group(1).split()
+    assert " ".join(said) == "You rated 4 items. You also answered 1 quality check, not counted among them."
+    assert queue_count(client, batch).strip() == "4"
+
+    fake = Fake(study_id="st-quota-4")
+    fake.add("sub-quota-4", PID_A)
+    with fake.client() as prolific:
+        review = review_plan(batch=batch, study_id="st-quota-4", client=prolific, approve=True)
+    assert [d.action for d in review.decisions] == ["approve"]
+    owed, _ = bonus_targets(review=review, per_item=Decimal("0.25"))
+    assert [o.amount for o in owed] == [Decimal("1.00")]  # 4 items at 0.25: the end page's 4
+
+    client.force_login(make_user("admin", role="admin"))
     rows = list(
         csv.reader(io.StringIO(client.get(reverse("study_workers_csv", args=[batch.pk])).content.decode()))
     )
     assert rows[0] == list(PAYMENT_HEADER) and rows[0][-1] == "checks_done"
     row = dict(zip(rows[0], rows[1], strict=True))
-    assert (row["items_done"], row["checks_done"], row["state"]) == ("2", "1", "done")
+    assert (row["items_done"], row["checks_done"], row["state"]) == ("4", "1", "done")
+
+
+def test_the_time_up_end_page_counts_the_items_and_names_the_checks_apart():
+    batch = with_checks("time-up-count", check_every=2)
+    _link, token = prolific_link(batch, quota=4, max_minutes=20)
+    client, _ = arrive(token, PID_A)
+    start(client, batch)
+    for _ in range(3):  # an item, a check, an item
+        page = client.get(reverse("annotate_next", args=[batch.pk]))
+        answer = GoldAnswer.objects.filter(submitted_at__isnull=True).first()
+        if answer is not None:
+            scores = {k: v for k, v in RATING.items() if k.startswith("score")}
+            client.post(reverse("gold_submit", args=[answer.pk]), scores)
+        else:
+            client.post(reverse("annotate_submit", args=[page.context["item"].pk]), RATING)
+    Enrolment.objects.update(started_at=timezone.now() - timedelta(minutes=21))
+    done = client.get(reverse("annotate_next", args=[batch.pk]), follow=True).content.decode()
+    said = " ".join(re.search(r'<p id="items-done">(.*?)</p>', done, re.S).group(1).split())
+    assert said == (
+        "The session has reached its time limit. You rated 2 items, and they are kept. "
+        "You also answered 1 quality check, not counted among them."
+    )
 
 
 def test_no_edit_link_for_a_worker_who_answered_only_a_check():
-    """The edit list holds annotations only: a link to an empty list would say the one rated item was a check."""
+    """The edit list holds annotations only: no link to an empty list, and a count of 0 rated items."""
     batch = with_checks("only-check")
     _link, token = prolific_link(batch, quota=3)
     client, _ = arrive(token, PID_A)
@@ -92,7 +136,7 @@ def test_no_edit_link_for_a_worker_who_answered_only_a_check():
         gold_item=GoldItem.objects.first(), annotator=worker, shown_at=now, submitted_at=now
     )
     cell = queue_count(client, batch)
-    assert cell.strip() == "1", cell
+    assert cell.strip() == "0", cell  # a check is not a rated item
 
 
 @pytest.mark.parametrize("checks, said", [(2, True), (0, False)])
@@ -121,3 +165,24 @@ def test_the_rating_page_names_the_second_the_session_stops():
     assert stop is not None, html
     assert datetime.fromisoformat(stop.group(1)) == deadline
     assert stop.group(2) == deadline.astimezone(UTC).strftime("%H:%M:50 UTC")
+
+
+def test_a_worker_who_answered_only_a_check_is_not_promised_a_code_when_time_runs_out():
+    """The time-up notice's button promises the code only after a rated item, as the end page gives it:
+    an answered check is not one."""
+    batch = with_checks("only-check-time", check_every=2)
+    _link, token = prolific_link(batch, quota=4, max_minutes=20)
+    client, _ = arrive(token, PID_A)
+    start(client, batch)
+    worker = Enrolment.objects.get(batch=batch).user
+    now = timezone.now()
+    GoldAnswer.objects.create(
+        gold_item=GoldItem.objects.first(), annotator=worker, shown_at=now, submitted_at=now
+    )
+    html = client.get(reverse("annotate_next", args=[batch.pk])).content.decode()
+    notice = re.search(r'<div [^>]*id="session-over".*?</div>', html, re.S).group(0)
+    assert re.search(r">\s*Finish\s*</a>", notice) and "see your code" not in notice
+    item = client.get(reverse("annotate_next", args=[batch.pk])).context["item"]
+    client.post(reverse("annotate_submit", args=[item.pk]), RATING)  # a rated item: now the code is earned
+    html = client.get(reverse("annotate_next", args=[batch.pk])).content.decode()
+    assert "Finish and see your code" in html
