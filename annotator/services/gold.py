@@ -4,6 +4,8 @@ warning, a block)."""
 
 from __future__ import annotations
 
+import hashlib
+import hmac
 import json
 import random
 from collections.abc import Mapping, Sequence
@@ -11,6 +13,7 @@ from dataclasses import dataclass
 from datetime import datetime
 from typing import TYPE_CHECKING
 
+from django.conf import settings
 from django.core.exceptions import ValidationError
 from django.db import transaction
 from django.utils import timezone
@@ -102,7 +105,8 @@ def gold_pending(
 
     Training items come first, in file order, until the annotator has done the batch's number
     of them. Then one item in ``rule.check_every`` is a check, drawn at random among the checks
-    they have not seen.
+    they have not seen, at a place in each block of ``check_every - 1`` ratings that the annotator
+    cannot predict (``check_offset``).
     """
     now = now or timezone.now()
     answers = GoldAnswer.objects.select_related("gold_item__batch")
@@ -131,7 +135,9 @@ def gold_pending(
         *_, shown = check_counts(batch=batch, annotator=annotator)
     else:
         rated, shown = known.rated, known.checks_shown
-    if rated < (shown + 1) * (rule.check_every - 1):
+    if not check_due(
+        rated=rated, shown=shown, check_every=rule.check_every, batch=batch, annotator=annotator
+    ):
         return None
     unseen = list(
         GoldItem.objects.filter(batch=batch, kind=CHECK)
@@ -141,6 +147,26 @@ def gold_pending(
     if not unseen:
         return None
     return _show(GoldItem.objects.get(pk=random.choice(unseen)), annotator, now)
+
+
+def check_offset(*, batch: Batch, annotator, block: int, check_every: int) -> int:
+    """After how many of block ``block``'s ``check_every - 1`` ratings its check comes (1 … check_every - 1).
+
+    Drawn per annotator and block from a keyed hash, so it is stable across requests and needs no
+    stored state, yet a worker who counts their ratings (checks are not among them) cannot tell
+    when the next check comes: a fixed place in every block would give them away."""
+    per_block = check_every - 1
+    message = f"check:{batch.pk}:{annotator.pk}:{block}".encode()
+    digest = hmac.new(settings.SECRET_KEY.encode(), message, hashlib.sha256).digest()
+    return 1 + int.from_bytes(digest[:8], "big") % per_block
+
+
+def check_due(*, rated: int, shown: int, check_every: int, batch: Batch, annotator) -> bool:
+    """Whether the annotator's next form is a check: one check in every block of ``check_every - 1``
+    ratings, at a place in the block drawn by ``check_offset``."""
+    per_block = check_every - 1
+    offset = check_offset(batch=batch, annotator=annotator, block=shown, check_every=check_every)
+    return rated >= shown * per_block + offset
 
 
 def _show(gold: GoldItem, annotator, now: datetime) -> GoldAnswer:

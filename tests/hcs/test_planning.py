@@ -86,7 +86,9 @@ def test_ppi_labels_reach_the_width_on_a_fresh_study():
 
     n = ppi_labels_for_width(*study(150, 2000), n_items=5000, width=0.12)
     assert n is not None and 100 < n < 5000
-    widths = [ppi_mean(*study(n, 5000 - n)).superpopulation_width for _ in range(30)]  # the planner predicts this one
+    widths = [
+        ppi_mean(*study(n, 5000 - n)).superpopulation_width for _ in range(30)
+    ]  # the planner predicts this one
     assert np.mean(widths) == pytest.approx(0.12, rel=0.1)
     assert (
         ppi_labels_for_width(*study(150, 2000), n_items=200, width=0.01) is None

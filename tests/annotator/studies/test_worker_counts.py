@@ -17,6 +17,7 @@ from django.urls import reverse
 from django.utils import timezone
 
 from annotator.models import Enrolment, GoldAnswer, GoldItem, QualityRule
+from annotator.services.gold import check_due, check_offset
 from annotator.studies.prolific.services.review import bonus_targets, review_plan
 from annotator.studies.selectors import PAYMENT_HEADER
 from tests.annotator.studies.prolific_fake import Fake
@@ -78,7 +79,11 @@ def test_a_quota_4_link_with_a_check_ends_with_the_4_items_the_review_pays_for()
     start(client, batch)
     shown = rate_until_the_end(client, batch)
     assert len(shown) == 5 and GoldAnswer.objects.filter(submitted_at__isnull=False).count() == 1
-    assert shown == [0, 1, 2, 3, 3]  # the check is not a rated item: the count after it stays at 3
+    # The check comes after `offset` of the block's three ratings; it is not a rated item, so the count
+    # after it stays where it was.
+    worker = GoldAnswer.objects.get().annotator
+    offset = check_offset(batch=batch, annotator=worker, block=0, check_every=4)
+    assert shown == [*range(offset + 1), *range(offset, 4)]
 
     done = client.get(reverse("study_done", args=[batch.pk])).content.decode()
     said = re.search(r'<p id="items-done">(.*?)</p>', done, re.S).group(1).split()
@@ -100,6 +105,27 @@ def test_a_quota_4_link_with_a_check_ends_with_the_4_items_the_review_pays_for()
     assert rows[0] == list(PAYMENT_HEADER) and rows[0][-1] == "checks_done"
     row = dict(zip(rows[0], rows[1], strict=True))
     assert (row["items_done"], row["checks_done"], row["state"]) == ("4", "1", "done")
+
+
+def test_a_check_comes_at_a_place_in_its_block_the_worker_cannot_predict():
+    """Checks are not counted among the rated items, so a fixed place in every block would tell a worker
+    who counts when the next check comes: each worker and block draws its own place."""
+    batch = with_checks("unpredictable", check_every=5)
+    workers = [make_user(f"w{n}") for n in range(40)]
+    offsets = {
+        check_offset(batch=batch, annotator=w, block=b, check_every=5) for w in workers for b in range(3)
+    }
+    assert offsets == {1, 2, 3, 4}
+    one = workers[0]
+    places = [check_offset(batch=batch, annotator=one, block=b, check_every=5) for b in range(12)]
+    assert len(set(places)) > 1  # not one place for every block of the same worker
+    assert places == [check_offset(batch=batch, annotator=one, block=b, check_every=5) for b in range(12)]
+    # one check per block of four ratings, at its drawn place
+    for block, place in enumerate(places[:3]):
+        due = [
+            r for r in range(16) if check_due(rated=r, shown=block, check_every=5, batch=batch, annotator=one)
+        ]
+        assert due[0] == 4 * block + place
 
 
 def test_the_time_up_end_page_counts_the_items_and_names_the_checks_apart():
