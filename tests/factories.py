@@ -41,6 +41,7 @@ def make_batch(
             item_id=f"{name}-{i}",
             prompt_id=f"p{i // len(systems)}",
             position=i,
+            queue_rank=i,  # a batch made without the batch service has no seed: file order
             prompt=f"Plan a route to the airport number {i // len(systems)} avoiding tolls.",
             response=f"Take the coastal road (answer {i}).",
             system_id=systems[i % len(systems)],
@@ -87,3 +88,10 @@ def upload_storage_at(settings, folder) -> Path:
         },
     }
     return Path(folder)
+
+
+def queue_places(batch: Batch) -> dict[str, int]:
+    """Item id → its place in the batch's queue for items at the same progress: the items put first
+    (``queue_first``, highest first), then the batch's order (``queue_rank``); in that order."""
+    ids = Item.objects.filter(batch=batch).order_by("-queue_first", "queue_rank", "position")
+    return {item_id: place for place, item_id in enumerate(ids.values_list("item_id", flat=True))}

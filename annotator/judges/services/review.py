@@ -6,7 +6,6 @@ import secrets
 
 import numpy as np
 from django.db import IntegrityError, transaction
-from django.db.models import F
 from django.utils import timezone
 
 from annotator.judges.selectors.draws import draw_in_force
@@ -17,9 +16,11 @@ from annotator.models import Batch, Item, Judge, ReviewDraw, ReviewDrawItem
 def items_queue_first(*, batch: Batch, item_ids: list[str]) -> int:
     """Put ``item_ids`` first in ``batch``'s queue, in the order given; returns how many moved.
 
-    The lease hands out items closest to completion first and, within that, by ``position``; the chosen
-    items take positions 0, 1, … and every other item moves down by as many, keeping its order.
-    Unknown ids raise ValueError and change nothing."""
+    The lease hands out the items with ``queue_first`` > 0 before every other, highest first, whatever
+    their progress; the chosen items take len(ids), …, 2, 1 and every other item of the batch goes back to
+    0 (the list replaces an earlier one). The batch's own order (``queue_rank``) is left as it was, so the
+    report can still tell labels of the random order from these. Unknown ids raise ValueError and change
+    nothing."""
     ids = list(dict.fromkeys(item_ids))
     found = dict(
         Item.objects.select_for_update().filter(batch=batch, item_id__in=ids).values_list("item_id", "pk")
@@ -29,10 +30,15 @@ def items_queue_first(*, batch: Batch, item_ids: list[str]) -> int:
         raise ValueError(
             f"{len(missing)} item id(s) are not in batch {batch.name!r}: {', '.join(missing[:5])}"
         )
-    Item.objects.filter(batch=batch).exclude(pk__in=found.values()).update(position=F("position") + len(ids))
-    for position, item_id in enumerate(ids):
-        Item.objects.filter(pk=found[item_id]).update(position=position)
+    queue_first_clear(batch=batch)
+    for rank, item_id in enumerate(ids):
+        Item.objects.filter(pk=found[item_id]).update(queue_first=len(ids) - rank)
     return len(ids)
+
+
+def queue_first_clear(*, batch: Batch) -> int:
+    """Back to the batch's own order: no item is handed out first any more."""
+    return Item.objects.filter(batch=batch, queue_first__gt=0).update(queue_first=0)
 
 
 class DrawError(ValueError):
@@ -154,6 +160,8 @@ def review_draw_retire(*, batch: Batch) -> ReviewDraw | None:
     draw = draw_in_force(batch)
     if draw is None:
         return None
-    ReviewDraw.objects.filter(pk=draw.pk).update(retired_at=timezone.now())
+    with transaction.atomic():
+        ReviewDraw.objects.filter(pk=draw.pk).update(retired_at=timezone.now())
+        queue_first_clear(batch=batch)  # the drawn items no longer go before the others
     draw.refresh_from_db()
     return draw

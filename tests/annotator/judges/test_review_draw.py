@@ -12,9 +12,9 @@ from ppi_py import ppi_mean_pointestimate
 
 from annotator.judges.selectors.review import ranked_candidates
 from annotator.judges.services.review import DrawError, review_draw_make, review_draw_retire
-from annotator.models import Item, Judge, JudgeScore, ReviewDraw, ReviewDrawItem
+from annotator.models import Judge, JudgeScore, ReviewDraw, ReviewDrawItem
 from tests.annotator.api.conftest import assert_problem
-from tests.factories import PASSWORD, make_annotation, make_batch, make_user
+from tests.factories import PASSWORD, make_annotation, make_batch, make_user, queue_places
 
 DIMS = ("coherence", "relevance", "instruction_following", "safety_compliance", "fluency")
 PPI_KEYS = {"estimate", "ci95", "n_labelled", "n_unlabelled", "lambda", "human_only", "judge_only"}
@@ -46,7 +46,7 @@ def batch(db):
 
 
 def _positions(batch):
-    return dict(Item.objects.filter(batch=batch).values_list("item_id", "position"))
+    return queue_places(batch)
 
 
 def _recorded(draw):
