@@ -8,7 +8,6 @@ import numpy as np
 import pytest
 from django.core.management import CommandError, call_command
 from django.urls import reverse
-from ppi_py import ppi_mean_pointestimate
 
 from annotator.judges.selectors.review import ranked_candidates
 from annotator.judges.services.review import DrawError, review_draw_make, review_draw_retire
@@ -147,10 +146,14 @@ def _report_json(client, batch):
     return json.loads(client.get(reverse("report_export", args=[batch.pk, "json"])).content)["judges"]["a"]
 
 
-def test_the_panel_weights_the_draws_labels_and_goes_back_to_ppi_after_retiring(client, batch):
+def test_the_panel_weights_the_draws_labels_and_withholds_ppi_after_retiring(client, batch):
     researcher = make_user("r", role="researcher")
     _login(client, researcher)
-    assert set(_report_json(client, batch)["coherence"]["ppi"]) == PPI_KEYS  # no draw: unchanged
+    # No draw: the three labels were imported from a file without --labelled-at-random, so nothing says
+    # they are a random sample, and PPI++ gives no estimate from them.
+    first = _report_json(client, batch)["coherence"]["ppi"]
+    assert set(first) == PPI_KEYS | {"sample", "sample_why", "sample_fix"}
+    assert first["sample"] == "not_random" and first["estimate"] is None and first["ci95"] is None
     draw = review_draw_make(batch=batch, budget=10, seed=5)
     # The draw alone changes the report's revision: the stored report is not served after it. Until one of
     # the drawn items has a label there is no estimate: the labels from before the draw stand only for
@@ -176,6 +179,7 @@ def test_the_panel_weights_the_draws_labels_and_goes_back_to_ppi_after_retiring(
             )
     entry = _report_json(client, batch)["coherence"]["ppi"]
     assert entry["estimator"] == "active_inference" and entry["draw"]["id"] == draw.pk
+    assert entry["sample"] == "recorded_draw"
     assert entry["draw"]["n_drawn"] == entry["draw"]["n_drawn_labelled"] == len(drawn)
     assert entry["draw"]["n_labelled_before"] == N_BEFORE and entry["draw"]["n_labels_not_used"] == 0
     # θ̂ = mean[g + (Y − g) ξ/π], g = λ f + b, over every recorded item (Zrnic & Candès 2024, eq. 3).
@@ -199,18 +203,14 @@ def test_the_panel_weights_the_draws_labels_and_goes_back_to_ppi_after_retiring(
     card = client.get(reverse("judge_card", args=[batch.pk, Judge.objects.get(name="a").pk])).content.decode()
     assert "Estimator: active inference" in card
 
+    # Retired, the draw's labels are no random sample of the batch any more: PPI++ is withheld, and says why.
     review_draw_retire(batch=batch)
     back = _report_json(client, batch)["coherence"]["ppi"]
-    assert set(back) == PPI_KEYS
-    labelled = {**human, other.item_id: 5.0}
-    y = np.array([labelled[pk] for pk in sorted(f) if pk in labelled])
-    fl = np.array([f[pk] for pk in sorted(f) if pk in labelled])
-    fu = np.array([f[pk] for pk in sorted(f) if pk not in labelled])
-    assert back["estimate"] == pytest.approx(float(ppi_mean_pointestimate(y, fl, fu)[0]), abs=1e-9)
-    assert (
-        "Estimator: active inference"
-        not in client.get(reverse("report_judges", args=[batch.pk])).content.decode()
-    )
+    assert back["sample"] == "not_random" and back["estimate"] is None and back["ci95"] is None
+    assert back["n_labelled"] == len(human) + 1 and back["judge_only"]["estimate"] is not None
+    page = client.get(reverse("report_judges", args=[batch.pk])).content.decode()
+    assert "Estimator: active inference" not in page
+    assert "No estimate: the labelled items are not a random sample." in page and "--labelled-at-random" in page
 
 
 def test_the_command_draws_writes_every_candidate_and_retires(batch, tmp_path):
