@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import secrets
+from dataclasses import dataclass
 
 import numpy as np
 from django.db import IntegrityError, transaction
@@ -58,7 +59,11 @@ def ranked_queue_first(*, batch: Batch, item_ids: list[str]) -> int:
 
 
 MAX_SEED = 2**31 - 1
-MIX = 0.1  # share of the budget spread uniformly, so that no π is tiny (hcs.routing.sampling_probabilities)
+# Share of the budget spread uniformly: every π is at least MIX · budget / N, so no label weighs more than
+# twice what it would in a uniform draw (hcs.routing.sampling_probabilities). At 0.1 the interval covered
+# 0.91-0.92 when the uncertainty was concentrated (a few very unsure items), tiny π on the rest making
+# the weighted labels heavy-tailed; at 0.5, 0.93-0.95 (tests/hcs/test_routing_coverage.py, docs/ppi.md).
+MIX = 0.5
 
 
 def parse_budget(value, n_candidates: int) -> int:
@@ -88,6 +93,69 @@ def parse_seed(value) -> int:
     return seed
 
 
+def _design(batch: Batch, budget, judges: list[str] | None):
+    """The candidates (in a fixed order, so the same seed draws the same items), the budget, their
+    uncertainty and π: what a draw is made from, and what its forecast reads."""
+    from annotator.judges.selectors.review import ReviewError, ranked_candidates
+    from hcs.routing import sampling_probabilities
+
+    try:
+        rows = ranked_candidates(batch=batch, judges=judges)
+    except ReviewError as exc:
+        raise DrawError(str(exc)) from None
+    if not rows:
+        raise DrawError(
+            f"batch {batch.name!r} has no unlabelled item with a judge score: nothing to draw from"
+        )
+    budget = parse_budget(budget, len(rows))
+    rows.sort(key=lambda r: r.item_pk)
+    uncertainty = np.array([np.nan if r.uncertainty is None else r.uncertainty for r in rows])
+    return rows, budget, uncertainty, sampling_probabilities(uncertainty, budget, mix=MIX)
+
+
+@dataclass(frozen=True)
+class DrawForecast:
+    """What routing is expected to do to the interval, against a random draw of the same expected size."""
+
+    if_uncertainty_tracks_error: (
+        float  # width ratio when the judge's error SD is proportional to the uncertainty
+    )
+    if_it_does_not: float  # width ratio when the error is the same on every item (≥ 1)
+    min_pi: float
+    floor: float  # the bound: MIX · budget / candidates
+
+    def sentence(self) -> str:
+        def change(ratio: float) -> str:
+            return f"narrow it by {1 - ratio:.0%}" if ratio < 1 else f"widen it by {ratio - 1:.0%}"
+
+        return (
+            "Against a random draw of the same size, routing is expected to "
+            f"{change(self.if_uncertainty_tracks_error)} if the judges' uncertainty tracks their error, and to "
+            f"{change(self.if_it_does_not)} if it does not (on HANNA it widened it by 11-13 %: check with a "
+            f"random pilot first). Smallest inclusion probability {self.min_pi:.4f} (bound: {self.floor:.4f}, "
+            f"{MIX:g} × budget / candidates)."
+        )
+
+
+def review_draw_forecast(*, batch: Batch, budget, judges: list[str] | None = None) -> DrawForecast:
+    """Before drawing: whether routing should narrow or widen the interval (``hcs.routing.width_against_uniform``).
+    Raises DrawError as :func:`review_draw_make` does."""
+    from hcs.routing import width_against_uniform
+
+    rows, budget, uncertainty, pi = _design(batch, budget, judges)
+    known = np.where(
+        np.isfinite(uncertainty),
+        uncertainty,
+        np.nanmean(uncertainty) if np.isfinite(uncertainty).any() else 1.0,
+    )
+    return DrawForecast(
+        if_uncertainty_tracks_error=width_against_uniform(pi, np.maximum(known, 1e-9) ** 2),
+        if_it_does_not=width_against_uniform(pi),
+        min_pi=float(pi.min()),
+        floor=MIX * budget / len(rows),
+    )
+
+
 def review_draw_make(
     *, batch: Batch, budget, seed=None, judges: list[str] | None = None, user=None
 ) -> ReviewDraw:
@@ -98,9 +166,6 @@ def review_draw_make(
     join the record with π = 1, so the report can estimate over the whole batch. The drawn items enter the
     queue in a random order, so the ones labelled first are a random share of the draw. Raises DrawError
     (nothing saved) for a bad budget or seed, a batch without judge scores or one with a draw in force."""
-    from annotator.judges.selectors.review import ReviewError, ranked_candidates
-    from hcs.routing import sampling_probabilities
-
     in_force = draw_in_force(batch)
     if in_force is not None:
         raise DrawError(
@@ -108,18 +173,7 @@ def review_draw_make(
             "retire it before drawing again"
         )
     seed = parse_seed(seed)
-    try:
-        rows = ranked_candidates(batch=batch, judges=judges)
-    except ReviewError as exc:
-        raise DrawError(str(exc)) from None
-    if not rows:
-        raise DrawError(
-            f"batch {batch.name!r} has no unlabelled item with a judge score: nothing to draw from"
-        )
-    budget = parse_budget(budget, len(rows))
-    rows.sort(key=lambda r: r.item_pk)  # a fixed order, so the same seed draws the same items
-    uncertainty = np.array([np.nan if r.uncertainty is None else r.uncertainty for r in rows])
-    pi = sampling_probabilities(uncertainty, budget, mix=MIX)
+    rows, budget, uncertainty, pi = _design(batch, budget, judges)
     rng = np.random.default_rng(seed)
     drawn = rng.random(len(rows)) < pi
     queue = [rows[i].item_id for i in rng.permutation(np.flatnonzero(drawn))]
