@@ -80,12 +80,12 @@ class JudgePPI:
             return None
         out = result.to_json()
         if not self.estimated:
-            # Computed from labels that are not a random sample: the numbers would be biased by as much as
-            # the choice of items was, so the estimates and intervals are withheld; the counts stay.
+            # Computed from labels that are not a random sample: the estimate would be biased by as much as
+            # the choice of items was, so it and its intervals are withheld. The counts stay, and so does the
+            # plain mean of the labelled items (human_only), which describes those items only.
             for key in list(out):
                 if key == "estimate" or key.startswith("ci95"):
                     out[key] = None
-            out["human_only"] = {key: None for key in out.get("human_only", {})}
         return out
 
     def to_json(self) -> dict[str, Any] | None:

@@ -187,7 +187,7 @@ def test_a_batch_in_file_order_gets_no_estimate_and_the_page_says_why(client):
     assert max(labelled) < 70 + WINDOW  # the file's first items: the lowest judge scores
     entry = batch_report(batch=batch, n_resamples=20).sections["judges"].to_json()[j.name]["coherence"]["ppi"]
     assert entry["sample"] == NOT_RANDOM and "file order" in entry["sample_why"]
-    assert entry["estimate"] is None and entry["ci95"] is None and entry["human_only"]["estimate"] is None
+    assert entry["estimate"] is None and entry["ci95"] is None and entry["judge_only"]["estimate"] is not None
     assert "select_for_review" in entry["sample_fix"] and entry["n_labelled"] == len(labelled)
     researcher = make_user("res", role="researcher")
     assert client.login(username=researcher.username, password=PASSWORD)
