@@ -101,9 +101,13 @@ def django_setup() -> None:
 
 def make_batch(name: str, n_items: int, k: int = 3) -> int:
     from annotator.models import Batch, Item
+    from annotator.services.queue_order import new_order_seed, random_key
     from hcs.rubric import Rubric
 
-    batch = Batch.objects.create(name=name, rubric=Rubric.default().to_dict(), k=k)
+    # A seeded random order, as the batch service gives a new batch.
+    batch = Batch.objects.create(
+        name=name, rubric=Rubric.default().to_dict(), k=k, order_seed=new_order_seed()
+    )
     Item.objects.bulk_create(
         (
             Item(
@@ -111,6 +115,7 @@ def make_batch(name: str, n_items: int, k: int = 3) -> int:
                 item_id=f"{name}-{i}",
                 prompt_id=f"p{i // 2}",
                 position=i,
+                queue_rank=random_key(batch.order_seed, f"{name}-{i}"),
                 system_id=f"s{i % 2}",
                 prompt=f"Plan a route to terminal {i} avoiding tolls; arrive before 8AM.",
                 response="Take the ring road west (no tolls), leave by 6:40.\n" * 8,

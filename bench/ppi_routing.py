@@ -10,7 +10,7 @@ own score (what ``run_judge --samples 5`` stores). Two judges: "spread", σ unif
 budget of labels:
 
 * random: every item labelled with probability budget/N, PPI++ (``hcs.ppi``);
-* active: π ∝ the reported uncertainty (10 % mixed uniform), weighted by 1/π (``hcs.routing.active_mean``,
+* active: π ∝ the reported uncertainty (50 % mixed uniform, as the app draws), weighted by 1/π (``hcs.routing.active_mean``,
   Zrnic & Candès 2024);
 * top-n, unweighted: the ``budget`` most uncertain items, then PPI++ as if random. This is what labelling
   the ``select_for_review`` list and reading the report's PPI panel would give; it is biased;
@@ -64,7 +64,7 @@ def run(items: int, budget: int, reps: int, seed: int, judge: str = "spread") ->
         # fresh items every study: each interval is for the population's mean
         out["random"].append((r.estimate, *r.ci95_superpopulation))
 
-        pi = sampling_probabilities(reported, budget)
+        pi = sampling_probabilities(reported, budget, mix=0.5)  # the app's share (review.MIX)
         xi = rng.random(items) < pi
         a = active_mean(y, f, xi, pi)
         out["active"].append((a.estimate, *a.ci95))

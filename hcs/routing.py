@@ -43,6 +43,7 @@ __all__ = [
     "item_uncertainty",
     "most_uncertain",
     "sampling_probabilities",
+    "width_against_uniform",
 ]
 
 
@@ -148,8 +149,10 @@ def sampling_probabilities(uncertainty, budget: float, *, mix: float = 0.1) -> n
     """Labelling probabilities π ∝ uncertainty with Σπ = ``budget``, each at most 1.
 
     A share ``mix`` of the budget is spread uniformly so that no π is tiny (a tiny π makes 1/π, and the
-    variance, explode; [1]_ §4 mixes with the uniform rule the same way). Items with unknown uncertainty
-    get the mean of the known ones.
+    variance, explode; [1]_ §4 mixes with the uniform rule the same way): every π is at least
+    ``mix · budget / N`` (water-filling only raises the others), so no label weighs more than
+    1 / mix times what it would in a uniform draw. Items with unknown uncertainty get the mean of the
+    known ones.
 
     >>> sampling_probabilities([1, 1, 2, 4], 2, mix=0)
     array([0.25, 0.25, 0.5 , 1.  ])
@@ -177,6 +180,28 @@ def sampling_probabilities(uncertainty, budget: float, *, mix: float = 0.1) -> n
             break
         pi[rest] += excess * pi[rest] / pi[rest].sum()
     return np.minimum(pi, 1.0)
+
+
+def width_against_uniform(pi, residual_var=None) -> float:
+    """The expected width of the active-inference interval over that of a uniform draw of the same expected
+    size (π = Σπ / N everywhere), before any label is known.
+
+    With a fixed predictor the estimator's variance is Σ_i (1/π_i − 1) v_i / N², v_i the squared error of
+    item i's prediction ([1]_, §3), so the ratio of widths is √(Σ (1/π_i − 1) v_i / Σ (N/B − 1) v_i).
+    ``residual_var`` is v (None: the same for every item). With equal v a uniform draw is best (Jensen):
+    the ratio is ≥ 1, and routing pays off only as far as the uncertainty that set π tracks the error.
+
+    >>> round(width_against_uniform([0.5, 0.5, 0.5, 0.5]), 6)
+    1.0
+    >>> width_against_uniform([0.2, 0.2, 0.8, 0.8]) > 1
+    True
+    >>> round(width_against_uniform([0.2, 0.2, 0.8, 0.8], [0.1, 0.1, 4.0, 4.0]), 3)
+    0.584
+    """
+    p = np.asarray(pi, dtype=float)
+    v = np.ones(len(p)) if residual_var is None else np.asarray(residual_var, dtype=float)
+    uniform = p.sum() / len(p)
+    return float(np.sqrt(np.sum((1 / p - 1) * v) / np.sum((1 / uniform - 1) * v)))
 
 
 @dataclass(frozen=True)

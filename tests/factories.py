@@ -11,6 +11,7 @@ from django.db.models import F
 from django.utils import timezone
 
 from annotator.models import Annotation, Batch, Item, Score
+from annotator.services.queue_order import random_key
 from hcs.rubric import Rubric
 
 PASSWORD = "correct-horse-battery-staple"
@@ -33,14 +34,20 @@ def make_batch(
     systems: Sequence[str] = ("sys-a",),
     constraints: Sequence[str] = ("avoid tolls", "arrive before 8AM"),
     rubric: Rubric | None = None,
+    order_seed: int | None = None,
 ) -> Batch:
-    batch = Batch.objects.create(name=name, rubric=(rubric or Rubric.default()).to_dict(), k=k)
+    """``order_seed``: the batch's queue in the random order of that seed, as the batch service makes it;
+    None, file order (``queue_rank`` = position)."""
+    batch = Batch.objects.create(
+        name=name, rubric=(rubric or Rubric.default()).to_dict(), k=k, order_seed=order_seed
+    )
     Item.objects.bulk_create(
         Item(
             batch=batch,
             item_id=f"{name}-{i}",
             prompt_id=f"p{i // len(systems)}",
             position=i,
+            queue_rank=i if order_seed is None else random_key(order_seed, f"{name}-{i}"),
             prompt=f"Plan a route to the airport number {i // len(systems)} avoiding tolls.",
             response=f"Take the coastal road (answer {i}).",
             system_id=systems[i % len(systems)],
@@ -59,14 +66,17 @@ def make_annotation(
     flags: Sequence[str] = (),
     comment: str = "",
     submitted_at=None,
+    source: str = Annotation.Source.IMPORT,
 ) -> Annotation:
+    """An annotation as an offline import saves it; ``source=Annotation.Source.WEB`` for one given through
+    the queue (no assignment is made either way)."""
     annotation = Annotation.objects.create(
         item=item,
         annotator=annotator,
         flags=list(flags),
         comment=comment,
         submitted_at=submitted_at or timezone.now(),
-        source=Annotation.Source.IMPORT,
+        source=source,
     )
     Score.objects.bulk_create(
         Score(annotation=annotation, item=item, dimension=d, value=v)
@@ -87,3 +97,15 @@ def upload_storage_at(settings, folder) -> Path:
         },
     }
     return Path(folder)
+
+
+def in_queue_order(batch: Batch) -> list[Item]:
+    """The batch's items in the order its queue hands them out to a fresh annotator."""
+    return list(batch.items.order_by("-queue_first", "queue_rank", "position"))
+
+
+def queue_places(batch: Batch) -> dict[str, int]:
+    """Item id → its place in the batch's queue for items at the same progress: the items put first
+    (``queue_first``, highest first), then the batch's order (``queue_rank``); in that order."""
+    ids = Item.objects.filter(batch=batch).order_by("-queue_first", "queue_rank", "position")
+    return {item_id: place for place, item_id in enumerate(ids.values_list("item_id", flat=True))}

@@ -52,6 +52,16 @@ def _value(value: float | None, ci) -> str:
     return f"{value:.2f} [{ci[0]:.2f}, {ci[1]:.2f}]"
 
 
+def _order(report: BatchReport) -> str:
+    """In what order items were handed out: what makes the labelled items a random sample, or not."""
+    if report.order_seed is None:
+        return "Items were handed out in the order of the uploaded file."
+    return (
+        "Items were handed out in a random order (seed "
+        f"{report.order_seed}: an item's place is the first 31 bits of BLAKE2b of the seed and its id)."
+    )
+
+
 def methods_paragraph(report: BatchReport) -> str:
     excluded = _excluded(report)
     left_out_names = {e.annotator for e in excluded}
@@ -79,7 +89,7 @@ def methods_paragraph(report: BatchReport) -> str:
         f"{annotators} annotator{'s' if annotators != 1 else ''} rated {report.n_items_rated} of {report.n_items} "
         f"items ({report.n_annotations} annotations) on the {len(rubric.dimensions)}-dimension {rubric.title} "
         f"rubric (version {rubric.version}, scale {rubric.scale_min}–{rubric.scale_max}), with k = {report.k} "
-        "independent annotations planned per item. "
+        f"independent annotations planned per item. {_order(report)} "
         f"Fleiss' κ was computed on the items with at least k ratings, using the first k by submission time "
         f"({fewer}); Krippendorff's α "
         f"(ordinal) used every rating. {_exclusion_policy(excluded, outliers)}"

@@ -57,6 +57,16 @@ class Batch(models.Model):
         settings.AUTH_USER_MODEL, null=True, blank=True, on_delete=models.SET_NULL, related_name="+"
     )
     created_at = models.DateTimeField(auto_now_add=True)
+    # The queue's order (annotator.services.queue_order): None is file order (batches made before the
+    # random order, and ones made without the batch service); a seed is a random order anyone can redraw.
+    order_seed = models.BigIntegerField(
+        null=True,
+        blank=True,
+        help_text="Seed of the random order the queue hands items out in; empty: file order.",
+    )
+    # Offline labels (annotations imported from a file) were declared a random sample of the batch
+    # (import_annotations --labelled-at-random); an import without the flag sets it back.
+    labels_declared_random = models.BooleanField(default=False)
 
     class Meta:
         verbose_name_plural = "batches"
@@ -91,6 +101,12 @@ class Item(models.Model):
     item_id = models.CharField(max_length=200)
     prompt_id = models.CharField(max_length=200, blank=True, default="")
     position = models.PositiveIntegerField(default=0, help_text="Order in the uploaded file.")
+    # Where the queue hands the item out (its key in the batch's order): the position in a file-order
+    # batch, a seeded random key otherwise (annotator.services.queue_order). Never rewritten.
+    queue_rank = models.PositiveIntegerField(default=0)
+    # Handed out before every other item, highest first (a review draw's or a ranked list's items);
+    # 0 for the rest, which go closest to completion first.
+    queue_first = models.PositiveIntegerField(default=0)
     prompt = models.TextField()
     response = models.TextField()
     context = models.TextField(blank=True, default="")
@@ -118,7 +134,10 @@ class Item(models.Model):
             models.Index(fields=["batch", "prompt_id"], name="item_batch_prompt"),
             # The order the assignment service reads items in: closest to completion first. It also
             # serves the per-batch progress counts (n_annotations >= k), so no second index on those.
-            models.Index(fields=["batch", "-n_annotations", "-n_leased", "position"], name="item_next_order"),
+            models.Index(
+                fields=["batch", "-queue_first", "-n_annotations", "-n_leased", "queue_rank"],
+                name="item_next_order",
+            ),
         ]
 
     def __str__(self) -> str:

@@ -111,6 +111,9 @@ class BatchReport:
     quality: Any = None
     # The arrays the statistics above read (without excluded annotators), for views that read further.
     arrays: ReportArrays | None = field(default=None, repr=False, compare=False)
+    # The seed of the random order the queue hands items out in (annotator.services.queue_order); None:
+    # file order. The methods paragraph states it.
+    order_seed: int | None = None
 
     @property
     def categories(self) -> tuple[int, ...]:
@@ -282,6 +285,7 @@ def report_from_arrays(*, batch: Batch, arrays: ReportArrays, n_resamples: int, 
         disagreements=tuple(disagreements),
         n_resamples=n_resamples,
         seed=seed,
+        order_seed=batch.order_seed,
         items=ItemOverall(
             item_id=arrays.item_id,
             system_id=[arrays.system_names[s] for s in arrays.item_system],

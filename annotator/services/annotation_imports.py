@@ -16,7 +16,7 @@ from django.utils import timezone
 from annotator.imports.annotation_file import new_item_frame
 from annotator.imports.errors import ImportRefused
 from annotator.memory import gc_paused
-from annotator.models import Annotation, Assignment, Item, Score
+from annotator.models import Annotation, Assignment, Batch, Item, Score
 from annotator.roles import ANNOTATOR
 from annotator.selectors.imports import AnnotationImportPlan, annotation_import_plan
 from annotator.services.batches import batch_create
@@ -41,24 +41,31 @@ def annotations_import_file(
     k: int | None = None,
     rubric: Rubric | None = None,
     created_by=None,
+    labelled_at_random: bool = False,
 ) -> AnnotationImportPlan:
     """Check the file against the database and save everything, or raise ``ImportRefused``.
 
     The checks run inside the transaction, so what is saved is what was checked.
     """
     plan = annotation_import_plan(data=data, filename=filename, batch_name=batch_name, k=k, rubric=rubric)
-    annotations_import(plan=plan, created_by=created_by)
+    annotations_import(plan=plan, created_by=created_by, labelled_at_random=labelled_at_random)
     return plan
 
 
 @transaction.atomic
-def annotations_import(*, plan: AnnotationImportPlan, created_by=None) -> int:
-    """Carry out a checked plan; returns the number of annotations saved."""
+def annotations_import(
+    *, plan: AnnotationImportPlan, created_by=None, labelled_at_random: bool = False
+) -> int:
+    """Carry out a checked plan; returns the number of annotations saved.
+
+    ``labelled_at_random``: the importer declares the file's items a random sample of the batch. The batch
+    keeps the declaration of its latest import, so one import without it makes its offline labels count as
+    not random again (``annotator.judges.selectors.sample``)."""
     if plan.errors:
         raise ImportRefused(plan.errors)
     try:
         with transaction.atomic():
-            return _write(plan=plan, created_by=created_by)
+            return _write(plan=plan, created_by=created_by, labelled_at_random=labelled_at_random)
     except IntegrityError as exc:
         raise ImportRefused([integrity_message(exc, RACES)]) from None
 
@@ -77,11 +84,12 @@ RACES = {
 }
 
 
-def _write(*, plan: AnnotationImportPlan, created_by) -> int:
+def _write(*, plan: AnnotationImportPlan, created_by, labelled_at_random: bool) -> int:
     now = timezone.now()
     batch = plan.batch or batch_create(
         name=plan.batch_name, k=plan.k, rubric=plan.rubric, created_by=created_by
     )
+    Batch.objects.filter(pk=batch.pk).update(labels_declared_random=labelled_at_random)
     users = _users(plan.parsed.annotators)
     rows = plan.parsed.annotations
     per_item = Counter(r.item_id for r in rows)

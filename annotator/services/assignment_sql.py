@@ -24,10 +24,11 @@ from annotator.selectors.rows import instance_from_row
 
 WINDOW = 64  # free items the random tie-break draws from
 NEXT_ORDER = (
+    "-queue_first",
     "-n_annotations",
     "-n_leased",
-    "position",
-)  # closest to completion first (index item_next_order)
+    "queue_rank",
+)  # a draw's items first, then closest to completion, then the batch's order (index item_next_order)
 
 _ITEM_FIELDS = list(Item._meta.concrete_fields)
 _ITEM_COLUMNS = ", ".join(f.column for f in _ITEM_FIELDS)
@@ -116,23 +117,30 @@ def _levels(k: int) -> list[tuple[int, int]]:
 
 def _window_sql(vendor: str, one_system_per_prompt: bool, k: int) -> str:
     """The first ``WINDOW`` candidate ids in ``NEXT_ORDER``; parameters: :func:`_window_params`."""
-    # On PostgreSQL one index range per progress level, so the window never depends on the table's
-    # statistics (a batch imported since the last ANALYZE has none; bench/lease_plan.py). SQLite
-    # walks the item_next_order index for the plain ORDER BY … LIMIT.
+    # On PostgreSQL one index range for the first tier (queue_first > 0, a draw's items) and one per
+    # progress level of the rest, so the window never depends on the table's statistics (a batch imported
+    # since the last ANALYZE has none; bench/lease_plan.py). SQLite walks the item_next_order index for the
+    # plain ORDER BY … LIMIT.
     items = _candidates_sql(one_system_per_prompt)
     if vendor != "postgresql":
-        return f"{items} ORDER BY c.n_annotations DESC, c.n_leased DESC, c.position LIMIT {WINDOW}"
+        return (
+            f"{items} ORDER BY c.queue_first DESC, c.n_annotations DESC, c.n_leased DESC, c.queue_rank"
+            f" LIMIT {WINDOW}"
+        )
     values = ", ".join("(%s, %s)" for _ in _levels(k))
     return (
-        f"SELECT w.id FROM (VALUES {values}) AS level (a, n) CROSS JOIN LATERAL ({items}"
-        f" AND c.n_annotations = level.a AND c.n_leased = level.n ORDER BY c.position LIMIT {WINDOW}) AS w"
-        f" LIMIT {WINDOW}"
+        f"({items} AND c.queue_first > 0 ORDER BY c.queue_first DESC LIMIT {WINDOW})"
+        f" UNION ALL (SELECT w.id FROM (VALUES {values}) AS level (a, n) CROSS JOIN LATERAL ({items}"
+        " AND c.queue_first = 0 AND c.n_annotations = level.a AND c.n_leased = level.n"
+        f" ORDER BY c.queue_rank LIMIT {WINDOW}) AS w LIMIT {WINDOW})"
     )
 
 
 def _window_params(vendor: str, batch, annotator_id: int) -> list:
-    levels = [x for level in _levels(batch.k) for x in level] if vendor == "postgresql" else []
-    return [*levels, *_candidates_params(batch, annotator_id)]
+    candidates = _candidates_params(batch, annotator_id)
+    if vendor != "postgresql":
+        return candidates
+    return [*candidates, *(x for level in _levels(batch.k) for x in level), *candidates]
 
 
 def _guards_sql() -> str:
@@ -171,7 +179,7 @@ def _lease_sql(vendor: str, one_system_per_prompt: bool, k: int) -> str:
         f"UPDATE {item_t} SET n_leased = n_leased + 1 WHERE id = ("
         f"SELECT p.id FROM {item_t} p WHERE p.id IN ({_window_sql(vendor, one_system_per_prompt, k)})"
         " AND p.n_annotations + p.n_leased < %s"
-        f" ORDER BY p.n_annotations DESC, p.n_leased DESC, RANDOM() LIMIT 1{lock}){_guards_sql()}"
+        f" ORDER BY p.queue_first DESC, p.n_annotations DESC, p.n_leased DESC, RANDOM() LIMIT 1{lock}){_guards_sql()}"
         f" RETURNING {_ITEM_COLUMNS}"
     )
     if vendor != "postgresql":
@@ -207,8 +215,10 @@ def lease_best_item(
     """Lock the best free item, count a lease on it and record the lease; None if none is free,
     or the annotator's standing stops them, or they already hold a live lease in the batch.
 
-    Best: most submitted annotations, then most live leases (closest to completion), random
-    among the first ``WINDOW`` of those. On PostgreSQL the chosen row is taken with FOR UPDATE
+    Best: an item put first (``queue_first``, a review draw's), highest first; then most submitted
+    annotations, then most live leases (closest to completion), then the batch's order
+    (``queue_rank``, random for a new batch: ``annotator.services.queue_order``), random among the
+    first ``WINDOW`` of those. On PostgreSQL the chosen row is taken with FOR UPDATE
     SKIP LOCKED and its slot re-checked, so it is skipped, never overfilled, when another lease
     changed it; the lease is one statement there, committed without waiting for the WAL flush (a
     crash can only forget the last moment's leases, slot and lease row together). On SQLite the

@@ -11,19 +11,25 @@ from annotator.models import Batch, Item
 from annotator.selectors.imports import batch_file_errors, batch_settings_errors
 from annotator.services.bulk import analyze_after_commit, items_insert, next_position
 from annotator.services.gold import gold_items_create
+from annotator.services.queue_order import new_order_seed
 from hcs.rubric import Rubric
 
 
 @transaction.atomic
 def batch_create(*, name: str, k: int, rubric: Rubric, created_by=None) -> Batch:
-    """A new empty batch. Raises ``ImportRefused`` for a taken name or k < 3."""
+    """A new empty batch, its queue in a random order of its own seed (``services.queue_order``).
+    Raises ``ImportRefused`` for a taken name or k < 3."""
     errors = batch_settings_errors(name=name, k=k, rubric=rubric)
     if errors:
         raise ImportRefused(errors)
     try:
         with transaction.atomic():
             return Batch.objects.create(
-                name=name.strip(), k=k, rubric=rubric.to_dict(), created_by=created_by
+                name=name.strip(),
+                k=k,
+                rubric=rubric.to_dict(),
+                created_by=created_by,
+                order_seed=new_order_seed(),
             )
     except IntegrityError:
         if not Batch.objects.filter(name=name.strip()).exists():

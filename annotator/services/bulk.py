@@ -22,7 +22,8 @@ from django_tasks import task
 from annotator.db_private import binary_copy_types, copy_rows
 from annotator.imports.batch_file import OUTPUT_COLUMNS
 from annotator.imports.columns import Frame
-from annotator.models import Item
+from annotator.models import Batch, Item
+from annotator.services.queue_order import queue_ranks
 
 
 def _db_value(field: models.Field, value: Any) -> Any:
@@ -166,11 +167,14 @@ def analyze_tables(labels: list[str]) -> None:
         cursor.execute(f"ANALYZE {tables}")
 
 
-def _item_rows(batch_id: int, frame: Frame, start_position: int, extra: Sequence[str]) -> Iterable[Sequence]:
+def _item_rows(
+    batch_id: int, frame: Frame, start_position: int, extra: Sequence[str], order_seed: int | None
+) -> Iterable[Sequence]:
     values = [frame[name].tolist() for name in (*OUTPUT_COLUMNS, *extra)]
     position_index = OUTPUT_COLUMNS.index("position")
-    values[position_index] = range(start_position, start_position + len(frame))
-    return zip([batch_id] * len(frame), *values)
+    values[position_index] = positions = range(start_position, start_position + len(frame))
+    ranks = queue_ranks(order_seed, values[OUTPUT_COLUMNS.index("item_id")], positions)
+    return zip([batch_id] * len(frame), *values, ranks)
 
 
 def next_position(*, batch_id: int) -> int:
@@ -193,9 +197,10 @@ def items_insert(*, batch_id: int, frame: Frame, start_position: int = 0) -> int
     if frame.empty:
         return 0
     extra = [name for name in ITEM_EXTRA_COLUMNS if name in frame.columns]
+    order_seed = Batch.objects.values_list("order_seed", flat=True).get(pk=batch_id)
     rows_insert(
         model=Item,
-        fields=("batch", *OUTPUT_COLUMNS, *extra),
-        rows=_item_rows(batch_id, frame, start_position, extra),
+        fields=("batch", *OUTPUT_COLUMNS, *extra, "queue_rank"),
+        rows=_item_rows(batch_id, frame, start_position, extra, order_seed),
     )
     return len(frame)

@@ -52,7 +52,7 @@ from annotator.services.assignment import assignment_expire_overdue, lease_durat
 from annotator.studies.prolific import views as prolific_views
 from tests.annotator.studies.prolific_fake import STUDY as PROLIFIC_STUDY
 from tests.annotator.studies.prolific_fake import Fake as FakeProlific
-from tests.factories import make_user
+from tests.factories import make_user, queue_places
 from tests.fake_judge import FakeJudge
 
 WORKERS = 50
@@ -694,14 +694,14 @@ def route_uncertain_items(run: StudyRun, tab: Tab, out_dir: Path) -> None:
     )
     run.review["command"] = list(csv.DictReader(io.StringIO(out.read_text())))
 
-    run.positions_before = dict(Item.objects.filter(batch=batch).values_list("item_id", "position"))
+    run.positions_before = queue_places(batch)
     admin = Browser(run, "admin")
     admin.client.force_login(get_user_model().objects.get(username="e2e-admin"))
     page = admin.tab()
     page.get(reverse("review_items", args=[run.batch_id]) + f"?n={REVIEW_N}")
     moved = page.post(reverse("review_queue_first", args=[run.batch_id]), {"n": str(REVIEW_N)})
     assert moved.status == 200 and f"Put {REVIEW_N} item(s) first" in moved.text, moved.text[:2000]
-    run.positions_after = dict(Item.objects.filter(batch=batch).values_list("item_id", "position"))
+    run.positions_after = queue_places(batch)
 
 
 def prolific_round_trip(run: StudyRun) -> None:

@@ -25,6 +25,7 @@ from annotator.judges.selectors.probes import (
     judge_samples,
     position_results,
 )
+from annotator.judges.selectors.sample import labelled_sample
 from annotator.judges.selectors.validation import JudgePPI, judge_overall_scores, judge_ppi
 from annotator.judges.selectors.verdicts import counted_verdicts
 from annotator.models import Batch, Judge, JudgeFailure, JudgeScore
@@ -327,6 +328,7 @@ def _ppi_rows(
     weights = {d.key: d.weight for d in rubric.dimensions}
     human: dict[str, np.ndarray] = {}
     design = draw_design(batch, arrays.item_pk)
+    sample = labelled_sample(batch, arrays, draw_in_force=design is not None) if judges else None
     out = []
     for judge in judges:
         mine = {dim: by_item for (pk, dim), by_item in scores.items() if pk == judge["pk"]}
@@ -350,6 +352,7 @@ def _ppi_rows(
                     item_system=arrays.item_system,
                     system_names=arrays.system_names,
                     design=design,
+                    sample=sample,
                 )
             )
     return tuple(out)

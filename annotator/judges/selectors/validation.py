@@ -8,7 +8,8 @@ without a judge score take no part. The same is done within each system so syste
 When the batch has a review draw in force (``annotator.judges.selectors.draws``), the labels were not a
 random sample: the estimate is then active inference (``hcs.routing.active_ppi_mean``) over the draw's
 population, each label weighted by 1/π. Labels of items the draw did not select are left out, and so are
-items outside its population, so nothing is mixed in unweighted.
+items outside its population, so nothing is mixed in unweighted. Without a draw, the estimate is given only
+when the labelled set is a random sample (``annotator.judges.selectors.sample``).
 """
 
 from __future__ import annotations
@@ -19,6 +20,7 @@ from typing import Any
 import numpy as np
 
 from annotator.judges.selectors.draws import DrawDesign
+from annotator.judges.selectors.sample import LabelledSample
 from hcs.ppi import PPIMean, ppi_mean
 from hcs.routing import active_ppi_mean, labelled_so_far
 
@@ -66,20 +68,43 @@ class JudgePPI:
     overall: PPIMean | None
     by_system: dict[str, PPIMean | None] = field(default_factory=dict)
     draw: DrawUse | None = None  # set when the estimate weights a recorded draw's labels
+    sample: LabelledSample | None = None  # what the labelled items are a sample of (``selectors.sample``)
+
+    @property
+    def estimated(self) -> bool:
+        """False when the labelled set is not a random sample: no estimate or interval is shown."""
+        return self.sample is None or self.sample.random
+
+    def _entry(self, result: PPIMean | None) -> dict[str, Any] | None:
+        if result is None:
+            return None
+        out = result.to_json()
+        if not self.estimated:
+            # Computed from labels that are not a random sample: the estimate would be biased by as much as
+            # the choice of items was, so it and its intervals are withheld. The counts stay, and so does the
+            # plain mean of the labelled items (human_only), which describes those items only.
+            for key in list(out):
+                if key == "estimate" or key.startswith("ci95"):
+                    out[key] = None
+        return out
 
     def to_json(self) -> dict[str, Any] | None:
+        sample = self.sample.to_json() if self.sample else {}
         if self.overall is None:
             if self.draw is None:
                 return None
             # A draw in force whose picked items have no label yet: no estimate, and the counts say why.
-            return {"estimator": "active_inference", "estimate": None, "draw": self.draw.to_json()}
-        return {**self.overall.to_json(), **({"draw": self.draw.to_json()} if self.draw else {})}
+            return {"estimator": "active_inference", "estimate": None, "draw": self.draw.to_json(), **sample}
+        return {**self._entry(self.overall), **({"draw": self.draw.to_json()} if self.draw else {}), **sample}
 
     def by_system_json(self) -> dict[str, Any]:
-        return {name: (None if r is None else r.to_json()) for name, r in self.by_system.items()}
+        return {name: self._entry(r) for name, r in self.by_system.items()}
 
     def systems(self) -> list[tuple[str, PPIMean]]:
-        """Systems with an estimate, highest first (the ranking a reader compares intervals on)."""
+        """Systems with an estimate, highest first (the ranking a reader compares intervals on); none when the
+        labelled set is not a random sample."""
+        if not self.estimated:
+            return []
         return sorted(
             ((s, r) for s, r in self.by_system.items() if r is not None), key=lambda sr: -sr[1].estimate
         )
@@ -141,6 +166,7 @@ def judge_ppi(
     item_system: np.ndarray,
     system_names: list[str],
     design: DrawDesign | None = None,
+    sample: LabelledSample | None = None,
 ) -> JudgePPI:
     """PPI++ over all items and within each system; with a recorded draw (``design``), active inference.
 
@@ -152,13 +178,15 @@ def judge_ppi(
             name: _weighted(human_mean, judged, design, np.flatnonzero(item_system == s))[0]
             for s, name in enumerate(system_names)
         }
-        return JudgePPI(judge, dimension, label, overall, by_system, draw=use)
+        return JudgePPI(judge, dimension, label, overall, by_system, draw=use, sample=sample)
     overall = ppi_mean(*_split(human_mean, judged))
     by_system = {
         name: ppi_mean(*_split(human_mean, judged, np.flatnonzero(item_system == s)))
         for s, name in enumerate(system_names)
     }
-    return JudgePPI(judge=judge, dimension=dimension, label=label, overall=overall, by_system=by_system)
+    return JudgePPI(
+        judge=judge, dimension=dimension, label=label, overall=overall, by_system=by_system, sample=sample
+    )
 
 
 def judge_overall_scores(

@@ -3,10 +3,10 @@
 from __future__ import annotations
 
 import secrets
+from dataclasses import dataclass
 
 import numpy as np
 from django.db import IntegrityError, transaction
-from django.db.models import F
 from django.utils import timezone
 
 from annotator.judges.selectors.draws import draw_in_force
@@ -17,9 +17,11 @@ from annotator.models import Batch, Item, Judge, ReviewDraw, ReviewDrawItem
 def items_queue_first(*, batch: Batch, item_ids: list[str]) -> int:
     """Put ``item_ids`` first in ``batch``'s queue, in the order given; returns how many moved.
 
-    The lease hands out items closest to completion first and, within that, by ``position``; the chosen
-    items take positions 0, 1, … and every other item moves down by as many, keeping its order.
-    Unknown ids raise ValueError and change nothing."""
+    The lease hands out the items with ``queue_first`` > 0 before every other, highest first, whatever
+    their progress; the chosen items take len(ids), …, 2, 1 and every other item of the batch goes back to
+    0 (the list replaces an earlier one). The batch's own order (``queue_rank``) is left as it was, so the
+    report can still tell labels of the random order from these. Unknown ids raise ValueError and change
+    nothing."""
     ids = list(dict.fromkeys(item_ids))
     found = dict(
         Item.objects.select_for_update().filter(batch=batch, item_id__in=ids).values_list("item_id", "pk")
@@ -29,10 +31,15 @@ def items_queue_first(*, batch: Batch, item_ids: list[str]) -> int:
         raise ValueError(
             f"{len(missing)} item id(s) are not in batch {batch.name!r}: {', '.join(missing[:5])}"
         )
-    Item.objects.filter(batch=batch).exclude(pk__in=found.values()).update(position=F("position") + len(ids))
-    for position, item_id in enumerate(ids):
-        Item.objects.filter(pk=found[item_id]).update(position=position)
+    queue_first_clear(batch=batch)
+    for rank, item_id in enumerate(ids):
+        Item.objects.filter(pk=found[item_id]).update(queue_first=len(ids) - rank)
     return len(ids)
+
+
+def queue_first_clear(*, batch: Batch) -> int:
+    """Back to the batch's own order: no item is handed out first any more."""
+    return Item.objects.filter(batch=batch, queue_first__gt=0).update(queue_first=0)
 
 
 class DrawError(ValueError):
@@ -52,7 +59,11 @@ def ranked_queue_first(*, batch: Batch, item_ids: list[str]) -> int:
 
 
 MAX_SEED = 2**31 - 1
-MIX = 0.1  # share of the budget spread uniformly, so that no π is tiny (hcs.routing.sampling_probabilities)
+# Share of the budget spread uniformly: every π is at least MIX · budget / N, so no label weighs more than
+# twice what it would in a uniform draw (hcs.routing.sampling_probabilities). At 0.1 the interval covered
+# 0.91-0.92 when the uncertainty was concentrated (a few very unsure items), tiny π on the rest making
+# the weighted labels heavy-tailed; at 0.5, 0.93-0.95 (tests/hcs/test_routing_coverage.py, docs/ppi.md).
+MIX = 0.5
 
 
 def parse_budget(value, n_candidates: int) -> int:
@@ -82,6 +93,69 @@ def parse_seed(value) -> int:
     return seed
 
 
+def _design(batch: Batch, budget, judges: list[str] | None):
+    """The candidates (in a fixed order, so the same seed draws the same items), the budget, their
+    uncertainty and π: what a draw is made from, and what its forecast reads."""
+    from annotator.judges.selectors.review import ReviewError, ranked_candidates
+    from hcs.routing import sampling_probabilities
+
+    try:
+        rows = ranked_candidates(batch=batch, judges=judges)
+    except ReviewError as exc:
+        raise DrawError(str(exc)) from None
+    if not rows:
+        raise DrawError(
+            f"batch {batch.name!r} has no unlabelled item with a judge score: nothing to draw from"
+        )
+    budget = parse_budget(budget, len(rows))
+    rows.sort(key=lambda r: r.item_pk)
+    uncertainty = np.array([np.nan if r.uncertainty is None else r.uncertainty for r in rows])
+    return rows, budget, uncertainty, sampling_probabilities(uncertainty, budget, mix=MIX)
+
+
+@dataclass(frozen=True)
+class DrawForecast:
+    """What routing is expected to do to the interval, against a random draw of the same expected size."""
+
+    if_uncertainty_tracks_error: (
+        float  # width ratio when the judge's error SD is proportional to the uncertainty
+    )
+    if_it_does_not: float  # width ratio when the error is the same on every item (≥ 1)
+    min_pi: float
+    floor: float  # the bound: MIX · budget / candidates
+
+    def sentence(self) -> str:
+        def change(ratio: float) -> str:
+            return f"narrow it by {1 - ratio:.0%}" if ratio < 1 else f"widen it by {ratio - 1:.0%}"
+
+        return (
+            "Against a random draw of the same size, routing is expected to "
+            f"{change(self.if_uncertainty_tracks_error)} if the judges' uncertainty tracks their error, and to "
+            f"{change(self.if_it_does_not)} if it does not (on HANNA it widened it by 11-13 %: check with a "
+            f"random pilot first). Smallest inclusion probability {self.min_pi:.4f} (bound: {self.floor:.4f}, "
+            f"{MIX:g} × budget / candidates)."
+        )
+
+
+def review_draw_forecast(*, batch: Batch, budget, judges: list[str] | None = None) -> DrawForecast:
+    """Before drawing: whether routing should narrow or widen the interval (``hcs.routing.width_against_uniform``).
+    Raises DrawError as :func:`review_draw_make` does."""
+    from hcs.routing import width_against_uniform
+
+    rows, budget, uncertainty, pi = _design(batch, budget, judges)
+    known = np.where(
+        np.isfinite(uncertainty),
+        uncertainty,
+        np.nanmean(uncertainty) if np.isfinite(uncertainty).any() else 1.0,
+    )
+    return DrawForecast(
+        if_uncertainty_tracks_error=width_against_uniform(pi, np.maximum(known, 1e-9) ** 2),
+        if_it_does_not=width_against_uniform(pi),
+        min_pi=float(pi.min()),
+        floor=MIX * budget / len(rows),
+    )
+
+
 def review_draw_make(
     *, batch: Batch, budget, seed=None, judges: list[str] | None = None, user=None
 ) -> ReviewDraw:
@@ -92,9 +166,6 @@ def review_draw_make(
     join the record with π = 1, so the report can estimate over the whole batch. The drawn items enter the
     queue in a random order, so the ones labelled first are a random share of the draw. Raises DrawError
     (nothing saved) for a bad budget or seed, a batch without judge scores or one with a draw in force."""
-    from annotator.judges.selectors.review import ReviewError, ranked_candidates
-    from hcs.routing import sampling_probabilities
-
     in_force = draw_in_force(batch)
     if in_force is not None:
         raise DrawError(
@@ -102,18 +173,7 @@ def review_draw_make(
             "retire it before drawing again"
         )
     seed = parse_seed(seed)
-    try:
-        rows = ranked_candidates(batch=batch, judges=judges)
-    except ReviewError as exc:
-        raise DrawError(str(exc)) from None
-    if not rows:
-        raise DrawError(
-            f"batch {batch.name!r} has no unlabelled item with a judge score: nothing to draw from"
-        )
-    budget = parse_budget(budget, len(rows))
-    rows.sort(key=lambda r: r.item_pk)  # a fixed order, so the same seed draws the same items
-    uncertainty = np.array([np.nan if r.uncertainty is None else r.uncertainty for r in rows])
-    pi = sampling_probabilities(uncertainty, budget, mix=MIX)
+    rows, budget, uncertainty, pi = _design(batch, budget, judges)
     rng = np.random.default_rng(seed)
     drawn = rng.random(len(rows)) < pi
     queue = [rows[i].item_id for i in rng.permutation(np.flatnonzero(drawn))]
@@ -154,6 +214,8 @@ def review_draw_retire(*, batch: Batch) -> ReviewDraw | None:
     draw = draw_in_force(batch)
     if draw is None:
         return None
-    ReviewDraw.objects.filter(pk=draw.pk).update(retired_at=timezone.now())
+    with transaction.atomic():
+        ReviewDraw.objects.filter(pk=draw.pk).update(retired_at=timezone.now())
+        queue_first_clear(batch=batch)  # the drawn items no longer go before the others
     draw.refresh_from_db()
     return draw

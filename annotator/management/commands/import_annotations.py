@@ -1,4 +1,4 @@
-"""python manage.py import_annotations FILE --batch NAME [--k K] [--rubric PATH]"""
+"""python manage.py import_annotations FILE --batch NAME [--k K] [--rubric PATH] [--labelled-at-random]"""
 
 from __future__ import annotations
 
@@ -24,8 +24,14 @@ class Command(BaseCommand):
             "--k", type=int, default=None, help=f"k for a new batch (default and least {MIN_K})"
         )
         parser.add_argument("--rubric", help="rubric JSON for a new batch (default: hcs/rubrics/hcs.json)")
+        parser.add_argument(
+            "--labelled-at-random",
+            action="store_true",
+            help="the file's items were drawn at random from the batch's items: the report may use them for "
+            "PPI++ (ppi.sample declared_random). Without it, offline labels make the sample not_random.",
+        )
 
-    def handle(self, *args, file, batch, k, rubric, **options):
+    def handle(self, *args, file, batch, k, rubric, labelled_at_random=False, **options):
         data = read_file(file)
         rubric_obj = load_rubric(rubric)
         try:
@@ -35,6 +41,7 @@ class Command(BaseCommand):
                 batch_name=batch,
                 k=k,
                 rubric=rubric_obj,
+                labelled_at_random=labelled_at_random,
             )
         except (FileRefused, ImportRefused) as exc:
             raise refused(file, exc) from None
@@ -47,6 +54,12 @@ class Command(BaseCommand):
                 f"{counted(len(plan.new_items), 'new item', 'new items')}; "
                 f"{counted(len(plan.new_users), 'new annotator account', 'new annotator accounts')}."
             )
+        )
+        self.stdout.write(
+            "Declared a random sample of the batch (--labelled-at-random): the report uses these labels for PPI++."
+            if labelled_at_random
+            else "Not declared a random sample: the report gives no PPI++ estimate from these labels unless the "
+            "file is imported with --labelled-at-random (docs/ppi.md)."
         )
         if plan.batch is not None and k is not None and k != plan.batch.k:
             self.stdout.write(f"The batch already existed, so its k stays {plan.batch.k}.")

@@ -8,10 +8,10 @@ from django.urls import reverse
 from ppi_py import ppi_mean_ci, ppi_mean_pointestimate
 from scipy.stats import norm
 
-from annotator.models import AnnotatorStanding, Judge, JudgeScore
+from annotator.models import Annotation, AnnotatorStanding, Judge, JudgeScore
 from annotator.selectors.reports import batch_report
 from hcs.rubric import Rubric
-from tests.factories import PASSWORD, make_annotation, make_batch, make_user
+from tests.factories import PASSWORD, in_queue_order, make_annotation, make_batch, make_user
 
 DIMS = ("coherence", "relevance", "instruction_following", "safety_compliance", "fluency")
 PPI_KEYS = {
@@ -28,24 +28,25 @@ PPI_KEYS = {
 
 @pytest.fixture
 def study(db):
-    """40 items in two systems; people label the first 24 (two annotators each, a third excluded who rated
-    every item 1), a judge scores every item on every dimension and gives no overall score."""
-    batch = make_batch("ppi", n_items=40, k=3, systems=("sys-a", "sys-b"))
+    """40 items in two systems in a random queue order; people label the first 24 the queue hands out (two
+    annotators each, a third excluded who rated every item 1), a judge scores every item on every dimension
+    and gives no overall score."""
+    batch = make_batch("ppi", n_items=40, k=3, systems=("sys-a", "sys-b"), order_seed=11)
     rng = np.random.default_rng(3)
     people = [make_user("p0"), make_user("p1")]
     outcast = make_user("outcast")
     judge = Judge.objects.create(name="<i>judge</i>")
     human: dict[str, dict[str, list[int]]] = {}
-    items = list(batch.items.order_by("position"))
+    items = in_queue_order(batch)
     for n, item in enumerate(items):
         quality = int(rng.integers(1, 6))
         if n < 24:
             for user in people:
                 scores = {d: int(np.clip(quality + rng.integers(-1, 2), 1, 5)) for d in DIMS}
-                make_annotation(item, user, scores)
+                make_annotation(item, user, scores, source=Annotation.Source.WEB)
                 for d, v in scores.items():
                     human.setdefault(item.item_id, {}).setdefault(d, []).append(v)
-            make_annotation(item, outcast, dict.fromkeys(DIMS, 1))
+            make_annotation(item, outcast, dict.fromkeys(DIMS, 1), source=Annotation.Source.WEB)
         JudgeScore.objects.bulk_create(
             JudgeScore(judge=judge, item=item, dimension=d, raw_value=v, scale_min=1, scale_max=5, value=v)
             for d in DIMS
@@ -93,13 +94,15 @@ def test_json_ppi_equals_ppi_py_overall_per_dimension_and_per_system(client, res
     section = data["judges"]["<i>judge</i>"]
     for dimension in (*DIMS, "overall"):
         ppi = section[dimension]["ppi"]
-        assert set(ppi) == PPI_KEYS
+        assert set(ppi) == PPI_KEYS | {"sample", "sample_why"}
+        # Labelled through the queue's random order: the first 24 it hands out.
+        assert ppi["sample"] == "random_order" and "seed 11" in ppi["sample_why"]
         assert set(ppi["human_only"]) == {"estimate", "ci95", "ci95_superpopulation"} and set(
             ppi["judge_only"]
         ) == {"estimate"}
         for system in (None, "sys-a", "sys-b"):
             got = ppi if system is None else section[dimension]["ppi_by_system"][system]
-            assert set(got) == PPI_KEYS
+            assert set(got) - {"sample", "sample_why"} == PPI_KEYS
             y, f, fu = _reference(items, human, judged, dimension, system)
             assert (got["n_labelled"], got["n_unlabelled"]) == (len(y), len(fu))
             assert got["n_labelled"] == (

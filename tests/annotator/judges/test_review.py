@@ -9,7 +9,7 @@ from django.core.management import CommandError, call_command
 from annotator.judges.selectors.review import ReviewError, review_candidates
 from annotator.judges.services.review import items_queue_first
 from annotator.models import Item, Judge, JudgeCall, JudgeScore
-from tests.factories import make_annotation, make_batch, make_user
+from tests.factories import make_annotation, make_batch, make_user, queue_places
 
 DIMS = ("coherence", "relevance", "instruction_following", "safety_compliance", "fluency")
 
@@ -119,7 +119,7 @@ def test_command_writes_the_csv_defused_and_puts_items_first(batch, tmp_path):
     assert rows[0] == ["item_id", "system_id", "uncertainty", "reason"]
     assert [r[0] for r in rows[1:]] == ["'=rev-6", "'=rev-7", "'=rev-5"]  # a formula-looking id is defused
     assert float(rows[1][2]) == pytest.approx(2.0)
-    positions = dict(Item.objects.filter(batch=batch).order_by("position").values_list("item_id", "position"))
+    positions = queue_places(batch)
     assert list(positions)[:3] == ["=rev-6", "=rev-7", "=rev-5"] and list(positions.values())[:3] == [0, 1, 2]
     assert list(positions)[3:] == [
         "=rev-0",
@@ -134,7 +134,7 @@ def test_command_writes_the_csv_defused_and_puts_items_first(batch, tmp_path):
 
 def test_command_errors_change_nothing(batch, tmp_path):
     out = tmp_path / "x.csv"
-    before = dict(Item.objects.filter(batch=batch).values_list("item_id", "position"))
+    before = queue_places(batch)
     with pytest.raises(CommandError, match="No batch named 'nope'"):
         call_command("select_for_review", "nope", "--n", "3", "--out", str(out))
     with pytest.raises(CommandError, match="'zed'"):
@@ -152,13 +152,13 @@ def test_command_errors_change_nothing(batch, tmp_path):
             "--queue-first",
         )
     assert not out.exists()
-    assert dict(Item.objects.filter(batch=batch).values_list("item_id", "position")) == before
+    assert queue_places(batch) == before
 
 
 def test_queue_first_refuses_unknown_ids(batch):
     with pytest.raises(ValueError, match="not in batch"):
         items_queue_first(batch=batch, item_ids=["=rev-5", "ghost"])
-    assert Item.objects.get(item_id="=rev-5").position == 5
+    assert queue_places(batch)["=rev-5"] == 5
 
 
 def _login(client, user):
@@ -193,9 +193,7 @@ def test_page_lists_csv_and_queue_first(client, researcher_user, admin_user, bat
     assert "first in this batch" in client.get(url, {"n": "2"}).content.decode()
     response = client.post(reverse("review_queue_first", args=[batch.pk]), {"n": "2"}, follow=True)
     assert "Put 2 item(s) first" in response.content.decode()
-    assert list(
-        Item.objects.filter(batch=batch).order_by("position").values_list("item_id", flat=True)[:2]
-    ) == ["=rev-6", "=rev-7"]
+    assert list(queue_places(batch))[:2] == ["=rev-6", "=rev-7"]
     response = client.post(reverse("review_queue_first", args=[batch.pk]), {"n": "0"}, follow=True)
     assert "Nothing was moved" in response.content.decode()
 

@@ -8,13 +8,12 @@ import numpy as np
 import pytest
 from django.core.management import CommandError, call_command
 from django.urls import reverse
-from ppi_py import ppi_mean_pointestimate
 
 from annotator.judges.selectors.review import ranked_candidates
 from annotator.judges.services.review import DrawError, review_draw_make, review_draw_retire
-from annotator.models import Item, Judge, JudgeScore, ReviewDraw, ReviewDrawItem
+from annotator.models import Judge, JudgeScore, ReviewDraw, ReviewDrawItem
 from tests.annotator.api.conftest import assert_problem
-from tests.factories import PASSWORD, make_annotation, make_batch, make_user
+from tests.factories import PASSWORD, make_annotation, make_batch, make_user, queue_places
 
 DIMS = ("coherence", "relevance", "instruction_following", "safety_compliance", "fluency")
 PPI_KEYS = {
@@ -55,7 +54,7 @@ def batch(db):
 
 
 def _positions(batch):
-    return dict(Item.objects.filter(batch=batch).values_list("item_id", "position"))
+    return queue_places(batch)
 
 
 def _recorded(draw):
@@ -70,17 +69,19 @@ def test_the_draw_records_every_candidate_and_puts_the_drawn_first(batch):
     assert set(candidates) == set(ranked) and len(candidates) == N_ITEMS - N_BEFORE
     before = [r for r in rows.values() if r.labelled_before]
     assert len(before) == N_BEFORE and all(r.pi == 1.0 and r.drawn for r in before)
-    # π ∝ uncertainty with 10 % of the budget spread evenly (no π reaches 1 here), Σπ = the budget.
+    # π ∝ uncertainty with half the budget spread evenly (no π reaches 1 here), Σπ = the budget; so every
+    # π is at least half the uniform draw's.
     u = np.array([ranked[i] for i in candidates])
     pi = np.array([r.pi for r in candidates.values()])
     assert pi.sum() == pytest.approx(8)
-    assert pi == pytest.approx(0.9 * 8 * u / u.sum() + 0.1 * 8 / len(u))
+    assert pi == pytest.approx(0.5 * 8 * u / u.sum() + 0.5 * 8 / len(u))
+    assert pi.min() >= 0.5 * 8 / len(u)
     assert [r.uncertainty for r in candidates.values()] == pytest.approx(list(u))
     drawn = sorted(i for i, r in candidates.items() if r.drawn)
     assert 0 < len(drawn) < len(candidates)
     positions = _positions(batch)
     assert sorted(positions[i] for i in drawn) == list(range(len(drawn)))  # first in the queue
-    assert (draw.budget, draw.seed, draw.mix, draw.judges) == (8, 3, 0.1, ["a", "b"])
+    assert (draw.budget, draw.seed, draw.mix, draw.judges) == (8, 3, 0.5, ["a", "b"])
 
 
 def test_the_same_seed_draws_the_same_items(batch):
@@ -156,10 +157,14 @@ def _report_json(client, batch):
     return json.loads(client.get(reverse("report_export", args=[batch.pk, "json"])).content)["judges"]["a"]
 
 
-def test_the_panel_weights_the_draws_labels_and_goes_back_to_ppi_after_retiring(client, batch):
+def test_the_panel_weights_the_draws_labels_and_withholds_ppi_after_retiring(client, batch):
     researcher = make_user("r", role="researcher")
     _login(client, researcher)
-    assert set(_report_json(client, batch)["coherence"]["ppi"]) == PPI_KEYS  # no draw: unchanged
+    # No draw: the three labels were imported from a file without --labelled-at-random, so nothing says
+    # they are a random sample, and PPI++ gives no estimate from them.
+    first = _report_json(client, batch)["coherence"]["ppi"]
+    assert set(first) == PPI_KEYS | {"sample", "sample_why", "sample_fix"}
+    assert first["sample"] == "not_random" and first["estimate"] is None and first["ci95"] is None
     draw = review_draw_make(batch=batch, budget=10, seed=5)
     # The draw alone changes the report's revision: the stored report is not served after it. Until one of
     # the drawn items has a label there is no estimate: the labels from before the draw stand only for
@@ -185,6 +190,7 @@ def test_the_panel_weights_the_draws_labels_and_goes_back_to_ppi_after_retiring(
             )
     entry = _report_json(client, batch)["coherence"]["ppi"]
     assert entry["estimator"] == "active_inference" and entry["draw"]["id"] == draw.pk
+    assert entry["sample"] == "recorded_draw"
     assert entry["draw"]["n_drawn"] == entry["draw"]["n_drawn_labelled"] == len(drawn)
     assert entry["draw"]["n_labelled_before"] == N_BEFORE and entry["draw"]["n_labels_not_used"] == 0
     # θ̂ = mean[g + (Y − g) ξ/π], g = λ f + b, over every recorded item (Zrnic & Candès 2024, eq. 3).
@@ -221,17 +227,15 @@ def test_the_panel_weights_the_draws_labels_and_goes_back_to_ppi_after_retiring(
     card = client.get(reverse("judge_card", args=[batch.pk, Judge.objects.get(name="a").pk])).content.decode()
     assert "Estimator: active inference" in card
 
+    # Retired, the draw's labels are no random sample of the batch any more: PPI++ is withheld, and says why.
     review_draw_retire(batch=batch)
     back = _report_json(client, batch)["coherence"]["ppi"]
-    assert set(back) == PPI_KEYS
-    labelled = {**human, other.item_id: 5.0}
-    y = np.array([labelled[pk] for pk in sorted(f) if pk in labelled])
-    fl = np.array([f[pk] for pk in sorted(f) if pk in labelled])
-    fu = np.array([f[pk] for pk in sorted(f) if pk not in labelled])
-    assert back["estimate"] == pytest.approx(float(ppi_mean_pointestimate(y, fl, fu)[0]), abs=1e-9)
+    assert back["sample"] == "not_random" and back["estimate"] is None and back["ci95"] is None
+    assert back["n_labelled"] == len(human) + 1 and back["judge_only"]["estimate"] is not None
+    page = client.get(reverse("report_judges", args=[batch.pk])).content.decode()
+    assert "Estimator: active inference" not in page
     assert (
-        "Estimator: active inference"
-        not in client.get(reverse("report_judges", args=[batch.pk])).content.decode()
+        "No estimate: the labelled items are not a random sample." in page and "--labelled-at-random" in page
     )
 
 
@@ -370,3 +374,53 @@ def test_hostile_draw_bodies_are_problems(api_as, batch, body):
     response = api_as("admin").post(f"/batches/{batch.pk}/review/draw", body)
     assert response.status_code in (400, 422), response.content[:300]
     assert not ReviewDraw.objects.exists()
+
+
+def test_drawn_items_are_handed_out_before_items_closest_to_completion(batch):
+    """The first three items have two of their three labels: before, the queue gave them out first, and a
+    worker labelled none of the drawn items."""
+    from annotator.services.annotations import annotation_submit
+    from annotator.services.assignment import item_next_for_annotator
+
+    draw = review_draw_make(batch=batch, budget=8, seed=3)
+    drawn = {r.item.item_id for r in draw.rows.select_related("item") if r.drawn and not r.labelled_before}
+    worker = make_user("next")
+    handed = []
+    for _ in range(len(drawn)):
+        lease = item_next_for_annotator(batch=batch, annotator=worker)
+        handed.append(lease.item.item_id)
+        annotation_submit(
+            item=lease.item, annotator=worker, scores=dict.fromkeys(DIMS, 3), constraints_met=[]
+        )
+    assert set(handed) == drawn
+    almost_done = item_next_for_annotator(batch=batch, annotator=worker).item  # then the rest, as before
+    assert almost_done.n_annotations == 2
+    review_draw_retire(batch=batch)
+    assert not batch.items.filter(queue_first__gt=0).exists()
+
+
+def test_the_printed_count_is_the_reports_and_the_forecast_comes_first(client, batch, tmp_path):
+    import io
+
+    err = io.StringIO()
+    call_command(
+        "select_for_review",
+        "draw",
+        "--draw",
+        "8",
+        "--seed",
+        "3",
+        "--out",
+        str(tmp_path / "d.csv"),
+        stderr=err,
+    )
+    text = err.getvalue()
+    forecast, done = text.index("routing is expected to"), text.index("Draw #")
+    assert forecast < done and "if the judges' uncertainty tracks their error" in text
+    assert "(bound: " in text and "0.5 × budget / candidates" in text
+    drew = int(text.split("drew ")[1].split(" ")[0])
+    _login(client, make_user("r", role="researcher"))
+    report = _report_json(client, batch)["coherence"]["ppi"]["draw"]
+    assert drew == report["n_drawn"]  # the items labelled before the draw are not counted as drawn
+    assert f"{N_BEFORE} item(s) labelled before the draw join the estimate" in text
+    assert report["n_labelled_before"] == N_BEFORE

@@ -14,6 +14,7 @@ from annotator.judges.selectors.review import COLUMNS, ReviewError, review_candi
 from annotator.judges.services.review import (
     DrawError,
     ranked_queue_first,
+    review_draw_forecast,
     review_draw_make,
     review_draw_retire,
 )
@@ -102,6 +103,8 @@ class Command(BaseCommand):
             raise CommandError(f"Cannot write {out}: {exc.strerror}") from None
         with fh:
             try:
+                # Said before the draw is made: whether routing should pay off at all.
+                self.stderr.write(review_draw_forecast(batch=batch, budget=budget, judges=judges).sentence())
                 made = review_draw_make(batch=batch, budget=budget, seed=seed, judges=judges)
             except DrawError as exc:
                 fh.close()
@@ -109,10 +112,15 @@ class Command(BaseCommand):
                 raise CommandError(f"Nothing was drawn: {exc}.") from None
             rows = draw_rows(made)
             fh.writelines(csv_lines(DRAW_COLUMNS, ([r[c] for c in DRAW_COLUMNS] for r in rows)))
-        drawn = sum(r["drawn"] for r in rows)
+        # Items labelled before the draw are in its record (π = 1) but were not drawn for labelling: the
+        # count is the candidates drawn, as the report's draw.n_drawn counts them.
+        candidates = [r for r in rows if not r["labelled_before"]]
+        drawn = sum(r["drawn"] for r in candidates)
+        before = len(rows) - len(candidates)
         self.stderr.write(
             f"Draw #{made.pk} of batch {batch.name!r} (budget {made.budget}, seed {made.seed}): drew {drawn} of "
-            f"{len(rows)} candidate(s) and put them first in the queue; wrote every candidate to {out}"
+            f"{len(candidates)} candidate(s) for labelling and put them first in the queue, before every other "
+            f"item; {before} item(s) labelled before the draw join the estimate with π = 1; wrote every row to {out}"
         )
 
     def _write(self, out, columns, cells):

@@ -1,0 +1,212 @@
+"""Whether a batch's labelled items are the random sample PPI++ assumes: ``judges.<judge>.<dim>.ppi.sample``.
+
+PPI++ (``hcs.ppi``) is unbiased only when the human-labelled items are a random sample of the batch, or a
+draw with recorded probabilities (active inference, ``annotator.judges.selectors.validation``). The
+report says which one it has, one of ``SAMPLES``:
+
+``recorded_draw``
+    A review draw is in force (``select_for_review --draw``): its labels are weighted by 1/π.
+``declared_random``
+    Some labels were imported from a file (annotations with source ``import``), and the import said they
+    are a random sample of the batch (``import_annotations --labelled-at-random``); any labels given
+    through the queue besides them pass the ``random_order`` test below on the items not imported.
+``random_order``
+    Every label came through the queue, the batch has a random order (``Batch.order_seed``,
+    ``annotator.services.queue_order``), and the labelled items are a prefix of that order as handed out:
+    no item ranked before the last labelled one lacks a label, except items on a live lease and up to
+    ``WINDOW`` others (the lease picks at random among the first ``WINDOW`` free items, so the frontier is
+    ragged by that much). A hole that someone skipped is never excused: a skip depends on the item's
+    content. Items added after labelling began fall among the rest at random (their keys are random), so
+    they do not break the prefix.
+``not_random``
+    Anything else: a batch in file order (made before the random order), offline labels imported without
+    the flag, or holes in the prefix (items skipped by everyone, a ranked list put first, a retired draw's
+    labels). The estimate and its interval are then null, and ``why`` and ``fix`` say what to do.
+
+One rule for the whole batch, computed once per report: every judge × dimension entry carries it.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from typing import TYPE_CHECKING
+
+from django.db.models import Exists, OuterRef, Q
+from django.utils import timezone
+
+from annotator.counted import counted
+from annotator.models import Annotation, Assignment, Batch, Item
+from annotator.services.assignment_sql import WINDOW
+
+if TYPE_CHECKING:
+    import numpy as np
+
+    from annotator.selectors.report_arrays import ReportArrays
+
+RANDOM_ORDER, RECORDED_DRAW, DECLARED_RANDOM, NOT_RANDOM = (
+    "random_order",
+    "recorded_draw",
+    "declared_random",
+    "not_random",
+)
+SAMPLES = (RANDOM_ORDER, RECORDED_DRAW, DECLARED_RANDOM, NOT_RANDOM)
+
+DRAW_FIX = "make a review draw (select_for_review BATCH --draw BUDGET) and label the items it puts first"
+
+
+@dataclass(frozen=True)
+class LabelledSample:
+    kind: str  # one of SAMPLES
+    why: str  # one sentence: what makes the labelled set random, or why it is not
+    fix: str = ""  # with not_random: how to get an estimate
+
+    @property
+    def random(self) -> bool:
+        return self.kind != NOT_RANDOM
+
+    def to_json(self) -> dict:
+        return {"sample": self.kind, "sample_why": self.why, **({"sample_fix": self.fix} if self.fix else {})}
+
+
+@dataclass(frozen=True)
+class PrefixHoles:
+    """Unlabelled items ranked before the last labelled one: how many, how many are excused."""
+
+    n_holes: int
+    n_leased: int  # holes on a live lease: being rated now
+    n_skipped: int  # holes someone skipped: never excused
+
+    @property
+    def is_prefix(self) -> bool:
+        return self.n_skipped == 0 and self.n_holes - self.n_leased <= WINDOW
+
+
+def prefix_holes(
+    rank: np.ndarray, labelled: np.ndarray, leased: np.ndarray, skipped: np.ndarray
+) -> PrefixHoles:
+    """The holes in the labelled prefix of the order ``rank`` (arrays over the same items).
+
+    >>> import numpy as np
+    >>> no = np.zeros(4, dtype=bool)
+    >>> prefix_holes(np.array([3, 0, 2, 1]), np.array([False, True, False, True]), no, no).n_holes
+    0
+    >>> prefix_holes(np.array([3, 0, 2, 1]), np.array([True, True, False, False]), no, no).n_holes
+    2
+    """
+
+    if not labelled.any():
+        return PrefixHoles(0, 0, 0)
+    last = rank[labelled].max()
+    holes = ~labelled & (rank < last)
+    return PrefixHoles(int(holes.sum()), int((holes & leased).sum()), int((holes & skipped & ~leased).sum()))
+
+
+def labelled_sample(batch: Batch, arrays: ReportArrays, *, draw_in_force: bool) -> LabelledSample:
+    """What the labelled items of the report's arrays (excluded annotators left out) are a sample of."""
+    import numpy as np
+
+    if draw_in_force:
+        return LabelledSample(
+            RECORDED_DRAW,
+            "a review draw is in force: its labels were drawn with recorded probabilities π and are weighted by 1/π",
+        )
+    n = len(arrays.item_pk)
+    labelled = np.zeros(n, dtype=bool)
+    labelled[np.unique(arrays.annotation_item).astype(np.int64)] = True
+    row_of = {int(pk): row for row, pk in enumerate(arrays.item_pk)}
+    offline = (
+        _rows(
+            row_of,
+            Item.objects.filter(batch=batch).filter(
+                Exists(Annotation.objects.filter(item=OuterRef("pk"), source=Annotation.Source.IMPORT))
+            ),
+        )
+        & labelled
+    )
+    if offline.any() and not batch.labels_declared_random:
+        return LabelledSample(
+            NOT_RANDOM,
+            f"{counted(int(offline.sum()), 'labelled item was', 'labelled items were')} imported from a file "
+            "without --labelled-at-random, so nothing says the labelled set is a random sample of the batch",
+            "if those items were drawn at random from the batch, import the file again with "
+            f"import_annotations --labelled-at-random; otherwise {DRAW_FIX}",
+        )
+    queue = labelled & ~offline
+    if queue.any():
+        verdict = _queue_order(batch, row_of, n, queue, offline)
+        if verdict is not None:
+            return verdict
+    if offline.any():
+        return LabelledSample(
+            DECLARED_RANDOM,
+            "the labels imported from a file were declared a random sample of the batch "
+            "(import_annotations --labelled-at-random)"
+            + ("; the ones given through the queue are a prefix of its random order" if queue.any() else ""),
+        )
+    return LabelledSample(
+        RANDOM_ORDER if batch.order_seed is not None else NOT_RANDOM,
+        f"the labels came through the queue, which hands items out in a random order (seed {batch.order_seed})"
+        if batch.order_seed is not None
+        else "the batch hands items out in file order",
+    )
+
+
+def _rows(row_of: dict[int, int], items) -> np.ndarray:
+    import numpy as np
+
+    out = np.zeros(len(row_of), dtype=bool)
+    for pk in items.values_list("pk", flat=True).iterator():
+        row = row_of.get(pk)
+        if row is not None:
+            out[row] = True
+    return out
+
+
+def _queue_order(
+    batch: Batch, row_of, n: int, queue: np.ndarray, offline: np.ndarray
+) -> LabelledSample | None:
+    """None when the labels given through the queue are a prefix of a random order; else why not."""
+    import numpy as np
+
+    if batch.order_seed is None:
+        return LabelledSample(
+            NOT_RANDOM,
+            "the queue of this batch hands items out in file order (it was made before batches got a random "
+            "order), so its labelled items are the first of the file, not a random sample",
+            f"{DRAW_FIX}, or upload the items again as a new batch, which gets a random order",
+        )
+    rank = np.zeros(n, dtype=np.int64)
+    for pk, r in Item.objects.filter(batch=batch).values_list("pk", "queue_rank").iterator():
+        row = row_of.get(pk)
+        if row is not None:
+            rank[row] = r
+    now = timezone.now()
+    leased = _rows(
+        row_of,
+        Item.objects.filter(batch=batch).filter(
+            Exists(
+                Assignment.objects.filter(
+                    item=OuterRef("pk"), state=Assignment.State.LEASED, lease_expires_at__gt=now
+                )
+            )
+        ),
+    )
+    skipped = _rows(
+        row_of,
+        Item.objects.filter(batch=batch).filter(
+            Exists(Assignment.objects.filter(Q(state=Assignment.State.SKIPPED), item=OuterRef("pk")))
+        ),
+    )
+    keep = ~offline  # offline labels are judged by their declaration, not by the queue's order
+    holes = prefix_holes(rank[keep], queue[keep], leased[keep], skipped[keep])
+    if holes.is_prefix:
+        return None
+    skipped_part = f", {holes.n_skipped} of them skipped" if holes.n_skipped else ""
+    return LabelledSample(
+        NOT_RANDOM,
+        f"{counted(holes.n_holes, 'item', 'items')} the queue's random order (seed {batch.order_seed}) puts before "
+        f"the last labelled one {'has' if holes.n_holes == 1 else 'have'} no label{skipped_part}, so the labelled "
+        "items are not the prefix of the order the queue hands out (a ranked list put first, a retired draw, "
+        "or items everyone skipped)",
+        "label those items (the queue hands them out next unless everyone skipped them), or " + DRAW_FIX,
+    )
