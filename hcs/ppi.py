@@ -39,6 +39,7 @@ from dataclasses import dataclass
 
 import numpy as np
 from scipy.stats import norm
+from scipy.stats import t as t_dist
 
 __all__ = [
     "PPIMean",
@@ -142,14 +143,18 @@ def ppi_lambda(y, yhat, yhat_unlabelled):
     return np.clip(lam, 0.0, 1.0)
 
 
-def ppi_mean_many(y, yhat, yhat_unlabelled, *, alpha: float = 0.05, lam=None, batch: bool = False):
+def ppi_mean_many(
+    y, yhat, yhat_unlabelled, *, alpha: float = 0.05, lam=None, batch: bool = False, tuned: bool | None = None
+):
     """PPI++ estimates and intervals of many studies at once: arrays studies × items, one result per row.
 
     Returns ``(estimate, lo, hi, lam)``, each an array with one value per study. ``lam=None`` tunes λ
     per study; a number fixes it (1: plain PPI [1]_, 0: the human-only interval). The interval is the
     super-population one (``ppi_py``'s), or with ``batch=True`` the one for the mean of the study's own
-    labelled and unlabelled items (:func:`batch_mean_se`).
+    labelled and unlabelled items (:func:`batch_mean_se`); ``tuned`` says whether ``lam`` was tuned on these
+    labels (the default when ``lam`` is None), which costs the batch interval one degree of freedom.
     """
+    tuned = lam is None if tuned is None else tuned
     y, yhat, yu = (np.asarray(a, dtype=float) for a in (y, yhat, yhat_unlabelled))
     lam = (
         ppi_lambda(y, yhat, yu)
@@ -160,21 +165,25 @@ def ppi_mean_many(y, yhat, yhat_unlabelled, *, alpha: float = 0.05, lam=None, ba
     rectifier = y - lam_ * yhat
     estimate = (lam_ * yu).mean(-1) + rectifier.mean(-1)
     if batch:
-        se = batch_mean_se(y, yhat, yu.shape[-1], lam)
+        se = batch_mean_se(y, yhat, yu.shape[-1], lam, tuned=tuned)
+        # Student's t on the residuals' degrees of freedom, as for the regression estimator (Cochran 1977,
+        # §7.3): with a few dozen labels the normal quantile under-covers the batch's mean.
+        z = float(t_dist.ppf(1 - alpha / 2, max(1, y.shape[-1] - (2 if tuned else 1))))
     else:
         se = np.sqrt((lam_ * yu).var(-1) / yu.shape[-1] + rectifier.var(-1) / y.shape[-1])
-    z = _z(alpha)
+        z = _z(alpha)
     return estimate, estimate - z * se, estimate + z * se, np.asarray(lam, dtype=float)
 
 
-def batch_mean_se(y, yhat, n_unlabelled: int, lam):
+def batch_mean_se(y, yhat, n_unlabelled: int, lam, *, tuned: bool = False):
     """Standard error of the PPI++ estimate as an estimate of the mean of the batch's own M = n + N items.
 
     The labelled items are a simple random sample of the batch and the judge has scored all of them, so
     the estimate equals mean(Y) − λ (M/N) (mean(Yhat) − Yhat's mean over the batch): the last mean is a
     fixed number of the batch, and only the labelled mean of e = Y − λ (M/N) Yhat varies from one
     labelled set to another. Hence SE = sqrt((1 − n/M) · s²(e) / n), s² with divisor n − 1 (Cochran
-    1977, theorems 2.2 and 2.4; §7.2 for the difference estimator). Items' axis last; λ one per study. With no
+    1977, theorems 2.2 and 2.4; §7.2 for the difference estimator), or n − 2 when λ was ``tuned`` on the
+    same labels, as for the regression estimator (§7.3, eq. 7.23). Items' axis last; λ one per study. With no
     unlabelled item the batch's mean is known exactly: SE 0.
 
     >>> float(batch_mean_se([1., 2., 3.], [1., 2., 3.], 3, 0.0)) == (0.5 * 1.0 / 3) ** 0.5
@@ -186,7 +195,8 @@ def batch_mean_se(y, yhat, n_unlabelled: int, lam):
         return np.zeros(y.shape[:-1])
     big_m = n + n_unlabelled
     e = y - np.asarray(lam, dtype=float)[..., None] * (big_m / n_unlabelled) * yhat
-    return np.sqrt((1 - n / big_m) * e.var(-1, ddof=1) / n)
+    ddof = 2 if tuned and n > 2 else 1
+    return np.sqrt((1 - n / big_m) * e.var(-1, ddof=ddof) / n)
 
 
 def classical_mean_ci(y, *, alpha: float = 0.05) -> tuple[float, float, float]:
@@ -239,7 +249,7 @@ def ppi_mean(y, yhat, yhat_unlabelled, *, alpha: float = 0.05) -> PPIMean | None
         point = (human, human)
         return PPIMean(human, point, len(y), 0, 0.0, human, point, judge_only, (h_lo, h_hi), (h_lo, h_hi))
     est, lo, hi, lam = ppi_mean_many(y, yhat, yu, alpha=alpha)
-    _, b_lo, b_hi, _ = ppi_mean_many(y, yhat, yu, alpha=alpha, lam=lam, batch=True)
+    _, b_lo, b_hi, _ = ppi_mean_many(y, yhat, yu, alpha=alpha, lam=lam, batch=True, tuned=True)
     _, hb_lo, hb_hi, _ = ppi_mean_many(y, yhat, yu, alpha=alpha, lam=0.0, batch=True)
     return PPIMean(
         estimate=float(est),

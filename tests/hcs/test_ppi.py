@@ -67,18 +67,21 @@ def test_lambda_is_the_published_formula_written_out():
 
 def test_batch_interval_is_the_difference_estimators_written_out():
     # M = n + N items; the estimate is mean(y) − λ(M/N)(mean f − f̄ over all M), so with e = y − λ(M/N) f
-    # SE = sqrt((1 − n/M) · Σ(e − ē)²/(n − 1) / n) (simple random sampling without replacement, Cochran thm 2.2)
+    # SE = sqrt((1 − n/M) · Σ(e − ē)²/(n − 2) / n) (simple random sampling without replacement, Cochran thm 2.2;
+    # n − 2 and Student's t with n − 2 df because λ is tuned on the same labels, as for the regression
+    # estimator, Cochran §7.3); the human-only interval has λ fixed at 0: n − 1 both times.
     y, f, fu = np.array([1.0, 3, 4, 2, 5]), np.array([2.0, 3, 5, 2, 4]), np.array([3.0, 1, 4, 5, 2, 2, 3])
     r = ppi_mean(y, f, fu)
     lam, big_m = r.lam, 12
     assert r.estimate == pytest.approx(y.mean() - lam * big_m / 7 * (f.mean() - np.r_[f, fu].mean()))
     e = [a - lam * big_m / 7 * b for a, b in zip(y, f)]
     e_bar = sum(e) / 5
-    se = np.sqrt((1 - 5 / 12) * sum((v - e_bar) ** 2 for v in e) / 4 / 5)
-    assert r.ci95 == pytest.approx((r.estimate - 1.959964 * se, r.estimate + 1.959964 * se), rel=1e-6)
+    se = np.sqrt((1 - 5 / 12) * sum((v - e_bar) ** 2 for v in e) / 3 / 5)
+    t3, t4 = 3.182446, 2.776445  # Student's t, 97.5 % point, 3 and 4 df (published tables)
+    assert r.ci95 == pytest.approx((r.estimate - t3 * se, r.estimate + t3 * se), rel=1e-6)
     h_se = np.sqrt((1 - 5 / 12) * y.var(ddof=1) / 5)
-    assert r.human_only_ci95 == pytest.approx((3 - 1.959964 * h_se, 3 + 1.959964 * h_se), rel=1e-6)
-    assert float(batch_mean_se(y, f, 7, lam)) == pytest.approx(se)
+    assert r.human_only_ci95 == pytest.approx((3 - t4 * h_se, 3 + t4 * h_se), rel=1e-6)
+    assert float(batch_mean_se(y, f, 7, lam, tuned=True)) == pytest.approx(se)
 
 
 def test_edge_cases():

@@ -6,7 +6,7 @@ import numpy as np
 import pytest
 from django.urls import reverse
 from ppi_py import ppi_mean_ci, ppi_mean_pointestimate
-from scipy.stats import norm
+from scipy.stats import t as t_dist
 
 from annotator.models import Annotation, AnnotatorStanding, Judge, JudgeScore
 from annotator.selectors.reports import batch_report
@@ -113,10 +113,11 @@ def test_json_ppi_equals_ppi_py_overall_per_dimension_and_per_system(client, res
             assert got["ci95_superpopulation"] == pytest.approx(
                 [float(lo[0]), float(hi[0])], abs=1e-11
             )  # float rounding only
-            # the batch's own mean: SE sqrt((1 − n/M) s²(e) / n), e = y − λ (M/N) f (docs/ppi.md)
+            # the batch's own mean: SE sqrt((1 − n/M) s²(e) / n), e = y − λ (M/N) f, s² and Student's t on
+            # n − 2 degrees of freedom since λ is tuned on these labels (docs/ppi.md)
             n, big_n = len(y), len(fu)
             e = y - got["lambda"] * (n + big_n) / big_n * f
-            half = norm.ppf(0.975) * np.sqrt((1 - n / (n + big_n)) * e.var(ddof=1) / n)
+            half = t_dist.ppf(0.975, n - 2) * np.sqrt((1 - n / (n + big_n)) * e.var(ddof=2) / n)
             assert got["ci95"] == pytest.approx([got["estimate"] - half, got["estimate"] + half], rel=1e-9)
             assert got["human_only"]["estimate"] == pytest.approx(y.mean())
             assert got["judge_only"]["estimate"] == pytest.approx(np.r_[f, fu].mean())
