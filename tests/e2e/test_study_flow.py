@@ -24,7 +24,7 @@ from django.db.models import Count, Q
 from django.test import override_settings
 
 from annotator.exports.formats import EXPORT_FORMATS
-from annotator.models import Annotation, AnnotatorStanding, Enrolment, Item, Job, JudgeCall
+from annotator.models import Annotation, AnnotatorStanding, Batch, Enrolment, Item, Job, JudgeCall
 from tests.e2e import study_run as flow
 
 # Each test reads the run's rows inside a transaction that is rolled back; the run itself is
@@ -410,6 +410,34 @@ def test_after_people_rate_the_routing_the_exports_and_ppi_agree_on_what_is_labe
     per_item = kept.drop_duplicates(["item_id", "annotator"]).groupby("item_id")["overall_hcs"].mean()
     human_only = _read(run, "json")["judges"][flow.JUDGES[0]]["overall"]["ppi"]["human_only"]["estimate"]
     assert math.isclose(human_only, per_item.mean(), rel_tol=1e-9)
+
+
+def test_the_ppi_estimate_says_what_its_labelled_set_is_a_sample_of(run):
+    """The researcher put a ranked list first in the queue (the routing), so the labels are no longer a
+    prefix of the batch's random order: the JSON withholds the estimate and both intervals, and says why
+    and what to do; the methods paragraph names the order and its seed."""
+    report = _read(run, "json")
+    for judge in flow.JUDGES:
+        ppi = report["judges"][judge]["overall"]["ppi"]
+        assert ppi["sample"] == "not_random", (judge, ppi.get("sample_why"))
+        assert ppi["estimate"] is None and ppi["ci95"] is None and ppi["ci95_superpopulation"] is None
+        assert ppi["sample_why"] and ppi["sample_fix"]
+        assert ppi["n_labelled"] > 0 and ppi["n_unlabelled"] > 0  # the counts stay
+    seed = Batch.objects.get(pk=run.batch_id).order_seed
+    assert seed is not None and f"seed {seed}:" in _read(run, "html")
+
+
+def test_every_judge_call_leaves_an_auditable_line(run):
+    """judge_calls.jsonl holds every call, paid or served from the cache, with what was sent; a cached
+    call is never spend."""
+    calls = _read(run, "judge_calls.jsonl")
+    assert len(calls) == JudgeCall.ledger.count() >= 2 * flow.N_ITEMS
+    for call in calls:
+        assert {"cached", "output_mode", "max_tokens", "provider_batch", "cost", "superseded"} <= set(call)
+        assert call["status"] in {"ok", "unreadable", "ambiguous", "failed"}, call["status"]
+        assert call["output_mode"] in {"text", "json_schema", "logprobs"}
+        assert call["cached"] is False or not call["cost"]
+    assert all(c["status"] == "ok" for c in calls)  # the fakes answer one score for a one-score template
 
 
 def test_the_prolific_review_approves_and_pays_exactly_who_the_study_said(run):
