@@ -218,6 +218,11 @@ class JudgeRunForm(forms.Form):
         self.fields["template"].choices = [
             (t, f"{t} (pairwise)" if template.pairwise else t) for t, template in self._templates.items()
         ]
+        # The browser shows the first choice when none is chosen: a pairwise template first in the
+        # alphabet would then be the default, refused unless Pairwise is ticked. Start on a scoring one.
+        scoring = [t for t, template in self._templates.items() if not template.pairwise]
+        if scoring and not self.initial.get("template"):
+            self.initial["template"] = "hcs_rubric" if "hcs_rubric" in scoring else scoring[0]
         self.fields["key_env"].choices = [(k, k) for k in settings.ANNOTATOR_JUDGE_KEY_ENVS]
         from annotator.judges.providers import (
             JUDGE_PROVIDERS,  # the clients load httpx: rating workers never do
