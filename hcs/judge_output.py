@@ -655,13 +655,27 @@ def _parse_plain(text: str, cause: JudgeOutputError, spec: OutputSpec) -> Parsed
     if last.reason is not None:
         rest = last.reason
     else:
-        cut = sorted([*lists, (last.start, last.end)])
-        kept, at = [], 0
-        for start, end in cut:
-            kept.append(text[at:start])
-            at = max(at, end)
-        rest = "".join(kept) + text[at:]
+        verdict = (last.start, last.end)
+        kept, at, after_verdict = [], 0, False
+        for start, end in sorted([*lists, verdict]):
+            kept.append(_between(text[at:start], after_verdict, list_follows=(start, end) != verdict))
+            at, after_verdict = max(at, end), (start, end) == verdict
+        rest = "".join(kept) + _between(text[at:], after_verdict, list_follows=False)
+        rest = re.sub(r"\n[ \t]*(?:\n[ \t]*)+", "\n\n", rest)
     return ParsedScore(_number(value, "the score"), rest.lstrip(" \n\t.:-*\u2192>").rstrip(" \n\t*"))
+
+
+_HEADING = re.compile(r"(?m)^[^\n]*:[ \t]*\n?\Z")  # a last line like "Rubric recap:"
+
+
+def _between(piece: str, after_verdict: bool, *, list_follows: bool) -> str:
+    """Text of a plain answer kept for its reason: after the verdict, without the verdict's own closing
+    ``**`` and arrow; before an echoed scale, without the line that introduces it."""
+    if after_verdict:
+        piece = piece.lstrip(" \t*\u2192>:-")
+    if list_follows:
+        piece = _HEADING.sub("", piece)
+    return piece
 
 
 def parse_all_scores(text: str, dimensions: tuple[str, ...] | list[str]) -> dict[str, ParsedScore]:

@@ -18,11 +18,23 @@ from annotator.studies.services.links import (
 )
 
 
+class _OwnIds:
+    """The Studies page shows every one of its forms at once: each form's element ids start with its own
+    ``ID_PREFIX`` so no two fields share an id (a label then focuses its own field, not another form's)."""
+
+    ID_PREFIX = ""
+
+    def __init__(self, *args, **kwargs):
+        kwargs.setdefault("auto_id", f"{self.ID_PREFIX}_%s")
+        super().__init__(*args, **kwargs)
+
+
 def _days(initial: int) -> forms.IntegerField:
     return forms.IntegerField(min_value=1, max_value=MAX_DAYS, initial=initial, label="Expires after (days)")
 
 
-class StudyLinkForm(forms.Form):
+class StudyLinkForm(_OwnIds, forms.Form):
+    ID_PREFIX = "study"
     batch = forms.ModelChoiceField(queryset=Batch.objects.order_by("name"))
     platform = forms.ChoiceField(choices=[(p.key, p.label) for p in PLATFORMS.values()])
     quota = forms.IntegerField(min_value=1, max_value=100_000, initial=20, label="Items per worker")
@@ -32,6 +44,7 @@ class StudyLinkForm(forms.Form):
     completion_code = forms.CharField(max_length=100)
     completion_url = forms.URLField(
         max_length=500,
+        label="Completion URL",
         required=False,
         assume_scheme="https",
         help_text="Blank on Prolific: its completion URL with the code.",
@@ -41,19 +54,26 @@ class StudyLinkForm(forms.Form):
     days = _days(DEFAULT_STUDY_DAYS)
 
 
-class InviteLinkForm(forms.Form):
+class InviteLinkForm(_OwnIds, forms.Form):
+    ID_PREFIX = "invite"
     batches = forms.ModelMultipleChoiceField(queryset=Batch.objects.order_by("name"))
     uses = forms.IntegerField(min_value=1, max_value=10_000, initial=1, label="Most accounts it makes")
     days = _days(DEFAULT_INVITE_DAYS)
 
 
-class AnnotatorListForm(forms.Form):
+class AnnotatorListForm(_OwnIds, forms.Form):
+    ID_PREFIX = "accounts"
     batch = forms.ModelChoiceField(queryset=Batch.objects.order_by("name"))
     file = forms.FileField(help_text="CSV with the columns username,email.")
     days = _days(DEFAULT_SIGNIN_DAYS)
 
 
 class StudySettingsForm(forms.ModelForm):
+    def __init__(self, *args, **kwargs):
+        instance = kwargs.get("instance")  # one form per batch on the page: ids named by the batch
+        kwargs.setdefault("auto_id", f"settings-{instance.pk}_%s" if instance is not None else "id_%s")
+        super().__init__(*args, **kwargs)
+
     class Meta:
         model = Batch
         fields = ("consent_text", "instructions", "max_items_per_annotator", "max_session_minutes")

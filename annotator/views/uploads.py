@@ -14,6 +14,7 @@ from django.contrib import messages
 from django.contrib.auth.decorators import login_required
 from django.http import FileResponse
 from django.shortcuts import redirect, render
+from django.urls import reverse
 from django.views.decorators.http import require_GET, require_POST
 
 from annotator.forms.uploads import ANNOTATIONS, BATCH, UploadForm
@@ -21,7 +22,7 @@ from annotator.imports.errors import FileRefused, ImportRefused
 from annotator.imports.file_size import upload_limit
 from annotator.imports.store import UploadStore
 from annotator.memory import releases_memory
-from annotator.models import Job
+from annotator.models import Batch, Job
 from annotator.models.batch import MIN_K
 from annotator.roles import admin_required
 from annotator.selectors.imports import batch_names
@@ -55,6 +56,8 @@ def _page(request, form: UploadForm | None = None, status: int = 200):
         "annotation_form": forms[ANNOTATIONS],
         "max_bytes": upload_limit(),
         "batch_names": batch_names(),
+        # After a save: where the admin goes next (the batch's report, assignment, a study link).
+        "saved_batch": Batch.objects.filter(name=again["saved"]).first() if again.get("saved") else None,
     }
     return render(request, "annotator/upload.html", context, status=status)
 
@@ -134,7 +137,7 @@ def confirm(request):
         )
     _forget(request, token)
     messages.success(request, message)
-    return redirect("upload")
+    return redirect(f"{reverse('upload')}?{urlencode({'saved': pending['name']})}")
 
 
 @require_POST

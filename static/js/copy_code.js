@@ -1,4 +1,5 @@
-// The completion page's "Copy code" button: shown only where the clipboard can be written.
+// The Copy buttons (the completion page's code, a link just made on the Studies page): shown only where
+// the clipboard can be written.
 (function () {
   "use strict";
   if (!navigator.clipboard) return;

@@ -42,3 +42,26 @@ def test_the_stopping_notice_lives_in_the_status_and_goes_when_the_run_is_cancel
     polled = client.get(reverse("job_status", args=[job.pk]), headers={"HX-Request": "true"}).content.decode()
     assert "<h2>Cancelled</h2>" in polled and STOPPING not in polled
     assert STOPPING not in client.get(reverse("job_status", args=[job.pk])).content.decode()
+
+
+def test_time_left_goes_away_while_the_run_is_stopping(client):
+    """Stopping sends no new calls, so the time the remaining calls would take is not what is left."""
+    owner = make_user("res", role="researcher")
+    client.force_login(owner)
+    progress = {"total": 36, "done": 13, "failed": 0, "retries": 0, "tokens_in": 1, "tokens_out": 1}
+    job = Job.objects.create(
+        kind=Job.JUDGE_RUN,
+        created_by=owner,
+        label="a run",
+        params={},
+        state=Job.RUNNING,
+        worker=this_worker(),
+        started_at=timezone.now(),
+        heartbeat_at=timezone.now(),
+        progress={**progress, "eta_seconds": 14},
+    )
+    polled = client.get(reverse("job_status", args=[job.pk]), headers={"HX-Request": "true"}).content.decode()
+    assert "<dt>Time left</dt><dd>about 14 s</dd>" in polled  # the run goes on: the estimate is shown
+    client.post(reverse("job_stop", args=[job.pk]))
+    polled = client.get(reverse("job_status", args=[job.pk]), headers={"HX-Request": "true"}).content.decode()
+    assert STOPPING in polled and "Time left" not in polled

@@ -105,6 +105,26 @@ def test_preview_then_confirm_saves_the_batch(admin_client, admin_user, upload_d
     assert Item.objects.count() == 3
 
 
+def test_after_a_save_the_page_links_the_batch_report_assignment_and_a_study_link(admin_client):
+    token = _post_preview(admin_client, GOOD, name="next-steps").context["token"]
+    response = admin_client.post(reverse("upload_confirm"), {"token": token}, follow=True)
+    batch = Batch.objects.get(name="next-steps")
+    page = response.content.decode()
+    assert "Next for next-steps" in page
+    study_link = f"{reverse('studies')}?batch={batch.pk}#new-study-link"
+    for href in (
+        reverse("report_batch", args=[batch.pk]),
+        reverse("assignment_batch", args=[batch.pk]),
+        study_link,
+    ):
+        assert f'href="{href}"' in page
+    # The study link's form then starts on that batch; a made-up batch there is no error.
+    studies = admin_client.get(study_link).content.decode()
+    assert f'<option value="{batch.pk}" selected>' in studies
+    assert admin_client.get(f"{reverse('studies')}?batch=x").status_code == 200
+    assert "Next for" not in admin_client.get(reverse("upload")).content.decode()
+
+
 def test_preview_lists_every_error_with_row_and_column_and_offers_no_confirm(admin_client):
     bad = GOOD + "r3,Another prompt,,sys-c,\n" + ",p,r,sys-c,\n"
     response = _post_preview(admin_client, bad)

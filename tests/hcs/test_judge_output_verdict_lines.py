@@ -180,3 +180,23 @@ def test_a_structured_answer_whose_label_disagrees_with_its_score_is_unreadable(
         JudgeOutputError, match=r"3 is labelled “Good”, which is 2 .* number and label disagree"
     ):
         parse_score('{"reason": "r", "score": 3, "label": "Good"}', spec=SPEC)
+
+
+@pytest.mark.parametrize(
+    ("text", "reason"),
+    [
+        # a line introducing the echoed scale is the list's heading, not the judge's reason
+        (
+            "Rubric recap:\n" + SEED_LIST + "\n\nMy verdict: **2 (Good)** \u2192 The fix is generic.",
+            "The fix is generic.",
+        ),
+        # text before the verdict stays, without the verdict's closing ** and arrow after it
+        (
+            "The feedback names timing.\n\n**2 (Good)** \u2192 The fix is generic.",
+            "The feedback names timing.\n\nThe fix is generic.",
+        ),
+    ],
+)
+def test_the_reason_keeps_no_verdict_markup_and_no_heading_of_the_echoed_scale(text, reason):
+    parsed = parse_score(text, spec=SPEC)
+    assert (parsed.value, parsed.reason) == (2, reason)

@@ -61,7 +61,8 @@ def _page(request, status=200, settings_form=None, quality_form=None, **extra):
     context = {
         **links_overview(),
         "settings_forms": forms,
-        "study_form": StudyLinkForm(),
+        # ?batch= (the upload page's "Make a study link") chooses the batch the form starts on
+        "study_form": StudyLinkForm(initial={"batch": request.GET.get("batch")}),
         "invite_form": InviteLinkForm(),
         "bulk_form": AnnotatorListForm(),
         "prolific_form": ProlificReviewForm(),

@@ -101,3 +101,13 @@ def test_annotators_never_see_judge_scores(client, annotator_user):
         # The score as a number of its own: timestamps (a lease's "…34.678…") may hold "4.6" inside.
         assert "JUDGE-" not in html and not re.search(r"(?<![\d.])4\.60*(?![\d])", html), url
     assert client.get(reverse("report_batch", args=[batch.pk])).status_code == 403
+
+
+def test_the_run_form_starts_on_a_scoring_template_not_a_pairwise_one(client, researcher_user):
+    """A browser shows the first option when none is selected; geval_pairwise sorts first, and a
+    run started with it and Pairwise unticked is refused."""
+    _login(client, researcher_user)
+    html = client.get(reverse("judges")).content.decode()
+    select = re.search(r'<select name="template".*?</select>', html, re.S).group(0)
+    selected = re.findall(r'<option value="([^"]+)" selected>', select)
+    assert selected == ["hcs_rubric"], select
