@@ -159,7 +159,9 @@ def judge_job_run(job: Job, update) -> None:
             job,
             state=Job.FAILED,
             **finished,
-            message=f"Every call failed ({state.failed} of {state.done}); nothing was scored. {summary} "
+            # "failed" counts every call that gave no score: unreadable and ambiguous answers too.
+            message=f"No call gave a score ({state.failed} of {state.done} failed, unreadable or ambiguous); "
+            f"nothing was scored. {summary} "
             "The first errors and a sample of what the endpoint answered are below.",
         )
     elif state.failed:
@@ -167,7 +169,8 @@ def judge_job_run(job: Job, update) -> None:
             job,
             state=Job.DONE,
             **finished,
-            message=f"Partly failed: {state.failed} of {state.done} calls failed. {summary} "
+            message=f"Partly failed: {state.failed} of {state.done} calls gave no score (failed, unreadable or "
+            f"ambiguous). {summary} "
             "Start the run again with \u201cCall failed items again\u201d ticked to retry them.",
         )
     else:

@@ -77,7 +77,7 @@ def test_a_partly_failed_run_counts_each_reason(researcher, django_capture_on_co
     with FakeJudge(reply) as fake:
         start(researcher, django_capture_on_commit_callbacks, form(fake.url))
     job = Job.objects.get()
-    assert job.state == Job.DONE and job.message.startswith("Partly failed: 3 of 5 calls failed")
+    assert job.state == Job.DONE and job.message.startswith("Partly failed: 3 of 5 calls gave no score")
     reasons = {r["reason"]: r["count"] for r in job.progress["failure_reasons"]}
     assert sorted(reasons.values()) == [1, 2], reasons
     assert "score 9 is outside the declared scale 1\u20135" in reasons

@@ -69,7 +69,9 @@ def test_the_reason_shows_on_the_run_page(researcher, django_capture_on_commit_c
     with FakeJudge(lambda prompt: '{"score": 4}') as fake:
         start(researcher, django_capture_on_commit_callbacks, form(fake.url))
     job = Job.objects.get()
-    assert job.state == Job.FAILED and job.message.startswith("Every call failed (2 of 2)")
+    assert job.state == Job.FAILED and job.message.startswith(
+        "No call gave a score (2 of 2 failed, unreadable or ambiguous)"
+    )
     ((reason, count),) = [(r["reason"], r["count"]) for r in job.progress["failure_reasons"]]
     assert count == 2 and reason == call_reasons([("", NAMES_NONE)])[0]  # cut where long, as every reason
     assert reason.startswith("the judge output names none of the 5 dimensions it was asked to score, so none")

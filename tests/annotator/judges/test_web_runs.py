@@ -130,7 +130,7 @@ def test_a_run_in_which_every_call_failed_is_failed_with_its_first_errors_and_a_
     with FakeJudge(lambda p: "<b>I refuse</b> to grade this.") as fake:
         start(researcher, django_capture_on_commit_callbacks, form(fake.url))
     job = Job.objects.get()
-    assert job.state == Job.FAILED and job.message.startswith("Every call failed (3 of 3)")
+    assert job.state == Job.FAILED and job.message.startswith("No call gave a score (3 of 3 failed")
     assert [e["item"] for e in job.errors] and all("no JSON object" in e["message"] for e in job.errors)
     assert job.progress["sample_raw_output"] == "<b>I refuse</b> to grade this."
     page = researcher.get(f"/jobs/{job.pk}/").content.decode()
@@ -151,7 +151,7 @@ def test_a_run_with_some_failed_calls_shows_partly_failed(researcher, django_cap
     with FakeJudge(fault=fault) as fake:
         start(researcher, django_capture_on_commit_callbacks, form(fake.url))
     job = Job.objects.get()
-    assert job.state == Job.DONE and job.message.startswith("Partly failed: 1 of 4 calls failed")
+    assert job.state == Job.DONE and job.message.startswith("Partly failed: 1 of 4 calls gave no score")
     assert job.errors == [
         {
             "row": None,
