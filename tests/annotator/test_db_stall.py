@@ -11,11 +11,12 @@ import time
 import urllib.error
 import urllib.request
 from pathlib import Path
+from unittest import mock
 
 import pytest
 from django.db import OperationalError, connection
 
-from annotator.db_deadline import deadline_override, watchdog
+from annotator.db_deadline import deadline_override, stall, watchdog
 from tests.stall_proxy import PORTS, StallingProxy
 
 ROOT = Path(__file__).resolve().parents[2]
@@ -29,15 +30,17 @@ def proxy(db):
         yield running
 
 
-def _wrapper_through(proxy, *, connect_timeout: int = 2):
-    """A second connection to the test database, through the proxy, built as the app builds its own."""
+def _wrapper_through(proxy, *, connect_timeout: int = 2, base: dict | None = None):
+    """A second connection to the test database, through the proxy, built as the app builds its own
+    (from ``base``, the test database's settings, when ``connection`` is not this thread's to read)."""
     from annotator.pgbackend.base import DatabaseWrapper
 
+    base = base or connection.settings_dict
     settings_dict = {
-        **connection.settings_dict,
+        **base,
         "HOST": "127.0.0.1",
         "PORT": str(proxy.port),
-        "OPTIONS": {**connection.settings_dict["OPTIONS"], "connect_timeout": connect_timeout},
+        "OPTIONS": {**base["OPTIONS"], "connect_timeout": connect_timeout},
     }
     return DatabaseWrapper(settings_dict, alias="through_proxy")
 
@@ -82,6 +85,77 @@ def test_a_new_connection_to_a_stalled_server_gives_up_at_the_connect_timeout(pr
         db.ensure_connection()
     waited = time.monotonic() - started
     assert waited > 1.5 and waited < 4, waited  # the connect timeout fired, not the stall's end
+
+
+@pytest.fixture
+def breaker(proxy, settings):
+    """The stall check at 1 s with a 1 s probe, the probe's fresh connection going through the proxy
+    (the app's probe connects as the app does); the breaker closed before and after."""
+    settings.DB_STALL_CHECK_S, settings.DB_STALL_PROBE_S = 1, 1
+    stall.reset()
+    base = dict(connection.settings_dict)
+    through = mock.patch(
+        "django.db.connections.create_connection",
+        side_effect=lambda alias: _wrapper_through(proxy, base=base),
+    )
+    with through:
+        yield stall
+    for _ in range(50):  # a probe still running would open the breaker again after the reset
+        running = stall._probe
+        if running is None or (running.done.is_set() and not (running.inner and running.inner.is_alive())):
+            break
+        time.sleep(0.1)
+    stall.reset()
+
+
+def test_a_stall_cuts_a_waiting_call_long_before_its_deadline_and_refuses_new_ones(
+    breaker, proxy, django_db_blocker, settings
+):
+    db = _wrapper_through(proxy)
+    settings.DB_QUERY_DEADLINE_S = 30  # the per-call deadline alone would hold the call 30 s
+    with django_db_blocker.unblock():
+        try:
+            with db.cursor() as cursor:
+                cursor.execute("SELECT 1")
+            proxy.stall()
+            started = time.monotonic()
+            with pytest.raises(OperationalError), db.cursor() as cursor:
+                cursor.execute("SELECT 2")
+            # a 1 s wait starts the probe; its 1 s without an answer opens the breaker and cuts the call
+            assert time.monotonic() - started < 3.5
+            assert breaker.open_reason == "Timeout"
+            started = time.monotonic()
+            with pytest.raises(OperationalError, match="not answering"):
+                _wrapper_through(proxy).ensure_connection()  # no connection attempt at all
+            assert time.monotonic() - started < 0.5
+            proxy.resume()
+            deadline = time.monotonic() + 10
+            while True:  # the next probe is answered: the breaker closes
+                time.sleep(0.3)
+                fresh = _wrapper_through(proxy)
+                try:
+                    fresh.ensure_connection()
+                    break
+                except OperationalError:
+                    assert time.monotonic() < deadline, "the breaker did not close after the stall"
+                finally:
+                    fresh.close()
+            assert breaker.open_reason is None
+        finally:
+            db.close()
+
+
+def test_a_slow_query_on_a_database_that_answers_is_not_cut(breaker, proxy, django_db_blocker, settings):
+    db = _wrapper_through(proxy)
+    settings.DB_QUERY_DEADLINE_S = 30
+    with django_db_blocker.unblock():
+        try:
+            with db.cursor() as cursor:
+                cursor.execute("SELECT pg_sleep(2.5), 7")  # past the 1 s check: the probe is answered
+                assert cursor.fetchone()[1] == 7
+            assert breaker.open_reason is None and breaker._probe is not None  # it was probed, and passed
+        finally:
+            db.close()
 
 
 @pytest.mark.slow
