@@ -6,7 +6,8 @@ from annotator.db_deadline import stall
 
 
 def database_problem(*, timeout_s: float) -> str | None:
-    """None when the database answered ``SELECT 1`` within ``timeout_s``, else what went wrong.
+    """None when the database answered ``SELECT 1`` within ``timeout_s`` (and ``DB_STALL_PROBE_S``, the
+    one bound by which this process calls the database stalled), else what went wrong.
 
     The probe runs in a thread of its own (with a fresh connection), so a database that stalls cannot
     hold the caller past ``timeout_s``. It is the same probe a stalled query starts
@@ -17,4 +18,4 @@ def database_problem(*, timeout_s: float) -> str | None:
     """
     if stall.refuse():
         return stall.open_reason or "Timeout"
-    return stall.probe(timeout_s).result(timeout_s)
+    return stall.probe().result(timeout_s)  # the probe's own bound (DB_STALL_PROBE_S) when that is shorter
