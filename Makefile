@@ -54,19 +54,23 @@ test-fast: install
 # Production serving: gunicorn + whitenoise against DATABASE_URL (needs SECRET_KEY and ALLOWED_HOSTS;
 # README "Production"). `make serve` = release + web; on a second app server run `make web` only.
 GUNICORN_ARGS ?= --access-logfile - --timeout 120 --graceful-timeout 30
-# gunicorn's sync worker, answering its own 414/431 under /api/ as problem details (annotator/gunicorn_workers.py).
-GUNICORN_WORKER ?= annotator.gunicorn_workers.SyncWorker
+# gunicorn's gthread worker (annotator/gunicorn_workers.py): GUNICORN_THREADS request threads per worker, so a
+# request waiting on a stalled database does not queue the others behind it (they answer 503 at once,
+# docs/faults.md); /healthz on threads of its own; gunicorn's own 414/431 under /api/ as problem details.
+GUNICORN_WORKER ?= annotator.gunicorn_workers.ThreadWorker
+GUNICORN_THREADS ?= 4
 serve: release web
 
 # Once per deploy, from one machine: apply migrations.
 release: install
 	$(PY) manage.py migrate --noinput
 
-# One app server: collect static files (served by whitenoise), then gunicorn with WEB_CONCURRENCY workers.
+# One app server: collect static files (served by whitenoise), then gunicorn with WEB_CONCURRENCY workers
+# of GUNICORN_THREADS threads each (one database connection per thread).
 web: install
 	$(PY) manage.py collectstatic --noinput -v 0
 	$(VENV)/bin/gunicorn annotator.wsgi --bind $(HOST):$(PORT) --workers $${WEB_CONCURRENCY:-2} \
-	  --worker-class $(GUNICORN_WORKER) $(GUNICORN_ARGS)
+	  --worker-class $(GUNICORN_WORKER) --threads $(GUNICORN_THREADS) $(GUNICORN_ARGS)
 
 # The background worker: large uploads and report builds queued by any app server.
 worker: install

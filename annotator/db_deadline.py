@@ -204,6 +204,41 @@ class _Stall:
         self.probe()
         return self.open_reason is not None
 
+    def connect(self, open_connection, check_after: float):
+        """``open_connection()``'s connection, or None when the database was found stalled meanwhile.
+
+        libpq's connect timeout is whole seconds, at least 2 (5 by default here), so a connection opened
+        just as a stall begins would hold its request past the breaker. It is opened in a thread of its
+        own instead: the caller waits for it, starts a probe once it has waited ``check_after`` and leaves
+        when the breaker opens; a connection that arrives after its caller left is closed."""
+        if getattr(_local, "probing", False):
+            return open_connection()
+        outcome: dict = {}
+        done = threading.Event()
+        lock = threading.Lock()
+
+        def attempt() -> None:
+            try:
+                outcome["connection"] = open_connection()
+            except BaseException as exc:  # noqa: BLE001 - handed to the caller
+                outcome["error"] = exc
+            with lock:
+                done.set()
+                if outcome.get("abandoned") and "connection" in outcome:
+                    outcome["connection"].close()
+
+        threading.Thread(target=attempt, name="db-connect", daemon=True).start()
+        if not done.wait(check_after):
+            self.probe()
+            while not done.wait(0.05):
+                with lock:
+                    if self.open_reason is not None and not done.is_set():
+                        outcome["abandoned"] = True
+                        return None
+        if "error" in outcome:
+            raise outcome["error"]
+        return outcome["connection"]
+
     def _run(self, probe: _Probe) -> None:
         probe.inner = threading.Thread(target=_select_one, args=(probe,), name="db-probe-query", daemon=True)
         probe.inner.start()

@@ -227,6 +227,9 @@ def summarise(
         "post_retries": shared.post_retries,
         "worker_timeouts": log_text.count("WORKER TIMEOUT"),
         "unexpected": shared.unexpected[:5],
+        "n_unexpected": len(shared.unexpected),
+        "requests": len([r for r in records if r.kind != "login"]),
+        "statuses": {str(k): sum(1 for r in records if r.status == k) for k in sorted({r.status or 0 for r in records})},
     }
 
 

@@ -34,9 +34,18 @@ class DatabaseWrapper(QuietHealthCheck, base.DatabaseWrapper):  # the health che
             return execute(sql, params, many, context)
 
     def get_new_connection(self, conn_params):
-        # No connection attempt (a connect timeout's worth of waiting) while the database is stalled.
+        # No connection attempt (a connect timeout's worth of waiting) while the database is stalled, and
+        # an attempt under way is left as soon as a stall is found.
         _refuse_if_stalled()
-        return super().get_new_connection(conn_params)
+        check_after = getattr(settings, "DB_STALL_CHECK_S", 0)
+        if not check_after:
+            return super().get_new_connection(conn_params)
+        connection = stall.connect(
+            lambda: super(DatabaseWrapper, self).get_new_connection(conn_params), check_after
+        )
+        if connection is None:
+            raise OperationalError(f"{STALLED} ({stall.open_reason})")
+        return connection
 
     def is_usable(self):
         # The health check (CONN_HEALTH_CHECKS) runs before a request's first query when the

@@ -7,6 +7,7 @@ import json
 import os
 import subprocess
 import sys
+import threading
 import time
 import urllib.error
 import urllib.request
@@ -145,6 +146,18 @@ def test_a_stall_cuts_a_waiting_call_long_before_its_deadline_and_refuses_new_on
             db.close()
 
 
+def test_a_connection_opened_as_a_stall_begins_is_left_when_the_stall_is_found(
+    breaker, proxy, django_db_blocker
+):
+    proxy.stall()
+    db = _wrapper_through(proxy, connect_timeout=5)  # libpq alone would wait 5 s
+    started = time.monotonic()
+    with django_db_blocker.unblock(), pytest.raises(OperationalError, match="not answering"):
+        db.ensure_connection()
+    assert time.monotonic() - started < 3  # a 1 s wait, then a 1 s probe that is not answered
+    assert breaker.open_reason == "Timeout"
+
+
 def test_a_slow_query_on_a_database_that_answers_is_not_cut(breaker, proxy, django_db_blocker, settings):
     db = _wrapper_through(proxy)
     settings.DB_QUERY_DEADLINE_S = 30
@@ -213,6 +226,81 @@ def test_a_web_server_answers_503_fast_while_the_database_stalls(proxy):
         while _get(base + "/healthz")[0] != 200:
             assert time.monotonic() < deadline, "the app did not come back after the stall"
             time.sleep(0.2)
+    finally:
+        server.terminate()
+        server.wait(10)
+
+
+@pytest.mark.slow
+def test_thread_workers_answer_every_request_and_healthz_fast_while_the_database_stalls(proxy):
+    """make web's worker (ThreadWorker, --threads 2 here) with the per-call deadline at 30 s: twelve
+    requests sent at once during a stall, six times the request threads, all answer 503 with
+    Retry-After within 5 s, and /healthz, sent while every request thread waits, within 3 s."""
+    name = connection.settings_dict["NAME"]
+    port = next(p for p in PORTS if p != proxy.port and _free(p))
+    env = {
+        **os.environ,
+        "SECRET_KEY": "stall-test",
+        "HTTPS_ONLY": "0",
+        "ALLOWED_HOSTS": "127.0.0.1",
+        "DATABASE_URL": f"postgres://postgres@127.0.0.1:{proxy.port}/{name}",
+        "DB_STATEMENT_TIMEOUT_S": "25",
+        "DB_QUERY_DEADLINE_S": "30",
+        "DEBUG": "0",
+    }
+    for setting in ("ANNOTATOR_WEB_PROCESS", "DB_STALL_CHECK_S", "DB_STALL_PROBE_S", "HEALTHZ_TIMEOUT_S"):
+        env.pop(setting, None)  # the defaults: a check after 1 s, a 2 s probe, /healthz within 3 s
+    server = subprocess.Popen(
+        [sys.executable, "-m", "gunicorn", "annotator.wsgi", "--bind", f"127.0.0.1:{port}", "--workers", "1"]
+        + ["--worker-class", "annotator.gunicorn_workers.ThreadWorker", "--threads", "2", "--timeout", "60"],
+        cwd=ROOT,
+        env=env,
+        stdout=subprocess.DEVNULL,
+        stderr=subprocess.DEVNULL,
+    )
+    base = f"http://127.0.0.1:{port}"
+    try:
+        _wait_for(base + "/healthz")
+        for _ in range(4):  # both request threads hold an open connection
+            assert _get(base + "/api/v1/me", token="hcs_wrong")[0] == 401
+        proxy.stall()
+        answers: dict[str, tuple[int, float, str | None]] = {}
+
+        def send(key: str, path: str, token: str | None) -> None:
+            started = time.monotonic()
+            request = urllib.request.Request(
+                base + path, headers={"Authorization": f"Bearer {token}"} if token else {}
+            )
+            try:
+                with urllib.request.urlopen(request, timeout=40) as response:
+                    status, retry = response.status, response.headers.get("Retry-After")
+            except urllib.error.HTTPError as exc:
+                status, retry = exc.code, exc.headers.get("Retry-After")
+            answers[key] = (status, time.monotonic() - started, retry)
+
+        senders = [
+            threading.Thread(target=send, args=(f"r{i}", "/api/v1/me", "hcs_wrong")) for i in range(12)
+        ]
+        for t in senders:
+            t.start()
+        time.sleep(0.3)  # every request thread is waiting on the stalled database now
+        senders.append(threading.Thread(target=send, args=("healthz", "/healthz", None)))
+        senders[-1].start()
+        for t in senders:
+            t.join(45)
+        health = answers.pop("healthz")
+        assert health[0] == 503 and health[1] < 3, health
+        assert len(answers) == 12
+        assert all(status == 503 and retry for status, _, retry in answers.values()), answers
+        assert max(took for _, took, _ in answers.values()) < 5, sorted(answers.values(), key=lambda a: a[1])
+        proxy.resume()
+        deadline = time.monotonic() + 15
+        while _get(base + "/healthz")[0] != 200:
+            assert time.monotonic() < deadline, "the app did not come back after the stall"
+            time.sleep(0.2)
+        assert (
+            _get(base + "/api/v1/me", token="hcs_wrong")[0] == 401
+        )  # the breaker closed: the database is read again
     finally:
         server.terminate()
         server.wait(10)
