@@ -229,7 +229,10 @@ def summarise(
         "unexpected": shared.unexpected[:5],
         "n_unexpected": len(shared.unexpected),
         "requests": len([r for r in records if r.kind != "login"]),
-        "statuses": {str(k): sum(1 for r in records if r.status == k) for k in sorted({r.status or 0 for r in records})},
+        "statuses": {
+            str(k): sum(1 for r in records if (r.status or 0) == k)
+            for k in sorted({r.status or 0 for r in records})
+        },
     }
 
 
