@@ -47,6 +47,17 @@ class DatabaseWrapper(QuietHealthCheck, base.DatabaseWrapper):  # the health che
             raise OperationalError(f"{STALLED} ({stall.open_reason})")
         return connection
 
+    # COMMIT and ROLLBACK are sent by psycopg itself, not through a cursor, so they are bounded here:
+    # a commit met by a stall is cut with the rest (the request answers 503; a rating whose commit
+    # did arrive is found when it is sent again, and kept once).
+    def _commit(self):
+        with _guarded(self):
+            return super()._commit()
+
+    def _rollback(self):
+        with _guarded(self):
+            return super()._rollback()
+
     def is_usable(self):
         # The health check (CONN_HEALTH_CHECKS) runs before a request's first query when the
         # connection's socket is not quiet; a stalled server must fail it, so the request reconnects

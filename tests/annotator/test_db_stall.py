@@ -158,6 +158,37 @@ def test_a_connection_opened_as_a_stall_begins_is_left_when_the_stall_is_found(
     assert breaker.open_reason == "Timeout"
 
 
+def test_a_commit_met_by_a_stall_is_cut_with_the_rest(breaker, proxy, django_db_blocker, settings):
+    settings.DB_QUERY_DEADLINE_S = 30
+    db = _wrapper_through(proxy)
+    db.inc_thread_sharing()  # committed from a thread, so that a commit that hangs cannot hang the test
+    outcome: dict = {}
+
+    def commit() -> None:
+        started = time.monotonic()
+        try:
+            db.commit()  # psycopg sends COMMIT itself, not through a cursor
+            outcome["error"] = None
+        except OperationalError as exc:
+            outcome["error"] = exc
+        outcome["took"] = time.monotonic() - started
+
+    with django_db_blocker.unblock():
+        try:
+            db.set_autocommit(False)
+            with db.cursor() as cursor:
+                cursor.execute("SELECT 1")
+            proxy.stall()
+            committer = threading.Thread(target=commit, daemon=True)
+            committer.start()
+            committer.join(10)
+            assert "took" in outcome, "the commit is still waiting on the stalled database"
+            assert isinstance(outcome["error"], OperationalError) and outcome["took"] < 3.5, outcome
+        finally:
+            proxy.close()  # ends a commit still waiting, so the connection can be closed
+            db.close()
+
+
 def test_a_slow_query_on_a_database_that_answers_is_not_cut(breaker, proxy, django_db_blocker, settings):
     db = _wrapper_through(proxy)
     settings.DB_QUERY_DEADLINE_S = 30
