@@ -59,19 +59,24 @@ GUNICORN_ARGS ?= --access-logfile - --timeout 120 --graceful-timeout 30
 # The access log names the path without its query string and without the Referer: a study link's
 # query carries the worker's platform ids (PROLIFIC_PID, SESSION_ID), which stay in the app (docs/crowd.md).
 GUNICORN_ACCESS_FORMAT = %(h)s %(l)s %(u)s %(t)s "%(m)s %(U)s %(H)s" %(s)s %(b)s %(L)s "%(a)s"
-# gunicorn's sync worker, answering its own 414/431 under /api/ as problem details (annotator/gunicorn_workers.py).
-GUNICORN_WORKER ?= annotator.gunicorn_workers.SyncWorker
+# gunicorn's gthread worker (annotator/gunicorn_workers.py): GUNICORN_THREADS request threads per worker, so a
+# request waiting on a stalled database does not queue the others behind it (they answer 503 at once,
+# docs/faults.md); /healthz on threads of its own; gunicorn's own 414/431 under /api/ as problem details.
+GUNICORN_WORKER ?= annotator.gunicorn_workers.ThreadWorker
+GUNICORN_THREADS ?= 4
 serve: release web
 
 # Once per deploy, from one machine: apply migrations.
 release: install
 	$(PY) manage.py migrate --noinput
 
-# One app server: collect static files (served by whitenoise), then gunicorn with WEB_CONCURRENCY workers.
+# One app server: collect static files (served by whitenoise), then gunicorn with WEB_CONCURRENCY workers
+# of GUNICORN_THREADS threads each (one database connection per thread).
 web: install
 	$(PY) manage.py collectstatic --noinput -v 0
 	$(VENV)/bin/gunicorn annotator.wsgi --bind $(HOST):$(PORT) --workers $${WEB_CONCURRENCY:-2} \
-	  --worker-class $(GUNICORN_WORKER) --access-logformat '$(GUNICORN_ACCESS_FORMAT)' $(GUNICORN_ARGS)
+	  --worker-class $(GUNICORN_WORKER) --threads $(GUNICORN_THREADS) \
+	  --access-logformat '$(GUNICORN_ACCESS_FORMAT)' $(GUNICORN_ARGS)
 
 # The background worker: large uploads and report builds queued by any app server.
 worker: install

@@ -3,15 +3,25 @@
 gunicorn answers a request line or headers over its limits (414, 431) itself, before the app sees
 the request, with a small HTML page. These workers remember the first bytes each request arrived
 with, and answer such a refusal of an ``/api/`` request as ``application/problem+json`` (RFC 9457);
-every other refusal, and every other path, is gunicorn's own. Use with
-``--worker-class annotator.gunicorn_workers.SyncWorker`` (``make web`` does), or ``ThreadWorker``
-with ``--threads``.
+every other refusal, and every other path, is gunicorn's own.
+
+``ThreadWorker`` (``make web``: ``--worker-class annotator.gunicorn_workers.ThreadWorker --threads 4``)
+also answers ``/healthz`` on two threads of its own, outside the queue of requests waiting for the
+request threads, so a load balancer's probe is answered within ``HEALTHZ_TIMEOUT_S`` even while every
+request thread waits on a stalled database (docs/faults.md). ``SyncWorker`` is the one-request-at-a-time
+worker with the same refusals.
 """
 
 from __future__ import annotations
 
 import json
 import re
+import select
+import selectors
+import socket
+import time
+from concurrent import futures
+from functools import partial
 from http import HTTPStatus
 
 from gunicorn.http import parser as gunicorn_parser
@@ -91,5 +101,52 @@ class SyncWorker(_ProblemRefusals, sync.SyncWorker):
     pass
 
 
+HEALTH_REQUESTS = (b"GET /healthz", b"HEAD /healthz")
+HEALTH_THREADS = 2
+
+
+def _readable(sock) -> bool:
+    poller = select.poll()
+    poller.register(sock, select.POLLIN)
+    return bool(poller.poll(0))
+
+
+def asks_for_health(sock) -> bool:
+    """Whether the bytes waiting on ``sock`` (peeked, not read) start a ``/healthz`` request."""
+    try:
+        head = sock.recv(len(HEALTH_REQUESTS[1]) + 1, socket.MSG_PEEK | socket.MSG_DONTWAIT)
+    except (OSError, ValueError):  # nothing there yet, or TLS (no peeking through it): the usual queue
+        return False
+    return any(
+        head.startswith(request) and head[len(request) :][:1] in (b"", b" ", b"?", b"/")
+        for request in HEALTH_REQUESTS
+    )
+
+
 class ThreadWorker(_ProblemRefusals, gthread.ThreadWorker):
-    pass
+    """gunicorn's gthread worker, with /healthz answered on threads of its own."""
+
+    def init_process(self):
+        self.health_pool = futures.ThreadPoolExecutor(
+            max_workers=HEALTH_THREADS, thread_name_prefix="healthz"
+        )
+        super().init_process()
+
+    def enqueue_req(self, conn):
+        if not conn.initialized and not conn.data_ready and not _readable(conn.sock):
+            # A new connection whose request has not arrived yet: wait on the poller (gunicorn's own
+            # pending list, closed after --keep-alive seconds of silence) so it can be routed by its path.
+            conn.sock.setblocking(False)
+            conn.timeout = time.monotonic() + self.cfg.keepalive
+            self.pending_conns.append(conn)
+            self.poller.register(
+                conn.sock, selectors.EVENT_READ, partial(self.on_pending_socket_readable, conn)
+            )
+            return
+        pool = self.health_pool if asks_for_health(conn.sock) else self.tpool
+        fs = pool.submit(self.handle, conn)
+        fs.add_done_callback(lambda fut: self.method_queue.defer(self.finish_request, conn, fut))
+
+    def handle_quit(self, sig, frame):
+        self.health_pool.shutdown(wait=False)
+        super().handle_quit(sig, frame)

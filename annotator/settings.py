@@ -106,6 +106,11 @@ DB_QUERY_DEADLINE_S = (
     if WEB_PROCESS
     else 0
 )
+# A web process's call that has waited DB_STALL_CHECK_S seconds starts a probe (SELECT 1 on a fresh
+# connection within DB_STALL_PROBE_S); a failed probe means the database is stalled, and every call
+# in the process fails at once (a 503) until a probe is answered again (annotator/db_deadline.py).
+DB_STALL_CHECK_S = env_int("DB_STALL_CHECK_S", 1) if WEB_PROCESS else 0
+DB_STALL_PROBE_S = env_int("DB_STALL_PROBE_S", 2, minimum=1)
 
 
 def database_config() -> dict:

@@ -190,6 +190,8 @@ def free_port() -> int:
     first, _, last = os.environ.get("BENCH_PORTS", "").partition("-")
     for port in range(int(first), int(last or first) + 1) if first else [0]:
         with socket.socket() as s:
+            # As gunicorn binds: connections closed on the port a moment ago (TIME_WAIT) do not count.
+            s.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEADDR, 1)
             try:
                 s.bind(("127.0.0.1", port))
             except OSError:

@@ -68,6 +68,7 @@ class Record:
     end: float
     status: int | None  # None: connection error or timeout
     error: str = ""
+    retry_after: bool = False  # the answer carried Retry-After
 
 
 @dataclass
@@ -119,7 +120,7 @@ class Browser(threading.Thread):
                 error = "" if status < 500 else text[:200]
             except (OSError, http.client.HTTPException) as exc:
                 status, text, headers, error = None, "", {}, f"{type(exc).__name__}: {exc}"
-            self.shared.add(Record(kind, start, time.monotonic(), status, error))
+            self.shared.add(Record(kind, start, time.monotonic(), status, error, "Retry-After" in headers))
             if status is not None and status < 500:
                 return status, text, headers
             if time.monotonic() + 0.5 > self.deadline:

@@ -4,11 +4,20 @@ database behind a hung proxy or a network that drops traffic looks to the app.""
 
 from __future__ import annotations
 
+import os
 import select
 import socket
 import threading
 
-PORTS = range(8130, 8140)  # the ports this project's tests may listen on
+
+def _ports() -> range:
+    """The ports this project's tests may listen on: 8130-8139, or ``TEST_PORTS`` ("8170-8179") on a
+    machine where each user keeps to a range."""
+    first, _, last = os.environ.get("TEST_PORTS", "8130-8139").partition("-")
+    return range(int(first), int(last or first) + 1)
+
+
+PORTS = _ports()
 
 
 class StallingProxy:

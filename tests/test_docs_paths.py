@@ -7,7 +7,7 @@ import pytest
 
 ROOT = Path(__file__).resolve().parents[1]
 DOCS = sorted((ROOT / "docs").glob("*.md"))
-TOP = ("annotator", "hcs", "tests", "bench", "fixtures", "templates", "static", "docs")
+TOP = ("annotator", "hcs", "tests", "bench", "fixtures", "templates", "static", "docs", "deploy")
 PATH_IN_CODE = re.compile(r"`((?:{})/[A-Za-z0-9_./-]+)`".format("|".join(TOP)))
 MD_LINK = re.compile(r"\]\(([^)#\s]+)(?:#[^)]*)?\)")
 
