@@ -155,9 +155,17 @@ def _gold_row(
             return None
     if bad:
         return None
-    for message in rubric.validate(scores, flags or []):
-        error(row, None, f"gold answer: {message}")
-        bad = True
+    # Each problem names its column: the flags' own (an unknown or exclusive flag) gold_flags, a score
+    # that a flag caps that score's gold_<dimension>.
+    flag_problems = rubric.validate({}, flags or [], require_all=False)
+    for message in flag_problems:
+        error(row, "gold_flags", f"gold answer: {message}")
+    bad = bool(flag_problems)
+    for col, dim in score_columns.items():
+        for message in rubric.validate({dim: scores[dim]}, flags or [], require_all=False):
+            if message not in flag_problems:
+                error(row, col, f"gold answer: {message}")
+                bad = True
     if bad:
         return None
     return GoldRow(

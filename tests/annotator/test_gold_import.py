@@ -57,9 +57,16 @@ def test_gold_rows_leave_the_items_and_keep_the_expert_answer():
         ("g,p,r,2,2,,2,2,,,,check", "row 2, column `gold_instruction_following`: is empty"),
         ("g,p,r,2,2,2,2,2,,,,sometimes", "row 2, column `gold_kind`: `sometimes` is not a gold kind"),
         ("g,p,r,2,2,2,2,2,,9,,check", "row 2, column `gold_tolerance`: 9 is not a whole number 0\u20134"),
-        ("g,p,r,2,2,2,2,2,no_such_flag,,,check", "row 2: gold answer: 'no_such_flag' is not a flag"),
-        # the cap: with ignores_hard_constraint, Instruction-Following is at most 2
-        ("g,p,r,2,2,4,2,2,ignores_hard_constraint,,,check", "row 2: gold answer: Instruction-Following is 4"),
+        (
+            "g,p,r,2,2,2,2,2,no_such_flag,,,check",
+            "row 2, column `gold_flags`: gold answer: 'no_such_flag' is not a flag",
+        ),
+        # the cap: with ignores_hard_constraint, Instruction-Following is at most 2; the error names the
+        # capped score's column (it named none, and the preview showed "—")
+        (
+            "g,p,r,2,2,4,2,2,ignores_hard_constraint,,,check",
+            "row 2, column `gold_instruction_following`: gold answer: Instruction-Following is 4",
+        ),
         (
             "g,p,r,,,,,,,,an explanation,",
             "row 2, column `gold_explanation`: is set, but the row has no gold scores",
