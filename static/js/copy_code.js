@@ -1,4 +1,4 @@
-// The completion page's "Copy code" button: shown only where the clipboard can be written.
+// A "Copy" button (the completion code, a new study link): shown only where the clipboard can be written.
 (function () {
   "use strict";
   if (!navigator.clipboard) return;
