@@ -13,7 +13,7 @@ import threading
 from collections.abc import Iterator
 
 from django.conf import settings
-from django.db import DatabaseError, connection, transaction
+from django.db import DatabaseError, connection
 from django.utils import timezone
 
 from annotator.exports.formats import EXPORT_FORMATS, export_bytes
@@ -129,18 +129,19 @@ def upload_job_run(job: Job, update) -> None:
     try:
         # The job's end is written in the transaction that saves the upload: a worker killed at any
         # moment leaves a job that says what the database holds (done with it, or nothing saved).
-        with transaction.atomic():
-            saved = pending_upload_save(pending=job.params, data=data, user=job.created_by)
-            update(job, **upload_job_done(saved, job))
+        pending_upload_save(
+            pending=job.params,
+            data=data,
+            user=job.created_by,
+            then=lambda saved: update(job, **upload_job_done(saved, job)),
+        )
     except FileRefused as exc:
         _refused(job, str(exc), [])
         return
     except ImportRefused as exc:
         ordered = sorted(exc.errors, key=lambda e: e.sort_key)
         errors = [{"row": e.row, "column": e.column, "message": e.message} for e in ordered]
-        _refused(
-            job, f"{len(errors)} problem{'s' if len(errors) != 1 else ''}: nothing was saved.", errors
-        )
+        _refused(job, f"{len(errors)} problem{'s' if len(errors) != 1 else ''}: nothing was saved.", errors)
         return
 
 

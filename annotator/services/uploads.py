@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+from collections.abc import Callable
 from dataclasses import dataclass
 from datetime import datetime
 from typing import Any
@@ -17,7 +18,7 @@ from annotator.memory import gc_paused
 from annotator.models import Batch, Job
 from annotator.selectors.uploads import upload_saved_batch
 from annotator.services.annotation_imports import annotations_import_file
-from annotator.services.batches import batch_import_file, batch_items_add
+from annotator.services.batches import batch_import, batch_items_add
 from annotator.services.tokens import token_hash
 from hcs.rubric import Rubric
 
@@ -33,20 +34,42 @@ class SavedUpload:
 
 
 @gc_paused()  # reading a file makes many objects and no cycles
-def pending_upload_save(*, pending: dict, data: bytes, user) -> SavedUpload:
+def pending_upload_save(
+    *, pending: dict, data: bytes, user, then: Callable[[SavedUpload], None] | None = None
+) -> SavedUpload:
     """Check the file again and save it in one transaction; returns the message for the admin.
+    ``then(saved)`` runs inside that transaction, so what it writes commits with the upload or not at
+    all (the worker records the job's end there).
 
     Raises ``FileRefused`` or ``ImportRefused`` (nothing saved) when it does not pass.
     """
+    rubric = Rubric.from_dict(pending["rubric"]) if pending.get("rubric") else None
+    parsed = None
+    if pending["mode"] in (ITEMS, BATCH):  # read before the transaction opens: nothing waits on it
+        gold_rubric = (rubric or Rubric.default()) if pending["mode"] == BATCH else None
+        parsed = parse_batch_file(data, filename=pending["filename"], rubric=gold_rubric)
+    with transaction.atomic():
+        saved = _save(pending=pending, data=data, user=user, rubric=rubric, parsed=parsed)
+        if then is not None:
+            then(saved)
+    return saved
+
+
+def _save(*, pending: dict, data: bytes, user, rubric: Rubric | None, parsed) -> SavedUpload:
     if pending["mode"] == ITEMS:  # items added to an existing batch (the API)
         batch = Batch.objects.get(pk=pending["batch_id"])
-        count = batch_items_add(batch=batch, parsed=parse_batch_file(data, filename=pending["filename"]))
+        count = batch_items_add(batch=batch, parsed=parsed)
         return SavedUpload(f"Added {counted(count, 'item', 'items')} to \u201c{batch.name}\u201d.", batch.pk)
-    rubric = Rubric.from_dict(pending["rubric"]) if pending.get("rubric") else None
-    common = {"data": data, "filename": pending["filename"], "k": pending["k"], "created_by": user}
     if pending["mode"] == BATCH:
-        batch = batch_import_file(name=pending["name"], rubric=rubric or Rubric.default(), **common)
+        batch = batch_import(
+            name=pending["name"],
+            k=pending["k"],
+            rubric=rubric or Rubric.default(),
+            parsed=parsed,
+            created_by=user,
+        )
         return SavedUpload(_batch_saved(batch, "created with"), batch.pk)
+    common = {"data": data, "filename": pending["filename"], "k": pending["k"], "created_by": user}
     plan = annotations_import_file(batch_name=pending["name"], rubric=rubric, **common)
     message = (
         f"Imported {counted(len(plan.parsed.annotations), 'annotation', 'annotations')} into "
