@@ -20,6 +20,7 @@ from collections.abc import Iterable
 from typing import Any
 
 from django.db.models import Count, Max, Q
+from django.utils.module_loading import import_string
 
 from annotator.models import (
     Adjudication,
@@ -125,15 +126,19 @@ def _return_type(function: Any) -> Any:
     return _resolved(function, function.__annotations__.get("return"))
 
 
-def _schema_roots() -> list[Any]:
-    """What stored rows hold: the report (its quality section), each registered section's result, and
-    the report page's context."""
-    from annotator.exports.report_quality import quality_context
-    from annotator.selectors.quality_report import QualitySection
-    from annotator.selectors.reports import BatchReport
+# What stored rows hold, besides each registered section's result: the report (its quality section
+# typed Any there) and the report page's quality context. By dotted path, as the registries name
+# their functions: the report modules import this one.
+STORED_ROOTS = (
+    "annotator.selectors.reports.BatchReport",
+    "annotator.selectors.quality_report.QualitySection",
+    "annotator.exports.report_quality.quality_context",
+)
 
+
+def _schema_roots() -> list[Any]:
     builders = [entry_function(section.builder) for section in REPORT_SECTIONS.values()]
-    return [BatchReport, QualitySection, quality_context, *builders]
+    return [*(import_string(path) for path in STORED_ROOTS), *builders]
 
 
 @functools.cache
