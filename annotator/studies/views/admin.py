@@ -75,7 +75,9 @@ def _page(request, status=200, settings_form=None, quality_form=None, **extra):
 def studies(request):
     # ?batch= (the link after an upload is saved): the new study link's form starts on that batch.
     batch = request.GET.get("batch", "")
-    return _page(request, study_form=StudyLinkForm(initial={"batch": int(batch)} if batch.isdecimal() else None))
+    return _page(
+        request, study_form=StudyLinkForm(initial={"batch": int(batch)} if batch.isdecimal() else None)
+    )
 
 
 @require_POST
