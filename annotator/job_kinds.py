@@ -29,6 +29,9 @@ class JobKind:
     # release(job) frees what a job whose worker is gone still holds, in the transaction that fails it;
     # empty: it holds nothing beyond its own row.
     release: str = ""
+    # saved(job) -> the fields that end, as done, a job whose worker is gone but whose work the database
+    # holds (its end not recorded), or None; empty: a job whose worker is gone saved nothing.
+    saved: str = ""
 
     def run(self, job: Job, update: Callable[..., None]) -> None:
         import_string(self.runner)(job, update)
@@ -40,13 +43,18 @@ class JobKind:
         if self.release:
             import_string(self.release)(job)
 
+    def saved_end(self, job: Job) -> dict[str, Any] | None:
+        return import_string(self.saved)(job) if self.saved else None
+
 
 JOB_KINDS: dict[str, JobKind] = {
     Job.UPLOAD: JobKind(
         runner="annotator.services.job_runner.upload_job_run",
         gone="The background worker stopped while saving this upload (it was killed or restarted). Nothing "
-        "was saved: an upload is saved in one transaction. The file is kept, so you can try again.",
+        "was saved: an upload is saved in one transaction, with the job's end. The file is kept, so you can "
+        "try again.",
         failed="Nothing was saved; the file is kept, so you can try again.",
+        saved="annotator.services.uploads.upload_saved_when_gone",
     ),
     Job.EXPORT: JobKind(
         runner="annotator.services.job_runner.export_job_run",

@@ -155,9 +155,17 @@ def _gold_row(
             return None
     if bad:
         return None
-    for column, message in _answer_problems(scores, flags or [], score_columns, rubric):
-        error(row, column, f"gold answer: {message}")
-        bad = True
+    # Each problem names its column: the flags' own (an unknown or exclusive flag) gold_flags, a score
+    # that a flag caps that score's gold_<dimension>.
+    flag_problems = rubric.validate({}, flags or [], require_all=False)
+    for message in flag_problems:
+        error(row, "gold_flags", f"gold answer: {message}")
+    bad = bool(flag_problems)
+    for col, dim in score_columns.items():
+        for message in rubric.validate({dim: scores[dim]}, flags or [], require_all=False):
+            if message not in flag_problems:
+                error(row, col, f"gold answer: {message}")
+                bad = True
     if bad:
         return None
     return GoldRow(
@@ -168,23 +176,6 @@ def _gold_row(
         tolerance=tolerance,
         explanation=get("gold_explanation"),
     )
-
-
-def _answer_problems(scores, flags, score_columns, rubric: Rubric) -> list[tuple[str | None, str]]:
-    """``rubric.validate`` of a gold answer, each problem with the column to fix: a flag problem
-    names ``gold_flags``, a score its flags forbid names that score's ``gold_<dimension>``."""
-    flag_problems = rubric.validate({}, flags, require_all=False)
-    out: list[tuple[str | None, str]] = [("gold_flags", m) for m in flag_problems]
-    for col, dim in score_columns.items():
-        if dim in scores:
-            out += [
-                (col, m)
-                for m in rubric.validate({dim: scores[dim]}, flags, require_all=False)
-                if m not in flag_problems
-            ]
-    named = {m for _, m in out}
-    # Anything only the whole answer shows (none in HCS today) is still reported, unnamed.
-    return out + [(None, m) for m in rubric.validate(scores, flags) if m not in named]
 
 
 def _names(flags) -> str:

@@ -1,17 +1,26 @@
-"""A batch's report revision, and the stored report for a revision and options.
+"""A batch's report revision, and the stored report for a revision, options and schema version.
 
 The revision is read from what the writes that change a report already leave behind (counts, the
 largest ids and the latest timestamps of the batch's rows), so the rating path writes nothing more.
+The schema version is read from the classes a stored report is made of, so a release that changes
+them serves no report pickled by an earlier one.
 """
 
 from __future__ import annotations
 
+import dataclasses
+import functools
 import hashlib
 import json
+import logging
 import pickle
+import sys
+import typing
+from collections.abc import Iterable
 from typing import Any
 
 from django.db.models import Count, Max, Q
+from django.utils.module_loading import import_string
 
 from annotator.models import (
     Adjudication,
@@ -24,8 +33,9 @@ from annotator.models import (
     QualityRule,
     ReportCache,
 )
-from annotator.selectors.report_sections import REPORT_SECTIONS
+from annotator.selectors.report_sections import REPORT_SECTIONS, entry_function
 
+log = logging.getLogger(__name__)
 _CHANGED = {"n": Count("pk"), "last": Max("pk")}
 
 
@@ -76,14 +86,78 @@ def _sections_signature() -> str:
     )
 
 
+def schema_classes(roots: Iterable[Any]) -> dict[str, list[list[str]]]:
+    """Every dataclass (and named tuple) reachable from ``roots`` (classes, or functions by their return
+    type) through the types of their fields, by dotted name, with its fields' names and declared types."""
+    found: dict[str, list[list[str]]] = {}
+    todo = [_return_type(root) if callable(root) and not isinstance(root, type) else root for root in roots]
+    while todo:
+        kind = todo.pop()
+        if isinstance(kind, type) and (dataclasses.is_dataclass(kind) or hasattr(kind, "_fields")):
+            name = f"{kind.__module__}.{kind.__qualname__}"
+            if name in found:
+                continue
+            declared = _declared_fields(kind)
+            found[name] = [[field, str(text)] for field, text in declared.items()]
+            todo.extend(_resolved(kind, text) for text in declared.values())
+        else:
+            todo.extend(typing.get_args(kind))  # tuple[X, ...], X | None, dict[str, X]
+    return found
+
+
+def _declared_fields(kind: type) -> dict[str, Any]:
+    if dataclasses.is_dataclass(kind):
+        return {f.name: f.type for f in dataclasses.fields(kind)}
+    return {name: kind.__annotations__.get(name, "") for name in kind._fields}
+
+
+def _resolved(owner: Any, annotation: Any) -> Any:
+    """A field's annotation (a string, the modules being ``from __future__ import annotations``) as the
+    type it names in its module; None when it names nothing there (its text still counts)."""
+    if not isinstance(annotation, str):
+        return annotation
+    try:
+        return eval(annotation, vars(sys.modules[owner.__module__]))  # noqa: S307 (our own source's annotations)
+    except Exception:
+        return None
+
+
+def _return_type(function: Any) -> Any:
+    return _resolved(function, function.__annotations__.get("return"))
+
+
+# What stored rows hold, besides each registered section's result: the report (its quality section
+# typed Any there) and the report page's quality context. By dotted path, as the registries name
+# their functions: the report modules import this one.
+STORED_ROOTS = (
+    "annotator.selectors.reports.BatchReport",
+    "annotator.selectors.quality_report.QualitySection",
+    "annotator.exports.report_quality.quality_context",
+)
+
+
+def _schema_roots() -> list[Any]:
+    builders = [entry_function(section.builder) for section in REPORT_SECTIONS.values()]
+    return [*(import_string(path) for path in STORED_ROOTS), *builders]
+
+
+@functools.cache
+def report_schema_version() -> str:
+    """A digest of the fields of every class a stored report is made of: adding, removing, renaming or
+    retyping a field changes it, with nobody to remember a number to bump."""
+    text = json.dumps(schema_classes(_schema_roots()), sort_keys=True)
+    return hashlib.sha256(text.encode()).hexdigest()[:16]
+
+
 def options_key(kind: str, **options: Any) -> str:
-    """The stored key of a report kind with its options and the registered sections, e.g.
-    ``report;epsilon=0.1;n_resamples=1000;...;sections=judges:...``."""
+    """The stored key of a report kind with its options, the registered sections and the schema version,
+    e.g. ``report;epsilon=0.1;n_resamples=1000;...;sections=judges:...;schema=3f2a...``."""
     key = ";".join(
         [
             kind,
             *(f"{name}={options[name]!r}" for name in sorted(options)),
             f"sections={_sections_signature()}",
+            f"schema={report_schema_version()}",
         ]
     )
     # A key from a query string may be long or hold characters PostgreSQL's text refuses (NUL): digest it.
@@ -99,16 +173,19 @@ def report_through_cache(
     request. ``also`` names stored results that contain this one (``pick`` takes it out of them)."""
     import time
 
-    from annotator.services.report_cache import report_cache_store
+    from annotator.services.report_cache import report_cache_drop, report_cache_store
 
     revision = report_revision(batch=batch)
     stored = ReportCache.objects.filter(batch=batch, revision=revision, options__in=[key, *also])
     rows = dict(stored.values_list("options", "payload"))
-    if key in rows:
-        return pickle.loads(rows[key])  # only report_cache_store writes these rows
-    for other in also:
-        if other in rows:
-            return pick(pickle.loads(rows[other]))
+    for found, take in [(key, lambda result: result)] + [(other, pick) for other in also]:
+        if found not in rows:
+            continue
+        try:  # only report_cache_store writes these rows; a release may not read them all the same
+            return take(pickle.loads(rows[found]))
+        except Exception:
+            log.warning("stored report %s of batch %s unreadable; recomputed", found, batch.pk, exc_info=True)
+            report_cache_drop(batch=batch, revision=revision, options=found)
     started = time.perf_counter()
     result = compute()
     seconds = time.perf_counter() - started

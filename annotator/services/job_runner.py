@@ -23,7 +23,7 @@ from annotator.job_kinds import job_kind
 from annotator.models import Batch, Job
 from annotator.selectors.jobs import this_worker
 from annotator.selectors.report_options import ReportOptions, report_with_options
-from annotator.services.uploads import pending_upload_save
+from annotator.services.uploads import pending_upload_save, upload_job_done, upload_saved_earlier
 
 log = logging.getLogger(__name__)
 MAX_ERRORS_KEPT = 200
@@ -33,6 +33,16 @@ def _update(job: Job, **fields) -> None:
     for key, value in fields.items():
         setattr(job, key, value)
     Job.objects.filter(pk=job.pk).update(**fields)
+
+
+def _fail(job: Job, **fields) -> None:
+    """End ``job`` as failed, unless its row says done: a save that committed with its job's end (and
+    then lost its connection, or raced a second attempt) is not failed after the fact."""
+    if Job.objects.filter(pk=job.pk).exclude(state=Job.DONE).update(state=Job.FAILED, **fields):
+        for key, value in {"state": Job.FAILED, **fields}.items():
+            setattr(job, key, value)
+    else:
+        job.refresh_from_db(fields=["state", "message", "finished_at", "params"])
 
 
 def job_run(*, job_id: str) -> str:
@@ -69,9 +79,8 @@ def job_run(*, job_id: str) -> str:
             kind.run(job, _update)
     except Exception as exc:
         log.exception("job %s failed", job.pk)
-        _update(
+        _fail(
             job,
-            state=Job.FAILED,
             finished_at=timezone.now(),
             step="",
             message=f"The job stopped with an error ({type(exc).__name__}: {str(exc)[:500]}). {kind.failed}",
@@ -108,33 +117,37 @@ def _heartbeat(job: Job, me: str) -> Iterator[None]:
 
 
 def upload_job_run(job: Job, update) -> None:
-    """Save a confirmed upload in one transaction (``JOB_KINDS["upload"]``)."""
+    """Save a confirmed upload in one transaction (``JOB_KINDS["upload"]``), the job's end with it."""
     data = bytes(job.payload or b"")
+    if job.attempts > 1:  # tried again: an earlier attempt may have saved it after all
+        done = upload_saved_earlier(
+            job, since=job.created_at, how="This upload was already saved by an earlier attempt:"
+        )
+        if done is not None:
+            update(job, **done)
+            return
     update(job, step=f"Checking and saving {len(data):,} bytes in one transaction")
     try:
-        message = pending_upload_save(pending=job.params, data=data, user=job.created_by)
+        # The job's end is written in the transaction that saves the upload: a worker killed at any
+        # moment leaves a job that says what the database holds (done with it, or nothing saved).
+        pending_upload_save(
+            pending=job.params,
+            data=data,
+            user=job.created_by,
+            then=lambda saved: update(job, **upload_job_done(saved, job)),
+        )
     except FileRefused as exc:
-        _refused(job, str(exc), [], update)
+        _refused(job, str(exc), [])
         return
     except ImportRefused as exc:
         ordered = sorted(exc.errors, key=lambda e: e.sort_key)
         errors = [{"row": e.row, "column": e.column, "message": e.message} for e in ordered]
-        _refused(
-            job, f"{len(errors)} problem{'s' if len(errors) != 1 else ''}: nothing was saved.", errors, update
-        )
+        _refused(job, f"{len(errors)} problem{'s' if len(errors) != 1 else ''}: nothing was saved.", errors)
         return
-    update(job, state=Job.DONE, finished_at=timezone.now(), step="", message=message, payload=None)
 
 
-def _refused(job: Job, message: str, errors: list[dict], update) -> None:
-    update(
-        job,
-        state=Job.FAILED,
-        finished_at=timezone.now(),
-        step="",
-        message=message,
-        errors=errors[:MAX_ERRORS_KEPT],
-    )
+def _refused(job: Job, message: str, errors: list[dict]) -> None:
+    _fail(job, finished_at=timezone.now(), step="", message=message, errors=errors[:MAX_ERRORS_KEPT])
 
 
 def export_job_run(job: Job, update) -> None:

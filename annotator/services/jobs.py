@@ -3,8 +3,8 @@
 The web request creates a ``Job`` row and queues ``annotator.tasks.run_job`` once the row is
 committed; the worker (``manage.py db_worker``) runs it (``annotator.services.job_runner``) and
 writes progress and outcome to the row, which the status page polls. A job that fails keeps its
-input (the uploaded file) and shows its error; an upload is saved in one transaction, so a failure
-saves nothing and can be tried again.
+input (the uploaded file) and shows its error; an upload is saved in one transaction with the job's
+end, so a failure saves nothing and can be tried again, and a saved upload's job says done.
 """
 
 from __future__ import annotations
@@ -174,24 +174,38 @@ def judge_run_label(
 
 
 def job_reclaim(*, job: Job) -> Job:
-    """End a running job whose worker is gone (``selectors.jobs.job_worker_gone``): failed, or cancelled
-    when someone had asked it to stop, and what it held released (its kind's ``release``). Any other job
-    is returned as it is."""
+    """End a running job whose worker is gone (``selectors.jobs.job_worker_gone``): done when the database
+    holds its work (its kind's ``saved``), else failed, or cancelled when someone had asked it to stop,
+    and what it held released (its kind's ``release``). Any other job is returned as it is."""
     # Read unlocked first: a poll of a live job opens no transaction (on SQLite a write lock).
     if job.state != Job.RUNNING or not job_worker_gone(job):
         return job
     with transaction.atomic():
-        job = Job.objects.select_for_update().defer("payload", "output").get(pk=job.pk)
-        if job.state == Job.RUNNING and job_worker_gone(job):
-            _end_gone(job, Job.CANCELLED if job.cancel_requested else Job.FAILED)
-    return job
+        # A row locked by another transaction: the dead worker's save, whose commit the database has not
+        # settled yet (its connection still open). It is read again on the next poll, once settled.
+        locked = Job.objects.select_for_update(skip_locked=True).defer("payload", "output").filter(pk=job.pk)
+        current = locked.first()
+        if current is None:
+            return job
+        if current.state == Job.RUNNING and job_worker_gone(current):
+            _end_gone(current, Job.CANCELLED if current.cancel_requested else Job.FAILED)
+    return current
 
 
 def _end_gone(job: Job, state: str) -> None:
-    """End a running job whose worker is gone (the caller holds its row lock), and release what it held."""
-    job.state, job.finished_at, job.step, job.message = state, timezone.now(), "", job_kind(job).gone
+    """End a running job whose worker is gone (the caller holds its row lock), and release what it held.
+    A job whose work the database holds although its end was not recorded (its kind's ``saved``) ends
+    done, as what it saved says, not failed."""
+    kind = job_kind(job)
+    done = kind.saved_end(job)
+    if done is not None:
+        for key, value in done.items():
+            setattr(job, key, value)
+        job.save(update_fields=list(done))
+        return
+    job.state, job.finished_at, job.step, job.message = state, timezone.now(), "", kind.gone
     job.save(update_fields=["state", "finished_at", "step", "message"])
-    job_kind(job).release_held(job)
+    kind.release_held(job)
 
 
 @transaction.atomic

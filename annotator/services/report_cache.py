@@ -39,3 +39,9 @@ def report_cache_store(
     )
     if stale:
         ReportCache.objects.filter(pk__in=stale).delete()
+
+
+def report_cache_drop(*, batch: Batch, revision: str, options: str) -> None:
+    """Delete a stored report that cannot be read (a class it holds gone or changed), so the report
+    computed instead takes its place."""
+    ReportCache.objects.filter(batch=batch, revision=revision, options=options).delete()

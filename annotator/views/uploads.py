@@ -12,7 +12,8 @@ from urllib.parse import urlencode
 from django.conf import settings
 from django.contrib import messages
 from django.contrib.auth.decorators import login_required
-from django.http import FileResponse
+from django.core.exceptions import ValidationError
+from django.http import FileResponse, Http404
 from django.shortcuts import redirect, render
 from django.urls import reverse
 from django.views.decorators.http import require_GET, require_POST
@@ -22,11 +23,11 @@ from annotator.imports.errors import FileRefused, ImportRefused
 from annotator.imports.file_size import upload_limit
 from annotator.imports.store import UploadStore
 from annotator.memory import releases_memory
-from annotator.models import Batch, Job
+from annotator.models import Job
 from annotator.models.batch import MIN_K
 from annotator.roles import admin_required
 from annotator.selectors.imports import batch_names
-from annotator.selectors.jobs import upload_confirmed_job
+from annotator.selectors.jobs import job_of, upload_confirmed_job
 from annotator.selectors.uploads import pending_upload_preview
 from annotator.services.jobs import upload_job_create
 from annotator.services.uploads import confirm_key, upload_confirm_save
@@ -56,10 +57,18 @@ def _page(request, form: UploadForm | None = None, status: int = 200):
         "annotation_form": forms[ANNOTATIONS],
         "max_bytes": upload_limit(),
         "batch_names": batch_names(),
-        # After a save: where the admin goes next (the batch's report, assignment, a study link).
-        "saved_batch": Batch.objects.filter(name=again["saved"]).first() if again.get("saved") else None,
+        "saved": _saved_job(request),
     }
     return render(request, "annotator/upload.html", context, status=status)
+
+
+def _saved_job(request) -> Job | None:
+    """The admin's own done upload named by ``?saved=`` (the redirect after a confirm), or None."""
+    try:
+        job = job_of(user=request.user, job_id=request.GET.get("saved", ""))
+    except (Http404, ValidationError, ValueError):
+        return None
+    return job if job.kind == Job.UPLOAD and job.state == Job.DONE else None
 
 
 def _preview(pending: dict, data: bytes):
@@ -115,7 +124,7 @@ def confirm(request):
         messages.success(
             request, f"This upload was already saved when you first confirmed it: {earlier.message}"
         )
-        return redirect("upload")
+        return _saved_page(earlier)
     pending = request.session.get(SESSION_KEY, {}).get(token)
     data = _store().load(token) if pending else None
     if data is None:
@@ -126,7 +135,7 @@ def confirm(request):
         _forget(request, token)
         return redirect("job_status", job_id=job.pk)
     try:
-        message = upload_confirm_save(token=token, pending=pending, data=data, user=request.user)
+        saved = upload_confirm_save(token=token, pending=pending, data=data, user=request.user)
     except (FileRefused, ImportRefused):
         _forget(request, token)
         return render(
@@ -136,8 +145,8 @@ def confirm(request):
             status=400,
         )
     _forget(request, token)
-    messages.success(request, message)
-    return redirect(f"{reverse('upload')}?{urlencode({'saved': pending['name']})}")
+    messages.success(request, saved.message)
+    return _saved_page(saved)
 
 
 @require_POST
@@ -157,6 +166,12 @@ def annotation_template(request):
         filename="annotation_template.csv",
         content_type="text/csv; charset=utf-8",
     )
+
+
+def _saved_page(job: Job):
+    """The upload page, with the links of the batch the upload went into (its report, its assignment
+    and a new study link for it)."""
+    return redirect(f"{reverse('upload')}?{urlencode({'saved': job.pk})}")
 
 
 def _again_query(pending: dict) -> str:

@@ -1,5 +1,4 @@
-// The Copy buttons (the completion page's code, a link just made on the Studies page): shown only where
-// the clipboard can be written.
+// A "Copy" button (the completion code, a new study link): shown only where the clipboard can be written.
 (function () {
   "use strict";
   if (!navigator.clipboard) return;

@@ -13,7 +13,6 @@ from django.db import OperationalError
 from django.urls import reverse
 from django.utils import timezone
 
-from annotator.db_deadline import stall
 from annotator.models import Batch, Item, Job
 from annotator.selectors.jobs import this_worker
 from tests.factories import make_annotation, make_batch, make_user, upload_storage_at
@@ -61,15 +60,31 @@ def test_large_upload_runs_as_a_task_and_the_status_page_says_done(
     assert Item.objects.filter(batch__name="bg-batch").count() == 3
     page = admin_client.get(response.url).content.decode()
     assert "Done" in page and "created with 3 items" in page and "hx-trigger" not in page
+    batch = Batch.objects.get(name="bg-batch")
+    assert f'href="{reverse("report_batch", args=[batch.pk])}"' in page
+    assert f'href="{reverse("assignment_batch", args=[batch.pk])}"' in page
 
 
 def test_small_upload_stays_synchronous(admin_client, settings):
     settings.ANNOTATOR_BACKGROUND_UPLOAD_BYTES = 10_000
     response = _confirm(admin_client, GOOD)
-    assert response.status_code == 302 and response.url.split("?")[0] == reverse("upload")
     # Saved in the request: the only job row is its receipt, done, with no file kept.
     assert list(Job.objects.values_list("state", "payload")) == [(Job.DONE, None)]
+    assert response.status_code == 302 and response.url == f"{reverse('upload')}?saved={Job.objects.get().pk}"
     assert Item.objects.filter(batch__name="bg-batch").count() == 3
+    # The upload page then links to the new batch's report, its assignment and a study link for it.
+    batch = Batch.objects.get(name="bg-batch")
+    page = admin_client.get(response.url).content.decode()
+    assert "created with 3 items" in page
+    for url in (
+        reverse("report_batch", args=[batch.pk]),
+        reverse("assignment_batch", args=[batch.pk]),
+        f"{reverse('studies')}?batch={batch.pk}#new-study-link",
+    ):
+        assert f'href="{url}"' in page, url
+    # The study link's form starts on that batch.
+    studies = admin_client.get(f"{reverse('studies')}?batch={batch.pk}").content.decode()
+    assert f'<option value="{batch.pk}" selected>' in studies
 
 
 def test_refused_upload_shows_row_errors_saves_nothing_and_keeps_the_file(
@@ -94,7 +109,7 @@ def test_crashed_upload_shows_its_error_and_succeeds_when_tried_again(
     admin_client, django_capture_on_commit_callbacks
 ):
     with (
-        mock.patch("annotator.services.uploads.batch_import_file", side_effect=RuntimeError("disk on fire")),
+        mock.patch("annotator.services.uploads.batch_import", side_effect=RuntimeError("disk on fire")),
         django_capture_on_commit_callbacks(execute=True),
     ):
         response = _confirm(admin_client, GOOD)
@@ -184,14 +199,11 @@ def test_the_database_worker_runs_a_queued_upload(admin_client, settings):
 def test_healthz_checks_the_database(client):
     response = client.get("/healthz")
     assert response.status_code == 200 and response.json() == {"status": "ok", "database": "ok"}
-    try:
-        with mock.patch("django.db.connections.create_connection") as fresh:  # the probe's own connection
-            fresh.return_value.cursor.side_effect = OperationalError("gone")
-            response = client.get("/healthz")
-        assert response.status_code == 503 and response.json() == {
-            "status": "error",
-            "database": "OperationalError",
-        }
-        assert response["Retry-After"] == "5"
-    finally:
-        stall.reset()  # the failed probe opened this process's breaker
+    with mock.patch("annotator.selectors.health.connection") as gone:
+        gone.cursor.side_effect = OperationalError("gone")
+        response = client.get("/healthz")
+    assert response.status_code == 503 and response.json() == {
+        "status": "error",
+        "database": "OperationalError",
+    }
+    assert response["Retry-After"] == "5"

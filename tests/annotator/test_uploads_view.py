@@ -110,7 +110,7 @@ def test_after_a_save_the_page_links_the_batch_report_assignment_and_a_study_lin
     response = admin_client.post(reverse("upload_confirm"), {"token": token}, follow=True)
     batch = Batch.objects.get(name="next-steps")
     page = response.content.decode()
-    assert "Next for next-steps" in page
+    assert "Next, for the batch you saved" in page
     study_link = f"{reverse('studies')}?batch={batch.pk}#new-study-link"
     for href in (
         reverse("report_batch", args=[batch.pk]),
@@ -122,7 +122,7 @@ def test_after_a_save_the_page_links_the_batch_report_assignment_and_a_study_lin
     studies = admin_client.get(study_link).content.decode()
     assert f'<option value="{batch.pk}" selected>' in studies
     assert admin_client.get(f"{reverse('studies')}?batch=x").status_code == 200
-    assert "Next for" not in admin_client.get(reverse("upload")).content.decode()
+    assert "upload-saved" not in admin_client.get(reverse("upload")).content.decode()
 
 
 def test_preview_lists_every_error_with_row_and_column_and_offers_no_confirm(admin_client):

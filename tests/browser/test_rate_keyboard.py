@@ -3,15 +3,18 @@
 Drives Debian's Chromium with Playwright against the live server.
 """
 
+import re
 from pathlib import Path
 
 import pytest
+from playwright.sync_api import expect
 
 from annotator.models import Annotation, AnnotationRevision
 from tests.browser.conftest import CHROMIUM, htmx_settled, rating_ready
 from tests.factories import PASSWORD, make_batch, make_user
 
 OUTPUT = Path(__file__).resolve().parents[2] / "test-output" / "browser"
+WAIT = 30_000  # ms: what the page fixture allows (expect's own default is 5 s, short on a busy machine)
 
 pytestmark = [
     pytest.mark.browser,
@@ -48,6 +51,7 @@ def test_rate_with_the_keyboard_then_edit(page, live_server):
     assert first_item == "Item 1"  # a neutral label, never the file's item id
 
     # Keyboard only from here. Focus starts on the first hard constraint.
+    expect(page.locator('input[name="constraint_0"]').first).to_be_focused(timeout=WAIT)
     keys = page.keyboard
     keys.press("n")  # avoid tolls: not met
     keys.press("Enter")  # too early: the server's errors are swapped in, the answer kept
@@ -75,16 +79,16 @@ def test_rate_with_the_keyboard_then_edit(page, live_server):
         keys.press(key)
     assert refused.count() == 0  # gone once the row has an allowed score
     keys.press("?")
-    assert page.locator("#help-dialog").is_visible()
+    expect(page.locator("#help-dialog")).to_be_visible(timeout=WAIT)
     keys.press("Escape")
-    assert not page.locator("#help-dialog").is_visible()
+    expect(page.locator("#help-dialog")).to_be_hidden(timeout=WAIT)
     page.screenshot(path=str(OUTPUT / "rate-page.png"), full_page=True)
     keys.press("Enter")
 
     htmx_settled(page, ".message.success")
     assert "Saved your rating." in page.locator(".message.success").inner_text()
     assert page.locator(".rate-where strong").inner_text() == "Item 2"
-    assert page.title().startswith("Rate item 2")
+    expect(page).to_have_title(re.compile(r"^Rate item 2\b"), timeout=WAIT)
     annotation = Annotation.objects.get(annotator=user)
     assert annotation.flags == ["partial_compliance"]
     assert annotation.constraints_met == [True, False]
@@ -99,7 +103,10 @@ def test_rate_with_the_keyboard_then_edit(page, live_server):
 
     # Skip the second item with a reason, from the keyboard.
     keys.press("s")
+    # Typed only once the reason box has the focus: keys sent before would act on the form's rows.
+    expect(page.locator("#skip-reason")).to_be_focused(timeout=WAIT)
     keys.type("not my region")
+    expect(page.locator("#skip-reason")).to_have_value("not my region", timeout=WAIT)
     keys.press("Enter")
     htmx_settled(page, ".message.info")
     assert page.locator(".rate-where strong").inner_text() == "Item 2"  # a skip takes no number in the list
@@ -110,9 +117,13 @@ def test_rate_with_the_keyboard_then_edit(page, live_server):
     rating_ready(page)
     assert page.locator('input[name="score_coherence"][value="4"]').is_checked()
     assert allowed_scores(page, "instruction_following") == [2, 3]
+    page.mouse.move(0, 0)  # off the score panel: a hovered level rewrites its row's description
     page.locator('label.level:has(input[name="score_coherence"][value="2"])').click()
+    expect(page.locator('input[name="score_coherence"][value="2"]')).to_be_checked(timeout=WAIT)
     page.get_by_role("button", name="Save changes").click()
-    page.wait_for_selector(".message.success")
+    # The edit is saved when its own message is on the page it returns to, not at any success message.
+    expect(page).to_have_url(re.compile(rf"/annotate/{batch.pk}/mine/$"), timeout=WAIT)
+    expect(page.locator(".message.success")).to_have_text("Saved your changes.", timeout=WAIT)
     annotation.refresh_from_db()
     assert annotation.scores.get(dimension="coherence").value == 2
     assert AnnotationRevision.objects.get(annotation=annotation).old_scores["coherence"] == 4

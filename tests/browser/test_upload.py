@@ -62,3 +62,23 @@ def test_admin_uploads_a_batch_with_preview_and_confirm(page, live_server, tmp_p
     page.click("text=Confirm and save 36 rows")
     assert "created with 36 items" in page.locator(".messages").inner_text()
     assert Batch.objects.get(name="browser batch").items.count() == 36
+
+    # Then: links to the batch's report, its assignment and a study link for it; the new study link
+    # has a Copy button that copies it.
+    batch = Batch.objects.get(name="browser batch")
+    saved = page.locator("#upload-saved")
+    assert saved.locator(f'a[href="/reports/{batch.pk}/"]').count() == 1
+    assert saved.locator(f'a[href="/assignment/{batch.pk}/"]').count() == 1
+    page.screenshot(path=str(OUTPUT / "upload_saved.png"), full_page=True)
+    saved.locator("text=Make a study link for it").click()
+    form = page.locator("#new-study-link form")
+    assert form.locator("select[name=batch]").input_value() == str(batch.pk)
+    form.locator("input[name=completion_code]").fill("CC-UPLOAD")
+    form.locator("button[type=submit]").click()
+    page.context.grant_permissions(["clipboard-read", "clipboard-write"], origin=live_server.url)
+    made = page.locator("#made")
+    made.locator("button.copy-code").click()
+    page.wait_for_function("document.querySelector('#made .copy-state').textContent.length > 0")
+    url = made.locator("code.link-url").inner_text()
+    assert "/study/" in url and page.evaluate("navigator.clipboard.readText()") == url
+    page.screenshot(path=str(OUTPUT / "study_link_copy.png"), full_page=True)

@@ -61,8 +61,7 @@ def _page(request, status=200, settings_form=None, quality_form=None, **extra):
     context = {
         **links_overview(),
         "settings_forms": forms,
-        # ?batch= (the upload page's "Make a study link") chooses the batch the form starts on
-        "study_form": StudyLinkForm(initial={"batch": request.GET.get("batch")}),
+        "study_form": StudyLinkForm(),
         "invite_form": InviteLinkForm(),
         "bulk_form": AnnotatorListForm(),
         "prolific_form": ProlificReviewForm(),
@@ -74,7 +73,11 @@ def _page(request, status=200, settings_form=None, quality_form=None, **extra):
 @require_GET
 @admin_required
 def studies(request):
-    return _page(request)
+    # ?batch= (the link after an upload is saved): the new study link's form starts on that batch.
+    batch = request.GET.get("batch", "")
+    return _page(
+        request, study_form=StudyLinkForm(initial={"batch": int(batch)} if batch.isdecimal() else None)
+    )
 
 
 @require_POST
