@@ -13,6 +13,7 @@ from django.db import OperationalError
 from django.urls import reverse
 from django.utils import timezone
 
+from annotator.db_deadline import stall
 from annotator.models import Batch, Item, Job
 from annotator.selectors.jobs import this_worker
 from tests.factories import make_annotation, make_batch, make_user, upload_storage_at
@@ -199,11 +200,14 @@ def test_the_database_worker_runs_a_queued_upload(admin_client, settings):
 def test_healthz_checks_the_database(client):
     response = client.get("/healthz")
     assert response.status_code == 200 and response.json() == {"status": "ok", "database": "ok"}
-    with mock.patch("annotator.selectors.health.connection") as gone:
-        gone.cursor.side_effect = OperationalError("gone")
-        response = client.get("/healthz")
-    assert response.status_code == 503 and response.json() == {
-        "status": "error",
-        "database": "OperationalError",
-    }
-    assert response["Retry-After"] == "5"
+    try:
+        with mock.patch("django.db.connections.create_connection") as fresh:  # the probe's own connection
+            fresh.return_value.cursor.side_effect = OperationalError("gone")
+            response = client.get("/healthz")
+        assert response.status_code == 503 and response.json() == {
+            "status": "error",
+            "database": "OperationalError",
+        }
+        assert response["Retry-After"] == "5"
+    finally:
+        stall.reset()  # the failed probe opened this process's breaker
