@@ -149,8 +149,8 @@ def _render_step(request, facts: RatingFacts):
     batch = facts.batch
     if (detour := study_detour(request, batch, facts.enrolment, facts.submitted)) is not None:
         return detour
-    limits = limits_for(batch=batch, enrolment=facts.enrolment)
-    deadline = limits.deadline(facts.enrolment.started_at) if facts.enrolment is not None else None
+    session = _session(batch, facts)
+    deadline = session["session_deadline"]
     step = rating_next(batch=batch, annotator=request.user, facts=facts, lease_until=deadline)
     if (
         step.ended == ENDED_TRAINING
@@ -159,12 +159,6 @@ def _render_step(request, facts: RatingFacts):
         return detour
     if step.item is None and not step.ended and (finished := study_nothing_left(request, batch)) is not None:
         return finished
-    # Seconds rather than a clock time: the countdown then runs right on a computer whose clock is off.
-    # Rounded up, so the page reaches zero only once the server's deadline has passed: "Finish" at zero
-    # then ends the visit instead of showing the item again.
-    seconds_left = (
-        max(0, math.ceil((deadline - timezone.now()).total_seconds())) if deadline is not None else None
-    )
     return _render_rate(
         request,
         batch=batch,
@@ -172,11 +166,36 @@ def _render_step(request, facts: RatingFacts):
         answer=step.answer,
         ended=step.ended,
         lease=step.assignment,
-        has_gold=step.has_gold,
-        quota=limits.quota,
-        session_deadline=deadline,
-        session_seconds_left=seconds_left,
+        **{**session, "has_gold": step.has_gold, "session_seconds_left": _seconds_left(deadline)},
     )
+
+
+def _session(batch, facts: RatingFacts) -> dict:
+    """What the rating page shows of the study beside the item, on every page that shows an item (a
+    form sent back with its errors too): the quota ("up to N more"), the session's end with its
+    countdown and time-up notice, and whether the batch has gold items (which number the training)."""
+    limits = limits_for(batch=batch, enrolment=facts.enrolment)
+    deadline = limits.deadline(facts.enrolment.started_at) if facts.enrolment is not None else None
+    return {
+        "quota": limits.quota,
+        "session_deadline": deadline,
+        "session_seconds_left": _seconds_left(deadline),
+        "has_gold": facts.rule is not None,
+    }
+
+
+def _seconds_left(deadline) -> int | None:
+    # Seconds rather than a clock time: the countdown then runs right on a computer whose clock is off.
+    # Rounded up, so the page reaches zero only once the server's deadline has passed: "Finish" at zero
+    # then ends the visit instead of showing the item again.
+    if deadline is None:
+        return None
+    return max(0, math.ceil((deadline - timezone.now()).total_seconds()))
+
+
+def _gold_session(request, batch) -> dict:
+    """:func:`_session` for a gold item's form, whose request did not read the batch's facts."""
+    return _session(batch, _found(rating_facts_for_batch(user=request.user, batch_id=batch.pk)))
 
 
 def _next(request, facts: RatingFacts):
@@ -229,7 +248,15 @@ def submit(request, item_pk):
         if not holds_live_lease(user=request.user, item=item):
             return _refuse_not_held(request, item)
         errors = _form_errors(form)
-        return _render_rate(request, batch=item.batch, item=item, form=form, errors=errors, status=422)
+        return _render_rate(
+            request,
+            batch=item.batch,
+            item=item,
+            form=form,
+            errors=errors,
+            status=422,
+            **_session(item.batch, facts),
+        )
     try:
         result = annotation_submit(item=item, annotator=request.user, **form.payload)
     except SubmissionRefused as exc:
@@ -258,7 +285,14 @@ def skip(request, item_pk):
             return _refuse_not_held(request, item, [str(exc)])
         form = _form(item, data=request.POST)
         return _render_rate(
-            request, batch=item.batch, item=item, form=form, errors=[str(exc)], status=422, skip_open=True
+            request,
+            batch=item.batch,
+            item=item,
+            form=form,
+            errors=[str(exc)],
+            status=422,
+            skip_open=True,
+            **_session(item.batch, facts),
         )
     messages.info(request, "Skipped that item.")
     return _next(request, facts)
@@ -330,7 +364,14 @@ def gold_submit(request, answer_pk):
     if not form.is_valid():
         errors = _form_errors(form)
         return _render_rate(
-            request, batch=gold.batch, item=gold, form=form, errors=errors, status=422, answer=answer
+            request,
+            batch=gold.batch,
+            item=gold,
+            form=form,
+            errors=errors,
+            status=422,
+            answer=answer,
+            **_gold_session(request, gold.batch),
         )
     step = gold_answer_submit(answer=answer, annotator=request.user, **form.payload)
     if gold.kind == GoldItem.Kind.TRAINING:
@@ -365,6 +406,7 @@ def gold_skip(request, answer_pk):
             status=422,
             answer=answer,
             skip_open=True,
+            **_gold_session(request, gold.batch),
         )
     messages.info(request, "Skipped.")
     return _next_after_gold(request, gold.batch)

@@ -28,6 +28,7 @@ One rule for the whole batch, computed once per report: every judge × dimension
 
 from __future__ import annotations
 
+import shlex
 from dataclasses import dataclass
 from typing import TYPE_CHECKING
 
@@ -51,7 +52,14 @@ RANDOM_ORDER, RECORDED_DRAW, DECLARED_RANDOM, NOT_RANDOM = (
 )
 SAMPLES = (RANDOM_ORDER, RECORDED_DRAW, DECLARED_RANDOM, NOT_RANDOM)
 
-DRAW_FIX = "make a review draw (select_for_review BATCH --draw BUDGET) and label the items it puts first"
+
+def draw_fix(batch: Batch) -> str:
+    """How to get labels with recorded probabilities: the page's draw, or the command for this batch."""
+    return (
+        "make a review draw (“Draw items for people, recorded” on the page “Items for people where the "
+        f"judges are unsure”, or select_for_review {shlex.quote(batch.name)} --draw N) and label the items "
+        "it puts first"
+    )
 
 
 @dataclass(frozen=True)
@@ -126,10 +134,21 @@ def labelled_sample(batch: Batch, arrays: ReportArrays, *, draw_in_force: bool) 
     if offline.any() and not batch.labels_declared_random:
         return LabelledSample(
             NOT_RANDOM,
-            f"{counted(int(offline.sum()), 'labelled item was', 'labelled items were')} imported from a file "
+            # Of how many in the batch: labels given through the queue count too.
+            (
+                f"{int(offline.sum())} of the {int(labelled.sum())} labelled items "
+                + ("was" if offline.sum() == 1 else "were")
+                if labelled.sum() > offline.sum()
+                else counted(int(offline.sum()), "labelled item was", "labelled items were")
+            )
+            + " imported from a file "
             "without --labelled-at-random, so nothing says the labelled set is a random sample of the batch",
-            "if those items were drawn at random from the batch, import the file again with "
-            f"import_annotations --labelled-at-random; otherwise {DRAW_FIX}",
+            # A file already imported is refused as a whole (its rows are stored), so "import it again"
+            # cannot be done: the declaration goes with the batch's next import, or an admin sets it.
+            "if those items were drawn at random from the batch, say so with the batch's next import "
+            "(import_annotations --labelled-at-random; the declaration covers every label imported "
+            "before it, and a file already imported is refused, its rows being stored) or have an admin "
+            f"tick “Labels declared random” on the batch in the Django admin; otherwise {draw_fix(batch)}",
         )
     queue = labelled & ~offline
     if queue.any():
@@ -173,7 +192,7 @@ def _queue_order(
             NOT_RANDOM,
             "the queue of this batch hands items out in file order (it was made before batches got a random "
             "order), so its labelled items are the first of the file, not a random sample",
-            f"{DRAW_FIX}, or upload the items again as a new batch, which gets a random order",
+            f"{draw_fix(batch)}, or upload the items again as a new batch, which gets a random order",
         )
     rank = np.zeros(n, dtype=np.int64)
     for pk, r in Item.objects.filter(batch=batch).values_list("pk", "queue_rank").iterator():
@@ -208,5 +227,6 @@ def _queue_order(
         f"the last labelled one {'has' if holes.n_holes == 1 else 'have'} no label{skipped_part}, so the labelled "
         "items are not the prefix of the order the queue hands out (a ranked list put first, a retired draw, "
         "or items everyone skipped)",
-        "label those items (the queue hands them out next unless everyone skipped them), or " + DRAW_FIX,
+        "label those items (the queue hands them out next unless everyone skipped them), or "
+        + draw_fix(batch),
     )

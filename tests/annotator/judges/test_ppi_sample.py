@@ -12,6 +12,7 @@ import json
 
 import numpy as np
 import pytest
+from django.contrib.auth import get_user_model
 from django.core.management import call_command
 from django.urls import reverse
 
@@ -296,3 +297,33 @@ def test_queue_labels_mixed_with_undeclared_offline_ones_are_not_random():
     make_annotation(batch.items.order_by("-queue_rank").first(), make_user("off"), dict.fromkeys(DIMS, 5))
     got = batch_report(batch=batch, n_resamples=20).sections["judges"].to_json()[j.name]["coherence"]["ppi"]
     assert got["sample"] == NOT_RANDOM and got["estimate"] is None
+
+
+@pytest.mark.django_db
+def test_the_not_random_panel_says_how_many_were_imported_and_gives_advice_that_can_be_followed(client):
+    """The walk's panel said "12 labelled items were imported" beside a Labelled column of 16, and told
+    the researcher to "import the file again with --labelled-at-random", which is refused (its rows are
+    stored already); its draw command read "select_for_review BATCH --draw BUDGET"."""
+    rng = np.random.default_rng(10)
+    human, judge = _population(rng, 20)
+    batch = _sorted_upload("mixed labels", human, judge)
+    j = _judge_every_item(batch, judge)
+    person = make_user("web")
+    for _ in range(3):
+        lease = item_next_for_annotator(batch=batch, annotator=person)
+        annotation_submit(
+            item=lease.item, annotator=person, scores=dict.fromkeys(DIMS, 2), constraints_met=[]
+        )
+    unlabelled = batch.items.filter(n_annotations=0).order_by("-queue_rank").first()
+    make_annotation(unlabelled, make_user("off"), dict.fromkeys(DIMS, 5))
+    got = batch_report(batch=batch, n_resamples=20).sections["judges"].to_json()[j.name]["coherence"]["ppi"]
+    assert got["sample"] == NOT_RANDOM
+    assert got["sample_why"].startswith("1 of the 4 labelled items was imported from a file")
+    fix = got["sample_fix"]
+    assert "import the file again" not in fix and "next import" in fix
+    assert "select_for_review 'mixed labels' --draw N" in fix
+    # The admin's way it names exists: the batch's change form in the Django admin has the field.
+    get_user_model().objects.create_superuser("boss", password=PASSWORD)
+    assert client.login(username="boss", password=PASSWORD)
+    form = client.get(reverse("admin:annotator_batch_change", args=[batch.pk])).content.decode()
+    assert 'name="labels_declared_random"' in form and "Labels declared random" in form
