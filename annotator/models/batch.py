@@ -67,6 +67,9 @@ class Batch(models.Model):
     # Offline labels (annotations imported from a file) were declared a random sample of the batch
     # (import_annotations --labelled-at-random); an import without the flag sets it back.
     labels_declared_random = models.BooleanField(default=False)
+    # When a ranked list (items the judges disagree on most) was last put first in the queue: labels given
+    # through the queue after it were chosen by the judges, not by the random order (ppi.sample).
+    ranked_first_at = models.DateTimeField(null=True, blank=True)
 
     class Meta:
         verbose_name_plural = "batches"

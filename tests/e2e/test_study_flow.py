@@ -419,7 +419,10 @@ def test_the_ppi_estimate_says_what_its_labelled_set_is_a_sample_of(run):
     report = _read(run, "json")
     for judge in flow.JUDGES:
         ppi = report["judges"][judge]["overall"]["ppi"]
-        assert ppi["sample"] == "not_random", (judge, ppi.get("sample_why"))
+        assert ppi["sample"] == "not_random" and "ranked list" in ppi["sample_why"], (
+            judge,
+            ppi.get("sample_why"),
+        )
         assert ppi["estimate"] is None and ppi["ci95"] is None and ppi["ci95_superpopulation"] is None
         assert ppi["sample_why"] and ppi["sample_fix"]
         assert ppi["n_labelled"] > 0 and ppi["n_unlabelled"] > 0  # the counts stay

@@ -20,7 +20,8 @@ report says which one it has, one of ``SAMPLES``:
     they do not break the prefix.
 ``not_random``
     Anything else: a batch in file order (made before the random order), offline labels imported without
-    the flag, or holes in the prefix (items skipped by everyone, a ranked list put first, a retired draw's
+    the flag, labels given through the queue after a ranked list was put first (``Batch.ranked_first_at``),
+    or holes in the prefix (items skipped by everyone, a ranked list put first, a retired draw's
     labels). The estimate and its interval are then null, and ``why`` and ``fix`` say what to do.
 
 One rule for the whole batch, computed once per report: every judge × dimension entry carries it.
@@ -151,6 +152,13 @@ def labelled_sample(batch: Batch, arrays: ReportArrays, *, draw_in_force: bool) 
             f"tick “Labels declared random” on the batch in the Django admin; otherwise {draw_fix(batch)}",
         )
     queue = labelled & ~offline
+    if queue.any() and _labelled_after_ranked_list(batch):
+        return LabelledSample(
+            NOT_RANDOM,
+            "a ranked list (the items the judges disagree on most) was put first in the queue, and items were "
+            "labelled through the queue after it: those items were chosen by the judges, not by the random order",
+            draw_fix(batch),
+        )
     if queue.any():
         verdict = _queue_order(batch, row_of, n, queue, offline)
         if verdict is not None:
@@ -167,6 +175,18 @@ def labelled_sample(batch: Batch, arrays: ReportArrays, *, draw_in_force: bool) 
         f"the labels came through the queue, which hands items out in a random order (seed {batch.order_seed})"
         if batch.order_seed is not None
         else "the batch hands items out in file order",
+    )
+
+
+def _labelled_after_ranked_list(batch: Batch) -> bool:
+    """Whether a queue label was given once a ranked list had been put first (``ranked_queue_first``): the
+    prefix test cannot see it in a batch smaller than the lease's window, and the list may since be cleared."""
+    if batch.ranked_first_at is None:
+        return False
+    return (
+        Annotation.objects.filter(item__batch=batch, submitted_at__gte=batch.ranked_first_at)
+        .exclude(source=Annotation.Source.IMPORT)
+        .exists()
     )
 
 

@@ -55,7 +55,10 @@ def ranked_queue_first(*, batch: Batch, item_ids: list[str]) -> int:
             f"batch {batch.name!r} has draw #{in_force.pk} in force, and the report does not use labels of items "
             "it did not pick; retire the draw first"
         )
-    return items_queue_first(batch=batch, item_ids=item_ids)
+    moved = items_queue_first(batch=batch, item_ids=item_ids)
+    if moved:
+        Batch.objects.filter(pk=batch.pk).update(ranked_first_at=timezone.now())
+    return moved
 
 
 MAX_SEED = 2**31 - 1

@@ -24,6 +24,7 @@ from annotator.judges.selectors.sample import (
     prefix_holes,
 )
 from annotator.judges.selectors.validation import judge_ppi
+from annotator.judges.services.review import ranked_queue_first
 from annotator.models import Annotation, Batch, Item, Judge, JudgeScore
 from annotator.selectors.reports import batch_report
 from annotator.services.annotations import annotation_submit
@@ -131,9 +132,9 @@ def _judge_every_item(batch, judge):
     return j
 
 
-def _label_through_the_queue(batch, human, n_items):
+def _label_through_the_queue(batch, human, n_items, people=None):
     """Three annotators take turns at the queue (lease, submit) until ``n_items`` items have their k."""
-    people = [make_user(f"{batch.name}-{n}") for n in range(3)]
+    people = people or [make_user(f"{batch.name}-{n}") for n in range(3)]
     value = {f"{batch.name}-{i}": int(h) for i, h in enumerate(human)}
     while Item.objects.filter(batch=batch, n_annotations__gte=3).count() < n_items:
         for person in people:
@@ -327,3 +328,26 @@ def test_the_not_random_panel_says_how_many_were_imported_and_gives_advice_that_
     assert client.login(username="boss", password=PASSWORD)
     form = client.get(reverse("admin:annotator_batch_change", args=[batch.pk])).content.decode()
     assert 'name="labels_declared_random"' in form and "Labels declared random" in form
+
+
+@pytest.mark.django_db
+def test_labels_given_after_a_ranked_list_was_put_first_are_not_random():
+    """A batch smaller than the lease's window has no hole the prefix test could see: a ranked list put
+    first (the items the judges disagree on most) is recorded, and queue labels after it are not_random."""
+    rng = np.random.default_rng(7)
+    human, judge = _population(rng, n=30)
+    batch = _sorted_upload("ranked", human, judge)
+    j = _judge_every_item(batch, judge)
+    people = _label_through_the_queue(batch, human, 3)
+    before = (
+        batch_report(batch=batch, n_resamples=20).sections["judges"].to_json()[j.name]["coherence"]["ppi"]
+    )
+    assert before["sample"] == RANDOM_ORDER
+    ranked = [f"ranked-{i}" for i in range(29, 19, -1)]  # the highest judge scores, as a ranked list would be
+    assert ranked_queue_first(batch=batch, item_ids=ranked) == 10
+    batch.refresh_from_db()
+    assert batch.ranked_first_at is not None
+    _label_through_the_queue(batch, human, 6, people)
+    entry = batch_report(batch=batch, n_resamples=20).sections["judges"].to_json()[j.name]["coherence"]["ppi"]
+    assert entry["sample"] == NOT_RANDOM and "ranked list" in entry["sample_why"]
+    assert entry["estimate"] is None and "select_for_review" in entry["sample_fix"]
