@@ -33,11 +33,14 @@
       }
       // Once the time is up its notice stands alone: a "Saved your rating." from before is stale.
       document.querySelectorAll("#main .messages").forEach(function (list) { list.remove(); });
-      var submit = document.getElementById("submit-btn");
-      if (submit) {
-        submit.disabled = true;
-        submit.title = "The session's time is up: this item can no longer be saved.";
-      }
+      // Neither a rating nor a skip can be saved any more: both buttons say so.
+      ["submit-btn", "skip-btn"].forEach(function (id) {
+        var button = document.getElementById(id);
+        if (button) {
+          button.disabled = true;
+          button.title = "The session's time is up: this item can no longer be saved.";
+        }
+      });
     }
   }
   tick();

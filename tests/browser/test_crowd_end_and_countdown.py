@@ -54,7 +54,7 @@ def test_the_countdown_reaches_zero_and_says_what_happened(chromium, live_server
     rating_ready(page)
     page.wait_for_selector("#session-over", state="visible", timeout=15_000)
     assert "can no longer be saved" in page.locator("#session-over").inner_text()
-    assert page.locator("#submit-btn").is_disabled()
+    assert page.locator("#submit-btn").is_disabled() and page.locator("#skip-btn").is_disabled()
     assert "is-low" in page.locator("#session-left").get_attribute("class")
     context.close()
 
