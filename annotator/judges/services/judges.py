@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from collections.abc import Iterable, Mapping
+from collections.abc import Mapping
 
 from django.db import transaction
 from django.utils import timezone
@@ -16,7 +16,6 @@ from annotator.models import (
     Item,
     Judge,
     JudgeCriterionScore,
-    JudgeFailure,
     JudgeScore,
     PairwiseVerdict,
 )
@@ -237,10 +236,3 @@ def pairwise_verdicts_import(
         for row in parsed.rows
     )
     return len(parsed.rows)
-
-
-@transaction.atomic
-def judge_run_save(*, judge: Judge, scores: list[JudgeScore], failures: Iterable[JudgeFailure]) -> None:
-    """What one ``run_judge`` produced: its scores (replacing earlier ones) and every unreadable output."""
-    judge_scores_save(judge=judge, scores=scores)
-    JudgeFailure.objects.bulk_create(list(failures))
