@@ -392,88 +392,89 @@ def sent_parameters(request: dict[str, Any]) -> dict[str, Any]:
     }
 
 
+# The columns of a judge_calls.jsonl line, read in one query per chunk.
+_CALL_FIELDS = (
+    "pk",
+    "judge",
+    "item__item_id",
+    "item__system_id",
+    "enhanced__item_id",
+    "sample",
+    "status",
+    "template_name",
+    "template_version",
+    "template_hash",
+    "model",
+    "params",
+    "prompt",
+    "raw_output",
+    "parsed",
+    "error",
+    "http_status",
+    "tokens_in",
+    "tokens_out",
+    "latency_ms",
+    "attempts",
+    "created_at",
+    "cached",
+    "superseded",
+    "output_mode",
+    "request",
+    "provider_batch",
+    "cost",
+    "currency",
+)
+
+
 def judge_calls_jsonl(*, batch: Batch) -> Iterator[str]:
     """``judge_calls.jsonl``: one JSON object per call, in the order the calls were saved, the paid calls a
     rerun superseded included (``superseded``): the sum of ``cost`` over the rows with ``cached`` false is
     what the calls cost."""
     judges: dict[int, JudgeInfo] = {}
-    calls = JudgeCall.ledger.filter(item__batch=batch).values(
-        "pk",
-        "judge",
-        "item__item_id",
-        "item__system_id",
-        "enhanced__item_id",
-        "sample",
-        "status",
-        "template_name",
-        "template_version",
-        "template_hash",
-        "model",
-        "params",
-        "prompt",
-        "raw_output",
-        "parsed",
-        "error",
-        "http_status",
-        "tokens_in",
-        "tokens_out",
-        "latency_ms",
-        "attempts",
-        "created_at",
-        "cached",
-        "superseded",
-        "output_mode",
-        "request",
-        "provider_batch",
-        "cost",
-        "currency",
-    )
+    calls = JudgeCall.ledger.filter(item__batch=batch).values(*_CALL_FIELDS)
     for chunk in _chunks(calls, None, None):
         _judges({c["judge"] for c in chunk}, judges)
-        lines = []
-        for c in chunk:
-            judge = judges[c["judge"]]
-            lines.append(
-                json.dumps(
-                    {
-                        "judge": judge.name,
-                        "judge_version": judge.version,
-                        "item_id": c["item__item_id"],
-                        "system_id": c["item__system_id"],
-                        "enhanced_item_id": c["enhanced__item_id"],
-                        "sample": c["sample"],
-                        "status": c["status"],
-                        "parse_status": _parse_status(c["status"]),
-                        "error": c["error"],
-                        "prompt_sha256": prompt_hash(c["prompt"]),
-                        "raw_output": c["raw_output"],
-                        "parsed": c["parsed"],
-                        "http_status": c["http_status"],
-                        "tokens_in": c["tokens_in"],
-                        "tokens_out": c["tokens_out"],
-                        "latency_ms": c["latency_ms"],
-                        "attempts": c["attempts"],
-                        "model": c["model"],
-                        "provider": judge.provider,
-                        "template_name": c["template_name"],
-                        "template_version": c["template_version"],
-                        "template_hash": c["template_hash"],
-                        "params": safe_params(c["params"]),
-                        "created_at": c["created_at"].isoformat(),
-                        "cached": c["cached"],
-                        "superseded": c["superseded"],
-                        "output_mode": output_mode(c["request"] or {}, c["output_mode"]),
-                        **sent_parameters(c["request"] or {}),
-                        "provider_batch": c["provider_batch"] or None,
-                        "cost": c["cost"],
-                        "currency": c["currency"] or None,
-                    },
-                    ensure_ascii=False,
-                    allow_nan=False,
-                )
-                + "\n"
-            )
-        yield "".join(lines)
+        yield "".join(
+            json.dumps(_call_line(c, judges[c["judge"]]), ensure_ascii=False, allow_nan=False) + "\n"
+            for c in chunk
+        )
+
+
+def _call_line(c: dict, judge: JudgeInfo) -> dict:
+    """One call's line of ``judge_calls.jsonl``, from its row of ``_CALL_FIELDS``."""
+    return {
+        "judge": judge.name,
+        "judge_version": judge.version,
+        "item_id": c["item__item_id"],
+        "system_id": c["item__system_id"],
+        "enhanced_item_id": c["enhanced__item_id"],
+        "sample": c["sample"],
+        "status": c["status"],
+        "parse_status": _parse_status(c["status"]),
+        "error": c["error"],
+        "prompt_sha256": prompt_hash(c["prompt"]),
+        "raw_output": c["raw_output"],
+        "parsed": c["parsed"],
+        "http_status": c["http_status"],
+        "tokens_in": c["tokens_in"],
+        "tokens_out": c["tokens_out"],
+        "latency_ms": c["latency_ms"],
+        "attempts": c["attempts"],
+        "model": c["model"],
+        "provider": judge.provider,
+        "template_name": c["template_name"],
+        "template_version": c["template_version"],
+        "template_hash": c["template_hash"],
+        "params": safe_params(c["params"]),
+        "created_at": c["created_at"].isoformat(),
+        "cached": c["cached"],
+        "superseded": c["superseded"],
+        "output_mode": output_mode(c["request"] or {}, c["output_mode"]),
+        **sent_parameters(c["request"] or {}),
+        "provider_batch": c["provider_batch"] or None,
+        "cost": c["cost"],
+        "currency": c["currency"] or None,
+    }
 
 
 def _parse_status(status: str) -> str:
