@@ -84,27 +84,9 @@ def run_batch(
         fits = list(itertools.takewhile(cap.may_start, todo))
         cap.reached = cap.reached or len(fits) < len(todo)
         todo = fits
-    # One batch holds at most the provider's limit of requests: more are sent as several batches.
-    size, sent_now = api.max_requests, []
-    for start in range(0, len(todo), size):
-        if stop.is_set():
-            break
-        part = todo[start : start + size]
-        mark_sent(part)
-        try:
-            batch_id = api.submit({custom_id(t): client.request_body(t.messages) for t in part})
-        except (JudgeCallError, JudgeRunFatal) as exc:
-            unsend(part)
-            submitted = (
-                f" The {len(sent_now)} batch(es) submitted before it ({', '.join(sent_now)}) wait at the "
-                "provider: run again with --batch to fetch their answers and send the rest."
-                if sent_now
-                else ""
-            )
-            raise JudgeRunFatal(f"the batch could not be submitted: {exc}.{submitted}") from None
-        set_batch(part, batch_id)
-        waiting[batch_id] = part
-        sent_now.append(batch_id)
+    waiting.update(
+        _submit(todo, api=api, client=client, mark_sent=mark_sent, set_batch=set_batch, unsend=unsend)
+    )
     while waiting and not stop.is_set():
         for batch_id in list(waiting):
             if api.state(batch_id) != ENDED:
@@ -139,3 +121,30 @@ def run_batch(
             stop.wait(poll_seconds)
     capped = cap is not None and cap.reached
     return (stop.is_set() or capped) and progress.done < progress.total, failed, sorted(waiting)
+
+
+def _submit(todo, *, api, client: ChatClient, mark_sent, set_batch, unsend) -> dict[str, list[Task]]:
+    """Submit ``todo`` in batches of at most the provider's limit; batch id → its tasks. Raises JudgeRunFatal
+    when one cannot be submitted (its tasks are no longer sent; the batches before it wait at the provider)."""
+    stop = client.stop
+    # One batch holds at most the provider's limit of requests: more are sent as several batches.
+    size, submitted = api.max_requests, {}
+    for start in range(0, len(todo), size):
+        if stop.is_set():
+            break
+        part = todo[start : start + size]
+        mark_sent(part)
+        try:
+            batch_id = api.submit({custom_id(t): client.request_body(t.messages) for t in part})
+        except (JudgeCallError, JudgeRunFatal) as exc:
+            unsend(part)
+            before = (
+                f" The {len(submitted)} batch(es) submitted before it ({', '.join(submitted)}) wait at the "
+                "provider: run again with --batch to fetch their answers and send the rest."
+                if submitted
+                else ""
+            )
+            raise JudgeRunFatal(f"the batch could not be submitted: {exc}.{before}") from None
+        set_batch(part, batch_id)
+        submitted[batch_id] = part
+    return submitted
