@@ -197,6 +197,11 @@ def test_the_access_log_keeps_the_platform_ids_out(nginx, tmp_path):
     base = nginx("app-503")
     link = "/study/abc/?PROLIFIC_PID=5f0c0ffee0c0ffee0c0ffee0&STUDY_ID=s1&SESSION_ID=sess-secret-1"
     _send(base + link, headers={"Referer": base + link})
-    log = (tmp_path / "annotator.access.log").read_text()
+    # nginx writes the line when it finalises the request, which can be just after the client has its
+    # answer: wait for it rather than read a file that is still empty.
+    path, deadline, log = tmp_path / "annotator.access.log", time.monotonic() + 10, ""
+    while "/study/abc/" not in log and time.monotonic() < deadline:
+        log = path.read_text() if path.exists() else ""
+        time.sleep(0.05)
     assert "/study/abc/" in log
     assert "5f0c0ffee0c0ffee0c0ffee0" not in log and "sess-secret-1" not in log and "PROLIFIC_PID" not in log
