@@ -45,7 +45,7 @@ class _Imported:
 
 uploads = _Imported("annotator.views.uploads")
 judges = _Imported("annotator.judges.views.judges")
-reports = _Imported("annotator.views.reports")
+reports = _Imported("annotator.reports.views")
 judge_reports = _Imported("annotator.judges.views.report")
 calibration_sets = _Imported("annotator.judges.views.calibration_set")
 judge_review = _Imported("annotator.judges.views.review")

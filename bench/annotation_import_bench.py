@@ -160,8 +160,8 @@ def child(file: Path, profile: bool, steps: bool) -> None:
     worker_start = time.perf_counter()
     call_command("db_worker", "--batch", "--interval", "0", "--no-startup-delay", verbosity=0)
     worker_seconds = time.perf_counter() - worker_start
-    from annotator.exports import report_csv
     from annotator.models import Batch
+    from annotator.reports.exports import csv_tables as report_csv
 
     batch = Batch.objects.get(name="offline")
     exports = {}

@@ -72,8 +72,8 @@ def export(code: Path, key: str, way: str, profile: bool) -> None:
     _django(code)
     from django.db import connection
 
-    from annotator.exports.formats import EXPORT_FORMATS, export_chunks
     from annotator.models import Batch
+    from annotator.reports.exports.formats import EXPORT_FORMATS, export_chunks
 
     batch = Batch.objects.get(name=BATCH)
     if way == "page":

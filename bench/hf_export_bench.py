@@ -35,8 +35,8 @@ TARGET_SECONDS, TARGET_MB = 60.0, 1024.0
 
 def measure(url: str, resamples: int) -> dict:
     report_bench._setup_django(url)
-    from annotator.exports.hf.writer import card_report, dataset_write
     from annotator.models import Batch
+    from annotator.reports.hf.writer import card_report, dataset_write
 
     batch = Batch.objects.get(name=report_bench.BATCH)
     out = Path(tempfile.mkdtemp(prefix="hf-bench-")) / "dataset"

@@ -42,7 +42,7 @@ def main() -> None:
 
     from annotator.judges.services.judges import judge_scores_import
     from annotator.models import Annotation, Batch, Item, Score
-    from annotator.selectors import reports
+    from annotator.reports.selectors import batch_report as reports
     from hcs.judge_output import JudgeScale
     from hcs.rubric import Rubric
     from tests.factories import make_user

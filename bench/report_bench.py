@@ -248,7 +248,7 @@ def report(url: str, resamples: int) -> dict:
     import numpy as np
 
     from annotator.models import Batch
-    from annotator.selectors.reports import batch_report
+    from annotator.reports.selectors.batch_report import batch_report
     from hcs.agreement import fleiss_kappa, gwet_ac2, krippendorff_alpha
 
     fleiss_kappa(np.array([[1, 1], [2, 0]]))  # same warm-up as the floor

@@ -39,7 +39,7 @@ def main() -> None:
     from annotator.judges.selectors.review import review_candidates
     from annotator.judges.services.review import review_draw_make, review_draw_retire
     from annotator.models import Annotation, Judge, JudgeScore, Score
-    from annotator.selectors.reports import report_arrays
+    from annotator.reports.selectors.batch_report import report_arrays
     from tests.factories import make_batch, make_user
 
     call_command("migrate", verbosity=0)

@@ -172,7 +172,7 @@ JUDGE_COMMANDS = (
 # through a registry's dotted path (REPORT_SECTIONS, HF_PARTS, HF_CARD_SECTIONS, JOB_KINDS, urls).
 JUDGE_SEAMS = {
     "annotator.models": "re-exports the judges' models: one app label, so Django finds them here",
-    "annotator.exports.formats": "EXPORT_FORMATS includes the judges' rows, JUDGE_EXPORT_FORMATS, by name",
+    "annotator.reports.exports.formats": "EXPORT_FORMATS includes the judges' rows, JUDGE_EXPORT_FORMATS, by name",
     "annotator.api.main": "the list of API routers mounts the judges' routers",
     "annotator.studies.planning": "the study plan reads each judge's scores to plan its PPI labels",
     "annotator.management.commands.load_demo": "the demo loads judge scores through the judges' services",

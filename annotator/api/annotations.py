@@ -21,9 +21,9 @@ from annotator.api.pagination import (
     next_link,
 )
 from annotator.api.schemas import ERRORS
-from annotator.exports.report_csv import SCORES_COLUMNS
 from annotator.models import Batch
-from annotator.selectors.report_rows import annotation_rows, score_rows
+from annotator.reports.exports.csv_tables import SCORES_COLUMNS
+from annotator.reports.selectors.rows import annotation_rows, score_rows
 
 router = Router(tags=["annotations"])
 

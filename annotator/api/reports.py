@@ -18,7 +18,7 @@ from annotator.api.auth import researchers
 from annotator.api.problems import INVALID_REQUEST, Problem
 from annotator.api.schemas import ERRORS, JobOut, accepted
 from annotator.models import Batch
-from annotator.selectors.report_options import (
+from annotator.reports.selectors.options import (
     MAX_RESAMPLES,
     ReportOptions,
     report_with_options,
@@ -43,8 +43,8 @@ class ReportQuery(Schema):
 def report_or_job(request, response: HttpResponse, batch: Batch, query: ReportQuery):
     """The report as a dict, or (202, job) when the batch is large enough for the worker."""
     # The formats table and the JSON builder bring the report's statistics: imported on a report request.
-    from annotator.exports.formats import EXPORT_FORMATS
-    from annotator.exports.report_json import report_to_dict
+    from annotator.reports.exports.formats import EXPORT_FORMATS
+    from annotator.reports.exports.json_export import report_to_dict
 
     options = query.options()
     if options.errors():
@@ -78,7 +78,7 @@ def report(request, batch_id: int, response: HttpResponse, query: Query[ReportQu
 def report_export_hf(request, batch_id: int, response: HttpResponse):
     """Always a background job (202): poll it, then GET its ``result``, a zip of the dataset folder
     ``export_report --format hf`` writes (raters pseudonymous; docs/hf.md)."""
-    from annotator.exports.formats import EXPORT_FORMATS
+    from annotator.reports.exports.formats import EXPORT_FORMATS
 
     batch = get_object_or_404(Batch, pk=batch_id)
     return accepted(

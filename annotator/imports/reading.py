@@ -17,11 +17,11 @@ from dataclasses import dataclass, field
 from itertools import compress
 from pathlib import PurePath
 
-from annotator.exports.csv_safe import DEFUSED
 from annotator.imports.columns import Frame
 from annotator.imports.errors import FileRefused, RowError
 from annotator.imports.file_size import check_size
 from annotator.imports.json_text import has_lone_surrogate, has_nul, json_loads, json_problem
+from annotator.reports.exports.csv_safe import DEFUSED
 
 ROW = "__row__"  # the Frame column holding each record's row (CSV) or line (JSONL) number
 CSV, JSONL = "csv", "jsonl"
@@ -135,7 +135,7 @@ def read_csv(text: str, delimiter: str, *, has_defused: bool = True) -> Table:
 
 def _undefuse(frame: Frame, columns: list[str]) -> None:
     """Take off the apostrophe the app's CSV writer puts before formula-like text, so an export
-    imports back unchanged (``annotator.exports.csv_safe``); in place."""
+    imports back unchanged (``annotator.reports.exports.csv_safe``); in place."""
     for name in columns:
         values = frame[name]
         for i, cell in enumerate(values):

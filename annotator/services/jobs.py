@@ -13,9 +13,9 @@ from django.conf import settings
 from django.db import transaction
 from django.utils import timezone
 
-from annotator.exports.export_format import ExportFormat
 from annotator.job_kinds import job_kind
 from annotator.models import Batch, Job
+from annotator.reports.exports.export_format import ExportFormat
 from annotator.selectors.jobs import job_worker_gone
 from annotator.tasks import run_job
 

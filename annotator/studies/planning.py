@@ -19,7 +19,7 @@ from annotator.judges.models.judge import OVERALL
 from annotator.judges.selectors.judges import human_item_mean, human_ratings
 from annotator.judges.selectors.validation import judge_overall_scores
 from annotator.models import Batch, JudgeScore
-from annotator.selectors.report_arrays import ReportArrays
+from annotator.reports.selectors.arrays import ReportArrays
 from hcs.calibration.alt_test import DEFAULT_EPSILON
 from hcs.planning import (
     ALT_TEST_SIZES,

@@ -11,7 +11,7 @@ whatever the number of items.
 
 Seed rule: every bootstrap in ``hcs`` takes an explicit integer ``seed`` and draws from
 ``numpy.random.default_rng(seed)``, so the same data and seed give the same interval on every machine.
-The default is :data:`DEFAULT_SEED`. A report (``annotator.selectors.reports.batch_report``) passes
+The default is :data:`DEFAULT_SEED`. A report (``annotator.reports.selectors.batch_report.batch_report``) passes
 its one seed on: dimension ``j`` of the rubric (0-based, rubric order) uses ``seed + j``, so the
 dimensions' intervals are not drawn from one stream; the system ranking and the judge calibrations use
 ``seed`` itself. ``export_report --seed`` changes it; the JSON export records it.

@@ -4,9 +4,9 @@ beside the raw annotations in the exports, a granted adjudicator, and gold in on
 import pytest
 from django.urls import reverse
 
-from annotator.exports.report_json import report_to_dict
 from annotator.models import Adjudication, Annotation, GoldItem, QualityRule
-from annotator.selectors.reports import batch_report
+from annotator.reports.exports.json_export import report_to_dict
+from annotator.reports.selectors.batch_report import batch_report
 from tests.factories import make_annotation, make_batch, make_user
 
 pytestmark = pytest.mark.django_db

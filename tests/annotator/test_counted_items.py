@@ -7,9 +7,9 @@ from pathlib import Path
 import pytest
 from django.template import Context, Template
 
-from annotator.exports.methods import methods_paragraph
 from annotator.judges.services.calibration_set import calibration_set_mark
-from annotator.selectors.reports import batch_report
+from annotator.reports.exports.methods import methods_paragraph
+from annotator.reports.selectors.batch_report import batch_report
 from annotator.studies.planning import JudgePlan
 from tests.factories import make_batch
 

@@ -12,9 +12,9 @@ from django.test import Client
 from django.urls import reverse
 from django.utils import timezone
 
-from annotator.exports.csv_safe import DANGEROUS_START, PLAIN_NUMBER
-from annotator.exports.formats import EXPORT_FORMATS
 from annotator.models import Annotation, Batch, Item, Judge, JudgeScore, PairwiseVerdict, Score
+from annotator.reports.exports.csv_safe import DANGEROUS_START, PLAIN_NUMBER
+from annotator.reports.exports.formats import EXPORT_FORMATS
 from tests.factories import make_annotation, make_batch, make_user
 
 pytestmark = pytest.mark.django_db

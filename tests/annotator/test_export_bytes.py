@@ -14,8 +14,8 @@ from datetime import UTC, datetime
 import pytest
 from django.db.models import JSONField, Value
 
-from annotator.exports.formats import EXPORT_FORMATS, export_chunks
 from annotator.models import Annotation, Batch, Item
+from annotator.reports.exports.formats import EXPORT_FORMATS, export_chunks
 from annotator.services.exclusion import annotator_exclude
 from tests.factories import make_annotation, make_batch, make_user
 

@@ -11,9 +11,9 @@ from django.test import Client
 from django.urls import reverse
 from django.utils import timezone
 
-from annotator.exports.formats import EXPORT_FORMATS, export_chunks
 from annotator.models import Annotation, Batch
-from annotator.selectors.reports import batch_report
+from annotator.reports.exports.formats import EXPORT_FORMATS, export_chunks
+from annotator.reports.selectors.batch_report import batch_report
 from annotator.services.exclusion import (
     annotator_block,
     annotator_exclude,

@@ -9,8 +9,9 @@ import pytest
 from django.db import connection
 from django.utils import timezone
 
-from annotator.exports import csv_safe
-from annotator.exports.csv_safe import (
+from annotator.models import Annotation, Batch, Item
+from annotator.reports.exports import csv_safe
+from annotator.reports.exports.csv_safe import (
     DELIMITER,
     RECORD_END,
     Echo,
@@ -20,10 +21,9 @@ from annotator.exports.csv_safe import (
     defuse,
     defuse_all,
 )
-from annotator.models import Annotation, Batch, Item
-from annotator.selectors.report_rows import annotation_records
+from annotator.reports.selectors.rows import annotation_records
+from annotator.reports.selectors.score_packing import Packing
 from annotator.selectors.rows import chunked_cursor
-from annotator.selectors.score_packing import Packing
 from hcs.rubric import Rubric
 from tests.factories import make_annotation, make_user
 

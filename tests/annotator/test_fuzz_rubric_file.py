@@ -13,7 +13,7 @@ from hypothesis import event, given
 from hypothesis import strategies as st
 
 from annotator.forms.uploads import UploadForm
-from annotator.selectors.reports import batch_report
+from annotator.reports.selectors.batch_report import batch_report
 from annotator.services.batches import batch_import_file
 from hcs.rubric import Rubric
 from tests.annotator.fuzz_support import FUZZ, NASTY, record, rolled_back

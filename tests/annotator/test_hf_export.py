@@ -14,13 +14,13 @@ from django.test import override_settings
 from django.urls import reverse
 from scipy.stats import entropy as scipy_entropy
 
-from annotator.exports.formats import EXPORT_FORMATS
-from annotator.exports.hf import rows as hf_rows
-from annotator.exports.hf.writer import DatasetRefused, dataset_write
-from annotator.exports.report_json import report_to_dict
 from annotator.judges.exports import tables
 from annotator.models import Job
-from annotator.selectors.reports import batch_report
+from annotator.reports.exports.formats import EXPORT_FORMATS
+from annotator.reports.exports.json_export import report_to_dict
+from annotator.reports.hf import rows as hf_rows
+from annotator.reports.hf.writer import DatasetRefused, dataset_write
+from annotator.reports.selectors.batch_report import batch_report
 from annotator.services.job_runner import job_run
 from hcs import datasets as hcs_datasets
 from tests.annotator.hf_support import study_batch, unzip

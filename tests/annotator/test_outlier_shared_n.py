@@ -9,7 +9,7 @@ from django.test import Client
 from django.urls import reverse
 from django.utils import timezone
 
-from annotator.exports.formats import EXPORT_FORMATS, export_chunks
+from annotator.reports.exports.formats import EXPORT_FORMATS, export_chunks
 from hcs.quality_rules import MIN_SHARED_ITEMS
 from tests.factories import make_annotation, make_batch, make_user
 

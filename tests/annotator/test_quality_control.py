@@ -7,9 +7,9 @@ import pytest
 from statsmodels.stats.inter_rater import aggregate_raters
 from statsmodels.stats.inter_rater import fleiss_kappa as sm_fleiss_kappa
 
-from annotator.exports.report_json import report_to_dict
 from annotator.models import Annotation, AnnotatorStanding, GoldItem, Item, QualityRule
-from annotator.selectors.reports import batch_report
+from annotator.reports.exports.json_export import report_to_dict
+from annotator.reports.selectors.batch_report import batch_report
 from annotator.services.annotations import annotation_submit
 from annotator.services.gold import gold_answer_submit
 from annotator.services.rating_flow import ENDED_BLOCKED, rating_next

@@ -17,10 +17,10 @@ from annotator.models import (
     QualityRule,
     ReportCache,
 )
-from annotator.selectors import reports
-from annotator.selectors.report_cache import report_revision
-from annotator.selectors.reports import batch_report, batch_report_computed
-from annotator.services import report_cache as report_cache_service
+from annotator.reports.selectors import batch_report as reports
+from annotator.reports.selectors.batch_report import batch_report, batch_report_computed
+from annotator.reports.selectors.stored import report_revision
+from annotator.reports.services import storing as report_cache_service
 from annotator.services.adjudication import adjudication_save
 from annotator.services.annotations import annotation_update
 from annotator.services.exclusion import annotator_exclude, annotator_include
@@ -174,7 +174,9 @@ def test_the_page_and_the_judge_section_are_served_from_storage_and_exclude_comp
     assert first_page.status_code == first_judges.status_code == 200
     with (
         mock.patch.object(reports, "batch_report_computed", side_effect=AssertionError("recomputed")),
-        mock.patch("annotator.exports.report_html.report_context", side_effect=AssertionError("redrawn")),
+        mock.patch(
+            "annotator.reports.exports.html_export.report_context", side_effect=AssertionError("redrawn")
+        ),
     ):
         again = client.get(page)
         assert client.get(judges, HTTP_HX_REQUEST="true").content == first_judges.content
@@ -242,7 +244,7 @@ def test_a_backup_leaves_stored_reports_out_and_the_restored_report_is_the_same(
 
 def test_a_registered_section_moves_the_revision_by_what_it_reads(rated):
     """A feature's section names what it reads (``ReportSection.revision``); the core digests it."""
-    from annotator.selectors.report_sections import REPORT_SECTIONS, ReportSection
+    from annotator.reports.selectors.sections import REPORT_SECTIONS, ReportSection
 
     batch, _ = rated
     state = {"rows": 1}

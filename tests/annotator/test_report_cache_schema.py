@@ -9,8 +9,9 @@ import pytest
 from django.urls import reverse
 
 from annotator.models import ReportCache
-from annotator.selectors import report_cache, reports
-from annotator.selectors.report_cache import report_schema_version, schema_classes
+from annotator.reports.selectors import batch_report as reports
+from annotator.reports.selectors import stored as report_cache
+from annotator.reports.selectors.stored import report_schema_version, schema_classes
 from hcs.agreement import DimensionAgreement
 from tests.annotator.api.conftest import ApiClient, token_for
 from tests.annotator.test_report_cache import rated  # noqa: F401, F811 (the fixture)
@@ -53,7 +54,7 @@ def test_a_field_added_anywhere_in_the_report_changes_the_schema():
 def test_the_schema_covers_the_statistics_the_report_sections_and_the_quality_section():
     names = set(schema_classes(report_cache._schema_roots()))
     for expected in (
-        "annotator.selectors.reports.BatchReport",
+        "annotator.reports.selectors.batch_report.BatchReport",
         "hcs.agreement.DimensionAgreement",
         "hcs.scoring.AnnotatorQuality",
         "annotator.selectors.quality_report.QualitySection",

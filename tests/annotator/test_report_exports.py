@@ -11,16 +11,16 @@ import pytest
 from django.core.management import CommandError, call_command
 from django.utils import timezone
 
-from annotator.exports.csv_safe import SafeWriter, defuse, undefuse
-from annotator.exports.report_csv import (
+from annotator.models import Batch, Item
+from annotator.reports.exports.csv_safe import SafeWriter, defuse, undefuse
+from annotator.reports.exports.csv_tables import (
     DIMENSION_COLUMNS,
     SCORES_COLUMNS,
     dimensions_csv,
     scores_csv,
 )
-from annotator.exports.report_json import report_json, report_to_dict
-from annotator.models import Batch, Item
-from annotator.selectors.reports import batch_report
+from annotator.reports.exports.json_export import report_json, report_to_dict
+from annotator.reports.selectors.batch_report import batch_report
 from hcs.agreement import counts_from_long, dimension_agreement, first_k_counts
 from hcs.rubric import Rubric
 from tests.factories import make_annotation, make_batch, make_user
@@ -317,7 +317,7 @@ def test_plot_svg_escapes_labels_and_makes_no_requests():
 def test_items_csv_and_item_page_show_overall_mean_and_spread(batch, client, researcher_user):
     from django.urls import reverse
 
-    from annotator.exports.report_csv import ITEMS_COLUMNS, items_csv
+    from annotator.reports.exports.csv_tables import ITEMS_COLUMNS, items_csv
     from tests.factories import PASSWORD
 
     table = pd.read_csv(io.StringIO("".join(items_csv(batch_report(batch=batch, n_resamples=0)))))

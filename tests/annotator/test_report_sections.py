@@ -9,12 +9,12 @@ import pytest
 from django.urls import reverse
 from django.utils.module_loading import import_string
 
-from annotator.exports.report_json import report_json
 from annotator.judges.selectors.judges import judges_report, pairwise_report
 from annotator.models import Judge, JudgeFailure, JudgeScore, PairwiseVerdict
-from annotator.selectors import report_sections
-from annotator.selectors.report_sections import REPORT_SECTIONS, ReportSection, batch_has_sections
-from annotator.selectors.reports import batch_report, report_arrays
+from annotator.reports.exports.json_export import report_json
+from annotator.reports.selectors import sections as report_sections
+from annotator.reports.selectors.batch_report import batch_report, report_arrays
+from annotator.reports.selectors.sections import REPORT_SECTIONS, ReportSection, batch_has_sections
 from tests.annotator.judges.test_judges_selector import _add_scores, _study
 from tests.factories import PASSWORD, make_batch
 from tests.test_import_graph import _imports, _modules
@@ -131,10 +131,10 @@ def test_each_listed_sections_presence_is_asked(sections):
 def test_the_core_report_does_not_import_the_judges_package():
     modules = _modules()
     for name in (
-        "annotator.selectors.reports",
-        "annotator.selectors.report_sections",
-        "annotator.selectors.report_page",
-        "annotator.exports.report_json",
+        "annotator.reports.selectors.batch_report",
+        "annotator.reports.selectors.sections",
+        "annotator.reports.selectors.page",
+        "annotator.reports.exports.json_export",
     ):
         reached = _imports(name, modules[name], modules)
         assert not [m for m in reached if m.startswith("annotator.judges")], name

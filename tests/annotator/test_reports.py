@@ -1,4 +1,4 @@
-"""annotator.selectors.reports: SQL aggregates → arrays → hcs, checked against published values."""
+"""annotator.reports.selectors.batch_report: SQL aggregates → arrays → hcs, checked against published values."""
 
 from datetime import timedelta
 
@@ -7,8 +7,8 @@ import pytest
 from django.utils import timezone
 
 from annotator.models import Item
-from annotator.selectors.report_rows import annotation_rows
-from annotator.selectors.reports import batch_report, report_arrays, report_from_arrays
+from annotator.reports.selectors.batch_report import batch_report, report_arrays, report_from_arrays
+from annotator.reports.selectors.rows import annotation_rows
 from hcs.agreement import counts_from_ratings, dimension_agreement
 from hcs.agreement.examples import FLEISS_1971_DIAGNOSES, KRIPPENDORFF_2011_RELIABILITY
 from tests.factories import make_annotation, make_batch, make_user

@@ -13,9 +13,9 @@ from django.urls import reverse
 from django.utils import timezone
 from django.utils.html import escape
 
-from annotator.exports.csv_safe import DANGEROUS_START, PLAIN_NUMBER
-from annotator.exports.formats import EXPORT_FORMATS as EXPORTS
 from annotator.models import Item, Judge, JudgeScore
+from annotator.reports.exports.csv_safe import DANGEROUS_START, PLAIN_NUMBER
+from annotator.reports.exports.formats import EXPORT_FORMATS as EXPORTS
 from tests.annotator import hostile
 from tests.factories import make_annotation, make_batch, make_user, upload_storage_at
 

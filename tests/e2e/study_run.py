@@ -45,8 +45,8 @@ from django.test import Client
 from django.urls import reverse
 from django.utils import timezone
 
-from annotator.exports.formats import EXPORT_FORMATS
 from annotator.models import Assignment, Batch, Enrolment, GoldAnswer, Item, Job, JudgeCall, QualityRule
+from annotator.reports.exports.formats import EXPORT_FORMATS
 from annotator.services.api_tokens import api_token_create
 from annotator.services.assignment import assignment_expire_overdue, lease_duration
 from annotator.studies.prolific import views as prolific_views

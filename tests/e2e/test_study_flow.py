@@ -23,8 +23,8 @@ from django.core.management import call_command
 from django.db.models import Count, Q
 from django.test import override_settings
 
-from annotator.exports.formats import EXPORT_FORMATS
 from annotator.models import Annotation, AnnotatorStanding, Batch, Enrolment, Item, Job, JudgeCall
+from annotator.reports.exports.formats import EXPORT_FORMATS
 from tests.e2e import study_run as flow
 
 # Each test reads the run's rows inside a transaction that is rolled back; the run itself is

@@ -8,9 +8,9 @@ from django.template.loader import render_to_string
 from django.utils import timezone
 from django.utils.safestring import mark_safe
 
-from annotator.exports.report_html import inline_css
-from annotator.exports.report_json import clean
 from annotator.judges.selectors.card import JudgeCard
+from annotator.reports.exports.html_export import inline_css
+from annotator.reports.exports.json_export import clean
 
 
 def judge_card_json(card: JudgeCard) -> str:

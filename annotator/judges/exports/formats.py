@@ -1,11 +1,11 @@
 """The judges package's rows of the export-format table, in the order the report page links them;
-``annotator.exports.formats.EXPORT_FORMATS`` includes them by name."""
+``annotator.reports.exports.formats.EXPORT_FORMATS`` includes them by name."""
 
 from __future__ import annotations
 
-from annotator.exports.export_format import CSV_TYPE, ExportFormat
 from annotator.judges.exports import tables
 from annotator.judges.exports.judges_csv import judges_csv
+from annotator.reports.exports.export_format import CSV_TYPE, ExportFormat
 
 JUDGE_EXPORT_FORMATS: tuple[ExportFormat, ...] = (
     ExportFormat("judges.csv", CSV_TYPE, from_report=judges_csv, label="LLM judges (CSV)", judges=True),

@@ -1,5 +1,5 @@
 """The judges' part of the Hugging Face dataset: the ``judge_scores`` and ``pairwise_verdicts`` configs
-and the card's calibration summary, named in ``annotator.exports.hf.parts`` (``HF_PARTS``,
+and the card's calibration summary, named in ``annotator.reports.hf.parts`` (``HF_PARTS``,
 ``HF_CARD_SECTIONS``).
 
 The configs hold the rows of the judge CSV exports (:mod:`annotator.judges.exports.tables`); the
@@ -12,13 +12,13 @@ from typing import TYPE_CHECKING
 
 import pyarrow as pa
 
-from annotator.exports.hf.card import UNDEFINED, cell, number, with_ci
-from annotator.exports.hf.parts import PartTable
 from annotator.judges.exports import tables
 from annotator.models import Batch, JudgeCriterionScore
+from annotator.reports.hf.card import UNDEFINED, cell, number, with_ci
+from annotator.reports.hf.parts import PartTable
 
 if TYPE_CHECKING:
-    from annotator.selectors.reports import BatchReport
+    from annotator.reports.selectors.batch_report import BatchReport
 
 # A verdict's own criterion scores, one record per criterion (the CSV spreads them over columns).
 CRITERION_SCORES = pa.list_(

@@ -4,8 +4,8 @@ from __future__ import annotations
 
 from collections.abc import Iterator
 
-from annotator.exports.csv_safe import csv_lines
-from annotator.selectors.reports import BatchReport
+from annotator.reports.exports.csv_safe import csv_lines
+from annotator.reports.selectors.batch_report import BatchReport
 
 JUDGE_COLUMNS = [
     "judge",

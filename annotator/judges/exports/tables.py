@@ -16,9 +16,9 @@ from types import SimpleNamespace
 from typing import Any
 from urllib.parse import urlsplit
 
-from annotator.exports.csv_safe import csv_lines
 from annotator.judges.selectors.verdicts import counted_verdicts
 from annotator.models import Batch, Judge, JudgeCall, JudgeCriterionScore, JudgeScore
+from annotator.reports.exports.csv_safe import csv_lines
 
 CHUNK = 2_000
 IMPORTED = "imported"  # call_status of a score or verdict that came from a file, not from a call

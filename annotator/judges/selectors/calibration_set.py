@@ -15,7 +15,7 @@ from typing import Any
 from annotator.judges.models.judge import OVERALL
 from annotator.judges.selectors.judges import human_ratings
 from annotator.models import Batch, CalibrationSet, Judge, JudgeScore
-from annotator.selectors.report_arrays import ReportArrays
+from annotator.reports.selectors.arrays import ReportArrays
 from hcs.calibration import JudgeCalibration, calibrate_judge
 from hcs.calibration.alt_test import DEFAULT_EPSILON, RECOMMENDED_ITEMS
 from hcs.numbers import finite_or_none

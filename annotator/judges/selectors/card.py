@@ -14,13 +14,13 @@ from typing import Any
 
 from django.db.models import Count, Max, Min, Q, Sum
 
-from annotator.exports.methods import methods_paragraph
 from annotator.judges.models.judge import OVERALL, VERSION_MARK
 from annotator.judges.selectors.calibration_set import SetCalibration, set_calibration
 from annotator.judges.selectors.judges import JudgeDimensionRow
 from annotator.judges.selectors.probes import PositionResult
 from annotator.models import Batch, Judge, JudgeCall, JudgeScore, PairwiseVerdict
-from annotator.selectors.reports import BatchReport
+from annotator.reports.exports.methods import methods_paragraph
+from annotator.reports.selectors.batch_report import BatchReport
 from hcs.calibration.alt_test import DEFAULT_EPSILON
 
 

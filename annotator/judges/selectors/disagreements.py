@@ -9,7 +9,7 @@ from dataclasses import dataclass
 from annotator.judges.models.judge import OVERALL
 from annotator.judges.selectors.judges import human_item_mean
 from annotator.models import Annotation, Batch, Judge, JudgeScore, Score
-from annotator.selectors.reports import report_arrays
+from annotator.reports.selectors.batch_report import report_arrays
 
 MAX_ROWS = 50
 

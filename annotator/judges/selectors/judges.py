@@ -1,6 +1,6 @@
 """Judge calibration for a batch report: database rows → ``hcs.calibration`` → a frozen section.
 
-``REPORT_SECTIONS`` (:mod:`annotator.selectors.report_sections`) lists ``judges_section`` and
+``REPORT_SECTIONS`` (:mod:`annotator.reports.selectors.sections`) lists ``judges_section`` and
 ``pairwise_section`` as the report's sections ``"judges"`` (per judge × dimension) and ``"judge_pairwise"``
 (pairwise verdicts against the human preference). The human side comes from the
 report's arrays, so judges are read against exactly the annotations the report shows.
@@ -29,8 +29,8 @@ from annotator.judges.selectors.sample import labelled_sample
 from annotator.judges.selectors.validation import JudgePPI, judge_overall_scores, judge_ppi
 from annotator.judges.selectors.verdicts import counted_verdicts
 from annotator.models import Batch, Judge, JudgeFailure, JudgeScore
-from annotator.selectors.report_arrays import ReportArrays
-from annotator.selectors.report_sections import SectionInputs
+from annotator.reports.selectors.arrays import ReportArrays
+from annotator.reports.selectors.sections import SectionInputs
 from hcs.calibration import (
     JudgeCalibration,
     PairwiseComparison,

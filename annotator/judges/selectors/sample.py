@@ -43,7 +43,7 @@ from annotator.services.assignment_sql import WINDOW
 if TYPE_CHECKING:
     import numpy as np
 
-    from annotator.selectors.report_arrays import ReportArrays
+    from annotator.reports.selectors.arrays import ReportArrays
 
 RANDOM_ORDER, RECORDED_DRAW, DECLARED_RANDOM, NOT_RANDOM = (
     "random_order",

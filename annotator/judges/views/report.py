@@ -19,9 +19,9 @@ from annotator.judges.selectors.disagreements import (
 )
 from annotator.judges.selectors.presence import judge_has_work
 from annotator.models import Batch, Judge
+from annotator.reports.selectors.batch_report import batch_report
+from annotator.reports.selectors.page import judge_sections_html
 from annotator.roles import researcher_required
-from annotator.selectors.report_page import judge_sections_html
-from annotator.selectors.reports import batch_report
 
 
 @require_GET

@@ -9,7 +9,6 @@ from django.http import HttpResponse
 from django.shortcuts import get_object_or_404, redirect, render
 from django.views.decorators.http import require_GET, require_POST
 
-from annotator.exports.csv_safe import csv_lines
 from annotator.judges.selectors.draws import DRAW_COLUMNS, draw_in_force, draw_rows, draw_summary
 from annotator.judges.selectors.review import COLUMNS, ReviewError, review_candidates
 from annotator.judges.services.review import (
@@ -19,6 +18,7 @@ from annotator.judges.services.review import (
     review_draw_retire,
 )
 from annotator.models import Batch, Judge
+from annotator.reports.exports.csv_safe import csv_lines
 from annotator.roles import admin_required, researcher_required
 
 DEFAULT_N = 50

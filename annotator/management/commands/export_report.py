@@ -6,10 +6,10 @@ from __future__ import annotations
 
 from django.core.management.base import BaseCommand, CommandError
 
-from annotator.exports.formats import EXPORT_FORMATS, TABLES, export_chunks
-from annotator.exports.hf.hub import HubRefused, hub_target
 from annotator.management.commands._link_common import batch_named_or_numbered
-from annotator.selectors.report_options import ReportOptions, report_with_options
+from annotator.reports.exports.formats import EXPORT_FORMATS, TABLES, export_chunks
+from annotator.reports.hf.hub import HubRefused, hub_target
+from annotator.reports.selectors.options import ReportOptions, report_with_options
 from hcs.agreement.bootstrap import DEFAULT_RESAMPLES, DEFAULT_SEED
 from hcs.calibration.alt_test import DEFAULT_EPSILON
 
@@ -97,8 +97,8 @@ class Command(BaseCommand):
                 self.stdout.write(chunk, ending="")
 
     def _hf(self, batch, options, out, rater_names, hub) -> None:
-        from annotator.exports.hf.hub import dataset_push
-        from annotator.exports.hf.writer import DatasetRefused, card_report, dataset_write, destination_check
+        from annotator.reports.hf.hub import dataset_push
+        from annotator.reports.hf.writer import DatasetRefused, card_report, dataset_write, destination_check
 
         try:
             destination_check(out)  # before the statistics are computed

@@ -28,7 +28,7 @@ class Command(BaseCommand):
         parser.add_argument("--json", action="store_true", help="print the plan as JSON")
 
     def handle(self, *args, batch, items, k, target_width, epsilon, json: bool, **options):
-        from annotator.selectors.reports import batch_report
+        from annotator.reports.selectors.batch_report import batch_report
         from annotator.studies.planning import PlanError, parse_plan_request, study_plan
 
         found = batch_named_or_numbered(batch)

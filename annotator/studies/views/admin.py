@@ -10,9 +10,9 @@ from django.utils import timezone
 from django.views.decorators.http import require_GET, require_POST
 
 from annotator.counted import counted
-from annotator.exports.csv_safe import csv_lines
 from annotator.imports.annotator_list import AnnotatorListError, parse_annotator_list
 from annotator.models import Batch, InviteLink, StudyLink
+from annotator.reports.exports.csv_safe import csv_lines
 from annotator.roles import admin_required
 from annotator.selectors.quality import quality_rule_of
 from annotator.services.gold import quality_rule_set

@@ -13,7 +13,7 @@ from hcs.defaults import DEFAULT_EPSILON
 @require_GET
 @researcher_required
 def report_plan(request, batch_id):
-    from annotator.selectors.reports import batch_report
+    from annotator.reports.selectors.batch_report import batch_report
     from annotator.studies.planning import PlanError, parse_plan_request, study_plan
 
     batch = get_object_or_404(Batch, pk=batch_id)

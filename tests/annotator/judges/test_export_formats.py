@@ -4,8 +4,8 @@ table in the place the report page links them, and the core's only way into the 
 import pytest
 from django.urls import reverse
 
-from annotator.exports.formats import CSV_TABLES, EXPORT_FORMATS, TABLES
 from annotator.judges.exports.formats import JUDGE_EXPORT_FORMATS
+from annotator.reports.exports.formats import CSV_TABLES, EXPORT_FORMATS, TABLES
 from tests.annotator.judges.test_judges_selector import _add_scores, _study
 from tests.factories import PASSWORD, make_batch
 from tests.test_import_graph import _imports, _modules
@@ -42,7 +42,9 @@ def test_the_core_table_includes_them_in_place():
 
 def test_the_core_table_reaches_the_judge_exports_only_through_their_list():
     modules = _modules()
-    reached = _imports("annotator.exports.formats", modules["annotator.exports.formats"], modules)
+    reached = _imports(
+        "annotator.reports.exports.formats", modules["annotator.reports.exports.formats"], modules
+    )
     assert sorted(m for m in reached if m.startswith("annotator.judges")) == [
         "annotator.judges.exports.formats"
     ]

@@ -12,14 +12,14 @@ import pytest
 from django.core.management import CommandError, call_command
 from django.urls import reverse
 
-from annotator.exports.csv_safe import undefuse
-from annotator.exports.formats import EXPORT_FORMATS, export_chunks
 from annotator.judges.exports.tables import (
     JUDGE_SCORES_COLUMNS,
     PAIRWISE_FIRST_COLUMNS,
     prompt_hash,
 )
 from annotator.models import Job, Judge, JudgeCall, JudgeScore
+from annotator.reports.exports.csv_safe import undefuse
+from annotator.reports.exports.formats import EXPORT_FORMATS, export_chunks
 from annotator.services.job_runner import job_run
 from tests.annotator.api.conftest import assert_problem
 from tests.annotator.judges.test_run_judge_pairwise import first_shown_wins

@@ -15,8 +15,8 @@ import numpy as np
 import pytest
 from django.core.management import call_command
 
-from annotator.exports.report_json import report_to_dict
-from annotator.selectors.reports import batch_report
+from annotator.reports.exports.json_export import report_to_dict
+from annotator.reports.selectors.batch_report import batch_report
 from tests.annotator.judges.test_judges_selector import _study
 from tests.fake_judge import FakeJudge
 

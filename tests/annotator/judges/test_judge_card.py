@@ -5,9 +5,9 @@ import json
 import pytest
 from django.urls import reverse
 
-from annotator.exports.methods import methods_paragraph
 from annotator.models import Judge
-from annotator.selectors.reports import batch_report
+from annotator.reports.exports.methods import methods_paragraph
+from annotator.reports.selectors.batch_report import batch_report
 from tests.annotator.judges.test_judge_probes_report import verbose_judge  # noqa: F401 (fixture)
 from tests.annotator.judges.test_judges_selector import _add_scores, _study
 from tests.factories import PASSWORD

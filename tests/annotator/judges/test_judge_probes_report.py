@@ -8,7 +8,7 @@ from django.urls import reverse
 
 from annotator.judges.selectors.judges import judges_report
 from annotator.models import Item, Judge, JudgeScore
-from annotator.selectors.reports import report_arrays
+from annotator.reports.selectors.batch_report import report_arrays
 from hcs.calibration.probes import length_bias
 from tests.annotator.judges.test_judges_selector import _add_scores, _study
 from tests.factories import PASSWORD

@@ -123,7 +123,7 @@ def test_export_report_command_epsilon(judged, tmp_path):
 
 def test_json_export_carries_the_judge_statistics_at_full_precision(client, researcher_user, judged):
     """Issue 10, defect 4: the judges section was rounded to 4 decimals while the agreement section was not."""
-    from annotator.selectors.reports import batch_report
+    from annotator.reports.selectors.batch_report import batch_report
 
     batch, _ = judged
     _login(client, researcher_user)

@@ -5,7 +5,7 @@ import pytest
 
 from annotator.judges.selectors.judges import judges_report, pairwise_report
 from annotator.models import Judge, JudgeScore, PairwiseVerdict
-from annotator.selectors.reports import batch_report, report_arrays
+from annotator.reports.selectors.batch_report import batch_report, report_arrays
 from hcs.calibration import calibrate_judge, compare_verdicts, human_preference
 from tests.factories import make_annotation, make_batch, make_user
 

@@ -13,7 +13,7 @@ from django.urls import reverse
 from scipy.stats import binomtest
 
 from annotator.models import Judge, JudgeCall, PairwiseVerdict
-from annotator.selectors.reports import batch_report
+from annotator.reports.selectors.batch_report import batch_report
 from tests.annotator.judges.test_judges_selector import _study
 from tests.annotator.judges.test_run_judge_pairwise import first_shown_wins, geval_reply
 from tests.factories import PASSWORD

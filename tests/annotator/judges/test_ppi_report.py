@@ -9,7 +9,7 @@ from ppi_py import ppi_mean_ci, ppi_mean_pointestimate
 from scipy.stats import t as t_dist
 
 from annotator.models import Annotation, AnnotatorStanding, Judge, JudgeScore
-from annotator.selectors.reports import batch_report
+from annotator.reports.selectors.batch_report import batch_report
 from hcs.rubric import Rubric
 from tests.factories import PASSWORD, in_queue_order, make_annotation, make_batch, make_user
 

@@ -26,7 +26,7 @@ from annotator.judges.selectors.sample import (
 from annotator.judges.selectors.validation import judge_ppi
 from annotator.judges.services.review import ranked_queue_first
 from annotator.models import Annotation, Batch, Item, Judge, JudgeScore
-from annotator.selectors.reports import batch_report
+from annotator.reports.selectors.batch_report import batch_report
 from annotator.services.annotations import annotation_submit
 from annotator.services.assignment import assignment_skip, item_next_for_annotator
 from annotator.services.batches import batch_import_file

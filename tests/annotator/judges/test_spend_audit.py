@@ -16,10 +16,10 @@ import pytest
 from django.core.management import call_command
 from django.urls import reverse
 
-from annotator.exports.formats import EXPORT_FORMATS, export_chunks
 from annotator.judges.selectors.card import judge_spend
 from annotator.judges.services import jobs as judge_jobs
 from annotator.models import Batch, Job, Judge, JudgeCall, JudgeScore
+from annotator.reports.exports.formats import EXPORT_FORMATS, export_chunks
 from tests.annotator.judges.test_judges_selector import _study
 from tests.factories import make_batch, make_user
 from tests.fake_judge import FakeJudge

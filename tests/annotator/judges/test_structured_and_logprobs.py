@@ -12,7 +12,7 @@ from annotator.judges.engine.structured import response_format
 from annotator.judges.engine.templates import load_template
 from annotator.judges.selectors.judges import judges_report
 from annotator.models import JudgeCall, JudgeScore
-from annotator.selectors.reports import report_arrays
+from annotator.reports.selectors.batch_report import report_arrays
 from hcs.judge_output import parse_score
 from hcs.rubric import Rubric
 from tests.factories import make_annotation, make_batch, make_user

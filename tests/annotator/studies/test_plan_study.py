@@ -9,7 +9,7 @@ from django.core.management import CommandError, call_command
 from django.urls import reverse
 
 from annotator.models import Judge, JudgeScore
-from annotator.selectors.reports import batch_report
+from annotator.reports.selectors.batch_report import batch_report
 from annotator.studies.planning import JudgePlan, study_plan
 from hcs.planning import plan_agreement
 from tests.factories import PASSWORD, make_annotation, make_batch, make_user

@@ -3,7 +3,7 @@
 A feature joins the report by one line here: the section's name (its key in ``BatchReport.sections``
 and in the JSON export), the function that builds it and, optionally, the function that reads what a
 stored report of the section depends on (``revision``: facts about the batch's rows that change with
-every write the section reads; ``annotator.selectors.report_cache.report_revision`` digests them). Both
+every write the section reads; ``annotator.reports.selectors.stored.report_revision`` digests them). Both
 are given by dotted path so that the core report does not import the feature's package. A builder takes
 :class:`SectionInputs` and returns an object with a ``template`` (the report page and the HTML export
 include it) and ``to_json()`` (the JSON export).
@@ -18,7 +18,7 @@ from typing import Any
 from django.utils.module_loading import import_string
 
 from annotator.models import Batch
-from annotator.selectors.report_arrays import ReportArrays
+from annotator.reports.selectors.arrays import ReportArrays
 
 
 @dataclass(frozen=True, eq=False)

@@ -15,10 +15,10 @@ from django.template.loader import render_to_string
 from django.utils import timezone
 from django.utils.safestring import mark_safe
 
-from annotator.exports.methods import methods_paragraph
-from annotator.exports.report_quality import quality_context
 from annotator.plots import distribution_svg
-from annotator.selectors.reports import BatchReport
+from annotator.quality.report_block import quality_context
+from annotator.reports.exports.methods import methods_paragraph
+from annotator.reports.selectors.batch_report import BatchReport
 from hcs.quality_rules import MIN_SHARED_ITEMS
 
 CSS_FILES = ("css/app.css", "css/report.css")

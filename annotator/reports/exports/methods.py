@@ -5,7 +5,7 @@ JSON export (``methods``) and the judge card all call it."""
 from __future__ import annotations
 
 from annotator.counted import counted
-from annotator.selectors.reports import BatchReport
+from annotator.reports.selectors.batch_report import BatchReport
 from annotator.services.exclusion import BLOCK_RULE, RESEARCHER
 
 

@@ -33,7 +33,7 @@ from annotator.models import (
     QualityRule,
     ReportCache,
 )
-from annotator.selectors.report_sections import REPORT_SECTIONS, entry_function
+from annotator.reports.selectors.sections import REPORT_SECTIONS, entry_function
 
 log = logging.getLogger(__name__)
 _CHANGED = {"n": Count("pk"), "last": Max("pk")}
@@ -130,9 +130,9 @@ def _return_type(function: Any) -> Any:
 # typed Any there) and the report page's quality context. By dotted path, as the registries name
 # their functions: the report modules import this one.
 STORED_ROOTS = (
-    "annotator.selectors.reports.BatchReport",
+    "annotator.reports.selectors.batch_report.BatchReport",
     "annotator.selectors.quality_report.QualitySection",
-    "annotator.exports.report_quality.quality_context",
+    "annotator.quality.report_block.quality_context",
 )
 
 
@@ -173,7 +173,7 @@ def report_through_cache(
     request. ``also`` names stored results that contain this one (``pick`` takes it out of them)."""
     import time
 
-    from annotator.services.report_cache import report_cache_drop, report_cache_store
+    from annotator.reports.services.storing import report_cache_drop, report_cache_store
 
     revision = report_revision(batch=batch)
     stored = ReportCache.objects.filter(batch=batch, revision=revision, options__in=[key, *also])

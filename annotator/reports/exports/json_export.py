@@ -9,10 +9,10 @@ import json
 from dataclasses import asdict, is_dataclass
 from typing import Any
 
-from annotator.exports.methods import methods_paragraph
-from annotator.selectors.annotation_facts import annotation_facts
-from annotator.selectors.report_sections import REPORT_SECTIONS
-from annotator.selectors.reports import BatchReport
+from annotator.reports.exports.methods import methods_paragraph
+from annotator.reports.selectors.annotation_facts import annotation_facts
+from annotator.reports.selectors.batch_report import BatchReport
+from annotator.reports.selectors.sections import REPORT_SECTIONS
 from hcs.numbers import finite_or_none
 
 SCHEMA_VERSION = 1

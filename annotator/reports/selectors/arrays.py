@@ -20,7 +20,7 @@ from django.db.models.functions import Coalesce
 
 from annotator.db_private import compiled_sql
 from annotator.models import Annotation, Batch, Item
-from annotator.selectors.score_packing import Packing
+from annotator.reports.selectors.score_packing import Packing
 
 FETCH = 50_000  # rows per fetchmany
 

@@ -13,12 +13,12 @@ from dataclasses import dataclass
 from typing import TYPE_CHECKING, NamedTuple
 
 from annotator.models import Batch
-from annotator.selectors.report_sections import entry_function
+from annotator.reports.selectors.sections import entry_function
 
 if TYPE_CHECKING:
     import pyarrow as pa
 
-    from annotator.selectors.reports import BatchReport
+    from annotator.reports.selectors.batch_report import BatchReport
 
 
 class PartTable(NamedTuple):

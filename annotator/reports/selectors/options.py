@@ -11,7 +11,7 @@ from annotator.models import Batch
 from hcs.defaults import DEFAULT_EPSILON, DEFAULT_RESAMPLES, DEFAULT_SEED
 
 if TYPE_CHECKING:
-    from annotator.selectors.reports import BatchReport
+    from annotator.reports.selectors.batch_report import BatchReport
 
 MAX_RESAMPLES = 100_000
 # numpy's generators take any non-negative integer; a bigint's range keeps the seed storable and exact in JSON.
@@ -41,7 +41,7 @@ class ReportOptions:
 def report_with_options(*, batch: Batch, options: ReportOptions | None = None) -> BatchReport:
     # Imported here: the API's schema takes ReportOptions when the app starts; the report (numpy, scipy)
     # is loaded by the first request that builds one.
-    from annotator.selectors.reports import batch_report
+    from annotator.reports.selectors.batch_report import batch_report
 
     options = options or ReportOptions()
     errors = options.errors()

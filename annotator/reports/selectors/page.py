@@ -2,7 +2,7 @@
 
 The judges' calibration (bootstrap intervals, the alt-test and two plots per judge and dimension)
 costs several times the rest of the page, so the page asks for it after it is shown. Each part is
-stored for the batch's revision once computed (:mod:`annotator.selectors.report_cache`).
+stored for the batch's revision once computed (:mod:`annotator.reports.selectors.stored`).
 """
 
 from __future__ import annotations
@@ -10,13 +10,13 @@ from __future__ import annotations
 from typing import Any
 
 from annotator.models import Batch
-from annotator.selectors import quality_report
-from annotator.selectors.reports import (
+from annotator.reports.selectors.batch_report import (
     BatchReport,
     batch_report,
     report_arrays,
     sections_from_arrays,
 )
+from annotator.selectors import quality_report
 from hcs.defaults import DEFAULT_EPSILON, DEFAULT_RESAMPLES, DEFAULT_SEED
 
 
@@ -28,7 +28,7 @@ def report_without_judges(*, batch: Batch) -> BatchReport:
 def judge_sections(*, batch: Batch) -> dict[str, Any]:
     """The report's further sections (``REPORT_SECTIONS``: today the judges'), by name, as ``batch_report``
     builds them (without the excluded annotators, like the rest of the report)."""
-    from annotator.selectors.report_cache import options_key, report_through_cache
+    from annotator.reports.selectors.stored import options_key, report_through_cache
 
     def compute() -> dict[str, Any]:
         arrays = quality_report.quality_inputs(batch=batch, arrays=report_arrays(batch=batch)).kept_arrays
@@ -50,8 +50,8 @@ def judge_sections(*, batch: Batch) -> dict[str, Any]:
 
 def report_page_context(*, batch: Batch, sort: str = "") -> dict[str, Any]:
     """The report page's context (figures drawn), stored for the batch's revision and ``sort``."""
-    from annotator.exports.report_html import report_context
-    from annotator.selectors.report_cache import options_key, report_through_cache
+    from annotator.reports.exports.html_export import report_context
+    from annotator.reports.selectors.stored import options_key, report_through_cache
 
     return report_through_cache(
         batch=batch,
@@ -65,7 +65,7 @@ def judge_sections_html(*, batch: Batch) -> str:
     no form and nothing of the person who asks, so every researcher is served the same text."""
     from django.template.loader import render_to_string
 
-    from annotator.selectors.report_cache import options_key, report_through_cache
+    from annotator.reports.selectors.stored import options_key, report_through_cache
 
     def compute() -> str:
         # The sections link to each judge's card by the report's batch id, as on the whole page.
@@ -81,7 +81,7 @@ def report_page_ready(*, batch: Batch, sort: str = "") -> bool:
     """Whether the page's context, or a whole report it can be drawn from, is stored for the batch's
     current revision."""
     from annotator.models import ReportCache
-    from annotator.selectors.report_cache import options_key, report_revision
+    from annotator.reports.selectors.stored import options_key, report_revision
 
     options = {"n_resamples": DEFAULT_RESAMPLES, "seed": DEFAULT_SEED, "epsilon": float(DEFAULT_EPSILON)}
     keys = [options_key("page", sort=sort)] + [

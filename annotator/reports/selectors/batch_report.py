@@ -1,8 +1,8 @@
-"""A batch's report: the arrays from :mod:`annotator.selectors.report_arrays` → ``hcs`` statistics.
+"""A batch's report: the arrays from :mod:`annotator.reports.selectors.arrays` → ``hcs`` statistics.
 
 Views, exports, the background job and the ``export_report`` command all call :func:`batch_report`;
 its further sections (judge calibration, pairwise verdicts) are those ``REPORT_SECTIONS`` lists
-(:mod:`annotator.selectors.report_sections`).
+(:mod:`annotator.reports.selectors.sections`).
 """
 
 from __future__ import annotations
@@ -14,9 +14,9 @@ from typing import Any
 import numpy as np
 
 from annotator.models import Batch
+from annotator.reports.selectors.arrays import ReportArrays, report_arrays
+from annotator.reports.selectors.sections import SectionInputs, report_sections
 from annotator.selectors import quality_report
-from annotator.selectors.report_arrays import ReportArrays, report_arrays
-from annotator.selectors.report_sections import SectionInputs, report_sections
 from hcs.agreement import DimensionAgreement, dimension_agreement
 from hcs.agreement.bootstrap import DEFAULT_RESAMPLES, DEFAULT_SEED
 from hcs.calibration.alt_test import DEFAULT_EPSILON
@@ -133,8 +133,8 @@ def batch_report(
     quality_over_time: bool = True,
 ) -> BatchReport:
     """:func:`batch_report_computed`, served from the report stored for the batch's revision when
-    there is one (:mod:`annotator.selectors.report_cache`)."""
-    from annotator.selectors.report_cache import options_key, report_through_cache
+    there is one (:mod:`annotator.reports.selectors.stored`)."""
+    from annotator.reports.selectors.stored import options_key, report_through_cache
 
     options = {"n_resamples": n_resamples, "seed": seed, "epsilon": float(epsilon)}
     key = options_key("report", **options, sections=with_sections, over_time=quality_over_time)

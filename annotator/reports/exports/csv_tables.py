@@ -8,7 +8,13 @@ from datetime import datetime
 from functools import lru_cache
 from typing import TYPE_CHECKING
 
-from annotator.exports.csv_safe import (
+from annotator.imports.annotation_template import (
+    EXCLUDED,
+    format_constraints_met,
+    template_columns,
+)
+from annotator.models import Batch
+from annotator.reports.exports.csv_safe import (
     DELIMITER,
     RECORD_END,
     Echo,
@@ -16,16 +22,10 @@ from annotator.exports.csv_safe import (
     chunks,
     csv_lines,
 )
-from annotator.imports.annotation_template import (
-    EXCLUDED,
-    format_constraints_met,
-    template_columns,
-)
-from annotator.models import Batch
-from annotator.selectors.report_rows import annotation_records
+from annotator.reports.selectors.rows import annotation_records
 
 if TYPE_CHECKING:  # the agreement report (numpy, scipy) is needed by its two tables only, as an argument
-    from annotator.selectors.reports import BatchReport
+    from annotator.reports.selectors.batch_report import BatchReport
 
 DIMENSION_COLUMNS = [
     "dimension",

@@ -1,4 +1,4 @@
-"""One row of the export-format table (``annotator.exports.formats.EXPORT_FORMATS``): what a feature
+"""One row of the export-format table (``annotator.reports.exports.formats.EXPORT_FORMATS``): what a feature
 declares to add an export.
 
 It names the content type, the file name it downloads as, how it is built and whether it can be built by
@@ -16,7 +16,7 @@ from django.utils.text import slugify
 
 if TYPE_CHECKING:
     from annotator.models import Batch
-    from annotator.selectors.reports import BatchReport
+    from annotator.reports.selectors.batch_report import BatchReport
 
 CSV_TYPE = "text/csv; charset=utf-8"
 

@@ -22,9 +22,9 @@ import numpy as np
 import pyarrow as pa
 import pyarrow.parquet as pq
 
-from annotator.exports.hf import card, rows
-from annotator.exports.hf.parts import HF_PARTS
 from annotator.models import Batch
+from annotator.reports.hf import card, rows
+from annotator.reports.hf.parts import HF_PARTS
 from hcs.agreement.bootstrap import DEFAULT_RESAMPLES, DEFAULT_SEED
 from hcs.calibration.alt_test import DEFAULT_EPSILON
 from hcs.datasets import METADATA_KEY, config_path, label_entropy, soft_labels
@@ -32,7 +32,7 @@ from hcs.quality import count_cube
 from hcs.scoring import item_summaries, overall_per_annotation
 
 if TYPE_CHECKING:
-    from annotator.selectors.reports import BatchReport
+    from annotator.reports.selectors.batch_report import BatchReport
 
 SCHEMA_VERSION = 1
 
@@ -306,7 +306,7 @@ def card_report(
 ) -> BatchReport:
     """The report the card quotes: ``batch_report`` without the agreement-over-time series, which the
     card does not show and which is most of the time a large batch takes."""
-    from annotator.selectors.reports import batch_report
+    from annotator.reports.selectors.batch_report import batch_report
 
     return batch_report(
         batch=batch, n_resamples=n_resamples, seed=seed, epsilon=epsilon, quality_over_time=False

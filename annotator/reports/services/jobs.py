@@ -11,7 +11,7 @@ from annotator.models import Batch, Job
 def report_job_for_page(*, batch: Batch, user):
     """The background job computing a large batch's whole report (the JSON export's job, whose report
     is stored and then serves the page): the person's queued or running one, or a new one."""
-    from annotator.exports.formats import EXPORT_FORMATS
+    from annotator.reports.exports.formats import EXPORT_FORMATS
     from annotator.services.jobs import export_job_create
 
     open_job = (

@@ -8,14 +8,14 @@ from django.http import Http404, HttpResponse, StreamingHttpResponse
 from django.shortcuts import get_object_or_404, redirect, render
 from django.views.decorators.http import require_GET
 
-from annotator.exports.formats import EXPORT_FORMATS, export_bytes, export_chunks
 from annotator.models import Batch, Item
+from annotator.reports.exports.formats import EXPORT_FORMATS, export_bytes, export_chunks
+from annotator.reports.selectors.page import report_page_context, report_page_ready
+from annotator.reports.selectors.rows import batches_for_reports, item_report
+from annotator.reports.selectors.sections import batch_has_sections
+from annotator.reports.services.jobs import report_job_for_page
 from annotator.roles import researcher_required
-from annotator.selectors.report_page import report_page_context, report_page_ready
-from annotator.selectors.report_rows import batches_for_reports, item_report
-from annotator.selectors.report_sections import batch_has_sections
 from annotator.services.jobs import export_job_create
-from annotator.services.report_jobs import report_job_for_page
 
 
 @require_GET

@@ -2,7 +2,7 @@
 
 ``rating_chunks`` streams every annotation of a batch in the report's order (item, submission time,
 id), in column chunks ready for pyarrow. The configs a feature adds read their rows themselves
-(``annotator.exports.hf.parts``).
+(``annotator.reports.hf.parts``).
 """
 
 from __future__ import annotations
@@ -30,11 +30,11 @@ from annotator.models import (
     Item,
     Score,
 )
+from annotator.reports.selectors.score_packing import Packing
 from annotator.selectors.rows import chunked_cursor, converter
-from annotator.selectors.score_packing import Packing
 
 FETCH = 50_000  # annotations per chunk: one pyarrow record batch
-RATER_SALT = "annotator.exports.hf.rater"
+RATER_SALT = "annotator.reports.hf.rater"
 TIMESTAMP = pa.timestamp("us", tz="UTC")
 SOURCE_NAMES = {Annotation.Source.WEB: "browser", Annotation.Source.IMPORT: "import"}
 

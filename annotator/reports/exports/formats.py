@@ -1,7 +1,7 @@
 """The one table of export formats, used by the report page's download links, the background
 job and ``export_report``.
 
-Each row is an :class:`~annotator.exports.export_format.ExportFormat`. A feature declares its rows in
+Each row is an :class:`~annotator.reports.exports.export_format.ExportFormat`. A feature declares its rows in
 one list of its own and the table includes that list by name: the judges package's is
 ``annotator.judges.exports.formats.JUDGE_EXPORT_FORMATS``.
 """
@@ -10,13 +10,13 @@ from __future__ import annotations
 
 from collections.abc import Iterable
 
-from annotator.exports import report_csv
-from annotator.exports.export_format import CSV_TYPE, ExportFormat
-from annotator.exports.report_html import report_html
-from annotator.exports.report_json import report_json
 from annotator.judges.exports.formats import JUDGE_EXPORT_FORMATS
 from annotator.models import Batch
-from annotator.selectors.reports import BatchReport, batch_report
+from annotator.reports.exports import csv_tables as report_csv
+from annotator.reports.exports.export_format import CSV_TYPE, ExportFormat
+from annotator.reports.exports.html_export import report_html
+from annotator.reports.exports.json_export import report_json
+from annotator.reports.selectors.batch_report import BatchReport, batch_report
 
 __all__ = [
     "CSV_TABLES",
@@ -31,7 +31,7 @@ __all__ = [
 
 def _hf_zip(*, batch: Batch, report: BatchReport | None = None) -> bytes:
     # pyarrow is loaded by the one export that writes parquet, not by every import of this table.
-    from annotator.exports.hf.writer import dataset_zip
+    from annotator.reports.hf.writer import dataset_zip
 
     return dataset_zip(batch=batch, report=report)
 
@@ -69,7 +69,7 @@ EXPORT_FORMATS: dict[str, ExportFormat] = {
             label="Annotations, template format (CSV)",
         ),
         *JUDGE_EXPORT_FORMATS,
-        # export_report --format hf --out DIR writes the folder itself (annotator.exports.hf.writer).
+        # export_report --format hf --out DIR writes the folder itself (annotator.reports.hf.writer).
         ExportFormat(
             "hf",
             "application/zip",

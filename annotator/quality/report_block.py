@@ -8,7 +8,7 @@ from typing import Any
 from django.utils.safestring import mark_safe
 
 from annotator.plots import over_time_svg
-from annotator.selectors.reports import BatchReport
+from annotator.reports.selectors.batch_report import BatchReport
 from hcs import quality as q
 
 # column key → (heading, value getter); one table definition for the page and the export.

@@ -17,14 +17,14 @@ from typing import TYPE_CHECKING, Any
 from django.db.models import Count
 
 from annotator.counted import counted
-from annotator.exports.hf.parts import HF_CARD_SECTIONS, HF_PARTS
-from annotator.exports.methods import methods_paragraph
 from annotator.models import AccountScope, Batch, Enrolment, GoldItem, InviteLink, StudyLink
+from annotator.reports.exports.methods import methods_paragraph
+from annotator.reports.hf.parts import HF_CARD_SECTIONS, HF_PARTS
 from annotator.selectors.quality import quality_rule_of
 from hcs.datasets import config_path
 
 if TYPE_CHECKING:
-    from annotator.selectors.reports import BatchReport
+    from annotator.reports.selectors.batch_report import BatchReport
 
 DECIMALS = 3
 UNDEFINED = "–"
@@ -230,7 +230,7 @@ def dataset_card(
     rater_names: bool,
 ) -> str:
     """The whole README.md. ``raters``: {user pk: the id the dataset gives them}."""
-    from annotator.exports.hf.rows import usernames
+    from annotator.reports.hf.rows import usernames
 
     names = (
         {} if rater_names else {u: raters[pk] for pk, u in usernames(pks=list(raters)).items() if len(u) > 2}

@@ -1,0 +1,1 @@
+"""Reads for the report: the arrays, the statistics, stored reports, the page's parts and row-level reads."""
