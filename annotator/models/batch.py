@@ -119,7 +119,7 @@ class Item(models.Model):
     conversation = models.JSONField(default=list, blank=True)
     metadata = models.JSONField(default=dict, blank=True)
     # Valid submitted annotations (an excluded annotator's stop counting, see
-    # annotator.services.exclusion), kept in step by the services that write annotations; the
+    # annotator.quality.services.exclusion), kept in step by the services that write annotations; the
     # assignment query orders and filters on it without counting rows.
     n_annotations = models.PositiveIntegerField(default=0)
     # Live leases (Assignment.state == leased), kept in step by the assignment services. The

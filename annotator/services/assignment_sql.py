@@ -271,7 +271,7 @@ def lease_best_item(
 def lock_annotator(*, annotator_id: int) -> None:
     """On PostgreSQL, key-share lock the user's row for the rest of the transaction.
 
-    An exclusion locks that row for update first (``annotator.services.exclusion``). Leases and
+    An exclusion locks that row for update first (``annotator.quality.services.exclusion``). Leases and
     submissions take this lock before any other, so they queue behind an exclusion instead of
     deadlocking with it (the foreign-key check of a new annotation would otherwise take the same
     lock at commit, after the rows it wrote).

@@ -8,9 +8,9 @@ from annotator.imports.batch_file import ParsedBatch, parse_batch_file
 from annotator.imports.errors import ImportRefused, RowError
 from annotator.memory import gc_paused
 from annotator.models import Batch, Item
+from annotator.quality.services.gold import gold_items_create
 from annotator.selectors.imports import batch_file_errors, batch_settings_errors
 from annotator.services.bulk import analyze_after_commit, items_insert, next_position
-from annotator.services.gold import gold_items_create
 from annotator.services.queue_order import new_order_seed
 from hcs.rubric import Rubric
 

@@ -9,10 +9,10 @@ from datetime import datetime
 from django.utils import timezone
 
 from annotator.models import Assignment, Batch, GoldAnswer, QualityRule
-from annotator.selectors.quality import standing_of
+from annotator.quality.selectors.standing import standing_of
+from annotator.quality.services.gold import GoldCounts, gold_pending
 from annotator.selectors.rating_facts import RatingFacts
 from annotator.services.assignment import item_next_for_annotator
-from annotator.services.gold import GoldCounts, gold_pending
 
 ENDED_BLOCKED, ENDED_TRAINING = "blocked", "training"
 

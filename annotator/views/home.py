@@ -5,7 +5,7 @@ from django.shortcuts import redirect, render
 from django.templatetags.static import static
 from django.views.decorators.http import require_GET
 
-from annotator.selectors.adjudication import batches_to_adjudicate
+from annotator.quality.selectors.adjudication import batches_to_adjudicate
 from annotator.selectors.api_tokens import may_hold_api_tokens
 from hcs.rubric import Rubric
 

@@ -22,8 +22,9 @@ from annotator.forms.rating import (
     stored_checklist_flags,
 )
 from annotator.models import GoldItem
+from annotator.quality.selectors.standing import gold_answer_of, training_feedback
+from annotator.quality.services.gold import gold_answer_skip, gold_answer_submit
 from annotator.roles import annotator_required
-from annotator.selectors.quality import gold_answer_of, training_feedback
 from annotator.selectors.queue import (
     annotation_of,
     annotations_of,
@@ -48,7 +49,6 @@ from annotator.services.assignment import (
     AssignmentError,
     assignment_skip,
 )
-from annotator.services.gold import gold_answer_skip, gold_answer_submit
 from annotator.services.rating_flow import ENDED_TRAINING, rating_next
 from annotator.studies.selectors import limits_for, visit_over
 from annotator.studies.views.flow import (

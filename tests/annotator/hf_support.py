@@ -21,7 +21,7 @@ from annotator.models import (
     JudgeScore,
     PairwiseVerdict,
 )
-from annotator.services.exclusion import annotator_exclude
+from annotator.quality.services.exclusion import annotator_exclude
 from tests.factories import make_annotation, make_batch, make_user
 
 UNICODE_NAME = "Zoë-𝔘𝔫𝔦𝔠𝔬𝔡𝔢-日本語-\u202eevil"

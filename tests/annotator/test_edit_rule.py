@@ -9,14 +9,14 @@ from django.urls import reverse
 from django.utils import timezone
 
 from annotator.models import AnnotationRevision, AnnotatorStanding, Enrolment
-from annotator.selectors.queue import ratings_final
-from annotator.services.annotations import SubmissionRefused, annotation_update
-from annotator.services.exclusion import (
+from annotator.quality.services.exclusion import (
     annotator_block,
     annotator_exclude,
     annotator_include,
     annotator_screen_out,
 )
+from annotator.selectors.queue import ratings_final
+from annotator.services.annotations import SubmissionRefused, annotation_update
 from tests.factories import make_annotation, make_batch, make_user
 
 pytestmark = pytest.mark.django_db

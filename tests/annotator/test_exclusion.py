@@ -10,13 +10,13 @@ from django.db import connections
 from django.urls import reverse
 
 from annotator.models import Annotation, AnnotatorStanding, Assignment, Item
-from annotator.services.annotations import SubmissionRefused, annotation_submit
-from annotator.services.assignment import item_next_for_annotator
-from annotator.services.exclusion import (
+from annotator.quality.services.exclusion import (
     ExclusionError,
     annotator_exclude,
     annotator_include,
 )
+from annotator.services.annotations import SubmissionRefused, annotation_submit
+from annotator.services.assignment import item_next_for_annotator
 from tests.factories import make_batch, make_user
 
 SCORES = {"coherence": 4, "relevance": 3, "instruction_following": 4, "safety_compliance": 5, "fluency": 4}

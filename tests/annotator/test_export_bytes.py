@@ -15,8 +15,8 @@ import pytest
 from django.db.models import JSONField, Value
 
 from annotator.models import Annotation, Batch, Item
+from annotator.quality.services.exclusion import annotator_exclude
 from annotator.reports.exports.formats import EXPORT_FORMATS, export_chunks
-from annotator.services.exclusion import annotator_exclude
 from tests.factories import make_annotation, make_batch, make_user
 
 pytestmark = pytest.mark.django_db

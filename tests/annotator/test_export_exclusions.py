@@ -12,13 +12,13 @@ from django.urls import reverse
 from django.utils import timezone
 
 from annotator.models import Annotation, Batch
-from annotator.reports.exports.formats import EXPORT_FORMATS, export_chunks
-from annotator.reports.selectors.batch_report import batch_report
-from annotator.services.exclusion import (
+from annotator.quality.services.exclusion import (
     annotator_block,
     annotator_exclude,
     annotator_include,
 )
+from annotator.reports.exports.formats import EXPORT_FORMATS, export_chunks
+from annotator.reports.selectors.batch_report import batch_report
 from tests.factories import make_annotation, make_batch, make_user
 
 pytestmark = pytest.mark.django_db

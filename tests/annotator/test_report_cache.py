@@ -17,13 +17,13 @@ from annotator.models import (
     QualityRule,
     ReportCache,
 )
+from annotator.quality.services.adjudication import adjudication_save
+from annotator.quality.services.exclusion import annotator_exclude, annotator_include
 from annotator.reports.selectors import batch_report as reports
 from annotator.reports.selectors.batch_report import batch_report, batch_report_computed
 from annotator.reports.selectors.stored import report_revision
 from annotator.reports.services import storing as report_cache_service
-from annotator.services.adjudication import adjudication_save
 from annotator.services.annotations import annotation_update
-from annotator.services.exclusion import annotator_exclude, annotator_include
 from tests.factories import PASSWORD, make_annotation, make_batch, make_user
 
 DIMS = ["coherence", "relevance", "instruction_following", "safety_compliance", "fluency"]

@@ -57,7 +57,7 @@ def test_the_schema_covers_the_statistics_the_report_sections_and_the_quality_se
         "annotator.reports.selectors.batch_report.BatchReport",
         "hcs.agreement.DimensionAgreement",
         "hcs.scoring.AnnotatorQuality",
-        "annotator.selectors.quality_report.QualitySection",
+        "annotator.quality.selectors.report_section.QualitySection",
         "annotator.judges.selectors.judges.JudgesSection",
         "annotator.judges.selectors.judges.PairwiseSection",
         "hcs.ppi.PPIMean",

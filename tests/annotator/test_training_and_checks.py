@@ -10,7 +10,7 @@ from annotator.models import (
     GoldItem,
     QualityRule,
 )
-from annotator.services.exclusion import annotator_screen_out
+from annotator.quality.services.exclusion import annotator_screen_out
 from tests.factories import make_batch, make_user
 
 pytestmark = pytest.mark.django_db
@@ -166,8 +166,8 @@ def test_one_wrong_check_in_four_warns(client):
         for n in range(4)
     ]
     user = make_user("mostly")
+    from annotator.quality.services.gold import gold_answer_submit
     from annotator.services.annotations import annotation_submit
-    from annotator.services.gold import gold_answer_submit
     from annotator.services.rating_flow import rating_next
 
     verdicts = []

@@ -18,7 +18,7 @@ import numpy as np
 from django.db.models import Exists, OuterRef
 
 from annotator.models import Annotation, Batch, Judge, JudgeCall, JudgeScore
-from annotator.selectors.quality import excluded_annotator_ids
+from annotator.quality.selectors.standing import excluded_annotator_ids
 from hcs.routing import Uncertainty, item_uncertainty, most_uncertain
 
 COLUMNS = ("item_id", "system_id", "uncertainty", "reason")

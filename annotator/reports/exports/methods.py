@@ -5,8 +5,8 @@ JSON export (``methods``) and the judge card all call it."""
 from __future__ import annotations
 
 from annotator.counted import counted
+from annotator.quality.services.exclusion import BLOCK_RULE, RESEARCHER
 from annotator.reports.selectors.batch_report import BatchReport
-from annotator.services.exclusion import BLOCK_RULE, RESEARCHER
 
 
 def _excluded(report: BatchReport) -> list:

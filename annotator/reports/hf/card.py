@@ -18,9 +18,9 @@ from django.db.models import Count
 
 from annotator.counted import counted
 from annotator.models import AccountScope, Batch, Enrolment, GoldItem, InviteLink, StudyLink
+from annotator.quality.selectors.standing import quality_rule_of
 from annotator.reports.exports.methods import methods_paragraph
 from annotator.reports.hf.parts import HF_CARD_SECTIONS, HF_PARTS
-from annotator.selectors.quality import quality_rule_of
 from hcs.datasets import config_path
 
 if TYPE_CHECKING:

@@ -14,9 +14,9 @@ from typing import Any
 import numpy as np
 
 from annotator.models import Batch
+from annotator.quality.selectors import report_section as quality_report
 from annotator.reports.selectors.arrays import ReportArrays, report_arrays
 from annotator.reports.selectors.sections import SectionInputs, report_sections
-from annotator.selectors import quality_report
 from hcs.agreement import DimensionAgreement, dimension_agreement
 from hcs.agreement.bootstrap import DEFAULT_RESAMPLES, DEFAULT_SEED
 from hcs.calibration.alt_test import DEFAULT_EPSILON
@@ -106,7 +106,7 @@ class BatchReport:
     # Further sections (report_sections.REPORT_SECTIONS), by name; filled in by batch_report.
     sections: dict[str, Any] = field(default_factory=dict)
     items: ItemOverall | None = None
-    # Quality control (annotator.selectors.quality_report.QualitySection): exclusions, signals,
+    # Quality control (annotator.quality.selectors.report_section.QualitySection): exclusions, signals,
     # agreement with every annotator. The statistics above leave the excluded annotators out.
     quality: Any = None
     # The arrays the statistics above read (without excluded annotators), for views that read further.

@@ -10,13 +10,13 @@ from __future__ import annotations
 from typing import Any
 
 from annotator.models import Batch
+from annotator.quality.selectors import report_section as quality_report
 from annotator.reports.selectors.batch_report import (
     BatchReport,
     batch_report,
     report_arrays,
     sections_from_arrays,
 )
-from annotator.selectors import quality_report
 from hcs.defaults import DEFAULT_EPSILON, DEFAULT_RESAMPLES, DEFAULT_SEED
 
 

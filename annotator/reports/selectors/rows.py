@@ -15,8 +15,8 @@ from django.db.models.expressions import RawSQL
 from annotator.db_private import compiled_sql
 from annotator.models import Annotation, Batch, Item, Score
 from annotator.models.annotation import SCORE_MAX, SCORE_MIN
+from annotator.quality.selectors.standing import excluded_annotator_ids
 from annotator.reports.selectors.score_packing import Packing
-from annotator.selectors.quality import excluded_annotator_ids
 from annotator.selectors.queue import conversation_turns
 from annotator.selectors.rows import chunked_cursor, converter
 

@@ -131,7 +131,7 @@ def _return_type(function: Any) -> Any:
 # their functions: the report modules import this one.
 STORED_ROOTS = (
     "annotator.reports.selectors.batch_report.BatchReport",
-    "annotator.selectors.quality_report.QualitySection",
+    "annotator.quality.selectors.report_section.QualitySection",
     "annotator.quality.report_block.quality_context",
 )
 

@@ -12,10 +12,10 @@ from django.views.decorators.http import require_GET, require_POST
 from annotator.counted import counted
 from annotator.imports.annotator_list import AnnotatorListError, parse_annotator_list
 from annotator.models import Batch, InviteLink, StudyLink
+from annotator.quality.selectors.standing import quality_rule_of
+from annotator.quality.services.gold import quality_rule_set
 from annotator.reports.exports.csv_safe import csv_lines
 from annotator.roles import admin_required
-from annotator.selectors.quality import quality_rule_of
-from annotator.services.gold import quality_rule_set
 from annotator.studies.crowd import PLATFORMS
 from annotator.studies.forms import (
     AnnotatorListForm,

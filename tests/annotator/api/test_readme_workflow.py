@@ -10,10 +10,10 @@ import pandas as pd
 import pytest
 
 from annotator.models import Batch
+from annotator.quality.services.exclusion import annotator_exclude
 from annotator.reports.exports.json_export import report_to_dict
 from annotator.reports.selectors.options import ReportOptions, report_with_options
 from annotator.services.api_tokens import api_token_create
-from annotator.services.exclusion import annotator_exclude
 from tests.factories import make_annotation, make_user
 
 README = Path(__file__).resolve().parents[3] / "README.md"

@@ -119,7 +119,7 @@ def test_demo_shows_a_judge_card_with_a_length_bias(logged_in, db):
 def test_methods_paragraph_names_who_was_excluded_and_counts_only_the_rest(db):
     from django.contrib.auth import get_user_model
 
-    from annotator.services.exclusion import annotator_block, annotator_exclude
+    from annotator.quality.services.exclusion import annotator_block, annotator_exclude
 
     batch, _, _ = _study(n_items=12)
     users = get_user_model().objects.filter(username__in=["u0", "u1"]).order_by("username")
@@ -155,7 +155,7 @@ def test_judges_page_links_each_judge_to_its_card_per_batch(logged_in, db):
 
 
 def test_methods_paragraph_ignores_exclusions_of_people_who_rated_nothing(db):
-    from annotator.services.exclusion import annotator_exclude
+    from annotator.quality.services.exclusion import annotator_exclude
     from tests.factories import make_user
 
     batch, _, _ = _study(n_items=6)

@@ -79,7 +79,7 @@ def test_ranking_reasons_and_only_unlabelled_items(batch):
 def test_an_item_rated_only_by_an_excluded_annotator_is_still_unlabelled(batch):
     """The report and its PPI++ panel leave an excluded annotator's ratings out, so the item they rated
     counts as unlabelled there; routing must offer it to people too."""
-    from annotator.services.exclusion import annotator_exclude
+    from annotator.quality.services.exclusion import annotator_exclude
 
     before = {r.item_id for r in review_candidates(batch=batch, n=20)}
     assert "=rev-0" not in before

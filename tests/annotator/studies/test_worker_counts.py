@@ -17,7 +17,7 @@ from django.urls import reverse
 from django.utils import timezone
 
 from annotator.models import Enrolment, GoldAnswer, GoldItem, QualityRule
-from annotator.services.gold import check_due, check_offset
+from annotator.quality.services.gold import check_due, check_offset
 from annotator.studies.prolific.services.review import bonus_targets, review_plan
 from annotator.studies.selectors import PAYMENT_HEADER
 from tests.annotator.studies.prolific_fake import Fake

@@ -10,18 +10,18 @@ from django.views.decorators.http import require_GET, require_http_methods, requ
 
 from annotator.forms.rating import RatingForm
 from annotator.models import Adjudication, Batch, GoldItem, Item
-from annotator.roles import RESEARCHER, RoleRequired, researcher_required
-from annotator.selectors.adjudication import (
+from annotator.quality.selectors.adjudication import (
     adjudication_queue,
     blind_annotations,
     may_adjudicate,
 )
-from annotator.services.adjudication import (
+from annotator.quality.services.adjudication import (
     adjudication_save,
     adjudication_to_gold,
     adjudicator_grant,
     adjudicator_revoke,
 )
+from annotator.roles import RESEARCHER, RoleRequired, researcher_required
 
 
 def _allowed(request, batch_id: int) -> None:

@@ -9,8 +9,8 @@ from typing import Any
 from django.db.models import Max, Min
 
 from annotator.models import Adjudication, AdjudicatorGrant, Batch, Item, Score
+from annotator.quality.selectors.standing import excluded_annotator_ids
 from annotator.roles import is_researcher
-from annotator.selectors.quality import excluded_annotator_ids
 
 QUEUE_LENGTH = 50
 

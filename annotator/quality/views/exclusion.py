@@ -7,12 +7,12 @@ from django.urls import reverse
 from django.views.decorators.http import require_POST
 
 from annotator.models import Batch
-from annotator.roles import researcher_required
-from annotator.services.exclusion import (
+from annotator.quality.services.exclusion import (
     ExclusionError,
     annotator_exclude,
     annotator_include,
 )
+from annotator.roles import researcher_required
 
 
 def _back(batch):

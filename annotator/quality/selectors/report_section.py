@@ -23,10 +23,10 @@ from annotator.models import (
     GoldAnswer,
     GoldItem,
 )
+from annotator.quality.selectors.adjudication import adjudications_of
+from annotator.quality.selectors.over_time import over_time
+from annotator.quality.selectors.standing import quality_rule_of
 from annotator.reports.selectors.arrays import ReportArrays
-from annotator.selectors.adjudication import adjudications_of
-from annotator.selectors.quality import quality_rule_of
-from annotator.selectors.quality_time import over_time
 from hcs import quality as q
 from hcs.scoring import AnnotatorQuality
 

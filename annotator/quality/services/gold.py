@@ -27,8 +27,8 @@ from annotator.models import (
     GoldItem,
     QualityRule,
 )
-from annotator.selectors.quality import check_counts, quality_rule_of, training_answers
-from annotator.services.exclusion import annotator_block, annotator_screen_out
+from annotator.quality.selectors.standing import check_counts, quality_rule_of, training_answers
+from annotator.quality.services.exclusion import annotator_block, annotator_screen_out
 from hcs import quality_rules as q
 
 if TYPE_CHECKING:

@@ -1,0 +1,1 @@
+"""Reads for quality control."""

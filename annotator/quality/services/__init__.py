@@ -1,0 +1,1 @@
+"""Writes for quality control: gold items, exclusions, adjudications."""

@@ -1,0 +1,1 @@
+"""Quality-control pages: excluding an annotator, adjudication."""
