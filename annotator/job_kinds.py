@@ -54,7 +54,7 @@ JOB_KINDS: dict[str, JobKind] = {
         "was saved: an upload is saved in one transaction, with the job's end. The file is kept, so you can "
         "try again.",
         failed="Nothing was saved; the file is kept, so you can try again.",
-        saved="annotator.services.uploads.upload_saved_when_gone",
+        saved="annotator.uploads.services.confirm.upload_saved_when_gone",
     ),
     Job.EXPORT: JobKind(
         runner="annotator.services.job_runner.export_job_run",

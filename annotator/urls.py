@@ -43,7 +43,7 @@ class _Imported:
         return view
 
 
-uploads = _Imported("annotator.views.uploads")
+uploads = _Imported("annotator.uploads.views")
 judges = _Imported("annotator.judges.views.judges")
 reports = _Imported("annotator.reports.views")
 judge_reports = _Imported("annotator.judges.views.report")

@@ -103,7 +103,7 @@ class StepTimer:
     def install(self) -> None:
         from django.db import connections
 
-        from annotator.services import annotation_imports as imports
+        from annotator.uploads.services import annotation_imports as imports
 
         def model(**kwargs):
             return kwargs["model"]._meta.model_name
@@ -132,7 +132,7 @@ def child(file: Path, profile: bool, steps: bool) -> None:
     from django.test.utils import CaptureQueriesContext
 
     from annotator.models import Annotation, Score
-    from annotator.services.annotation_imports import annotations_import_file
+    from annotator.uploads.services.annotation_imports import annotations_import_file
 
     data = file.read_bytes()
     import cProfile

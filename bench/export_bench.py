@@ -57,7 +57,7 @@ def load(file: Path, code: Path) -> None:
     from django.core.management import call_command
 
     call_command("migrate", verbosity=0)
-    from annotator.services.annotation_imports import annotations_import_file
+    from annotator.uploads.services.annotation_imports import annotations_import_file
 
     annotations_import_file(data=file.read_bytes(), filename=file.name, batch_name=BATCH, k=3)
     # What the import queued for the background worker (ANALYZE on PostgreSQL) runs here, as a worker

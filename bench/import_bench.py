@@ -114,7 +114,7 @@ def child(file: Path, name: str) -> None:
     from django.test import override_settings
 
     from annotator.models import Item
-    from annotator.services.batches import batch_import_file
+    from annotator.uploads.services.batches import batch_import_file
     from hcs.rubric import Rubric
 
     rubric = Rubric.default()

@@ -1,7 +1,7 @@
 """Batches: create one from JSON or JSONL items, add items to an open one, list them, read progress.
 
 Creating and adding take the same columns and run the same checks as the upload page (the items
-become a JSONL file for ``annotator.imports.batch_file``); any bad item refuses the whole request
+become a JSONL file for ``annotator.uploads.files.batch_file``); any bad item refuses the whole request
 with every problem and its row (row n = the n-th item). Large requests are saved by the
 background worker: 202 and a job to poll.
 """
@@ -31,12 +31,12 @@ from annotator.api.pagination import (
 )
 from annotator.api.problems import BATCH_CLOSED, INVALID_REQUEST, Problem
 from annotator.api.schemas import ERRORS, JobOut, accepted
-from annotator.forms.uploads import BATCH
-from annotator.imports.checks import MIN_K, rubric_from_data
-from annotator.imports.errors import ImportRefused
 from annotator.models import Batch
 from annotator.selectors.batch_progress import batch_progress
 from annotator.services.jobs import upload_job_create
+from annotator.uploads.files.checks import MIN_K, rubric_from_data
+from annotator.uploads.files.errors import ImportRefused
+from annotator.uploads.forms import BATCH
 from hcs.rubric import Rubric
 
 router = Router(tags=["batches"])
@@ -123,8 +123,8 @@ def batch_create(request, payload: BatchCreateIn, response: HttpResponse):
     with its row (the item's 1-based position, or its JSONL line). Over
     ``ANNOTATOR_BACKGROUND_UPLOAD_KB`` of items: 202 with a job to poll."""
     # The parser and the import service: imported by the endpoints that take items.
-    from annotator.imports.batch_file import parse_batch_file
-    from annotator.services.batches import batch_import, batch_settings_errors
+    from annotator.uploads.files.batch_file import parse_batch_file
+    from annotator.uploads.services.batches import batch_import, batch_settings_errors
 
     try:
         rubric = rubric_from_data(payload.rubric) if payload.rubric is not None else Rubric.default()
@@ -164,11 +164,11 @@ def batch_create(request, payload: BatchCreateIn, response: HttpResponse):
 def batch_items(request, batch_id: int, payload: ItemsIn, response: HttpResponse):
     """The same columns and checks as creating a batch; an item id already in the batch is a row
     error too. A closed batch answers 409."""
-    from annotator.imports.batch_file import (
+    from annotator.uploads.files.batch_file import (
         parse_batch_file,  # imported here, as in batch_create
     )
-    from annotator.services.batches import BatchClosed, batch_items_add
-    from annotator.services.uploads import ITEMS
+    from annotator.uploads.services.batches import BatchClosed, batch_items_add
+    from annotator.uploads.services.confirm import ITEMS
 
     batch = get_object_or_404(Batch, pk=batch_id)
     data = payload.jsonl_bytes()

@@ -13,7 +13,7 @@ import re
 
 from ninja.parser import Parser
 
-from annotator.imports.json_text import json_loads, json_problem, surrogate_path
+from annotator.uploads.files.json_text import json_loads, json_problem, surrogate_path
 
 # Only an escape can make a lone surrogate once the body is strict UTF-8; any \u escape of
 # U+D800-U+DFFF (pairs included) sends the decoded body to the walk that tells pairs apart.

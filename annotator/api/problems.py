@@ -19,7 +19,7 @@ from django.http import Http404, HttpRequest, HttpResponse
 from ninja.errors import AuthenticationError, HttpError, Throttled, ValidationError
 
 from annotator.api.parser import BodyRefused
-from annotator.imports.errors import FileRefused, ImportRefused, RowError
+from annotator.uploads.files.errors import FileRefused, ImportRefused, RowError
 
 MEDIA_TYPE = "application/problem+json"
 API_PREFIX = "/api/"

@@ -8,7 +8,7 @@ from django.db import models
 from annotator.models.batch import Item
 
 # The one scale scores are stored on (the database check below). A rubric on another scale is
-# refused when a batch is made (annotator.imports.checks.rubric_errors).
+# refused when a batch is made (annotator.uploads.files.checks.rubric_errors).
 SCORE_MIN, SCORE_MAX = 1, 5
 
 

@@ -1,6 +1,6 @@
 """Fast inserts of many rows: PostgreSQL COPY, one executemany on SQLite, bulk_create elsewhere.
 
-Rows arrive already validated (``annotator.imports``); these functions only move them, and
+Rows arrive already validated (``annotator.uploads.files``); these functions only move them, and
 then refresh the planner's statistics of the tables they filled (``analyze``).
 """
 
@@ -20,10 +20,10 @@ from django.utils import timezone
 from django_tasks import task
 
 from annotator.db_private import binary_copy_types, copy_rows
-from annotator.imports.batch_file import OUTPUT_COLUMNS
-from annotator.imports.columns import Frame
 from annotator.models import Batch, Item
 from annotator.services.queue_order import queue_ranks
+from annotator.uploads.files.batch_file import OUTPUT_COLUMNS
+from annotator.uploads.files.columns import Frame
 
 
 def _db_value(field: models.Field, value: Any) -> Any:

@@ -17,13 +17,13 @@ from django.db import DatabaseError, connection
 from django.utils import timezone
 
 from annotator.counted import counted
-from annotator.imports.errors import FileRefused, ImportRefused
 from annotator.job_kinds import job_kind
 from annotator.models import Batch, Job
 from annotator.reports.exports.formats import EXPORT_FORMATS, export_bytes
 from annotator.reports.selectors.options import ReportOptions, report_with_options
 from annotator.selectors.jobs import this_worker
-from annotator.services.uploads import pending_upload_save, upload_job_done, upload_saved_earlier
+from annotator.uploads.files.errors import FileRefused, ImportRefused
+from annotator.uploads.services.confirm import pending_upload_save, upload_job_done, upload_saved_earlier
 
 log = logging.getLogger(__name__)
 MAX_ERRORS_KEPT = 200

@@ -112,7 +112,7 @@ def test_bulk_writes_leave_planner_statistics(django_capture_on_commit_callbacks
 
 
 def test_annotation_import_analyzes_what_it_wrote(django_capture_on_commit_callbacks):
-    from annotator.services.annotation_imports import annotations_import_file
+    from annotator.uploads.services.annotation_imports import annotations_import_file
 
     data = (
         "item_id,prompt,response,annotator,coherence,relevance,instruction_following,safety_compliance,fluency\n"
@@ -134,7 +134,7 @@ def test_the_worker_refreshes_the_statistics_after_the_upload_returns(settings):
     from django.core.management import call_command
     from django_tasks_db.models import DBTaskResult
 
-    from annotator.services.annotation_imports import annotations_import_file
+    from annotator.uploads.services.annotation_imports import annotations_import_file
 
     settings.TASKS = {"default": {"BACKEND": "django_tasks_db.DatabaseBackend", "QUEUES": ["default"]}}
     data = (

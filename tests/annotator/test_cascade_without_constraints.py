@@ -8,7 +8,7 @@ from django.db import connection
 from django.utils import timezone
 
 from annotator.models import Annotation, Assignment, Batch, Item, Score
-from annotator.services.annotation_imports import annotations_import_file
+from annotator.uploads.services.annotation_imports import annotations_import_file
 from tests.factories import make_annotation, make_batch, make_user
 
 pytestmark = pytest.mark.django_db

@@ -1,8 +1,8 @@
-"""The list-of-columns table the upload parsers hand to the services (annotator/imports/columns.py)."""
+"""The list-of-columns table the upload parsers hand to the services (annotator/uploads/files/columns.py)."""
 
 import pytest
 
-from annotator.imports.columns import Frame
+from annotator.uploads.files.columns import Frame
 
 
 def test_columns_rows_and_records_keep_their_order():

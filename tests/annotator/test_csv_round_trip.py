@@ -225,7 +225,7 @@ def test_every_csv_export_reads_as_the_same_rows_with_csv_and_pandas(hostile_bat
 
 
 def test_the_csv_reader_takes_off_exactly_the_apostrophe_the_writer_adds():
-    from annotator.imports.reading import read_table
+    from annotator.uploads.files.reading import read_table
 
     cells = ["'=1+1", "''=2", "'plain", "I'm fine", "'-0.25", "'@x", "''", "=raw"]
     data = ("id,text\n" + "".join(f'{n},"{c}"\n' for n, c in enumerate(cells))).encode()

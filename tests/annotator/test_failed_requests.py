@@ -12,7 +12,7 @@ from django.test import Client
 from django.urls import reverse
 
 from annotator.models import UserSession
-from annotator.views import uploads
+from annotator.uploads import views as uploads
 from tests.factories import make_user, upload_storage_at
 
 pytestmark = pytest.mark.django_db

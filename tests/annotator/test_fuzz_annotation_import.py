@@ -7,7 +7,6 @@ from django.test import override_settings
 from hypothesis import event, given
 from hypothesis import strategies as st
 
-from annotator.imports.errors import FileRefused, ImportRefused
 from annotator.models import (
     Annotation,
     AnnotationRevision,
@@ -16,7 +15,8 @@ from annotator.models import (
     Item,
     Score,
 )
-from annotator.services.annotation_imports import annotations_import_file
+from annotator.uploads.files.errors import FileRefused, ImportRefused
+from annotator.uploads.services.annotation_imports import annotations_import_file
 from tests.annotator.fuzz_support import (
     FORMULAS,
     FUZZ,

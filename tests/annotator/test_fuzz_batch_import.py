@@ -9,11 +9,11 @@ from django.test import override_settings
 from hypothesis import event, given
 from hypothesis import strategies as st
 
-from annotator.imports.batch_file import parse_batch_file
-from annotator.imports.errors import FileRefused, ImportRefused
-from annotator.imports.reading import read_table
 from annotator.models import Batch, Item
-from annotator.services.batches import batch_import_file
+from annotator.uploads.files.batch_file import parse_batch_file
+from annotator.uploads.files.errors import FileRefused, ImportRefused
+from annotator.uploads.files.reading import read_table
+from annotator.uploads.services.batches import batch_import_file
 from hcs.rubric import Rubric
 from tests.annotator.fuzz_support import (
     FORMULAS,
@@ -116,7 +116,7 @@ def test_hostile_json_lines_are_line_errors(line):
 def test_hostile_rubric_file_is_a_form_error(text):
     from django.core.files.uploadedfile import SimpleUploadedFile
 
-    from annotator.forms.uploads import UploadForm
+    from annotator.uploads.forms import UploadForm
 
     form = UploadForm(
         {"mode": "batch", "name": "b", "k": 3},

@@ -12,9 +12,9 @@ from django.urls import reverse
 from hypothesis import event, given
 from hypothesis import strategies as st
 
-from annotator.forms.uploads import UploadForm
 from annotator.reports.selectors.batch_report import batch_report
-from annotator.services.batches import batch_import_file
+from annotator.uploads.forms import UploadForm
+from annotator.uploads.services.batches import batch_import_file
 from hcs.rubric import Rubric
 from tests.annotator.fuzz_support import FUZZ, NASTY, record, rolled_back
 from tests.factories import make_user

@@ -9,9 +9,9 @@ from django.core.management import call_command
 from django.test import Client
 from django.urls import reverse
 
-from annotator.imports.batch_file import parse_batch_file
 from annotator.management.commands.load_demo import DEMO_BATCH, DEMO_DIR
 from annotator.models import AnnotatorStanding, Batch, GoldAnswer
+from annotator.uploads.files.batch_file import parse_batch_file
 from hcs.rubric import Rubric
 from tests.factories import make_user
 

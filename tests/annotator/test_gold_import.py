@@ -2,10 +2,10 @@
 
 import pytest
 
-from annotator.imports.batch_file import parse_batch_file
-from annotator.imports.errors import ImportRefused
 from annotator.models import GoldItem, Item, QualityRule
-from annotator.services.batches import batch_import_file
+from annotator.uploads.files.batch_file import parse_batch_file
+from annotator.uploads.files.errors import ImportRefused
+from annotator.uploads.services.batches import batch_import_file
 from hcs.rubric import Rubric
 
 DIMS = "gold_coherence,gold_relevance,gold_instruction_following,gold_safety_compliance,gold_fluency"
@@ -114,7 +114,7 @@ def test_a_bad_gold_row_saves_nothing():
 @pytest.mark.django_db
 def test_the_upload_preview_counts_items_to_rate_apart_from_gold_rows():
     """The preview's item count agrees with its systems' counts and with what the saved batch has."""
-    from annotator.selectors.imports import batch_upload_preview
+    from annotator.uploads.selectors.plans import batch_upload_preview
 
     preview = batch_upload_preview(
         data=GOOD.encode(), filename="items.csv", name="gold-preview", k=3, rubric=None
@@ -130,7 +130,7 @@ def test_the_upload_preview_counts_items_to_rate_apart_from_gold_rows():
 @pytest.mark.django_db
 def test_a_gold_row_with_a_bad_cell_is_still_counted_as_gold_in_the_preview():
     """Row 4 is a check gold row whose coherence is 7: refused, and still not an item to rate."""
-    from annotator.selectors.imports import batch_upload_preview
+    from annotator.uploads.selectors.plans import batch_upload_preview
 
     bad = GOOD.replace(
         "c1,This is a check,Give every dimension 2,2,", "c1,This is a check,Give every dimension 2,7,"
@@ -148,7 +148,7 @@ def test_a_gold_row_with_a_bad_cell_is_still_counted_as_gold_in_the_preview():
 
 @pytest.mark.django_db
 def test_a_misspelled_gold_kind_is_counted_as_gold_of_an_unknown_kind():
-    from annotator.selectors.imports import batch_upload_preview
+    from annotator.uploads.selectors.plans import batch_upload_preview
 
     bad = GOOD.replace(",Instructed response.,check", ",Instructed response.,chek")
     preview = batch_upload_preview(data=bad.encode(), filename="items.csv", name="bad-kind", k=3, rubric=None)

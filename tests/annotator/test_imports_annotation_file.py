@@ -7,7 +7,7 @@ from pathlib import Path
 
 import pytest
 
-from annotator.imports.annotation_file import (
+from annotator.uploads.files.annotation_file import (
     parse_annotation_file,
     parse_flag,
     template_columns,

@@ -4,8 +4,8 @@ import json
 
 import pytest
 
-from annotator.imports.batch_file import parse_batch_file
-from annotator.imports.errors import FileRefused
+from annotator.uploads.files.batch_file import parse_batch_file
+from annotator.uploads.files.errors import FileRefused
 
 HEADER = "item_id,prompt,response,system_id,prompt_id,context,expected_output,constraints,conversation\n"
 

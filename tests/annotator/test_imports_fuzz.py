@@ -4,9 +4,9 @@ import pytest
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
-from annotator.imports.annotation_file import parse_annotation_file
-from annotator.imports.batch_file import parse_batch_file
-from annotator.imports.errors import FileRefused
+from annotator.uploads.files.annotation_file import parse_annotation_file
+from annotator.uploads.files.batch_file import parse_batch_file
+from annotator.uploads.files.errors import FileRefused
 from hcs.rubric import Rubric
 
 CELLS = st.text(alphabet=st.sampled_from(list('ab,;"\n\r\t {}[]:0156\\é') + ["\ufeff", "\x00"]), max_size=60)

@@ -11,7 +11,7 @@ import pytest
 from django.db.models import Count
 
 from annotator.models import Annotation, Batch, Item, Score
-from annotator.services.annotation_imports import annotations_import_file
+from annotator.uploads.services.annotation_imports import annotations_import_file
 from hcs.rubric import Rubric
 from tests.hanna import HANNA_HUMAN as HANNA
 

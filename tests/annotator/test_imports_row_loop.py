@@ -5,9 +5,9 @@ from pathlib import Path
 
 import pytest
 
-from annotator.imports.errors import RowError
-from annotator.imports.reading import read_table
-from annotator.imports.row_loop import Need, RowLoop
+from annotator.uploads.files.errors import RowError
+from annotator.uploads.files.reading import read_table
+from annotator.uploads.files.row_loop import Need, RowLoop
 
 ROOT = Path(__file__).resolve().parents[2]
 
@@ -90,8 +90,8 @@ def test_the_two_orders_of_errors():
 @pytest.mark.parametrize(
     "path, name",
     [
-        ("annotator/imports/batch_file.py", "parse_batch_table"),
-        ("annotator/imports/annotation_file.py", "parse_annotation_table"),
+        ("annotator/uploads/files/batch_file.py", "parse_batch_table"),
+        ("annotator/uploads/files/annotation_file.py", "parse_annotation_table"),
         ("annotator/judges/imports/judge_file.py", "parse_judge_table"),
         ("annotator/judges/imports/verdict_file.py", "parse_verdict_file"),
     ],

@@ -6,12 +6,12 @@ import pytest
 from django.contrib.auth import get_user_model
 from django.utils import timezone
 
-from annotator.imports.batch_file import parse_batch_file
-from annotator.imports.errors import ImportRefused
 from annotator.models import Annotation, Assignment, Batch, Item, Score
-from annotator.services.annotation_imports import annotations_import_file
 from annotator.services.assignment import item_next_for_annotator
-from annotator.services.batches import batch_import, batch_import_file
+from annotator.uploads.files.batch_file import parse_batch_file
+from annotator.uploads.files.errors import ImportRefused
+from annotator.uploads.services.annotation_imports import annotations_import_file
+from annotator.uploads.services.batches import batch_import, batch_import_file
 from hcs.rubric import Rubric
 from tests.factories import make_annotation, make_batch, make_user
 
@@ -305,8 +305,8 @@ def test_json_fields_round_trip_for_new_items_from_annotation_files():
 
 
 def test_an_annotation_submitted_between_check_and_save_refuses_the_file():
-    from annotator.selectors.imports import annotation_import_plan
-    from annotator.services.annotation_imports import annotations_import
+    from annotator.uploads.selectors.plans import annotation_import_plan
+    from annotator.uploads.services.annotation_imports import annotations_import
 
     batch = make_batch("study", n_items=2)
     alice = make_user("alice")
@@ -330,7 +330,7 @@ def test_an_annotation_submitted_between_check_and_save_refuses_the_file():
     ],
 )
 def test_batch_preview_and_save_refuse_with_the_same_errors(name, k, data):
-    from annotator.selectors.imports import batch_upload_preview
+    from annotator.uploads.selectors.plans import batch_upload_preview
 
     make_batch("taken")
     preview = batch_upload_preview(data=data.encode(), filename="f.csv", name=name, k=k, rubric=None)
@@ -347,7 +347,7 @@ def test_batch_preview_and_save_refuse_with_the_same_errors(name, k, data):
     ],
 )
 def test_annotation_preview_and_save_refuse_with_the_same_errors(data):
-    from annotator.selectors.imports import annotation_upload_preview
+    from annotator.uploads.selectors.plans import annotation_upload_preview
 
     preview = annotation_upload_preview(
         data=data.encode(), filename="f.csv", name="offline", k=None, rubric=None

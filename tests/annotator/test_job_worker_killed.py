@@ -20,7 +20,7 @@ from django.utils import timezone
 from annotator.job_kinds import JOB_KINDS
 from annotator.models import Batch, Job
 from annotator.selectors.jobs import job_worker_gone
-from annotator.services.batches import batch_import_file
+from annotator.uploads.services.batches import batch_import_file
 from hcs.rubric import Rubric
 from tests.factories import make_user
 

@@ -110,7 +110,9 @@ def test_crashed_upload_shows_its_error_and_succeeds_when_tried_again(
     admin_client, django_capture_on_commit_callbacks
 ):
     with (
-        mock.patch("annotator.services.uploads.batch_import", side_effect=RuntimeError("disk on fire")),
+        mock.patch(
+            "annotator.uploads.services.confirm.batch_import", side_effect=RuntimeError("disk on fire")
+        ),
         django_capture_on_commit_callbacks(execute=True),
     ):
         response = _confirm(admin_client, GOOD)

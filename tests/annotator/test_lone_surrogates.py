@@ -72,8 +72,8 @@ def test_a_batch_name_that_is_not_utf8_on_the_command_line_is_refused(tmp_path):
 
 
 def test_a_judge_name_with_a_lone_surrogate_is_refused_by_the_service():
-    from annotator.imports.errors import ImportRefused
     from annotator.judges.services.judges import judge_get_or_create
+    from annotator.uploads.files.errors import ImportRefused
 
     with pytest.raises(ImportRefused, match="lone surrogate"):
         judge_get_or_create(name="judge\udcff")

@@ -1,4 +1,4 @@
-"""A worker gives back the heap an upload freed (annotator/memory.py)."""
+"""A worker gives back the heap an upload freed (annotator/uploads/memory.py)."""
 
 import gc
 import json
@@ -12,8 +12,8 @@ import pytest
 from django.core.files.uploadedfile import SimpleUploadedFile
 from django.urls import reverse
 
-from annotator import memory
 from annotator.models import Item
+from annotator.uploads import memory
 from tests.factories import upload_storage_at
 
 ROOT = Path(__file__).resolve().parents[2]
@@ -60,8 +60,8 @@ def test_the_upload_preview_and_confirm_release_memory_after_the_view(client, ad
 
 PROBE = """
 import json, sys
-from annotator.imports.annotation_file import parse_annotation_file
-from annotator.memory import memory_release
+from annotator.uploads.files.annotation_file import parse_annotation_file
+from annotator.uploads.memory import memory_release
 from hcs.rubric import Rubric
 def rss():
     return int(open("/proc/self/status").read().split("VmRSS:")[1].split()[0]) / 1024
@@ -120,8 +120,9 @@ def test_gc_paused_as_a_decorator_restores_after_an_error():
 
 @pytest.mark.django_db
 def test_the_import_services_read_files_with_the_collector_paused(monkeypatch):
-    from annotator.selectors import uploads as upload_selectors
-    from annotator.services import annotation_imports, batches, uploads
+    from annotator.uploads.selectors import preview as upload_selectors
+    from annotator.uploads.services import annotation_imports, batches
+    from annotator.uploads.services import confirm as uploads
 
     seen = []
 

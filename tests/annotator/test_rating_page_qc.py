@@ -8,9 +8,9 @@ import re
 import pytest
 from django.urls import reverse
 
-from annotator.imports.annotation_file import parse_annotation_file
-from annotator.imports.batch_file import parse_batch_file
 from annotator.models import Assignment, GoldAnswer, GoldItem, Item, QualityRule
+from annotator.uploads.files.annotation_file import parse_annotation_file
+from annotator.uploads.files.batch_file import parse_batch_file
 from hcs.rubric import Rubric
 from hcs.rubric_markdown import render_instructions
 from tests.factories import make_batch, make_user

@@ -9,11 +9,11 @@ from django.core.management import CommandError, call_command
 from django.db import IntegrityError, transaction
 from django.urls import reverse
 
-from annotator.imports.errors import ImportRefused
 from annotator.models import Annotation, Batch, Score
-from annotator.selectors.imports import annotation_import_plan
-from annotator.services.annotation_imports import annotations_import
 from annotator.services.integrity import violated_constraint
+from annotator.uploads.files.errors import ImportRefused
+from annotator.uploads.selectors.plans import annotation_import_plan
+from annotator.uploads.services.annotation_imports import annotations_import
 from hcs.rubric import Rubric
 from tests.factories import make_annotation, make_batch, make_user, upload_storage_at
 

@@ -6,7 +6,7 @@ import pytest
 from django.urls import reverse
 
 from annotator.models import Batch, Item, Job
-from annotator.views import uploads
+from annotator.uploads import views as uploads
 from tests.annotator.test_uploads_view import GOOD, _post_preview
 from tests.factories import upload_storage_at
 

@@ -96,7 +96,7 @@ def test_upload_another_file_keeps_the_batch_name_and_k(admin_client):
 
 def test_the_upload_page_names_the_gold_columns(admin_client):
     """Gold rows were accepted but the page listed only the item columns, so nobody found them there."""
-    from annotator.imports.gold_columns import KINDS, MET, PREFIX, SETTINGS
+    from annotator.uploads.files.gold_columns import KINDS, MET, PREFIX, SETTINGS
     from hcs.rubric import Rubric
 
     page = admin_client.get(reverse("upload")).content.decode()

@@ -242,7 +242,7 @@ def test_annotation_upload_with_a_broken_cap_shows_the_row(admin_client):
 
 
 def test_an_admin_has_at_most_a_few_files_waiting(admin_client, upload_dir):
-    from annotator.views.uploads import MAX_PENDING
+    from annotator.uploads.views import MAX_PENDING
 
     tokens = [
         _post_preview(admin_client, GOOD, name=f"b{i}").context["token"] for i in range(MAX_PENDING + 2)

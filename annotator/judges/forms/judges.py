@@ -7,11 +7,11 @@ import unicodedata
 from django import forms
 from django.conf import settings
 
-from annotator.forms.uploads import SizeCheckedFileField
 from annotator.judges.engine.budget import CAP_MAX_TOKENS
 from annotator.judges.engine.progress import DEFAULT_CURRENCY, currency_code
 from annotator.judges.engine.templates import available_templates, load_template
 from annotator.models import Batch, CalibrationSet, Judge
+from annotator.uploads.forms import SizeCheckedFileField
 from hcs.judge_output import JudgeScale, OutputSpec, parse_labels
 
 MAX_SAMPLES = 20  # as run_judge --samples

@@ -28,13 +28,13 @@ from dataclasses import dataclass
 from datetime import UTC, datetime
 from typing import Any
 
-from annotator.imports.batch_file import COLUMNS, ParsedBatch, parse_batch_table
-from annotator.imports.columns import Frame
-from annotator.imports.errors import FileRefused, RowError
-from annotator.imports.file_size import check_size
-from annotator.imports.json_text import json_loads, json_problem
-from annotator.imports.reading import JSONL, ROW, Table, decode_text
 from annotator.turns import as_text, normalise_turns
+from annotator.uploads.files.batch_file import COLUMNS, ParsedBatch, parse_batch_table
+from annotator.uploads.files.columns import Frame
+from annotator.uploads.files.errors import FileRefused, RowError
+from annotator.uploads.files.file_size import check_size
+from annotator.uploads.files.json_text import json_loads, json_problem
+from annotator.uploads.files.reading import JSONL, ROW, Table, decode_text
 
 _SEGMENT = re.compile(r"([A-Za-z_][\w\-]*)?((?:\[-?\d+\])*)$")
 _INDEX = re.compile(r"\[(-?\d+)\]")

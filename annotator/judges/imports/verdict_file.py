@@ -11,9 +11,9 @@ from __future__ import annotations
 from collections.abc import Collection, Mapping
 from dataclasses import dataclass, field
 
-from annotator.imports.errors import RowError
-from annotator.imports.reading import read_table
-from annotator.imports.row_loop import Need, RowLoop
+from annotator.uploads.files.errors import RowError
+from annotator.uploads.files.reading import read_table
+from annotator.uploads.files.row_loop import Need, RowLoop
 from hcs.judge_output import (
     JudgeOutputError,
     normalize_winner,

@@ -16,7 +16,6 @@ import time
 from django.conf import settings
 from django.utils import timezone
 
-from annotator.imports.errors import ImportRefused
 from annotator.judges.engine.budget import estimate_lines
 from annotator.judges.engine.client import JudgeRunFatal
 from annotator.judges.engine.progress import DEFAULT_CURRENCY, Prices, RunProgress
@@ -25,6 +24,7 @@ from annotator.judges.engine.templates import TemplateError, load_template
 from annotator.judges.providers import UnknownProvider, client_for
 from annotator.judges.services.runs import JudgeBusy, judge_claims_release_for_job
 from annotator.models import Batch, Job
+from annotator.uploads.files.errors import ImportRefused
 
 POLL_SECONDS = 1.0  # how often the worker reads the cancel flag and writes progress
 ERRORS_SHOWN = 5

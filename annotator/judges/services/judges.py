@@ -7,8 +7,6 @@ from collections.abc import Mapping
 from django.db import transaction
 from django.utils import timezone
 
-from annotator.imports.errors import ImportRefused, RowError
-from annotator.imports.json_text import SURROGATE
 from annotator.judges.imports.judge_file import parse_judge_file
 from annotator.judges.imports.verdict_file import parse_verdict_file
 from annotator.models import (
@@ -19,6 +17,8 @@ from annotator.models import (
     JudgeScore,
     PairwiseVerdict,
 )
+from annotator.uploads.files.errors import ImportRefused, RowError
+from annotator.uploads.files.json_text import SURROGATE
 from hcs.judge_output import JudgeScale, OutputSpec
 
 NAME_MAX_LENGTH = Judge._meta.get_field("name").max_length

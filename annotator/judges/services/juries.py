@@ -8,9 +8,9 @@ from collections import defaultdict
 from django.db import transaction
 from django.utils import timezone
 
-from annotator.imports.errors import ImportRefused
 from annotator.judges.services.judges import judge_get_or_create
 from annotator.models import Batch, Judge, JudgeScore, PairwiseVerdict
+from annotator.uploads.files.errors import ImportRefused
 from hcs.calibration.jury import jury_score, jury_verdict
 
 JURY_MODEL = "jury"  # a jury judge's model field; its members are in params["jury"]

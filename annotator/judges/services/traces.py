@@ -6,10 +6,10 @@ from collections.abc import Mapping
 
 from django.db import transaction
 
-from annotator.imports.errors import ImportRefused
 from annotator.judges.imports.trace_file import PathError, parse_mapping, parse_trace_file
 from annotator.models import Batch
-from annotator.services.batches import batch_import
+from annotator.uploads.files.errors import ImportRefused
+from annotator.uploads.services.batches import batch_import
 from hcs.rubric import Rubric
 
 

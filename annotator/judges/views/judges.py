@@ -7,7 +7,6 @@ from django.shortcuts import redirect, render
 from django.views.decorators.http import require_GET, require_POST
 
 from annotator.counted import counted
-from annotator.imports.errors import FileRefused, ImportRefused
 from annotator.judges.forms.judges import JudgeRunForm, JudgeScoresForm, VerdictsForm
 from annotator.judges.selectors.listing import (
     judge_batches,
@@ -18,6 +17,7 @@ from annotator.judges.selectors.listing import (
 from annotator.judges.services.judges import judge_scores_import, pairwise_verdicts_import
 from annotator.roles import researcher_required
 from annotator.services.jobs import judge_job_create
+from annotator.uploads.files.errors import FileRefused, ImportRefused
 
 
 def _page(request, scores_form=None, verdicts_form=None, errors=(), status=200, run_form=None, estimate=None):

@@ -6,8 +6,8 @@ from pathlib import Path
 
 from django.core.management.base import CommandError
 
-from annotator.imports.errors import FileRefused, ImportRefused
-from annotator.imports.file_size import check_size
+from annotator.uploads.files.errors import FileRefused, ImportRefused
+from annotator.uploads.files.file_size import check_size
 from hcs.rubric import Rubric, RubricError
 
 MAX_ERRORS_PRINTED = 200

@@ -9,12 +9,12 @@ from __future__ import annotations
 from django.core.management.base import BaseCommand, CommandError
 
 from annotator.counted import counted
-from annotator.imports.annotator_list import AnnotatorListError, parse_annotator_list
 from annotator.management.commands._import_common import read_file
 from annotator.management.commands._link_common import add_link_options, batch_named, link_base
 from annotator.reports.exports.csv_safe import SafeWriter
 from annotator.studies.link_urls import signin_url
 from annotator.studies.services.links import DEFAULT_SIGNIN_DAYS, LinkError, annotators_add
+from annotator.uploads.files.annotator_list import AnnotatorListError, parse_annotator_list
 
 
 class Command(BaseCommand):

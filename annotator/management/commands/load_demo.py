@@ -19,8 +19,8 @@ from annotator.judges.services.calibration_set import calibration_set_mark
 from annotator.judges.services.judges import judge_scores_import
 from annotator.judges.services.runs import version_key, version_name
 from annotator.models import Annotation, Batch, CalibrationSet, Judge, JudgeScore
-from annotator.services.annotation_imports import annotations_import_file
-from annotator.services.batches import batch_import_file
+from annotator.uploads.services.annotation_imports import annotations_import_file
+from annotator.uploads.services.batches import batch_import_file
 from hcs.judge_output import JudgeScale
 from hcs.rubric import Rubric
 

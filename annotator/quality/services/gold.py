@@ -18,7 +18,6 @@ from django.core.exceptions import ValidationError
 from django.db import transaction
 from django.utils import timezone
 
-from annotator.imports.gold_columns import GoldRow
 from annotator.models import (
     Annotation,
     AnnotatorStanding,
@@ -29,10 +28,11 @@ from annotator.models import (
 )
 from annotator.quality.selectors.standing import check_counts, quality_rule_of, training_answers
 from annotator.quality.services.exclusion import annotator_block, annotator_screen_out
+from annotator.uploads.files.gold_columns import GoldRow
 from hcs import quality_rules as q
 
 if TYPE_CHECKING:
-    from annotator.imports.columns import Frame
+    from annotator.uploads.files.columns import Frame
 
 TRAINING, CHECK = GoldItem.Kind.TRAINING, GoldItem.Kind.CHECK
 

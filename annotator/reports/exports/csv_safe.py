@@ -10,7 +10,7 @@ feed could run as a formula when the file is opened in a spreadsheet (CSV inject
 cell gets a leading apostrophe, unless it is a plain number like ``-0.25`` (which must stay a
 number for pandas and R). A cell that already starts with apostrophes before such a character
 gets one more, so :func:`undefuse` (which the CSV reader applies to every cell,
-``annotator.imports.reading``) gives back exactly the text that was written.
+``annotator.uploads.files.reading``) gives back exactly the text that was written.
 
 >>> defuse("=HYPERLINK(\\"http://x\\")")
 '\\'=HYPERLINK("http://x")'

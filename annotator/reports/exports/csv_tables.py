@@ -8,11 +8,6 @@ from datetime import datetime
 from functools import lru_cache
 from typing import TYPE_CHECKING
 
-from annotator.imports.annotation_template import (
-    EXCLUDED,
-    format_constraints_met,
-    template_columns,
-)
 from annotator.models import Batch
 from annotator.reports.exports.csv_safe import (
     DELIMITER,
@@ -23,6 +18,11 @@ from annotator.reports.exports.csv_safe import (
     csv_lines,
 )
 from annotator.reports.selectors.rows import annotation_records
+from annotator.uploads.files.annotation_template import (
+    EXCLUDED,
+    format_constraints_met,
+    template_columns,
+)
 
 if TYPE_CHECKING:  # the agreement report (numpy, scipy) is needed by its two tables only, as an argument
     from annotator.reports.selectors.batch_report import BatchReport

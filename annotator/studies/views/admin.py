@@ -10,7 +10,6 @@ from django.utils import timezone
 from django.views.decorators.http import require_GET, require_POST
 
 from annotator.counted import counted
-from annotator.imports.annotator_list import AnnotatorListError, parse_annotator_list
 from annotator.models import Batch, InviteLink, StudyLink
 from annotator.quality.selectors.standing import quality_rule_of
 from annotator.quality.services.gold import quality_rule_set
@@ -40,6 +39,7 @@ from annotator.studies.services.links import (
     link_revoke,
     study_link_create,
 )
+from annotator.uploads.files.annotator_list import AnnotatorListError, parse_annotator_list
 
 LINK_KINDS = {"study": StudyLink, "invite": InviteLink}
 

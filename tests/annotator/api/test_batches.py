@@ -6,8 +6,8 @@ import json
 
 import pytest
 
-from annotator.imports.batch_file import parse_batch_file
 from annotator.models import Batch, Item, Job
+from annotator.uploads.files.batch_file import parse_batch_file
 from tests.annotator.api.conftest import assert_problem
 from tests.factories import make_annotation, make_batch, make_user
 

@@ -10,9 +10,9 @@ from django.core.files.uploadedfile import SimpleUploadedFile
 from django.test import Client
 from django.urls import reverse
 
-from annotator.imports.errors import ImportRefused
 from annotator.judges.services.judges import judge_scores_import
 from annotator.models import JudgeScore, PairwiseVerdict
+from annotator.uploads.files.errors import ImportRefused
 from hcs.judge_output import JudgeScale
 from tests.annotator.api.conftest import assert_problem
 from tests.annotator.judges.test_judges_selector import _study

@@ -7,7 +7,6 @@ from django.core.management import CommandError, call_command
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from annotator.imports.errors import FileRefused, ImportRefused
 from annotator.judges.imports.judge_file import parse_judge_file
 from annotator.judges.imports.verdict_file import parse_verdict_file
 from annotator.judges.services.judges import (
@@ -16,6 +15,7 @@ from annotator.judges.services.judges import (
     pairwise_verdicts_import,
 )
 from annotator.models import Judge, JudgeScore, PairwiseVerdict
+from annotator.uploads.files.errors import FileRefused, ImportRefused
 from hcs.judge_output import JudgeScale
 from tests.factories import make_batch
 

@@ -29,8 +29,8 @@ from annotator.models import Annotation, Batch, Item, Judge, JudgeScore
 from annotator.reports.selectors.batch_report import batch_report
 from annotator.services.annotations import annotation_submit
 from annotator.services.assignment import assignment_skip, item_next_for_annotator
-from annotator.services.batches import batch_import_file
 from annotator.services.queue_order import queue_ranks, random_key
+from annotator.uploads.services.batches import batch_import_file
 from hcs.rubric import Rubric
 from tests.factories import PASSWORD, make_annotation, make_user
 

@@ -8,11 +8,11 @@ import json
 import pytest
 from django.core.management import call_command
 
-from annotator.imports.errors import ImportRefused
 from annotator.judges.engine.templates import item_fields, load_template
 from annotator.judges.imports.trace_file import parse_mapping, start_time
 from annotator.judges.services.traces import batch_import_traces
 from annotator.models import Item
+from annotator.uploads.files.errors import ImportRefused
 from hcs.rubric import Rubric
 
 NO_TOOLS = {

@@ -7,10 +7,10 @@ from django.core.management import CommandError, call_command
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from annotator.imports.errors import FileRefused, ImportRefused
 from annotator.judges.imports.trace_file import PathError, TracePath, parse_mapping, parse_trace_file
 from annotator.judges.services.traces import batch_import_traces
 from annotator.models import Item
+from annotator.uploads.files.errors import FileRefused, ImportRefused
 from hcs.rubric import Rubric
 
 # A hub-coach trace shaped like the ones the seed's trace-level rules read.

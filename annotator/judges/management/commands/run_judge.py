@@ -14,7 +14,6 @@ import threading
 from django.core.management.base import BaseCommand, CommandError
 from tqdm import tqdm
 
-from annotator.imports.errors import ImportRefused
 from annotator.judges.engine.budget import CAP_MAX_TOKENS, estimate_lines
 from annotator.judges.engine.client import ChatClient, JudgeRunFatal
 from annotator.judges.engine.pairwise import pair_tasks
@@ -34,6 +33,7 @@ from annotator.judges.engine.templates import (
 from annotator.judges.providers import JUDGE_PROVIDERS, UnknownProvider, client_for, provider_named
 from annotator.judges.services.juries import jury_create, jury_members
 from annotator.models import Batch
+from annotator.uploads.files.errors import ImportRefused
 
 MAX_SAMPLES = 20
 EXIT_FAILED = 1

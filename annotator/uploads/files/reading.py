@@ -3,7 +3,7 @@
 CSV: every record keeps its spreadsheet row number (the header is row 1), even when a cell
 spans several lines. Files are read record by record with the standard library's ``csv`` reader,
 so every row with too many cells is named. JSONL is one JSON object per line. Cells are text;
-blank cells are ``""``. No pandas: see ``annotator.imports.columns``.
+blank cells are ``""``. No pandas: see ``annotator.uploads.files.columns``.
 """
 
 from __future__ import annotations
@@ -17,11 +17,11 @@ from dataclasses import dataclass, field
 from itertools import compress
 from pathlib import PurePath
 
-from annotator.imports.columns import Frame
-from annotator.imports.errors import FileRefused, RowError
-from annotator.imports.file_size import check_size
-from annotator.imports.json_text import has_lone_surrogate, has_nul, json_loads, json_problem
 from annotator.reports.exports.csv_safe import DEFUSED
+from annotator.uploads.files.columns import Frame
+from annotator.uploads.files.errors import FileRefused, RowError
+from annotator.uploads.files.file_size import check_size
+from annotator.uploads.files.json_text import has_lone_surrogate, has_nul, json_loads, json_problem
 
 ROW = "__row__"  # the Frame column holding each record's row (CSV) or line (JSONL) number
 CSV, JSONL = "csv", "jsonl"

@@ -5,10 +5,10 @@ from __future__ import annotations
 
 from datetime import datetime
 
-from annotator.forms.uploads import BATCH
-from annotator.memory import gc_paused
 from annotator.models import Batch
-from annotator.selectors.imports import (
+from annotator.uploads.forms import BATCH
+from annotator.uploads.memory import gc_paused
+from annotator.uploads.selectors.plans import (
     UploadPreview,
     annotation_upload_preview,
     batch_upload_preview,

@@ -14,19 +14,19 @@ from collections import Counter
 from dataclasses import dataclass, field
 from typing import Any
 
-from annotator.imports.columns import Frame
-from annotator.imports.errors import RowError
-from annotator.imports.gold_columns import (
+from annotator.uploads.files.columns import Frame
+from annotator.uploads.files.errors import RowError
+from annotator.uploads.files.gold_columns import (
     GoldRow,
     gold_marks,
     gold_rows,
     gold_summary,
     is_gold_column,
 )
-from annotator.imports.id_text import invisible_character
-from annotator.imports.json_text import has_nul, json_loads, json_problem, parse_constraints
-from annotator.imports.reading import JSONL, Table, read_table
-from annotator.imports.row_loop import Need, RowLoop
+from annotator.uploads.files.id_text import invisible_character
+from annotator.uploads.files.json_text import has_nul, json_loads, json_problem, parse_constraints
+from annotator.uploads.files.reading import JSONL, Table, read_table
+from annotator.uploads.files.row_loop import Need, RowLoop
 from hcs.rubric import Rubric
 
 REQUIRED = ("item_id", "prompt", "response")

@@ -5,10 +5,10 @@ from __future__ import annotations
 import unicodedata
 from typing import Any
 
-from annotator.imports.errors import RowError
-from annotator.imports.json_text import SURROGATE, has_nul
 from annotator.models.annotation import SCORE_MAX, SCORE_MIN
 from annotator.models.batch import MIN_K
+from annotator.uploads.files.errors import RowError
+from annotator.uploads.files.json_text import SURROGATE, has_nul
 from hcs.rubric import Rubric, RubricError
 
 __all__ = ["MAX_K", "MIN_K", "NAME_MAX_LENGTH", "k_errors", "name_errors", "rubric_errors"]

@@ -4,14 +4,14 @@ from __future__ import annotations
 
 from django.db import IntegrityError, transaction
 
-from annotator.imports.batch_file import ParsedBatch, parse_batch_file
-from annotator.imports.errors import ImportRefused, RowError
-from annotator.memory import gc_paused
 from annotator.models import Batch, Item
 from annotator.quality.services.gold import gold_items_create
-from annotator.selectors.imports import batch_file_errors, batch_settings_errors
 from annotator.services.bulk import analyze_after_commit, items_insert, next_position
 from annotator.services.queue_order import new_order_seed
+from annotator.uploads.files.batch_file import ParsedBatch, parse_batch_file
+from annotator.uploads.files.errors import ImportRefused, RowError
+from annotator.uploads.memory import gc_paused
+from annotator.uploads.selectors.plans import batch_file_errors, batch_settings_errors
 from hcs.rubric import Rubric
 
 

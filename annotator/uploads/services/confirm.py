@@ -12,14 +12,14 @@ from django.db.models import Count
 from django.utils import timezone
 
 from annotator.counted import counted
-from annotator.forms.uploads import BATCH
-from annotator.imports.batch_file import parse_batch_file
-from annotator.memory import gc_paused
 from annotator.models import Batch, Job
-from annotator.selectors.uploads import upload_saved_batch
-from annotator.services.annotation_imports import annotations_import_file
-from annotator.services.batches import batch_import, batch_items_add
 from annotator.services.tokens import token_hash
+from annotator.uploads.files.batch_file import parse_batch_file
+from annotator.uploads.forms import BATCH
+from annotator.uploads.memory import gc_paused
+from annotator.uploads.selectors.preview import upload_saved_batch
+from annotator.uploads.services.annotation_imports import annotations_import_file
+from annotator.uploads.services.batches import batch_import, batch_items_add
 from hcs.rubric import Rubric
 
 ITEMS = "items"

@@ -6,9 +6,9 @@ import json
 
 from django import forms
 
-from annotator.imports.checks import MAX_K, MIN_K, NAME_MAX_LENGTH, rubric_from_data
-from annotator.imports.errors import FileRefused
-from annotator.imports.file_size import check_size
+from annotator.uploads.files.checks import MAX_K, MIN_K, NAME_MAX_LENGTH, rubric_from_data
+from annotator.uploads.files.errors import FileRefused
+from annotator.uploads.files.file_size import check_size
 from hcs.rubric import parse_json
 
 BATCH, ANNOTATIONS = "batch", "annotations"

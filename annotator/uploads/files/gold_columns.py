@@ -17,11 +17,11 @@ from __future__ import annotations
 from collections.abc import Iterable
 from dataclasses import dataclass
 
-from annotator.imports.annotation_template import (
+from annotator.uploads.files.annotation_template import (
     format_constraints_met,
     parse_constraints_met,
 )
-from annotator.imports.json_text import parse_constraints
+from annotator.uploads.files.json_text import parse_constraints
 from hcs.checklist import CHECKLIST_FLAGS, checklist_flags, checklist_outcomes
 from hcs.quality_rules import GOLD_TOLERANCE
 from hcs.rubric import Rubric, parse_score

@@ -3,7 +3,7 @@
 Each row is one annotator's scores for one item. Scores are checked with ``hcs.rubric`` (the
 scale and the flag caps), so the file obeys exactly the rules of the rating page, except that a
 blank score cell means "not rated on this dimension". Nothing here reads the database; the
-checks against stored items and annotations are in ``annotator.selectors.imports``.
+checks against stored items and annotations are in ``annotator.uploads.selectors.plans``.
 """
 
 from __future__ import annotations
@@ -14,23 +14,23 @@ from dataclasses import dataclass, field
 from functools import cache
 from typing import Any
 
-from annotator.imports.annotation_template import (  # the template's columns: also the export's
+from annotator.uploads.files.annotation_template import (  # the template's columns: also the export's
     CONSTRAINTS_MET,
     EXCLUDED,
     parse_constraints_met,
     template_columns,
 )
-from annotator.imports.batch_file import (
+from annotator.uploads.files.batch_file import (
     ID_MAX_LENGTH,
     parse_conversation,
     prompt_id_for,
 )
-from annotator.imports.columns import Frame
-from annotator.imports.errors import RowError
-from annotator.imports.id_text import invisible_character
-from annotator.imports.json_text import parse_constraints
-from annotator.imports.reading import Table, read_table
-from annotator.imports.row_loop import Need, RowLoop
+from annotator.uploads.files.columns import Frame
+from annotator.uploads.files.errors import RowError
+from annotator.uploads.files.id_text import invisible_character
+from annotator.uploads.files.json_text import parse_constraints
+from annotator.uploads.files.reading import Table, read_table
+from annotator.uploads.files.row_loop import Need, RowLoop
 from hcs.checklist import CHECKLIST_FLAGS, checklist_flags
 from hcs.rubric import Rubric, parse_score
 

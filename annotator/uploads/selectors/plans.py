@@ -7,16 +7,16 @@ from dataclasses import dataclass, field
 
 from django.contrib.auth import get_user_model
 
-from annotator.imports.annotation_file import (
+from annotator.models import Annotation, Assignment, Batch, Item
+from annotator.models.batch import MIN_K
+from annotator.uploads.files.annotation_file import (
     CONSTRAINTS_MET,
     ParsedAnnotations,
     parse_annotation_file,
 )
-from annotator.imports.batch_file import ParsedBatch, parse_batch_file
-from annotator.imports.checks import k_errors, name_errors, rubric_errors
-from annotator.imports.errors import RowError
-from annotator.models import Annotation, Assignment, Batch, Item
-from annotator.models.batch import MIN_K
+from annotator.uploads.files.batch_file import ParsedBatch, parse_batch_file
+from annotator.uploads.files.checks import k_errors, name_errors, rubric_errors
+from annotator.uploads.files.errors import RowError
 from hcs.rubric import Rubric
 
 

@@ -4,6 +4,6 @@ Pure functions from bytes to validated rows or a list of row errors; nothing her
 database. The services in ``annotator.services`` save what these modules accept.
 """
 
-from annotator.imports.errors import FileRefused, ImportRefused, RowError
+from annotator.uploads.files.errors import FileRefused, ImportRefused, RowError
 
 __all__ = ["FileRefused", "ImportRefused", "RowError"]

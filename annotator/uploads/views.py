@@ -18,19 +18,19 @@ from django.shortcuts import redirect, render
 from django.urls import reverse
 from django.views.decorators.http import require_GET, require_POST
 
-from annotator.forms.uploads import ANNOTATIONS, BATCH, UploadForm
-from annotator.imports.errors import FileRefused, ImportRefused
-from annotator.imports.file_size import upload_limit
-from annotator.imports.store import UploadStore
-from annotator.memory import releases_memory
 from annotator.models import Job
 from annotator.models.batch import MIN_K
 from annotator.roles import admin_required
-from annotator.selectors.imports import batch_names
 from annotator.selectors.jobs import job_of, upload_confirmed_job
-from annotator.selectors.uploads import pending_upload_preview
 from annotator.services.jobs import upload_job_create
-from annotator.services.uploads import confirm_key, upload_confirm_save
+from annotator.uploads.files.errors import FileRefused, ImportRefused
+from annotator.uploads.files.file_size import upload_limit
+from annotator.uploads.files.store import UploadStore
+from annotator.uploads.forms import ANNOTATIONS, BATCH, UploadForm
+from annotator.uploads.memory import releases_memory
+from annotator.uploads.selectors.plans import batch_names
+from annotator.uploads.selectors.preview import pending_upload_preview
+from annotator.uploads.services.confirm import confirm_key, upload_confirm_save
 
 SESSION_KEY = "pending_uploads"
 MAX_PENDING = 5

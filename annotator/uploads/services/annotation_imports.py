@@ -13,13 +13,8 @@ from django.db import IntegrityError, connection, transaction
 from django.db.models import F
 from django.utils import timezone
 
-from annotator.imports.annotation_file import new_item_frame
-from annotator.imports.errors import ImportRefused
-from annotator.memory import gc_paused
 from annotator.models import Annotation, Assignment, Batch, Item, Score
 from annotator.roles import ANNOTATOR
-from annotator.selectors.imports import AnnotationImportPlan, annotation_import_plan
-from annotator.services.batches import batch_create
 from annotator.services.bulk import (
     analyze_after_commit,
     ids_reserve,
@@ -28,6 +23,11 @@ from annotator.services.bulk import (
     rows_insert,
 )
 from annotator.services.integrity import integrity_message
+from annotator.uploads.files.annotation_file import new_item_frame
+from annotator.uploads.files.errors import ImportRefused
+from annotator.uploads.memory import gc_paused
+from annotator.uploads.selectors.plans import AnnotationImportPlan, annotation_import_plan
+from annotator.uploads.services.batches import batch_create
 from hcs.rubric import Rubric
 
 

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 from django.conf import settings
 
-from annotator.imports.errors import FileRefused
+from annotator.uploads.files.errors import FileRefused
 
 
 def human_size(n_bytes: int) -> str:

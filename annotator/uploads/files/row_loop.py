@@ -1,6 +1,6 @@
 """The skeleton every import parser shares: check the columns, loop the rows, collect row-numbered errors.
 
-A parser reads its ``Table`` (``annotator.imports.reading``) into a ``RowLoop``, states the columns it
+A parser reads its ``Table`` (``annotator.uploads.files.reading``) into a ``RowLoop``, states the columns it
 needs as ``Needs``, then either checks whole columns (``text`` and ``flag``) or calls ``each`` with a
 function that checks one row. Errors keep the file's row (CSV) or line (JSONL) numbers throughout.
 """
@@ -11,8 +11,8 @@ from collections.abc import Callable, Iterable
 from dataclasses import dataclass
 from typing import TypeVar
 
-from annotator.imports.errors import RowError
-from annotator.imports.reading import ROW, Table
+from annotator.uploads.files.errors import RowError
+from annotator.uploads.files.reading import ROW, Table
 
 T = TypeVar("T")
 

@@ -1,0 +1,1 @@
+"""Read-only checks of an upload against what is stored, and its preview."""

@@ -1,0 +1,1 @@
+"""Saving what an upload's checks accepted, all or nothing."""
