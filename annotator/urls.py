@@ -8,18 +8,12 @@ from django.utils.module_loading import import_string
 from annotator.api.main import api
 from annotator.quality.views import adjudication
 from annotator.quality.views import exclusion as quality
+from annotator.rating.views import assignment_admin, queue, rating
 from annotator.studies.prolific import views as prolific_views
 from annotator.studies.views import admin as study_admin
 from annotator.studies.views import flow as study_flow
 from annotator.studies.views import links as study_links
-from annotator.views import (
-    api_tokens,
-    assignment_admin,
-    home,
-    jobs,
-    queue,
-    rating,
-)
+from annotator.views import api_tokens, home, jobs
 
 
 class _Imported:

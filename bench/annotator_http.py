@@ -101,7 +101,7 @@ def django_setup() -> None:
 
 def make_batch(name: str, n_items: int, k: int = 3) -> int:
     from annotator.models import Batch, Item
-    from annotator.services.queue_order import new_order_seed, random_key
+    from annotator.rating.services.queue_order import new_order_seed, random_key
     from hcs.rubric import Rubric
 
     # A seeded random order, as the batch service gives a new batch.

@@ -24,7 +24,7 @@ def explain(label: str, batch, user) -> None:
     from django.db import connection, transaction
     from django.utils import timezone
 
-    from annotator.services import assignment_sql
+    from annotator.rating.services import assignment_sql
 
     now = timezone.now()
     sql, params = assignment_sql.lease_statement(

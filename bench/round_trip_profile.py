@@ -40,11 +40,11 @@ sys.path.insert(0, str(Path(__file__).resolve().parent))
 PARTS = [
     ("template render", ("django/template/base.py", "_render")),
     ("session + user", ("annotator/sessions.py", "_get_session_from_db")),
-    ("rating facts", ("annotator/selectors/rating_facts.py", "_read")),
-    ("lease", ("annotator/services/assignment_sql.py", "lease_best_item")),
-    ("submission", ("annotator/services/annotations.py", "annotation_submit")),
-    ("progress strip", ("annotator/selectors/rating_progress.py", "rating_progress")),
-    ("rating form", ("annotator/forms/rating.py", "__init__")),
+    ("rating facts", ("annotator/rating/selectors/facts.py", "_read")),
+    ("lease", ("annotator/rating/services/assignment_sql.py", "lease_best_item")),
+    ("submission", ("annotator/rating/services/annotations.py", "annotation_submit")),
+    ("progress strip", ("annotator/rating/selectors/progress.py", "rating_progress")),
+    ("rating form", ("annotator/rating/forms.py", "__init__")),
     ("CSRF", ("django/middleware/csrf.py", "process_view")),
 ]
 

@@ -11,7 +11,7 @@ from django.db.models import F
 from django.utils import timezone
 
 from annotator.models import Annotation, Batch, Item, Score
-from annotator.services.queue_order import random_key
+from annotator.rating.services.queue_order import random_key
 from hcs.rubric import Rubric
 
 PASSWORD = "correct-horse-battery-staple"

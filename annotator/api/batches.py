@@ -32,7 +32,7 @@ from annotator.api.pagination import (
 from annotator.api.problems import BATCH_CLOSED, INVALID_REQUEST, Problem
 from annotator.api.schemas import ERRORS, JobOut, accepted
 from annotator.models import Batch
-from annotator.selectors.batch_progress import batch_progress
+from annotator.rating.selectors.batch_progress import batch_progress
 from annotator.services.jobs import upload_job_create
 from annotator.uploads.files.checks import MIN_K, rubric_from_data
 from annotator.uploads.files.errors import ImportRefused

@@ -57,7 +57,7 @@ class Batch(models.Model):
         settings.AUTH_USER_MODEL, null=True, blank=True, on_delete=models.SET_NULL, related_name="+"
     )
     created_at = models.DateTimeField(auto_now_add=True)
-    # The queue's order (annotator.services.queue_order): None is file order (batches made before the
+    # The queue's order (annotator.rating.services.queue_order): None is file order (batches made before the
     # random order, and ones made without the batch service); a seed is a random order anyone can redraw.
     order_seed = models.BigIntegerField(
         null=True,
@@ -105,7 +105,7 @@ class Item(models.Model):
     prompt_id = models.CharField(max_length=200, blank=True, default="")
     position = models.PositiveIntegerField(default=0, help_text="Order in the uploaded file.")
     # Where the queue hands the item out (its key in the batch's order): the position in a file-order
-    # batch, a seeded random key otherwise (annotator.services.queue_order). Never rewritten.
+    # batch, a seeded random key otherwise (annotator.rating.services.queue_order). Never rewritten.
     queue_rank = models.PositiveIntegerField(default=0)
     # Handed out before every other item, highest first (a review draw's or a ranked list's items);
     # 0 for the rest, which go closest to completion first.

@@ -150,7 +150,7 @@ class AnnotatorStanding(models.Model):
     def allows_rating(self) -> bool:
         """The standing rule: quality control still lets the annotator rate in the batch (not
         excluded, blocked, screened out, nor failed training). Batch access is another rule
-        (``annotator.selectors.queue.batch_access_q``)."""
+        (``annotator.rating.selectors.queue.batch_access_q``)."""
         return not (
             self.excluded or self.blocked_at or self.screened_out_at or self.training == self.Training.FAILED
         )

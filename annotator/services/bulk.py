@@ -21,7 +21,7 @@ from django_tasks import task
 
 from annotator.db_private import binary_copy_types, copy_rows
 from annotator.models import Batch, Item
-from annotator.services.queue_order import queue_ranks
+from annotator.rating.services.queue_order import queue_ranks
 from annotator.uploads.files.batch_file import OUTPUT_COLUMNS
 from annotator.uploads.files.columns import Frame
 

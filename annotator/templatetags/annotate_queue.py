@@ -2,7 +2,7 @@
 
 from django import template
 
-from annotator.selectors.queue import queue_for_annotator
+from annotator.rating.selectors.queue import queue_for_annotator
 
 register = template.Library()
 

@@ -14,8 +14,8 @@ from django.utils import timezone
 from django.utils.html import escape
 
 from annotator.models import Assignment, Batch, Item, Judge, JudgeScore, PairwiseVerdict
+from annotator.rating.services.assignment import item_next_for_annotator
 from annotator.services.api_tokens import api_token_create
-from annotator.services.assignment import item_next_for_annotator
 from hcs.rubric import Rubric
 from tests.factories import make_annotation, make_batch, make_user
 

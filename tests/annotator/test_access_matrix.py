@@ -22,9 +22,9 @@ from django.urls import URLPattern, URLResolver, get_resolver, resolve, reverse
 
 from annotator import models
 from annotator.models import Annotation, Assignment, Batch
+from annotator.rating.services.assignment import item_next_for_annotator
 from annotator.reports.exports.formats import EXPORT_FORMATS as EXPORTS
 from annotator.services.api_tokens import api_token_create
-from annotator.services.assignment import item_next_for_annotator
 from annotator.studies.services.links import annotators_add, invite_create, study_link_create
 from tests.factories import PASSWORD, make_annotation, make_batch, make_user
 

@@ -4,12 +4,12 @@ import pytest
 from django.core.exceptions import ValidationError
 
 from annotator.models import Annotation, AnnotationRevision, Assignment, Item, Score
-from annotator.services.annotations import (
+from annotator.rating.services.annotations import (
     SubmissionRefused,
     annotation_submit,
     annotation_update,
 )
-from annotator.services.assignment import item_next_for_annotator
+from annotator.rating.services.assignment import item_next_for_annotator
 from tests.factories import make_batch, make_user
 
 pytestmark = pytest.mark.django_db

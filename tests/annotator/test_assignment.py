@@ -8,9 +8,9 @@ from django.test.utils import CaptureQueriesContext
 from django.utils import timezone
 
 from annotator.models import Assignment, Item
-from annotator.services import assignment as assignment_service
-from annotator.services.annotations import annotation_submit
-from annotator.services.assignment import (
+from annotator.rating.services import assignment as assignment_service
+from annotator.rating.services.annotations import annotation_submit
+from annotator.rating.services.assignment import (
     AssignmentError,
     assignment_expire_overdue,
     assignment_release,
@@ -83,7 +83,7 @@ def test_expired_lease_frees_the_slot():
 
 
 def test_late_submit_is_kept_while_a_slot_is_free_and_refused_once_full():
-    from annotator.services.annotations import SubmissionRefused
+    from annotator.rating.services.annotations import SubmissionRefused
 
     batch = make_batch(n_items=1, k=3)
     late, slow, *others = [make_user(f"u{i}") for i in range(4)]

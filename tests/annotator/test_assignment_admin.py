@@ -4,7 +4,7 @@ import pytest
 from django.urls import reverse
 
 from annotator.models import Assignment, Item
-from annotator.services.assignment import item_next_for_annotator
+from annotator.rating.services.assignment import item_next_for_annotator
 from tests.factories import make_annotation, make_batch, make_user
 
 pytestmark = pytest.mark.django_db

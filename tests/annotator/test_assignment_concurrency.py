@@ -13,8 +13,8 @@ import pytest
 from django.db import connections
 
 from annotator.models import Annotation, Assignment, Item, Score
-from annotator.services.annotations import annotation_submit
-from annotator.services.assignment import item_next_for_annotator
+from annotator.rating.services.annotations import annotation_submit
+from annotator.rating.services.assignment import item_next_for_annotator
 from tests.factories import make_batch, make_user
 
 N_THREADS, N_ITEMS, K = 16, 200, 3
@@ -78,8 +78,8 @@ def test_leases_expiring_mid_race_never_overfill_an_item(monkeypatch):
     after their lease ran out. Late ones are kept only while a slot is free."""
     import random
 
-    from annotator.services import assignment as service
-    from annotator.services.annotations import SubmissionRefused
+    from annotator.rating.services import assignment as service
+    from annotator.rating.services.annotations import SubmissionRefused
 
     monkeypatch.setattr(service, "lease_duration", lambda: timedelta(milliseconds=150))
     monkeypatch.setattr(service, "SWEEP_EVERY", timedelta(0))

@@ -12,10 +12,10 @@ import annotator.judges.selectors.judges  # noqa: F401  (registers the judge sec
 from annotator.judges.exports.judges_csv import judges_csv
 from annotator.judges.services.judges import judge_scores_import, pairwise_verdicts_import
 from annotator.models import Annotation, Batch, Judge
+from annotator.rating.services.annotations import annotation_update
 from annotator.reports.exports import csv_tables as report_csv
 from annotator.reports.exports.json_export import report_json
 from annotator.reports.selectors.batch_report import batch_report
-from annotator.services.annotations import annotation_update
 from hcs.judge_output import JudgeScale
 from tests.factories import make_annotation, make_batch, make_user
 

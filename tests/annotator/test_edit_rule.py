@@ -15,8 +15,8 @@ from annotator.quality.services.exclusion import (
     annotator_include,
     annotator_screen_out,
 )
-from annotator.selectors.queue import ratings_final
-from annotator.services.annotations import SubmissionRefused, annotation_update
+from annotator.rating.selectors.queue import ratings_final
+from annotator.rating.services.annotations import SubmissionRefused, annotation_update
 from tests.factories import make_annotation, make_batch, make_user
 
 pytestmark = pytest.mark.django_db

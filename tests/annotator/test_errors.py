@@ -8,7 +8,7 @@ from django.test import Client
 from django.urls import reverse
 
 from annotator.models import Annotation, Score
-from annotator.views import rating
+from annotator.rating.views import rating
 from tests.factories import make_batch, make_user
 
 pytestmark = pytest.mark.django_db
@@ -30,7 +30,7 @@ def annotator_client():
 )
 def test_lost_database_is_503_with_retry_after(annotator_client, error):
     batch = make_batch("b", n_items=2)
-    with mock.patch("annotator.views.rating.rating_next", side_effect=error):
+    with mock.patch("annotator.rating.views.rating.rating_next", side_effect=error):
         response = annotator_client.get(reverse("annotate_next", args=[batch.pk]))
     assert response.status_code == 503 and response["Retry-After"] == "5"
     assert "database is not answering" in response.content.decode()
@@ -42,7 +42,7 @@ def test_lost_database_is_the_503_page_with_debug_on_too(annotator_client, setti
     settings.DEBUG = True
     batch = make_batch("b", n_items=2)
     error = OperationalError("server closed the connection unexpectedly")
-    with mock.patch("annotator.views.rating.rating_next", side_effect=error):
+    with mock.patch("annotator.rating.views.rating.rating_next", side_effect=error):
         response = annotator_client.get(reverse("annotate_next", args=[batch.pk]))
     page = response.content.decode()
     assert response.status_code == 503 and response["Retry-After"] == "5"
@@ -52,7 +52,7 @@ def test_lost_database_is_the_503_page_with_debug_on_too(annotator_client, setti
 def test_other_errors_keep_the_debug_page_with_debug_on(annotator_client, settings):
     settings.DEBUG = True
     batch = make_batch("b", n_items=2)
-    with mock.patch("annotator.views.rating.rating_next", side_effect=ValueError("bug")):
+    with mock.patch("annotator.rating.views.rating.rating_next", side_effect=ValueError("bug")):
         response = annotator_client.get(reverse("annotate_next", args=[batch.pk]))
     assert response.status_code == 500 and "Traceback" in response.content.decode()
 
@@ -88,7 +88,7 @@ def test_a_submit_that_fails_on_the_database_saves_nothing_and_the_resubmit_save
 
 def test_other_errors_stay_500(annotator_client):
     batch = make_batch("b", n_items=2)
-    with mock.patch("annotator.views.rating.rating_next", side_effect=ValueError("bug")):
+    with mock.patch("annotator.rating.views.rating.rating_next", side_effect=ValueError("bug")):
         response = annotator_client.get(reverse("annotate_next", args=[batch.pk]))
     assert response.status_code == 500 and "Retry-After" not in response
     assert "Server error" in response.content.decode()

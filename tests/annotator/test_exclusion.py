@@ -15,8 +15,8 @@ from annotator.quality.services.exclusion import (
     annotator_exclude,
     annotator_include,
 )
-from annotator.services.annotations import SubmissionRefused, annotation_submit
-from annotator.services.assignment import item_next_for_annotator
+from annotator.rating.services.annotations import SubmissionRefused, annotation_submit
+from annotator.rating.services.assignment import item_next_for_annotator
 from tests.factories import make_batch, make_user
 
 SCORES = {"coherence": 4, "relevance": 3, "instruction_following": 4, "safety_compliance": 5, "fluency": 4}

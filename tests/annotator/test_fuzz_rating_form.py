@@ -8,7 +8,7 @@ from hypothesis import event, given
 from hypothesis import strategies as st
 
 from annotator.models import Annotation, AnnotationRevision, Assignment, Item, Score
-from annotator.services.assignment import item_next_for_annotator
+from annotator.rating.services.assignment import item_next_for_annotator
 from tests.annotator.fuzz_support import (
     FORMULAS,
     FUZZ,

@@ -18,7 +18,7 @@ from django.db import connection, transaction
 from django.utils import timezone
 
 from annotator.models import Assignment, Item
-from annotator.services import assignment_sql
+from annotator.rating.services import assignment_sql
 from tests.factories import make_batch, make_user
 
 pytestmark = [
@@ -132,7 +132,7 @@ def test_the_progress_strip_reads_the_annotators_work_in_this_batch_only():
     used to read all of the annotator's assignments in every batch and join them to the items
     (4.8 ms for 10,600 on PostgreSQL); a plain join by the batch's column was then planned as a
     scan of every item in the table."""
-    from annotator.selectors import rating_progress
+    from annotator.rating.selectors import progress as rating_progress
 
     user = make_user("veteran")
     _rate(list(Item.objects.filter(batch=make_batch("last-year", n_items=2000))), user)

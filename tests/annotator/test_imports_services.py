@@ -7,7 +7,7 @@ from django.contrib.auth import get_user_model
 from django.utils import timezone
 
 from annotator.models import Annotation, Assignment, Batch, Item, Score
-from annotator.services.assignment import item_next_for_annotator
+from annotator.rating.services.assignment import item_next_for_annotator
 from annotator.uploads.files.batch_file import parse_batch_file
 from annotator.uploads.files.errors import ImportRefused
 from annotator.uploads.services.annotation_imports import annotations_import_file

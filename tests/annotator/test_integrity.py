@@ -3,8 +3,8 @@
 import pytest
 from django.db import IntegrityError
 
-from annotator.services import assignment
-from annotator.services.assignment import AssignmentError, item_next_for_annotator
+from annotator.rating.services import assignment
+from annotator.rating.services.assignment import AssignmentError, item_next_for_annotator
 from annotator.services.integrity import integrity_message, violated_constraint
 from tests.factories import make_batch, make_user
 

@@ -37,7 +37,7 @@ engines["django"].engine.template_libraries  # every templatetag library is impo
 for path in ("/annotate/1/next/", "/annotate/item/1/submit/", "/annotate/answer/1/submit/", "/reports/1/",
              "/uploads/", "/api/v1/batches"):
     resolve(path)
-assert resolve("/annotate/1/next/").func.__module__ == "annotator.views.rating"
+assert resolve("/annotate/1/next/").func.__module__ == "annotator.rating.views.rating"
 Client().get("/healthz")
 print(json.dumps(sorted(m for m in %r if m in sys.modules)))
 """
@@ -47,7 +47,7 @@ VIEWS_PROBE = """
 import json, sys
 import django
 django.setup()
-import annotator.views.rating, annotator.views.queue, annotator.views.home
+import annotator.rating.views.rating, annotator.rating.views.queue, annotator.views.home
 print(json.dumps(sorted(m for m in %r if m in sys.modules)))
 """
 

@@ -9,10 +9,10 @@ from statsmodels.stats.inter_rater import fleiss_kappa as sm_fleiss_kappa
 
 from annotator.models import Annotation, AnnotatorStanding, GoldItem, Item, QualityRule
 from annotator.quality.services.gold import gold_answer_submit
+from annotator.rating.services.annotations import annotation_submit
+from annotator.rating.services.flow import ENDED_BLOCKED, rating_next
 from annotator.reports.exports.json_export import report_to_dict
 from annotator.reports.selectors.batch_report import batch_report
-from annotator.services.annotations import annotation_submit
-from annotator.services.rating_flow import ENDED_BLOCKED, rating_next
 from tests.factories import make_batch, make_user
 
 pytestmark = pytest.mark.django_db

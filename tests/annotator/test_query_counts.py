@@ -69,7 +69,7 @@ def transactions(ctx) -> int:
 @pytest.fixture(autouse=True)
 def no_expiry_sweep(monkeypatch):
     """The lease expiry sweep adds one query at most every 20 s per process; keep it out of the count."""
-    monkeypatch.setattr("annotator.services.assignment._sweep_due", lambda now: False)
+    monkeypatch.setattr("annotator.rating.services.assignment._sweep_due", lambda now: False)
 
 
 def page_trip_queries(client, batch) -> int:

@@ -2,7 +2,7 @@
 
 import pytest
 
-from annotator.forms.rating import RatingForm
+from annotator.rating.forms import RatingForm
 from hcs.rubric import Rubric
 
 SCORES = {

@@ -10,10 +10,10 @@ import pytest
 from django.urls import reverse
 from django.utils import timezone
 
-from annotator.forms.rating import flag_shortcuts
 from annotator.models import Annotation, Assignment, Batch, Item
-from annotator.selectors.rating_progress import rating_progress
-from annotator.services.assignment import item_next_for_annotator
+from annotator.rating.forms import flag_shortcuts
+from annotator.rating.selectors.progress import rating_progress
+from annotator.rating.services.assignment import item_next_for_annotator
 from hcs.rubric import Rubric
 from tests.factories import make_annotation, make_batch, make_user
 

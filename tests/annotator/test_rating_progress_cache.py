@@ -8,9 +8,9 @@ import pytest
 from django.db import connection
 from django.test.utils import CaptureQueriesContext, override_settings
 
-from annotator.selectors import rating_progress as progress_module
-from annotator.selectors.rating_progress import rating_progress
-from annotator.services.assignment import item_next_for_annotator
+from annotator.rating.selectors import progress as progress_module
+from annotator.rating.selectors.progress import rating_progress
+from annotator.rating.services.assignment import item_next_for_annotator
 from tests.factories import make_annotation, make_batch, make_user
 
 pytestmark = pytest.mark.django_db

@@ -19,11 +19,11 @@ from annotator.models import (
 )
 from annotator.quality.services.adjudication import adjudication_save
 from annotator.quality.services.exclusion import annotator_exclude, annotator_include
+from annotator.rating.services.annotations import annotation_update
 from annotator.reports.selectors import batch_report as reports
 from annotator.reports.selectors.batch_report import batch_report, batch_report_computed
 from annotator.reports.selectors.stored import report_revision
 from annotator.reports.services import storing as report_cache_service
-from annotator.services.annotations import annotation_update
 from tests.factories import PASSWORD, make_annotation, make_batch, make_user
 
 DIMS = ["coherence", "relevance", "instruction_following", "safety_compliance", "fluency"]

@@ -13,7 +13,7 @@ from django.utils import timezone
 
 from annotator.models import AccountScope, AnnotatorStanding, Batch
 from annotator.models.quality import standing_stopped_sql
-from annotator.selectors.queue import batch_access_q, batch_access_sql
+from annotator.rating.selectors.queue import batch_access_q, batch_access_sql
 from tests.factories import make_batch, make_user
 
 pytestmark = pytest.mark.django_db
@@ -110,7 +110,7 @@ def test_the_standing_rule_property_q_and_sql_agree():
 @pytest.mark.parametrize("one_system_per_prompt", [False, True])
 def test_candidate_items_orm_and_sql_select_the_same_items(one_system_per_prompt):
     from annotator.models import Assignment, Item
-    from annotator.services.assignment_sql import _candidates_params, _candidates_sql, candidate_items
+    from annotator.rating.services.assignment_sql import _candidates_params, _candidates_sql, candidate_items
 
     batch = make_batch("candidates", n_items=16, k=3, systems=("a", "b"), constraints=())
     Batch.objects.filter(pk=batch.pk).update(one_system_per_prompt=one_system_per_prompt)

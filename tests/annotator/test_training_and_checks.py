@@ -167,8 +167,8 @@ def test_one_wrong_check_in_four_warns(client):
     ]
     user = make_user("mostly")
     from annotator.quality.services.gold import gold_answer_submit
-    from annotator.services.annotations import annotation_submit
-    from annotator.services.rating_flow import rating_next
+    from annotator.rating.services.annotations import annotation_submit
+    from annotator.rating.services.flow import rating_next
 
     verdicts = []
     for _ in range(8):

@@ -10,7 +10,7 @@ from django.db import OperationalError
 from django.urls import reverse
 
 from annotator.models import Annotation
-from annotator.views import rating
+from annotator.rating.views import rating
 from tests.browser.conftest import htmx_settled, rating_ready, signed_in_context
 from tests.factories import make_batch, make_user
 

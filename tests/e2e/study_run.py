@@ -46,9 +46,9 @@ from django.urls import reverse
 from django.utils import timezone
 
 from annotator.models import Assignment, Batch, Enrolment, GoldAnswer, Item, Job, JudgeCall, QualityRule
+from annotator.rating.services.assignment import assignment_expire_overdue, lease_duration
 from annotator.reports.exports.formats import EXPORT_FORMATS
 from annotator.services.api_tokens import api_token_create
-from annotator.services.assignment import assignment_expire_overdue, lease_duration
 from annotator.studies.prolific import views as prolific_views
 from tests.annotator.studies.prolific_fake import STUDY as PROLIFIC_STUDY
 from tests.annotator.studies.prolific_fake import Fake as FakeProlific

@@ -12,7 +12,7 @@ report says which one it has, one of ``SAMPLES``:
     through the queue besides them pass the ``random_order`` test below on the items not imported.
 ``random_order``
     Every label came through the queue, the batch has a random order (``Batch.order_seed``,
-    ``annotator.services.queue_order``), and the labelled items are a prefix of that order as handed out:
+    ``annotator.rating.services.queue_order``), and the labelled items are a prefix of that order as handed out:
     no item ranked before the last labelled one lacks a label, except items on a live lease and up to
     ``WINDOW`` others (the lease picks at random among the first ``WINDOW`` free items, so the frontier is
     ragged by that much). A hole that someone skipped is never excused: a skip depends on the item's
@@ -38,7 +38,7 @@ from django.utils import timezone
 
 from annotator.counted import counted
 from annotator.models import Annotation, Assignment, Batch, Item
-from annotator.services.assignment_sql import WINDOW
+from annotator.rating.services.assignment_sql import WINDOW
 
 if TYPE_CHECKING:
     import numpy as np

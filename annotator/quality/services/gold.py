@@ -85,7 +85,7 @@ class GoldStep:
 
 @dataclass(frozen=True)
 class GoldCounts:
-    """What gold_pending reads, when the caller read it already (``annotator.selectors.rating_facts``)."""
+    """What gold_pending reads, when the caller read it already (``annotator.rating.selectors.facts``)."""
 
     open_answer_id: int | None  # a gold item shown and not answered yet
     rated: int  # the annotator's annotations in the batch

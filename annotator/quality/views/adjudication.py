@@ -8,7 +8,6 @@ from django.core.exceptions import ValidationError
 from django.shortcuts import get_object_or_404, redirect, render
 from django.views.decorators.http import require_GET, require_http_methods, require_POST
 
-from annotator.forms.rating import RatingForm
 from annotator.models import Adjudication, Batch, GoldItem, Item
 from annotator.quality.selectors.adjudication import (
     adjudication_queue,
@@ -21,6 +20,7 @@ from annotator.quality.services.adjudication import (
     adjudicator_grant,
     adjudicator_revoke,
 )
+from annotator.rating.forms import RatingForm
 from annotator.roles import RESEARCHER, RoleRequired, researcher_required
 
 

@@ -111,7 +111,7 @@ class BatchReport:
     quality: Any = None
     # The arrays the statistics above read (without excluded annotators), for views that read further.
     arrays: ReportArrays | None = field(default=None, repr=False, compare=False)
-    # The seed of the random order the queue hands items out in (annotator.services.queue_order); None:
+    # The seed of the random order the queue hands items out in (annotator.rating.services.queue_order); None:
     # file order. The methods paragraph states it.
     order_seed: int | None = None
 

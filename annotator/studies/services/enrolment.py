@@ -20,7 +20,7 @@ from django.db import IntegrityError, transaction
 from django.utils import timezone
 
 from annotator.models import Assignment, Batch, Enrolment, GoldAnswer
-from annotator.services.assignment import AssignmentError, assignment_release
+from annotator.rating.services.assignment import AssignmentError, assignment_release
 from annotator.studies.selectors import (
     is_scoped,
     is_study_batch,

@@ -17,8 +17,8 @@ from django.views.decorators.http import require_GET, require_http_methods
 from django_htmx.http import HttpResponseClientRedirect
 
 from annotator.models import Batch, Enrolment
+from annotator.rating.selectors.queue import batch_open_to
 from annotator.roles import annotator_required
-from annotator.selectors.queue import batch_open_to
 from annotator.studies.markdown_text import markdown_html
 from annotator.studies.selectors import (
     batch_gives_checks,
@@ -77,7 +77,7 @@ def study_detour(
 ) -> HttpResponse | None:
     """Where the annotator must go before rating in this batch (None: rate); ``enrolment``: theirs
     in the batch, and ``submitted``: their count of annotations in it, when already read
-    (``annotator.selectors.rating_facts``). ``sending``: the request carries a rating, which an
+    (``annotator.rating.selectors.facts``). ``sending``: the request carries a rating, which an
     ended visit does not take; the next page then says it was not saved."""
     gate = study_gate(user=request.user, batch=batch, enrolment=enrolment, submitted=submitted)
     if gate.stage == Stage.RATE:

@@ -26,10 +26,10 @@ from annotator.judges.selectors.sample import (
 from annotator.judges.selectors.validation import judge_ppi
 from annotator.judges.services.review import ranked_queue_first
 from annotator.models import Annotation, Batch, Item, Judge, JudgeScore
+from annotator.rating.services.annotations import annotation_submit
+from annotator.rating.services.assignment import assignment_skip, item_next_for_annotator
+from annotator.rating.services.queue_order import queue_ranks, random_key
 from annotator.reports.selectors.batch_report import batch_report
-from annotator.services.annotations import annotation_submit
-from annotator.services.assignment import assignment_skip, item_next_for_annotator
-from annotator.services.queue_order import queue_ranks, random_key
 from annotator.uploads.services.batches import batch_import_file
 from hcs.rubric import Rubric
 from tests.factories import PASSWORD, make_annotation, make_user

@@ -379,8 +379,8 @@ def test_hostile_draw_bodies_are_problems(api_as, batch, body):
 def test_drawn_items_are_handed_out_before_items_closest_to_completion(batch):
     """The first three items have two of their three labels: before, the queue gave them out first, and a
     worker labelled none of the drawn items."""
-    from annotator.services.annotations import annotation_submit
-    from annotator.services.assignment import item_next_for_annotator
+    from annotator.rating.services.annotations import annotation_submit
+    from annotator.rating.services.assignment import item_next_for_annotator
 
     draw = review_draw_make(batch=batch, budget=8, seed=3)
     drawn = {r.item.item_id for r in draw.rows.select_related("item") if r.drawn and not r.labelled_before}

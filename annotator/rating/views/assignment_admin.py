@@ -5,9 +5,9 @@ from django.shortcuts import get_object_or_404, redirect, render
 from django.views.decorators.http import require_GET, require_POST
 
 from annotator.models import Batch
+from annotator.rating.selectors import assignment_admin as sel
+from annotator.rating.services.assignment import AssignmentError, assignment_release
 from annotator.roles import admin_required
-from annotator.selectors import assignment_admin as sel
-from annotator.services.assignment import AssignmentError, assignment_release
 from annotator.studies.selectors import worker_progress
 
 

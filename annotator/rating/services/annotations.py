@@ -14,10 +14,10 @@ from django.utils import timezone
 from annotator.db_private import CompiledQuery, CompiledWrite, insert_statement, update_statement
 from annotator.hot_sql import hand_written_sql
 from annotator.models import Annotation, AnnotationRevision, Assignment, Item, Score
-from annotator.selectors.queue import ratings_final
+from annotator.rating.selectors.queue import ratings_final
+from annotator.rating.services.assignment_sql import lock_annotator, standing_allows_rating
+from annotator.rating.services.submission_sql import submit_leased
 from annotator.selectors.rows import python_values
-from annotator.services.assignment_sql import lock_annotator, standing_allows_rating
-from annotator.services.submission_sql import submit_leased
 from hcs.rubric import Rubric
 
 MAX_COMMENT = 5000
@@ -65,10 +65,10 @@ def annotation_submit(
     only while the item still has a free slot, so no item ever exceeds k annotations.
 
     On PostgreSQL the common case (the annotator holds the lease) is one statement written by
-    hand (``annotator.services.submission_sql``), its own transaction when no caller opened one.
+    hand (``annotator.rating.services.submission_sql``), its own transaction when no caller opened one.
     Every other case, and every case on SQLite, takes the ORM path in one transaction. Both lock
     the assignment row first, then the item row (the lock order of every writer; see
-    ``annotator.services.assignment``).
+    ``annotator.rating.services.assignment``).
     """
     now = now or timezone.now()
     _check(item.batch.rubric_obj, scores, flags, comment)

@@ -217,7 +217,7 @@ def lease_best_item(
 
     Best: an item put first (``queue_first``, a review draw's), highest first; then most submitted
     annotations, then most live leases (closest to completion), then the batch's order
-    (``queue_rank``, random for a new batch: ``annotator.services.queue_order``), random among the
+    (``queue_rank``, random for a new batch: ``annotator.rating.services.queue_order``), random among the
     first ``WINDOW`` of those. On PostgreSQL the chosen row is taken with FOR UPDATE
     SKIP LOCKED and its slot re-checked, so it is skipped, never overfilled, when another lease
     changed it; the lease is one statement there, committed without waiting for the WAL flush (a

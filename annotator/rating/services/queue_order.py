@@ -1,7 +1,7 @@
 """The order the queue hands a batch's items out in: random for a new batch, from a recorded seed.
 
 Each item's ``queue_rank`` is a key the lease sorts on (after the first tier and closeness to
-completion, ``annotator.services.assignment_sql``). In a batch with a seed the key is a hash of the seed
+completion, ``annotator.rating.services.assignment_sql``). In a batch with a seed the key is a hash of the seed
 and the item id, 31 bits: the same seed gives the same order, anyone can redraw it, and items added later
 fall among the others at random rather than after them, so the items handed out first are a random
 sample of whatever the batch holds when they are handed out. A batch without a seed (one made before

@@ -32,7 +32,7 @@ from annotator.models import (
     GoldAnswer,
     Item,
 )
-from annotator.services.assignment_sql import candidate_items
+from annotator.rating.services.assignment_sql import candidate_items
 from annotator.studies.selectors import counted_annotations
 from annotator.turns import NO_ROLE, is_user, normalise_turns
 

@@ -3,8 +3,8 @@
 from django.shortcuts import render
 from django.views.decorators.http import require_GET
 
+from annotator.rating.selectors.queue import queue_for_annotator
 from annotator.roles import annotator_required
-from annotator.selectors.queue import queue_for_annotator
 
 
 @require_GET

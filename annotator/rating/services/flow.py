@@ -11,8 +11,8 @@ from django.utils import timezone
 from annotator.models import Assignment, Batch, GoldAnswer, QualityRule
 from annotator.quality.selectors.standing import standing_of
 from annotator.quality.services.gold import GoldCounts, gold_pending
-from annotator.selectors.rating_facts import RatingFacts
-from annotator.services.assignment import item_next_for_annotator
+from annotator.rating.selectors.facts import RatingFacts
+from annotator.rating.services.assignment import item_next_for_annotator
 
 ENDED_BLOCKED, ENDED_TRAINING = "blocked", "training"
 
@@ -39,7 +39,7 @@ def rating_next(
     facts: RatingFacts | None = None,
     lease_until: datetime | None = None,
 ) -> NextStep:
-    """``facts``: what the request read about the batch already (``annotator.selectors.rating_facts``):
+    """``facts``: what the request read about the batch already (``annotator.rating.selectors.facts``):
     the annotator's standing, the batch's quality rule and the counts the check schedule needs.
     The lease checks the standing again in its own transaction. ``lease_until``: the end of the
     annotator's study session; a new lease ends then at the latest, so an item a worker cannot

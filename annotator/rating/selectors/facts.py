@@ -9,7 +9,7 @@ on both databases: building its ORM spelling cost more CPU than the rest of the 
 (docs/performance.md, "One SQL dialect").
 
 The standing read here only decides what to show; the lease statement checks it again inside
-its transaction (``annotator.services.assignment_sql``), which is what keeps exclusions exact.
+its transaction (``annotator.rating.services.assignment_sql``), which is what keeps exclusions exact.
 """
 
 from __future__ import annotations
@@ -31,7 +31,7 @@ from annotator.models import (
     QualityRule,
     StudyLink,
 )
-from annotator.selectors.queue import batch_access_sql
+from annotator.rating.selectors.queue import batch_access_sql
 from annotator.selectors.rows import columns, instance_from_row
 
 

@@ -26,7 +26,7 @@ from django.db.models import F
 from django.utils import timezone
 
 from annotator.models import Assignment, Batch, Item
-from annotator.services import assignment_sql as sql
+from annotator.rating.services import assignment_sql as sql
 from annotator.services.integrity import violated_constraint
 
 LEASED = Assignment.State.LEASED

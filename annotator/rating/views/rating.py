@@ -16,16 +16,21 @@ from django.urls import reverse
 from django.utils import timezone
 from django.views.decorators.http import require_GET, require_http_methods, require_POST
 
-from annotator.forms.rating import (
+from annotator.models import GoldItem
+from annotator.quality.selectors.standing import gold_answer_of, training_feedback
+from annotator.quality.services.gold import gold_answer_skip, gold_answer_submit
+from annotator.rating.forms import (
     RatingForm,
     initial_from_annotation,
     stored_checklist_flags,
 )
-from annotator.models import GoldItem
-from annotator.quality.selectors.standing import gold_answer_of, training_feedback
-from annotator.quality.services.gold import gold_answer_skip, gold_answer_submit
-from annotator.roles import annotator_required
-from annotator.selectors.queue import (
+from annotator.rating.selectors.facts import (
+    RatingFacts,
+    rating_facts_for_batch,
+    rating_facts_for_item,
+)
+from annotator.rating.selectors.progress import rating_progress
+from annotator.rating.selectors.queue import (
     annotation_of,
     annotations_of,
     batch_of_own_work,
@@ -34,22 +39,17 @@ from annotator.selectors.queue import (
     holds_live_lease,
     ratings_final,
 )
-from annotator.selectors.rating_facts import (
-    RatingFacts,
-    rating_facts_for_batch,
-    rating_facts_for_item,
-)
-from annotator.selectors.rating_progress import rating_progress
-from annotator.services.annotations import (
+from annotator.rating.services.annotations import (
     SubmissionRefused,
     annotation_submit,
     annotation_update,
 )
-from annotator.services.assignment import (
+from annotator.rating.services.assignment import (
     AssignmentError,
     assignment_skip,
 )
-from annotator.services.rating_flow import ENDED_TRAINING, rating_next
+from annotator.rating.services.flow import ENDED_TRAINING, rating_next
+from annotator.roles import annotator_required
 from annotator.studies.selectors import limits_for, visit_over
 from annotator.studies.views.flow import (
     instructions_html,

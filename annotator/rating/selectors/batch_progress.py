@@ -7,7 +7,7 @@ from dataclasses import dataclass
 from django.db.models import Sum
 
 from annotator.models import Batch, Item
-from annotator.selectors.assignment_admin import item_states
+from annotator.rating.selectors.assignment_admin import item_states
 
 
 @dataclass(frozen=True)

@@ -18,8 +18,8 @@ from django.db.models import Count
 from annotator.db_private import CompiledQuery
 from annotator.hot_sql import hand_written_sql, hot_cursor
 from annotator.models import Assignment, Batch, GoldAnswer, GoldItem, Item
-from annotator.selectors.queue import item_number
-from annotator.services.assignment import lease_duration
+from annotator.rating.selectors.queue import item_number
+from annotator.rating.services.assignment import lease_duration
 
 
 @dataclass(frozen=True)

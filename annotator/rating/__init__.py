@@ -1,0 +1,1 @@
+"""Rating, in one home: the queue, leases, submit, skip, edit and progress."""

@@ -1,0 +1,1 @@
+"""Reads for rating: the queue, a batch's facts, progress and the admin's view of assignment."""

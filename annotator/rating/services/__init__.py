@@ -1,0 +1,1 @@
+"""Writes for rating: assignment and leases, annotations, the order of the queue."""

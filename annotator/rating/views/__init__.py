@@ -1,0 +1,1 @@
+"""The annotator's pages (queue, rating) and the admin's assignment page."""
