@@ -157,7 +157,7 @@ class AnnotatorStanding(models.Model):
 
 
 # The standing rule's other spellings, kept beside the property: ``not allows_rating`` as a Q and
-# as SQL on a standing row aliased ``alias`` (tests/annotator/test_rule_parity.py checks all three).
+# as SQL on a standing row aliased ``alias`` (tests/annotator/rating/test_rule_parity.py checks all three).
 AnnotatorStanding.STOPPED = (
     Q(excluded=True)
     | Q(blocked_at__isnull=False)

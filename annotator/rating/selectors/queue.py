@@ -39,7 +39,7 @@ from annotator.turns import NO_ROLE, is_user, normalise_turns
 
 # The batch-access rule: the batch names no annotators or names this one, and the account is not
 # limited to other batches (a link-made account: AccountScope). Its ORM and SQL spellings are kept
-# side by side; tests/annotator/test_rule_parity.py checks they select the same batches.
+# side by side; tests/annotator/rating/test_rule_parity.py checks they select the same batches.
 def batch_access_q(user, batch: str = "pk") -> Q:
     """The rule as a ``Q`` on a query whose field ``batch`` holds the batch's id."""
     restricted = Batch.annotators.through.objects.filter(batch_id=OuterRef(batch))

@@ -45,7 +45,7 @@ def _candidates_sql(one_system_per_prompt: bool) -> str:
     annotator id (and batch id, annotator id)."""
     # ``NOT EXISTS … OFFSET 0`` keeps "never given" an index probe per candidate, and
     # ``annotator_id + 0`` keeps the planner off the index that leads with the annotator: see
-    # tests/annotator/test_history_cost.py.
+    # tests/annotator/rating/test_history_cost.py.
     item_t, assignment_t = _tables()
     fence = " OFFSET 0" if connection.vendor == "postgresql" else ""
     sql = (
@@ -65,7 +65,7 @@ def _candidates_sql(one_system_per_prompt: bool) -> str:
 def candidate_items(
     *, annotator_id: int, batch_id, k, one_system_per_prompt, free_slot: bool = True
 ) -> QuerySet[Item]:
-    """The ORM spelling of :func:`_candidates_sql`, kept beside it (tests/annotator/test_rule_parity.py
+    """The ORM spelling of :func:`_candidates_sql`, kept beside it (tests/annotator/rating/test_rule_parity.py
     checks they select the same items). ``batch_id``, ``k`` and ``one_system_per_prompt`` are values or
     ``OuterRef`` to a batch query; ``free_slot=False`` also counts items whose open slots are only held
     by others' leases, which may still come free."""

@@ -58,7 +58,9 @@ def test_the_table_lists_the_judge_sections_by_importable_path():
 
 
 @pytest.mark.django_db
-@pytest.mark.parametrize("builder", [extra_section, "tests.annotator.test_report_sections.extra_section"])
+@pytest.mark.parametrize(
+    "builder", [extra_section, "tests.annotator.reports.test_report_sections.extra_section"]
+)
 def test_a_listed_section_is_built_into_the_report_and_its_json(sections, builder):
     sections["extra"] = ReportSection("extra", builder)
     batch = make_batch("sections", n_items=4)

@@ -14,7 +14,7 @@ from annotator.uploads.files.annotation_file import (
 )
 from hcs.rubric import Rubric
 
-ROOT = Path(__file__).resolve().parents[2]
+ROOT = Path(__file__).resolve().parents[3]
 TEMPLATE = ROOT / "templates" / "annotation_template.csv"
 DIMS = "coherence,relevance,instruction_following,safety_compliance,fluency"
 HEADER = f"item_id,annotator,{DIMS},ignores_hard_constraint,major_factual_impossibility,unsafe_suggestion,partial_compliance,comment\n"

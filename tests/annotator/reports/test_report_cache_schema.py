@@ -14,7 +14,7 @@ from annotator.reports.selectors import stored as report_cache
 from annotator.reports.selectors.stored import report_schema_version, schema_classes
 from hcs.agreement import DimensionAgreement
 from tests.annotator.api.conftest import ApiClient, token_for
-from tests.annotator.test_report_cache import rated  # noqa: F401, F811 (the fixture)
+from tests.annotator.reports.test_report_cache import rated  # noqa: F401, F811 (the fixture)
 from tests.factories import PASSWORD, make_user
 
 EXPORTS = ("json", "dimensions.csv", "items.csv")

@@ -27,7 +27,7 @@ from tests.factories import make_annotation, make_batch, make_user
 from tests.hanna import HANNA_HUMAN as HANNA
 
 DIMS = ["coherence", "relevance", "instruction_following", "safety_compliance", "fluency"]
-ROOT = Path(__file__).resolve().parents[2]
+ROOT = Path(__file__).resolve().parents[3]
 
 
 def _fill(batch, table, comments=None):

@@ -17,7 +17,7 @@ from tests.hanna import HANNA_HUMAN as HANNA
 
 pytestmark = [pytest.mark.django_db, pytest.mark.slow]
 
-RUBRIC = Path(__file__).resolve().parents[2] / "fixtures" / "rubrics" / "hanna.json"
+RUBRIC = Path(__file__).resolve().parents[3] / "fixtures" / "rubrics" / "hanna.json"
 
 
 @pytest.fixture(scope="module")

@@ -13,7 +13,7 @@ from annotator.reports.selectors.batch_report import batch_report
 from annotator.studies.planning import JudgePlan
 from tests.factories import make_batch
 
-ROOT = Path(__file__).resolve().parents[2]
+ROOT = Path(__file__).resolve().parents[3]
 # "{n} items" in an f-string, "{{ n }} items" in a template: a count whose noun does not follow it
 PY_COUNT = re.compile(r"\{[^{}\"']+\} items\b")
 TEMPLATE_COUNT = re.compile(r"\{\{[^}]+\}\} items\b")

@@ -7,7 +7,7 @@ from django.urls import reverse
 
 from annotator.models import Batch, Item, Job
 from annotator.uploads import views as uploads
-from tests.annotator.test_uploads_view import GOOD, _post_preview
+from tests.annotator.uploads.test_uploads_view import GOOD, _post_preview
 from tests.factories import upload_storage_at
 
 pytestmark = pytest.mark.django_db

@@ -16,7 +16,7 @@ from annotator.models import Item
 from annotator.uploads import memory
 from tests.factories import upload_storage_at
 
-ROOT = Path(__file__).resolve().parents[2]
+ROOT = Path(__file__).resolve().parents[3]
 FILE = "item_id,prompt,response\n" + "".join(f"i{n},Prompt {n},Answer {n}\n" for n in range(30))
 
 

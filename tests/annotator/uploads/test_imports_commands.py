@@ -12,7 +12,7 @@ from annotator.models import Annotation, Batch, Item, JudgeScore, Score
 from hcs.rubric import Rubric
 
 pytestmark = pytest.mark.django_db
-ROOT = Path(__file__).resolve().parents[2]
+ROOT = Path(__file__).resolve().parents[3]
 
 
 def run(*args) -> str:

@@ -9,7 +9,7 @@ from annotator.uploads.files.errors import RowError
 from annotator.uploads.files.reading import read_table
 from annotator.uploads.files.row_loop import Need, RowLoop
 
-ROOT = Path(__file__).resolve().parents[2]
+ROOT = Path(__file__).resolve().parents[3]
 
 
 def loop_for(text: str, filename: str = "f.csv") -> RowLoop:
