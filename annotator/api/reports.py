@@ -16,7 +16,7 @@ from pydantic import Field
 
 from annotator.api.auth import researchers
 from annotator.api.problems import INVALID_REQUEST, Problem
-from annotator.api.schemas import ERRORS, JobOut, accepted
+from annotator.api.schemas import ERRORS, DimensionAgreementOut, JobOut, accepted
 from annotator.models import Batch
 from annotator.reports.selectors.options import (
     MAX_RESAMPLES,
@@ -40,6 +40,16 @@ class ReportQuery(Schema):
         return ReportOptions(n_resamples=self.resamples, seed=self.seed, epsilon=self.epsilon)
 
 
+# The report's other keys are documented in docs/json-schema.md; its dimensions' in the table of statistics.
+_REPORT_SCHEMA = {
+    "type": "object",
+    "additionalProperties": True,
+    "properties": {
+        "dimensions": {"type": "object", "additionalProperties": DimensionAgreementOut.model_json_schema()}
+    },
+}
+
+
 def report_or_job(request, response: HttpResponse, batch: Batch, query: ReportQuery):
     """The report as a dict, or (202, job) when the batch is large enough for the worker."""
     # The formats table and the JSON builder bring the report's statistics: imported on a report request.
@@ -61,6 +71,7 @@ def report_or_job(request, response: HttpResponse, batch: Batch, query: ReportQu
     auth=researchers,
     url_name="report",
     summary="Agreement report, as the JSON export (researchers)",
+    openapi_extra={"responses": {200: {"content": {"application/json": {"schema": _REPORT_SCHEMA}}}}},
 )
 def report(request, batch_id: int, response: HttpResponse, query: Query[ReportQuery]):
     """Fleiss' κ, Krippendorff's α, Gwet's AC2 with bootstrap CIs per dimension, systems, annotators,

@@ -1,4 +1,5 @@
-"""Shapes shared by several routers: background jobs, row errors, problem details."""
+"""Shapes shared by several routers: background jobs, row errors, problem details, and a dimension of a
+report (generated from the table of agreement statistics)."""
 
 from __future__ import annotations
 
@@ -9,8 +10,10 @@ from django.http import HttpRequest, HttpResponse
 from django.urls import reverse
 from ninja import Schema
 from ninja.responses import Status
+from pydantic import create_model
 
 from annotator.models import Job
+from annotator.reports.statistics import json_types
 
 
 class RowErrorOut(Schema):
@@ -43,6 +46,20 @@ class JobOut(Schema):
     finished_at: datetime | None
     url: str
     result_url: str | None
+
+
+def _dimension_out() -> type[Schema]:
+    """One entry of the report's ``dimensions``: its label, every statistic of
+    ``annotator.reports.statistics.AGREEMENT_STATISTICS`` and the counts, its distribution."""
+    fields: dict[str, Any] = {
+        "label": (str, ...),
+        **{key: (kind, ...) for key, kind in json_types()},
+        "distribution": (dict[str, int], ...),
+    }
+    return create_model("DimensionAgreementOut", __base__=Schema, **fields)
+
+
+DimensionAgreementOut = _dimension_out()
 
 
 ERRORS = {code: ProblemOut for code in (400, 401, 403, 404, 409, 422, 429)}

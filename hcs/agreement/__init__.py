@@ -19,6 +19,7 @@ from __future__ import annotations
 
 from collections.abc import Sequence
 from dataclasses import dataclass
+from typing import Any
 
 import numpy as np
 import numpy.typing as npt
@@ -30,7 +31,9 @@ from hcs.agreement.bootstrap import (
     percentile_interval,
 )
 from hcs.agreement.coefficients import (
+    COEFFICIENTS,
     AgreementError,
+    Coefficient,
     _alpha_batched,
     _coincidence_features,
     _fleiss_batched,
@@ -49,7 +52,9 @@ from hcs.agreement.labels import landis_koch
 from hcs.numbers import finite_or_none
 
 __all__ = [
+    "COEFFICIENTS",
     "AgreementError",
+    "Coefficient",
     "DimensionAgreement",
     "bootstrap_intervals",
     "counts_from_long",
@@ -70,25 +75,32 @@ Interval = tuple[float, float] | None
 
 @dataclass(frozen=True)
 class DimensionAgreement:
-    """Agreement on one dimension. Undefined values are ``None``, never NaN."""
+    """Agreement on one dimension. Undefined values are ``None``, never NaN.
+
+    ``values`` and ``ci95`` hold every coefficient of
+    :data:`~hcs.agreement.coefficients.COEFFICIENTS` by name; each is also an attribute:
+    ``result.gwet_ac2`` and ``result.gwet_ac2_ci95``.
+    """
 
     n_items: int  # items with at least one rating
     n_ratings: int
     n_items_pairable: int  # items with at least two ratings (α, AC2, % agreement)
-    fleiss_kappa: float | None
-    fleiss_kappa_ci95: Interval
     fleiss_label: str
     fleiss_items_used: int  # items with at least k ratings, first k taken
     fleiss_items_left_out: int
-    alpha_ordinal: float | None
-    alpha_ordinal_ci95: Interval
-    alpha_interval: float | None
-    alpha_interval_ci95: Interval
-    gwet_ac2: float | None
-    gwet_ac2_ci95: Interval
-    percent_agreement: float | None  # 0–100, exact
-    percent_within_one: float | None  # 0–100, scores at most one level apart
     distribution: tuple[int, ...]  # ratings per category
+    values: dict[str, float | None]  # by coefficient name; percentages are 0–100
+    ci95: dict[str, Interval]
+
+    def __getattr__(self, name: str) -> Any:
+        # Only called for names that are not fields: a coefficient's value or interval.
+        if name.startswith("__") or name in ("values", "ci95"):
+            raise AttributeError(name)
+        if name.endswith("_ci95") and name[: -len("_ci95")] in self.ci95:
+            return self.ci95[name[: -len("_ci95")]]
+        if name in self.values:
+            return self.values[name]
+        raise AttributeError(f"{type(self).__name__!r} has no coefficient or field {name!r}")
 
 
 def counts_from_long(
@@ -276,6 +288,7 @@ def dimension_agreement(
     k: int,
     n_resamples: int = DEFAULT_RESAMPLES,
     seed: int = DEFAULT_SEED,
+    coefficients: Sequence[Coefficient] = COEFFICIENTS,
 ) -> DimensionAgreement:
     """Every coefficient for one dimension, with 95 % bootstrap intervals.
 
@@ -294,13 +307,15 @@ def dimension_agreement(
         Bootstrap resamples; 0 skips the intervals.
     seed : int
         Seed of the resampling (see the seed rule in :mod:`hcs.agreement.bootstrap`).
+    coefficients : sequence of Coefficient
+        What to compute; by default every one of :data:`~hcs.agreement.coefficients.COEFFICIENTS`.
 
     Returns
     -------
     DimensionAgreement
         Fleiss' κ with its Landis–Koch label, Krippendorff's α (ordinal and interval), Gwet's AC2,
-        percent agreement (exact and within one level), each interval by the percentile rule;
-        undefined values are ``None``.
+        percent agreement (exact and within one level) and every further coefficient of the table,
+        each interval by the percentile rule; undefined values are ``None``.
 
     References
     ----------
@@ -309,52 +324,62 @@ def dimension_agreement(
     measurement of observer agreement for categorical data. *Biometrics* 33(1), 159–174.
     Efron and Tibshirani (1993) for the percentile bootstrap.
     """
+    tables = _tables(counts, fleiss_counts, categories, k)
+    table, fleiss_table = tables["all"], tables["first_k"]
+    values = {
+        c.name: _safe(c.point, tables[c.rows], categories) if len(tables[c.rows]) else None
+        for c in coefficients
+    }
+    ci95 = _intervals(tables, categories, coefficients, values, n_resamples=n_resamples, seed=seed)
+    return DimensionAgreement(
+        n_items=len(table),
+        n_ratings=int(table.sum()),
+        n_items_pairable=int((table.sum(axis=1) >= 2).sum()),
+        fleiss_label=landis_koch(values.get("fleiss_kappa")),
+        fleiss_items_used=len(fleiss_table),
+        fleiss_items_left_out=len(table) - len(fleiss_table),
+        distribution=tuple(int(x) for x in table.sum(axis=0)) if len(table) else (0,) * len(categories),
+        values=values,
+        ci95=ci95,
+    )
+
+
+def _tables(
+    counts: npt.ArrayLike, fleiss_counts: npt.ArrayLike, categories: Sequence[int], k: int
+) -> dict[str, npt.NDArray[np.int64]]:
+    """The two count tables a coefficient reads, by ``Coefficient.rows``: every rated item, and the
+    first k ratings of the items rated at least k times."""
     table = np.asarray(counts, dtype=np.int64).reshape(-1, len(categories))
     table = table[table.sum(axis=1) > 0]
     fleiss_table = np.asarray(fleiss_counts, dtype=np.int64).reshape(-1, len(categories))
     if len(fleiss_table) and (fleiss_table.sum(axis=1) != k).any():
         raise AgreementError(f"every row of fleiss_counts must hold exactly k={k} ratings")
-    pairable = int((table.sum(axis=1) >= 2).sum())
+    return {"all": table, "first_k": fleiss_table}
 
-    kappa = _safe(fleiss_kappa, fleiss_table) if len(fleiss_table) else None
-    alpha_ord = _safe(krippendorff_alpha, table, categories, "ordinal")
-    alpha_int = _safe(krippendorff_alpha, table, categories, "interval")
-    ac2 = _safe(gwet_ac2, table, categories, "ordinal")
-    exact = _safe(percent_agreement, table, 0)
-    within = _safe(percent_agreement, table, 1)
 
-    kappa_ci = alpha_ord_ci = alpha_int_ci = ac2_ci = None
-    if n_resamples > 0:
-        full = Resamples.draw(table, n_resamples=n_resamples, seed=seed) if pairable else None
-        # When every item has exactly k ratings, κ uses the same items: the same draw serves both.
-        same = full is not None and fleiss_table.shape == table.shape and np.array_equal(fleiss_table, table)
-        if kappa is not None:
-            boot = fleiss_bootstrap(
-                fleiss_table, n_resamples=n_resamples, seed=seed, resamples=full if same else None
-            )
-            kappa_ci = percentile_interval(boot)
-        if full is not None:
-            boot = bootstrap_intervals(table, categories, resamples=full)
-            alpha_ord_ci = percentile_interval(boot["alpha_ordinal"]) if alpha_ord is not None else None
-            alpha_int_ci = percentile_interval(boot["alpha_interval"]) if alpha_int is not None else None
-            ac2_ci = percentile_interval(boot["gwet_ac2"]) if ac2 is not None else None
-
-    return DimensionAgreement(
-        n_items=len(table),
-        n_ratings=int(table.sum()),
-        n_items_pairable=pairable,
-        fleiss_kappa=kappa,
-        fleiss_kappa_ci95=kappa_ci,
-        fleiss_label=landis_koch(kappa),
-        fleiss_items_used=len(fleiss_table),
-        fleiss_items_left_out=len(table) - len(fleiss_table),
-        alpha_ordinal=alpha_ord,
-        alpha_ordinal_ci95=alpha_ord_ci,
-        alpha_interval=alpha_int,
-        alpha_interval_ci95=alpha_int_ci,
-        gwet_ac2=ac2,
-        gwet_ac2_ci95=ac2_ci,
-        percent_agreement=exact,
-        percent_within_one=within,
-        distribution=tuple(int(x) for x in table.sum(axis=0)) if len(table) else (0,) * len(categories),
-    )
+def _intervals(
+    tables: dict[str, npt.NDArray[np.int64]],
+    categories: Sequence[int],
+    coefficients: Sequence[Coefficient],
+    values: dict[str, float | None],
+    *,
+    n_resamples: int,
+    seed: int,
+) -> dict[str, Interval]:
+    """The percentile interval of each defined coefficient that has a bootstrap, from one draw per
+    table (both tables the same draw when every item has exactly k ratings)."""
+    ci95: dict[str, Interval] = {c.name: None for c in coefficients}
+    wanted = [c for c in coefficients if c.resampled is not None and values[c.name] is not None]
+    if n_resamples <= 0 or not wanted:
+        return ci95
+    table, fleiss_table = tables["all"], tables["first_k"]
+    pairable = bool((table.sum(axis=1) >= 2).any())
+    full = Resamples.draw(table, n_resamples=n_resamples, seed=seed) if pairable else None
+    same = full is not None and fleiss_table.shape == table.shape and np.array_equal(fleiss_table, table)
+    draws: dict[str, Resamples | None] = {"all": full, "first_k": full if same else None}
+    for c in wanted:
+        if draws[c.rows] is None and c.rows == "first_k":
+            draws["first_k"] = Resamples.draw(tables["first_k"], n_resamples=n_resamples, seed=seed)
+        draw = draws[c.rows]
+        ci95[c.name] = percentile_interval(c.resampled(draw, categories)) if draw is not None else None
+    return ci95

@@ -44,10 +44,15 @@ ordinal weights AC2 0.899 with pa 0.968 and pe 0.685:
 from __future__ import annotations
 
 import warnings
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
+from dataclasses import dataclass
+from typing import TYPE_CHECKING
 
 import numpy as np
 import numpy.typing as npt
+
+if TYPE_CHECKING:
+    from hcs.agreement.bootstrap import Resamples
 
 Counts = npt.NDArray[np.int64]
 
@@ -408,3 +413,57 @@ def _gwet_batched(weights: npt.NDArray, features: npt.NDArray, w: npt.NDArray) -
         pi = sums[:, 3:] / sums[:, 2][:, None]
         pe = w.sum() * (pi * (1 - pi)).sum(axis=1) / (q * (q - 1))
         return (pa - pe) / (1 - pe)
+
+
+def _fleiss_resampled(resamples: Resamples, categories: Sequence[float]) -> npt.NDArray[np.float64]:
+    if len(resamples.patterns) == 0:
+        return np.zeros(0)
+    m = int(resamples.patterns[0].sum())
+    return _fleiss_batched(resamples.multiplicity, _fleiss_features(resamples.patterns), m)
+
+
+def _alpha_resampled(level: str) -> Callable[[Resamples, Sequence[float]], npt.NDArray[np.float64]]:
+    def resampled(resamples: Resamples, categories: Sequence[float]) -> npt.NDArray[np.float64]:
+        features = _coincidence_features(resamples.patterns)
+        return _alpha_batched(resamples.multiplicity, features, categories, level)
+
+    return resampled
+
+
+def _gwet_resampled(resamples: Resamples, categories: Sequence[float]) -> npt.NDArray[np.float64]:
+    w = weight_matrix(categories, "ordinal")
+    return _gwet_batched(resamples.multiplicity, _gwet_features(resamples.patterns, w), w)
+
+
+# ---------------------------------------------------------------- the table of coefficients
+@dataclass(frozen=True)
+class Coefficient:
+    """One coefficient :func:`hcs.agreement.dimension_agreement` computes for a dimension.
+
+    ``point(table, categories)`` is the estimate (raising :class:`AgreementError` where undefined);
+    ``resampled(resamples, categories)`` its value on each bootstrap resample (None: no interval).
+    ``rows`` says which count table it reads: ``"all"`` every rating, ``"first_k"`` the first k
+    ratings of the items rated at least k times (Fleiss' κ, which needs the same n on every item).
+    """
+
+    name: str
+    point: Callable[[npt.NDArray[np.int64], Sequence[float]], float]
+    resampled: Callable[[Resamples, Sequence[float]], npt.NDArray[np.float64]] | None = None
+    rows: str = "all"
+
+
+# Every coefficient of a dimension, in the order the report lists them. A new coefficient is a
+# function above and one row here; DimensionAgreement then carries it as ``result.<name>`` and
+# ``result.<name>_ci95``.
+COEFFICIENTS: tuple[Coefficient, ...] = (
+    Coefficient("fleiss_kappa", lambda t, _c: fleiss_kappa(t), _fleiss_resampled, rows="first_k"),
+    Coefficient(
+        "alpha_ordinal", lambda t, c: krippendorff_alpha(t, c, "ordinal"), _alpha_resampled("ordinal")
+    ),
+    Coefficient(
+        "alpha_interval", lambda t, c: krippendorff_alpha(t, c, "interval"), _alpha_resampled("interval")
+    ),
+    Coefficient("gwet_ac2", lambda t, c: gwet_ac2(t, c, "ordinal"), _gwet_resampled),
+    Coefficient("percent_agreement", lambda t, _c: percent_agreement(t, 0)),
+    Coefficient("percent_within_one", lambda t, _c: percent_agreement(t, 1)),
+)

@@ -18,6 +18,7 @@ from annotator.reports.exports.csv_safe import (
     csv_lines,
 )
 from annotator.reports.selectors.rows import annotation_records
+from annotator.reports.statistics import csv_cells, csv_columns
 from annotator.uploads.files.annotation_template import (
     EXCLUDED,
     format_constraints_met,
@@ -27,30 +28,8 @@ from annotator.uploads.files.annotation_template import (
 if TYPE_CHECKING:  # the agreement report (numpy, scipy) is needed by its two tables only, as an argument
     from annotator.reports.selectors.batch_report import BatchReport
 
-DIMENSION_COLUMNS = [
-    "dimension",
-    "label",
-    "fleiss_kappa",
-    "fleiss_kappa_ci95_low",
-    "fleiss_kappa_ci95_high",
-    "fleiss_kappa_label",
-    "fleiss_items_used",
-    "fleiss_items_left_out",
-    "krippendorff_alpha_ordinal",
-    "krippendorff_alpha_ordinal_ci95_low",
-    "krippendorff_alpha_ordinal_ci95_high",
-    "krippendorff_alpha_interval",
-    "krippendorff_alpha_interval_ci95_low",
-    "krippendorff_alpha_interval_ci95_high",
-    "gwet_ac2",
-    "gwet_ac2_ci95_low",
-    "gwet_ac2_ci95_high",
-    "percent_agreement",
-    "percent_agreement_within_1",
-    "n_items",
-    "n_items_pairable",
-    "n_ratings",
-]
+# The agreement statistics' columns come from their table (annotator.reports.statistics).
+DIMENSION_COLUMNS = ["dimension", "label", *csv_columns()]
 ITEMS_COLUMNS = ["item_id", "system_id", "n_annotations", "overall_hcs_mean", "overall_hcs_sd"]
 SCORES_COLUMNS = [
     "item_id",
@@ -67,36 +46,8 @@ SCORES_COLUMNS = [
 EXCLUDED_CELL = {False: "false", True: "true"}
 
 
-def _lo_hi(ci):
-    return (None, None) if ci is None else ci
-
-
 def dimensions_csv(report: BatchReport) -> Iterator[str]:
-    rows = []
-    for row in report.dimensions:
-        a = row.agreement
-        rows.append(
-            [
-                row.key,
-                row.label,
-                a.fleiss_kappa,
-                *_lo_hi(a.fleiss_kappa_ci95),
-                a.fleiss_label,
-                a.fleiss_items_used,
-                a.fleiss_items_left_out,
-                a.alpha_ordinal,
-                *_lo_hi(a.alpha_ordinal_ci95),
-                a.alpha_interval,
-                *_lo_hi(a.alpha_interval_ci95),
-                a.gwet_ac2,
-                *_lo_hi(a.gwet_ac2_ci95),
-                a.percent_agreement,
-                a.percent_within_one,
-                a.n_items,
-                a.n_items_pairable,
-                a.n_ratings,
-            ]
-        )
+    rows = [[row.key, row.label, *csv_cells(row.agreement)] for row in report.dimensions]
     return csv_lines(DIMENSION_COLUMNS, rows)
 
 

@@ -19,6 +19,7 @@ from annotator.plots import distribution_svg
 from annotator.quality.report_block import quality_context
 from annotator.reports.exports.methods import methods_paragraph
 from annotator.reports.selectors.batch_report import BatchReport
+from annotator.reports.statistics import page_cells, page_columns
 from hcs.quality_rules import MIN_SHARED_ITEMS
 
 CSS_FILES = ("css/app.css", "css/report.css")
@@ -52,6 +53,10 @@ def report_context(report: BatchReport, *, links: bool = True, sort: str = "") -
     ]
     return {
         "report": report,
+        "agreement_columns": page_columns(),
+        "agreement_rows": [
+            {"label": row.label, "cells": page_cells(row.agreement)} for row in report.dimensions
+        ],
         "plots": plots,
         "annotators": annotators,
         "dimension_abbreviations": [d.abbreviation or d.label for d in dims],

@@ -13,6 +13,7 @@ from annotator.reports.exports.methods import methods_paragraph
 from annotator.reports.selectors.annotation_facts import annotation_facts
 from annotator.reports.selectors.batch_report import BatchReport
 from annotator.reports.selectors.sections import REPORT_SECTIONS
+from annotator.reports.statistics import json_values
 from hcs.numbers import finite_or_none
 
 SCHEMA_VERSION = 1
@@ -40,30 +41,16 @@ def clean(value: Any) -> Any:
 
 
 def _dimensions(rows, levels: list[str]) -> dict[str, Any]:
-    dimensions = {}
-    for row in rows:
-        a = row.agreement
-        dimensions[row.key] = {
+    """Per dimension: its label, the statistics of ``AGREEMENT_STATISTICS`` and the counts, the
+    distribution of its ratings."""
+    return {
+        row.key: {
             "label": row.label,
-            "fleiss_kappa": finite_or_none(a.fleiss_kappa),
-            "fleiss_kappa_ci95": _ci(a.fleiss_kappa_ci95),
-            "fleiss_kappa_label": a.fleiss_label or None,
-            "fleiss_items_used": a.fleiss_items_used,
-            "fleiss_items_left_out": a.fleiss_items_left_out,
-            "krippendorff_alpha_ordinal": finite_or_none(a.alpha_ordinal),
-            "krippendorff_alpha_ordinal_ci95": _ci(a.alpha_ordinal_ci95),
-            "krippendorff_alpha_interval": finite_or_none(a.alpha_interval),
-            "krippendorff_alpha_interval_ci95": _ci(a.alpha_interval_ci95),
-            "gwet_ac2": finite_or_none(a.gwet_ac2),
-            "gwet_ac2_ci95": _ci(a.gwet_ac2_ci95),
-            "percent_agreement": finite_or_none(a.percent_agreement),
-            "percent_agreement_within_1": finite_or_none(a.percent_within_one),
-            "n_items": a.n_items,
-            "n_items_pairable": a.n_items_pairable,
-            "n_ratings": a.n_ratings,
-            "distribution": dict(zip(levels, a.distribution)),
+            **json_values(row.agreement),
+            "distribution": dict(zip(levels, row.agreement.distribution)),
         }
-    return dimensions
+        for row in rows
+    }
 
 
 def _annotator_quality(report: BatchReport, name: str) -> dict[str, Any]:

@@ -7,6 +7,7 @@ from __future__ import annotations
 from annotator.counted import counted
 from annotator.quality.services.exclusion import BLOCK_RULE, RESEARCHER
 from annotator.reports.selectors.batch_report import BatchReport
+from annotator.reports.statistics import methods_clauses, methods_figures
 
 
 def _excluded(report: BatchReport) -> list:
@@ -70,9 +71,7 @@ def methods_paragraph(report: BatchReport) -> str:
     outliers = sum(a.outlier for a in kept)
     left_out = max((row.agreement.fleiss_items_left_out for row in report.dimensions), default=0)
     per_dimension = "; ".join(
-        f"{row.label}: κ = {_value(row.agreement.fleiss_kappa, row.agreement.fleiss_kappa_ci95)}, "
-        f"α = {_value(row.agreement.alpha_ordinal, row.agreement.alpha_ordinal_ci95)}"
-        for row in report.dimensions
+        f"{row.label}: {methods_figures(row.agreement, _value)}" for row in report.dimensions
     )
     rubric = report.rubric
     if report.n_annotations == 0:
@@ -90,9 +89,7 @@ def methods_paragraph(report: BatchReport) -> str:
         f"items ({report.n_annotations} annotations) on the {len(rubric.dimensions)}-dimension {rubric.title} "
         f"rubric (version {rubric.version}, scale {rubric.scale_min}–{rubric.scale_max}), with k = {report.k} "
         f"independent annotations planned per item. {_order(report)} "
-        f"Fleiss' κ was computed on the items with at least k ratings, using the first k by submission time "
-        f"({fewer}); Krippendorff's α "
-        f"(ordinal) used every rating. {_exclusion_policy(excluded, outliers)}"
+        f"{methods_clauses(fewer)}. {_exclusion_policy(excluded, outliers)}"
         + ". 95% confidence intervals are percentile bootstrap intervals over items "
         f"({report.n_resamples} resamples, seed {report.seed}). "
         f"Agreement per dimension: {per_dimension}."

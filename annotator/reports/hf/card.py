@@ -21,6 +21,7 @@ from annotator.models import AccountScope, Batch, Enrolment, GoldItem, InviteLin
 from annotator.quality.selectors.standing import quality_rule_of
 from annotator.reports.exports.methods import methods_paragraph
 from annotator.reports.hf.parts import HF_CARD_SECTIONS, HF_PARTS
+from annotator.reports.statistics import card_cells, card_headers
 from hcs.datasets import config_path
 
 if TYPE_CHECKING:
@@ -104,19 +105,11 @@ def _front_matter(batch: Batch, rows: dict[str, int]) -> str:
 
 
 def _agreement_table(report: BatchReport) -> list[str]:
-    out = [
-        "| Dimension | Fleiss' κ [95% CI] | Krippendorff's α ordinal [95% CI] | α interval [95% CI] "
-        "| Gwet's AC2 [95% CI] | Items | Ratings |",
-        "|---|---|---|---|---|---|---|",
-    ]
+    headers = ["Dimension", *card_headers()]
+    out = ["| " + " | ".join(headers) + " |", "|" + "---|" * len(headers)]
     for row in report.dimensions:
-        a = row.agreement
-        out.append(
-            f"| {cell(row.label)} (`{row.key}`) | {with_ci(a.fleiss_kappa, a.fleiss_kappa_ci95)} "
-            f"| {with_ci(a.alpha_ordinal, a.alpha_ordinal_ci95)} "
-            f"| {with_ci(a.alpha_interval, a.alpha_interval_ci95)} "
-            f"| {with_ci(a.gwet_ac2, a.gwet_ac2_ci95)} | {a.n_items} | {a.n_ratings} |"
-        )
+        cells = [f"{cell(row.label)} (`{row.key}`)", *card_cells(row.agreement, with_ci)]
+        out.append("| " + " | ".join(cells) + " |")
     return out
 
 
@@ -230,20 +223,33 @@ def dataset_card(
     rater_names: bool,
 ) -> str:
     """The whole README.md. ``raters``: {user pk: the id the dataset gives them}."""
-    from annotator.reports.hf.rows import usernames
-
-    names = (
-        {} if rater_names else {u: raters[pk] for pk, u in usernames(pks=list(raters)).items() if len(u) > 2}
-    )
-    rubric = report.rubric
-    privacy = (
-        "Raters are named by their usernames in this app (`--rater-names`)."
-        if rater_names
-        else "`rater` is a pseudonym: stable within this batch, different in other batches, and not derivable "
-        "from a username or crowd-platform id without the server's secret key."
-    )
     parts = [
         _front_matter(batch, rows),
+        *_introduction(batch, report, rows),
+        "## Methods",
+        "",
+        methods_paragraph(report),
+        "",
+        "## Agreement",
+        "",
+        f"Values to {DECIMALS} decimals; the JSON report of the app carries them in full precision. "
+        f"95% percentile bootstrap intervals over items ({report.n_resamples} resamples, seed {report.seed}); "
+        f"{UNDEFINED} where a value is undefined.",
+        "",
+        *_agreement_table(report),
+        "",
+        *chain.from_iterable(
+            (f"## {section.heading}", "", *section.lines_of(report), "") for section in HF_CARD_SECTIONS
+        ),
+        *_data_statement(batch, raters, exclusions, rater_names),
+    ]
+    return "\n".join(parts)
+
+
+def _introduction(batch: Batch, report: BatchReport, rows: dict[str, int]) -> list[str]:
+    """The title, what the dataset holds, its configs and how to load them."""
+    rubric = report.rubric
+    return [
         f"# {cell(batch.name)}",
         "",
         f"Human ratings of LLM outputs on the {cell(rubric.title)} rubric (version {cell(rubric.version)}, "
@@ -265,21 +271,25 @@ def dataset_card(
         "`hcs.datasets.load(folder)` reads the folder back into the arrays `hcs.agreement` takes and "
         "recomputes the table below exactly.",
         "",
-        "## Methods",
-        "",
-        methods_paragraph(report),
-        "",
-        "## Agreement",
-        "",
-        f"Values to {DECIMALS} decimals; the JSON report of the app carries them in full precision. "
-        f"95% percentile bootstrap intervals over items ({report.n_resamples} resamples, seed {report.seed}); "
-        f"{UNDEFINED} where a value is undefined.",
-        "",
-        *_agreement_table(report),
-        "",
-        *chain.from_iterable(
-            (f"## {section.heading}", "", *section.lines_of(report), "") for section in HF_CARD_SECTIONS
-        ),
+    ]
+
+
+def _data_statement(
+    batch: Batch, raters: dict[int, str], exclusions: dict[int, tuple[str, str]], rater_names: bool
+) -> list[str]:
+    """Raters and recruitment, payment, quality control and exclusions."""
+    from annotator.reports.hf.rows import usernames
+
+    names = (
+        {} if rater_names else {u: raters[pk] for pk, u in usernames(pks=list(raters)).items() if len(u) > 2}
+    )
+    privacy = (
+        "Raters are named by their usernames in this app (`--rater-names`)."
+        if rater_names
+        else "`rater` is a pseudonym: stable within this batch, different in other batches, and not derivable "
+        "from a username or crowd-platform id without the server's secret key."
+    )
+    return [
         "## Data statement",
         "",
         "### Raters and recruitment",
@@ -302,4 +312,3 @@ def dataset_card(
         *_exclusions(exclusions, raters, names),
         "",
     ]
-    return "\n".join(parts)

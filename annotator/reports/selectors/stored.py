@@ -143,9 +143,13 @@ def _schema_roots() -> list[Any]:
 
 @functools.cache
 def report_schema_version() -> str:
-    """A digest of the fields of every class a stored report is made of: adding, removing, renaming or
-    retyping a field changes it, with nobody to remember a number to bump."""
-    text = json.dumps(schema_classes(_schema_roots()), sort_keys=True)
+    """A digest of the fields of every class a stored report is made of and of the table of agreement
+    statistics: adding, removing, renaming or retyping a field, or changing a statistic, changes it, with
+    nobody to remember a number to bump."""
+    from annotator.reports.statistics import statistics_digest
+
+    shape = {"classes": schema_classes(_schema_roots()), "statistics": statistics_digest()}
+    text = json.dumps(shape, sort_keys=True)
     return hashlib.sha256(text.encode()).hexdigest()[:16]
 
 

@@ -83,10 +83,10 @@ def test_a_new_field_in_a_statistics_class_changes_the_stored_key(monkeypatch):
 
 
 def _without_a_field(value):
-    """What an earlier release pickled: every DimensionAgreement without ``percent_within_one`` (a field
+    """What an earlier release pickled: every DimensionAgreement without ``n_items_pairable`` (a field
     that release's class did not have)."""
     if isinstance(value, DimensionAgreement):
-        object.__delattr__(value, "percent_within_one")
+        object.__delattr__(value, "n_items_pairable")
     elif isinstance(value, reports.BatchReport):
         for row in value.dimensions:
             _without_a_field(row.agreement)
