@@ -120,6 +120,19 @@ AGREEMENT_STATISTICS: tuple[Statistic, ...] = (
         reference="Gwet, K. L. (2014). Handbook of Inter-Rater Reliability, 4th ed. Advanced Analytics.",
     ),
     Statistic(
+        key="brennan_prediger_kappa",
+        coefficient="brennan_prediger",
+        function="hcs.agreement.coefficients.brennan_prediger",
+        page="Brennan–Prediger κ",
+        decimals=3,
+        card="Brennan–Prediger κ",
+        symbol="κ_BP",
+        methods="Brennan and Prediger's κ_BP (nominal, chance agreement 1/q on the q-point scale) used "
+        "every rating",
+        reference="Brennan, R. L. and Prediger, D. J. (1981). Coefficient kappa: some uses, misuses, and "
+        "alternatives. Educational and Psychological Measurement 41(3), 687–699.",
+    ),
+    Statistic(
         key="percent_agreement",
         coefficient="percent_agreement",
         function="hcs.agreement.coefficients.percent_agreement",

@@ -28,11 +28,13 @@ from hcs.agreement import (
 from hcs.agreement.bootstrap import Resamples, percentile_interval
 from hcs.agreement.coefficients import (
     _alpha_batched,
+    _bp_resampled,
     _coincidence_features,
     _fleiss_batched,
     _fleiss_features,
     _gwet_batched,
     _gwet_features,
+    brennan_prediger,
 )
 from hcs.agreement.examples import FLEISS_1971_DIAGNOSES, KRIPPENDORFF_2011_RELIABILITY
 from tests.hanna import HANNA_HUMAN as HANNA
@@ -316,3 +318,57 @@ def test_unique_rows_equals_numpy_unique():
     patterns, freq = unique_rows(table)
     expected_patterns, expected_freq = np.unique(table, axis=0, return_counts=True)
     assert (patterns == expected_patterns).all() and (freq == expected_freq).all()
+
+
+# ------------------------------------------------------------------ Brennan–Prediger κ
+def _irrcac_bp(counts, categories=FIVE):
+    rated = np.asarray(counts)[np.asarray(counts).sum(axis=1) > 0]
+    cac = CAC(pd.DataFrame(ratings_from_counts(rated, categories)), weights="identity", categories=categories)
+    return cac.bp()["est"]["coefficient_value"]
+
+
+def test_brennan_prediger_on_krippendorff_2011_equals_irrcac():
+    counts = counts_from_ratings(KRIPPENDORFF_2011_RELIABILITY.T, FIVE)  # unequal ratings per item
+    assert brennan_prediger(counts, FIVE) == pytest.approx(0.7727272727, abs=1e-9)
+    assert brennan_prediger(counts, FIVE) == pytest.approx(_irrcac_bp(counts), abs=1e-4)  # irrCAC rounds to 4
+
+
+def test_brennan_prediger_equals_statsmodels_randolph_on_fleiss_1971():
+    counts = counts_from_ratings(FLEISS_1971_DIAGNOSES, FIVE)
+    assert brennan_prediger(counts, FIVE) == pytest.approx(
+        sm_fleiss_kappa(counts, method="randolph"), abs=1e-12
+    )
+
+
+@settings(max_examples=40, deadline=None)
+@given(
+    st.lists(
+        st.lists(st.integers(0, 3), min_size=5, max_size=5).filter(lambda r: sum(r) > 0),
+        min_size=2,
+        max_size=15,
+    ).filter(lambda rows: any(sum(r) >= 2 for r in rows))
+)
+def test_brennan_prediger_equals_irrcac_on_random_data(rows):
+    counts = np.array(rows)
+    cac = CAC(pd.DataFrame(ratings_from_counts(counts, FIVE)), weights="identity", categories=FIVE, digits=12)
+    assert brennan_prediger(counts, FIVE) == pytest.approx(cac.bp()["est"]["coefficient_value"], abs=1e-9)
+
+
+def test_brennan_prediger_needs_a_pairable_item_and_counts_every_category():
+    with pytest.raises(AgreementError):
+        brennan_prediger([[1, 0, 0, 0, 0], [0, 1, 0, 0, 0]], FIVE)
+    # Chance agreement is 1/q over the whole scale: unused categories still count.
+    assert brennan_prediger([[2, 0], [1, 1]], [1, 2]) == pytest.approx(0.0)
+    assert brennan_prediger([[2, 0, 0], [1, 1, 0]], [1, 2, 3]) == pytest.approx(0.25)
+
+
+def test_brennan_prediger_interval_is_seeded_and_brackets_the_estimate(hanna):
+    counts = counts_from_ratings(next(iter(hanna.values())), FIVE)  # HANNA: 3 raters on every story
+    result = dimension_agreement(counts, counts, FIVE, k=3, n_resamples=300, seed=5)
+    low, high = result.brennan_prediger_ci95
+    assert low <= result.brennan_prediger <= high
+    resamples = Resamples.draw(counts, n_resamples=300, seed=5)
+    each = _bp_resampled(resamples, FIVE)
+    assert (low, high) == percentile_interval(each)
+    first = resamples.patterns.repeat(resamples.multiplicity[0].astype(int), axis=0)
+    assert each[0] == pytest.approx(sm_fleiss_kappa(first, method="randolph"))
