@@ -12,7 +12,9 @@ class ReportCache(models.Model):
     """A pickled report (or report section) of one batch, valid while the batch's revision is unchanged."""
 
     batch = models.ForeignKey(Batch, on_delete=models.CASCADE, related_name="+", db_index=False)
-    revision = models.CharField(max_length=64, help_text="annotator.reports.selectors.stored.report_revision")
+    # The help text keeps the function's first home (now annotator.reports.selectors.stored.report_revision;
+    # annotator/moved.py maps the old path): a changed help text would be a migration of its own.
+    revision = models.CharField(max_length=64, help_text="annotator.selectors.report_cache.report_revision")
     options = models.CharField(max_length=200, help_text="what was computed and with which options")
     payload = models.BinaryField()
     seconds = models.FloatField(help_text="how long computing it took")

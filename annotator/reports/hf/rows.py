@@ -34,7 +34,9 @@ from annotator.reports.selectors.score_packing import Packing
 from annotator.selectors.rows import chunked_cursor, converter
 
 FETCH = 50_000  # annotations per chunk: one pyarrow record batch
-RATER_SALT = "annotator.reports.hf.rater"
+# A salt, not an import path: it stays as the module was named when datasets were first published, so a
+# rater keeps the same pseudonym in every dataset of the same batch, before and after the module moved.
+RATER_SALT = "annotator.exports.hf.rater"
 TIMESTAMP = pa.timestamp("us", tz="UTC")
 SOURCE_NAMES = {Annotation.Source.WEB: "browser", Annotation.Source.IMPORT: "import"}
 

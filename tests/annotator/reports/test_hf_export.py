@@ -144,6 +144,13 @@ def test_pseudonyms_depend_on_the_secret_key(study):
     assert before != after and re.fullmatch(r"rater-[0-9a-f]{16}", before)
 
 
+@override_settings(SECRET_KEY="pinned-secret-key-for-the-pseudonym-test-0123456789")
+def test_pseudonyms_are_those_of_datasets_already_published():
+    # A published dataset's rater ids must stay the same in its next export: the salt is part of the
+    # contract, and stays as it was when the module lived at annotator/exports/hf/rows.py.
+    assert hf_rows.rater_pseudonym(batch_id=7, user_pk=42) == "rater-ab87ac6ac77cb3ac"
+
+
 def test_rater_names_on_request_and_unicode_survives(study, tmp_path):
     batch, raters = study
     export(batch, tmp_path / "ds", "--rater-names")

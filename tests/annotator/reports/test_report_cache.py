@@ -206,6 +206,7 @@ def test_a_large_batch_page_is_computed_by_the_worker_and_then_served(client, ra
     job_run(job_id=str(job.pk))
     job.refresh_from_db()
     assert job.state == Job.DONE
+    assert f'href="{page}"' in client.get(queued.url).content.decode()  # the done job leads back to the page
     with mock.patch.object(reports, "batch_report_computed", side_effect=AssertionError("computed")):
         served = client.get(page)
     assert served.status_code == 200 and b"cached-r0" in served.content
