@@ -23,11 +23,11 @@ The test (:func:`detect_changes`), in two steps after each restart:
    (scaled by the reference's spread, so chosen before monitoring). It alarms when ``R_t ≥ horizon / (α/2)``.
 
 Guarantee. If nothing changes for ``horizon`` windows after the reference, P(an alarm in those windows)
-≤ α: the bound is wrong with probability ≤ α/2; when it is right, ``R_t − t`` is a nonnegative-started
-supermartingale, so ``R_t + (horizon − t)`` is a nonnegative supermartingale starting at ``horizon`` and
-Ville's inequality gives P(max_{t ≤ horizon} R_t ≥ horizon/(α/2)) ≤ α/2. Beyond the horizon the SR
-guarantee still holds: the expected number of windows to a false alarm is at least the threshold
-(Shin et al., 2024, proposition 2.4). A two-sided detector splits α between its directions. After an
+≤ α: the bound is wrong with probability ≤ α/2; when it is right, ``R_t − t`` is a supermartingale
+(E[R_t | past] ≤ R_{t−1} + 1), so ``R_t + (horizon − t)`` is a nonnegative supermartingale starting at ``horizon`` and
+Ville's inequality gives P(max_{t ≤ horizon} R_t ≥ horizon/(α/2)) ≤ α/2. Beyond the horizon, when the
+bound holds, the e-detector guarantee of Shin et al. (2024) remains: the expected number of windows to a
+false alarm is at least the threshold. A two-sided detector splits α between its directions. After an
 alarm the detector restarts: the next ``reference_windows`` windows are the new reference, so one
 change raises one alert.
 
