@@ -122,8 +122,8 @@ def window_statistics(
     judge_scores : array_like, shape (traces,)
         The judge's score of every trace in the window, on the rubric scale (NaN: not scored).
     labelled : array_like of int, shape (labelled,)
-        Positions in ``judge_scores`` of the traces people rated (the hash sample), in the order of
-        ``human``'s rows.
+        Positions in ``judge_scores`` of the traces sampled for people (the hash sample), in the order
+        of ``human``'s rows. A row nobody has rated yet makes its trace unlabelled (as in the report).
     human : array_like, shape (labelled, raters)
         People's scores, NaN where a rater did not rate a trace.
     raters : sequence, optional
@@ -180,8 +180,9 @@ def window_statistics(
     human_mean, h_lo, h_hi = classical_mean_ci(item_mean) if len(item_mean) >= 2 else (math.nan,) * 3
     if len(item_mean) == 1:
         human_mean = float(item_mean[0])
+    # As in the batch report, a scored trace nobody has rated yet (sampled or not) counts as unlabelled.
     others = np.ones(len(judge_all), dtype=bool)
-    others[where] = False
+    others[where[rated]] = False
     ppi = ppi_mean(item_mean, judge_labelled, judge_all[others & scored])
 
     lo, hi = scale

@@ -71,22 +71,25 @@ def test_ppi_per_window_equals_ppi_py():
     assert 0 < w.ppi.lam <= 1
 
 
-def test_unscored_traces_and_unrated_rows_are_left_out():
+def test_unscored_traces_are_left_out_and_unrated_ones_are_unlabelled():
     judge, where, human = _window(seed=5, traces=120, labelled=40)
     judge = judge.copy()
     human = human.copy()
     judge[where[0]] = np.nan  # the judge failed on a sampled trace
     judge[0] = np.nan  # and on an unsampled one
-    human[1] = np.nan  # nobody rated this sampled trace yet
+    human[1] = np.nan  # nobody rated this sampled trace yet: it counts as unlabelled, as in the report
     w = window_statistics(judge, where, human, n_boot=50, n_resamples=0)
     assert w.n_labelled == 38
     assert w.n_traces == 118
     keep = np.ones(40, dtype=bool)
     keep[[0, 1]] = False
-    unlabelled = np.delete(judge, where)
-    assert w.ppi == ppi_mean(
+    unlabelled = np.append(np.delete(judge, where), judge[where[1]])
+    expected = ppi_mean(
         np.nanmean(human[keep], axis=1), judge[where][keep], unlabelled[np.isfinite(unlabelled)]
     )
+    assert w.ppi.n_unlabelled == 80 == expected.n_unlabelled
+    assert w.ppi.estimate == pytest.approx(expected.estimate, rel=1e-12)
+    assert w.ppi.ci95 == pytest.approx(expected.ci95, rel=1e-12)
 
 
 def test_helpers():
