@@ -1,0 +1,228 @@
+"""One window of a judged stream: the statistics the batch report shows, for one judge × dimension.
+
+A window (a day, a week, or every N human-labelled traces) holds the judge's scores on all its traces and,
+for the traces the hash rule sampled, the scores of k people. Every number comes from the function the
+batch report uses on the same items — :func:`hcs.calibration.calibrate_judge` (QWK, the alt-test, the
+correlations), :func:`hcs.agreement.dimension_agreement` (Krippendorff's α among people) and
+:func:`hcs.ppi.ppi_mean` (PPI++ over all the window's traces) — so a window's figures equal a batch
+report's on the same traces.
+"""
+
+from __future__ import annotations
+
+import math
+from collections.abc import Sequence
+from dataclasses import dataclass
+
+import numpy as np
+
+from hcs.agreement import DimensionAgreement, counts_from_ratings, dimension_agreement
+from hcs.agreement.bootstrap import DEFAULT_RESAMPLES, DEFAULT_SEED
+from hcs.calibration.alt_test import AltTestResult
+from hcs.calibration.metrics import (
+    N_BOOT,
+    SCALE,
+    JudgeCalibration,
+    bootstrap_ci,
+    calibrate_judge,
+    quadratic_weighted_kappa,
+    round_half_up,
+)
+from hcs.defaults import DEFAULT_EPSILON
+from hcs.numbers import finite_or_none
+from hcs.ppi import PPIMean, classical_mean_ci, ppi_mean
+
+Interval = tuple[float | None, float | None]
+
+
+@dataclass(frozen=True)
+class WindowStatistics:
+    """One judge × dimension over one window. Undefined values are ``None``.
+
+    ``human_mean`` is the mean over labelled traces of their human mean, with a normal 95 % interval
+    (``hcs.ppi.classical_mean_ci``); ``ppi`` the PPI++ estimate of the human mean over all the window's
+    traces (``ci95`` for the window's own traces, ``ci95_superpopulation`` for the stream they come from);
+    ``judge_mean`` the judge's mean over all the window's traces. ``qwk`` is the report's: the rounded
+    judge against the rounded human median, with a percentile bootstrap interval over traces."""
+
+    n_traces: int
+    n_labelled: int
+    judge_mean: float | None
+    human_mean: float | None
+    human_mean_ci95: Interval
+    ppi: PPIMean | None
+    qwk: float | None
+    qwk_ci95: Interval
+    alt_test_omega: float | None  # the alt-test's winning rate ω (None when not testable)
+    alpha_interval: float | None  # Krippendorff's α among people, interval metric
+    alpha_interval_ci95: Interval
+    alpha_ordinal: float | None
+    alpha_ordinal_ci95: Interval
+    calibration: JudgeCalibration
+    agreement: DimensionAgreement
+
+    @property
+    def alt_test(self) -> AltTestResult:
+        return self.calibration.alt_test
+
+
+def human_mapping(human, raters: Sequence | None = None) -> dict[int, dict]:
+    """Items × raters scores (NaN = not rated) → ``{row: {rater: score}}``, the calibration functions' input.
+
+    >>> human_mapping([[4, float("nan"), 5]], raters=["ann", "bo", "cy"])
+    {0: {'ann': 4.0, 'cy': 5.0}}
+    """
+    data = np.asarray(human, dtype=float)
+    names = list(range(data.shape[1])) if raters is None else list(raters)
+    if len(names) != data.shape[1]:
+        raise ValueError(f"{len(names)} rater names for {data.shape[1]} columns")
+    return {
+        i: {names[r]: float(data[i, r]) for r in range(data.shape[1]) if np.isfinite(data[i, r])}
+        for i in range(data.shape[0])
+    }
+
+
+def first_k_rows(human, k: int) -> np.ndarray:
+    """The first ``k`` ratings (in column order) of the items rated at least ``k`` times: Fleiss' κ's input.
+
+    >>> first_k_rows([[1, float("nan"), 2, 3], [4, float("nan"), float("nan"), 5]], 3).tolist()
+    [[1.0, 2.0, 3.0]]
+    """
+    data = np.asarray(human, dtype=float)
+    rated = np.isfinite(data)
+    keep = rated.sum(axis=1) >= k
+    # Stable sort puts each row's rated columns first, in column order.
+    order = np.argsort(~rated[keep], axis=1, kind="stable")[:, :k]
+    return np.take_along_axis(data[keep], order, axis=1)
+
+
+def _interval(ci) -> Interval:
+    if ci is None:
+        return (None, None)
+    return (finite_or_none(ci[0]), finite_or_none(ci[1]))
+
+
+def window_statistics(
+    judge_scores,
+    labelled,
+    human,
+    *,
+    raters: Sequence | None = None,
+    k: int = 3,
+    scale: tuple[int, int] = SCALE,
+    epsilon: float = DEFAULT_EPSILON,
+    n_boot: int = N_BOOT,
+    n_resamples: int = DEFAULT_RESAMPLES,
+    seed: int = DEFAULT_SEED,
+) -> WindowStatistics:
+    """The statistics of one window for one judge × dimension.
+
+    Parameters
+    ----------
+    judge_scores : array_like, shape (traces,)
+        The judge's score of every trace in the window, on the rubric scale (NaN: not scored).
+    labelled : array_like of int, shape (labelled,)
+        Positions in ``judge_scores`` of the traces sampled for people (the hash sample), in the order
+        of ``human``'s rows. A row nobody has rated yet makes its trace unlabelled (as in the report).
+    human : array_like, shape (labelled, raters)
+        People's scores, NaN where a rater did not rate a trace.
+    raters : sequence, optional
+        Names of ``human``'s columns (the alt-test compares the judge with each of them).
+    k : int
+        Ratings per sampled trace the stream asks for (Fleiss' κ uses the first k).
+    scale : tuple of int
+        Lowest and highest score.
+    epsilon : float
+        The alt-test's margin ε.
+    n_boot, n_resamples, seed : int
+        Bootstrap resamples for QWK and the correlations (``n_boot``), for the agreement coefficients
+        (``n_resamples``), and the seed of both.
+
+    Returns
+    -------
+    WindowStatistics
+
+    References
+    ----------
+    Cohen (1968) for QWK; Calderon, Reichart and Dror (2025) for the alt-test; Krippendorff (2011) for α;
+    Angelopoulos, Duchi and Zrnic (2023) for PPI++; as cited by the functions named above.
+
+    Examples
+    --------
+    >>> judge = [4, 3, 5, 2, 4, 3, 1, 5]
+    >>> human = [[4, 4, 5], [3, 2, 3], [5, 5, 4], [2, 1, 2]]
+    >>> w = window_statistics(judge, [0, 1, 2, 3], human, n_boot=200, n_resamples=200)
+    >>> w.n_traces, w.n_labelled, w.judge_mean, round(w.human_mean, 4), w.qwk
+    (8, 4, 3.375, 3.3333, 1.0)
+    >>> round(w.ppi.estimate, 4), round(w.alpha_interval, 4)
+    (3.2492, 0.8226)
+    """
+    judge_all = np.asarray(judge_scores, dtype=float).ravel()
+    where = np.asarray(labelled, dtype=int).ravel()
+    data = np.asarray(human, dtype=float).reshape(len(where), -1)
+    if len(np.unique(where)) != len(where):
+        raise ValueError("a trace is listed twice in labelled")
+    scored = np.isfinite(judge_all)
+    rated = np.isfinite(data).any(axis=1) & scored[where]
+
+    mapping = human_mapping(data[rated], raters)
+    judge_labelled = judge_all[where][rated]
+    calibration = calibrate_judge(
+        mapping,
+        dict(enumerate(judge_labelled.tolist())),
+        epsilon=epsilon,
+        n_boot=n_boot,
+        seed=seed,
+        scale=scale,
+    )
+
+    item_mean = np.array([np.mean(list(r.values())) for r in mapping.values()])
+    human_mean, h_lo, h_hi = classical_mean_ci(item_mean) if len(item_mean) >= 2 else (math.nan,) * 3
+    if len(item_mean) == 1:
+        human_mean = float(item_mean[0])
+    # As in the batch report, a scored trace nobody has rated yet (sampled or not) counts as unlabelled.
+    others = np.ones(len(judge_all), dtype=bool)
+    others[where[rated]] = False
+    ppi = ppi_mean(item_mean, judge_labelled, judge_all[others & scored])
+
+    lo, hi = scale
+    if len(mapping):
+        median = np.array([np.median(list(r.values())) for r in mapping.values()])
+        human_cat = np.clip(round_half_up(median), lo, hi).astype(int)
+        judge_cat = np.clip(round_half_up(judge_labelled), lo, hi).astype(int)
+        qwk_ci = bootstrap_ci(
+            human_cat,
+            judge_cat,
+            lambda h, j: quadratic_weighted_kappa(h.astype(int), j.astype(int), scale),
+            n_boot=n_boot,
+            seed=seed,
+        )
+    else:
+        qwk_ci = (math.nan, math.nan)
+
+    categories = list(range(lo, hi + 1))
+    agreement = dimension_agreement(
+        counts_from_ratings(data[rated], categories),
+        counts_from_ratings(first_k_rows(data[rated], k), categories),
+        categories,
+        k=k,
+        n_resamples=n_resamples,
+        seed=seed,
+    )
+    return WindowStatistics(
+        n_traces=int(scored.sum()),
+        n_labelled=len(mapping),
+        judge_mean=finite_or_none(judge_all[scored].mean()) if scored.any() else None,
+        human_mean=finite_or_none(human_mean),
+        human_mean_ci95=_interval((h_lo, h_hi)),
+        ppi=ppi,
+        qwk=calibration.qwk,
+        qwk_ci95=_interval(qwk_ci),
+        alt_test_omega=calibration.alt_test.winning_rate,
+        alpha_interval=agreement.alpha_interval,
+        alpha_interval_ci95=_interval(agreement.alpha_interval_ci95),
+        alpha_ordinal=agreement.alpha_ordinal,
+        alpha_ordinal_ci95=_interval(agreement.alpha_ordinal_ci95),
+        calibration=calibration,
+        agreement=agreement,
+    )
