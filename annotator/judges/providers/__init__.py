@@ -30,11 +30,25 @@ class Provider:
     key_env: str  # the variable its key is read from unless another is named
     batches: type  # its batch API (--batch)
     base_url: str = ""  # used when none is given; empty: a base URL is required
+    # A local server speaking its API (vLLM, Ollama) runs without a key: a run with none is not refused
+    # unless the endpoint is one of ``hosts_needing_key``.
+    key_optional: bool = False
+    hosts_needing_key: tuple[str, ...] = ()
+
+    def needs_key(self, base_url: str) -> bool:
+        """Whether a run against ``base_url`` must have a key before its first call."""
+        return not self.key_optional or any(host in (base_url or "") for host in self.hosts_needing_key)
 
 
 JUDGE_PROVIDERS: dict[str, Provider] = {
     "openai": Provider(
-        "openai", "OpenAI-compatible chat completions", OpenAIClient, "OPENAI_API_KEY", OpenAIBatches
+        "openai",
+        "OpenAI-compatible chat completions",
+        OpenAIClient,
+        "OPENAI_API_KEY",
+        OpenAIBatches,
+        key_optional=True,
+        hosts_needing_key=("api.openai.com",),
     ),
     "anthropic": Provider(
         "anthropic",

@@ -8,11 +8,10 @@ from __future__ import annotations
 
 from django.core.management.base import BaseCommand, CommandError
 
+from annotator.cli import add_link_options, batch_named, link_base, read_file
 from annotator.counted import counted
 from annotator.exports.csv_safe import SafeWriter
 from annotator.imports.annotator_list import AnnotatorListError, parse_annotator_list
-from annotator.management.commands._import_common import read_file
-from annotator.management.commands._link_common import add_link_options, batch_named, link_base
 from annotator.studies.link_urls import signin_url
 from annotator.studies.services.links import DEFAULT_SIGNIN_DAYS, LinkError, annotators_add
 

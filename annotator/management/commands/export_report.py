@@ -6,9 +6,9 @@ from __future__ import annotations
 
 from django.core.management.base import BaseCommand, CommandError
 
+from annotator.cli import batch_named_or_numbered
 from annotator.exports.formats import EXPORT_FORMATS, TABLES, export_chunks
 from annotator.exports.hf.hub import HubRefused, hub_target
-from annotator.management.commands._link_common import batch_named_or_numbered
 from annotator.selectors.report_options import ReportOptions, report_with_options
 from hcs.agreement.bootstrap import DEFAULT_RESAMPLES, DEFAULT_SEED
 from hcs.calibration.alt_test import DEFAULT_EPSILON

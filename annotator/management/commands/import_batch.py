@@ -4,9 +4,9 @@ from __future__ import annotations
 
 from django.core.management.base import BaseCommand
 
+from annotator.cli import load_rubric, read_file, refused
 from annotator.counted import counted
 from annotator.imports.errors import FileRefused, ImportRefused
-from annotator.management.commands._import_common import load_rubric, read_file, refused
 from annotator.models.batch import MIN_K
 from annotator.services.batches import batch_import_file
 from hcs.rubric import Rubric
