@@ -7,19 +7,14 @@ from dataclasses import dataclass
 from typing import Any
 
 from annotator.judges.engine.client import ChatClient
+from annotator.judges.engine.options import CLIENT_OPTIONS, DEFAULT_PROVIDER, RunOptions
 from annotator.judges.providers.anthropic import DEFAULT_BASE_URL as ANTHROPIC_URL
 from annotator.judges.providers.anthropic import AnthropicClient
 from annotator.judges.providers.batches import AnthropicBatches, OpenAIBatches
 from annotator.judges.providers.openai import OpenAIClient
 
-DEFAULT_PROVIDER = "openai"
-DEFAULTS: dict[str, Any] = {
-    "timeout": 60.0,
-    "max_retries": 4,
-    "backoff": 1.0,
-    "temperature": 0.0,
-    "max_tokens": None,
-}
+# What a client is built with unless the params name it: the run options' defaults.
+DEFAULTS: dict[str, Any] = {name: getattr(RunOptions(), name) for name in CLIENT_OPTIONS}
 
 
 @dataclass(frozen=True)
