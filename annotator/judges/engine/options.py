@@ -156,7 +156,7 @@ class Flag:
 
     name: str
     field: str | None
-    help: str
+    help: str | None
     type: type | None = None
     default: Any = None  # the command's own options only
     metavar: str | None = None
