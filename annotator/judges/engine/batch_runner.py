@@ -14,47 +14,26 @@ from collections.abc import Callable
 from annotator.judges.engine.budget import CostCap
 from annotator.judges.engine.calls import Task
 from annotator.judges.engine.client import ChatClient, JudgeCallError, JudgeRunFatal
+from annotator.judges.engine.outcomes import count_outcomes, outcome_of
 from annotator.judges.engine.progress import RunProgress
 from annotator.judges.providers import batches_for
 from annotator.judges.providers.batches import ENDED
 from annotator.judges.services.runs import CallOutcome
-from annotator.models import JudgeCall
 
 
 def custom_id(task: Task) -> str:
     return f"{task.item.pk}-{task.enhanced.pk if task.enhanced else 0}-{task.sample}"
 
 
-def _outcome(
+def _answered(
     task: Task, client: ChatClient, answer, parse: Callable[..., tuple], batch_id: str
 ) -> CallOutcome:
-    outcome = CallOutcome(
-        item=task.item,
-        enhanced=task.enhanced,
-        status=JudgeCall.OK,
-        prompt=task.messages,
-        sample=task.sample,
-        swapped=task.swapped,
-        request_key=task.key,
-        request=client.request_params(),
-        provider_batch=batch_id,
-    )
+    """The outcome of ``task`` from the batch's ``answer`` (read as one call's answer)."""
     try:
         result = client.answer_from(answer.status, answer.body)
     except JudgeCallError as exc:
-        outcome.status, outcome.raw_output, outcome.http_status = JudgeCall.FAILED, exc.body, exc.status
-        outcome.problems = [("", f"call failed: {exc}")]
-        return outcome
-    outcome.raw_output, outcome.tokens_in, outcome.tokens_out = (
-        result.text,
-        result.tokens_in,
-        result.tokens_out,
-    )
-    outcome.http_status, outcome.sent, outcome.output_mode = 200, result.sent, result.output_mode
-    outcome.request = result.request
-    outcome.parsed, outcome.problems = parse(result.text, result.logprobs)
-    outcome.status = JudgeCall.answered_status(outcome.problems)
-    return outcome
+        return outcome_of(task, exc, client=client, parse=parse, provider_batch=batch_id)
+    return outcome_of(task, result, client=client, parse=parse, provider_batch=batch_id)
 
 
 def run_batch(
@@ -96,23 +75,14 @@ def run_batch(
             outcomes = []
             for task in tasks:
                 if custom_id(task) in answers:
-                    outcomes.append(_outcome(task, client, answers[custom_id(task)], parse, batch_id))
+                    outcomes.append(_answered(task, client, answers[custom_id(task)], parse, batch_id))
                     if cap is not None:
                         cap.finished(task, outcomes[-1].tokens_in, outcomes[-1].tokens_out)
             unanswered = [t for t in tasks if custom_id(t) not in answers]
             if unanswered:
                 unsend(unanswered)
             save(outcomes)
-            for outcome in outcomes:
-                progress.add(
-                    ok=outcome.status == JudgeCall.OK,
-                    attempts=1,
-                    tokens_in=outcome.tokens_in,
-                    tokens_out=outcome.tokens_out,
-                    problems=outcome.problems,
-                )
-                if outcome.status != JudgeCall.OK:
-                    failed.append(outcome)
+            failed += count_outcomes(progress, outcomes)
             if on_progress is not None:
                 on_progress(progress)
         if should_stop is not None and should_stop():

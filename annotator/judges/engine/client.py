@@ -60,7 +60,9 @@ class RunStopped(RuntimeError):
     """The run was asked to stop while this call waited to retry; the call is left for the next run."""
 
 
-class _Retryable(Exception):
+class Retryable(Exception):
+    """One attempt failed in a way the next may not (a 429, a 5xx, a cut connection): wait and try again."""
+
     def __init__(
         self, reason: str, *, body: str = "", status: int | None = None, retry_after: float | None = None
     ):
@@ -159,7 +161,21 @@ def retry_after_seconds(value: str | None, now: float | None = None) -> float | 
 
 @dataclass
 class ChatClient:
+    """The OpenAI-compatible client, and the base every provider's client extends.
+
+    The provider contract (``annotator.judges.providers``): a provider's client sets ``provider`` and
+    overrides what its API does differently: ``url`` and ``display_url``, ``params`` (what every call sends
+    besides the messages), ``build_request`` (the body and its sampling parameters), ``headers`` (its
+    authentication), ``read_response`` (an HTTP answer to a payload with ``_text``, raising ``Retryable``,
+    ``JudgeCallError`` or ``JudgeRunFatal``) and ``usage`` (its token counts, read with ``int_or_none``).
+    Its batch API sends with ``http_client()`` and ``headers()``. The retries, the adaptation to refused
+    parameters and the ledger stay here.
+    """
+
     provider = "openai"  # its name in JUDGE_PROVIDERS: part of a judge's identity and of the cache key
+    # Whether a judge's identity names the provider: not for this one, so judges run before providers
+    # existed keep their version.
+    identity_names_provider = False
 
     base_url: str
     model: str
@@ -203,11 +219,11 @@ class ChatClient:
     @property
     def identity(self) -> dict[str, Any]:
         """What makes a judge version besides template and model: parameters, endpoint, and the provider
-        unless it is ``openai`` (judges run before providers existed keep their version)."""
-        named = {"provider": self.provider} if self.provider != "openai" else {}
+        when ``identity_names_provider``."""
+        named = {"provider": self.provider} if self.identity_names_provider else {}
         return {**self.params, "base_url": self.display_url, **named}
 
-    def _body(self, messages: list[dict[str, str]]) -> tuple[dict[str, Any], dict[str, Any]]:
+    def build_request(self, messages: list[dict[str, str]]) -> tuple[dict[str, Any], dict[str, Any]]:
         """(the request body, its sampling parameters) with every refused parameter adapted."""
         with self._lock:
             dropped = set(self._dropped)
@@ -241,7 +257,8 @@ class ChatClient:
                 f"(\u201c{refused.said}\u201d): {what}."
             )
 
-    def _client(self) -> httpx.Client:
+    def http_client(self) -> httpx.Client:
+        """The one connection pool of this client, opened at the first request (the batch API uses it too)."""
         with self._lock:
             if self._http is None:
                 limits = httpx.Limits(max_connections=64, max_keepalive_connections=64)
@@ -262,7 +279,7 @@ class ChatClient:
 
     def _backoff(self, state) -> float:
         exc = state.outcome.exception()
-        if isinstance(exc, _Retryable) and exc.retry_after is not None:
+        if isinstance(exc, Retryable) and exc.retry_after is not None:
             return min(exc.retry_after, self.max_backoff)
         return wait_random_exponential(multiplier=self.backoff, max=self.max_backoff)(state)
 
@@ -279,7 +296,7 @@ class ChatClient:
                 if self.stop.is_set():
                     raise RunStopped("stopped before the call")
                 attempts += 1
-                body, sent[0] = self._body(messages)
+                body, sent[0] = self.build_request(messages)
                 carried[0] = request_params(body)
                 try:
                     payload = self._post(body)
@@ -301,13 +318,13 @@ class ChatClient:
         retrying = Retrying(
             stop=stop_after_attempt(self.max_retries + 1),
             wait=self._backoff,
-            retry=retry_if_exception_type(_Retryable),
+            retry=retry_if_exception_type(Retryable),
             sleep=self._wait,
             reraise=True,
         )
         try:
             payload = retrying(attempt)
-        except _Retryable as exc:
+        except Retryable as exc:
             raise JudgeCallError(
                 f"{exc} after {attempts} attempt{'s' if attempts != 1 else ''}",
                 attempts=attempts,
@@ -317,7 +334,7 @@ class ChatClient:
         except JudgeCallError as exc:
             exc.attempts = attempts
             raise
-        tokens_in, tokens_out = self._usage(payload)
+        tokens_in, tokens_out = self.usage(payload)
         return CallResult(
             text=payload["_text"],
             attempts=attempts,
@@ -334,22 +351,22 @@ class ChatClient:
         """Read an answer the batch API returned (its HTTP status and body) as one call's answer. Raises
         JudgeCallError for anything that is not a usable answer; nothing is retried here."""
         try:
-            payload = self._read(httpx.Response(status, text=text), mask_secrets(text, self.api_key))
-        except (_Retryable, _Refused, JudgeRunFatal) as exc:
+            payload = self.read_response(httpx.Response(status, text=text), mask_secrets(text, self.api_key))
+        except (Retryable, _Refused, JudgeRunFatal) as exc:
             raise JudgeCallError(f"the batch answered: {exc}", body=text[:BODY_KEPT], status=status) from None
         payload["_mode"] = (
             "json_schema"
             if self.response_format is not None and "response_format" not in self._dropped
             else "text"
         )
-        tokens_in, tokens_out = self._usage(payload)
+        tokens_in, tokens_out = self.usage(payload)
         return CallResult(
             text=payload["_text"],
             attempts=1,
             latency=0.0,
             tokens_in=tokens_in,
             tokens_out=tokens_out,
-            sent=self._body([])[1],
+            sent=self.build_request([])[1],
             output_mode=payload["_mode"],
             request=self.request_params(),
             logprobs=_token_logprobs(payload),
@@ -357,40 +374,41 @@ class ChatClient:
 
     def request_params(self) -> dict[str, Any]:
         """The parameters a request sent now carries, besides the model and the messages."""
-        return request_params(self._body([])[0])
+        return request_params(self.build_request([])[0])
 
     def request_body(self, messages: list[dict[str, str]]) -> dict[str, Any]:
         """The body this client would send for ``messages`` now: what the response cache keys on."""
-        return self._body(messages)[0]
+        return self.build_request(messages)[0]
 
-    def _usage(self, payload: dict) -> tuple[int | None, int | None]:
+    def usage(self, payload: dict) -> tuple[int | None, int | None]:
         usage = payload.get("usage") if isinstance(payload.get("usage"), dict) else {}
-        return _int(usage.get("prompt_tokens")), _int(usage.get("completion_tokens"))
+        return int_or_none(usage.get("prompt_tokens")), int_or_none(usage.get("completion_tokens"))
 
-    def _headers(self) -> dict[str, str]:
+    def headers(self) -> dict[str, str]:
+        """The authentication headers of every request."""
         return {"Authorization": f"Bearer {self.api_key}"} if self.api_key else {}
 
     def _post(self, body: dict) -> dict:
-        headers = self._headers()
+        headers = self.headers()
         deadline = time.monotonic() + self.timeout
         try:
-            with self._client().stream("POST", self.url, json=body, headers=headers) as response:
+            with self.http_client().stream("POST", self.url, json=body, headers=headers) as response:
                 chunks = []
                 for chunk in response.iter_bytes():
                     chunks.append(chunk)
                     if time.monotonic() > deadline:
-                        raise _Retryable(f"no complete answer within the {self.timeout:g} s deadline")
+                        raise Retryable(f"no complete answer within the {self.timeout:g} s deadline")
                 raw = b"".join(chunks)
         except httpx.TimeoutException:
-            raise _Retryable(f"no complete answer within the {self.timeout:g} s deadline") from None
+            raise Retryable(f"no complete answer within the {self.timeout:g} s deadline") from None
         except httpx.RemoteProtocolError as exc:
-            raise _Retryable(f"truncated response ({exc})") from None
+            raise Retryable(f"truncated response ({exc})") from None
         except httpx.TransportError as exc:
-            raise _Retryable(f"connection failed ({type(exc).__name__}: {exc})") from None
+            raise Retryable(f"connection failed ({type(exc).__name__}: {exc})") from None
         text = mask_secrets(raw.decode("utf-8", "replace"), self.api_key)
-        return self._read(response, text)
+        return self.read_response(response, text)
 
-    def _read(self, response: httpx.Response, text: str) -> dict:
+    def read_response(self, response: httpx.Response, text: str) -> dict:
         status = response.status_code
         if status in (401, 403):
             raise JudgeRunFatal(
@@ -407,7 +425,7 @@ class ChatClient:
                 f"(HTTP {status}); it said: {said}"
             )
         if status in RETRY_STATUSES:
-            raise _Retryable(
+            raise Retryable(
                 f"HTTP {status}",
                 body=text[:BODY_KEPT],
                 status=status,
@@ -421,13 +439,13 @@ class ChatClient:
             payload = json.loads(text)
             content = payload["choices"][0]["message"]["content"]
         except (ValueError, KeyError, IndexError, TypeError):
-            raise _Retryable(
+            raise Retryable(
                 "the endpoint answered 200 with something that is not a chat completion",
                 body=text[:BODY_KEPT],
                 status=status,
             ) from None
         if not isinstance(payload, dict):
-            raise _Retryable(
+            raise Retryable(
                 "the endpoint answered 200 with a JSON that is not an object", body=text[:BODY_KEPT]
             )
         said_no = payload["choices"][0]["message"].get("refusal")
@@ -461,5 +479,6 @@ def _token_logprobs(payload: dict) -> list[tuple[str, list[tuple[str, float]]]] 
         return None
 
 
-def _int(value: Any) -> int | None:
+def int_or_none(value: Any) -> int | None:
+    """``value`` when it is an int (a token count in a usage block), else None: a bool or a string is no count."""
     return value if isinstance(value, int) and not isinstance(value, bool) else None

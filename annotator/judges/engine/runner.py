@@ -7,41 +7,37 @@ everything). Calls run in a thread pool with at most ``concurrency`` in flight; 
 each call's ledger row as ``sent`` before handing it to the pool and saves each result as it arrives.
 Setting ``client.stop`` (Ctrl-C, SIGTERM, a cancelled job) stops new calls at once; calls already in
 flight finish and are saved, calls waiting to retry give up and are left for the next run.
+
+A run's options are one ``RunOptions`` (``annotator.judges.engine.options``), whichever entry point built
+them; what it would call is planned in ``annotator.judges.engine.planning``.
 """
 
 from __future__ import annotations
 
 import time
 from collections.abc import Callable
-from concurrent.futures import FIRST_COMPLETED, ThreadPoolExecutor, wait
+from concurrent.futures import FIRST_COMPLETED, Future, ThreadPoolExecutor, wait
 from dataclasses import dataclass, field, replace
 from uuid import UUID
 
 from annotator.judges.engine.batch_runner import run_batch
-from annotator.judges.engine.budget import (
-    DEFAULT_OUTPUT_TOKENS,
-    WAIT,
-    CostCap,
-    Estimate,
-    bound_for_cap,
-    call_bound,
-    cap_bound,
-    estimate,
-)
+from annotator.judges.engine.budget import WAIT, CostCap, bound_for_cap, call_bound
 from annotator.judges.engine.cache import request_key
-from annotator.judges.engine.calls import Task, refusal
-from annotator.judges.engine.client import (
-    ChatClient,
-    JudgeCallError,
-    JudgeRunFatal,
-    RunStopped,
+from annotator.judges.engine.calls import Task
+from annotator.judges.engine.client import ChatClient, JudgeCallError, JudgeRunFatal, RunStopped
+from annotator.judges.engine.options import RunOptions
+from annotator.judges.engine.outcomes import count_outcomes, outcome_of, served_from_cache
+
+# batch_items and render_items are imported from here too: what a run calls is planned in ``planning``.
+from annotator.judges.engine.planning import (  # noqa: F401
+    batch_items,
+    output_estimate,
+    plan_run,
+    render_items,
 )
-from annotator.judges.engine.logprobs import score_distributions
-from annotator.judges.engine.pairwise import pair_tasks, parse_pairwise
-from annotator.judges.engine.progress import Prices, RunProgress
-from annotator.judges.engine.structured import response_format
-from annotator.judges.engine.templates import JudgeTemplate, TemplateError, item_fields
-from annotator.judges.selectors.cache import judge_calls_cached, judge_output_tokens
+from annotator.judges.engine.progress import RunProgress
+from annotator.judges.engine.templates import JudgeTemplate
+from annotator.judges.selectors.cache import judge_calls_cached
 from annotator.judges.services.runs import (
     CLAIM_RENEW_SECONDS,
     CallOutcome,
@@ -57,12 +53,9 @@ from annotator.judges.services.runs import (
     judge_run_release,
     judge_run_renew,
 )
-from annotator.models import Batch, CalibrationSet, Item, Judge, JudgeCall
-from hcs.calibration.logprobs import integer_scale
-from hcs.judge_output import JudgeOutputError, parse_named_scores, parse_score
-from hcs.rubric import Rubric
+from annotator.models import Batch, Judge, JudgeCall
 
-TOP_LOGPROBS = 10  # alternatives asked for per token: every score of a 1–10 scale fits
+CACHE_SAVE_CHUNK = 250  # cached outcomes saved per transaction
 
 
 @dataclass
@@ -76,38 +69,6 @@ class RunResult:
     capped: bool = False  # stopped starting calls at the cost cap
     waiting_batches: list[str] = field(default_factory=list)  # --batch: provider batches still running
     failed_outputs: list[str] = field(default_factory=list)  # raw outputs of failed calls, first ones first
-
-
-def render_items(items: list[Item], template: JudgeTemplate, rubric: Rubric) -> list[Task]:
-    """Every item's prompt. Raises TemplateError naming each item and variable that cannot be filled."""
-    tasks, problems = [], []
-    for item in items:
-        try:
-            tasks.append(Task(item, None, template.render(item_fields(item, rubric))))
-        except TemplateError as exc:
-            problems.append(f"item `{item.item_id}`: {exc}")
-    if problems:
-        raise refusal(problems, "item(s) cannot fill the template")
-    return tasks
-
-
-def batch_items(batch: Batch, limit: int | None = None, only: list[int] | None = None) -> list[Item]:
-    """The batch's items in file order; ``only``: just these pks (the calibration set)."""
-    items = Item.objects.filter(batch=batch).order_by("position", "id")
-    if only is not None:
-        items = items.filter(pk__in=only)
-    return list(items[: limit or None])
-
-
-def calibration_only(batch: Batch) -> list[int]:
-    """The pks of the batch's frozen calibration set; TemplateError (before any call) when it has none."""
-    chosen = CalibrationSet.objects.filter(batch=batch).first()
-    if chosen is None:
-        raise TemplateError(
-            f"batch \u201c{batch.name}\u201d has no calibration set: mark one first "
-            f'(python manage.py calibration_set "{batch.name}" --sample 50, or on its report\'s calibration set page)'
-        )
-    return list(chosen.items.values_list("pk", flat=True))
 
 
 def _slot(task: Task) -> tuple[int, int | None, int]:
@@ -140,112 +101,78 @@ def tasks_to_call(
     return keep, unknown
 
 
-def parse_call(
-    text: str, template: JudgeTemplate, dimensions: tuple[str, ...], rubric: Rubric, logprobs=None
-):
-    """(``{"scores": {dimension: {raw, value, reason[, distribution]}}}``, [(dimension, problem)]) for one
-    answer; ``distribution`` (G-Eval's weighted score and the confidence) where ``logprobs`` give one.
-    A template of several dimensions gets a score only for each dimension its answer names."""
-    spec = template.output_spec
-    if len(dimensions) != 1:
-        try:
-            read, problems = parse_named_scores(text, dimensions, spec=spec)
-        except JudgeOutputError as exc:
-            read, problems = {}, [("", str(exc))]
-    else:
-        (dimension,) = dimensions
-        try:
-            read = {
-                dimension: parse_score(
-                    text, dimension=None if dimension == "overall" else dimension, spec=spec
-                )
-            }
-            problems = []
-        except JudgeOutputError as exc:
-            read, problems = {}, [(dimension, str(exc))]
-    scores = {}
-    for dimension, score in read.items():
-        try:
-            value = template.scale.to_rubric(score.value, rubric.scale_min, rubric.scale_max)
-        except JudgeOutputError as exc:
-            problems.append((dimension, str(exc)))
-            continue
-        scores[dimension] = {"raw": score.value, "value": value, "reason": score.reason}
-    for dimension, dist in score_distributions(logprobs, scores, template).items():
-        raw = scores[dimension]["raw"]
-        scores[dimension]["distribution"] = {
-            **dist.to_json(),
-            "confidence": dist.probability(raw),
-            "weighted_value": template.scale.to_rubric(dist.weighted, rubric.scale_min, rubric.scale_max),
-        }
-    return ({"scores": scores} if scores else {}), problems
-
-
 def call_one(task: Task, client: ChatClient, parse: Callable[..., tuple]) -> CallOutcome:
     """One call and its parse (in a worker thread; no database)."""
-    outcome = CallOutcome(
-        item=task.item,
-        enhanced=task.enhanced,
-        status=JudgeCall.OK,
-        prompt=task.messages,
-        sample=task.sample,
-        swapped=task.swapped,
-        request_key=task.key,
-    )
     try:
         result = client.complete(task.messages)
     except JudgeCallError as exc:
-        outcome.status, outcome.raw_output, outcome.attempts = JudgeCall.FAILED, exc.body, exc.attempts
-        outcome.http_status, outcome.problems = exc.status, [("", f"call failed: {exc}")]
-        outcome.request = client.request_params()
-        return outcome
-    outcome.raw_output, outcome.attempts, outcome.latency = result.text, result.attempts, result.latency
-    outcome.tokens_in, outcome.tokens_out, outcome.http_status = result.tokens_in, result.tokens_out, 200
-    outcome.sent, outcome.output_mode = result.sent, result.output_mode
-    outcome.request = result.request
-    outcome.parsed, outcome.problems = parse(result.text, result.logprobs)
-    outcome.status = JudgeCall.answered_status(outcome.problems)
-    return outcome
+        return outcome_of(task, exc, client=client, parse=parse)
+    return outcome_of(task, result, client=client, parse=parse)
 
 
-CACHE_SAVE_CHUNK = 250  # cached outcomes saved per transaction
+class _InFlight:
+    """The calls handed to the thread pool: at most ``concurrency`` at once, none started past the cost cap."""
 
+    def __init__(self, pool, tasks, *, client, parse, concurrency: int, cap: CostCap | None, mark_sent):
+        self.pool, self.client, self.parse = pool, client, parse
+        self.concurrency, self.cap, self.mark_sent = concurrency, cap, mark_sent
+        self.queue, self.pending, self.task_of = iter(tasks), set(), {}
+        self.held: list[Task] = []  # the next task, waiting for calls in flight to leave room under the cap
+        self.fatal: JudgeRunFatal | None = None
 
-def served_from_cache(
-    tasks: list[Task], hits: dict[str, JudgeCall], *, template_hash: str, parse: Callable[..., tuple]
-) -> list[CallOutcome]:
-    """An outcome per task from the stored call with its key: the stored reading when the template text is the
-    same, else the stored answer read again by this template."""
-    outcomes = []
-    for task in tasks:
-        hit = hits[task.key]
-        if hit.template_hash == template_hash:
-            parsed, problems = hit.parsed, []
-        else:
-            parsed, problems = parse(hit.raw_output, None)
-        outcomes.append(
-            CallOutcome(
-                item=task.item,
-                enhanced=task.enhanced,
-                prompt=task.messages,
-                sample=task.sample,
-                swapped=task.swapped,
-                status=JudgeCall.answered_status(problems),
-                raw_output=hit.raw_output,
-                parsed=parsed,
-                problems=problems,
-                http_status=hit.http_status,
-                tokens_in=hit.tokens_in,
-                tokens_out=hit.tokens_out,
-                attempts=0,
-                sent=hit.params,
-                output_mode=hit.output_mode,
-                request=hit.request,
-                request_key=task.key,
-                cached=True,
-            )
-        )
-    return outcomes
+    def refill(self) -> None:
+        """Start calls until ``concurrency`` are in flight, the tasks run out, the run stops or the cap says wait."""
+        batch = []
+        while not self.client.stop.is_set() and len(self.pending) + len(batch) < self.concurrency:
+            task = self.held.pop() if self.held else next(self.queue, None)
+            if task is None:
+                break
+            if self.cap is not None:
+                fits = self.cap.may_start(task)
+                if not fits:
+                    if fits is WAIT:
+                        self.held.append(task)
+                    break
+            batch.append(task)
+        if batch and self.mark_sent is not None:
+            self.mark_sent(batch)
+        for task in batch:
+            future = self.pool.submit(call_one, task, self.client, self.parse)
+            self.task_of[future] = task
+            self.pending.add(future)
+
+    def wait(self) -> set[Future]:
+        """The calls that finished within a quarter second (the run looks at its stop flag that often)."""
+        done, self.pending = wait(self.pending, timeout=0.25, return_when=FIRST_COMPLETED)
+        return done
+
+    def collect(self, done: set[Future]) -> tuple[list[CallOutcome], list[Task]]:
+        """(the outcomes of ``done``, the tasks that ended with no answer: stopped, or the run cannot go on)."""
+        arrived, unanswered = [], []
+        for future in done:
+            task = self.task_of.pop(future)
+            try:
+                outcome = future.result()
+            except RunStopped:
+                unanswered.append(task)
+                continue
+            except JudgeRunFatal as exc:
+                self.fatal = self.fatal or exc
+                self.client.stop.set()
+                unanswered.append(task)
+                continue
+            finally:
+                self._settle(task, future)
+            arrived.append(outcome)
+        return arrived, unanswered
+
+    def _settle(self, task: Task, future: Future) -> None:
+        """The cap counts a finished call at the tokens the provider reported; one with no answer was not paid."""
+        if self.cap is None:
+            return
+        paid = future.exception() is None
+        tokens = (future.result().tokens_in, future.result().tokens_out) if paid else (None, None)
+        self.cap.finished(task, *tokens, paid=paid)
 
 
 def run_tasks(
@@ -271,421 +198,276 @@ def run_tasks(
 
     Returns (stopped early, the failed outcomes). Raises JudgeRunFatal after saving what finished.
     """
-    stop, fatal, failed = client.stop, None, []
-    queue, pending, task_of = iter(tasks), set(), {}
-    held: list[Task] = []  # the next task, waiting for calls in flight to leave room under the cap
+    stop, failed = client.stop, []
     with ThreadPoolExecutor(max_workers=max(1, concurrency)) as pool:
-
-        def refill():
-            batch = []
-            while not stop.is_set() and len(pending) + len(batch) < concurrency:
-                task = held.pop() if held else next(queue, None)
-                if task is None:
-                    break
-                if cap is not None:
-                    fits = cap.may_start(task)
-                    if not fits:
-                        if fits is WAIT:
-                            held.append(task)
-                        break
-                batch.append(task)
-            if batch and mark_sent is not None:
-                mark_sent(batch)
-            for task in batch:
-                future = pool.submit(call_one, task, client, parse)
-                task_of[future] = task
-                pending.add(future)
-
-        refill()
-        while pending:
+        calls = _InFlight(
+            pool, tasks, client=client, parse=parse, concurrency=concurrency, cap=cap, mark_sent=mark_sent
+        )
+        calls.refill()
+        while calls.pending:
             try:
-                done, pending = wait(pending, timeout=0.25, return_when=FIRST_COMPLETED)
+                done = calls.wait()
             except KeyboardInterrupt:  # no handler installed: stop new calls, keep what finishes
                 stop.set()
                 continue
             if should_stop is not None and not stop.is_set() and should_stop():
                 stop.set()
-            arrived, unanswered = [], []
-            for future in done:
-                task = task_of.pop(future)
-                try:
-                    outcome = future.result()
-                except RunStopped:
-                    unanswered.append(task)
-                    continue
-                except JudgeRunFatal as exc:
-                    fatal = fatal or exc
-                    stop.set()
-                    unanswered.append(task)
-                    continue
-                finally:
-                    if cap is not None:
-                        ok = future.exception() is None
-                        cap.finished(
-                            task,
-                            *(
-                                (future.result().tokens_in, future.result().tokens_out)
-                                if ok
-                                else (None, None)
-                            ),
-                            paid=ok,
-                        )
-                arrived.append(outcome)
+            arrived, unanswered = calls.collect(done)
             # Refilled once the calls that arrived are paid: the cap then counts them at their real cost.
-            refill()
+            calls.refill()
             if unanswered and unsend is not None:
                 unsend(unanswered)
             if not arrived:
                 continue
             save(arrived)
-            for outcome in arrived:
-                progress.add(
-                    ok=outcome.status == JudgeCall.OK,
-                    attempts=outcome.attempts,
-                    tokens_in=outcome.tokens_in,
-                    tokens_out=outcome.tokens_out,
-                    problems=outcome.problems,
-                )
-                if outcome.status != JudgeCall.OK:
-                    failed.append(outcome)
+            failed += count_outcomes(progress, arrived)
             if on_progress is not None:
                 on_progress(progress)
-    if fatal is not None:
-        raise fatal
+    if calls.fatal is not None:
+        raise calls.fatal
     capped = cap is not None and cap.reached
     return (stop.is_set() or capped) and progress.done < progress.total, failed
 
 
-def plan_run(
-    *,
-    batch: Batch,
-    template: JudgeTemplate,
-    client: ChatClient,
-    limit: int | None = None,
-    pairwise: tuple[str, str] | None = None,
-    swap: bool = False,
-    samples: int = 1,
-    calibration_set: bool = False,
-    structured: bool = True,
-    logprobs: bool = True,
-) -> tuple[list[Task], Callable[..., tuple], list[str]]:
-    """(every call a run makes, with its rendered messages; the parser of its answers; notes), with ``client``
-    set to ask for structured output and logprobs as the template allows. Calls nothing; raises TemplateError."""
-    rubric = batch.rubric_obj
-    dimensions = template.dimension_keys(rubric)
-    notes = [f"Scale conflict in the template: {w}." for w in template.scale_warnings]
-    if template.pairwise and not pairwise:
-        raise TemplateError(
-            f"{template.name} is a pairwise template: run it with --pairwise "
-            "--baseline-system A --enhanced-system B"
-        )
-    if samples > 1 and pairwise:
-        raise TemplateError(
-            "--samples repeats the calls of a scoring template; it does not apply to --pairwise"
-        )
-    if swap and not pairwise:
-        raise TemplateError("--swap runs each pair in both orders: it needs --pairwise")
-    if pairwise and not template.pairwise:
-        raise TemplateError(
-            f"{template.name} scores one response at a time; --pairwise needs a pairwise "
-            "template such as geval_pairwise"
-        )
-    only = calibration_only(batch) if calibration_set else None
-    if pairwise:
-        tasks, unpaired = pair_tasks(batch, template, *pairwise, limit=limit, swap=swap, only=only)
-        notes += (
-            [f"{len(unpaired)} prompt(s) without a pair were left out, e.g. {unpaired[0]}."]
-            if unpaired
-            else []
-        )
+@dataclass
+class _Run:
+    """One run of a judge holding its claim: the ledger writes its calls make, and its stop test."""
 
-        def parse(text, logprobs=None):
-            return parse_pairwise(text, template, dimensions)
-    else:
-        tasks = render_items(batch_items(batch, limit, only), template, rubric)
-        tasks += [replace(t, sample=n) for n in range(1, samples) for t in tasks]
+    judge: Judge
+    template: JudgeTemplate
+    client: ChatClient
+    options: RunOptions
+    parse: Callable[..., tuple]
+    notes: list[str]
+    on_progress: Callable[[RunProgress], None] | None
+    should_stop: Callable[[], bool] | None
+    claim: str
+    renewed: float = field(default_factory=time.monotonic)
 
-        def parse(text, logprobs=None):
-            return parse_call(text, template, dimensions, rubric, logprobs)
+    def stop_or_renew(self) -> bool:
+        """Whether to stop: asked to, or the claim could not be renewed (another run took the judge over)."""
+        if time.monotonic() - self.renewed >= CLAIM_RENEW_SECONDS:
+            if not judge_run_renew(self.judge, self.claim):
+                self.notes.append(
+                    "The run stopped: it stalled so long that another run took the judge over; "
+                    "calls finished before are saved."
+                )
+                return True
+            self.renewed = time.monotonic()
+        return self.should_stop() if self.should_stop is not None else False
 
-    if not template.pairwise:
-        client.response_format = response_format(template, rubric) if structured else None
-        client.top_logprobs = (
-            TOP_LOGPROBS if logprobs and integer_scale(template.scale.min, template.scale.max) else 0
-        )
-    return tasks, parse, notes
+    def _ledger(self) -> dict:
+        client = self.client
+        return {
+            "judge": self.judge,
+            "template": self.template,
+            "model": client.model,
+            "params": client.params,
+        }
+
+    def save(self, outcomes: list[CallOutcome]) -> None:
+        judge_calls_record(**self._ledger(), outcomes=outcomes, prices=self.options.prices)
+
+    def save_many(self, outcomes: list[CallOutcome]) -> None:
+        judge_calls_record_many(**self._ledger(), outcomes=outcomes, prices=self.options.prices)
+
+    def mark_sent(self, tasks: list[Task]) -> None:
+        judge_calls_mark_sent(**self._ledger(), tasks=tasks, request=self.client.request_params())
+
+    def unsend(self, tasks: list[Task]) -> None:
+        judge_calls_unsend(judge=self.judge, tasks=tasks)
+
+    def set_batch(self, tasks: list[Task], batch_id: str) -> None:
+        judge_calls_set_batch(judge=self.judge, tasks=tasks, batch_id=batch_id)
+
+
+@dataclass
+class _Calls:
+    """A run's tasks sorted by what becomes of them."""
+
+    todo: list[Task]  # called now
+    unknown: list[Task]  # sent by a killed run, outcome unknown: left out
+    waiting: dict[str, list[Task]]  # --batch: provider batch id → its tasks, submitted by an earlier run
+    served: list[Task]  # answered from the response cache
+    hits: dict[str, JudgeCall]  # the stored calls that answer them, by request key
+
+    @property
+    def total(self) -> int:
+        return len(self.todo) + len(self.served) + sum(len(v) for v in self.waiting.values())
 
 
 def judge_run(
-    *,
     batch: Batch,
     template: JudgeTemplate,
+    options: RunOptions | None = None,
+    *,
     client: ChatClient,
-    judge_name: str,
-    concurrency: int = 8,
-    limit: int | None = None,
-    retry_failed: bool = False,
-    retry_unknown: bool = False,
-    force: bool = False,
-    pairwise: tuple[str, str] | None = None,
-    swap: bool = False,
-    samples: int = 1,
-    calibration_set: bool = False,
-    structured: bool = True,
-    logprobs: bool = True,
-    prices: Prices | None = None,
+    judge_name: str = "",
     progress: Callable[[RunProgress], None] | None = None,
     should_stop: Callable[[], bool] | None = None,
-    cache: bool = True,
-    max_cost: float | None = None,
-    batch_api: bool = False,
-    poll_seconds: float = 30.0,
     job_id: UUID | str | None = None,
+    **option_fields,
 ) -> RunResult:
-    """Score ``batch`` with ``template``. Raises TemplateError (before any call) or JudgeRunFatal.
+    """Score ``batch`` with ``template``, as ``options`` say (``RunOptions``; ``option_fields`` change some of
+    them). Raises TemplateError (before any call) or JudgeRunFatal.
 
-    ``pairwise`` is (baseline system, enhanced system) for a pairwise template: one call per prompt_id;
-    ``swap`` adds a second call per prompt_id with the two responses in the other order. ``samples`` > 1
-    calls every item that many times (sample 0 gives the judge's scores; the repeats measure its noise).
-    ``calibration_set`` calls only the items of the batch's frozen calibration set (a pair: both of its items).
-    ``structured`` asks a scoring template's answers for its JSON schema, ``logprobs`` (on an integer scale)
-    for the score token's distribution; an endpoint that refuses either gets free text or no logprobs.
-    ``cache`` serves a request identical to one already answered (by any judge, batch or run) from the stored
-    call instead of paying for it again; every call records its key either way. ``max_cost`` (with ``prices``)
-    stops starting calls before the estimated spend of this run, calls in flight included, would pass it.
-    ``batch_api`` sends the calls through the provider's batch API and polls it every ``poll_seconds``
-    (see ``annotator.judges.engine.batch_runner``); it also fetches batches an earlier run left waiting.
-    ``job_id`` is the background job carrying the run out (none: the command line); the judge's claim records it.
+    ``client`` is built from the options' endpoint; the judge is named ``judge_name``, else the options'
+    ``judge``, else TEMPLATE/MODEL. ``progress`` is told the counts as calls are saved; ``should_stop`` is
+    asked between calls. ``job_id`` is the background job carrying the run out (none: the command line);
+    the judge's claim records it. With ``batch_api`` the calls go through the provider's batch API (see
+    ``annotator.judges.engine.batch_runner``), which also fetches batches an earlier run left waiting.
     """
-    bounded = bound_for_cap(client, max_cost)  # before the judge's identity: max_tokens is part of it
-    tasks, parse, notes = plan_run(
-        batch=batch,
-        template=template,
-        client=client,
-        limit=limit,
-        pairwise=pairwise,
-        swap=swap,
-        samples=samples,
-        calibration_set=calibration_set,
-        structured=structured,
-        logprobs=logprobs,
-    )
+    options = RunOptions.with_fields(options, option_fields)
+    bounded = bound_for_cap(client, options.max_cost)  # before the judge's identity: max_tokens is part of it
+    tasks, parse, notes = plan_run(batch, template, client, options)
     notes += [bounded] if bounded else []
     judge, note = judge_for_run(
-        name=judge_name,
+        name=judge_name or options.judge or f"{template.name}/{client.model}",
         model=client.model,
         template=template,
         params={**client.identity, "scale_warnings": template.scale_warnings},
     )
     # One run per judge at a time: none pays for an item another is calling.
     claim = judge_run_claim(judge, job_id=job_id)
-    renewed = [time.monotonic()]
-
-    def stop_or_renew() -> bool:
-        if time.monotonic() - renewed[0] >= CLAIM_RENEW_SECONDS:
-            if not judge_run_renew(judge, claim):
-                notes.append(
-                    "The run stopped: it stalled so long that another run took the judge over; "
-                    "calls finished before are saved."
-                )
-                return True
-            renewed[0] = time.monotonic()
-        return should_stop() if should_stop is not None else False
-
-    def save(outcomes: list[CallOutcome]) -> None:
-        judge_calls_record(
-            judge=judge,
-            template=template,
-            model=client.model,
-            params=client.params,
-            outcomes=outcomes,
-            prices=prices,
-        )
-
-    def mark_sent(batch: list[Task]) -> None:
-        judge_calls_mark_sent(
-            judge=judge,
-            template=template,
-            model=client.model,
-            params=client.params,
-            tasks=batch,
-            request=client.request_params(),
-        )
-
+    run = _Run(judge, template, client, options, parse, notes, progress, should_stop, claim)
     try:
-        todo, unknown = tasks_to_call(
-            tasks,
-            judge_call_states(judge=judge),
-            retry_failed=retry_failed,
-            force=force,
-            retry_unknown=retry_unknown,
-        )
-        in_batches = judge_calls_in_batches(judge=judge) if batch_api else {}
-        waiting: dict[str, list[Task]] = {}
-        for task in [t for t in [*unknown, *todo] if _slot(t) in in_batches]:
-            waiting.setdefault(in_batches[_slot(task)], []).append(
-                replace(task, key=request_key(client, task))
-            )
-        unknown = [t for t in unknown if _slot(t) not in in_batches]
-        todo = [t for t in todo if _slot(t) not in in_batches]
-        todo = [replace(t, key=request_key(client, t)) for t in todo]
-        hits = judge_calls_cached(keys=[t.key for t in todo]) if cache else {}
-        served = [t for t in todo if t.key in hits]
-        todo = [t for t in todo if t.key not in hits]
-        resumed = sum(len(v) for v in waiting.values())
-        state = RunProgress(
-            total=len(todo) + len(served) + resumed,
-            skipped=len(tasks) - len(todo) - len(served) - resumed,
-            prices=prices or Prices(),
-        )
-        cached_failed = []
-        for start in range(0, len(served), CACHE_SAVE_CHUNK):
-            outcomes = served_from_cache(
-                served[start : start + CACHE_SAVE_CHUNK],
-                hits,
-                template_hash=template.content_hash,
-                parse=parse,
-            )
-            judge_calls_record_many(
-                judge=judge,
-                template=template,
-                model=client.model,
-                params=client.params,
-                outcomes=outcomes,
-                prices=prices,
-            )
-            for outcome in outcomes:
-                state.add(
-                    ok=outcome.status == JudgeCall.OK,
-                    attempts=0,
-                    tokens_in=None,
-                    tokens_out=None,
-                    cached=True,
-                    problems=outcome.problems,
-                )
-                if outcome.status != JudgeCall.OK:
-                    cached_failed.append(outcome)
-            if progress is not None:
-                progress(state)
-        cap = None
-        if max_cost is not None:
-            tokens_out, _ = output_estimate(client, template)
-            cap = CostCap(
-                limit=max_cost,
-                prices=prices or Prices(),
-                output_tokens=tokens_out,
-                max_tokens=call_bound(client) or tokens_out,
-            )
-        still_waiting: list[str] = []
-        if batch_api:
-            stopped, failed, still_waiting = run_batch(
-                todo,
-                client=client,
-                waiting=waiting,
-                parse=parse,
-                save=save,
-                progress=state,
-                mark_sent=mark_sent,
-                set_batch=lambda batch, batch_id: judge_calls_set_batch(
-                    judge=judge, tasks=batch, batch_id=batch_id
-                ),
-                unsend=lambda batch: judge_calls_unsend(judge=judge, tasks=batch),
-                on_progress=progress,
-                should_stop=stop_or_renew,
-                poll_seconds=poll_seconds,
-                cap=cap,
-            )
-            if not stopped and state.done < state.total:
-                notes.append(
-                    f"{state.total - state.done} request(s) the batch did not answer (expired or cancelled) "
-                    "were not saved: run again to send them."
-                )
-            if still_waiting:
-                notes.append(
-                    f"{len(still_waiting)} batch(es) still running at the provider "
-                    f"({', '.join(still_waiting)}): run again with --batch to fetch their answers."
-                )
-        else:
-            stopped, failed = run_tasks(
-                todo,
-                client=client,
-                concurrency=concurrency,
-                parse=parse,
-                save=save,
-                progress=state,
-                on_progress=progress,
-                should_stop=stop_or_renew,
-                mark_sent=mark_sent,
-                unsend=lambda batch: judge_calls_unsend(judge=judge, tasks=batch),
-                cap=cap,
-            )
-        if cap is not None and cap.reached and stopped:
-            notes.append(
-                f"The run stopped starting calls at the cost cap of {max_cost:g}: {cap.spent:.4f} was spent "
-                f"(at the tokens the provider reported), and the next call would have passed the cap. The calls "
-                f"paid for are saved; run again (with a higher cap) to continue."
-            )
+        calls = _sort_calls(tasks, run)
+        state = RunProgress(total=calls.total, skipped=len(tasks) - calls.total, prices=options.prices)
+        failed = _serve_cached(calls, run, state)
+        cap = _cost_cap(client, template, options)
+        call = _call_batched if options.batch_api else _call_in_pool
+        stopped, called_failed, still_waiting = call(calls, run, state, cap)
+        capped = cap is not None and cap.reached and stopped
+        notes += [_capped_note(cap, options.max_cost)] if capped else []
     finally:
         judge_run_release(judge, claim)
-    failed = cached_failed + failed
-    failures = [(task_label(o), o.error) for o in failed]
-    outputs = [o.raw_output for o in failed if o.raw_output]
+    failed += called_failed
     return RunResult(
         judge=judge,
         note=" ".join([note, *notes, *client.notes]).strip(),
         progress=state,
         stopped=stopped,
-        capped=cap is not None and cap.reached and stopped,
+        capped=capped,
         waiting_batches=still_waiting,
-        failures=failures,
-        unknown=[task_label(t) for t in unknown],
-        failed_outputs=outputs[:3],
+        failures=[(task_label(o), o.error) for o in failed],
+        unknown=[task_label(t) for t in calls.unknown],
+        failed_outputs=[o.raw_output for o in failed if o.raw_output][:3],
     )
 
 
-def output_estimate(client: ChatClient, template: JudgeTemplate) -> tuple[int, str]:
-    """(output tokens per call, how they were estimated): see ``annotator.judges.engine.budget``."""
-    if client.max_tokens:
-        return client.max_tokens, f"--max-tokens {client.max_tokens} per call (an upper bound)"
-    seen = judge_output_tokens(model=client.model, template_hash=template.content_hash)
-    if seen is not None:
-        return round(
-            seen
-        ), f"{round(seen)} per call, the mean of this model's earlier answers to this template"
+def _capped_note(cap: CostCap, max_cost: float) -> str:
     return (
-        DEFAULT_OUTPUT_TOKENS,
-        f"{DEFAULT_OUTPUT_TOKENS} per call (no earlier answers of this model to this template)",
+        f"The run stopped starting calls at the cost cap of {max_cost:g}: {cap.spent:.4f} was "
+        f"spent (at the tokens the provider reported), and the next call would have passed the cap. The "
+        f"calls paid for are saved; run again (with a higher cap) to continue."
     )
 
 
-def judge_run_estimate(
-    *,
-    batch: Batch,
-    template: JudgeTemplate,
-    client: ChatClient,
-    prices: Prices,
-    cache: bool = True,
-    max_cost: float | None = None,
-    **plan,
-) -> Estimate:
-    """What a run would call, and its estimated tokens and cost: renders every prompt, calls nothing, saves
-    nothing. Calls the cache would serve are counted apart. ``max_cost``: the estimate also gives the most
-    the capped run can spend (and the client sends the cap's ``max_tokens``, as the run would).
-    ``plan``: ``plan_run``'s options."""
-    bound_for_cap(client, max_cost)
-    tasks, _, _ = plan_run(batch=batch, template=template, client=client, **plan)
-    tasks = [replace(t, key=request_key(client, t)) for t in tasks]
-    hits = judge_calls_cached(keys=[t.key for t in tasks]) if cache else {}
-    paid = [t for t in tasks if t.key not in hits]
-    tokens_out, basis = output_estimate(client, template)
-    bound = None
-    if max_cost is not None:
-        bound = cap_bound(paid, limit=max_cost, max_tokens=call_bound(client) or tokens_out, prices=prices)
-    return estimate(
-        paid,
-        cached=len(tasks) - len(paid),
+def _sort_calls(tasks: list[Task], run: _Run) -> _Calls:
+    """Which of ``tasks`` the run calls, leaves out (sent by a killed run), resumes from a provider's batch
+    (with ``batch_api``) or serves from the response cache (with ``cache``)."""
+    options, client, judge = run.options, run.client, run.judge
+    todo, unknown = tasks_to_call(
+        tasks,
+        judge_call_states(judge=judge),
+        retry_failed=options.retry_failed,
+        force=options.force,
+        retry_unknown=options.retry_unknown,
+    )
+    in_batches = judge_calls_in_batches(judge=judge) if options.batch_api else {}
+    waiting: dict[str, list[Task]] = {}
+    for task in [t for t in [*unknown, *todo] if _slot(t) in in_batches]:
+        waiting.setdefault(in_batches[_slot(task)], []).append(replace(task, key=request_key(client, task)))
+    unknown = [t for t in unknown if _slot(t) not in in_batches]
+    todo = [replace(t, key=request_key(client, t)) for t in todo if _slot(t) not in in_batches]
+    hits = judge_calls_cached(keys=[t.key for t in todo]) if options.cache else {}
+    return _Calls(
+        todo=[t for t in todo if t.key not in hits],
+        unknown=unknown,
+        waiting=waiting,
+        served=[t for t in todo if t.key in hits],
+        hits=hits,
+    )
+
+
+def _serve_cached(calls: _Calls, run: _Run, state: RunProgress) -> list[CallOutcome]:
+    """Save the calls the cache answers, in chunks; returns those that gave no score."""
+    failed = []
+    for start in range(0, len(calls.served), CACHE_SAVE_CHUNK):
+        outcomes = served_from_cache(
+            calls.served[start : start + CACHE_SAVE_CHUNK],
+            calls.hits,
+            template_hash=run.template.content_hash,
+            parse=run.parse,
+        )
+        run.save_many(outcomes)
+        failed += count_outcomes(state, outcomes)
+        if run.on_progress is not None:
+            run.on_progress(state)
+    return failed
+
+
+def _cost_cap(client: ChatClient, template: JudgeTemplate, options: RunOptions) -> CostCap | None:
+    """The cap on the run's estimated spend, when ``max_cost`` sets one."""
+    if options.max_cost is None:
+        return None
+    tokens_out, _ = output_estimate(client, template)
+    return CostCap(
+        limit=options.max_cost,
+        prices=options.prices,
         output_tokens=tokens_out,
-        output_basis=basis,
-        prices=prices,
-        bound=bound,
+        max_tokens=call_bound(client) or tokens_out,
     )
+
+
+def _call_in_pool(
+    calls: _Calls, run: _Run, state: RunProgress, cap: CostCap | None
+) -> tuple[bool, list[CallOutcome], list[str]]:
+    """One request per call, ``concurrency`` in flight. Returns (stopped early, failed outcomes, [])."""
+    stopped, failed = run_tasks(
+        calls.todo,
+        client=run.client,
+        concurrency=run.options.concurrency,
+        parse=run.parse,
+        save=run.save,
+        progress=state,
+        on_progress=run.on_progress,
+        should_stop=run.stop_or_renew,
+        mark_sent=run.mark_sent,
+        unsend=run.unsend,
+        cap=cap,
+    )
+    return stopped, failed, []
+
+
+def _call_batched(
+    calls: _Calls, run: _Run, state: RunProgress, cap: CostCap | None
+) -> tuple[bool, list[CallOutcome], list[str]]:
+    """The provider's batch API, with the batches an earlier run left waiting. Returns (stopped early, failed
+    outcomes, the batches still running at the provider)."""
+    stopped, failed, still_waiting = run_batch(
+        calls.todo,
+        client=run.client,
+        waiting=calls.waiting,
+        parse=run.parse,
+        save=run.save,
+        progress=state,
+        mark_sent=run.mark_sent,
+        set_batch=run.set_batch,
+        unsend=run.unsend,
+        on_progress=run.on_progress,
+        should_stop=run.stop_or_renew,
+        poll_seconds=run.options.poll_seconds,
+        cap=cap,
+    )
+    if not stopped and state.done < state.total:
+        run.notes.append(
+            f"{state.total - state.done} request(s) the batch did not answer (expired or cancelled) "
+            "were not saved: run again to send them."
+        )
+    if still_waiting:
+        run.notes.append(
+            f"{len(still_waiting)} batch(es) still running at the provider "
+            f"({', '.join(still_waiting)}): run again with --batch to fetch their answers."
+        )
+    return stopped, failed, still_waiting

@@ -8,6 +8,7 @@ from django import forms
 from django.conf import settings
 
 from annotator.judges.engine.budget import CAP_MAX_TOKENS
+from annotator.judges.engine.options import DEFAULT_PROVIDER
 from annotator.judges.engine.progress import DEFAULT_CURRENCY, currency_code
 from annotator.judges.engine.templates import available_templates, load_template
 from annotator.models import Batch, CalibrationSet, Judge
@@ -85,7 +86,7 @@ class JudgeRunForm(forms.Form):
     template = forms.ChoiceField(
         choices=(), help_text="A template from fixtures/judge_templates/, run verbatim."
     )
-    provider = forms.ChoiceField(choices=(), initial="openai", required=False)
+    provider = forms.ChoiceField(choices=(), initial=DEFAULT_PROVIDER, required=False)
     base_url = forms.URLField(
         label="Base URL",
         assume_scheme="https",
@@ -187,7 +188,7 @@ class JudgeRunForm(forms.Form):
                 f"Batch \u201c{batch.name}\u201d has no calibration set yet: mark one on its report.",
             )
         data["judge"] = (data.get("judge") or "").strip()
-        data["provider"] = data.get("provider") or "openai"
+        data["provider"] = data.get("provider") or DEFAULT_PROVIDER
         if "base_url" in data and not data["base_url"]:
             from annotator.judges.providers import (
                 JUDGE_PROVIDERS,  # the clients load httpx: rating workers never do

@@ -7,19 +7,14 @@ from dataclasses import dataclass
 from typing import Any
 
 from annotator.judges.engine.client import ChatClient
+from annotator.judges.engine.options import CLIENT_OPTIONS, DEFAULT_PROVIDER, RunOptions
 from annotator.judges.providers.anthropic import DEFAULT_BASE_URL as ANTHROPIC_URL
 from annotator.judges.providers.anthropic import AnthropicClient
 from annotator.judges.providers.batches import AnthropicBatches, OpenAIBatches
 from annotator.judges.providers.openai import OpenAIClient
 
-DEFAULT_PROVIDER = "openai"
-DEFAULTS: dict[str, Any] = {
-    "timeout": 60.0,
-    "max_retries": 4,
-    "backoff": 1.0,
-    "temperature": 0.0,
-    "max_tokens": None,
-}
+# What a client is built with unless the params name it: the run options' defaults.
+DEFAULTS: dict[str, Any] = {name: getattr(RunOptions(), name) for name in CLIENT_OPTIONS}
 
 
 @dataclass(frozen=True)
@@ -30,11 +25,25 @@ class Provider:
     key_env: str  # the variable its key is read from unless another is named
     batches: type  # its batch API (--batch)
     base_url: str = ""  # used when none is given; empty: a base URL is required
+    # A local server speaking its API (vLLM, Ollama) runs without a key: a run with none is not refused
+    # unless the endpoint is one of ``hosts_needing_key``.
+    key_optional: bool = False
+    hosts_needing_key: tuple[str, ...] = ()
+
+    def needs_key(self, base_url: str) -> bool:
+        """Whether a run against ``base_url`` must have a key before its first call."""
+        return not self.key_optional or any(host in (base_url or "") for host in self.hosts_needing_key)
 
 
 JUDGE_PROVIDERS: dict[str, Provider] = {
     "openai": Provider(
-        "openai", "OpenAI-compatible chat completions", OpenAIClient, "OPENAI_API_KEY", OpenAIBatches
+        "openai",
+        "OpenAI-compatible chat completions",
+        OpenAIClient,
+        "OPENAI_API_KEY",
+        OpenAIBatches,
+        key_optional=True,
+        hosts_needing_key=("api.openai.com",),
     ),
     "anthropic": Provider(
         "anthropic",

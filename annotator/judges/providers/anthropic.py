@@ -19,9 +19,9 @@ from annotator.judges.engine.client import (
     ChatClient,
     JudgeCallError,
     JudgeRunFatal,
-    _int,
-    _Retryable,
+    Retryable,
     endpoint_said,
+    int_or_none,
     retry_after_seconds,
 )
 
@@ -43,6 +43,7 @@ def _error_type(text: str) -> str:
 @dataclass
 class AnthropicClient(ChatClient):
     provider = "anthropic"
+    identity_names_provider = True
 
     @property
     def url(self) -> str:
@@ -59,7 +60,7 @@ class AnthropicClient(ChatClient):
     def params(self) -> dict[str, Any]:
         return {"temperature": self.temperature, "max_tokens": self.max_tokens or DEFAULT_MAX_TOKENS}
 
-    def _body(self, messages: list[dict[str, str]]) -> tuple[dict[str, Any], dict[str, Any]]:
+    def build_request(self, messages: list[dict[str, str]]) -> tuple[dict[str, Any], dict[str, Any]]:
         sent = self.params
         system = "\n\n".join(m["content"] for m in messages if m["role"] == "system")
         turns = [
@@ -72,14 +73,14 @@ class AnthropicClient(ChatClient):
             body["system"] = system
         return body, sent
 
-    def _headers(self) -> dict[str, str]:
+    def headers(self) -> dict[str, str]:
         return {"x-api-key": self.api_key, "anthropic-version": API_VERSION}
 
-    def _usage(self, payload: dict) -> tuple[int | None, int | None]:
+    def usage(self, payload: dict) -> tuple[int | None, int | None]:
         usage = payload.get("usage") if isinstance(payload.get("usage"), dict) else {}
-        return _int(usage.get("input_tokens")), _int(usage.get("output_tokens"))
+        return int_or_none(usage.get("input_tokens")), int_or_none(usage.get("output_tokens"))
 
-    def _read(self, response: httpx.Response, text: str) -> dict:
+    def read_response(self, response: httpx.Response, text: str) -> dict:
         status, said, kind = response.status_code, endpoint_said(text), _error_type(text)
         if status in (401, 403) or kind in ("authentication_error", "permission_error"):
             raise JudgeRunFatal(
@@ -91,7 +92,7 @@ class AnthropicClient(ChatClient):
                 f"(HTTP {status}); it said: {said}"
             )
         if status in RETRY_STATUSES or kind in ("rate_limit_error", "overloaded_error", "api_error"):
-            raise _Retryable(
+            raise Retryable(
                 f"HTTP {status} ({kind or 'no type'})",
                 body=text[:BODY_KEPT],
                 status=status,
@@ -108,7 +109,7 @@ class AnthropicClient(ChatClient):
             blocks = payload["content"]
             answer = "".join(b["text"] for b in blocks if isinstance(b, dict) and b.get("type") == "text")
         except (ValueError, KeyError, TypeError):
-            raise _Retryable(
+            raise Retryable(
                 "Anthropic answered 200 with something that is not a message",
                 body=text[:BODY_KEPT],
                 status=status,

@@ -73,7 +73,7 @@ class OpenAIBatches:
         self.client, self.base = client, client.url.removesuffix("/chat/completions")
 
     def submit(self, requests: dict[str, dict]) -> str:
-        http, headers = self.client._client(), self.client._headers()
+        http, headers = self.client.http_client(), self.client.headers()
         jsonl = "\n".join(
             json.dumps({"custom_id": cid, "method": "POST", "url": "/v1/chat/completions", "body": body})
             for cid, body in requests.items()
@@ -106,13 +106,13 @@ class OpenAIBatches:
     def state(self, batch_id: str) -> str:
         batch = _checked(
             self.client,
-            self.client._client().get(f"{self.base}/batches/{batch_id}", headers=self.client._headers()),
+            self.client.http_client().get(f"{self.base}/batches/{batch_id}", headers=self.client.headers()),
             "polling the batch",
         )
         return ENDED if batch.get("status") in ("completed", "failed", "expired", "cancelled") else RUNNING
 
     def answers(self, batch_id: str) -> dict[str, BatchAnswer]:
-        http, headers = self.client._client(), self.client._headers()
+        http, headers = self.client.http_client(), self.client.headers()
         batch = _checked(
             self.client, http.get(f"{self.base}/batches/{batch_id}", headers=headers), "reading the batch"
         )
@@ -143,9 +143,9 @@ class AnthropicBatches:
     def submit(self, requests: dict[str, dict]) -> str:
         batch = _checked(
             self.client,
-            self.client._client().post(
+            self.client.http_client().post(
                 self.base,
-                headers=self.client._headers(),
+                headers=self.client.headers(),
                 json={"requests": [{"custom_id": cid, "params": body} for cid, body in requests.items()]},
             ),
             "creating the message batch",
@@ -155,7 +155,7 @@ class AnthropicBatches:
     def _get(self, batch_id: str) -> dict:
         return _checked(
             self.client,
-            self.client._client().get(f"{self.base}/{batch_id}", headers=self.client._headers()),
+            self.client.http_client().get(f"{self.base}/{batch_id}", headers=self.client.headers()),
             "polling the message batch",
         )
 
@@ -164,7 +164,7 @@ class AnthropicBatches:
 
     def answers(self, batch_id: str) -> dict[str, BatchAnswer]:
         url = self._get(batch_id).get("results_url") or f"{self.base}/{batch_id}/results"
-        content = self.client._client().get(url, headers=self.client._headers())
+        content = self.client.http_client().get(url, headers=self.client.headers())
         if content.status_code >= 400:
             _checked(self.client, content, "fetching the message batch's results")
         found: dict[str, BatchAnswer] = {}

@@ -204,7 +204,25 @@ def judges_report(
     """Each judge × dimension (and overall) calibrated against the report's human ratings."""
     if not 0 <= epsilon < 1:
         raise ValueError(f"epsilon must lie in [0, 1), not {epsilon}")
-    rubric = batch.rubric_obj
+    judges = _judges_counted(batch)
+    row_of_pk = {int(pk): row for row, pk in enumerate(arrays.item_pk)}
+    read = _scores_read(batch, row_of_pk)
+    rows = _Calibrator(batch, arrays, row_of_pk, epsilon=epsilon, n_boot=n_boot, seed=seed).rows(judges, read)
+    mean = human_item_mean(batch, arrays)
+    positions = position_results(
+        batch, {int(pk): float(mean[row]) for row, pk in enumerate(arrays.item_pk)}, n_boot=n_boot, seed=seed
+    )
+    return JudgesSection(
+        epsilon=epsilon,
+        judges=tuple(judges),
+        rows=tuple(rows),
+        positions=positions,
+        ppi=_ppi_rows(batch, arrays, judges, read.values),
+    )
+
+
+def _judges_counted(batch: Batch) -> list[dict[str, Any]]:
+    """The judges that scored ``batch``, by name, each with its counts of scores and failures on it."""
     judges = list(
         Judge.objects.filter(scores__item__batch=batch)
         .distinct()
@@ -223,86 +241,89 @@ def judges_report(
         .annotate(n=Count("id"))
         .values_list("judge", "n")
     )
-    row_of_pk = {int(pk): row for row, pk in enumerate(arrays.item_pk)}
-    lengths = {row_of_pk[pk]: n for pk, n in item_lengths(batch).items() if pk in row_of_pk}
-    samples = {
-        key: {row_of_pk[pk]: v for pk, v in by_item.items() if pk in row_of_pk}
-        for key, by_item in judge_samples(batch).items()
-    }
-    scale = (rubric.scale_min, rubric.scale_max)
-    human_cache: dict[str, dict[int, dict[int, float]]] = {}
-    scores: dict[tuple[int, str], dict[int, float]] = {}
-    scales: dict[tuple[int, str], set[str]] = {}
-    confidences: dict[tuple[int, str], dict[int, float]] = {}
-    steps: dict[tuple[int, str], float] = {}
+    for judge in judges:
+        judge["n_scores"] = counts.get(judge["pk"], 0)
+        judge["n_failures"] = failures.get(judge["pk"], 0)
+    return judges
+
+
+@dataclass
+class _ScoresRead:
+    """A batch's judge scores, each map keyed by (judge pk, dimension)."""
+
+    values: dict[tuple[int, str], dict[int, float]] = field(default_factory=dict)  # item row → score
+    scales: dict[tuple[int, str], set[str]] = field(default_factory=dict)  # the scales they were given on
+    confidences: dict[tuple[int, str], dict[int, float]] = field(default_factory=dict)  # item row → logprob's
+    steps: dict[tuple[int, str], float] = field(default_factory=dict)  # one judge point on the rubric's scale
+
+
+def _scores_read(batch: Batch, row_of_pk: dict[int, int]) -> _ScoresRead:
+    rubric, read = batch.rubric_obj, _ScoresRead()
     for judge_pk, dimension, item_pk, value, lo, hi, higher, confidence in JudgeScore.objects.filter(
         item__batch=batch
     ).values_list(
         "judge", "dimension", "item", "value", "scale_min", "scale_max", "higher_is_better", "confidence"
     ):
-        scores.setdefault((judge_pk, dimension), {})[row_of_pk[item_pk]] = value
-        scales.setdefault((judge_pk, dimension), set()).add(
-            f"{lo:g}–{hi:g}" + ("" if higher else " (lower is better)")
-        )
+        key, row = (judge_pk, dimension), row_of_pk[item_pk]
+        read.values.setdefault(key, {})[row] = value
+        read.scales.setdefault(key, set()).add(f"{lo:g}–{hi:g}" + ("" if higher else " (lower is better)"))
         if confidence is not None:
-            confidences.setdefault((judge_pk, dimension), {})[row_of_pk[item_pk]] = confidence
-            steps[(judge_pk, dimension)] = (rubric.scale_max - rubric.scale_min) / (
-                hi - lo
-            )  # one judge point
-    rows = []
-    for judge in judges:
-        judge["n_scores"] = counts.get(judge["pk"], 0)
-        judge["n_failures"] = failures.get(judge["pk"], 0)
-        for dimension in (*rubric.dimension_keys, OVERALL):
-            judged = scores.get((judge["pk"], dimension))
-            if not judged:
-                continue
-            if dimension not in human_cache:
-                human_cache[dimension] = human_ratings(batch, arrays, dimension)
-            calibration = calibrate_judge(
-                human_cache[dimension], judged, epsilon=epsilon, n_boot=n_boot, seed=seed, scale=scale
-            )
-            probes = dimension_probes(
-                human_cache[dimension],
-                judged,
-                lengths,
-                scale=scale,
-                n_boot=n_boot,
-                seed=seed,
-                samples=samples.get((judge["pk"], dimension)),
-                item_ids=arrays.item_id,
-            )
-            label = "Overall HCS" if dimension == OVERALL else rubric.dimension(dimension).label
-            key = (judge["pk"], dimension)
-            confidence = (
-                _pointwise_confidence(
-                    confidences[key], judged, human_item_mean(batch, arrays, dimension), steps[key]
-                )
-                if key in confidences
-                else None
-            )
-            rows.append(
-                JudgeDimensionRow(
-                    judge["name"],
-                    dimension,
-                    label,
-                    tuple(sorted(scales[key])),
-                    calibration,
-                    probes,
-                    confidence,
-                )
-            )
-    mean = human_item_mean(batch, arrays)
-    positions = position_results(
-        batch, {int(pk): float(mean[row]) for row, pk in enumerate(arrays.item_pk)}, n_boot=n_boot, seed=seed
-    )
-    return JudgesSection(
-        epsilon=epsilon,
-        judges=tuple(judges),
-        rows=tuple(rows),
-        positions=positions,
-        ppi=_ppi_rows(batch, arrays, judges, scores),
-    )
+            read.confidences.setdefault(key, {})[row] = confidence
+            read.steps[key] = (rubric.scale_max - rubric.scale_min) / (hi - lo)
+    return read
+
+
+class _Calibrator:
+    """Calibrates each judge × dimension against the human ratings, read once per dimension."""
+
+    def __init__(
+        self, batch: Batch, arrays: ReportArrays, row_of_pk, *, epsilon: float, n_boot: int, seed: int
+    ):
+        self.batch, self.arrays, self.rubric = batch, arrays, batch.rubric_obj
+        self.epsilon, self.n_boot, self.seed = epsilon, n_boot, seed
+        self.scale = (self.rubric.scale_min, self.rubric.scale_max)
+        self.lengths = {row_of_pk[pk]: n for pk, n in item_lengths(batch).items() if pk in row_of_pk}
+        self.samples = {
+            key: {row_of_pk[pk]: v for pk, v in by_item.items() if pk in row_of_pk}
+            for key, by_item in judge_samples(batch).items()
+        }
+        self.human: dict[str, dict[int, dict[int, float]]] = {}
+
+    def rows(self, judges: list[dict[str, Any]], read: _ScoresRead) -> list[JudgeDimensionRow]:
+        """A row per judge × dimension it scored, in the judges' order, the rubric's dimensions then overall."""
+        return [
+            self.row(judge, dimension, read)
+            for judge in judges
+            for dimension in (*self.rubric.dimension_keys, OVERALL)
+            if read.values.get((judge["pk"], dimension))
+        ]
+
+    def row(self, judge: dict[str, Any], dimension: str, read: _ScoresRead) -> JudgeDimensionRow:
+        key = (judge["pk"], dimension)
+        judged = read.values[key]
+        if dimension not in self.human:
+            self.human[dimension] = human_ratings(self.batch, self.arrays, dimension)
+        human, n_boot, seed = self.human[dimension], self.n_boot, self.seed
+        calibration = calibrate_judge(
+            human, judged, epsilon=self.epsilon, n_boot=n_boot, seed=seed, scale=self.scale
+        )
+        probes = dimension_probes(
+            human,
+            judged,
+            self.lengths,
+            scale=self.scale,
+            n_boot=n_boot,
+            seed=seed,
+            samples=self.samples.get(key),
+            item_ids=self.arrays.item_id,
+        )
+        confidence = None
+        if key in read.confidences:
+            mean = human_item_mean(self.batch, self.arrays, dimension)
+            confidence = _pointwise_confidence(read.confidences[key], judged, mean, read.steps[key])
+        label = "Overall HCS" if dimension == OVERALL else self.rubric.dimension(dimension).label
+        scales = tuple(sorted(read.scales[key]))
+        return JudgeDimensionRow(judge["name"], dimension, label, scales, calibration, probes, confidence)
 
 
 def judges_section(inputs: SectionInputs) -> JudgesSection:

@@ -12,16 +12,19 @@ from __future__ import annotations
 
 import os
 import time
+from collections.abc import Callable
 
 from django.conf import settings
 from django.utils import timezone
 
 from annotator.judges.engine.budget import estimate_lines
-from annotator.judges.engine.client import JudgeRunFatal
-from annotator.judges.engine.progress import DEFAULT_CURRENCY, Prices, RunProgress
-from annotator.judges.engine.runner import judge_run, judge_run_estimate
-from annotator.judges.engine.templates import TemplateError, load_template
-from annotator.judges.providers import UnknownProvider, client_for
+from annotator.judges.engine.client import ChatClient, JudgeRunFatal
+from annotator.judges.engine.options import RunOptions
+from annotator.judges.engine.planning import judge_run_estimate
+from annotator.judges.engine.progress import RunProgress
+from annotator.judges.engine.runner import RunResult, judge_run
+from annotator.judges.engine.templates import JudgeTemplate, TemplateError, load_template
+from annotator.judges.providers import DEFAULT_PROVIDER, JUDGE_PROVIDERS, UnknownProvider, client_for
 from annotator.judges.services.runs import JudgeBusy, judge_claims_release_for_job
 from annotator.models import Batch, Job
 from annotator.uploads.files.errors import ImportRefused
@@ -33,39 +36,62 @@ SAMPLE_OUTPUT_CHARS = 2000
 
 def judge_job_run(job: Job, update) -> None:
     """Carry out a queued judge run (in the worker); ``update(job, **fields)`` writes the job row."""
-    p = job.params
-    batch = Batch.objects.get(pk=p["batch_id"])
+    options = RunOptions.from_job_payload(job.params)
+    batch = Batch.objects.get(pk=job.params["batch_id"])
+    ready = _prepare(job, update, options)
+    if ready is None:
+        return
+    template, client = ready
+    earlier = _earlier_attempts(job)
+    should_stop, progress = _watch(job, update, earlier)
+    update(job, step="Rendering every prompt before the first call")
     try:
-        template = load_template(p["template"])
+        result = judge_run(
+            batch, template, options, client=client, progress=progress, should_stop=should_stop, job_id=job.pk
+        )
+    except JudgeBusy as exc:  # refused before any call: its message names the holder and says when to retry
+        _end(job, update, Job.FAILED, str(exc))
+        return
+    except (TemplateError, ImportRefused, JudgeRunFatal) as exc:
+        _end(job, update, Job.FAILED, f"{_sentence(str(exc))} Calls finished before it are saved.")
+        return
+    finally:
+        client.close()
+    _finish(job, update, result, earlier)
+
+
+def _end(job: Job, update, state: str, message: str, **fields) -> None:
+    """Write the job's end: ``state`` (Failed, Cancelled or Done) and its ``message``."""
+    update(job, state=state, finished_at=timezone.now(), step="", message=message, **fields)
+
+
+def _prepare(job: Job, update, options: RunOptions) -> tuple[JudgeTemplate, ChatClient] | None:
+    """(the template, a client with the key from the worker's environment), or None once the job is Failed
+    for what stops it before any call: the template, the key variable, the key, the provider."""
+    try:
+        template = load_template(job.params["template"])
     except TemplateError as exc:
-        update(job, state=Job.FAILED, finished_at=timezone.now(), step="", message=str(exc))
-        return
-    if p["key_env"] not in settings.ANNOTATOR_JUDGE_KEY_ENVS:
-        update(
-            job,
-            state=Job.FAILED,
-            finished_at=timezone.now(),
-            step="",
-            message=f"{p['key_env']} is no longer one of the API key variables this server allows.",
-        )
-        return
-    api_key = os.environ.get(p["key_env"], "")
-    if not api_key and p.get("provider", "openai") != "openai":
-        update(
-            job,
-            state=Job.FAILED,
-            finished_at=timezone.now(),
-            step="",
-            message=f"The API key variable {p['key_env']} is not set on the worker; nothing was called.",
-        )
-        return
+        _end(job, update, Job.FAILED, str(exc))
+        return None
+    if options.key_env not in settings.ANNOTATOR_JUDGE_KEY_ENVS:
+        message = f"{options.key_env} is no longer one of the API key variables this server allows."
+        _end(job, update, Job.FAILED, message)
+        return None
+    api_key = os.environ.get(options.key_env, "")
+    provider = JUDGE_PROVIDERS.get(options.provider or DEFAULT_PROVIDER)
+    if not api_key and not (provider is not None and provider.key_optional):
+        message = f"The API key variable {options.key_env} is not set on the worker; nothing was called."
+        _end(job, update, Job.FAILED, message)
+        return None
     try:
-        client = client_for(p, api_key=api_key)
+        return template, client_for(options.client_params(), api_key=api_key)
     except UnknownProvider as exc:
-        update(
-            job, state=Job.FAILED, finished_at=timezone.now(), step="", message=f"{exc}; nothing was called."
-        )
-        return
+        _end(job, update, Job.FAILED, f"{exc}; nothing was called.")
+        return None
+
+
+def _watch(job: Job, update, earlier: dict) -> tuple[Callable[[], bool], Callable[[RunProgress], None]]:
+    """(whether the job was cancelled, the progress writer): each at most every POLL_SECONDS."""
     # The cancel poll and the progress write keep their own clocks: sharing one let the poll, which runs
     # every quarter second, starve the progress write, so the page showed no progress until the end.
     polled, written = [0.0], [0.0]
@@ -76,60 +102,19 @@ def judge_job_run(job: Job, update) -> None:
         polled[0] = time.monotonic()
         return Job.objects.filter(pk=job.pk, cancel_requested=True).exists()
 
-    earlier = _earlier_attempts(job)
-
     def progress(state: RunProgress) -> None:
         if state.done == state.total or time.monotonic() - written[0] >= POLL_SECONDS:
             written[0] = time.monotonic()
             # The step is a short column: the reasons go in the progress, which the page lists under Failed.
             update(job, progress=_with_totals(state, earlier), step=state.summary())
 
-    pairwise = (p["baseline_system"], p["enhanced_system"]) if p.get("pairwise") else None
-    update(job, step="Rendering every prompt before the first call")
-    try:
-        result = judge_run(
-            batch=batch,
-            template=template,
-            client=client,
-            judge_name=p.get("judge") or f"{template.name}/{p['model']}",
-            concurrency=p["concurrency"],
-            retry_failed=p["retry_failed"],
-            retry_unknown=p.get("retry_unknown", False),
-            calibration_set=p.get("calibration_set", False),
-            pairwise=pairwise,
-            swap=p.get("swap", False),
-            samples=p.get("samples", 1),
-            prices=Prices(p["price_in"], p["price_out"], p.get("currency") or DEFAULT_CURRENCY),
-            progress=progress,
-            should_stop=should_stop,
-            cache=p.get("cache", True),
-            max_cost=p.get("max_cost"),
-            job_id=job.pk,
-        )
-    except JudgeBusy as exc:  # refused before any call: its message names the holder and says when to retry
-        update(job, state=Job.FAILED, finished_at=timezone.now(), step="", message=str(exc))
-        return
-    except (TemplateError, ImportRefused, JudgeRunFatal) as exc:
-        update(
-            job,
-            state=Job.FAILED,
-            finished_at=timezone.now(),
-            step="",
-            message=f"{_sentence(str(exc))} Calls finished before it are saved.",
-        )
-        return
-    finally:
-        client.close()
+    return should_stop, progress
+
+
+def _finish(job: Job, update, result: RunResult, earlier: dict) -> None:
+    """Write how the run ended: capped or cancelled, every call failed, some failed, or done."""
     state = result.progress
-    summary = f"Judge \u201c{result.judge.name}\u201d: {state.summary(reasons=True)}; {state.skipped} item(s) already called were skipped."
-    if result.unknown:
-        summary += (
-            f" {len(result.unknown)} call(s) were sent by a run that was killed and their outcome is unknown: "
-            "they were not called again (tick \u201cCall again the calls whose outcome is unknown\u201d, or "
-            "run_judge --retry-unknown, to call them)."
-        )
-    if result.note:
-        summary = f"{result.note} {summary}"
+    summary = _summary(result)
     progress_row = _with_totals(state, earlier)
     # The row-error shape every job shares (the API's JobOut), with the item named in the message.
     errors = [
@@ -138,43 +123,46 @@ def judge_job_run(job: Job, update) -> None:
     ]
     if result.failed_outputs:
         progress_row["sample_raw_output"] = result.failed_outputs[0][:SAMPLE_OUTPUT_CHARS]
-    finished = {"finished_at": timezone.now(), "step": "", "progress": progress_row, "errors": errors}
+    finished = {"progress": progress_row, "errors": errors}
     if result.capped:
-        update(
-            job,
-            state=Job.CANCELLED,
-            **finished,
-            message=f"Stopped at the cost cap. {summary} Start a run with a higher cap to call the items that "
-            "are left.",
-        )
+        message = f"Stopped at the cost cap. {summary} Start a run with a higher cap to call the items that are left."
+        _end(job, update, Job.CANCELLED, message, **finished)
     elif result.stopped:
-        update(
-            job,
-            state=Job.CANCELLED,
-            **finished,
-            message=f"Cancelled. {summary} Start the run again to call the items that are left.",
-        )
+        message = f"Cancelled. {summary} Start the run again to call the items that are left."
+        _end(job, update, Job.CANCELLED, message, **finished)
     elif state.done and state.failed == state.done:
-        update(
-            job,
-            state=Job.FAILED,
-            **finished,
-            # "failed" counts every call that gave no score: unreadable and ambiguous answers too.
-            message=f"No call gave a score ({state.failed} of {state.done} failed, unreadable or ambiguous); "
+        # "failed" counts every call that gave no score: unreadable and ambiguous answers too.
+        message = (
+            f"No call gave a score ({state.failed} of {state.done} failed, unreadable or ambiguous); "
             f"nothing was scored. {summary} "
-            "The first errors and a sample of what the endpoint answered are below.",
+            "The first errors and a sample of what the endpoint answered are below."
         )
+        _end(job, update, Job.FAILED, message, **finished)
     elif state.failed:
-        update(
-            job,
-            state=Job.DONE,
-            **finished,
-            message=f"Partly failed: {state.failed} of {state.done} calls gave no score (failed, unreadable or "
+        message = (
+            f"Partly failed: {state.failed} of {state.done} calls gave no score (failed, unreadable or "
             f"ambiguous). {summary} "
-            "Start the run again with \u201cCall failed items again\u201d ticked to retry them.",
+            "Start the run again with \u201cCall failed items again\u201d ticked to retry them."
         )
+        _end(job, update, Job.DONE, message, **finished)
     else:
-        update(job, state=Job.DONE, **finished, message=summary)
+        _end(job, update, Job.DONE, summary, **finished)
+
+
+def _summary(result: RunResult) -> str:
+    """What the run did, in a sentence or three: its notes, its counts, the calls it left out."""
+    state = result.progress
+    summary = (
+        f"Judge \u201c{result.judge.name}\u201d: {state.summary(reasons=True)}; "
+        f"{state.skipped} item(s) already called were skipped."
+    )
+    if result.unknown:
+        summary += (
+            f" {len(result.unknown)} call(s) were sent by a run that was killed and their outcome is unknown: "
+            "they were not called again (tick \u201cCall again the calls whose outcome is unknown\u201d, or "
+            "run_judge --retry-unknown, to call them)."
+        )
+    return f"{result.note} {summary}" if result.note else summary
 
 
 def _earlier_attempts(job: Job) -> dict:
@@ -222,20 +210,10 @@ def judge_form_estimate(data: dict) -> list[str]:
     """The dry run of the Run a judge form's ``data`` (its cleaned data), in words: what the run would call,
     its estimated tokens and cost, and with a cost cap the most it can spend. Calls nothing, needs no key.
     Raises TemplateError or UnknownProvider."""
-    client = client_for(data)
+    options = RunOptions.from_form(data)
+    client = client_for(options.client_params())
     try:
-        guess = judge_run_estimate(
-            batch=data["batch"],
-            template=load_template(data["template"]),
-            client=client,
-            prices=Prices(data["price_in"] or 0.0, data["price_out"] or 0.0, data["currency"]),
-            cache=not data["no_cache"],
-            max_cost=data["max_cost"],
-            pairwise=(data["baseline_system"], data["enhanced_system"]) if data["pairwise"] else None,
-            swap=data["swap"],
-            samples=data["samples"],
-            calibration_set=data["calibration_set"],
-        )
+        guess = judge_run_estimate(data["batch"], load_template(data["template"]), client, options)
     finally:
         client.close()
     return estimate_lines(guess)

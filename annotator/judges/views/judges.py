@@ -7,6 +7,7 @@ from django.shortcuts import redirect, render
 from django.views.decorators.http import require_GET, require_POST
 
 from annotator.counted import counted
+from annotator.judges.engine.options import RunOptions
 from annotator.judges.forms.judges import JudgeRunForm, JudgeScoresForm, VerdictsForm
 from annotator.judges.selectors.listing import (
     judge_batches,
@@ -115,30 +116,8 @@ def start_run(request):
             form.add_error(None, str(exc))
             return _page(request, run_form=form, status=400)
         return _page(request, run_form=form, estimate=lines)
+    options = RunOptions.from_form(data)
     job = judge_job_create(
-        batch=data["batch"],
-        template=data["template"],
-        base_url=data["base_url"],
-        model=data["model"],
-        key_env=data["key_env"],
-        concurrency=data["concurrency"],
-        retry_failed=data["retry_failed"],
-        price_in=data["price_in"] or 0.0,
-        price_out=data["price_out"] or 0.0,
-        user=request.user,
-        calibration_set=data["calibration_set"],
-        judge=data["judge"],
-        temperature=data["temperature"],
-        samples=data["samples"],
-        pairwise=data["pairwise"],
-        baseline_system=data["baseline_system"],
-        enhanced_system=data["enhanced_system"],
-        swap=data["swap"],
-        retry_unknown=data["retry_unknown"],
-        provider=data["provider"],
-        cache=not data["no_cache"],
-        currency=data["currency"],
-        max_cost=data["max_cost"],
-        max_tokens=data["max_tokens"],
+        batch=data["batch"], template=data["template"], user=request.user, **options.to_job_payload()
     )
     return redirect("job_status", job_id=job.pk)

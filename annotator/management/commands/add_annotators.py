@@ -8,9 +8,8 @@ from __future__ import annotations
 
 from django.core.management.base import BaseCommand, CommandError
 
+from annotator.cli import add_link_options, batch_named, link_base, read_file
 from annotator.counted import counted
-from annotator.management.commands._import_common import read_file
-from annotator.management.commands._link_common import add_link_options, batch_named, link_base
 from annotator.reports.exports.csv_safe import SafeWriter
 from annotator.studies.link_urls import signin_url
 from annotator.studies.services.links import DEFAULT_SIGNIN_DAYS, LinkError, annotators_add

@@ -6,7 +6,7 @@ from __future__ import annotations
 
 from django.core.management.base import BaseCommand, CommandError
 
-from annotator.management.commands._link_common import batch_named_or_numbered
+from annotator.cli import batch_named_or_numbered
 from annotator.reports.exports.formats import EXPORT_FORMATS, TABLES, export_chunks
 from annotator.reports.hf.hub import HubRefused, hub_target
 from annotator.reports.selectors.options import ReportOptions, report_with_options

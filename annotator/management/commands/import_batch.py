@@ -4,8 +4,8 @@ from __future__ import annotations
 
 from django.core.management.base import BaseCommand
 
+from annotator.cli import load_rubric, read_file, refused
 from annotator.counted import counted
-from annotator.management.commands._import_common import load_rubric, read_file, refused
 from annotator.models.batch import MIN_K
 from annotator.uploads.files.errors import FileRefused, ImportRefused
 from annotator.uploads.services.batches import batch_import_file

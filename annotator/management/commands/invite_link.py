@@ -7,8 +7,8 @@ from __future__ import annotations
 
 from django.core.management.base import BaseCommand, CommandError
 
+from annotator.cli import add_link_options, batch_named, link_base
 from annotator.counted import counted
-from annotator.management.commands._link_common import add_link_options, batch_named, link_base
 from annotator.studies.link_urls import invite_url
 from annotator.studies.services.links import DEFAULT_INVITE_DAYS, LinkError, invite_create
 

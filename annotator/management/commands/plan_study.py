@@ -6,8 +6,8 @@ import json
 
 from django.core.management.base import BaseCommand, CommandError
 
+from annotator.cli import batch_named_or_numbered
 from annotator.counted import counted
-from annotator.management.commands._link_common import batch_named_or_numbered
 from hcs.calibration.alt_test import DEFAULT_EPSILON
 
 

@@ -13,7 +13,7 @@ from decimal import Decimal, InvalidOperation
 
 from django.core.management.base import BaseCommand, CommandError
 
-from annotator.management.commands._link_common import batch_named
+from annotator.cli import batch_named
 from annotator.studies.prolific import client as api
 from annotator.studies.prolific.bonus_csv import BonusFileError, parse_amount, parse_bonus_csv
 from annotator.studies.prolific.services.review import DEFAULT_MAX_REJECTION_RATE, ReviewError

@@ -8,9 +8,8 @@ from __future__ import annotations
 
 from django.core.management.base import BaseCommand, CommandError
 
+from annotator.cli import add_link_options, batch_named, link_base, read_text
 from annotator.counted import counted
-from annotator.management.commands._import_common import read_text
-from annotator.management.commands._link_common import add_link_options, batch_named, link_base
 from annotator.studies.crowd import PLATFORMS
 from annotator.studies.link_urls import study_url
 from annotator.studies.selectors import FULL_WARNING, batch_has_free_slot

@@ -8,6 +8,7 @@ from __future__ import annotations
 
 from django.core.management.base import BaseCommand, CommandError
 
+from annotator.cli import batch_named, read_text
 from annotator.counted import counted
 from annotator.judges.selectors.calibration_set import calibration_set_of, set_item_ids
 from annotator.judges.services.calibration_set import (
@@ -15,8 +16,6 @@ from annotator.judges.services.calibration_set import (
     calibration_set_mark,
     calibration_set_retire,
 )
-from annotator.management.commands._import_common import read_text
-from annotator.management.commands._link_common import batch_named
 
 
 def _ids(path: str) -> list[str]:

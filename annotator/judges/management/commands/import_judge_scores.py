@@ -4,9 +4,9 @@ from __future__ import annotations
 
 from django.core.management.base import BaseCommand, CommandError
 
+from annotator.cli import read_file, refused
 from annotator.counted import counted
 from annotator.judges.services.judges import judge_scores_import
-from annotator.management.commands._import_common import read_file, refused
 from annotator.models import Batch
 from annotator.uploads.files.errors import FileRefused, ImportRefused
 from hcs.judge_output import JudgeScale, OutputSpec, parse_labels

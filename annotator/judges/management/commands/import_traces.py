@@ -6,11 +6,11 @@ from pathlib import Path
 
 from django.core.management.base import BaseCommand, CommandError
 
+from annotator.cli import load_rubric, read_file, refused
 from annotator.counted import counted
 from annotator.judges.engine.templates import TemplateError, load_template
 from annotator.judges.imports.trace_file import field_name
 from annotator.judges.services.traces import batch_import_traces
-from annotator.management.commands._import_common import load_rubric, read_file, refused
 from annotator.models.batch import MIN_K
 from annotator.uploads.files.errors import FileRefused, ImportRefused
 from hcs.rubric import Rubric

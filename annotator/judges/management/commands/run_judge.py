@@ -14,18 +14,20 @@ import threading
 from django.core.management.base import BaseCommand, CommandError
 from tqdm import tqdm
 
-from annotator.judges.engine.budget import CAP_MAX_TOKENS, estimate_lines
+from annotator.judges.engine.budget import estimate_lines
 from annotator.judges.engine.client import ChatClient, JudgeRunFatal
+from annotator.judges.engine.options import COMMAND_FLAGS, RunOptions
 from annotator.judges.engine.pairwise import pair_tasks
-from annotator.judges.engine.progress import DEFAULT_CURRENCY, Prices, RunProgress, currency_code
-from annotator.judges.engine.runner import (
+from annotator.judges.engine.planning import (
     batch_items,
     calibration_only,
-    judge_run,
     judge_run_estimate,
     render_items,
 )
+from annotator.judges.engine.progress import RunProgress
+from annotator.judges.engine.runner import RunResult, judge_run
 from annotator.judges.engine.templates import (
+    JudgeTemplate,
     TemplateError,
     available_templates,
     load_template,
@@ -62,182 +64,15 @@ class Command(BaseCommand):
             "verdict), saved as the judge --judge (default jury:J1+J2); or the name of a saved "
             "jury. Calls nothing.",
         )
-        parser.add_argument(
-            "--provider",
-            default="openai",
-            help=f"judge provider, one of: {', '.join(JUDGE_PROVIDERS)} (default openai)",
-        )
-        parser.add_argument(
-            "--base-url",
-            help="e.g. https://api.openai.com/v1 or http://127.0.0.1:8080/v1 "
-            "(anthropic: default https://api.anthropic.com)",
-        )
-        parser.add_argument("--model")
-        parser.add_argument("--judge", default="", help="judge name (default: TEMPLATE/MODEL)")
-        parser.add_argument(
-            "--api-key-env",
-            default=None,
-            help="environment variable holding the API key (default: OPENAI_API_KEY, or "
-            "ANTHROPIC_API_KEY with --provider anthropic)",
-        )
-        parser.add_argument(
-            "--concurrency", type=int, default=8, help="requests in flight at once (default 8)"
-        )
-        parser.add_argument(
-            "--max-retries", type=int, default=4, help="retries on 429, 5xx, connection errors, bad bodies"
-        )
-        parser.add_argument(
-            "--backoff",
-            type=float,
-            default=1.0,
-            help="ceiling of the first retry's random wait, seconds (doubles)",
-        )
-        parser.add_argument(
-            "--timeout", type=float, default=60.0, help="deadline for each whole request, seconds"
-        )
-        parser.add_argument("--temperature", type=float, default=0.0)
-        parser.add_argument(
-            "--max-tokens",
-            type=int,
-            default=None,
-            help=f"the most output tokens a call may be charged for (with --max-cost and none given: {CAP_MAX_TOKENS})",
-        )
-        parser.add_argument("--limit", type=int, default=None, help="only the first N items")
-        parser.add_argument(
-            "--retry-failed",
-            action="store_true",
-            help="call again the items whose call failed or whose answer was unreadable or ambiguous",
-        )
-        parser.add_argument(
-            "--retry-unknown",
-            action="store_true",
-            help="call again the calls a killed run sent whose outcome is unknown (they may be paid twice)",
-        )
-        parser.add_argument(
-            "--no-structured",
-            action="store_true",
-            help="ask for free text instead of the template's JSON schema (response_format)",
-        )
-        parser.add_argument(
-            "--no-logprobs", action="store_true", help="do not ask for the score token's logprobs"
-        )
-        parser.add_argument(
-            "--force",
-            action="store_true",
-            help="call every item again, replacing its saved call "
-            "(identical requests are still served from the cache)",
-        )
-        parser.add_argument(
-            "--no-cache",
-            action="store_true",
-            help="pay for every call, even one identical to a request already answered",
-        )
-        parser.add_argument(
-            "--pairwise", action="store_true", help="one call per prompt_id: baseline vs enhanced system"
-        )
-        parser.add_argument(
-            "--baseline-system", default="", help="system_id of the baseline responses (with --pairwise)"
-        )
-        parser.add_argument(
-            "--enhanced-system", default="", help="system_id of the enhanced responses (with --pairwise)"
-        )
-        parser.add_argument(
-            "--swap",
-            action="store_true",
-            help="with --pairwise: run each pair in both orders too (the position-swap probe)",
-        )
-        parser.add_argument(
-            "--samples",
-            type=int,
-            default=1,
-            metavar="N",
-            help="call every item N times (needs --temperature > 0): the judge's self-consistency",
-        )
-        parser.add_argument(
-            "--calibration-set",
-            action="store_true",
-            help="call only the items of the batch's frozen calibration set (see calibration_set)",
-        )
-        parser.add_argument(
-            "--show-prompt",
-            type=int,
-            default=0,
-            metavar="N",
-            help="print N rendered prompts and call nothing",
-        )
-        parser.add_argument(
-            "--price-in",
-            type=float,
-            default=0.0,
-            help="price per million input tokens, for the cost estimate",
-        )
-        parser.add_argument("--price-out", type=float, default=0.0, help="price per million output tokens")
-        parser.add_argument(
-            "--prices",
-            help='JSON file {"MODEL": {"input": 2.5, "output": 10, "currency": "USD"}} per million tokens',
-        )
-        parser.add_argument(
-            "--currency",
-            default=DEFAULT_CURRENCY,
-            help="the currency of the prices and of --max-cost, shown with every cost (default USD)",
-        )
-        parser.add_argument(
-            "--batch",
-            action="store_true",
-            dest="batch_api",
-            help="send the calls through the provider's batch API (about half the price; answers "
-            "within 24 h); a rerun with --batch fetches a batch an earlier run left waiting",
-        )
-        parser.add_argument(
-            "--batch-poll",
-            type=float,
-            default=30.0,
-            metavar="SECONDS",
-            help="how often --batch asks whether the batch has ended (default 30)",
-        )
-        parser.add_argument(
-            "--dry-run",
-            action="store_true",
-            help="print the calls, estimated tokens and cost (with prices), and call nothing",
-        )
-        parser.add_argument(
-            "--max-cost",
-            type=float,
-            default=None,
-            metavar="USD",
-            help="keep this run's spend within USD: calls in flight are reserved at --max-tokens, so the spend "
-            "passes it by at most one call's output (needs --price-in/--price-out or --prices)",
-        )
+        # Every other option is a run option (or one of the command's own), listed with its help in one table.
+        for flag in COMMAND_FLAGS:
+            flag.add_to(parser, providers=", ".join(JUDGE_PROVIDERS))
 
     def handle(self, *args, **o):
         if o["jury"]:
             return self._jury(o)
-        if not o["template"]:
-            raise CommandError(
-                "--template is required to run a judge (or --jury to combine judges already run)."
-            )
-        try:
-            template = load_template(o["template"])
-        except TemplateError as exc:
-            raise CommandError(f"--template: {exc}") from None
-        batch = Batch.objects.filter(name=o["batch"]).first()
-        if batch is None:
-            raise CommandError(f"there is no batch named \u201c{o['batch']}\u201d.")
-        pairwise = None
-        if o["pairwise"]:
-            if (
-                not o["baseline_system"]
-                or not o["enhanced_system"]
-                or o["baseline_system"] == o["enhanced_system"]
-            ):
-                raise CommandError(
-                    "--pairwise needs two different systems: --baseline-system A --enhanced-system B."
-                )
-            pairwise = (o["baseline_system"], o["enhanced_system"])
-        elif o["swap"]:
-            raise CommandError(
-                "--swap runs each pair in both orders: add --pairwise --baseline-system A --enhanced-system B."
-            )
+        template, batch = self._template_and_batch(o)
+        pairwise = self._pairwise(o)
         for warning in template.scale_warnings:
             self.stderr.write(
                 self.style.WARNING(
@@ -251,6 +86,48 @@ class Command(BaseCommand):
             raise CommandError(f"--provider: {exc}.") from None
         if o["show_prompt"]:
             return self._show(batch, template, o["show_prompt"], pairwise, o["swap"], o["calibration_set"])
+        options = self._options(o, provider)
+        if o["dry_run"]:
+            return self._dry_run(batch, template, client_for(options.client_params()), options)
+        client = client_for(options.client_params(), api_key=self._api_key(options, provider))
+        result = self._run(batch, template, options, client)
+        self._report(result, template)
+        self._exit_status(result, options)
+
+    def _template_and_batch(self, o) -> tuple[JudgeTemplate, Batch]:
+        if not o["template"]:
+            raise CommandError(
+                "--template is required to run a judge (or --jury to combine judges already run)."
+            )
+        try:
+            template = load_template(o["template"])
+        except TemplateError as exc:
+            raise CommandError(f"--template: {exc}") from None
+        batch = Batch.objects.filter(name=o["batch"]).first()
+        if batch is None:
+            raise CommandError(f"there is no batch named \u201c{o['batch']}\u201d.")
+        return template, batch
+
+    def _pairwise(self, o) -> tuple[str, str] | None:
+        """(baseline system, enhanced system) of --pairwise; None without it."""
+        if o["pairwise"]:
+            if (
+                not o["baseline_system"]
+                or not o["enhanced_system"]
+                or o["baseline_system"] == o["enhanced_system"]
+            ):
+                raise CommandError(
+                    "--pairwise needs two different systems: --baseline-system A --enhanced-system B."
+                )
+            return (o["baseline_system"], o["enhanced_system"])
+        if o["swap"]:
+            raise CommandError(
+                "--swap runs each pair in both orders: add --pairwise --baseline-system A --enhanced-system B."
+            )
+        return None
+
+    def _options(self, o, provider) -> RunOptions:
+        """The run's options, each checked; CommandError names the one at fault."""
         if not (o["base_url"] or provider.base_url) or not o["model"]:
             raise CommandError(
                 "--base-url and --model are required to run a judge (only --show-prompt runs without)."
@@ -268,61 +145,37 @@ class Command(BaseCommand):
         if o["timeout"] <= 0 or o["max_retries"] < 0:
             raise CommandError("--timeout must be positive and --max-retries at least 0.")
         try:
-            currency = currency_code(o["currency"])
-        except ValueError as exc:
-            raise CommandError(f"--currency: {exc}") from None
-        prices = Prices(o["price_in"], o["price_out"], currency)
-        if o["prices"]:
-            try:
-                prices = Prices.from_file(o["prices"], o["model"], currency)
-            except ValueError as exc:
-                raise CommandError(f"--prices: {exc}") from None
-        if o["max_cost"] is not None and (o["max_cost"] <= 0 or not prices.known):
+            options = RunOptions.from_command_options(o)
+        except ValueError as exc:  # the prices: --currency or --prices
+            raise CommandError(str(exc)) from None
+        if options.max_cost is not None and (options.max_cost <= 0 or not options.prices.known):
             raise CommandError(
                 "--max-cost needs a positive amount and prices to estimate with: "
                 "--price-in/--price-out or --prices FILE."
             )
-        if o["dry_run"]:
-            return self._dry_run(batch, template, client_for(o), prices, o, pairwise)
-        key_env = o["api_key_env"] or provider.key_env
+        return options
+
+    def _api_key(self, options: RunOptions, provider) -> str:
+        """The key from --api-key-env (else the provider's variable); CommandError when a run needs one."""
+        key_env = options.key_env or provider.key_env
         api_key = os.environ.get(key_env, "")
         # A local OpenAI-compatible server (vLLM, Ollama) needs no key; a named variable or a hosted API does.
-        if not api_key and (
-            o["api_key_env"] or provider.base_url or "api.openai.com" in (o["base_url"] or "")
-        ):
+        if not api_key and (options.key_env or provider.needs_key(options.base_url)):
             raise CommandError(
                 f"the API key variable {key_env} is not set (or empty); nothing was called. "
                 f"Set it, or name another with --api-key-env."
             )
-        client = client_for(o, api_key=api_key)
+        return api_key
+
+    def _run(self, batch, template, options: RunOptions, client: ChatClient) -> RunResult:
         bar = tqdm(
             total=0, unit="call", file=getattr(self.stderr, "_out", None), dynamic_ncols=True, leave=True
         )
         self.signalled = None
         restore = self._install_stop(client)
         try:
-            result = judge_run(
-                batch=batch,
-                template=template,
-                client=client,
-                judge_name=o["judge"] or f"{template.name}/{o['model']}",
-                concurrency=o["concurrency"],
-                limit=o["limit"],
-                retry_failed=o["retry_failed"],
-                retry_unknown=o["retry_unknown"],
-                force=o["force"],
-                pairwise=pairwise,
-                swap=o["swap"],
-                samples=o["samples"],
-                calibration_set=o["calibration_set"],
-                structured=not o["no_structured"],
-                logprobs=not o["no_logprobs"],
-                prices=prices,
-                progress=lambda state: self._progress(bar, state),
-                cache=not o["no_cache"],
-                max_cost=o["max_cost"],
-                batch_api=o["batch_api"],
-                poll_seconds=o["batch_poll"],
+            return judge_run(
+                batch, template, options, client=client, progress=lambda state: self._progress(bar, state)
             )
         except (TemplateError, ImportRefused) as exc:
             raise CommandError(str(exc)) from None
@@ -332,7 +185,9 @@ class Command(BaseCommand):
             restore()
             bar.close()
             client.close()
-        self._report(result, template)
+
+    def _exit_status(self, result: RunResult, options: RunOptions) -> None:
+        """Raise the CommandError whose exit status says how the run ended (see the module's docstring)."""
         if result.stopped and self.signalled in EXIT_SIGNAL:
             name = "Ctrl-C" if self.signalled == signal.SIGINT else "SIGTERM"
             raise CommandError(
@@ -346,7 +201,7 @@ class Command(BaseCommand):
             )
         if result.capped:
             raise CommandError(
-                f"stopped at --max-cost {o['max_cost']:g}; the calls paid for are saved, and a rerun "
+                f"stopped at --max-cost {options.max_cost:g}; the calls paid for are saved, and a rerun "
                 "continues with the calls left.",
                 returncode=EXIT_CAPPED,
             )
@@ -371,23 +226,9 @@ class Command(BaseCommand):
             )
         )
 
-    def _dry_run(self, batch, template, client, prices: Prices, o, pairwise) -> None:
+    def _dry_run(self, batch, template, client, options: RunOptions) -> None:
         try:
-            guess = judge_run_estimate(
-                batch=batch,
-                template=template,
-                client=client,
-                prices=prices,
-                cache=not o["no_cache"],
-                max_cost=o["max_cost"],
-                limit=o["limit"],
-                pairwise=pairwise,
-                swap=o["swap"],
-                samples=o["samples"],
-                calibration_set=o["calibration_set"],
-                structured=not o["no_structured"],
-                logprobs=not o["no_logprobs"],
-            )
+            guess = judge_run_estimate(batch, template, client, options)
         except TemplateError as exc:
             raise CommandError(str(exc)) from None
         for line in estimate_lines(guess):

@@ -8,6 +8,7 @@ import os
 
 from django.core.management.base import BaseCommand, CommandError
 
+from annotator.cli import batch_named_or_numbered
 from annotator.judges.selectors.draws import DRAW_COLUMNS, draw_rows
 from annotator.judges.selectors.review import COLUMNS, ReviewError, review_candidates
 from annotator.judges.services.review import (
@@ -17,7 +18,6 @@ from annotator.judges.services.review import (
     review_draw_make,
     review_draw_retire,
 )
-from annotator.management.commands._link_common import batch_named_or_numbered
 from annotator.reports.exports.csv_safe import csv_lines
 
 
