@@ -1,4 +1,4 @@
-"""Small factories for tests: users with roles, batches with items, annotations with scores."""
+"""Small factories for tests: users with roles, batches with items, gold items, annotations with scores."""
 
 from __future__ import annotations
 
@@ -10,7 +10,7 @@ from django.contrib.auth.models import Group
 from django.db.models import F
 from django.utils import timezone
 
-from annotator.models import Annotation, Batch, Item, Score
+from annotator.models import Annotation, Batch, GoldItem, Item, Score
 from annotator.rating.services.queue_order import random_key
 from hcs.rubric import Rubric
 
@@ -56,6 +56,32 @@ def make_batch(
         for i in range(n_items)
     )
     return batch
+
+
+def make_gold_items(
+    batch: Batch,
+    kind: str,
+    n: int,
+    *,
+    item_id: str = "{kind}-{n}",
+    prompt: str = "p",
+    start: int = 0,
+    **fields,
+) -> list[GoldItem]:
+    """``n`` gold items of ``kind`` (training or check) at positions ``start``, ``start + 1``, ...;
+    ``item_id`` and ``prompt`` are formatted with ``n`` (0, 1, ...) and ``kind``; ``fields`` (response,
+    scores, flags, explanation, tolerance) are every item's."""
+    return [
+        GoldItem.objects.create(
+            batch=batch,
+            item_id=item_id.format(n=i, kind=kind),
+            kind=kind,
+            position=start + i,
+            prompt=prompt.format(n=i, kind=kind),
+            **fields,
+        )
+        for i in range(n)
+    ]
 
 
 def make_annotation(
