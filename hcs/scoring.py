@@ -228,12 +228,6 @@ def _spearman_coded(cx: IntArray, nx: int, cy: IntArray, ny: int) -> float | Non
     return finite_or_none(float((rx @ ry) / np.sqrt((rx @ rx) * (ry @ ry))))
 
 
-def _spearman(x: FloatArray, y: FloatArray) -> float | None:
-    cx, nx = _codes(np.asarray(x, dtype=float))
-    cy, ny = _codes(np.asarray(y, dtype=float))
-    return _spearman_coded(cx, nx, cy, ny)
-
-
 def _robust_z(values: list[float | None]) -> list[float | None]:
     finite = np.array([v for v in values if v is not None], dtype=float)
     if len(finite) < MIN_ANNOTATORS_FOR_Z:
