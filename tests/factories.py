@@ -1,4 +1,5 @@
-"""Small factories for tests: users with roles, batches with items, gold items, annotations with scores."""
+"""Small factories for tests: users with roles, batches with items, gold items, annotations with scores,
+a running job."""
 
 from __future__ import annotations
 
@@ -10,8 +11,9 @@ from django.contrib.auth.models import Group
 from django.db.models import F
 from django.utils import timezone
 
-from annotator.models import Annotation, Batch, GoldItem, Item, Score
+from annotator.models import Annotation, Batch, GoldItem, Item, Job, Score
 from annotator.rating.services.queue_order import random_key
+from annotator.selectors.jobs import this_worker
 from hcs.rubric import Rubric
 
 PASSWORD = "correct-horse-battery-staple"
@@ -135,3 +137,19 @@ def queue_places(batch: Batch) -> dict[str, int]:
     (``queue_first``, highest first), then the batch's order (``queue_rank``); in that order."""
     ids = Item.objects.filter(batch=batch).order_by("-queue_first", "queue_rank", "position")
     return {item_id: place for place, item_id in enumerate(ids.values_list("item_id", flat=True))}
+
+
+def make_running_job(owner, *, kind: str = Job.JUDGE_RUN, label: str = "a run", **fields) -> Job:
+    """A job running on this process's worker, started and beating now (``fields``: progress, ...)."""
+    now = timezone.now()
+    return Job.objects.create(
+        kind=kind,
+        created_by=owner,
+        label=label,
+        params={},
+        state=Job.RUNNING,
+        worker=this_worker(),
+        started_at=now,
+        heartbeat_at=now,
+        **fields,
+    )
