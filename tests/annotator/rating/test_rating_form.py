@@ -116,7 +116,7 @@ def test_the_pages_rules_are_the_rules_hcs_validates_with(rubric):
     assert data["rules"] == rubric.to_dict()["rules"]
     assert data["scale"] == [rubric.scale_min, rubric.scale_max]
     assert data["flags"] == {f.key: f.label for f in rubric.flags}
-    # The caps the page applies (each rule of a ticked flag narrows its dimension) are validate's.
+    # The caps rate.js's allowedRange applies (each rule of a ticked flag narrows its dimension) are hcs's.
     for flag in rubric.flag_keys:
         for dim in rubric.dimension_keys:
             lo, hi = data["scale"]
