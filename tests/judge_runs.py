@@ -8,17 +8,19 @@ from django.core.management import call_command
 RULE = "hub_answer_correctness"
 
 
-def run_judge(fake, batch: str, *extra: str, template: str = RULE, model: str | None = "fake-1") -> None:
-    """``model`` None leaves ``--model`` to ``extra``."""
-    model_args = ("--model", model) if model is not None else ()
+def run_judge(
+    fake, batch: str, *extra: str, template: str = RULE, model: str = "fake-1", url: str | None = None
+) -> None:
+    """``url``: another endpoint than the fake's own (the same judge elsewhere)."""
     call_command(
         "run_judge",
         batch,
         "--template",
         template,
         "--base-url",
-        fake.url,
-        *model_args,
+        url or fake.url,
+        "--model",
+        model,
         "--backoff",
         "0.01",
         *extra,
