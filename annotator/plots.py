@@ -144,6 +144,16 @@ def _text(x: float, y: float, text: str, *, size: float = 10, anchor: str = "mid
     )
 
 
+def _axis_titles(left: float, top: float, side: float, x_title: str, y_title: str) -> list[str]:
+    """A square plot's axis titles, the vertical one turned, and the end of the picture."""
+    turned = f' transform="rotate(-90 16 {top + side / 2:.1f})"'
+    return [
+        _text(left + side / 2, top + side + 36, x_title),
+        _text(16, top + side / 2, y_title, extra=turned),
+        "</svg>",
+    ]
+
+
 def scatter_svg(pairs, *, scale: tuple[int, int] = (1, 5), seed: int = 0) -> str:
     """``pairs`` = (human mean, judge score) per item; both axes jittered so tied points stay visible."""
     lo, hi = scale
@@ -184,16 +194,7 @@ def scatter_svg(pairs, *, scale: tuple[int, int] = (1, 5), seed: int = 0) -> str
         'stroke-width="1" stroke-dasharray="3.7,1.6"/>'
     )
     parts.append(_text(left + 34, top + 15, "judge = people", size=9, anchor="start"))
-    parts.append(_text(left + side / 2, top + side + 36, "human mean"))
-    parts.append(
-        _text(
-            16,
-            top + side / 2,
-            "judge (mapped onto the rubric scale)",
-            extra=f' transform="rotate(-90 16 {top + side / 2:.1f})"',
-        )
-    )
-    parts.append("</svg>")
+    parts += _axis_titles(left, top, side, "human mean", "judge (mapped onto the rubric scale)")
     return "\n".join(parts)
 
 
@@ -232,16 +233,7 @@ def confusion_svg(matrix, *, scale: tuple[int, int] = (1, 5)) -> str:
     for k, label in enumerate(labels):
         parts.append(_text(left + (k + 0.5) * cell, top + side + 16, str(label)))
         parts.append(_text(left - 6, top + (k + 0.5) * cell + 3.5, str(label), anchor="end"))
-    parts.append(_text(left + side / 2, top + side + 36, "judge (rounded)"))
-    parts.append(
-        _text(
-            16,
-            top + side / 2,
-            "human median (rounded)",
-            extra=f' transform="rotate(-90 16 {top + side / 2:.1f})"',
-        )
-    )
-    parts.append("</svg>")
+    parts += _axis_titles(left, top, side, "judge (rounded)", "human median (rounded)")
     return "\n".join(parts)
 
 

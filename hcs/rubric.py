@@ -300,6 +300,20 @@ class Rubric:
         return round(total, 10)
 
     # ------------------------------------------------------------------ export
+    def rules_data(self) -> list[dict[str, Any]]:
+        """The rules as data: the rubric file's ``rules`` and what the rating page's script applies as
+        the annotator ticks flags, so the page and ``validate`` read the same caps."""
+        return [
+            {
+                "flag": r.flag,
+                "dimension": r.dimension,
+                "min": r.min,
+                "max": r.max,
+                "explanation": r.explanation,
+            }
+            for r in self.rules
+        ]
+
     def to_dict(self) -> dict[str, Any]:
         return {
             "name": self.name,
@@ -319,16 +333,7 @@ class Rubric:
                 for d in self.dimensions
             ],
             "flags": [{"key": f.key, "label": f.label, "description": f.description} for f in self.flags],
-            "rules": [
-                {
-                    "flag": r.flag,
-                    "dimension": r.dimension,
-                    "min": r.min,
-                    "max": r.max,
-                    "explanation": r.explanation,
-                }
-                for r in self.rules
-            ],
+            "rules": self.rules_data(),
             "exclusive_flags": [list(group) for group in self.exclusive_flags],
             "guidance": list(self.guidance),
             "examples": [dict(example) for example in self.examples],

@@ -228,12 +228,6 @@ def _spearman_coded(cx: IntArray, nx: int, cy: IntArray, ny: int) -> float | Non
     return finite_or_none(float((rx @ ry) / np.sqrt((rx @ rx) * (ry @ ry))))
 
 
-def _spearman(x: FloatArray, y: FloatArray) -> float | None:
-    cx, nx = _codes(np.asarray(x, dtype=float))
-    cy, ny = _codes(np.asarray(y, dtype=float))
-    return _spearman_coded(cx, nx, cy, ny)
-
-
 def _robust_z(values: list[float | None]) -> list[float | None]:
     finite = np.array([v for v in values if v is not None], dtype=float)
     if len(finite) < MIN_ANNOTATORS_FOR_Z:
@@ -300,46 +294,56 @@ def annotator_quality(
     """
     columns = {d: scores[:, j] for j, d in enumerate(dimensions)}
     columns["overall"] = overall
-    others = {d: _others_mean(item_index, v, n_items) for d, v in columns.items()}
-    # Value codes computed once over everyone; each annotator's ranks are then a bincount.
-    codes = {d: (_codes(v), _codes(others[d])) for d, v in columns.items()}
-    # Every array put in annotator order once (stable: each annotator's rows keep their order),
-    # so each annotator's rows are one slice.
-    order = np.argsort(annotator_index, kind="stable")
-    bounds = np.searchsorted(np.asarray(annotator_index)[order], np.arange(len(annotator_names) + 1))
-    columns = {d: v[order] for d, v in columns.items()}
-    others = {d: v[order] for d, v in others.items()}
-    codes = {d: ((cx[order], nx), (cy[order], ny)) for d, ((cx, nx), (cy, ny)) in codes.items()}
-    items = np.asarray(item_index)[order]
+    columns, others, codes, items, bounds = _in_annotator_order(
+        item_index, annotator_index, columns, n_items, len(annotator_names)
+    )
     rows = []
     for a, name in enumerate(annotator_names):
         mine = slice(bounds[a], bounds[a + 1])
-        mean, bias, rho, n_shared = {}, {}, {}, {}
-        for d, v in columns.items():
-            own = v[mine]
-            ref = others[d][mine]
-            shared = np.isfinite(own) & np.isfinite(ref)
-            mean[d] = finite_or_none(np.nanmean(own)) if np.isfinite(own).any() else None
-            bias[d] = finite_or_none((own[shared] - ref[shared]).mean()) if shared.any() else None
-            (cx, nx), (cy, ny) = codes[d]
-            rho[d] = _spearman_coded(cx[mine][shared], nx, cy[mine][shared], ny)
-            n_shared[d] = int(shared.sum())  # one annotation per item and annotator: items, and ρ's pairs
-        rows.append((name, int(np.count_nonzero(np.bincount(items[mine]))), mean, bias, rho, n_shared))
+        n = int(np.count_nonzero(np.bincount(items[mine])))
+        rows.append((name, n, *_annotator_stats(columns, others, codes, mine)))
+    return _with_outliers(rows)
+
+
+def _in_annotator_order(item_index, annotator_index, columns, n_items: int, n_annotators: int):
+    """(columns, the others' mean of each, their value codes, item rows, each annotator's bounds), every
+    array put in annotator order once (stable: each annotator's rows keep their order), so each
+    annotator's rows are one slice ``bounds[a]:bounds[a + 1]``."""
+    others = {d: _others_mean(item_index, v, n_items) for d, v in columns.items()}
+    # Value codes computed once over everyone; each annotator's ranks are then a bincount.
+    codes = {d: (_codes(v), _codes(others[d])) for d, v in columns.items()}
+    order = np.argsort(annotator_index, kind="stable")
+    bounds = np.searchsorted(np.asarray(annotator_index)[order], np.arange(n_annotators + 1))
+    columns = {d: v[order] for d, v in columns.items()}
+    others = {d: v[order] for d, v in others.items()}
+    codes = {d: ((cx[order], nx), (cy[order], ny)) for d, ((cx, nx), (cy, ny)) in codes.items()}
+    return columns, others, codes, np.asarray(item_index)[order], bounds
+
+
+def _annotator_stats(columns, others, codes, mine: slice) -> tuple[dict, dict, dict, dict]:
+    """(mean, bias, leave-one-out ρ, shared items) per column of the annotator whose rows are ``mine``."""
+    mean, bias, rho, n_shared = {}, {}, {}, {}
+    for d, v in columns.items():
+        own = v[mine]
+        ref = others[d][mine]
+        shared = np.isfinite(own) & np.isfinite(ref)
+        mean[d] = finite_or_none(np.nanmean(own)) if np.isfinite(own).any() else None
+        bias[d] = finite_or_none((own[shared] - ref[shared]).mean()) if shared.any() else None
+        (cx, nx), (cy, ny) = codes[d]
+        rho[d] = _spearman_coded(cx[mine][shared], nx, cy[mine][shared], ny)
+        n_shared[d] = int(shared.sum())  # one annotation per item and annotator: items, and ρ's pairs
+    return mean, bias, rho, n_shared
+
+
+def _with_outliers(rows: list[tuple]) -> list[AnnotatorQuality]:
+    """Each annotator's row (name, items, mean, bias, ρ, shared items) with its outlier flag: robust
+    z-scores over the annotators with at least ``MIN_SHARED_ITEMS`` shared items."""
     enough = [r[5]["overall"] >= MIN_SHARED_ITEMS for r in rows]
     z_bias = _robust_z([r[3]["overall"] if ok else None for r, ok in zip(rows, enough)])
     z_rho = _robust_z([r[4]["overall"] if ok else None for r, ok in zip(rows, enough)])
     out = []
     for (name, n, mean, bias, rho, n_shared), ok, zb, zr in zip(rows, enough, z_bias, z_rho):
-        reasons = []
-        b = bias["overall"]
-        if not ok:
-            pass  # too few shared items: bias and ρ are shown with their n, and flag no one
-        elif b is not None and abs(b) >= BIAS_POINTS:
-            reasons.append(f"overall score {b:+.2f} points from the others on the same items")
-        elif zb is not None and abs(zb) > ROBUST_Z:
-            reasons.append(f"bias far from the other annotators' (robust z {zb:+.1f})")
-        if zr is not None and zr < -ROBUST_Z:
-            reasons.append(f"agrees with the others far less than the rest (robust z {zr:+.1f})")
+        reasons = _outlier_reasons(bias["overall"], ok, zb, zr)
         out.append(
             AnnotatorQuality(
                 annotator=name,
@@ -353,6 +357,21 @@ def annotator_quality(
             )
         )
     return out
+
+
+def _outlier_reasons(b: float | None, ok: bool, zb: float | None, zr: float | None) -> list[str]:
+    """Why an annotator is an outlier (none: not one): overall bias ``b``, its robust z ``zb``, and the
+    robust z of their ρ ``zr``; ``ok``: enough shared items to flag anyone on bias."""
+    reasons = []
+    if not ok:
+        pass  # too few shared items: bias and ρ are shown with their n, and flag no one
+    elif b is not None and abs(b) >= BIAS_POINTS:
+        reasons.append(f"overall score {b:+.2f} points from the others on the same items")
+    elif zb is not None and abs(zb) > ROBUST_Z:
+        reasons.append(f"bias far from the other annotators' (robust z {zb:+.1f})")
+    if zr is not None and zr < -ROBUST_Z:
+        reasons.append(f"agrees with the others far less than the rest (robust z {zr:+.1f})")
+    return reasons
 
 
 # ------------------------------------------------------------------ disagreement

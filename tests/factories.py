@@ -1,4 +1,5 @@
-"""Small factories for tests: users with roles, batches with items, annotations with scores."""
+"""Small factories for tests: users with roles, batches with items, gold items, annotations with scores,
+a running job."""
 
 from __future__ import annotations
 
@@ -10,8 +11,9 @@ from django.contrib.auth.models import Group
 from django.db.models import F
 from django.utils import timezone
 
-from annotator.models import Annotation, Batch, Item, Score
+from annotator.models import Annotation, Batch, GoldItem, Item, Job, Score
 from annotator.rating.services.queue_order import random_key
+from annotator.selectors.jobs import this_worker
 from hcs.rubric import Rubric
 
 PASSWORD = "correct-horse-battery-staple"
@@ -56,6 +58,32 @@ def make_batch(
         for i in range(n_items)
     )
     return batch
+
+
+def make_gold_items(
+    batch: Batch,
+    kind: str,
+    n: int,
+    *,
+    item_id: str = "{kind}-{n}",
+    prompt: str = "p",
+    start: int = 0,
+    **fields,
+) -> list[GoldItem]:
+    """``n`` gold items of ``kind`` (training or check) at positions ``start``, ``start + 1``, ...;
+    ``item_id`` and ``prompt`` are formatted with ``n`` (0, 1, ...) and ``kind``; ``fields`` (response,
+    scores, flags, explanation, tolerance) are every item's."""
+    return [
+        GoldItem.objects.create(
+            batch=batch,
+            item_id=item_id.format(n=i, kind=kind),
+            kind=kind,
+            position=start + i,
+            prompt=prompt.format(n=i, kind=kind),
+            **fields,
+        )
+        for i in range(n)
+    ]
 
 
 def make_annotation(
@@ -109,3 +137,19 @@ def queue_places(batch: Batch) -> dict[str, int]:
     (``queue_first``, highest first), then the batch's order (``queue_rank``); in that order."""
     ids = Item.objects.filter(batch=batch).order_by("-queue_first", "queue_rank", "position")
     return {item_id: place for place, item_id in enumerate(ids.values_list("item_id", flat=True))}
+
+
+def make_running_job(owner, *, kind: str = Job.JUDGE_RUN, label: str = "a run", **fields) -> Job:
+    """A job running on this process's worker, started and beating now (``fields``: progress, ...)."""
+    now = timezone.now()
+    return Job.objects.create(
+        kind=kind,
+        created_by=owner,
+        label=label,
+        params={},
+        state=Job.RUNNING,
+        worker=this_worker(),
+        started_at=now,
+        heartbeat_at=now,
+        **fields,
+    )

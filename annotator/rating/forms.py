@@ -250,19 +250,10 @@ class RatingForm(forms.Form):
         return [labels.get(key, key) for key in self.stored_checklist_flags or ()]
 
     def rubric_client_data(self) -> dict[str, Any]:
-        """What rate.js needs to apply the caps live, from the same rubric data."""
+        """What rate.js needs to apply the caps live: the rules as ``hcs.rubric`` gives them."""
         return {
             "scale": [self.rubric.scale_min, self.rubric.scale_max],
-            "rules": [
-                {
-                    "flag": r.flag,
-                    "dimension": r.dimension,
-                    "min": r.min,
-                    "max": r.max,
-                    "explanation": r.explanation,
-                }
-                for r in self.rubric.rules
-            ],
+            "rules": self.rubric.rules_data(),
             "flags": {f.key: f.label for f in self.rubric.flags},
             "checklist_flags": sorted(CHECKLIST_FLAGS & set(self.rubric.flag_keys)),
             "stored_checklist_flags": self.stored_checklist_flags,

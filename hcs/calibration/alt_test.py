@@ -153,6 +153,53 @@ def _one_sided_p(differences: np.ndarray, epsilon: float) -> float:
     return float(stats.ttest_1samp(differences, epsilon, alternative="less").pvalue)
 
 
+def _shared_items(human, judge, min_humans_per_item: int) -> tuple[dict, dict[Hashable, list[Hashable]]]:
+    """({item: ratings} of the items the judge scored and enough annotators rated, {annotator: their
+    items among them})."""
+    items = {
+        item: ratings
+        for item, ratings in human.items()
+        if item in judge and judge[item] is not None and len(ratings) >= min_humans_per_item
+    }
+    by_annotator: dict[Hashable, list[Hashable]] = {}
+    for item, ratings in items.items():
+        for annotator in ratings:
+            by_annotator.setdefault(annotator, []).append(item)
+    return items, by_annotator
+
+
+def _compare(annotator, their_items, items, judge, similarity, epsilon: float) -> tuple:
+    """(annotator, n, mean(W_f), mean(W_h), p) for one annotator: on each of their items, whether the
+    judge's label and theirs are at least as close to the remaining annotators' as the other's."""
+    w_judge, w_human = [], []
+    for item in their_items:
+        ratings = items[item]
+        others = [label for who, label in ratings.items() if who != annotator]
+        s_human = similarity(ratings[annotator], others)
+        s_judge = similarity(judge[item], others)
+        w_judge.append(1 if s_judge >= s_human else 0)
+        w_human.append(1 if s_human >= s_judge else 0)
+    d = np.asarray(w_human, dtype=float) - np.asarray(w_judge, dtype=float)
+    return (
+        annotator,
+        len(their_items),
+        float(np.mean(w_judge)),
+        float(np.mean(w_human)),
+        _one_sided_p(d, epsilon),
+    )
+
+
+def _corrected(candidates: list[tuple], q: float) -> tuple[AnnotatorComparison, ...]:
+    """Each annotator's comparison, ``judge_wins`` after the Benjamini–Yekutieli correction over all."""
+    rejected = benjamini_yekutieli([c[4] for c in candidates], q)
+    return tuple(
+        AnnotatorComparison(
+            annotator=a, n_items=n, judge_win_rate=wf, annotator_win_rate=wh, p_value=p, judge_wins=r
+        )
+        for (a, n, wf, wh, p), r in zip(candidates, rejected)
+    )
+
+
 def alt_test(
     human: Mapping[Hashable, Mapping[Hashable, object]],
     judge: Mapping[Hashable, object],
@@ -199,48 +246,16 @@ def alt_test(
     if not 0 < q < 1:
         raise ValueError(f"q must lie in (0, 1), not {q}")
     similarity = neg_rmse if metric == "neg_rmse" else accuracy
-    items = {
-        item: ratings
-        for item, ratings in human.items()
-        if item in judge and judge[item] is not None and len(ratings) >= min_humans_per_item
-    }
-    by_annotator: dict[Hashable, list[Hashable]] = {}
-    for item, ratings in items.items():
-        for annotator in ratings:
-            by_annotator.setdefault(annotator, []).append(item)
-
+    items, by_annotator = _shared_items(human, judge, min_humans_per_item)
     candidates, skipped = [], []
     for annotator in sorted(by_annotator, key=str):
         their_items = by_annotator[annotator]
         if len(their_items) < min_items:
             skipped.append((annotator, len(their_items)))
             continue
-        w_judge, w_human = [], []
-        for item in their_items:
-            ratings = items[item]
-            others = [label for who, label in ratings.items() if who != annotator]
-            s_human = similarity(ratings[annotator], others)
-            s_judge = similarity(judge[item], others)
-            w_judge.append(1 if s_judge >= s_human else 0)
-            w_human.append(1 if s_human >= s_judge else 0)
-        d = np.asarray(w_human, dtype=float) - np.asarray(w_judge, dtype=float)
-        candidates.append(
-            (
-                annotator,
-                len(their_items),
-                float(np.mean(w_judge)),
-                float(np.mean(w_human)),
-                _one_sided_p(d, epsilon),
-            )
-        )
+        candidates.append(_compare(annotator, their_items, items, judge, similarity, epsilon))
 
-    rejected = benjamini_yekutieli([c[4] for c in candidates], q)
-    comparisons = tuple(
-        AnnotatorComparison(
-            annotator=a, n_items=n, judge_win_rate=wf, annotator_win_rate=wh, p_value=p, judge_wins=r
-        )
-        for (a, n, wf, wh, p), r in zip(candidates, rejected)
-    )
+    comparisons = _corrected(candidates, q)
     if comparisons:
         winning_rate = sum(c.judge_wins for c in comparisons) / len(comparisons)
         advantage = float(np.mean([c.judge_win_rate for c in comparisons]))

@@ -9,6 +9,7 @@ WRITTEN_FOR.
 import json
 import re
 import select
+from contextlib import contextmanager
 from pathlib import Path
 
 import django
@@ -208,11 +209,25 @@ def test_a_compiled_write_that_loses_a_value_refuses_to_run():
         lost.sql(["x"])
 
 
+@contextmanager
 def _second_connection():
-    """Another connection to the test database, built as the app builds its own, health checks on."""
+    """Another connection to the test database, built as the app builds its own, health checks on: open
+    while the block runs, closed after."""
     from annotator.pgbackend.base import DatabaseWrapper
 
-    return DatabaseWrapper({**connection.settings_dict, "CONN_HEALTH_CHECKS": True}, alias="second")
+    db = DatabaseWrapper({**connection.settings_dict, "CONN_HEALTH_CHECKS": True}, alias="second")
+    try:
+        db.ensure_connection()
+        yield db
+    finally:
+        db.close()
+
+
+def _answers(db) -> bool:
+    """Whether a query on ``db`` runs (on a new connection if the check closed the last)."""
+    with db.cursor() as cursor:
+        cursor.execute("SELECT 1")
+        return cursor.fetchone() == (1,)
 
 
 def _health_check(db) -> list[str]:
@@ -235,61 +250,38 @@ def _health_check(db) -> list[str]:
 @postgres_only
 @pytest.mark.django_db
 def test_the_health_check_of_a_quiet_connection_sends_nothing(django_db_blocker):
-    db = _second_connection()
-    with django_db_blocker.unblock():
-        try:
-            db.ensure_connection()
-            raw = db.connection
-            assert _health_check(db) == []
-            assert db.connection is raw
-            with db.cursor() as cursor:
-                cursor.execute("SELECT 1")
-                assert cursor.fetchone() == (1,)
-        finally:
-            db.close()
+    with django_db_blocker.unblock(), _second_connection() as db:
+        raw = db.connection
+        assert _health_check(db) == []
+        assert db.connection is raw
+        assert _answers(db)
 
 
 @postgres_only
 @pytest.mark.django_db
 def test_the_health_check_closes_a_connection_the_server_ended(django_db_blocker):
-    db = _second_connection()
-    with django_db_blocker.unblock():
-        try:
-            db.ensure_connection()
-            with db.cursor() as cursor:
-                cursor.execute("SELECT pg_backend_pid()")
-                (pid,) = cursor.fetchone()
-            with connection.cursor() as cursor:
-                cursor.execute("SELECT pg_terminate_backend(%s)", [pid])
-            assert select.select([db.connection.fileno()], [], [], 5)[0]  # its goodbye has arrived
-            assert _health_check(db) == ["SELECT 1", "closed"]
-            with db.cursor() as cursor:  # the request goes on, on a new connection
-                cursor.execute("SELECT 1")
-                assert cursor.fetchone() == (1,)
-        finally:
-            db.close()
+    with django_db_blocker.unblock(), _second_connection() as db:
+        with db.cursor() as cursor:
+            cursor.execute("SELECT pg_backend_pid()")
+            (pid,) = cursor.fetchone()
+        with connection.cursor() as cursor:
+            cursor.execute("SELECT pg_terminate_backend(%s)", [pid])
+        assert select.select([db.connection.fileno()], [], [], 5)[0]  # its goodbye has arrived
+        assert _health_check(db) == ["SELECT 1", "closed"]
+        assert _answers(db)  # the request goes on, on a new connection
 
 
 @postgres_only
 @pytest.mark.django_db
 def test_the_health_check_of_a_connection_with_something_to_read_asks_the_server(django_db_blocker):
-    db = _second_connection()
-    with django_db_blocker.unblock():
-        try:
-            db.ensure_connection()
-            db.connection.execute("LISTEN health_probe")
-            notifier = _second_connection()
-            try:
-                with notifier.cursor() as cursor:  # autocommit: delivered at once
-                    cursor.execute("NOTIFY health_probe")
-            finally:
-                notifier.close()
-            raw = db.connection
-            assert select.select([raw.fileno()], [], [], 5)[0]
-            assert _health_check(db) == ["SELECT 1"]  # alive: kept
-            assert db.connection is raw
-        finally:
-            db.close()
+    with django_db_blocker.unblock(), _second_connection() as db:
+        db.connection.execute("LISTEN health_probe")
+        with _second_connection() as notifier, notifier.cursor() as cursor:  # autocommit: delivered at once
+            cursor.execute("NOTIFY health_probe")
+        raw = db.connection
+        assert select.select([raw.fileno()], [], [], 5)[0]
+        assert _health_check(db) == ["SELECT 1"]  # alive: kept
+        assert db.connection is raw
 
 
 def test_binary_copy_types_are_psycopgs_names_and_none_for_a_type_it_does_not_know():

@@ -204,21 +204,14 @@ def test_a_slow_query_on_a_database_that_answers_is_not_cut(breaker, proxy, djan
 
 @pytest.mark.slow
 def test_a_web_server_answers_503_fast_while_the_database_stalls(proxy):
-    name = connection.settings_dict["NAME"]
     port = next(p for p in PORTS if p != proxy.port and _free(p))
-    env = {
-        **os.environ,
-        "SECRET_KEY": "stall-test",
-        "HTTPS_ONLY": "0",
-        "ALLOWED_HOSTS": "127.0.0.1",
-        "DATABASE_URL": f"postgres://postgres@127.0.0.1:{proxy.port}/{name}",
-        "DB_STATEMENT_TIMEOUT_S": "1",
-        "DB_QUERY_DEADLINE_S": "2",
-        "DB_CONNECT_TIMEOUT_S": "2",
-        "HEALTHZ_TIMEOUT_S": "2",
-        "DEBUG": "0",
-    }
-    env.pop("ANNOTATOR_WEB_PROCESS", None)
+    env = _server_env(
+        proxy,
+        DB_STATEMENT_TIMEOUT_S="1",
+        DB_QUERY_DEADLINE_S="2",
+        DB_CONNECT_TIMEOUT_S="2",
+        HEALTHZ_TIMEOUT_S="2",
+    )
     server = subprocess.Popen(
         [
             sys.executable,
@@ -253,10 +246,7 @@ def test_a_web_server_answers_503_fast_while_the_database_stalls(proxy):
             assert elapsed < 6, (path, elapsed)
         assert json.loads(body)["status"] == 503  # the API's problem details, as for any lost connection
         proxy.resume()
-        deadline = time.monotonic() + 10
-        while _get(base + "/healthz")[0] != 200:
-            assert time.monotonic() < deadline, "the app did not come back after the stall"
-            time.sleep(0.2)
+        _back_within(base, 10)
     finally:
         server.terminate()
         server.wait(10)
@@ -267,20 +257,14 @@ def test_thread_workers_answer_every_request_and_healthz_fast_while_the_database
     """make web's worker (ThreadWorker, --threads 2 here) with the per-call deadline at 30 s: twelve
     requests sent at once during a stall, six times the request threads, all answer 503 with
     Retry-After within 5 s, and /healthz, sent while every request thread waits, within 3 s."""
-    name = connection.settings_dict["NAME"]
     port = next(p for p in PORTS if p != proxy.port and _free(p))
-    env = {
-        **os.environ,
-        "SECRET_KEY": "stall-test",
-        "HTTPS_ONLY": "0",
-        "ALLOWED_HOSTS": "127.0.0.1",
-        "DATABASE_URL": f"postgres://postgres@127.0.0.1:{proxy.port}/{name}",
-        "DB_STATEMENT_TIMEOUT_S": "25",
-        "DB_QUERY_DEADLINE_S": "30",
-        "DEBUG": "0",
-    }
-    for setting in ("ANNOTATOR_WEB_PROCESS", "DB_STALL_CHECK_S", "DB_STALL_PROBE_S", "HEALTHZ_TIMEOUT_S"):
-        env.pop(setting, None)  # the defaults: a check after 1 s, a 2 s probe, /healthz within 3 s
+    env = _server_env(
+        proxy,
+        # the defaults: a check after 1 s, a 2 s probe, /healthz within 3 s
+        unset=("ANNOTATOR_WEB_PROCESS", "DB_STALL_CHECK_S", "DB_STALL_PROBE_S", "HEALTHZ_TIMEOUT_S"),
+        DB_STATEMENT_TIMEOUT_S="25",
+        DB_QUERY_DEADLINE_S="30",
+    )
     server = subprocess.Popen(
         [sys.executable, "-m", "gunicorn", "annotator.wsgi", "--bind", f"127.0.0.1:{port}", "--workers", "1"]
         + ["--worker-class", "annotator.gunicorn_workers.ThreadWorker", "--threads", "2", "--timeout", "60"],
@@ -325,16 +309,39 @@ def test_thread_workers_answer_every_request_and_healthz_fast_while_the_database
         assert all(status == 503 and retry for status, _, retry in answers.values()), answers
         assert max(took for _, took, _ in answers.values()) < 5, sorted(answers.values(), key=lambda a: a[1])
         proxy.resume()
-        deadline = time.monotonic() + 15
-        while _get(base + "/healthz")[0] != 200:
-            assert time.monotonic() < deadline, "the app did not come back after the stall"
-            time.sleep(0.2)
+        _back_within(base, 15)
         assert (
             _get(base + "/api/v1/me", token="hcs_wrong")[0] == 401
         )  # the breaker closed: the database is read again
     finally:
         server.terminate()
         server.wait(10)
+
+
+def _server_env(proxy, *, unset: tuple[str, ...] = ("ANNOTATOR_WEB_PROCESS",), **settings: str) -> dict:
+    """The environment of a web server that reaches the test database through ``proxy``: ``settings`` on
+    top, ``unset`` taken out so their defaults apply."""
+    name = connection.settings_dict["NAME"]
+    env = {
+        **os.environ,
+        "SECRET_KEY": "stall-test",
+        "HTTPS_ONLY": "0",
+        "ALLOWED_HOSTS": "127.0.0.1",
+        "DATABASE_URL": f"postgres://postgres@127.0.0.1:{proxy.port}/{name}",
+        "DEBUG": "0",
+        **settings,
+    }
+    for key in unset:
+        env.pop(key, None)
+    return env
+
+
+def _back_within(base: str, seconds: float) -> None:
+    """Wait until /healthz answers 200 again after a stall, at most ``seconds``."""
+    deadline = time.monotonic() + seconds
+    while _get(base + "/healthz")[0] != 200:
+        assert time.monotonic() < deadline, "the app did not come back after the stall"
+        time.sleep(0.2)
 
 
 def _free(port: int) -> bool:

@@ -9,8 +9,7 @@ from django.utils import timezone
 
 from annotator.job_kinds import JOB_KINDS
 from annotator.models import Job
-from annotator.selectors.jobs import this_worker
-from tests.factories import make_user
+from tests.factories import make_running_job, make_user
 
 pytestmark = pytest.mark.django_db
 STOPPING = JOB_KINDS[Job.JUDGE_RUN].stopping
@@ -23,16 +22,7 @@ def status_section(html: str) -> str:
 def test_the_stopping_notice_lives_in_the_status_and_goes_when_the_run_is_cancelled(client):
     owner = make_user("res", role="researcher")
     client.force_login(owner)
-    job = Job.objects.create(
-        kind=Job.JUDGE_RUN,
-        created_by=owner,
-        label="a run",
-        params={},
-        state=Job.RUNNING,
-        worker=this_worker(),
-        started_at=timezone.now(),
-        heartbeat_at=timezone.now(),
-    )
+    job = make_running_job(owner)
     page = client.post(reverse("job_stop", args=[job.pk]), follow=True).content.decode()
     assert STOPPING in status_section(page) and page.count(STOPPING) == 1
     assert 'class="messages"' not in page  # nothing outside the polled part would outlive the run
@@ -49,17 +39,7 @@ def test_time_left_goes_away_while_the_run_is_stopping(client):
     owner = make_user("res", role="researcher")
     client.force_login(owner)
     progress = {"total": 36, "done": 13, "failed": 0, "retries": 0, "tokens_in": 1, "tokens_out": 1}
-    job = Job.objects.create(
-        kind=Job.JUDGE_RUN,
-        created_by=owner,
-        label="a run",
-        params={},
-        state=Job.RUNNING,
-        worker=this_worker(),
-        started_at=timezone.now(),
-        heartbeat_at=timezone.now(),
-        progress={**progress, "eta_seconds": 14},
-    )
+    job = make_running_job(owner, progress={**progress, "eta_seconds": 14})
     polled = client.get(reverse("job_status", args=[job.pk]), headers={"HX-Request": "true"}).content.decode()
     assert "<dt>Time left</dt><dd>about 14 s</dd>" in polled  # the run goes on: the estimate is shown
     client.post(reverse("job_stop", args=[job.pk]))

@@ -13,8 +13,8 @@ from django.test.utils import CaptureQueriesContext
 from django.urls import reverse
 from django.utils import timezone
 
-from annotator.models import Enrolment, GoldItem, QualityRule
-from tests.factories import make_batch, make_user
+from annotator.models import Enrolment, QualityRule
+from tests.factories import make_batch, make_gold_items, make_user
 
 # Real transactions, as in production: inside a test transaction every atomic block would add
 # SAVEPOINT statements to the count.
@@ -123,18 +123,16 @@ def study_batch_with_checks(n_items: int, annotator):
     batch.save()
     QualityRule.objects.create(batch=batch, check_every=50, training_items=0)
     dims = [d.key for d in batch.rubric_obj.dimensions]
-    for n in range(3):
-        GoldItem.objects.create(
-            batch=batch,
-            item_id=f"check-{n}",
-            kind="check",
-            position=n,
-            prompt="Plan a route.",
-            response="Go north.",
-            scores=dict.fromkeys(dims, 3),
-            flags=[],
-            tolerance=1,
-        )
+    make_gold_items(
+        batch,
+        "check",
+        3,
+        prompt="Plan a route.",
+        response="Go north.",
+        scores=dict.fromkeys(dims, 3),
+        flags=[],
+        tolerance=1,
+    )
     now = timezone.now()
     Enrolment.objects.create(user=annotator, batch=batch, consented_at=now, instructions_seen_at=now)
     return batch

@@ -8,9 +8,8 @@ from django.urls import reverse
 from django.utils import timezone
 
 from annotator.models import Job
-from annotator.selectors.jobs import this_worker
 from tests.browser.conftest import CHROMIUM, signed_in_context
-from tests.factories import make_user
+from tests.factories import make_running_job, make_user
 
 pytestmark = [
     pytest.mark.browser,
@@ -21,17 +20,7 @@ pytestmark = [
 @pytest.mark.django_db(transaction=True)
 def test_stopping_goes_when_the_poll_finds_the_run_cancelled(chromium, live_server):
     owner = make_user("res", role="researcher")
-    now = timezone.now()
-    job = Job.objects.create(
-        kind=Job.JUDGE_RUN,
-        created_by=owner,
-        label="a run",
-        params={},
-        state=Job.RUNNING,
-        worker=this_worker(),
-        started_at=now,
-        heartbeat_at=now,
-    )
+    job = make_running_job(owner)
     page = signed_in_context(chromium, live_server, owner).new_page()
     page.set_default_timeout(30_000)
     page.goto(live_server.url + reverse("job_status", args=[job.pk]))

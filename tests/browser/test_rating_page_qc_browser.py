@@ -5,14 +5,14 @@ not broken mid-word."""
 import pytest
 from django.urls import reverse
 
-from annotator.models import GoldItem, QualityRule
+from annotator.models import QualityRule
 from tests.browser.conftest import (
     CHROMIUM,
     htmx_settled,
     rating_ready,
     signed_in_context,
 )
-from tests.factories import make_annotation, make_batch, make_user
+from tests.factories import make_annotation, make_batch, make_gold_items, make_user
 
 pytestmark = [
     pytest.mark.browser,
@@ -56,11 +56,11 @@ def test_r_opens_the_rubric_and_keeps_the_item_in_view(chromium, live_server, vi
 def test_training_feedback_takes_the_focus_and_continue_is_one_tab_away(chromium, live_server, viewport):
     batch = make_batch("feedback-focus", n_items=2, constraints=())
     QualityRule.objects.create(batch=batch, training_items=1, check_every=0)
-    GoldItem.objects.create(
-        batch=batch,
+    make_gold_items(
+        batch,
+        "training",
+        1,
         item_id="gold-secret",
-        kind="training",
-        position=0,
         prompt="Train me",
         response="r",
         scores=EXPERT,

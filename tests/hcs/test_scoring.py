@@ -101,9 +101,14 @@ def test_widest_spread_orders_by_range_then_sd():
     assert rows[1].distribution == (1, 0, 1, 0, 1)
 
 
-def test_spearman_equals_scipy_with_ties():
-    from hcs.scoring import _spearman
+def _spearman(x, y):
+    """Spearman's ρ as annotator_quality computes it: value codes, then ranks from the codes."""
+    from hcs.scoring import _codes, _spearman_coded
 
+    return _spearman_coded(*_codes(np.asarray(x, dtype=float)), *_codes(np.asarray(y, dtype=float)))
+
+
+def test_spearman_equals_scipy_with_ties():
     rng = np.random.default_rng(3)
     x = rng.integers(1, 6, size=300).astype(float)
     y = np.clip(x + rng.normal(0, 1.2, size=300), 1, 5).round(1)
@@ -111,8 +116,6 @@ def test_spearman_equals_scipy_with_ties():
 
 
 def test_spearman_equals_scipy_on_whole_numbers_with_gaps():
-    from hcs.scoring import _spearman
-
     x = np.array([1, 5, 5, 2, 9, 1, 5, 2], dtype=float)
     y = np.array([2, 4, 5, 1, 5, 2, 3, 2.5])
     assert _spearman(x, y) == pytest.approx(spearmanr(x, y).statistic, abs=1e-12)

@@ -184,6 +184,52 @@ def quality_section(
     with every annotator."""
     rule = quality_rule_of(batch=batch)
     arrays = inputs.arrays
+    facts = _batch_facts(batch)
+    loo = {a.annotator: a.spearman_loo.get("overall") for a in annotators_all}
+    loo_n = {a.annotator: a.n_shared.get("overall", 0) for a in annotators_all}
+    adjudications = adjudications_of(batch=batch)
+    reference = _reference(batch, arrays, adjudications)
+    in_order = arrays.annotation_annotator[inputs.order]
+    scores_in_order = arrays.annotation_scores[inputs.order]
+    seconds_in_order = inputs.seconds[inputs.order]
+    out = {}
+    for a, name in enumerate(arrays.annotator_names):
+        mine = in_order == a
+        rated = arrays.annotation_annotator == a
+        out[name] = _signals(
+            name,
+            inputs.annotator_pks[a],
+            facts,
+            rule,
+            seconds=seconds_in_order[mine],
+            scores=scores_in_order[mine],
+            loo=(loo.get(name), loo_n.get(name, 0)),
+            adjudicated=q.agreement_with_reference(
+                arrays.annotation_scores[rated], reference[arrays.annotation_item[rated]]
+            ),
+        )
+    return QualitySection(
+        annotators=out,
+        exclusions=inputs.exclusions,
+        dimensions_all=dimensions_all,
+        min_seconds=rule.min_seconds,
+        adjudications=tuple(adjudications),
+        over_time=_over_time(batch, inputs, in_order, rule) if with_over_time else None,
+    )
+
+
+@dataclass(frozen=True)
+class _BatchFacts:
+    """What the batch's tables say of each annotator, by user pk: gold answers (right, answered, checks
+    passed and failed), standing, edits made and items skipped."""
+
+    gold: dict[int, dict]
+    standings: dict[int, AnnotatorStanding]
+    edits: dict[int, int]
+    skips: dict[int, int]
+
+
+def _batch_facts(batch: Batch) -> _BatchFacts:
     gold = {
         row["annotator_id"]: row
         for row in GoldAnswer.objects.filter(
@@ -197,78 +243,71 @@ def quality_section(
             checks_failed=Count("pk", filter=Q(passed=False, gold_item__kind=GoldItem.Kind.CHECK)),
         )
     }
-    standings = {s.annotator_id: s for s in AnnotatorStanding.objects.filter(batch=batch)}
-    edits = _per_user(AnnotationRevision.objects.filter(annotation__item__batch=batch), "changed_by_id")
-    skips = _per_user(
-        Assignment.objects.filter(item__batch=batch, state=Assignment.State.SKIPPED), "annotator_id"
+    return _BatchFacts(
+        gold=gold,
+        standings={s.annotator_id: s for s in AnnotatorStanding.objects.filter(batch=batch)},
+        edits=_per_user(AnnotationRevision.objects.filter(annotation__item__batch=batch), "changed_by_id"),
+        skips=_per_user(
+            Assignment.objects.filter(item__batch=batch, state=Assignment.State.SKIPPED), "annotator_id"
+        ),
     )
-    loo = {a.annotator: a.spearman_loo.get("overall") for a in annotators_all}
-    loo_n = {a.annotator: a.n_shared.get("overall", 0) for a in annotators_all}
-    adjudications = adjudications_of(batch=batch)
-    reference = _reference(batch, arrays, adjudications)
-    in_order = arrays.annotation_annotator[inputs.order]
-    scores_in_order = arrays.annotation_scores[inputs.order]
-    seconds_in_order = inputs.seconds[inputs.order]
-    out = {}
-    for a, name in enumerate(arrays.annotator_names):
-        pk = inputs.annotator_pks[a]
-        mine = in_order == a
-        median, fast = q.seconds_signals(seconds_in_order[mine], minimum=rule.min_seconds)
-        straight, run = q.straightlining(scores_in_order[mine])
-        g = gold.get(pk, {})
-        answered = g.get("answered", 0)
-        accuracy = g["right"] / answered if answered else None
-        standing = standings.get(pk)
-        out[name] = AnnotatorSignals(
-            annotator=name,
-            annotator_pk=pk,
-            n_annotations=int(mine.sum()),
-            gold_accuracy=accuracy,
-            gold_answered=answered,
-            checks_passed=g.get("checks_passed", 0),
-            checks_failed=g.get("checks_failed", 0),
-            excluded=bool(standing and standing.excluded),
-            exclusion_reason=standing.exclusion_reason if standing and standing.excluded else "",
-            blocked=bool(standing and standing.blocked_at),
-            warned=bool(standing and standing.warned_at),
-            training=standing.training if standing else "",
-            median_seconds=median,
+
+
+def _signals(
+    name: str, pk: int, facts: _BatchFacts, rule, *, seconds, scores, loo, adjudicated
+) -> AnnotatorSignals:
+    """One annotator's signals from their annotations' ``seconds`` and ``scores`` in submission order,
+    ``loo`` (their leave-one-out ρ and its shared items) and their agreement with the adjudicated scores."""
+    loo_spearman, loo_n = loo
+    median, fast = q.seconds_signals(seconds, minimum=rule.min_seconds)
+    straight, run = q.straightlining(scores)
+    g = facts.gold.get(pk, {})
+    answered = g.get("answered", 0)
+    accuracy = g["right"] / answered if answered else None
+    standing = facts.standings.get(pk)
+    return AnnotatorSignals(
+        annotator=name,
+        annotator_pk=pk,
+        n_annotations=len(seconds),
+        gold_accuracy=accuracy,
+        gold_answered=answered,
+        checks_passed=g.get("checks_passed", 0),
+        checks_failed=g.get("checks_failed", 0),
+        excluded=bool(standing and standing.excluded),
+        exclusion_reason=standing.exclusion_reason if standing and standing.excluded else "",
+        blocked=bool(standing and standing.blocked_at),
+        warned=bool(standing and standing.warned_at),
+        training=standing.training if standing else "",
+        median_seconds=median,
+        fast_share=fast,
+        straightlining=straight,
+        longest_run=run,
+        loo_spearman=loo_spearman,
+        loo_n=loo_n,
+        edits=facts.edits.get(pk, 0),
+        skips=facts.skips.get(pk, 0),
+        adjudicated=adjudicated,
+        signals=q.behaviour_flags(
             fast_share=fast,
-            straightlining=straight,
+            straight_share=straight,
             longest_run=run,
-            loo_spearman=loo.get(name),
-            loo_n=loo_n.get(name, 0),
-            edits=edits.get(pk, 0),
-            skips=skips.get(pk, 0),
-            adjudicated=q.agreement_with_reference(
-                arrays.annotation_scores[arrays.annotation_annotator == a],
-                reference[arrays.annotation_item[arrays.annotation_annotator == a]],
-            ),
-            signals=q.behaviour_flags(
-                fast_share=fast,
-                straight_share=straight,
-                longest_run=run,
-                loo_spearman=loo.get(name),
-                loo_n=loo_n.get(name, 0),
-                gold_accuracy=accuracy,
-                check_warn_below=rule.check_warn_below,
-            ),
-        )
+            loo_spearman=loo_spearman,
+            loo_n=loo_n,
+            gold_accuracy=accuracy,
+            check_warn_below=rule.check_warn_below,
+        ),
+    )
+
+
+def _over_time(batch: Batch, inputs: QualityInputs, in_order: np.ndarray, rule):
+    """Agreement per window of submissions and per day, without the excluded annotators."""
+    arrays = inputs.arrays
     excluded = {e.annotator for e in inputs.exclusions}
     keep = (
         np.array([name not in excluded for name in arrays.annotator_names], dtype=bool)[in_order]
         if len(in_order)
         else np.zeros(0, dtype=bool)
     )
-    return QualitySection(
-        annotators=out,
-        exclusions=inputs.exclusions,
-        dimensions_all=dimensions_all,
-        min_seconds=rule.min_seconds,
-        adjudications=tuple(adjudications),
-        over_time=over_time(
-            batch=batch, arrays=arrays, order=inputs.order, keep=keep, days=inputs.days, every=rule.window
-        )
-        if with_over_time
-        else None,
+    return over_time(
+        batch=batch, arrays=arrays, order=inputs.order, keep=keep, days=inputs.days, every=rule.window
     )

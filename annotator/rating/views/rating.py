@@ -137,6 +137,11 @@ def _render_rate(
     return render(request, template, context, status=status)
 
 
+def _refuse_answer(request, item, form, errors, **extra):
+    """The page again, 422, with the form as posted and why the answer or skip was not taken."""
+    return _render_rate(request, batch=item.batch, item=item, form=form, errors=errors, status=422, **extra)
+
+
 def _refuse_not_held(request, item, errors=()):
     """A POST about an item the annotator does not hold: say so, without the item's text."""
     return _render_rate(request, batch=item.batch, errors=[NOT_HELD, *errors], refused=True, status=409)
@@ -247,16 +252,7 @@ def submit(request, item_pk):
     if not form.is_valid():
         if not holds_live_lease(user=request.user, item=item):
             return _refuse_not_held(request, item)
-        errors = _form_errors(form)
-        return _render_rate(
-            request,
-            batch=item.batch,
-            item=item,
-            form=form,
-            errors=errors,
-            status=422,
-            **_session(item.batch, facts),
-        )
+        return _refuse_answer(request, item, form, _form_errors(form), **_session(item.batch, facts))
     try:
         result = annotation_submit(item=item, annotator=request.user, **form.payload)
     except SubmissionRefused as exc:
@@ -284,16 +280,7 @@ def skip(request, item_pk):
         if not holds_live_lease(user=request.user, item=item):
             return _refuse_not_held(request, item, [str(exc)])
         form = _form(item, data=request.POST)
-        return _render_rate(
-            request,
-            batch=item.batch,
-            item=item,
-            form=form,
-            errors=[str(exc)],
-            status=422,
-            skip_open=True,
-            **_session(item.batch, facts),
-        )
+        return _refuse_answer(request, item, form, [str(exc)], skip_open=True, **_session(item.batch, facts))
     messages.info(request, "Skipped that item.")
     return _next(request, facts)
 
@@ -330,17 +317,7 @@ def edit(request, pk):
         )
     form = _form(item, data=request.POST, annotation=annotation)
     if not form.is_valid():
-        errors = _form_errors(form)
-        return _render_rate(
-            request,
-            batch=item.batch,
-            item=item,
-            form=form,
-            mode="edit",
-            errors=errors,
-            status=422,
-            annotation=annotation,
-        )
+        return _refuse_answer(request, item, form, _form_errors(form), mode="edit", annotation=annotation)
     try:
         annotation_update(annotation=annotation, changed_by=request.user, **form.payload)
     except SubmissionRefused:  # stopped between the check above and the write
@@ -362,16 +339,8 @@ def gold_submit(request, answer_pk):
     gold = answer.gold_item
     form = _form(gold, data=request.POST)
     if not form.is_valid():
-        errors = _form_errors(form)
-        return _render_rate(
-            request,
-            batch=gold.batch,
-            item=gold,
-            form=form,
-            errors=errors,
-            status=422,
-            answer=answer,
-            **_gold_session(request, gold.batch),
+        return _refuse_answer(
+            request, gold, form, _form_errors(form), answer=answer, **_gold_session(request, gold.batch)
         )
     step = gold_answer_submit(answer=answer, annotator=request.user, **form.payload)
     if gold.kind == GoldItem.Kind.TRAINING:
@@ -397,13 +366,11 @@ def gold_skip(request, answer_pk):
         gold_answer_skip(answer=answer, annotator=request.user, reason=request.POST.get("skip_reason", ""))
     except ValidationError as exc:
         form = _form(gold, data=request.POST)
-        return _render_rate(
+        return _refuse_answer(
             request,
-            batch=gold.batch,
-            item=gold,
-            form=form,
-            errors=exc.messages,
-            status=422,
+            gold,
+            form,
+            exc.messages,
             answer=answer,
             skip_open=True,
             **_gold_session(request, gold.batch),

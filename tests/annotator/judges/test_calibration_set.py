@@ -20,6 +20,7 @@ from annotator.models import CalibrationSet, Job, Judge, JudgeCall
 from tests.annotator.judges.test_judges_selector import _add_scores, _study
 from tests.factories import PASSWORD, make_batch, make_user
 from tests.fake_judge import FakeJudge
+from tests.judge_runs import run_judge
 
 RULE = "hub_answer_correctness"
 
@@ -110,27 +111,23 @@ def test_command_marks_shows_and_retires(tmp_path, capsys):
     assert batch.items.count() == 6
 
 
-def _run(fake, batch, *extra):
-    call_command("run_judge", batch, "--template", RULE, "--base-url", fake.url, "--backoff", "0.01", *extra)
-
-
 @pytest.mark.django_db
 def test_run_judge_calls_only_the_set_and_a_new_model_or_temperature_is_a_new_version(capsys):
     batch = make_batch("run", n_items=10)
     with FakeJudge() as fake, pytest.raises(CommandError, match="has no calibration set: mark one first"):
-        _run(fake, "run", "--model", "m1", "--calibration-set")
+        run_judge(fake, "run", "--calibration-set", model="m1")
     assert fake.calls == 0
     calibration_set_mark(batch=batch, item_ids=["run-2", "run-5", "run-7"])
     with FakeJudge() as fake:
-        _run(fake, "run", "--model", "m1", "--judge", "j", "--calibration-set")
+        run_judge(fake, "run", "--judge", "j", "--calibration-set", model="m1")
         assert fake.calls == 3
-        _run(fake, "run", "--model", "m1", "--judge", "j", "--calibration-set")  # a rerun calls nothing again
+        run_judge(fake, "run", "--judge", "j", "--calibration-set", model="m1")  # a rerun calls nothing again
         assert fake.calls == 3
-        _run(fake, "run", "--model", "m2", "--judge", "j", "--calibration-set")
-        _run(fake, "run", "--model", "m1", "--judge", "j", "--calibration-set", "--temperature", "0.5")
+        run_judge(fake, "run", "--judge", "j", "--calibration-set", model="m2")
+        run_judge(fake, "run", "--judge", "j", "--calibration-set", "--temperature", "0.5", model="m1")
         assert fake.calls == 9
         # the same changed configuration (at the same endpoint) again goes to the same version
-        _run(fake, "run", "--model", "m2", "--judge", "j", "--calibration-set", "--force")
+        run_judge(fake, "run", "--judge", "j", "--calibration-set", "--force", model="m2")
     out = capsys.readouterr().out
     assert "another model (m1 before, m2 now)" in out and "other parameters" in out
     called = set(JudgeCall.objects.values_list("item__item_id", flat=True))
@@ -144,7 +141,7 @@ def test_run_judge_calls_only_the_set_and_a_new_model_or_temperature_is_a_new_ve
     )
     assert len({n for n, _ in names}) == 3
     with FakeJudge() as elsewhere:  # the base URL is part of the judge: another endpoint is another version
-        _run(elsewhere, "run", "--model", "m2", "--judge", "j", "--calibration-set", "--force")
+        run_judge(elsewhere, "run", "--judge", "j", "--calibration-set", "--force", model="m2")
     assert Judge.objects.count() == 4
 
 

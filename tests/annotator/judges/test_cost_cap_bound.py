@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 import pytest
-from django.core.management import CommandError, call_command
+from django.core.management import CommandError
 
 from annotator.judges.engine.budget import CAP_MAX_TOKENS, input_tokens
 from annotator.judges.engine.runner import batch_items, render_items
@@ -11,6 +11,7 @@ from annotator.judges.engine.templates import load_template
 from annotator.models import Batch, JudgeCall
 from tests.factories import make_batch
 from tests.fake_judge import FakeJudge
+from tests.judge_runs import run_judge
 
 RULE = "hub_answer_correctness"
 PRICE_IN, PRICE_OUT = 2.5, 10.0  # per million tokens: a 2,000-token answer costs 0.02
@@ -23,23 +24,8 @@ def _cost(tokens_in: int, tokens_out: int) -> float:
 
 
 def _run(fake, batch, *extra):
-    call_command(
-        "run_judge",
-        batch,
-        "--template",
-        RULE,
-        "--base-url",
-        fake.url,
-        "--model",
-        "fake-1",
-        "--backoff",
-        "0.01",
-        "--price-in",
-        str(PRICE_IN),
-        "--price-out",
-        str(PRICE_OUT),
-        *extra,
-    )
+    prices = ("--price-in", str(PRICE_IN), "--price-out", str(PRICE_OUT))
+    run_judge(fake, batch, *prices, *extra)
 
 
 @pytest.mark.django_db

@@ -7,7 +7,7 @@ import threading
 import time
 
 import pytest
-from django.core.management import CommandError, call_command
+from django.core.management import CommandError
 
 from annotator.judges.engine.budget import CAP_MAX_TOKENS, input_tokens
 from annotator.judges.engine.runner import batch_items, render_items
@@ -15,24 +15,9 @@ from annotator.judges.engine.templates import load_template
 from annotator.models import Batch, JudgeCall
 from tests.factories import make_batch
 from tests.fake_judge import FakeJudge
+from tests.judge_runs import run_judge
 
 RULE = "hub_answer_correctness"
-
-
-def _run(fake, batch, *extra):
-    call_command(
-        "run_judge",
-        batch,
-        "--template",
-        RULE,
-        "--base-url",
-        fake.url,
-        "--model",
-        "fake-1",
-        "--backoff",
-        "0.01",
-        *extra,
-    )
 
 
 def test_input_tokens_follow_the_stated_rule():
@@ -48,24 +33,24 @@ def test_dry_run_counts_calls_tokens_and_cost_and_calls_nothing(capsys):
     tasks = render_items(batch_items(batch), load_template(RULE), batch.rubric_obj)
     expected_in = sum(input_tokens(t.messages) for t in tasks)
     with FakeJudge() as fake:
-        _run(fake, "dry", "--dry-run", "--price-in", "2", "--price-out", "10")
+        run_judge(fake, "dry", "--dry-run", "--price-in", "2", "--price-out", "10")
         out = capsys.readouterr().out
         assert fake.calls == 0 and not JudgeCall.objects.exists()
         assert "5 call(s) to pay for, 0 more served from the cache" in out
         assert f"Estimated {expected_in:,} input tokens (1 token per 4 characters" in out
         assert "1,000 output tokens (200 per call (no earlier answers" in out
         assert f"estimated cost {(expected_in * 2 + 1000 * 10) / 1e6:.4f}" in out
-        _run(
+        run_judge(
             fake, "dry", "--judge", "A", "--limit", "2"
         )  # two answered: the cache serves them, the mean is known
         capsys.readouterr()
-        _run(fake, "dry", "--dry-run")
+        run_judge(fake, "dry", "--dry-run")
         out = capsys.readouterr().out
         assert "3 call(s) to pay for, 2 more served from the cache" in out and "no cost estimate" in out
         seen = JudgeCall.objects.filter(judge__name="A")
         mean = round(sum(c.tokens_out for c in seen) / 2)
         assert f"{3 * mean:,} output tokens ({mean} per call, the mean of this model's earlier answers" in out
-        _run(fake, "dry", "--dry-run", "--max-tokens", "50")  # another request body: nothing cached
+        run_judge(fake, "dry", "--dry-run", "--max-tokens", "50")  # another request body: nothing cached
         out = capsys.readouterr().out
         assert (
             "5 call(s) to pay for, 0 more served" in out
@@ -80,12 +65,12 @@ def test_a_price_file_without_the_model_says_which(tmp_path):
     prices = tmp_path / "prices.json"
     prices.write_text(json.dumps({"gpt-4o": {"input": 2.5, "output": 10}}))
     with FakeJudge() as fake, pytest.raises(CommandError, match="has no entry for model \u201cfake-1\u201d"):
-        _run(fake, "pf", "--dry-run", "--prices", str(prices))
+        run_judge(fake, "pf", "--dry-run", "--prices", str(prices))
     with (
         FakeJudge() as fake,
         pytest.raises(CommandError, match="--max-cost needs a positive amount and prices"),
     ):
-        _run(fake, "pf", "--max-cost", "1")
+        run_judge(fake, "pf", "--max-cost", "1")
     assert fake.calls == 0
 
 
@@ -102,7 +87,7 @@ def test_max_cost_stops_starting_calls_keeps_what_was_paid_and_a_rerun_continues
     cap = round(reserved + answered * 3.5, 4)
     with FakeJudge(latency=0.02) as fake:
         with pytest.raises(CommandError, match="stopped at --max-cost") as stopped:
-            _run(fake, "cap", "--judge", "A", "--concurrency", "1", "--max-cost", str(cap), *price)
+            run_judge(fake, "cap", "--judge", "A", "--concurrency", "1", "--max-cost", str(cap), *price)
         assert stopped.value.returncode == 3
         out = capsys.readouterr().out
         assert "stopped starting calls at the cost cap" in out and "stopped early" in out
@@ -111,7 +96,7 @@ def test_max_cost_stops_starting_calls_keeps_what_was_paid_and_a_rerun_continues
         assert 0 < len(paid) < 12 and fake.calls == len(paid) and all(c.status == "ok" for c in paid)
         assert spent <= cap
         # A rerun with a higher cap (so the same max_tokens bound) continues with the calls that are left.
-        _run(fake, "cap", "--judge", "A", "--concurrency", "4", "--max-cost", "1000", *price)
+        run_judge(fake, "cap", "--judge", "A", "--concurrency", "4", "--max-cost", "1000", *price)
         assert fake.calls == 12 and JudgeCall.objects.filter(judge__name="A", status="ok").count() == 12
 
 
@@ -136,7 +121,7 @@ def test_max_cost_counts_calls_in_flight():
 
     with FakeJudge(reply=slow) as fake:
         with pytest.raises(CommandError, match="stopped at --max-cost"):
-            _run(
+            run_judge(
                 fake,
                 "fly",
                 "--judge",

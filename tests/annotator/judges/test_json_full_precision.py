@@ -13,12 +13,12 @@ from typing import Any
 
 import numpy as np
 import pytest
-from django.core.management import call_command
 
 from annotator.reports.exports.json_export import report_to_dict
 from annotator.reports.selectors.batch_report import batch_report
 from tests.annotator.judges.test_judges_selector import _study
 from tests.fake_judge import FakeJudge
+from tests.judge_runs import run_judge
 
 CRITERIA = ("accuracy", "completeness", "clarity", "actionability", "relevance")
 
@@ -105,45 +105,10 @@ def rounded_copies(data: dict, computed: set[float]) -> list[str]:
 def probed(db):
     batch, _truth, _human = _study(n_items=24, systems=("base", "new"))
     with FakeJudge(noisy_score) as fake:
-        call_command(
-            "run_judge",
-            "judged",
-            "--template",
-            "hub_answer_correctness",
-            "--base-url",
-            fake.url,
-            "--model",
-            "m",
-            "--judge",
-            "pointwise",
-            "--samples",
-            "3",
-            "--temperature",
-            "0.7",
-            "--backoff",
-            "0.01",
-        )
+        run_judge(fake, "judged", "--judge", "pointwise", "--samples", "3", "--temperature", "0.7", model="m")
     with FakeJudge(mixed_verdict) as fake:
-        call_command(
-            "run_judge",
-            "judged",
-            "--template",
-            "geval_pairwise",
-            "--base-url",
-            fake.url,
-            "--model",
-            "m",
-            "--judge",
-            "pairwise",
-            "--pairwise",
-            "--baseline-system",
-            "base",
-            "--enhanced-system",
-            "new",
-            "--swap",
-            "--backoff",
-            "0.01",
-        )
+        pairs = ("--pairwise", "--baseline-system", "base", "--enhanced-system", "new", "--swap")
+        run_judge(fake, "judged", "--judge", "pairwise", *pairs, template="geval_pairwise", model="m")
     return batch
 
 

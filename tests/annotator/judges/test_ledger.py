@@ -6,7 +6,6 @@ from __future__ import annotations
 import threading
 
 import pytest
-from django.core.management import call_command
 
 from annotator.judges.engine.client import ChatClient
 from annotator.judges.engine.runner import judge_run
@@ -14,24 +13,13 @@ from annotator.judges.engine.templates import load_template
 from annotator.models import Judge, JudgeCall, JudgeScore
 from tests.factories import make_batch
 from tests.fake_judge import FakeJudge
+from tests.judge_runs import run_judge
 
 RULE = "hub_answer_correctness"
 
 
 def run(fake, batch, *extra, url=None):
-    call_command(
-        "run_judge",
-        batch,
-        "--template",
-        RULE,
-        "--base-url",
-        url or fake.url,
-        "--model",
-        "m",
-        "--backoff",
-        "0.01",
-        *extra,
-    )
+    run_judge(fake, batch, *extra, model="m", url=url)
 
 
 @pytest.mark.django_db

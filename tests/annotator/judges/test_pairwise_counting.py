@@ -18,27 +18,12 @@ from tests.annotator.judges.test_judges_selector import _study
 from tests.annotator.judges.test_run_judge_pairwise import first_shown_wins, geval_reply
 from tests.factories import PASSWORD
 from tests.fake_judge import FakeJudge
+from tests.judge_runs import run_judge
 
 
 def run(fake, *extra):
-    call_command(
-        "run_judge",
-        "judged",
-        "--template",
-        "geval_pairwise",
-        "--base-url",
-        fake.url,
-        "--model",
-        "m",
-        "--backoff",
-        "0.01",
-        "--pairwise",
-        "--baseline-system",
-        "base",
-        "--enhanced-system",
-        "new",
-        *extra,
-    )
+    pairs = ("--pairwise", "--baseline-system", "base", "--enhanced-system", "new")
+    run_judge(fake, "judged", *pairs, *extra, template="geval_pairwise", model="m")
 
 
 @pytest.fixture

@@ -17,38 +17,16 @@ from scipy import stats
 from tests.annotator.judges.test_json_full_precision import mixed_verdict, noisy_score
 from tests.annotator.judges.test_judges_selector import _study
 from tests.fake_judge import FakeJudge
+from tests.judge_runs import run_judge
 
 
 @pytest.fixture
 def exported(db, tmp_path):
     _study(n_items=40, systems=("base", "new"))
     with FakeJudge(noisy_score) as fake:
-        call_command(
-            "run_judge",
-            "judged",
-            "--template",
-            "hub_answer_correctness",
-            "--base-url",
-            fake.url,
-            "--model",
-            "m",
-            "--judge",
-            "pointwise",
-            "--backoff",
-            "0.01",
-        )
+        run_judge(fake, "judged", "--judge", "pointwise", model="m")
     with FakeJudge(mixed_verdict) as fake:
-        call_command(
-            "run_judge",
-            "judged",
-            "--template",
-            "geval_pairwise",
-            "--base-url",
-            fake.url,
-            "--model",
-            "m",
-            "--judge",
-            "pairwise",
+        pairs = (
             "--pairwise",
             "--baseline-system",
             "base",
@@ -57,9 +35,8 @@ def exported(db, tmp_path):
             "--swap",
             "--limit",
             "14",
-            "--backoff",
-            "0.01",
         )  # 14 pairs in both orders, 6 never judged
+        run_judge(fake, "judged", "--judge", "pairwise", *pairs, template="geval_pairwise", model="m")
 
     def export(*args) -> str:
         out = tmp_path / "export"

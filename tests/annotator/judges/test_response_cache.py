@@ -10,24 +10,9 @@ from annotator.models import Judge, JudgeCall, JudgeScore
 from tests.factories import make_batch
 from tests.fake_anthropic import FakeAnthropic
 from tests.fake_judge import FakeJudge
+from tests.judge_runs import run_judge
 
 RULE = "hub_answer_correctness"
-
-
-def _run(fake, batch, *extra, model="fake-1"):
-    call_command(
-        "run_judge",
-        batch,
-        "--template",
-        RULE,
-        "--base-url",
-        fake.url,
-        "--model",
-        model,
-        "--backoff",
-        "0.01",
-        *extra,
-    )
 
 
 def _scores(judge):
@@ -40,14 +25,14 @@ def _scores(judge):
 def test_a_second_judge_a_forced_rerun_and_another_batch_pay_nothing(capsys):
     make_batch("c1", n_items=4)
     with FakeJudge() as fake:
-        _run(fake, "c1", "--judge", "A")
+        run_judge(fake, "c1", "--judge", "A")
         assert fake.calls == 4
         capsys.readouterr()
-        _run(fake, "c1", "--judge", "B")
+        run_judge(fake, "c1", "--judge", "B")
         assert fake.calls == 4
         out, err = capsys.readouterr()
         assert "0 paid call(s), 4 served from the cache" in out and "cached 4" in err
-        _run(fake, "c1", "--judge", "A", "--force")
+        run_judge(fake, "c1", "--judge", "A", "--force")
         assert fake.calls == 4
     assert _scores("B") == [(i, d, v) for i, d, v in _scores("A")] and len(_scores("B")) == 4
     assert JudgeCall.objects.filter(judge__name="B", cached=True).count() == 4
@@ -55,10 +40,10 @@ def test_a_second_judge_a_forced_rerun_and_another_batch_pay_nothing(capsys):
     # Another batch with the same items: the rendered prompts are the same, so are the answers.
     make_batch("c2", n_items=4)
     with FakeJudge() as fake:  # a new port is another endpoint: paid
-        _run(fake, "c2", "--judge", "C")
+        run_judge(fake, "c2", "--judge", "C")
         assert fake.calls == 4
         make_batch("c3", n_items=4)
-        _run(fake, "c3", "--judge", "D")
+        run_judge(fake, "c3", "--judge", "D")
         assert fake.calls == 4
 
 
@@ -66,18 +51,18 @@ def test_a_second_judge_a_forced_rerun_and_another_batch_pay_nothing(capsys):
 def test_what_differs_is_paid_for():
     make_batch("d1", n_items=3)
     with FakeJudge() as fake:
-        _run(fake, "d1", "--judge", "A")
-        _run(fake, "d1", "--judge", "B", "--temperature", "0.5")  # another parameter
+        run_judge(fake, "d1", "--judge", "A")
+        run_judge(fake, "d1", "--judge", "B", "--temperature", "0.5")  # another parameter
         assert fake.calls == 6
-        _run(fake, "d1", "--judge", "C", model="fake-2")  # another model
+        run_judge(fake, "d1", "--judge", "C", model="fake-2")  # another model
         assert fake.calls == 9
-        _run(fake, "d1", "--judge", "E", "--no-cache")  # opted out
+        run_judge(fake, "d1", "--judge", "E", "--no-cache")  # opted out
         assert fake.calls == 12
-        _run(
+        run_judge(
             fake, "d1", "--judge", "F", "--temperature", "0.5", "--samples", "2"
         )  # sample 0 cached, sample 1 new
         assert fake.calls == 15
-        _run(fake, "d1", "--judge", "G", "--limit", "2")
+        run_judge(fake, "d1", "--judge", "G", "--limit", "2")
         assert fake.calls == 15
     assert JudgeCall.objects.filter(judge__name="E", cached=False).count() == 3
 
@@ -87,8 +72,8 @@ def test_failed_calls_are_not_served_and_anthropic_keys_apart(monkeypatch):
     make_batch("f1", n_items=2)
     with FakeJudge(fault=lambda n, p: 500 if n <= 2 else None) as fake:
         with pytest.raises(CommandError, match="2 call\\(s\\) failed"):
-            _run(fake, "f1", "--judge", "A", "--max-retries", "0")
-        _run(fake, "f1", "--judge", "B", "--max-retries", "0")  # a failure is never served: B pays
+            run_judge(fake, "f1", "--judge", "A", "--max-retries", "0")
+        run_judge(fake, "f1", "--judge", "B", "--max-retries", "0")  # a failure is never served: B pays
     assert (
         fake.calls == 4 and JudgeCall.objects.filter(judge__name="B", cached=False, status="ok").count() == 2
     )
@@ -118,7 +103,7 @@ def test_the_judge_card_counts_cache_hits_apart_from_paid_calls():
 
     make_batch("card", n_items=3)
     with FakeJudge() as fake:
-        _run(fake, "card", "--judge", "A", "--limit", "1")
-        _run(fake, "card", "--judge", "B")
+        run_judge(fake, "card", "--judge", "A", "--limit", "1")
+        run_judge(fake, "card", "--judge", "B")
     [config] = _configurations(Judge.objects.get(name="B"))
     assert (config["calls"], config["paid"], config["cached"]) == (3, 2, 1)

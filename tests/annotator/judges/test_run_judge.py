@@ -11,6 +11,7 @@ from annotator.judges.engine.templates import TEMPLATE_DIR
 from annotator.models import Judge, JudgeCall, JudgeFailure, JudgeScore
 from tests.factories import make_batch
 from tests.fake_judge import FakeJudge
+from tests.judge_runs import run_judge
 
 RULE = "hub_answer_correctness"
 
@@ -30,21 +31,7 @@ def _always_500_for(marker):
 def run(fake, batch, *extra, template=RULE):
     """The command's exit status: 0, or 1 when a call failed or was unreadable (any other error raises)."""
     try:
-        call_command(
-            "run_judge",
-            batch,
-            "--template",
-            template,
-            "--base-url",
-            fake.url,
-            "--model",
-            "fake-1",
-            "--backoff",
-            "0.01",
-            "--max-retries",
-            "2",
-            *extra,
-        )
+        run_judge(fake, batch, "--max-retries", "2", *extra, template=template)
     except CommandError as exc:
         if "failed or were unreadable" not in str(exc):
             raise

@@ -6,35 +6,20 @@ import threading
 from datetime import timedelta
 
 import pytest
-from django.core.management import CommandError, call_command
+from django.core.management import CommandError
 from django.db import connection
 from django.utils import timezone
 
 from annotator.models import Judge, JudgeCall
 from tests.factories import make_batch
 from tests.fake_judge import FakeJudge
+from tests.judge_runs import run_judge
 
 RULE = "hub_answer_correctness"
 
 
 def run(fake, *extra):
-    call_command(
-        "run_judge",
-        "claim",
-        "--template",
-        RULE,
-        "--base-url",
-        fake.url,
-        "--model",
-        "m",
-        "--judge",
-        "j",
-        "--backoff",
-        "0.01",
-        "--max-retries",
-        "0",
-        *extra,
-    )
+    run_judge(fake, "claim", "--judge", "j", "--max-retries", "0", *extra, model="m")
 
 
 @pytest.mark.django_db

@@ -12,6 +12,7 @@ from annotator.judges.engine.templates import load_template
 from annotator.models import JudgeCall, JudgeCriterionScore, PairwiseVerdict
 from tests.factories import make_batch
 from tests.fake_judge import FakeJudge
+from tests.judge_runs import run_judge
 
 CRITERIA = ("accuracy", "completeness", "clarity", "actionability", "relevance")
 
@@ -26,19 +27,7 @@ def geval_reply(prompt):
 
 
 def run(fake, *extra):
-    call_command(
-        "run_judge",
-        "pw",
-        "--template",
-        "geval_pairwise",
-        "--base-url",
-        fake.url,
-        "--model",
-        "m",
-        "--backoff",
-        "0.01",
-        *extra,
-    )
+    run_judge(fake, "pw", *extra, template="geval_pairwise", model="m")
 
 
 @pytest.mark.django_db

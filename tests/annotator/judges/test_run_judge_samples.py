@@ -5,13 +5,14 @@ import json
 import threading
 
 import pytest
-from django.core.management import CommandError, call_command
+from django.core.management import CommandError
 from django.urls import reverse
 
 from annotator.models import JudgeCall, JudgeScore
 from tests.annotator.judges.test_judges_selector import _study
 from tests.factories import PASSWORD
 from tests.fake_judge import FakeJudge
+from tests.judge_runs import run_judge
 
 
 def _wobbly():
@@ -28,21 +29,7 @@ def _wobbly():
 
 
 def run(fake, *extra):
-    call_command(
-        "run_judge",
-        "judged",
-        "--template",
-        "hub_answer_correctness",
-        "--base-url",
-        fake.url,
-        "--model",
-        "m",
-        "--backoff",
-        "0.01",
-        "--concurrency",
-        "1",
-        *extra,
-    )
+    run_judge(fake, "judged", "--concurrency", "1", *extra, model="m")
 
 
 @pytest.mark.django_db

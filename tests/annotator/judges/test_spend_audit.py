@@ -13,7 +13,6 @@ import socket
 import threading
 
 import pytest
-from django.core.management import call_command
 from django.urls import reverse
 
 from annotator.judges.selectors.card import judge_spend
@@ -23,6 +22,7 @@ from annotator.reports.exports.formats import EXPORT_FORMATS, export_chunks
 from tests.annotator.judges.test_judges_selector import _study
 from tests.factories import make_batch, make_user
 from tests.fake_judge import FakeJudge
+from tests.judge_runs import run_judge
 
 RULE = "hub_answer_correctness"
 COACH = "studio_live_coach_feedback_quality"  # 1–4: logprobs are asked for
@@ -30,23 +30,8 @@ PRICE_IN, PRICE_OUT = 2.5, 10.0
 
 
 def _run(fake, batch, *extra, template=RULE):
-    call_command(
-        "run_judge",
-        batch,
-        "--template",
-        template,
-        "--base-url",
-        fake.url,
-        "--model",
-        "m",
-        "--backoff",
-        "0.01",
-        "--price-in",
-        str(PRICE_IN),
-        "--price-out",
-        str(PRICE_OUT),
-        *extra,
-    )
+    prices = ("--price-in", str(PRICE_IN), "--price-out", str(PRICE_OUT))
+    run_judge(fake, batch, *prices, *extra, template=template, model="m")
 
 
 def _calls(batch_name: str) -> list[dict]:

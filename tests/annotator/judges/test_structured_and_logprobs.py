@@ -6,7 +6,6 @@ from __future__ import annotations
 import json
 
 import pytest
-from django.core.management import call_command
 
 from annotator.judges.engine.structured import response_format
 from annotator.judges.engine.templates import load_template
@@ -17,24 +16,9 @@ from hcs.judge_output import parse_score
 from hcs.rubric import Rubric
 from tests.factories import make_annotation, make_batch, make_user
 from tests.fake_judge import FakeJudge
+from tests.judge_runs import run_judge
 
 COACH = "studio_live_coach_feedback_quality"  # 1–4, with verdict labels
-
-
-def run(fake, batch, template, *extra):
-    call_command(
-        "run_judge",
-        batch,
-        "--template",
-        template,
-        "--base-url",
-        fake.url,
-        "--model",
-        "m",
-        "--backoff",
-        "0.01",
-        *extra,
-    )
 
 
 def test_the_schema_follows_the_template_scale_keys_and_labels():
@@ -93,7 +77,7 @@ def test_a_run_sends_the_schema_keeps_the_distribution_and_records_the_mode():
         return {"3": 0.6, "4": 0.3, "2": 0.1}
 
     with FakeJudge(reply, score_probs=probs) as fake:
-        run(fake, "lp", COACH)
+        run_judge(fake, "lp", template=COACH, model="m")
     body = fake.requests[0]["body"]
     assert body["response_format"]["type"] == "json_schema" and body["logprobs"] is True
     call = JudgeCall.objects.first()
@@ -113,7 +97,7 @@ def test_an_endpoint_refusing_the_schema_gets_free_text_and_the_run_says_so(caps
     with FakeJudge(
         lambda p: "The feedback names both metrics.\nScore: 3", refuse={"response_format", "logprobs"}
     ) as fake:
-        run(fake, "ft", COACH, "--concurrency", "1")
+        run_judge(fake, "ft", "--concurrency", "1", template=COACH, model="m")
     out = capsys.readouterr().out
     assert "refused response_format" in out and "free text" in out and "refused logprobs" in out
     assert set(JudgeCall.objects.values_list("output_mode", flat=True)) == {"text"}
@@ -126,8 +110,8 @@ def test_an_endpoint_refusing_the_schema_gets_free_text_and_the_run_says_so(caps
 def test_a_zero_to_one_judge_asks_no_logprobs_and_no_run_option_can_force_a_schema(capsys):
     make_batch("zo", n_items=1)
     with FakeJudge() as fake:
-        run(fake, "zo", "hub_answer_correctness")
-        run(fake, "zo", "hub_answer_correctness", "--force", "--no-structured")
+        run_judge(fake, "zo", model="m")
+        run_judge(fake, "zo", "--force", "--no-structured", model="m")
     first, second = (r["body"] for r in fake.requests)
     assert "logprobs" not in first and first["response_format"]["type"] == "json_schema"
     assert "response_format" not in second
@@ -146,7 +130,7 @@ def test_a_pointwise_judge_with_logprobs_has_an_ece_in_the_report():
         return json.dumps({"reason": "ok", "score": 4, "label": "Excellent"})
 
     with FakeJudge(reply, score_probs=lambda p: {"4": 0.8, "3": 0.2}) as fake:
-        run(fake, "ece", COACH)
+        run_judge(fake, "ece", template=COACH, model="m")
     section = judges_report(batch=batch, arrays=report_arrays(batch=batch), n_boot=20)
     row = section.to_json()[f"{COACH}/m"]["overall"]
     calibration = row["confidence_calibration"]

@@ -8,12 +8,12 @@ import re
 import pytest
 from django.urls import reverse
 
-from annotator.models import Assignment, GoldAnswer, GoldItem, Item, QualityRule
+from annotator.models import Assignment, GoldAnswer, Item, QualityRule
 from annotator.uploads.files.annotation_file import parse_annotation_file
 from annotator.uploads.files.batch_file import parse_batch_file
 from hcs.rubric import Rubric
 from hcs.rubric_markdown import render_instructions
-from tests.factories import make_batch, make_user
+from tests.factories import make_batch, make_gold_items, make_user
 
 DIMS = ("coherence", "relevance", "instruction_following", "safety_compliance", "fluency")
 EXPERT = dict(zip(DIMS, [2, 3, 1, 4, 4]))
@@ -28,18 +28,17 @@ def _label(html: str) -> str:
 def test_training_feedback_names_no_item_id_and_takes_the_focus(client):
     batch = make_batch("blind", n_items=2, constraints=())
     QualityRule.objects.create(batch=batch, training_items=2, check_every=0)
-    for n in range(2):
-        GoldItem.objects.create(
-            batch=batch,
-            item_id=f"SECRET-ID-{n}",
-            kind="training",
-            position=n,
-            prompt=f"Train {n}",
-            response="r",
-            scores=EXPERT,
-            flags=[],
-            explanation="why",
-        )
+    make_gold_items(
+        batch,
+        "training",
+        2,
+        item_id="SECRET-ID-{n}",
+        prompt="Train {n}",
+        response="r",
+        scores=EXPERT,
+        flags=[],
+        explanation="why",
+    )
     client.force_login(make_user("blind"))
     client.get(reverse("annotate_next", args=[batch.pk]))
     answer = GoldAnswer.objects.get(submitted_at__isnull=True)
@@ -68,9 +67,8 @@ def test_your_annotations_are_numbered_without_the_gaps_of_checks_and_skips(clie
     batch = make_batch("numbers", n_items=5, constraints=())
     QualityRule.objects.create(batch=batch, training_items=1, check_every=2, check_min_answered=10)
     gold = dict(prompt="Train", response="r", scores=EXPERT, flags=[], explanation="", tolerance=4)
-    GoldItem.objects.create(batch=batch, item_id="t0", kind="training", position=0, **gold)
-    for n in range(3):
-        GoldItem.objects.create(batch=batch, item_id=f"c{n}", kind="check", position=n, **gold)
+    make_gold_items(batch, "training", 1, item_id="t{n}", **gold)
+    make_gold_items(batch, "check", 3, item_id="c{n}", **gold)
     user = make_user("numbers")
     client.force_login(user)
     next_url = reverse("annotate_next", args=[batch.pk])

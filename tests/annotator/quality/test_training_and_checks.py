@@ -11,7 +11,7 @@ from annotator.models import (
     QualityRule,
 )
 from annotator.quality.services.exclusion import annotator_screen_out
-from tests.factories import make_batch, make_user
+from tests.factories import make_batch, make_gold_items, make_user
 
 pytestmark = pytest.mark.django_db
 
@@ -27,18 +27,17 @@ def form(scores, **extra):
 def trained_batch(client):
     batch = make_batch("training", n_items=3, constraints=())
     QualityRule.objects.create(batch=batch, training_items=2, check_every=0)
-    for n in range(2):
-        GoldItem.objects.create(
-            batch=batch,
-            item_id=f"t{n}",
-            kind="training",
-            position=n,
-            prompt=f"Train {n}",
-            response="Take the toll road.",
-            scores=EXPERT,
-            flags=["ignores_hard_constraint"],
-            explanation="<i>The user said no tolls.</i>",
-        )
+    make_gold_items(
+        batch,
+        "training",
+        2,
+        item_id="t{n}",
+        prompt="Train {n}",
+        response="Take the toll road.",
+        scores=EXPERT,
+        flags=["ignores_hard_constraint"],
+        explanation="<i>The user said no tolls.</i>",
+    )
     user = make_user("trainee")
     client.force_login(user)
     return batch, user
@@ -104,17 +103,16 @@ def test_screen_out_hook_releases_the_lease_and_ends_the_queue(client):
 def test_a_check_looks_like_any_item_and_failing_checks_warns_then_blocks(client):
     batch = make_batch("routes", n_items=10, constraints=())
     QualityRule.objects.create(batch=batch, check_every=2, check_min_answered=3)
-    for n in range(5):
-        GoldItem.objects.create(
-            batch=batch,
-            item_id=f"route-{90 + n}",
-            kind="check",
-            position=n,
-            prompt="This is a check: give every dimension 2.",
-            response="Go north.",
-            scores=dict.fromkeys(DIMS, 2),
-            tolerance=0,
-        )
+    make_gold_items(
+        batch,
+        "check",
+        5,
+        item_id="route-9{n}",  # route-90 to route-94
+        prompt="This is a check: give every dimension 2.",
+        response="Go north.",
+        scores=dict.fromkeys(DIMS, 2),
+        tolerance=0,
+    )
     user = make_user("hasty")
     client.force_login(user)
     seen_check = None
@@ -197,11 +195,8 @@ def test_the_number_while_rating_is_the_number_in_the_list_and_checks_are_held_l
     batch = make_batch("numbers", n_items=8, constraints=())
     QualityRule.objects.create(batch=batch, training_items=1, check_every=2, check_min_answered=10)
     gold = dict(response="Go north.", scores=dict.fromkeys(DIMS, 3), tolerance=4)
-    GoldItem.objects.create(batch=batch, item_id="t0", kind="training", position=0, prompt="Train", **gold)
-    for n in range(3):
-        GoldItem.objects.create(
-            batch=batch, item_id=f"c{n}", kind="check", position=n + 1, prompt="Rate this.", **gold
-        )
+    make_gold_items(batch, "training", 1, item_id="t{n}", prompt="Train", **gold)
+    make_gold_items(batch, "check", 3, item_id="c{n}", prompt="Rate this.", start=1, **gold)
     user = make_user("counted")
     client.force_login(user)
     shown, held, rated_as = [], [], {}  # rated_as: prompt -> the number shown while rating it

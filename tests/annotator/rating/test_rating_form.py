@@ -1,9 +1,13 @@
 """RatingForm: the checklist sets the constraint flags; every problem is reported at once."""
 
+import json
+import re
+
 import pytest
+from django.utils.html import json_script
 
 from annotator.rating.forms import RatingForm
-from hcs.rubric import Rubric
+from hcs.rubric import Rubric, Rule
 
 SCORES = {
     "score_coherence": "4",
@@ -87,3 +91,36 @@ def test_forms_of_one_rubric_share_their_fields_but_not_their_results():
     plain = RatingForm({}, rubric=Rubric.default(), cache_key="k")
     assert "ignores_hard_constraint" in dict(plain.fields["flags"].choices)
     assert "ignores_hard_constraint" not in dict(good.fields["flags"].choices)
+
+
+def _page_data(rubric: Rubric) -> dict:
+    """The rubric data as the rating page hands it to rate.js (``json_script``), read back."""
+    rendered = json_script(RatingForm({}, rubric=rubric).rubric_client_data(), "rubric-data")
+    return json.loads(re.search(r">(.*)</script>", rendered, re.DOTALL).group(1))
+
+
+def _capped_rubric() -> Rubric:
+    """The default rubric with one more rule, in a band (2–3), so the test sees rules it was not written for."""
+    data = Rubric.default().to_dict()
+    data["rules"].append(
+        {"flag": "minor_error", "dimension": "fluency", "min": 2, "max": 3, "explanation": "Fluency 2–3."}
+    )
+    data["flags"].append({"key": "minor_error", "label": "Minor error", "description": "A minor error."})
+    return Rubric.from_dict(data)
+
+
+@pytest.mark.parametrize("rubric", [Rubric.default(), _capped_rubric()], ids=["default", "extra-rule"])
+def test_the_pages_rules_are_the_rules_hcs_validates_with(rubric):
+    data = _page_data(rubric)
+    assert [Rule(**rule) for rule in data["rules"]] == list(rubric.rules)
+    assert data["rules"] == rubric.to_dict()["rules"]
+    assert data["scale"] == [rubric.scale_min, rubric.scale_max]
+    assert data["flags"] == {f.key: f.label for f in rubric.flags}
+    # The caps rate.js's allowedRange applies (each rule of a ticked flag narrows its dimension) are hcs's.
+    for flag in rubric.flag_keys:
+        for dim in rubric.dimension_keys:
+            lo, hi = data["scale"]
+            for rule in data["rules"]:
+                if rule["flag"] == flag and rule["dimension"] == dim:
+                    lo, hi = max(lo, rule["min"]), min(hi, rule["max"])
+            assert (lo, hi) == rubric.allowed_range(dim, [flag])

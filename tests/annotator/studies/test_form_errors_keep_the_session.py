@@ -11,9 +11,9 @@ import re
 import pytest
 from django.urls import reverse
 
-from annotator.models import GoldAnswer, GoldItem, QualityRule
+from annotator.models import GoldAnswer, QualityRule
 from tests.annotator.study_support import PID_A, arrive, prolific_link, start
-from tests.factories import make_batch
+from tests.factories import make_batch, make_gold_items
 
 pytestmark = pytest.mark.django_db
 DIMS = ("coherence", "relevance", "instruction_following", "safety_compliance", "fluency")
@@ -66,16 +66,15 @@ def test_an_item_sent_back_keeps_the_countdown_and_the_quota(sent):
 def with_training(name: str):
     batch = make_batch(name, n_items=30)
     QualityRule.objects.create(batch=batch, training_items=2, check_every=0)
-    for n in range(2):
-        GoldItem.objects.create(
-            batch=batch,
-            item_id=f"t{n}",
-            kind="training",
-            position=n,
-            prompt=f"Training {n}",
-            response="Take the ferry.",
-            scores=dict.fromkeys(DIMS, 4),
-        )
+    make_gold_items(
+        batch,
+        "training",
+        2,
+        item_id="t{n}",
+        prompt="Training {n}",
+        response="Take the ferry.",
+        scores=dict.fromkeys(DIMS, 4),
+    )
     return batch
 
 

@@ -8,7 +8,7 @@ from django.test import Client
 from django.urls import reverse
 
 from annotator.models import GoldItem, QualityRule
-from tests.factories import PASSWORD, make_batch, make_user
+from tests.factories import PASSWORD, make_batch, make_gold_items, make_user
 
 pytestmark = pytest.mark.django_db
 
@@ -34,10 +34,7 @@ def _post(client, batch, **changes):
 
 
 def _gold(batch, kind, n):
-    for i in range(n):
-        GoldItem.objects.create(
-            batch=batch, item_id=f"{kind}-{i}", kind=kind, prompt="p", response="r", scores={"coherence": 3}
-        )
+    make_gold_items(batch, kind, n, response="r", scores={"coherence": 3})
 
 
 @pytest.fixture

@@ -23,7 +23,7 @@ from tests.annotator.study_support import (
     rate_next,
     start,
 )
-from tests.factories import make_batch, make_user
+from tests.factories import make_batch, make_gold_items, make_user
 
 pytestmark = pytest.mark.django_db
 End = Enrolment.End
@@ -318,7 +318,7 @@ def test_payment_csv_defuses_formulas(study, admin_user):
 
 
 def test_a_crowd_worker_who_fails_training_leaves_with_the_screen_out_code(study):
-    from annotator.models import GoldAnswer, GoldItem, QualityRule
+    from annotator.models import GoldAnswer, QualityRule
 
     batch, _link, _token = study
     expert = {
@@ -329,11 +329,11 @@ def test_a_crowd_worker_who_fails_training_leaves_with_the_screen_out_code(study
         "fluency": 4,
     }
     QualityRule.objects.create(batch=batch, training_items=1, check_every=0)
-    GoldItem.objects.create(
-        batch=batch,
+    make_gold_items(
+        batch,
+        "training",
+        1,
         item_id="t0",
-        kind="training",
-        position=0,
         prompt="Train",
         response="r",
         scores=expert,

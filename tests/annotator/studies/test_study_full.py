@@ -15,9 +15,9 @@ from django.test import Client
 from django.urls import reverse
 from django.utils import timezone
 
-from annotator.models import Assignment, Enrolment, GoldAnswer, GoldItem, QualityRule
+from annotator.models import Assignment, Enrolment, GoldAnswer, QualityRule
 from tests.annotator.study_support import PID_A, PID_B, arrive, prolific_link, rate_next, start
-from tests.factories import make_annotation, make_batch, make_user
+from tests.factories import make_annotation, make_batch, make_gold_items, make_user
 
 pytestmark = pytest.mark.django_db
 End = Enrolment.End
@@ -107,16 +107,7 @@ def test_training_done_then_no_place_still_pays():
     batch = one_place_left("trained")
     _link, token = prolific_link(batch, quota=5)
     QualityRule.objects.create(batch=batch, training_items=1, check_every=0)
-    GoldItem.objects.create(
-        batch=batch,
-        item_id="t0",
-        kind="training",
-        position=0,
-        prompt="Train",
-        response="r",
-        scores=SCORES,
-        flags=[],
-    )
+    make_gold_items(batch, "training", 1, item_id="t0", prompt="Train", response="r", scores=SCORES, flags=[])
     client, _ = arrive(token, PID_B)
     start(client, batch)
     client.get(reverse("annotate_next", args=[batch.pk]))

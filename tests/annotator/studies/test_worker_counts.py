@@ -22,7 +22,7 @@ from annotator.studies.prolific.services.review import bonus_targets, review_pla
 from annotator.studies.selectors import PAYMENT_HEADER
 from tests.annotator.studies.prolific_fake import Fake
 from tests.annotator.study_support import PID_A, RATING, arrive, prolific_link, start
-from tests.factories import make_batch, make_user
+from tests.factories import make_batch, make_gold_items, make_user
 
 pytestmark = pytest.mark.django_db
 DIMS = ("coherence", "relevance", "instruction_following", "safety_compliance", "fluency")
@@ -31,16 +31,15 @@ DIMS = ("coherence", "relevance", "instruction_following", "safety_compliance", 
 def with_checks(name: str, n_checks: int = 2, check_every: int = 2):
     batch = make_batch(name, n_items=6)
     QualityRule.objects.create(batch=batch, training_items=0, check_every=check_every)
-    for n in range(n_checks):
-        GoldItem.objects.create(
-            batch=batch,
-            item_id=f"c{n}",
-            kind="check",
-            position=n,
-            prompt=f"Check {n}",
-            response="Take the ferry.",
-            scores=dict.fromkeys(DIMS, 4),
-        )
+    make_gold_items(
+        batch,
+        "check",
+        n_checks,
+        item_id="c{n}",
+        prompt="Check {n}",
+        response="Take the ferry.",
+        scores=dict.fromkeys(DIMS, 4),
+    )
     return batch
 
 

@@ -23,14 +23,6 @@ ENDS = {"RETURNED": End.RETURNED, "TIMED-OUT": End.TIMED_OUT}
 MAX_ID = 100
 
 
-class WebhookError(ValueError):
-    """The delivery is refused; ``status`` is the HTTP answer and the message says why."""
-
-    def __init__(self, message: str, status: int):
-        super().__init__(message)
-        self.status = status
-
-
 def signature_for(*, secret: str, timestamp: str, body: bytes) -> str:
     digest = hmac.new(secret.encode(), timestamp.encode() + body, hashlib.sha256).digest()
     return base64.b64encode(digest).decode()
