@@ -60,6 +60,7 @@ MOVED = {
     "annotator.selectors.report_page": "annotator.reports.selectors.page",
     "annotator.selectors.report_rows": "annotator.reports.selectors.rows",
     "annotator.selectors.report_sections": "annotator.reports.selectors.sections",
+    "annotator.selectors.rows": "annotator.db_rows",
     "annotator.selectors.reports": "annotator.reports.selectors.batch_report",
     "annotator.selectors.score_packing": "annotator.reports.selectors.score_packing",
     "annotator.selectors.uploads": "annotator.uploads.selectors.preview",
