@@ -49,7 +49,7 @@ class JobKind:
 
 JOB_KINDS: dict[str, JobKind] = {
     Job.UPLOAD: JobKind(
-        runner="annotator.services.job_runner.upload_job_run",
+        runner="annotator.uploads.services.confirm.upload_job_run",
         gone="The background worker stopped while saving this upload (it was killed or restarted). Nothing "
         "was saved: an upload is saved in one transaction, with the job's end. The file is kept, so you can "
         "try again.",
@@ -57,7 +57,7 @@ JOB_KINDS: dict[str, JobKind] = {
         saved="annotator.uploads.services.confirm.upload_saved_when_gone",
     ),
     Job.EXPORT: JobKind(
-        runner="annotator.services.job_runner.export_job_run",
+        runner="annotator.reports.services.jobs.export_job_run",
         gone="The background worker stopped while building this report (it was killed or restarted). "
         "You can try again.",
     ),

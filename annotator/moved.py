@@ -1,6 +1,7 @@
 """Import paths that moved when reports, quality control, uploads and rating each got a package of
-their own. For one release the old path still imports (the very module, so patching it patches the
-new one) and warns with the new path; ``annotator/__init__.py`` installs the finder."""
+their own, and when the core's layers were put in order (``tests/test_import_graph.py``). For one
+release the old path still imports (the very module, so patching it patches the new one) and warns
+with the new path; ``annotator/__init__.py`` installs the finder."""
 
 import importlib
 import importlib.abc
@@ -59,6 +60,7 @@ MOVED = {
     "annotator.selectors.report_page": "annotator.reports.selectors.page",
     "annotator.selectors.report_rows": "annotator.reports.selectors.rows",
     "annotator.selectors.report_sections": "annotator.reports.selectors.sections",
+    "annotator.selectors.rows": "annotator.db_rows",
     "annotator.selectors.reports": "annotator.reports.selectors.batch_report",
     "annotator.selectors.score_packing": "annotator.reports.selectors.score_packing",
     "annotator.selectors.uploads": "annotator.uploads.selectors.preview",
@@ -76,6 +78,7 @@ MOVED = {
     "annotator.services.report_jobs": "annotator.reports.services.jobs",
     "annotator.services.submission_sql": "annotator.rating.services.submission_sql",
     "annotator.services.uploads": "annotator.uploads.services.confirm",
+    "annotator.studies.markdown_text": "annotator.markdown_text",
     "annotator.views.adjudication": "annotator.quality.views.adjudication",
     "annotator.views.assignment_admin": "annotator.rating.views.assignment_admin",
     "annotator.views.quality": "annotator.quality.views.exclusion",

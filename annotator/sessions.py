@@ -18,6 +18,7 @@ from __future__ import annotations
 
 from functools import lru_cache
 
+from django.apps import apps
 from django.conf import settings
 from django.contrib.auth import SESSION_KEY, get_user_model
 from django.contrib.auth.models import Group
@@ -27,10 +28,9 @@ from django.contrib.sessions.base_session import AbstractBaseSession
 from django.db import InterfaceError, OperationalError, connection, models
 from django.utils import timezone
 
+from annotator.db_rows import columns, instance_from_row
 from annotator.hot_sql import hot_cursor
 from annotator.roles import GROUPS, remember_roles, remember_scoped
-from annotator.selectors.rows import columns, instance_from_row
-from annotator.studies.models import AccountScope
 
 
 class UserSession(AbstractBaseSession):
@@ -65,7 +65,9 @@ def _session_sql() -> str:
         " WHERE m.user_id = u.id AND g.name = %s)"
         for _ in GROUPS
     )
-    scoped = f"EXISTS (SELECT 1 FROM {qn(AccountScope._meta.db_table)} a WHERE a.user_id = u.id)"
+    # By the app registry: the scope is the studies package's model, which the session engine does not import.
+    scope = apps.get_model("annotator", "AccountScope")
+    scoped = f"EXISTS (SELECT 1 FROM {qn(scope._meta.db_table)} a WHERE a.user_id = u.id)"
     return (
         f"SELECT s.session_data, u.id, {columns(User, 'u')}, {roles}, {scoped}"
         f" FROM {qn(UserSession._meta.db_table)} s LEFT JOIN {qn(User._meta.db_table)} u ON u.id = s.user_id"

@@ -200,3 +200,164 @@ def test_a_judges_command_joins_the_core_by_one_import(command):
     modules = _modules()
     name = f"annotator.management.commands.{command}"
     assert _imports(name, modules[name], modules) == {f"annotator.judges.management.commands.{command}"}
+
+
+# The modules outside the studies package that import it, and why. "Outside" means every other
+# annotator module, the other feature packages (rating, quality, reports, uploads, judges) included:
+# they reach the study flow through the rating hooks (``annotator.rating.hooks.RATING_HOOKS``, by
+# dotted path) and the study's models through ``annotator.models`` or the app registry.
+STUDY_COMMANDS = (
+    "add_annotators",
+    "create_demo_users",
+    "invite_link",
+    "plan_study",
+    "prolific_review",
+    "study_link",
+)
+STUDY_SEAMS = {
+    "annotator.models": "re-exports the studies' models: one app label, so Django finds them here",
+    "annotator.urls": "the URL configuration mounts the studies' pages (entry, consent, links, Prolific)",
+    "annotator.cli": "the link commands' shared helpers print links as the studies build them",
+    **{
+        f"annotator.management.commands.{name}": "Django finds commands only in the app's own folder"
+        for name in STUDY_COMMANDS
+    },
+}
+
+
+def test_only_the_listed_modules_import_the_studies_package():
+    modules = _modules()
+    reaching = {
+        name
+        for name, path in modules.items()
+        if name.startswith("annotator.")
+        and not name.startswith("annotator.studies")
+        and any(m.startswith("annotator.studies") for m in _imports(name, path, modules))
+    }
+    assert reaching == set(STUDY_SEAMS)
+
+
+# Layers, lowest first. A node is a folder of the core (``annotator/models``, ``annotator/services``,
+# ...), one top-level module of the core (``annotator/urls.py``: each its own node, as they sit at
+# every height), a feature package (``annotator/studies``, ``annotator/rating``, ...: one node each,
+# its own folders inside it), or ``hcs``. The features sit above the core's data layers and below
+# the core's pages and entry points, which put them together. Every node must be placed here.
+FEATURES = ("studies", "rating", "quality", "reports", "uploads", "judges")
+LAYERS = (
+    ("hcs",),
+    # Helpers: settings, database and SQL helpers, text helpers, roles; the package's __init__.
+    (
+        "annotator",
+        "annotator.client_address",
+        "annotator.counted",
+        "annotator.db_deadline",
+        "annotator.db_private",
+        "annotator.db_rows",
+        "annotator.env",
+        "annotator.gunicorn_workers",
+        "annotator.hot_sql",
+        "annotator.markdown_text",
+        "annotator.moved",
+        "annotator.not_allowed",
+        "annotator.pgbackend",
+        "annotator.plots",
+        "annotator.roles",
+        "annotator.settings",
+        "annotator.turns",
+    ),
+    ("annotator.models", "annotator.sessions"),  # the session engine holds the session model
+    ("annotator.selectors",),
+    ("annotator.services", "annotator.job_kinds"),  # the table of job runners the job services read
+    ("annotator.forms",),
+    # The commands' shared helpers sit with the features: the core's and the judges' commands use them.
+    (*(f"annotator.{name}" for name in FEATURES), "annotator.cli"),
+    ("annotator.views", "annotator.api", "annotator.templatetags", "annotator.middleware"),
+    # Entry points: commands, the worker's tasks, the URL configuration, the admin, the app, WSGI.
+    (
+        "annotator.management",
+        "annotator.tasks",
+        "annotator.urls",
+        "annotator.admin",
+        "annotator.apps",
+        "annotator.wsgi",
+    ),
+)
+# The lower nodes that import higher ones, and why (each pair counted once, however many imports).
+BACK_ARROWS = {
+    ("annotator.models", "annotator.studies"): "re-exports the studies' models: one app label",
+    ("annotator.models", "annotator.judges"): "re-exports the judges' models: one app label",
+    (
+        "annotator.judges",
+        "annotator.api",
+    ): "the judges' routers use the API's auth, schemas and problem replies",
+}
+MOST_BACK_ARROWS = 8
+
+
+def _node(module: str) -> str:
+    """The layer graph's node of a module: its core folder, its top-level module, its feature, or hcs."""
+    parts = module.split(".")
+    return ".".join(parts[:2]) if parts[0] == "annotator" else parts[0]
+
+
+def _node_edges(graph: dict[str, set[str]]) -> dict[tuple[str, str], set[tuple[str, str]]]:
+    """Node pairs with the module imports behind each."""
+    edges: dict[tuple[str, str], set[tuple[str, str]]] = {}
+    for name, targets in graph.items():
+        for target in targets:
+            if _node(name) != _node(target):
+                edges.setdefault((_node(name), _node(target)), set()).add((name, target))
+    return edges
+
+
+def _layer_of() -> dict[str, int]:
+    return {node: height for height, nodes in enumerate(LAYERS) for node in nodes}
+
+
+def _back_arrows(graph: dict[str, set[str]]) -> dict[tuple[str, str], set[tuple[str, str]]]:
+    layer = _layer_of()
+    return {pair: imports for pair, imports in _node_edges(graph).items() if layer[pair[0]] < layer[pair[1]]}
+
+
+def _core_folder_graph(graph: dict[str, set[str]]) -> dict[str, set[str]]:
+    """The core's nodes (feature packages and hcs left out) and the imports between them."""
+    core = {
+        _node(m) for m in graph if _node(m) != "hcs" and _node(m).removeprefix("annotator.") not in FEATURES
+    }
+    out: dict[str, set[str]] = {node: set() for node in core}
+    for a, b in _node_edges(graph):
+        if a in core and b in core:
+            out[a].add(b)
+    return out
+
+
+def test_every_node_has_a_layer():
+    graph = _graph(_modules())
+    assert {_node(m) for m in graph} - set(_layer_of()) == set()
+
+
+def test_the_core_folders_import_each_other_without_a_loop():
+    assert _cycles(_core_folder_graph(_graph(_modules()))) == []
+
+
+def test_lower_layers_import_higher_ones_only_where_listed():
+    back = _back_arrows(_graph(_modules()))
+    assert set(back) == set(BACK_ARROWS), {
+        pair: sorted(back[pair])[:3] for pair in set(back) - set(BACK_ARROWS)
+    }
+    assert len(back) <= MOST_BACK_ARROWS
+
+
+def test_the_layer_check_counts_a_lazy_import_as_a_back_arrow(tmp_path):
+    modules = _write(
+        tmp_path,
+        {
+            "annotator/__init__.py": "",
+            "annotator/models/__init__.py": "def f():\n    from annotator.views import home\n",
+            "annotator/views/__init__.py": "",
+            "annotator/views/home.py": "from annotator.models import X\n",
+        },
+    )
+    graph = _graph(modules)
+    assert set(_back_arrows(graph)) == {("annotator.models", "annotator.views")}
+    assert _cycles(_core_folder_graph(graph)) == [["annotator.models", "annotator.views"]]

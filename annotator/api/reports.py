@@ -23,7 +23,7 @@ from annotator.reports.selectors.options import (
     ReportOptions,
     report_with_options,
 )
-from annotator.services.jobs import export_job_create
+from annotator.reports.services.jobs import export_job_create
 from hcs.defaults import DEFAULT_EPSILON, DEFAULT_RESAMPLES, DEFAULT_SEED
 
 router = Router(tags=["reports"])

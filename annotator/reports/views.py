@@ -13,9 +13,8 @@ from annotator.reports.exports.formats import EXPORT_FORMATS, export_bytes, expo
 from annotator.reports.selectors.page import report_page_context, report_page_ready
 from annotator.reports.selectors.rows import batches_for_reports, item_report
 from annotator.reports.selectors.sections import batch_has_sections
-from annotator.reports.services.jobs import report_job_for_page
+from annotator.reports.services.jobs import export_job_create, report_job_for_page
 from annotator.roles import researcher_required
-from annotator.services.jobs import export_job_create
 
 
 @require_GET

@@ -15,15 +15,10 @@ from typing import Any
 
 from django.apps import apps
 from django.db import connection, models, transaction
-from django.db.models import Max
 from django.utils import timezone
 from django_tasks import task
 
 from annotator.db_private import binary_copy_types, copy_rows
-from annotator.models import Batch, Item
-from annotator.rating.services.queue_order import queue_ranks
-from annotator.uploads.files.batch_file import OUTPUT_COLUMNS
-from annotator.uploads.files.columns import Frame
 
 
 def _db_value(field: models.Field, value: Any) -> Any:
@@ -165,42 +160,3 @@ def analyze_tables(labels: list[str]) -> None:
     tables = ", ".join(connection.ops.quote_name(apps.get_model(label)._meta.db_table) for label in labels)
     with connection.cursor() as cursor:
         cursor.execute(f"ANALYZE {tables}")
-
-
-def _item_rows(
-    batch_id: int, frame: Frame, start_position: int, extra: Sequence[str], order_seed: int | None
-) -> Iterable[Sequence]:
-    values = [frame[name].tolist() for name in (*OUTPUT_COLUMNS, *extra)]
-    position_index = OUTPUT_COLUMNS.index("position")
-    values[position_index] = positions = range(start_position, start_position + len(frame))
-    ranks = queue_ranks(order_seed, values[OUTPUT_COLUMNS.index("item_id")], positions)
-    return zip([batch_id] * len(frame), *values, ranks)
-
-
-def next_position(*, batch_id: int) -> int:
-    """The position after the batch's last item (new items go after the ones it has)."""
-    last = Item.objects.filter(batch_id=batch_id).aggregate(m=Max("position"))["m"]
-    return 0 if last is None else last + 1
-
-
-# Item columns a frame may carry besides OUTPUT_COLUMNS: the primary key (from ``ids_reserve``) and,
-# for items that arrive with their annotations, the count of those.
-ITEM_EXTRA_COLUMNS = ("id", "n_annotations")
-
-
-def items_insert(*, batch_id: int, frame: Frame, start_position: int = 0) -> int:
-    """Insert ``frame`` (the columns of ``OUTPUT_COLUMNS``, JSON fields as text, and any of
-    ``ITEM_EXTRA_COLUMNS``) into one batch.
-
-    Call inside a transaction. Returns the number of rows written.
-    """
-    if frame.empty:
-        return 0
-    extra = [name for name in ITEM_EXTRA_COLUMNS if name in frame.columns]
-    order_seed = Batch.objects.values_list("order_seed", flat=True).get(pk=batch_id)
-    rows_insert(
-        model=Item,
-        fields=("batch", *OUTPUT_COLUMNS, *extra, "queue_rank"),
-        rows=_item_rows(batch_id, frame, start_position, extra, order_seed),
-    )
-    return len(frame)

@@ -12,17 +12,20 @@ from __future__ import annotations
 from django.conf import settings
 from django.db import transaction
 from django.utils import timezone
+from django.utils.module_loading import import_string
 
 from annotator.job_kinds import job_kind
 from annotator.models import Batch, Job
-from annotator.reports.exports.export_format import ExportFormat
 from annotator.selectors.jobs import job_worker_gone
-from annotator.tasks import run_job
+
+# The worker's task, by the path the queue knows it by: ``annotator.tasks`` is the worker's way in,
+# above the services it runs, so the services name it rather than import it.
+RUN_JOB = "annotator.tasks.run_job"
 
 
 def job_enqueue(job: Job) -> None:
     """Queue ``job`` for the worker once the transaction that created it commits."""
-    transaction.on_commit(lambda: run_job.enqueue(job_id=str(job.pk)))
+    transaction.on_commit(lambda: import_string(RUN_JOB).enqueue(job_id=str(job.pk)))
 
 
 @transaction.atomic
@@ -37,24 +40,6 @@ def upload_job_create(*, pending: dict, data: bytes, user, confirm_key: str | No
         params=params,
         payload=data,
         label=f"Upload of {pending['filename']} ({what} \u201c{pending['name']}\u201d, {len(data):,} bytes)",
-    )
-    job_enqueue(job)
-    return job
-
-
-@transaction.atomic
-def export_job_create(*, batch: Batch, fmt: ExportFormat, user, options=None) -> Job:
-    """Queue the build of a report export (HTML or JSON) of a large batch, with ``ReportOptions``."""
-    if not fmt.background:
-        raise ValueError(f"export format {fmt.key!r} does not run in the background")
-    params = {"batch_id": batch.pk, "fmt": fmt.key, **({"options": options.to_params()} if options else {})}
-    job = Job.objects.create(
-        kind=Job.EXPORT,
-        created_by=user,
-        params=params,
-        label=f"{fmt.key.upper()} report of \u201c{batch.name}\u201d",
-        output_name=fmt.filename(batch),
-        output_type=fmt.content_type,
     )
     job_enqueue(job)
     return job

@@ -16,7 +16,6 @@ from django.utils import timezone
 
 from annotator.models import (
     AccountScope,
-    Annotation,
     AnnotatorStanding,
     Assignment,
     Batch,
@@ -28,6 +27,7 @@ from annotator.models import (
     QualityRule,
     StudyLink,
 )
+from annotator.rating.selectors.queue import counted_annotations
 from annotator.studies.crowd import PLATFORMS
 
 End = Enrolment.End
@@ -88,14 +88,6 @@ def is_study_batch(batch: Batch) -> bool:
     return bool(
         batch.consent_text or batch.instructions or batch.max_items_per_annotator or batch.max_session_minutes
     )
-
-
-def counted_annotations(*, batch: Batch) -> QuerySet[Annotation]:
-    """The batch's rated items as a study counts them: its annotations. The one rule behind the quota,
-    "You rated" on the worker's pages, ``items_done`` in the workers list and CSV, the completion code
-    and what the Prolific review approves and pays per item for. Training answers and gold checks are
-    not among them: a check comes on top of the quota (``answered_checks``)."""
-    return Annotation.objects.filter(item__batch=batch)
 
 
 def answered_checks(*, batch: Batch) -> QuerySet[GoldAnswer]:

@@ -3,8 +3,8 @@
 import pytest
 from django.db import DatabaseError, connection
 
+from annotator.db_rows import chunked_cursor
 from annotator.hot_sql import hot_cursor, prepares
-from annotator.selectors.rows import chunked_cursor
 
 pytestmark = pytest.mark.django_db
 

@@ -40,10 +40,11 @@ settings.ANNOTATOR_JOB_HEARTBEAT_SECONDS = 1
 import django
 django.setup()
 from annotator.services import job_runner
+from annotator.uploads.services import confirm
 def held_up(**kwargs):
     print("saving", flush=True)
     time.sleep(300)
-job_runner.pending_upload_save = held_up
+confirm.pending_upload_save = held_up
 job_runner.job_run(job_id=sys.argv[2])
 """
 
@@ -59,14 +60,15 @@ import django
 django.setup()
 from django.db import transaction
 from annotator.services import job_runner
-save = job_runner.pending_upload_save
+from annotator.uploads.services import confirm
+save = confirm.pending_upload_save
 def save_then_die(**kwargs):
     saved = save(**kwargs)
     print("saving", flush=True)
     # Run at once (the save's transaction has ended): nothing after the commit runs.
     transaction.on_commit(lambda: os.kill(os.getpid(), signal.SIGKILL))
     return saved
-job_runner.pending_upload_save = save_then_die
+confirm.pending_upload_save = save_then_die
 job_runner.job_run(job_id=sys.argv[2])
 """
 

@@ -29,10 +29,9 @@ from annotator.models import (
     AnnotatorStanding,
     Assignment,
     Batch,
-    Enrolment,
     Item,
 )
-from annotator.studies.services.enrolment import enrolment_screen_out
+from annotator.rating.hooks import annotator_stopped
 
 RESEARCHER, BLOCK_RULE = "researcher", "block rule"
 
@@ -125,8 +124,8 @@ def annotator_screen_out(
 ) -> AnnotatorStanding:
     """Mark the annotator as failed at entry (training): they get no items in this batch.
 
-    The hook for crowd studies: a study that recruited this annotator sends them back to the
-    platform with its screen-out code when ``standing.screened_out_at`` is set.
+    The rating hooks hear of it (``annotator.rating.hooks``): a study that recruited this annotator
+    sends them back to the platform with its screen-out code.
     """
     now = now or timezone.now()
     standing = _lock_standing(batch, annotator)
@@ -134,7 +133,5 @@ def annotator_screen_out(
     standing.training = AnnotatorStanding.Training.FAILED
     standing.screened_out_at = standing.screened_out_at or now
     standing.save()
-    if Enrolment.objects.filter(user=annotator, batch=batch).exclude(worker_id="").exists():
-        # A crowd worker: the study's end page gives the screen-out code and sends them back.
-        enrolment_screen_out(user=annotator, batch=batch, reason=reason or "failed training", now=now)
+    annotator_stopped(user=annotator, batch=batch, reason=reason, now=now)
     return standing

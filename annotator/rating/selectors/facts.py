@@ -19,6 +19,7 @@ from functools import lru_cache
 
 from django.db import connection, models
 
+from annotator.db_rows import columns, instance_from_row
 from annotator.hot_sql import hot_cursor
 from annotator.models import (
     Annotation,
@@ -32,7 +33,6 @@ from annotator.models import (
     StudyLink,
 )
 from annotator.rating.selectors.queue import batch_access_sql
-from annotator.selectors.rows import columns, instance_from_row
 
 
 @dataclass

@@ -33,7 +33,6 @@ from annotator.models import (
     Item,
 )
 from annotator.rating.services.assignment_sql import candidate_items
-from annotator.studies.selectors import counted_annotations
 from annotator.turns import NO_ROLE, is_user, normalise_turns
 
 
@@ -136,6 +135,14 @@ def _grouped_count(queryset: QuerySet, group: str) -> Subquery:
         0,
         output_field=IntegerField(),
     )
+
+
+def counted_annotations(*, batch: Batch) -> QuerySet[Annotation]:
+    """The batch's rated items as a study counts them: its annotations. The one rule behind the quota,
+    "You rated" on the worker's pages, ``items_done`` in the workers list and CSV, the completion code
+    and what the Prolific review approves and pays per item for. Training answers and gold checks are
+    not among them: a check comes on top of the quota (``annotator.studies.selectors.answered_checks``)."""
+    return Annotation.objects.filter(item__batch=batch)
 
 
 def queue_for_annotator(*, user) -> list[BatchProgress]:

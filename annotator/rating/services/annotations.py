@@ -12,12 +12,12 @@ from django.db.models import F
 from django.utils import timezone
 
 from annotator.db_private import CompiledQuery, CompiledWrite, insert_statement, update_statement
+from annotator.db_rows import python_values
 from annotator.hot_sql import hand_written_sql
 from annotator.models import Annotation, AnnotationRevision, Assignment, Item, Score
 from annotator.rating.selectors.queue import ratings_final
 from annotator.rating.services.assignment_sql import lock_annotator, standing_allows_rating
 from annotator.rating.services.submission_sql import submit_leased
-from annotator.selectors.rows import python_values
 from hcs.rubric import Rubric
 
 MAX_COMMENT = 5000

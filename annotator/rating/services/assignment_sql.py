@@ -17,10 +17,10 @@ from django.db import connection
 from django.db.models import BooleanField, Exists, F, OuterRef, Q, QuerySet, Value
 from django.db.models.lookups import Exact
 
+from annotator.db_rows import instance_from_row
 from annotator.hot_sql import hot_cursor
 from annotator.models import AnnotatorStanding, Assignment, Item
 from annotator.models.quality import standing_stopped_sql
-from annotator.selectors.rows import instance_from_row
 
 WINDOW = 64  # free items the random tie-break draws from
 NEXT_ORDER = (

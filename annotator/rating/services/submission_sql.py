@@ -18,9 +18,9 @@ from datetime import datetime
 from django.contrib.auth import get_user_model
 from django.db import connection
 
+from annotator.db_rows import instance_from_row
 from annotator.hot_sql import hot_cursor
 from annotator.models import Annotation, Assignment, Item, Score
-from annotator.selectors.rows import instance_from_row
 
 _ANNOTATION_FIELDS = [f for f in Annotation._meta.concrete_fields if not f.primary_key]
 _RETURNED = ", ".join(f.column for f in Annotation._meta.concrete_fields)

@@ -5,10 +5,10 @@ from django.shortcuts import get_object_or_404, redirect, render
 from django.views.decorators.http import require_GET, require_POST
 
 from annotator.models import Batch
+from annotator.rating import hooks
 from annotator.rating.selectors import assignment_admin as sel
 from annotator.rating.services.assignment import AssignmentError, assignment_release
 from annotator.roles import admin_required
-from annotator.studies.selectors import worker_progress
 
 
 @require_GET
@@ -29,7 +29,7 @@ def batch_assignment(request, batch_id):
         "annotators": sel.annotator_counts(batch=batch),
         "capacity": sel.capacity(batch=batch),
         "skips": sel.recent_skips(batch=batch),
-        "workers": worker_progress(batch=batch),
+        "workers": hooks.workers(batch=batch),
     }
     return render(request, "annotator/assignment_admin.html", context)
 

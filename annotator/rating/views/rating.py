@@ -15,15 +15,18 @@ from django.template.loader import render_to_string
 from django.urls import reverse
 from django.utils import timezone
 from django.views.decorators.http import require_GET, require_http_methods, require_POST
+from django_htmx.http import HttpResponseClientRedirect
 
 from annotator.models import GoldItem
 from annotator.quality.selectors.standing import gold_answer_of, training_feedback
 from annotator.quality.services.gold import gold_answer_skip, gold_answer_submit
+from annotator.rating import hooks
 from annotator.rating.forms import (
     RatingForm,
     initial_from_annotation,
     stored_checklist_flags,
 )
+from annotator.rating.instructions import instructions_html
 from annotator.rating.selectors.facts import (
     RatingFacts,
     rating_facts_for_batch,
@@ -50,12 +53,6 @@ from annotator.rating.services.assignment import (
 )
 from annotator.rating.services.flow import ENDED_TRAINING, rating_next
 from annotator.roles import annotator_required
-from annotator.studies.selectors import limits_for, visit_over
-from annotator.studies.views.flow import (
-    instructions_html,
-    study_detour,
-    study_nothing_left,
-)
 from hcs.quality_rules import WARN
 from hcs.rubric import Rubric
 
@@ -142,6 +139,22 @@ def _refuse_answer(request, item, form, errors, **extra):
     return _render_rate(request, batch=item.batch, item=item, form=form, errors=errors, status=422, **extra)
 
 
+def _go(request, detour: hooks.Detour | None, batch):
+    """The page a rating hook sends the annotator to instead (None: no detour), with its warning."""
+    if detour is None:
+        return None
+    if detour.warning:
+        messages.warning(request, detour.warning)
+    url = reverse(detour.url_name, args=[batch.pk])
+    return HttpResponseClientRedirect(url) if request.htmx else redirect(url)
+
+
+def _detour(request, facts: RatingFacts, *, sending: bool = False):
+    """Where the annotator must go before rating in this batch (None: rate): the study's consent,
+    instructions or end. ``sending``: the request carries a rating, which an ended visit does not take."""
+    return _go(request, hooks.before_rating(user=request.user, facts=facts, sending=sending), facts.batch)
+
+
 def _refuse_not_held(request, item, errors=()):
     """A POST about an item the annotator does not hold: say so, without the item's text."""
     return _render_rate(request, batch=item.batch, errors=[NOT_HELD, *errors], refused=True, status=409)
@@ -152,17 +165,18 @@ def _render_step(request, facts: RatingFacts):
     (blocked, or failed training: a crowd worker then leaves with the screen-out code), a gold item,
     or an item on lease; a crowd worker with nothing left gets the completion page."""
     batch = facts.batch
-    if (detour := study_detour(request, batch, facts.enrolment, facts.submitted)) is not None:
+    if (detour := _detour(request, facts)) is not None:
         return detour
     session = _session(batch, facts)
     deadline = session["session_deadline"]
     step = rating_next(batch=batch, annotator=request.user, facts=facts, lease_until=deadline)
-    if (
-        step.ended == ENDED_TRAINING
-        and (detour := study_detour(request, batch, facts.enrolment, facts.submitted)) is not None
-    ):
+    if step.ended == ENDED_TRAINING and (detour := _detour(request, facts)) is not None:
         return detour
-    if step.item is None and not step.ended and (finished := study_nothing_left(request, batch)) is not None:
+    if (
+        step.item is None
+        and not step.ended
+        and (finished := _go(request, hooks.nothing_left(user=request.user, batch=batch), batch)) is not None
+    ):
         return finished
     return _render_rate(
         request,
@@ -179,12 +193,11 @@ def _session(batch, facts: RatingFacts) -> dict:
     """What the rating page shows of the study beside the item, on every page that shows an item (a
     form sent back with its errors too): the quota ("up to N more"), the session's end with its
     countdown and time-up notice, and whether the batch has gold items (which number the training)."""
-    limits = limits_for(batch=batch, enrolment=facts.enrolment)
-    deadline = limits.deadline(facts.enrolment.started_at) if facts.enrolment is not None else None
+    session = hooks.session(facts=facts)
     return {
-        "quota": limits.quota,
-        "session_deadline": deadline,
-        "session_seconds_left": _seconds_left(deadline),
+        "quota": session.quota,
+        "session_deadline": session.deadline,
+        "session_seconds_left": _seconds_left(session.deadline),
         "has_gold": facts.rule is not None,
     }
 
@@ -244,9 +257,7 @@ def next_item(request, batch_id):
 def submit(request, item_pk):
     facts = _open_item(request, item_pk)
     item = facts.item
-    if (
-        detour := study_detour(request, item.batch, facts.enrolment, facts.submitted, sending=True)
-    ) is not None:
+    if (detour := _detour(request, facts, sending=True)) is not None:
         return detour
     form = _form(item, data=request.POST)
     if not form.is_valid():
@@ -271,7 +282,7 @@ def submit(request, item_pk):
 def skip(request, item_pk):
     facts = _open_item(request, item_pk)
     item = facts.item
-    if (detour := study_detour(request, item.batch, facts.enrolment, facts.submitted)) is not None:
+    if (detour := _detour(request, facts)) is not None:
         return detour
     reason = request.POST.get("skip_reason", "")
     try:
@@ -297,7 +308,7 @@ def mine(request, batch_id):
 
 
 def _edit_closed(request, batch):
-    context = {"batch": batch, "visit_over": visit_over(user=request.user, batch_id=batch.pk)}
+    context = {"batch": batch, "visit_over": hooks.visit_over(user=request.user, batch_id=batch.pk)}
     return render(request, "annotator/edit_closed.html", context, status=403)
 
 

@@ -21,6 +21,7 @@ from django.db.models.functions import Coalesce
 from django.utils.crypto import salted_hmac
 
 from annotator.db_private import compiled_sql
+from annotator.db_rows import chunked_cursor, converter
 from annotator.models import (
     Adjudication,
     Annotation,
@@ -31,7 +32,6 @@ from annotator.models import (
     Score,
 )
 from annotator.reports.selectors.score_packing import Packing
-from annotator.selectors.rows import chunked_cursor, converter
 
 FETCH = 50_000  # annotations per chunk: one pyarrow record batch
 # A salt, not an import path: it stays as the module was named when datasets were first published, so a

@@ -134,7 +134,8 @@ def batch_report(
 ) -> BatchReport:
     """:func:`batch_report_computed`, served from the report stored for the batch's revision when
     there is one (:mod:`annotator.reports.selectors.stored`)."""
-    from annotator.reports.selectors.stored import options_key, report_through_cache
+    from annotator.reports.selectors.stored import options_key
+    from annotator.reports.services.storing import report_through_cache
 
     options = {"n_resamples": n_resamples, "seed": seed, "epsilon": float(epsilon)}
     key = options_key("report", **options, sections=with_sections, over_time=quality_over_time)

@@ -28,7 +28,8 @@ def report_without_judges(*, batch: Batch) -> BatchReport:
 def judge_sections(*, batch: Batch) -> dict[str, Any]:
     """The report's further sections (``REPORT_SECTIONS``: today the judges'), by name, as ``batch_report``
     builds them (without the excluded annotators, like the rest of the report)."""
-    from annotator.reports.selectors.stored import options_key, report_through_cache
+    from annotator.reports.selectors.stored import options_key
+    from annotator.reports.services.storing import report_through_cache
 
     def compute() -> dict[str, Any]:
         arrays = quality_report.quality_inputs(batch=batch, arrays=report_arrays(batch=batch)).kept_arrays
@@ -51,7 +52,8 @@ def judge_sections(*, batch: Batch) -> dict[str, Any]:
 def report_page_context(*, batch: Batch, sort: str = "") -> dict[str, Any]:
     """The report page's context (figures drawn), stored for the batch's revision and ``sort``."""
     from annotator.reports.exports.html_export import report_context
-    from annotator.reports.selectors.stored import options_key, report_through_cache
+    from annotator.reports.selectors.stored import options_key
+    from annotator.reports.services.storing import report_through_cache
 
     return report_through_cache(
         batch=batch,
@@ -65,7 +67,8 @@ def judge_sections_html(*, batch: Batch) -> str:
     no form and nothing of the person who asks, so every researcher is served the same text."""
     from django.template.loader import render_to_string
 
-    from annotator.reports.selectors.stored import options_key, report_through_cache
+    from annotator.reports.selectors.stored import options_key
+    from annotator.reports.services.storing import report_through_cache
 
     def compute() -> str:
         # The sections link to each judge's card by the report's batch id, as on the whole page.

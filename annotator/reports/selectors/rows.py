@@ -13,12 +13,12 @@ from django.db.models import BooleanField, Count, OuterRef, Subquery, Sum
 from django.db.models.expressions import RawSQL
 
 from annotator.db_private import compiled_sql
+from annotator.db_rows import chunked_cursor, converter
 from annotator.models import Annotation, Batch, Item, Score
 from annotator.models.annotation import SCORE_MAX, SCORE_MIN
 from annotator.quality.selectors.standing import excluded_annotator_ids
 from annotator.rating.selectors.queue import conversation_turns
 from annotator.reports.selectors.score_packing import Packing
-from annotator.selectors.rows import chunked_cursor, converter
 
 
 def batches_for_reports():

@@ -12,8 +12,6 @@ import dataclasses
 import functools
 import hashlib
 import json
-import logging
-import pickle
 import sys
 import typing
 from collections.abc import Iterable
@@ -35,7 +33,6 @@ from annotator.models import (
 )
 from annotator.reports.selectors.sections import REPORT_SECTIONS, entry_function
 
-log = logging.getLogger(__name__)
 _CHANGED = {"n": Count("pk"), "last": Max("pk")}
 
 
@@ -170,35 +167,8 @@ def options_key(kind: str, **options: Any) -> str:
     return key
 
 
-def report_through_cache(
-    *, batch: Batch, key: str, compute, also: tuple[str, ...] = (), pick=lambda found: found
-):
-    """The stored result for ``key`` at the batch's revision, else ``compute()``, stored for the next
-    request. ``also`` names stored results that contain this one (``pick`` takes it out of them)."""
-    import time
-
-    from annotator.reports.services.storing import report_cache_drop, report_cache_store
-
-    revision = report_revision(batch=batch)
-    stored = ReportCache.objects.filter(batch=batch, revision=revision, options__in=[key, *also])
-    rows = dict(stored.values_list("options", "payload"))
-    for found, take in [(key, lambda result: result)] + [(other, pick) for other in also]:
-        if found not in rows:
-            continue
-        try:  # only report_cache_store writes these rows; a release may not read them all the same
-            return take(pickle.loads(rows[found]))
-        except Exception:
-            log.warning("stored report %s of batch %s unreadable; recomputed", found, batch.pk, exc_info=True)
-            report_cache_drop(batch=batch, revision=revision, options=found)
-    started = time.perf_counter()
-    result = compute()
-    seconds = time.perf_counter() - started
-    report_cache_store(
-        batch=batch,
-        revision=revision,
-        current=report_revision(batch=batch),
-        options=key,
-        report=result,
-        seconds=seconds,
-    )
-    return result
+def stored_payloads(*, batch: Batch, revision: str, keys: Iterable[str]) -> dict[str, bytes]:
+    """The pickled reports stored for ``keys`` at the batch's ``revision``, by key (only
+    ``annotator.reports.services.storing`` writes them, and unpickles them)."""
+    stored = ReportCache.objects.filter(batch=batch, revision=revision, options__in=list(keys))
+    return dict(stored.values_list("options", "payload"))

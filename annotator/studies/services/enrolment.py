@@ -20,15 +20,23 @@ from django.db import IntegrityError, transaction
 from django.utils import timezone
 
 from annotator.models import Assignment, Batch, Enrolment, GoldAnswer
+from annotator.rating.hooks import Detour, Session
 from annotator.rating.services.assignment import AssignmentError, assignment_release
 from annotator.studies.selectors import (
     is_scoped,
     is_study_batch,
     limits_for,
     submitted_count,
+    visit_over,
+    worker_progress,
 )
 
 End = Enrolment.End
+TIME_UP_NOT_SAVED = (
+    "Your session's time ran out before this rating arrived, so it was not saved: ratings sent after the "
+    "time limit are not accepted. Everything you sent before the limit is kept."
+)
+ENDED_NOT_SAVED = "Your part in this study had already ended, so this rating was not saved. Everything you sent before is kept."
 
 
 class Stage(StrEnum):
@@ -36,6 +44,13 @@ class Stage(StrEnum):
     INSTRUCTIONS = "instructions"
     RATE = "rate"
     ENDED = "ended"
+
+
+STAGE_URLS = {
+    Stage.CONSENT: "study_consent",
+    Stage.INSTRUCTIONS: "study_instructions",
+    Stage.ENDED: "study_done",
+}
 
 
 @dataclass(frozen=True)
@@ -162,3 +177,48 @@ def enrolment_screen_out(*, user, batch: Batch, reason: str = "", now: datetime 
     return enrolment_end(
         enrolment=enrolment_for(user=user, batch=batch), end=End.SCREENED_OUT, now=now, reason=reason
     )
+
+
+class StudyFlow:
+    """The study's side of every rating request (``annotator.rating.hooks.RatingHooks``): the gate
+    before an item, the end when nothing is left, the quota and time limit, a screen-out. It lives
+    beside ``study_gate`` so that a rating request reaches the study through this module and the
+    study's selectors only."""
+
+    def before_rating(self, *, user, facts, sending: bool = False) -> Detour | None:
+        """``facts``: the request's ``RatingFacts`` (the enrolment with its study link, and the count
+        of annotations when a limit needs it). An ended visit takes no rating: a request that carries
+        one is told on the end page that it was not saved."""
+        gate = study_gate(user=user, batch=facts.batch, enrolment=facts.enrolment, submitted=facts.submitted)
+        if gate.stage == Stage.RATE:
+            return None
+        warning = ""
+        if sending and gate.stage == Stage.ENDED:
+            warning = TIME_UP_NOT_SAVED if gate.enrolment.end == End.TIMED_OUT else ENDED_NOT_SAVED
+        return Detour(STAGE_URLS[gate.stage], warning)
+
+    def nothing_left(self, *, user, batch: Batch) -> Detour | None:
+        """A crowd worker with nothing left is done: the end page with their code, or the study-full
+        page when they rated nothing (None: not crowd)."""
+        enrolment = Enrolment.objects.filter(user=user, batch=batch).exclude(worker_id="").first()
+        if enrolment is None:
+            return None
+        enrolment_finish(enrolment=enrolment)
+        return Detour("study_done")
+
+    def session(self, *, facts) -> Session:
+        limits = limits_for(batch=facts.batch, enrolment=facts.enrolment)
+        deadline = limits.deadline(facts.enrolment.started_at) if facts.enrolment is not None else None
+        return Session(quota=limits.quota, deadline=deadline)
+
+    def visit_over(self, *, user, batch_id: int) -> bool:
+        return visit_over(user=user, batch_id=batch_id)
+
+    def workers(self, *, batch: Batch) -> list:
+        return worker_progress(batch=batch)
+
+    def annotator_stopped(self, *, user, batch: Batch, reason: str, now: datetime) -> None:
+        """A crowd worker stopped at entry: the study's end page gives the screen-out code and sends
+        them back to the platform."""
+        if Enrolment.objects.filter(user=user, batch=batch).exclude(worker_id="").exists():
+            enrolment_screen_out(user=user, batch=batch, reason=reason or "failed training", now=now)

@@ -388,7 +388,7 @@ def _collect_item(parsed, item_cells, i, row, item_id, row_errors, table) -> Non
 
 
 def new_item_frame(records: list[tuple[str, dict[str, Any]]]) -> Frame:
-    """Rows for ``annotator.services.bulk.items_insert`` from ``ParsedAnnotations.items`` records."""
+    """Rows for ``annotator.uploads.services.items.items_insert`` from ``ParsedAnnotations.items`` records."""
     as_json = cache(lambda value: json.dumps(value, ensure_ascii=False))  # "[]" for nearly every item
 
     def text(name: str) -> list[str]:

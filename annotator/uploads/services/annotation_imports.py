@@ -15,19 +15,14 @@ from django.utils import timezone
 
 from annotator.models import Annotation, Assignment, Batch, Item, Score
 from annotator.roles import ANNOTATOR
-from annotator.services.bulk import (
-    analyze_after_commit,
-    ids_reserve,
-    items_insert,
-    next_position,
-    rows_insert,
-)
+from annotator.services.bulk import analyze_after_commit, ids_reserve, rows_insert
 from annotator.services.integrity import integrity_message
 from annotator.uploads.files.annotation_file import new_item_frame
 from annotator.uploads.files.errors import ImportRefused
 from annotator.uploads.memory import gc_paused
 from annotator.uploads.selectors.plans import AnnotationImportPlan, annotation_import_plan
 from annotator.uploads.services.batches import batch_create
+from annotator.uploads.services.items import items_insert, next_position
 from hcs.rubric import Rubric
 
 

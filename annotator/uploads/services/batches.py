@@ -7,11 +7,12 @@ from django.db import IntegrityError, transaction
 from annotator.models import Batch, Item
 from annotator.quality.services.gold import gold_items_create
 from annotator.rating.services.queue_order import new_order_seed
-from annotator.services.bulk import analyze_after_commit, items_insert, next_position
+from annotator.services.bulk import analyze_after_commit
 from annotator.uploads.files.batch_file import ParsedBatch, parse_batch_file
 from annotator.uploads.files.errors import ImportRefused, RowError
 from annotator.uploads.memory import gc_paused
 from annotator.uploads.selectors.plans import batch_file_errors, batch_settings_errors
+from annotator.uploads.services.items import items_insert, next_position
 from hcs.rubric import Rubric
 
 

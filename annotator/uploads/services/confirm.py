@@ -13,8 +13,10 @@ from django.utils import timezone
 
 from annotator.counted import counted
 from annotator.models import Batch, Job
+from annotator.services.job_runner import job_fail
 from annotator.services.tokens import token_hash
 from annotator.uploads.files.batch_file import parse_batch_file
+from annotator.uploads.files.errors import FileRefused, ImportRefused
 from annotator.uploads.forms import BATCH
 from annotator.uploads.memory import gc_paused
 from annotator.uploads.selectors.preview import upload_saved_batch
@@ -148,3 +150,40 @@ def upload_confirm_save(*, token: str, pending: dict, data: bytes, user) -> Job:
         label=f"Upload of {pending['filename']} (\u201c{pending['name']}\u201d)",
         step="Saved.",
     )
+
+
+MAX_ERRORS_KEPT = 200  # a refused upload job keeps its first problems
+
+
+def upload_job_run(job: Job, update) -> None:
+    """Save a confirmed upload in one transaction (``JOB_KINDS["upload"]``), the job's end with it."""
+    data = bytes(job.payload or b"")
+    if job.attempts > 1:  # tried again: an earlier attempt may have saved it after all
+        done = upload_saved_earlier(
+            job, since=job.created_at, how="This upload was already saved by an earlier attempt:"
+        )
+        if done is not None:
+            update(job, **done)
+            return
+    update(job, step=f"Checking and saving {len(data):,} bytes in one transaction")
+    try:
+        # The job's end is written in the transaction that saves the upload: a worker killed at any
+        # moment leaves a job that says what the database holds (done with it, or nothing saved).
+        pending_upload_save(
+            pending=job.params,
+            data=data,
+            user=job.created_by,
+            then=lambda saved: update(job, **upload_job_done(saved, job)),
+        )
+    except FileRefused as exc:
+        _refused(job, str(exc), [])
+        return
+    except ImportRefused as exc:
+        ordered = sorted(exc.errors, key=lambda e: e.sort_key)
+        errors = [{"row": e.row, "column": e.column, "message": e.message} for e in ordered]
+        _refused(job, f"{len(errors)} problem{'s' if len(errors) != 1 else ''}: nothing was saved.", errors)
+        return
+
+
+def _refused(job: Job, message: str, errors: list[dict]) -> None:
+    job_fail(job, finished_at=timezone.now(), step="", message=message, errors=errors[:MAX_ERRORS_KEPT])

@@ -9,6 +9,7 @@ import pytest
 from django.db import connection
 from django.utils import timezone
 
+from annotator.db_rows import chunked_cursor
 from annotator.models import Annotation, Batch, Item
 from annotator.reports.exports import csv_safe
 from annotator.reports.exports.csv_safe import (
@@ -23,7 +24,6 @@ from annotator.reports.exports.csv_safe import (
 )
 from annotator.reports.selectors.rows import annotation_records
 from annotator.reports.selectors.score_packing import Packing
-from annotator.selectors.rows import chunked_cursor
 from hcs.rubric import Rubric
 from tests.factories import make_annotation, make_user
 

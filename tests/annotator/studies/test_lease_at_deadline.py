@@ -13,7 +13,7 @@ from django.utils import timezone
 
 from annotator.models import Annotation, Assignment, Enrolment
 from annotator.rating.services.assignment import item_next_for_annotator, lease_duration, lease_expiry
-from annotator.studies.views.flow import TIME_UP_NOT_SAVED
+from annotator.studies.services.enrolment import TIME_UP_NOT_SAVED
 from tests.annotator.study_support import PID_A, PID_B, RATING, arrive, prolific_link, start
 from tests.factories import make_annotation, make_batch, make_user
 
