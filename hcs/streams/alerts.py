@@ -184,17 +184,7 @@ def detect_changes(
     >>> [(d.since, d.detected_at) for d in detect_changes(days)]
     [(20, 20)]
     """
-    if direction not in ("down", "up", "both"):
-        raise ValueError(f"direction must be 'down', 'up' or 'both', not {direction!r}")
-    if not 0 < alpha < 1:
-        raise ValueError(f"alpha must lie in (0, 1), not {alpha}")
-    if reference_windows < 1 or horizon < 1:
-        raise ValueError("reference_windows and horizon must be at least 1")
-    data = [np.asarray(w, dtype=float).ravel() for w in windows]
-    for w in data:
-        if w.size and (np.nanmin(w) < 0 or np.nanmax(w) > 1):
-            raise ValueError("the statistic must lie in [0, 1]")
-    data = [w[np.isfinite(w)] for w in data]
+    data = _checked(windows, direction, alpha, horizon, reference_windows)
     sides = ("down", "up") if direction == "both" else (direction,)
     # Half of α for the reference bounds, half for the detectors, each shared between the directions.
     alpha_side = alpha / 2 / len(sides)
@@ -220,25 +210,44 @@ def detect_changes(
         if alarm is None:
             break
         t, det = alarm
-        offset, log_e = det.start_estimate()
-        since = ref_end + offset
-        after = np.concatenate(data[since : t + 1])
-        found.append(
-            Detection(
-                detected_at=t,
-                since=since,
-                direction=det.direction,
-                statistic=float(math.exp(min(_logmeanexp(det.log_r), 700.0))),
-                threshold=threshold,
-                e_value=float(math.exp(min(log_e, 700.0))),
-                reference=(start, ref_end - 1),
-                bound=det.bound,
-                before=float(reference.mean()),
-                after=float(after.mean()) if after.size else math.nan,
-            )
-        )
+        found.append(_detection(data, det, t, (start, ref_end), reference, threshold))
         start = t + 1
     return tuple(found)
+
+
+def _checked(windows, direction: str, alpha: float, horizon: int, reference_windows: int) -> list:
+    """The windows as arrays of their finite values, after checking the arguments and the [0, 1] range."""
+    if direction not in ("down", "up", "both"):
+        raise ValueError(f"direction must be 'down', 'up' or 'both', not {direction!r}")
+    if not 0 < alpha < 1:
+        raise ValueError(f"alpha must lie in (0, 1), not {alpha}")
+    if reference_windows < 1 or horizon < 1:
+        raise ValueError("reference_windows and horizon must be at least 1")
+    data = [np.asarray(w, dtype=float).ravel() for w in windows]
+    for w in data:
+        if w.size and (np.nanmin(w) < 0 or np.nanmax(w) > 1):
+            raise ValueError("the statistic must lie in [0, 1]")
+    return [w[np.isfinite(w)] for w in data]
+
+
+def _detection(data, det, t: int, reference_span: tuple[int, int], reference, threshold: float) -> Detection:
+    """The alarm a one-sided detector raised at window ``t``, with its estimated start and evidence."""
+    start, ref_end = reference_span
+    offset, log_e = det.start_estimate()
+    since = ref_end + offset
+    after = np.concatenate(data[since : t + 1])
+    return Detection(
+        detected_at=t,
+        since=since,
+        direction=det.direction,
+        statistic=float(math.exp(min(_logmeanexp(det.log_r), 700.0))),
+        threshold=threshold,
+        e_value=float(math.exp(min(log_e, 700.0))),
+        reference=(start, ref_end - 1),
+        bound=det.bound,
+        before=float(reference.mean()),
+        after=float(after.mean()) if after.size else math.nan,
+    )
 
 
 def _span(scale: tuple[int, int]) -> float:

@@ -128,19 +128,12 @@ def window_statistics(
         People's scores, NaN where a rater did not rate a trace.
     raters : sequence, optional
         Names of ``human``'s columns (the alt-test compares the judge with each of them).
-    k : int
-        Ratings per sampled trace the stream asks for (Fleiss' κ uses the first k).
-    scale : tuple of int
-        Lowest and highest score.
-    epsilon : float
-        The alt-test's margin ε.
+    k, scale, epsilon : int, tuple of int, float
+        Ratings per sampled trace the stream asks for (Fleiss' κ uses the first k); the lowest and
+        highest score; the alt-test's margin ε.
     n_boot, n_resamples, seed : int
         Bootstrap resamples for QWK and the correlations (``n_boot``), for the agreement coefficients
         (``n_resamples``), and the seed of both.
-
-    Returns
-    -------
-    WindowStatistics
 
     References
     ----------
@@ -157,58 +150,20 @@ def window_statistics(
     >>> round(w.ppi.estimate, 4), round(w.alpha_interval, 4)
     (3.2492, 0.8226)
     """
-    judge_all = np.asarray(judge_scores, dtype=float).ravel()
-    where = np.asarray(labelled, dtype=int).ravel()
-    data = np.asarray(human, dtype=float).reshape(len(where), -1)
-    if len(np.unique(where)) != len(where):
-        raise ValueError("a trace is listed twice in labelled")
+    judge_all, where, data = _arrays(judge_scores, labelled, human)
     scored = np.isfinite(judge_all)
     rated = np.isfinite(data).any(axis=1) & scored[where]
 
     mapping = human_mapping(data[rated], raters)
     judge_labelled = judge_all[where][rated]
-    calibration = calibrate_judge(
-        mapping,
-        dict(enumerate(judge_labelled.tolist())),
-        epsilon=epsilon,
-        n_boot=n_boot,
-        seed=seed,
-        scale=scale,
+    calibration, qwk_ci = _judge_against_people(
+        mapping, judge_labelled, scale, epsilon=epsilon, n_boot=n_boot, seed=seed
     )
 
     item_mean = np.array([np.mean(list(r.values())) for r in mapping.values()])
-    human_mean, h_lo, h_hi = classical_mean_ci(item_mean) if len(item_mean) >= 2 else (math.nan,) * 3
-    if len(item_mean) == 1:
-        human_mean = float(item_mean[0])
-    # As in the batch report, a scored trace nobody has rated yet (sampled or not) counts as unlabelled.
-    others = np.ones(len(judge_all), dtype=bool)
-    others[where[rated]] = False
-    ppi = ppi_mean(item_mean, judge_labelled, judge_all[others & scored])
-
-    lo, hi = scale
-    if len(mapping):
-        median = np.array([np.median(list(r.values())) for r in mapping.values()])
-        human_cat = np.clip(round_half_up(median), lo, hi).astype(int)
-        judge_cat = np.clip(round_half_up(judge_labelled), lo, hi).astype(int)
-        qwk_ci = bootstrap_ci(
-            human_cat,
-            judge_cat,
-            lambda h, j: quadratic_weighted_kappa(h.astype(int), j.astype(int), scale),
-            n_boot=n_boot,
-            seed=seed,
-        )
-    else:
-        qwk_ci = (math.nan, math.nan)
-
-    categories = list(range(lo, hi + 1))
-    agreement = dimension_agreement(
-        counts_from_ratings(data[rated], categories),
-        counts_from_ratings(first_k_rows(data[rated], k), categories),
-        categories,
-        k=k,
-        n_resamples=n_resamples,
-        seed=seed,
-    )
+    human_mean, h_lo, h_hi = _human_mean(item_mean)
+    ppi = _ppi(item_mean, judge_labelled, judge_all, labelled=where[rated], scored=scored)
+    agreement = _rater_agreement(data[rated], scale, k=k, n_resamples=n_resamples, seed=seed)
     return WindowStatistics(
         n_traces=int(scored.sum()),
         n_labelled=len(mapping),
@@ -226,3 +181,75 @@ def window_statistics(
         calibration=calibration,
         agreement=agreement,
     )
+
+
+def _human_mean(item_mean: np.ndarray) -> tuple[float, float, float]:
+    """The mean of the labelled traces' human means with its classical 95% interval (one trace: the
+    mean alone, no interval)."""
+    if len(item_mean) >= 2:
+        return classical_mean_ci(item_mean)
+    if len(item_mean) == 1:
+        return float(item_mean[0]), math.nan, math.nan
+    return math.nan, math.nan, math.nan
+
+
+def _qwk_ci(mapping, judge_labelled, scale, *, n_boot: int, seed: int) -> tuple[float, float]:
+    """The bootstrap interval of QWK between the rounded human median and the rounded judge score, as
+    the batch report rounds them."""
+    if not len(mapping):
+        return math.nan, math.nan
+    lo, hi = scale
+    median = np.array([np.median(list(r.values())) for r in mapping.values()])
+    human_cat = np.clip(round_half_up(median), lo, hi).astype(int)
+    judge_cat = np.clip(round_half_up(judge_labelled), lo, hi).astype(int)
+    return bootstrap_ci(
+        human_cat,
+        judge_cat,
+        lambda h, j: quadratic_weighted_kappa(h.astype(int), j.astype(int), scale),
+        n_boot=n_boot,
+        seed=seed,
+    )
+
+
+def _arrays(judge_scores, labelled, human) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
+    """The judge's scores, the labelled positions and the human matrix as arrays, checked."""
+    judge_all = np.asarray(judge_scores, dtype=float).ravel()
+    where = np.asarray(labelled, dtype=int).ravel()
+    data = np.asarray(human, dtype=float).reshape(len(where), -1)
+    if len(np.unique(where)) != len(where):
+        raise ValueError("a trace is listed twice in labelled")
+    return judge_all, where, data
+
+
+def _rater_agreement(rated, scale, *, k: int, n_resamples: int, seed: int) -> DimensionAgreement:
+    """Agreement among the raters of the labelled traces, as the batch report computes it."""
+    categories = list(range(scale[0], scale[1] + 1))
+    return dimension_agreement(
+        counts_from_ratings(rated, categories),
+        counts_from_ratings(first_k_rows(rated, k), categories),
+        categories,
+        k=k,
+        n_resamples=n_resamples,
+        seed=seed,
+    )
+
+
+def _judge_against_people(mapping, judge_labelled, scale, *, epsilon: float, n_boot: int, seed: int):
+    """The judge's calibration against the labelled traces' raters, and QWK's bootstrap interval."""
+    calibration = calibrate_judge(
+        mapping,
+        dict(enumerate(judge_labelled.tolist())),
+        epsilon=epsilon,
+        n_boot=n_boot,
+        seed=seed,
+        scale=scale,
+    )
+    return calibration, _qwk_ci(mapping, judge_labelled, scale, n_boot=n_boot, seed=seed)
+
+
+def _ppi(item_mean, judge_labelled, judge_all, *, labelled, scored):
+    """PPI++ over the window. As in the batch report, a scored trace nobody has rated yet (sampled or
+    not) counts as unlabelled."""
+    others = np.ones(len(judge_all), dtype=bool)
+    others[labelled] = False
+    return ppi_mean(item_mean, judge_labelled, judge_all[others & scored])
