@@ -9,13 +9,12 @@ end, so a failure saves nothing and can be tried again, and a saved upload's job
 
 from __future__ import annotations
 
-from django.conf import settings
 from django.db import transaction
 from django.utils import timezone
 from django.utils.module_loading import import_string
 
 from annotator.job_kinds import job_kind
-from annotator.models import Batch, Job
+from annotator.models import Job
 from annotator.selectors.jobs import job_worker_gone
 
 # The worker's task, by the path the queue knows it by: ``annotator.tasks`` is the worker's way in,
@@ -71,93 +70,6 @@ def job_retry(*, job: Job) -> Job:
 
 
 @transaction.atomic
-def judge_job_create(
-    *,
-    batch: Batch,
-    template: str,
-    base_url: str,
-    model: str,
-    key_env: str,
-    concurrency: int,
-    retry_failed: bool,
-    price_in: float,
-    price_out: float,
-    user,
-    calibration_set: bool = False,
-    judge: str = "",
-    temperature: float = 0.0,
-    samples: int = 1,
-    pairwise: bool = False,
-    baseline_system: str = "",
-    enhanced_system: str = "",
-    swap: bool = False,
-    retry_unknown: bool = False,
-    provider: str = "openai",
-    cache: bool = True,
-    currency: str = "USD",
-    max_cost: float | None = None,
-    max_tokens: int | None = None,
-) -> Job:
-    """Queue a judge run. Raises ValueError for a key variable that is not allowed. ``max_cost`` (in
-    ``currency``, with prices) caps the run's spend; ``max_tokens`` bounds each answer."""
-    if key_env not in settings.ANNOTATOR_JUDGE_KEY_ENVS:
-        raise ValueError(f"{key_env} is not one of the API key variables this server allows")
-    params = {
-        "batch_id": batch.pk,
-        "template": template,
-        "base_url": base_url,
-        "model": model,
-        "key_env": key_env,
-        "concurrency": concurrency,
-        "retry_failed": retry_failed,
-        "price_in": price_in,
-        "price_out": price_out,
-        "calibration_set": calibration_set,
-        "judge": judge,
-        "temperature": temperature,
-        "samples": samples,
-        "pairwise": pairwise,
-        "baseline_system": baseline_system,
-        "enhanced_system": enhanced_system,
-        "swap": swap,
-        "retry_unknown": retry_unknown,
-        "provider": provider,
-        "cache": cache,
-        "currency": currency,
-        "max_cost": max_cost,
-        "max_tokens": max_tokens,
-    }
-    job = Job.objects.create(
-        kind=Job.JUDGE_RUN,
-        created_by=user,
-        params=params,
-        label=judge_run_label(
-            judge=judge,
-            template=template,
-            model=model,
-            batch_name=batch.name,
-            calibration_set=calibration_set,
-        ),
-    )
-    job_enqueue(job)
-    return job
-
-
-LABEL_MAX = Job._meta.get_field("label").max_length
-
-
-def judge_run_label(
-    *, judge: str, template: str, model: str, batch_name: str, calibration_set: bool = False
-) -> str:
-    """A judge run's label: the judge's name first, so two judges' runs of one template and model on one
-    batch can be told apart (the run names a judge left blank as it does: TEMPLATE/MODEL)."""
-    name = judge or f"{template}/{model}"
-    label = f"Judge \u201c{name}\u201d: {template} with {model} on \u201c{batch_name}\u201d" + (
-        " (calibration set)" if calibration_set else ""
-    )
-    return label if len(label) <= LABEL_MAX else label[: LABEL_MAX - 1] + "\u2026"
-
-
 def job_reclaim(*, job: Job) -> Job:
     """End a running job whose worker is gone (``selectors.jobs.job_worker_gone``): done when the database
     holds its work (its kind's ``saved``), else failed, or cancelled when someone had asked it to stop,

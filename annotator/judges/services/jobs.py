@@ -27,6 +27,7 @@ from annotator.judges.engine.templates import JudgeTemplate, TemplateError, load
 from annotator.judges.providers import DEFAULT_PROVIDER, JUDGE_PROVIDERS, UnknownProvider, client_for
 from annotator.judges.services.runs import JudgeBusy, judge_claims_release_for_job
 from annotator.models import Batch, Job
+from annotator.services.jobs import job_enqueue
 from annotator.uploads.files.errors import ImportRefused
 
 POLL_SECONDS = 1.0  # how often the worker reads the cancel flag and writes progress
@@ -224,3 +225,39 @@ def judge_job_retry_params(job: Job) -> dict:
     if job.state == Job.FAILED and job.errors:
         return {**job.params, "retry_failed": True}
     return job.params
+
+
+def judge_job_create(*, batch: Batch, template: str, user, options: RunOptions) -> Job:
+    """Queue a judge run of ``template`` on ``batch`` with ``options``. Raises ValueError for a key
+    variable that is not allowed. The job stores the options under the keys its runs have always had."""
+    if options.key_env not in settings.ANNOTATOR_JUDGE_KEY_ENVS:
+        raise ValueError(f"{options.key_env} is not one of the API key variables this server allows")
+    job = Job.objects.create(
+        kind=Job.JUDGE_RUN,
+        created_by=user,
+        params={"batch_id": batch.pk, "template": template, **options.to_job_payload()},
+        label=judge_run_label(
+            judge=options.judge,
+            template=template,
+            model=options.model,
+            batch_name=batch.name,
+            calibration_set=options.calibration_set,
+        ),
+    )
+    job_enqueue(job)
+    return job
+
+
+LABEL_MAX = Job._meta.get_field("label").max_length
+
+
+def judge_run_label(
+    *, judge: str, template: str, model: str, batch_name: str, calibration_set: bool = False
+) -> str:
+    """A judge run's label: the judge's name first, so two judges' runs of one template and model on one
+    batch can be told apart (the run names a judge left blank as it does: TEMPLATE/MODEL)."""
+    name = judge or f"{template}/{model}"
+    label = f"Judge \u201c{name}\u201d: {template} with {model} on \u201c{batch_name}\u201d" + (
+        " (calibration set)" if calibration_set else ""
+    )
+    return label if len(label) <= LABEL_MAX else label[: LABEL_MAX - 1] + "\u2026"

@@ -17,7 +17,6 @@ from annotator.judges.selectors.listing import (
 )
 from annotator.judges.services.judges import judge_scores_import, pairwise_verdicts_import
 from annotator.roles import researcher_required
-from annotator.services.jobs import judge_job_create
 from annotator.uploads.files.errors import FileRefused, ImportRefused
 
 
@@ -116,8 +115,8 @@ def start_run(request):
             form.add_error(None, str(exc))
             return _page(request, run_form=form, status=400)
         return _page(request, run_form=form, estimate=lines)
+    from annotator.judges.services.jobs import judge_job_create
+
     options = RunOptions.from_form(data)
-    job = judge_job_create(
-        batch=data["batch"], template=data["template"], user=request.user, **options.to_job_payload()
-    )
+    job = judge_job_create(batch=data["batch"], template=data["template"], user=request.user, options=options)
     return redirect("job_status", job_id=job.pk)

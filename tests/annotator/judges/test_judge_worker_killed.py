@@ -18,9 +18,12 @@ from django.db import connection
 from django.urls import reverse
 from django.utils import timezone
 
+from annotator.judges.engine.options import RunOptions
+from annotator.judges.engine.progress import Prices
+from annotator.judges.services import jobs as judge_jobs
+from annotator.judges.services.jobs import judge_job_create
 from annotator.judges.services.runs import CLAIM_STALE_AFTER, JudgeBusy, judge_run_claim
 from annotator.models import Job, Judge, JudgeCall
-from annotator.services import jobs as core_jobs
 from annotator.services.jobs import job_reclaim
 from tests.factories import make_batch, make_user
 from tests.fake_judge import FakeJudge
@@ -54,19 +57,20 @@ def called(fake) -> list[str]:
 def _judge_job(monkeypatch, user, url: str) -> Job:
     """A judge run queued as the Judges page queues it, but left for the test's own worker process."""
     with monkeypatch.context() as m:
-        m.setattr(core_jobs, "job_enqueue", lambda job: None)
-        return core_jobs.judge_job_create(
-            batch=make_batch("killed", n_items=N_ITEMS),
-            template="hub_answer_correctness",
+        m.setattr(judge_jobs, "job_enqueue", lambda job: None)
+        options = RunOptions(
             base_url=url,
             model="fake-1",
             key_env="OPENAI_API_KEY",
             concurrency=CONCURRENCY,
-            retry_failed=False,
-            price_in=2.5,
-            price_out=10.0,
-            user=user,
             judge="killed-judge",
+            prices=Prices(2.5, 10.0),
+        )
+        return judge_job_create(
+            batch=make_batch("killed", n_items=N_ITEMS),
+            template="hub_answer_correctness",
+            user=user,
+            options=options,
         )
 
 
