@@ -72,7 +72,8 @@ def window_statistics(
     """
     lo, hi = scale
     categories = list(range(lo, hi + 1))
-    labelled = [t for t in human if human[t]]
+    # In key order, so the bootstrap draws (and the intervals) do not depend on the order rows were read.
+    labelled = sorted(t for t in human if human[t])
     paired = [t for t in labelled if t in judge]
     out: dict[str, Any] = {
         "n_traces": n_traces,
@@ -102,7 +103,7 @@ def window_statistics(
     y = np.array([statistics.fmean(human[t].values()) for t in paired], dtype=float)
     yhat = np.array([judge[t] for t in paired], dtype=float)
     labelled_set = set(labelled)
-    yhat_u = np.array([v for t, v in judge.items() if t not in labelled_set], dtype=float)
+    yhat_u = np.array([judge[t] for t in sorted(judge) if t not in labelled_set], dtype=float)
     ppi = ppi_mean(y, yhat, yhat_u) if len(y) >= 2 else None
     out["ppi"] = (
         {"estimate": None, "ci95": None, "lam": None}
@@ -113,7 +114,7 @@ def window_statistics(
             "lam": finite_or_none(ppi.lam),
         }
     )
-    out["judge_mean"] = finite_or_none(float(np.mean(list(judge.values())))) if judge else None
+    out["judge_mean"] = finite_or_none(float(np.mean([judge[t] for t in sorted(judge)]))) if judge else None
     out["human_alpha"] = _human_alpha(human, labelled, categories)
     result = alt_test({t: human[t] for t in paired}, {t: judge[t] for t in paired})
     out["alt_test"] = {
