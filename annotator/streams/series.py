@@ -25,7 +25,7 @@ from hcs.agreement import bootstrap_intervals, counts_from_long, krippendorff_al
 from hcs.agreement.bootstrap import percentile_interval
 from hcs.agreement.coefficients import AgreementError
 from hcs.calibration.alt_test import alt_test
-from hcs.calibration.metrics import kappa_of_table, quadratic_weighted_kappa, round_half_up
+from hcs.calibration.metrics import quadratic_weighted_kappa, round_half_up
 from hcs.numbers import finite_or_none
 from hcs.ppi import classical_mean_ci, ppi_mean
 
@@ -41,20 +41,29 @@ def _interval(values) -> list[float | None] | None:
     return None if found is None else [finite_or_none(found[0]), finite_or_none(found[1])]
 
 
+def qwk_tables(tables: np.ndarray) -> np.ndarray:
+    """``kappa_of_table(table, weights="quadratic")`` of each table of a stack (shape (n, K, K)) at once:
+    the same formula, vectorised over the bootstrap's resamples."""
+    k = tables.shape[1]
+    i, j = np.indices((k, k))
+    disagree = ((i - j) ** 2).astype(float)
+    totals = tables.sum(axis=(1, 2)).astype(float)
+    p = tables / totals[:, None, None]
+    expected = p.sum(axis=2)[:, :, None] * p.sum(axis=1)[:, None, :]
+    with np.errstate(divide="ignore", invalid="ignore"):
+        values = 1 - (disagree * p).sum(axis=(1, 2)) / (disagree * expected).sum(axis=(1, 2))
+    return np.where(np.isfinite(values), values, np.nan)
+
+
 def _qwk_resampled(human_cat: np.ndarray, judge_cat: np.ndarray, scale: tuple[int, int], rng) -> np.ndarray:
-    """QWK of each bootstrap resample of the pairs, each from its confusion table (``kappa_of_table``)."""
+    """QWK of each bootstrap resample of the pairs, from its confusion table."""
     lo, hi = scale
     size = hi - lo + 1
     cells = (human_cat - lo) * size + (judge_cat - lo)
     idx = rng.integers(0, len(cells), size=(N_BOOT, len(cells)))
-    return np.array(
-        [
-            kappa_of_table(
-                np.bincount(cells[i], minlength=size * size).reshape(size, size), weights="quadratic"
-            )
-            for i in idx
-        ]
-    )
+    flat = cells[idx] + (np.arange(N_BOOT) * size * size)[:, None]
+    tables = np.bincount(flat.ravel(), minlength=N_BOOT * size * size).reshape(N_BOOT, size, size)
+    return qwk_tables(tables)
 
 
 def window_statistics(

@@ -124,3 +124,23 @@ def test_stream_ingest_command_reads_a_file_like_the_api(stream, tmp_path, capsy
     assert "line 6: not JSON" in err and "line 8 (trace_id 'x')" in err
     assert Trace.objects.count() == 5
     assert Item.objects.filter(batch=stream.batch).count() == Trace.objects.filter(sampled=True).count()
+
+
+def test_the_chart_draws_lines_bands_and_gaps():
+    import base64
+
+    from annotator.streams.plots import series_svg
+
+    uri = series_svg(
+        ["d1", "d2", "d3", "d4"],
+        {
+            "qwk": [(0.5, 0.3, 0.7), (None, None, None), (0.6, 0.4, 0.8), (0.7, None, None)],
+            "<α>": [(0.2, None, None)] * 4,
+        },
+        ylabel="agreement",
+    )
+    svg = base64.b64decode(uri.split(",", 1)[1]).decode()
+    assert svg.startswith("<svg") and svg.endswith("</svg>")
+    assert svg.count("<polyline") == 3  # qwk: two runs around the gap; α: one
+    assert svg.count("<polygon") == 2  # the bands of windows 1 and 3
+    assert "&lt;α&gt;" in svg  # names are escaped
