@@ -18,7 +18,7 @@ from django.db import connection, transaction
 from django.utils import timezone
 
 from annotator.models import Item, Stream, StreamChange, Trace, TraceScore
-from annotator.services.bulk import ids_reserve, items_insert, next_position, rows_insert
+from annotator.services.bulk import analyze_after_commit, ids_reserve, items_insert, next_position, rows_insert
 from annotator.streams.sampling import is_sampled
 from annotator.streams.windows import TICK, calendar_span
 from annotator.uploads.files.batch_file import prompt_id_for
@@ -246,7 +246,20 @@ def _write(stream: Stream, traces: list[_Good]) -> list[str]:
         constants={"stream": stream.pk},
     )
     changes_record(stream, [t.timestamp for t in traces])
+    if _doubled(trace_pks[0], trace_pks[-1]):
+        # The planner's statistics, refreshed by the worker each time the trace table doubles: planned
+        # for a small table, the duplicate check reads every trace of the stream instead of the unique index.
+        analyze_after_commit(Trace, TraceScore, Item)
     return [t.trace_id for t in sampled]
+
+
+def _doubled(first: int, last: int) -> bool:
+    """Whether ids first..last cross a power of two from 1,024 up (ids grow with the table).
+
+    >>> _doubled(1000, 1999), _doubled(1025, 2047), _doubled(2000, 2100)
+    (True, False, True)
+    """
+    return any(first <= 2**p <= last for p in range(10, 48))
 
 
 def changes_record(stream: Stream, times: list[dt.datetime]) -> None:
