@@ -271,16 +271,21 @@ def main() -> None:
             repeat=5,
         )
     )
-    traces_ingest(
-        stream=Stream.objects.get(name=NAME),
-        traces=[
-            {
-                **traces(args.traces, 1, args.traces)[0],
-                "timestamp": (START + dt.timedelta(days=30, hours=1)).isoformat(),
-            }
-        ],
-    )
+    late = {
+        **traces(0, 1, args.traces)[0],
+        "trace_id": "late-backfill-1",  # a new id: a stored one would be a duplicate and change nothing
+        "timestamp": (START + dt.timedelta(days=30, hours=1)).isoformat(),
+    }
+    assert traces_ingest(stream=Stream.objects.get(name=NAME), traces=[late]).accepted == 1
     results.append(timed("API after one new trace (one window computed)", lambda: client.get(url)))
+    late = {**late, "trace_id": "late-backfill-2", "timestamp": (START + dt.timedelta(days=20)).isoformat()}
+    assert traces_ingest(stream=Stream.objects.get(name=NAME), traces=[late]).accepted == 1
+    results.append(
+        timed(
+            "page after one more new trace (one window computed)",
+            lambda: page.get(f"/streams/{NAME}/?judge=gpt-judge&dimension=coherence"),
+        )
+    )
     print(
         f"Reading the series: {len(windows)} daily windows, {n_traces:,} traces, {len(labels):,} human labels\n"
     )
