@@ -18,7 +18,13 @@ from django.db import connection, transaction
 from django.utils import timezone
 
 from annotator.models import Item, Stream, StreamChange, Trace, TraceScore
-from annotator.services.bulk import analyze_after_commit, ids_reserve, items_insert, next_position, rows_insert
+from annotator.services.bulk import (
+    analyze_after_commit,
+    ids_reserve,
+    items_insert,
+    next_position,
+    rows_insert,
+)
 from annotator.streams.sampling import is_sampled
 from annotator.streams.windows import TICK, calendar_span
 from annotator.uploads.files.batch_file import prompt_id_for

@@ -202,3 +202,28 @@ def test_calibration_refuses_an_unknown_judge_or_dimension(api_as, stream):
 def test_alerts_are_listed_as_not_computed_yet(api_as, stream):
     body = api_as("researcher").get("/streams/prod-chat/alerts").json()
     assert body == {"stream": "prod-chat", "alerts": [], "alerts_status": "not computed"}
+
+
+def test_count_windows_are_cut_every_n_sampled_traces(api_as):
+    client = api_as("researcher")
+    made = client.post(
+        "/streams", {"name": "counted", "human_rate": 0.5, "k": 3, "window": 4, "judges": ["j1"]}
+    )
+    assert made.status_code == 201, made.content
+    traces = [trace(i, day=1 + i // 20) for i in range(60)]
+    sampled = client.post("/streams/counted/traces", {"traces": traces}).json()["sampled"]
+    windows = client.get("/streams/counted/calibration").json()["windows"]
+    stamps = {t["trace_id"]: t["timestamp"] for t in traces}
+    # Every trace falls in exactly one window; each window but the last holds exactly 4 sampled traces.
+    per_window = [[t for t in sampled if w["start"] <= _utc(stamps[t]) < w["end"]] for w in windows]
+    assert sum(w["n_traces"] for w in windows) == 60
+    assert [len(p) for p in per_window[:-1]] == [4] * (len(windows) - 1)
+    assert 1 <= len(per_window[-1]) <= 4 and sum(map(len, per_window)) == len(sampled)
+    assert all(a["end"] == b["start"] for a, b in zip(windows, windows[1:]))
+
+
+def _utc(stamp: str) -> str:
+    """The API's ISO form of a trace's timestamp (UTC, as the windows' bounds are written)."""
+    import datetime as dt
+
+    return dt.datetime.fromisoformat(stamp).astimezone(dt.UTC).isoformat()
