@@ -48,9 +48,9 @@ def qwk_tables(tables: np.ndarray) -> np.ndarray:
     i, j = np.indices((k, k))
     disagree = ((i - j) ** 2).astype(float)
     totals = tables.sum(axis=(1, 2)).astype(float)
-    p = tables / totals[:, None, None]
-    expected = p.sum(axis=2)[:, :, None] * p.sum(axis=1)[:, None, :]
-    with np.errstate(divide="ignore", invalid="ignore"):
+    with np.errstate(divide="ignore", invalid="ignore"):  # an empty table: NaN, as kappa_of_table says
+        p = tables / totals[:, None, None]
+        expected = p.sum(axis=2)[:, :, None] * p.sum(axis=1)[:, None, :]
         values = 1 - (disagree * p).sum(axis=(1, 2)) / (disagree * expected).sum(axis=(1, 2))
     return np.where(np.isfinite(values), values, np.nan)
 
