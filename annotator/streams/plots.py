@@ -9,7 +9,7 @@ from html import escape
 from annotator.plots import data_uri
 
 WIDTH, HEIGHT = 720, 260
-LEFT, RIGHT, TOP, BOTTOM = 52, 150, 12, 58
+LEFT, RIGHT, TOP, BOTTOM = 76, 150, 12, 64
 COLOURS = ("#2457c5", "#d2691e", "#2e8b57", "#8b3a8b")
 
 
@@ -55,8 +55,8 @@ def series_svg(labels: list[str], lines: dict[str, list[tuple]], *, ylabel: str)
             f'transform="rotate(-30 {x(i):.1f} {TOP + plot_h + 12})">{escape(labels[i])}</text>'
         )
     out.append(
-        f'<text x="12" y="{TOP + plot_h / 2:.1f}" text-anchor="middle" '
-        f'transform="rotate(-90 12 {TOP + plot_h / 2:.1f})">{escape(ylabel)}</text>'
+        f'<text x="14" y="{TOP + plot_h / 2:.1f}" text-anchor="middle" '
+        f'transform="rotate(-90 14 {TOP + plot_h / 2:.1f})">{escape(ylabel)}</text>'
     )
     for k, (name, points) in enumerate(lines.items()):
         colour = COLOURS[k % len(COLOURS)]

@@ -88,7 +88,9 @@ def stream_page(request, stream_name):
     if stream.judges:
         judge, dimension = _choice(request, stream)
         series = series_refresh(stream=stream, judge=judge, dimension=dimension)
-        labels = [w["start"].strftime("%Y-%m-%d %H:%M") for w in series.windows]
+        # Calendar windows start at midnight UTC: their date says it; count windows start at any time.
+        shape = "%Y-%m-%d" if stream.window_count is None else "%Y-%m-%d %H:%M"
+        labels = [w["start"].strftime(shape) for w in series.windows]
         context.update(judge=judge, dimension=dimension, series=series, rows=series_rows(series.windows))
         if series.windows:
             context["agreement_svg"] = series_svg(
