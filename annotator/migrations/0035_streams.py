@@ -33,6 +33,7 @@ class Migration(migrations.Migration):
                 ('salt', models.CharField(max_length=64)),
                 ('sampling_rule', models.CharField(default='sha256(salt + trace_id): first 8 bytes, big-endian, / 2**64 < human_rate', max_length=200)),
                 ('created_at', models.DateTimeField(auto_now_add=True)),
+                ('series_refresh_queued', models.BooleanField(default=False)),
                 ('batch', models.OneToOneField(on_delete=django.db.models.deletion.PROTECT, related_name='stream', to='annotator.batch')),
                 ('created_by', models.ForeignKey(on_delete=django.db.models.deletion.PROTECT, related_name='+', to=settings.AUTH_USER_MODEL)),
             ],

@@ -31,6 +31,8 @@ class Stream(models.Model):
     batch = models.OneToOneField(Batch, on_delete=models.PROTECT, related_name="stream")
     created_by = models.ForeignKey(settings.AUTH_USER_MODEL, on_delete=models.PROTECT, related_name="+")
     created_at = models.DateTimeField(auto_now_add=True)
+    # A refresh of the series by the worker is queued and has not started: later ingests queue no other.
+    series_refresh_queued = models.BooleanField(default=False)
 
     class Meta:
         ordering = ["name"]

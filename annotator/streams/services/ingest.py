@@ -252,11 +252,18 @@ def _write(stream: Stream, traces: list[_Good]) -> list[str]:
         constants={"stream": stream.pk},
     )
     changes_record(stream, [t.timestamp for t in traces])
+    transaction.on_commit(lambda: _queue_refresh(stream.pk), robust=True)
     if _doubled(trace_pks[0], trace_pks[-1]):
         # The planner's statistics, refreshed by the worker each time the trace table doubles: planned
         # for a small table, the duplicate check reads every trace of the stream instead of the unique index.
         analyze_after_commit(Trace, TraceScore, Item)
     return [t.trace_id for t in sampled]
+
+
+def _queue_refresh(stream_id: int) -> None:
+    from annotator.streams.services.series import series_refresh_queue  # the statistics stack, on demand
+
+    series_refresh_queue(stream_id=stream_id)
 
 
 def _doubled(first: int, last: int) -> bool:

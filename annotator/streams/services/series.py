@@ -10,12 +10,15 @@ from __future__ import annotations
 
 import bisect
 import datetime as dt
+import logging
 from collections import defaultdict
 from dataclasses import dataclass, field
 from typing import Any
 
+from django.conf import settings
 from django.db import transaction
 from django.db.models import Count, Max, Min, Sum
+from django.utils import timezone
 
 from annotator.models import (
     Annotation,
@@ -30,6 +33,8 @@ from annotator.models import (
 from annotator.streams.series import series_alerts, window_statistics
 from annotator.streams.services.alerts import alerts_record
 from annotator.streams.windows import count_windows
+
+log = logging.getLogger(__name__)
 
 
 @dataclass
@@ -224,4 +229,41 @@ def _computed(stream, judge, dimension, span, labels, times, last_change, human_
         change_seen=last_change,
         human_key=human_key[:200],
         stats=stats,
+    )
+
+
+def series_refresh_queue(*, stream_id: int) -> bool:
+    """Ask the worker to compute the stream's changed windows ``STREAM_SERIES_REFRESH_DELAY_S`` from now,
+    unless a refresh is already queued (it will see these changes too). Returns whether one was queued."""
+    from annotator.streams.tasks import stream_series_refresh
+
+    if not Stream.objects.filter(pk=stream_id, series_refresh_queued=False).update(
+        series_refresh_queued=True
+    ):
+        return False
+    task, delay = stream_series_refresh, settings.STREAM_SERIES_REFRESH_DELAY_S
+    if delay and task.get_backend().supports_defer:
+        task = task.using(run_after=timezone.now() + dt.timedelta(seconds=delay))
+    try:
+        task.enqueue(stream_id=stream_id)
+    except Exception:
+        # Not queued: let the next ingest try again (reads compute what is stale meanwhile).
+        Stream.objects.filter(pk=stream_id).update(series_refresh_queued=False)
+        log.exception("stream %s: the series refresh was not queued", stream_id)
+        return False
+    return True
+
+
+def series_refresh_all(*, stream_id: int) -> int:
+    """Compute the stale windows of every judge × dimension series of the stream (the worker's task).
+    Returns how many windows were computed."""
+    # Cleared first: traces that arrive while this runs queue the next refresh.
+    Stream.objects.filter(pk=stream_id).update(series_refresh_queued=False)
+    stream = Stream.objects.select_related("batch").filter(pk=stream_id).first()
+    if stream is None:
+        return 0
+    return sum(
+        series_refresh(stream=stream, judge=judge, dimension=dimension).recomputed
+        for judge in stream.judges
+        for dimension in stream.batch.rubric_obj.dimension_keys
     )

@@ -227,3 +227,22 @@ def _utc(stamp: str) -> str:
     import datetime as dt
 
     return dt.datetime.fromisoformat(stamp).astimezone(dt.UTC).isoformat()
+
+
+def test_the_worker_computes_every_series_after_traces_arrive(
+    api_as, stream, django_capture_on_commit_callbacks
+):
+    from annotator.streams.services.series import series_refresh_queue
+
+    client = api_as("researcher")
+    with django_capture_on_commit_callbacks(execute=True):
+        client.post("/streams/prod-chat/traces", {"traces": [trace(i, day=1 + i % 2) for i in range(12)]})
+    # Two judges × five dimensions × two days, stored before anyone reads them.
+    assert StreamWindowStat.objects.count() == 2 * 5 * 2
+    assert not Stream.objects.get(pk=stream.pk).series_refresh_queued
+    stored = {s.pk: s.computed_at for s in StreamWindowStat.objects.all()}
+    assert client.get("/streams/prod-chat/calibration", dimension="fluency").status_code == 200
+    assert {s.pk: s.computed_at for s in StreamWindowStat.objects.all()} == stored  # read, not computed
+    # While a refresh is queued, later changes queue no other: the queued one will see them.
+    Stream.objects.filter(pk=stream.pk).update(series_refresh_queued=True)
+    assert series_refresh_queue(stream_id=stream.pk) is False
