@@ -11,6 +11,7 @@ from typing import Any
 from django.db import transaction
 
 from annotator.models import Stream, Trace
+from annotator.streams.services.refresh import series_refresh_queue
 from annotator.uploads.files.errors import ImportRefused, RowError
 from annotator.uploads.services.annotation_imports import annotations_import_file
 
@@ -61,7 +62,5 @@ def stream_annotations_import(*, stream: Stream, labels: list[Any], created_by) 
     annotations_import_file(
         data=data, filename="stream-labels.jsonl", batch_name=stream.batch.name, created_by=created_by
     )
-    from annotator.streams.services.series import series_refresh_queue  # the statistics stack, on demand
-
     transaction.on_commit(lambda: series_refresh_queue(stream_id=stream.pk), robust=True)
     return len(lines)

@@ -26,6 +26,7 @@ from annotator.services.bulk import (
     rows_insert,
 )
 from annotator.streams.sampling import is_sampled
+from annotator.streams.services.refresh import series_refresh_queue
 from annotator.streams.windows import TICK, calendar_span
 from annotator.uploads.files.batch_file import prompt_id_for
 from annotator.uploads.files.columns import Frame
@@ -252,18 +253,12 @@ def _write(stream: Stream, traces: list[_Good]) -> list[str]:
         constants={"stream": stream.pk},
     )
     changes_record(stream, [t.timestamp for t in traces])
-    transaction.on_commit(lambda: _queue_refresh(stream.pk), robust=True)
+    transaction.on_commit(lambda: series_refresh_queue(stream_id=stream.pk), robust=True)
     if _doubled(trace_pks[0], trace_pks[-1]):
         # The planner's statistics, refreshed by the worker each time the trace table doubles: planned
         # for a small table, the duplicate check reads every trace of the stream instead of the unique index.
         analyze_after_commit(Trace, TraceScore, Item)
     return [t.trace_id for t in sampled]
-
-
-def _queue_refresh(stream_id: int) -> None:
-    from annotator.streams.services.series import series_refresh_queue  # the statistics stack, on demand
-
-    series_refresh_queue(stream_id=stream_id)
 
 
 def _doubled(first: int, last: int) -> bool:

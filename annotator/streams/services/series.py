@@ -10,15 +10,12 @@ from __future__ import annotations
 
 import bisect
 import datetime as dt
-import logging
 from collections import defaultdict
 from dataclasses import dataclass, field
 from typing import Any
 
-from django.conf import settings
 from django.db import transaction
 from django.db.models import Count, Max, Min, Sum
-from django.utils import timezone
 
 from annotator.models import (
     Annotation,
@@ -33,8 +30,6 @@ from annotator.models import (
 from annotator.streams.series import series_alerts, window_statistics
 from annotator.streams.services.alerts import alerts_record
 from annotator.streams.windows import count_windows
-
-log = logging.getLogger(__name__)
 
 
 @dataclass
@@ -230,28 +225,6 @@ def _computed(stream, judge, dimension, span, labels, times, last_change, human_
         human_key=human_key[:200],
         stats=stats,
     )
-
-
-def series_refresh_queue(*, stream_id: int) -> bool:
-    """Ask the worker to compute the stream's changed windows ``STREAM_SERIES_REFRESH_DELAY_S`` from now,
-    unless a refresh is already queued (it will see these changes too). Returns whether one was queued."""
-    from annotator.streams.tasks import stream_series_refresh
-
-    if not Stream.objects.filter(pk=stream_id, series_refresh_queued=False).update(
-        series_refresh_queued=True
-    ):
-        return False
-    task, delay = stream_series_refresh, settings.STREAM_SERIES_REFRESH_DELAY_S
-    if delay and task.get_backend().supports_defer:
-        task = task.using(run_after=timezone.now() + dt.timedelta(seconds=delay))
-    try:
-        task.enqueue(stream_id=stream_id)
-    except Exception:
-        # Not queued: let the next ingest try again (reads compute what is stale meanwhile).
-        Stream.objects.filter(pk=stream_id).update(series_refresh_queued=False)
-        log.exception("stream %s: the series refresh was not queued", stream_id)
-        return False
-    return True
 
 
 def series_refresh_all(*, stream_id: int) -> int:

@@ -232,7 +232,7 @@ def _utc(stamp: str) -> str:
 def test_the_worker_computes_every_series_after_traces_arrive(
     api_as, stream, django_capture_on_commit_callbacks
 ):
-    from annotator.streams.services.series import series_refresh_queue
+    from annotator.streams.services.refresh import series_refresh_queue
 
     client = api_as("researcher")
     with django_capture_on_commit_callbacks(execute=True):
