@@ -70,6 +70,12 @@ JOB_KINDS: dict[str, JobKind] = {
         retry="annotator.judges.services.jobs.judge_job_retry_params",
         release="annotator.judges.services.jobs.judge_job_release",
     ),
+    # The streams package: an alert delivered to the webhook, tried again with backoff.
+    Job.STREAM_ALERT: JobKind(
+        runner="annotator.streams.services.alerts.alert_job_run",
+        gone="The background worker stopped while delivering this alert (it was killed or restarted). Each "
+        "attempt is logged; trying again sends the same event id, so the receiver acts on it once.",
+    ),
 }
 
 # A job row whose kind this server no longer lists (a feature taken out): it fails with this message.

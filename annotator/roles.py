@@ -89,7 +89,7 @@ def role_names(user) -> list[str]:
 # The top bar's links per role (label, URL name), after Home; Rubric is for everyone.
 NAV_LINKS = {
     "annotator": (("Your queue", "annotate_queue"),),
-    "researcher": (("Reports", "report_list"), ("LLM judges", "judges")),
+    "researcher": (("Reports", "report_list"), ("Streams", "stream_list"), ("LLM judges", "judges")),
     "admin": (("Upload", "upload"), ("Studies", "studies"), ("Assignment", "assignment_overview")),
 }
 

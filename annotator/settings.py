@@ -281,6 +281,16 @@ PROLIFIC_WEBHOOK_SECRET = env_secret("PROLIFIC_WEBHOOK_SECRET")
 # A webhook whose signed timestamp is further than this from the server's clock is refused: a
 # captured delivery cannot be replayed later (within the window, the event id makes it act once).
 PROLIFIC_WEBHOOK_MAX_AGE_S = env_int("PROLIFIC_WEBHOOK_MAX_AGE_S", 900, minimum=1)
+# Streams (docs/streams.md): drift alerts are POSTed to this URL, signed with HMAC-SHA256 under the
+# secret (header X-HCS-Signature), by the background worker, with this many attempts and a backoff that
+# doubles from this many seconds. No URL: alerts are listed, not sent.
+STREAM_ALERT_WEBHOOK_URL = env_url("STREAM_ALERT_WEBHOOK_URL", "")
+STREAM_ALERT_WEBHOOK_SECRET = env_secret("STREAM_ALERT_WEBHOOK_SECRET")
+STREAM_ALERT_WEBHOOK_ATTEMPTS = env_int("STREAM_ALERT_WEBHOOK_ATTEMPTS", 6, minimum=1)
+STREAM_ALERT_WEBHOOK_BACKOFF_SECONDS = env_int("STREAM_ALERT_WEBHOOK_BACKOFF_SECONDS", 30, minimum=0)
+# After traces arrive, the worker computes the changed windows of every series of the stream this many
+# seconds later (one refresh for all the traces of that time), so a read finds them stored.
+STREAM_SERIES_REFRESH_DELAY_S = env_int("STREAM_SERIES_REFRESH_DELAY_S", 30, minimum=0)
 # Uploads are read in memory up to the upload limit, then checked in one piece.
 DATA_UPLOAD_MAX_MEMORY_SIZE = ANNOTATOR_UPLOAD_MAX_BYTES + 1024 * 1024
 FILE_UPLOAD_MAX_MEMORY_SIZE = 5 * 1024 * 1024

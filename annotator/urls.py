@@ -44,6 +44,7 @@ judge_reports = _Imported("annotator.judges.views.report")
 calibration_sets = _Imported("annotator.judges.views.calibration_set")
 judge_review = _Imported("annotator.judges.views.review")
 study_plans = _Imported("annotator.studies.views.plan")
+streams = _Imported("annotator.streams.views")
 
 handler400 = "annotator.views.errors.bad_request"  # a session ended meanwhile: say so, and what to do
 handler403 = "annotator.views.errors.permission_denied"  # which role the page needs, and a way back
@@ -144,6 +145,9 @@ urlpatterns = [
         judge_review.review_draw_retire_view,
         name="review_draw_retire",
     ),
+    path("streams/", streams.stream_list, name="stream_list"),
+    path("streams/<str:stream_name>/", streams.stream_page, name="stream_page"),
+    path("streams/<str:stream_name>/series.csv", streams.stream_series_csv, name="stream_series_csv"),
     path("jobs/<uuid:job_id>/", jobs.job_status, name="job_status"),
     path("jobs/<uuid:job_id>/download/", jobs.job_download, name="job_download"),
     path("jobs/<uuid:job_id>/try-again/", jobs.job_try_again, name="job_try_again"),

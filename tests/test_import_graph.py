@@ -242,7 +242,7 @@ def test_only_the_listed_modules_import_the_studies_package():
 # every height), a feature package (``annotator/studies``, ``annotator/rating``, ...: one node each,
 # its own folders inside it), or ``hcs``. The features sit above the core's data layers and below
 # the core's pages and entry points, which put them together. Every node must be placed here.
-FEATURES = ("studies", "rating", "quality", "reports", "uploads", "judges")
+FEATURES = ("studies", "rating", "quality", "reports", "uploads", "judges", "streams")
 LAYERS = (
     ("hcs",),
     # Helpers: settings, database and SQL helpers, text helpers, roles; the package's __init__.
@@ -286,10 +286,15 @@ LAYERS = (
 BACK_ARROWS = {
     ("annotator.models", "annotator.studies"): "re-exports the studies' models: one app label",
     ("annotator.models", "annotator.judges"): "re-exports the judges' models: one app label",
+    ("annotator.models", "annotator.streams"): "re-exports the streams' models: one app label",
     (
         "annotator.judges",
         "annotator.api",
     ): "the judges' routers use the API's auth, schemas and problem replies",
+    (
+        "annotator.streams",
+        "annotator.api",
+    ): "the streams' router uses the API's auth, schemas and problem replies",
 }
 MOST_BACK_ARROWS = 8
 

@@ -21,6 +21,7 @@ from annotator.api.problems import MEDIA_TYPE, install_handlers
 from annotator.judges.api import calibration_sets, judges
 from annotator.judges.api import review as judge_review
 from annotator.judges.api import tables as judge_data
+from annotator.streams import api as streams
 
 DESCRIPTION = """
 Push model outputs to human annotation and read agreement and judge calibration back.
@@ -77,5 +78,16 @@ api = Api(
     docs_decorator=require_GET,  # the schema and the docs page only read
 )
 install_handlers(api)
-for module in (me, batches, annotations, reports, judges, judge_data, calibration_sets, jobs, judge_review):
+for module in (
+    me,
+    batches,
+    annotations,
+    reports,
+    judges,
+    judge_data,
+    calibration_sets,
+    jobs,
+    judge_review,
+    streams,
+):
     api.add_router("", module.router)

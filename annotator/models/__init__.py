@@ -24,6 +24,15 @@ from annotator.models.quality import (
 )
 from annotator.models.report_cache import ReportCache
 from annotator.sessions import UserSession  # the session model lives with its store
+from annotator.streams.models import (
+    Stream,
+    StreamAlert,
+    StreamChange,
+    StreamWebhookDelivery,
+    StreamWindowStat,
+    Trace,
+    TraceScore,
+)
 from annotator.studies.models import (
     AccountScope,
     Enrolment,
@@ -67,6 +76,13 @@ __all__ = [
     "ReviewDrawItem",
     "Score",
     "SignInLink",
+    "Stream",
+    "StreamAlert",
+    "StreamChange",
+    "StreamWebhookDelivery",
+    "StreamWindowStat",
     "StudyLink",
+    "Trace",
+    "TraceScore",
     "UserSession",
 ]

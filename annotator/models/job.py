@@ -17,7 +17,13 @@ class Job(models.Model):
     UPLOAD = "upload"
     EXPORT = "export"
     JUDGE_RUN = "judge_run"
-    KINDS = [(UPLOAD, "Upload"), (EXPORT, "Report export"), (JUDGE_RUN, "Judge run")]
+    STREAM_ALERT = "stream_alert"
+    KINDS = [
+        (UPLOAD, "Upload"),
+        (EXPORT, "Report export"),
+        (JUDGE_RUN, "Judge run"),
+        (STREAM_ALERT, "Stream alert webhook"),
+    ]
 
     QUEUED = "queued"
     RUNNING = "running"

@@ -25,6 +25,7 @@ from annotator.models import Annotation, Assignment, Batch
 from annotator.rating.services.assignment import item_next_for_annotator
 from annotator.reports.exports.formats import EXPORT_FORMATS as EXPORTS
 from annotator.services.api_tokens import api_token_create
+from annotator.streams.services.streams import stream_create
 from annotator.studies.services.links import annotators_add, invite_create, study_link_create
 from tests.factories import PASSWORD, make_annotation, make_batch, make_user
 
@@ -119,6 +120,10 @@ ACCESS: dict[str, dict[str, dict]] = {
     "job_download": {"GET": {**SIGNED_IN, "none": 404, "annotator": 404, "researcher": 404}},
     "job_try_again": {"POST": {**allowed(SIGNED_IN, 302), "none": 404, "annotator": 404, "researcher": 404}},
     "job_stop": {"POST": {**allowed(SIGNED_IN, 302), "none": 404, "annotator": 404, "researcher": 404}},
+    # Streams are research material: researchers read them; annotators (crowd workers too) never see them.
+    "stream_list": {"GET": RESEARCHERS},
+    "stream_page": {"GET": RESEARCHERS},
+    "stream_series_csv": {"GET": RESEARCHERS},
     "healthz": {"GET": EVERYONE},  # for load balancers: says only whether the database answers
     # Each user's own API tokens; another user's token id is a 404 (a 302 back to the list for one's own).
     "api_tokens": {"GET": SIGNED_IN},
@@ -155,6 +160,16 @@ ACCESS: dict[str, dict[str, dict]] = {
         name: {"GET": {**API_RESEARCHERS, "researcher": 404, "admin": 404}, "POST": allowed(API_ADMINS, 400)}
         for name in ("api-v1:review_draw", "api-v1:review_draw_make", "api-v1:review_draw_retire")
     },
+    # Streams: researchers make and feed them (an empty, non-JSON body: 400) and read their series.
+    **{
+        name: {"GET": API_RESEARCHERS, "POST": allowed(API_RESEARCHERS, 400)}
+        for name in ("api-v1:streams", "api-v1:streams_create")
+    },
+    "api-v1:stream": {"GET": API_RESEARCHERS},
+    "api-v1:stream_traces": {"POST": allowed(API_RESEARCHERS, 400)},
+    "api-v1:stream_annotations": {"POST": allowed(API_RESEARCHERS, 400)},
+    "api-v1:stream_calibration": {"GET": API_RESEARCHERS},
+    "api-v1:stream_alerts": {"GET": API_RESEARCHERS},
     # API jobs belong to whoever started them (here the admin), as on the job page.
     "api-v1:job": {"GET": {**API_SIGNED_IN, "none": 404, "annotator": 404, "researcher": 404}},
     "api-v1:job_result": {"GET": {**API_SIGNED_IN, "none": 404, "annotator": 404, "researcher": 404}},
@@ -241,6 +256,14 @@ def world():
         judge=judge, item=items[0], dimension="coherence", raw_value=3, scale_min=1, scale_max=5, value=3
     )
     params["judge_id"] = judge.pk
+    params["stream_name"] = stream_create(
+        name="matrix-stream",
+        human_rate=0.5,
+        k=3,
+        window="day",
+        judges=["matrix-judge"],
+        created_by=users["admin"],
+    ).name
     params["card_fmt"] = "html"
     Job = getattr(models, "Job", None)
     if Job is not None:

@@ -325,10 +325,20 @@ def test_your_annotations_shows_flag_labels_and_edit_time(client):
     ("role", "expected"),
     [
         ("annotator", ["Home", "Your queue", "Rubric"]),
-        ("researcher", ["Home", "Reports", "LLM judges", "Rubric"]),
+        ("researcher", ["Home", "Reports", "Streams", "LLM judges", "Rubric"]),
         (
             "admin",
-            ["Home", "Your queue", "Reports", "LLM judges", "Upload", "Studies", "Assignment", "Rubric"],
+            [
+                "Home",
+                "Your queue",
+                "Reports",
+                "Streams",
+                "LLM judges",
+                "Upload",
+                "Studies",
+                "Assignment",
+                "Rubric",
+            ],
         ),
     ],
 )

@@ -1,0 +1,269 @@
+"""Streams over the API: make one, push traces (and labels made elsewhere), read the calibration series
+and the alerts. Researchers and admins; see docs/streams.md."""
+
+from __future__ import annotations
+
+from datetime import datetime
+from typing import Any
+
+from django.shortcuts import get_object_or_404
+from django.urls import reverse
+from ninja import Router, Schema
+from ninja.responses import Status
+from pydantic import Field
+
+from annotator.api.auth import researchers
+from annotator.api.problems import INVALID_REQUEST, Problem
+from annotator.api.schemas import ERRORS
+from annotator.models import Stream, StreamAlert
+from annotator.streams.services.ingest import MAX_TRACES, traces_ingest
+from annotator.streams.services.streams import StreamRefused, stream_create
+
+router = Router(tags=["streams"])
+
+
+class StreamIn(Schema):
+    name: str = Field(description="letters, digits, '.', '_' or '-'")
+    human_rate: float = Field(description="share of traces sent to human review, 0 to 1")
+    k: int = Field(3, description="independent human ratings per sampled trace (at least 3)")
+    window: str | int = Field(description="'day', 'week', or a number of human-labelled (sampled) traces")
+    judges: list[str] = Field(default_factory=list, description="names of the judges that score the traces")
+    rubric: dict[str, Any] | None = Field(None, description="a rubric like hcs/rubrics/hcs.json; default HCS")
+
+
+class StreamOut(Schema):
+    name: str
+    human_rate: float
+    k: int
+    window: str
+    judges: list[str]
+    rubric: str
+    dimensions: list[str]
+    sampling_rule: str
+    salt: str
+    batch_id: int
+    created_at: datetime
+    url: str
+
+
+class TracesIn(Schema):
+    traces: list[Any] = Field(description=f"up to {MAX_TRACES} traces")
+
+
+class TraceErrorOut(Schema):
+    index: int
+    trace_id: str | None
+    problems: list[str]
+
+
+class TracesOut(Schema):
+    accepted: int
+    duplicates: int
+    sampled: list[str]
+    errors: list[TraceErrorOut]
+
+
+class LabelsOut(Schema):
+    imported: int
+
+
+def _stream(stream_name: str) -> Stream:
+    return get_object_or_404(Stream.objects.select_related("batch"), name=stream_name)
+
+
+def stream_out(request, stream: Stream) -> dict:
+    rubric = stream.batch.rubric_obj
+    return {
+        "name": stream.name,
+        "human_rate": stream.human_rate,
+        "k": stream.k,
+        "window": stream.window,
+        "judges": stream.judges,
+        "rubric": rubric.name,
+        "dimensions": list(rubric.dimension_keys),
+        "sampling_rule": stream.sampling_rule,
+        "salt": stream.salt,
+        "batch_id": stream.batch_id,
+        "created_at": stream.created_at,
+        "url": request.build_absolute_uri(reverse("api-v1:stream", kwargs={"stream_name": stream.name})),
+    }
+
+
+@router.post(
+    "/streams",
+    response={201: StreamOut, **ERRORS},
+    auth=researchers,
+    url_name="streams_create",
+    summary="Create a stream (researchers)",
+)
+def streams_create(request, payload: StreamIn):
+    """A named source of traces with its rubric, judges, human sampling rate, k and window. The sampling
+    salt is drawn now and returned with the rule, so the sampled set can be recomputed."""
+    from annotator.uploads.files.checks import rubric_from_data
+
+    try:
+        rubric = rubric_from_data(payload.rubric) if payload.rubric is not None else None
+        stream = stream_create(
+            name=payload.name,
+            human_rate=payload.human_rate,
+            k=payload.k,
+            window=payload.window,
+            judges=payload.judges,
+            rubric=rubric,
+            created_by=request.user,
+        )
+    except (StreamRefused, ValueError) as exc:
+        problems = getattr(exc, "problems", [str(exc)])
+        raise Problem(
+            422,
+            "The stream cannot be made: " + "; ".join(problems) + ".",
+            kind=INVALID_REQUEST,
+            errors=[{"row": None, "column": p.split(":")[0], "message": p} for p in problems],
+        ) from None
+    return Status(201, stream_out(request, stream))
+
+
+@router.get(
+    "/streams",
+    response={200: list[StreamOut], **ERRORS},
+    auth=researchers,
+    url_name="streams",
+    summary="List streams (researchers)",
+)
+def streams(request):
+    return [stream_out(request, s) for s in Stream.objects.select_related("batch").order_by("name")]
+
+
+@router.get(
+    "/streams/{stream_name}",
+    response={200: StreamOut, **ERRORS},
+    auth=researchers,
+    url_name="stream",
+    summary="One stream (researchers)",
+)
+def stream(request, stream_name: str):
+    return stream_out(request, _stream(stream_name))
+
+
+@router.post(
+    "/streams/{stream_name}/traces",
+    response={200: TracesOut, **ERRORS},
+    auth=researchers,
+    url_name="stream_traces",
+    summary=f"Push up to {MAX_TRACES} traces (researchers)",
+)
+def stream_traces(request, stream_name: str, payload: TracesIn):
+    """Each bad trace is named in ``errors`` (its 0-based index, its trace_id, what is wrong); the good
+    ones are kept. A trace_id already stored is counted in ``duplicates`` and changes nothing.
+    ``sampled`` lists the new traces sent to human review."""
+    stream = _stream(stream_name)
+    if len(payload.traces) > MAX_TRACES:
+        raise Problem(
+            422,
+            f"At most {MAX_TRACES} traces per request; this one has {len(payload.traces)}. Nothing was saved.",
+            kind=INVALID_REQUEST,
+        )
+    result = traces_ingest(stream=stream, traces=payload.traces)
+    return {
+        "accepted": result.accepted,
+        "duplicates": result.duplicates,
+        "sampled": result.sampled,
+        "errors": result.errors,
+    }
+
+
+@router.post(
+    "/streams/{stream_name}/annotations",
+    response={201: LabelsOut, **ERRORS},
+    auth=researchers,
+    url_name="stream_annotations",
+    summary="Import labels made elsewhere for sampled traces (researchers)",
+)
+def stream_annotations(request, stream_name: str, payload: list[dict[str, Any]]):
+    """``[{"trace_id", "annotator", "scores": {dimension: value}, "constraints"?: [...]}]``, saved as
+    annotations of the sampled traces' items. All or nothing: any bad label saves none, and each problem
+    is listed with its row (the label's 1-based position)."""
+    from annotator.streams.services.annotations import stream_annotations_import
+
+    stream = _stream(stream_name)
+    imported = stream_annotations_import(stream=stream, labels=payload, created_by=request.user)
+    return Status(201, {"imported": imported})
+
+
+def _judge_and_dimension(stream: Stream, judge: str | None, dimension: str | None) -> tuple[str, str]:
+    dimensions = list(stream.batch.rubric_obj.dimension_keys)
+    judge = judge or (stream.judges[0] if stream.judges else "")
+    dimension = dimension or dimensions[0]
+    if judge not in stream.judges:
+        raise Problem(
+            422, f"judge: {judge!r} is not one of the stream's judges {stream.judges}.", kind=INVALID_REQUEST
+        )
+    if dimension not in dimensions:
+        raise Problem(422, f"dimension: {dimension!r} is not one of {dimensions}.", kind=INVALID_REQUEST)
+    return judge, dimension
+
+
+@router.get(
+    "/streams/{stream_name}/calibration",
+    response={200: dict[str, Any], **ERRORS},
+    auth=researchers,
+    url_name="stream_calibration",
+    summary="The calibration series of one judge and dimension, per window (researchers)",
+)
+def stream_calibration(request, stream_name: str, judge: str | None = None, dimension: str | None = None):
+    """One entry per window: its traces and human-labelled traces, the judge's agreement with people
+    (quadratic-weighted κ), the human mean, its PPI++ estimate, the judge's mean and Krippendorff's α among
+    people, each with a 95 % interval. Defaults: the stream's first judge and the rubric's first
+    dimension. ``alerts_status`` says whether drift alerts were computed."""
+    from annotator.streams.services.series import series_refresh
+
+    stream = _stream(stream_name)
+    judge, dimension = _judge_and_dimension(stream, judge, dimension)
+    series = series_refresh(stream=stream, judge=judge, dimension=dimension)
+    return {
+        "stream": stream.name,
+        "judge": judge,
+        "dimension": dimension,
+        "window": stream.window,
+        "windows": series.windows,
+        "alerts": series.alerts,
+        "alerts_status": series.alerts_status,
+    }
+
+
+def alert_out(alert: StreamAlert) -> dict:
+    return {
+        "event_id": str(alert.event_id),
+        "judge": alert.judge,
+        "dimension": alert.dimension,
+        "window": {"start": alert.window_start, "end": alert.window_end},
+        "kind": alert.kind,
+        "detail": alert.detail,
+        "created_at": alert.created_at,
+        "deliveries": [
+            {
+                "attempt": d.attempt,
+                "at": d.attempted_at,
+                "status_code": d.status_code,
+                "ok": d.ok,
+                "error": d.error,
+            }
+            for d in alert.deliveries.all()
+        ],
+    }
+
+
+@router.get(
+    "/streams/{stream_name}/alerts",
+    response={200: dict[str, Any], **ERRORS},
+    auth=researchers,
+    url_name="stream_alerts",
+    summary="The stream's recorded drift alerts, newest first (researchers)",
+)
+def stream_alerts(request, stream_name: str):
+    from annotator.streams.series import alerts_status
+
+    stream = _stream(stream_name)
+    status = alerts_status()
+    alerts = StreamAlert.objects.filter(stream=stream).prefetch_related("deliveries")
+    return {"stream": stream.name, "alerts": [alert_out(a) for a in alerts], "alerts_status": status}
