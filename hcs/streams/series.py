@@ -215,7 +215,9 @@ def _arrays(judge_scores, labelled, human) -> tuple[np.ndarray, np.ndarray, np.n
     """The judge's scores, the labelled positions and the human matrix as arrays, checked."""
     judge_all = np.asarray(judge_scores, dtype=float).ravel()
     where = np.asarray(labelled, dtype=int).ravel()
-    data = np.asarray(human, dtype=float).reshape(len(where), -1)
+    data = np.asarray(human, dtype=float)
+    # A window nobody labelled: no rows (reshape cannot infer the columns of an empty array).
+    data = data.reshape(len(where), -1) if data.size else np.empty((len(where), 0))
     if len(np.unique(where)) != len(where):
         raise ValueError("a trace is listed twice in labelled")
     return judge_all, where, data
