@@ -3,15 +3,18 @@ refresh runs the detectors, and a planted change raises its alert once, with its
 
 from __future__ import annotations
 
+import base64
 import datetime as dt
 
 import numpy as np
 import pytest
+from django.urls import reverse
 
 from annotator.models import Job, StreamAlert
 from annotator.streams import series as stream_series
 from annotator.streams.services.series import series_refresh_all
 from hcs.streams.simulate import StreamModel, simulate_window
+from tests.annotator.streams.test_pages import _signed_in
 
 pytestmark = pytest.mark.django_db
 
@@ -105,6 +108,15 @@ def test_a_product_change_raises_one_product_change_alert(api_as):
     calibration = client.get("/streams/shop/calibration", judge="j1", dimension="coherence").json()
     assert [a["event_id"] for a in calibration["alerts"]] == [listed["event_id"]]
     assert calibration["alerts_status"] == "computed" and len(calibration["windows"]) == DAYS
+    # The page lists it beside the charts and marks its window on both.
+    page = _signed_in("researcher").get(reverse("stream_page", args=["shop"]), {"dimension": "coherence"})
+    body = page.content.decode()
+    assert "product_change" in body and "2026-01-21 00:00" in body
+    charts = [
+        base64.b64decode(uri.split(",", 1)[1]).decode()
+        for uri in (page.context["agreement_svg"], page.context["means_svg"])
+    ]
+    assert all(svg.count("<title>alert</title>") == 1 for svg in charts)
 
 
 def test_a_judge_drift_raises_one_judge_drift_alert(api_as):
