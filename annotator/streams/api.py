@@ -16,6 +16,7 @@ from annotator.api.auth import researchers
 from annotator.api.problems import INVALID_REQUEST, Problem
 from annotator.api.schemas import ERRORS
 from annotator.models import Stream, StreamAlert
+from annotator.streams.selectors import COMPUTED, alerts_of
 from annotator.streams.services.ingest import MAX_TRACES, traces_ingest
 from annotator.streams.services.streams import StreamRefused, stream_create
 
@@ -214,7 +215,8 @@ def stream_calibration(request, stream_name: str, judge: str | None = None, dime
     """One entry per window: its traces and human-labelled traces, the judge's agreement with people
     (quadratic-weighted κ), the human mean, its PPI++ estimate, the judge's mean and Krippendorff's α among
     people, each with a 95 % interval. Defaults: the stream's first judge and the rubric's first
-    dimension. ``alerts_status`` says whether drift alerts were computed."""
+    dimension. ``alerts`` are the stored change alerts of this judge and the stream-wide ones (product
+    change, rater drift) on this dimension; ``alerts_status`` says they are computed."""
     from annotator.streams.services.series import series_refresh
 
     stream = _stream(stream_name)
@@ -226,19 +228,25 @@ def stream_calibration(request, stream_name: str, judge: str | None = None, dime
         "dimension": dimension,
         "window": stream.window,
         "windows": series.windows,
-        "alerts": series.alerts,
+        "alerts": [alert_out(a) for a in series.alerts],
         "alerts_status": series.alerts_status,
     }
 
 
 def alert_out(alert: StreamAlert) -> dict:
+    """``since`` is the start of the window the change began in (estimated), ``detected_at`` the start of
+    the window that raised the alert; ``evidence`` the detector's figures (docs/streams-statistics.md)."""
+    detail = alert.detail or {}
     return {
         "event_id": str(alert.event_id),
-        "judge": alert.judge,
-        "dimension": alert.dimension,
-        "window": {"start": alert.window_start, "end": alert.window_end},
         "kind": alert.kind,
-        "detail": alert.detail,
+        "judge": alert.judge or None,  # None: about the people or the product, not one judge
+        "dimension": alert.dimension,
+        "detected_at": detail.get("detected_at"),
+        "since": detail.get("since", alert.window_start.isoformat()),
+        "evidence": detail.get("evidence", {}),
+        "window": {"start": alert.window_start, "end": alert.window_end},
+        "detail": detail,
         "created_at": alert.created_at,
         "deliveries": [
             {
@@ -258,12 +266,11 @@ def alert_out(alert: StreamAlert) -> dict:
     response={200: dict[str, Any], **ERRORS},
     auth=researchers,
     url_name="stream_alerts",
-    summary="The stream's recorded drift alerts, newest first (researchers)",
+    summary="The stream's recorded change alerts, newest first (researchers)",
 )
 def stream_alerts(request, stream_name: str):
-    from annotator.streams.series import alerts_status
-
+    """Judge drift, product change and rater drift, as the worker's refresh found them after traces or
+    labels arrived, each with its webhook delivery log."""
     stream = _stream(stream_name)
-    status = alerts_status()
-    alerts = StreamAlert.objects.filter(stream=stream).prefetch_related("deliveries")
-    return {"stream": stream.name, "alerts": [alert_out(a) for a in alerts], "alerts_status": status}
+    alerts = alerts_of(stream).prefetch_related("deliveries")
+    return {"stream": stream.name, "alerts": [alert_out(a) for a in alerts], "alerts_status": COMPUTED}

@@ -4,6 +4,7 @@ of the page's time): one line per statistic over the windows, its 95 % interval 
 from __future__ import annotations
 
 import math
+from collections.abc import Sequence
 from html import escape
 
 from annotator.plots import data_uri
@@ -21,8 +22,11 @@ def _ticks(lo: float, hi: float, n: int = 5) -> list[float]:
     return [first + i * step for i in range(int((hi - first) / step + 1e-9) + 1)]
 
 
-def series_svg(labels: list[str], lines: dict[str, list[tuple]], *, ylabel: str) -> str:
-    """``lines``: name → per window (estimate, low, high), any of them None (a gap). A data URI."""
+def series_svg(
+    labels: list[str], lines: dict[str, list[tuple]], *, ylabel: str, marks: Sequence[int] = ()
+) -> str:
+    """``lines``: name → per window (estimate, low, high), any of them None (a gap); ``marks``: windows
+    an alert's change began in, drawn as dashed lines. A data URI."""
     values = [v for points in lines.values() for p in points for v in p if v is not None]
     lo, hi = (min(values), max(values)) if values else (0.0, 1.0)
     if hi - lo < 1e-9:
@@ -57,6 +61,11 @@ def series_svg(labels: list[str], lines: dict[str, list[tuple]], *, ylabel: str)
     out.append(
         f'<text x="14" y="{TOP + plot_h / 2:.1f}" text-anchor="middle" '
         f'transform="rotate(-90 14 {TOP + plot_h / 2:.1f})">{escape(ylabel)}</text>'
+    )
+    out.extend(
+        f'<line x1="{x(i):.1f}" x2="{x(i):.1f}" y1="{TOP}" y2="{TOP + plot_h}" stroke="#c0392b" '
+        'stroke-dasharray="4 3"><title>alert</title></line>'
+        for i in marks
     )
     for k, (name, points) in enumerate(lines.items()):
         colour = COLOURS[k % len(COLOURS)]

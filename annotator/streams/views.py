@@ -91,6 +91,8 @@ def stream_page(request, stream_name):
         # Calendar windows start at midnight UTC: their date says it; count windows start at any time.
         shape = "%Y-%m-%d" if stream.window_count is None else "%Y-%m-%d %H:%M"
         labels = [w["start"].strftime(shape) for w in series.windows]
+        starts = [w["start"] for w in series.windows]
+        marks = sorted({starts.index(a.window_start) for a in series.alerts if a.window_start in starts})
         context.update(judge=judge, dimension=dimension, series=series, rows=series_rows(series.windows))
         if series.windows:
             context["agreement_svg"] = series_svg(
@@ -100,6 +102,7 @@ def stream_page(request, stream_name):
                     "human α": [_triple(w["human_alpha"]) for w in series.windows],
                 },
                 ylabel="agreement",
+                marks=marks,
             )
             context["means_svg"] = series_svg(
                 labels,
@@ -109,6 +112,7 @@ def stream_page(request, stream_name):
                     "judge mean": [(w["judge_mean"], None, None) for w in series.windows],
                 },
                 ylabel=f"{dimension} (mean)",
+                marks=marks,
             )
     return render(request, "streams/stream.html", context)
 

@@ -122,6 +122,7 @@ def bootstrap_ci(
     n_boot: int = N_BOOT,
     seed: int = 0,
     level: float = 0.95,
+    scale: tuple[int, int] = SCALE,
 ) -> tuple[float, float]:
     """Percentile bootstrap CI of ``statistic(x, y)``, resampling items (pairs) with replacement.
 
@@ -129,9 +130,9 @@ def bootstrap_ci(
     ----------
     x, y : array_like
         Paired values, one pair per item.
-    statistic : {"spearman", "kendall"} or callable
-        Spearman's ρ or Kendall's τ-b (both computed for all resamples at once), or any function
-        of two arrays.
+    statistic : {"spearman", "kendall", "qwk"} or callable
+        Spearman's ρ, Kendall's τ-b or the quadratic-weighted κ of whole-number categories on ``scale``
+        (each computed for all resamples at once), or any function of two arrays.
     n_boot, seed : int
         Resamples and the seed of ``numpy.random.default_rng``.
     level : float
@@ -156,6 +157,8 @@ def bootstrap_ci(
     values = None
     if statistic == "spearman":
         values = _pearson_rows(_resample_ranks(x, idx), _resample_ranks(y, idx))
+    elif statistic == "qwk":
+        values = qwk_resamples(x, y, idx, scale)
     elif statistic == "kendall":
         values = _kendall_resamples(x, y, idx)
         if values is None:
@@ -254,6 +257,35 @@ def quadratic_weighted_kappa(human, judge, scale: tuple[int, int] = SCALE) -> fl
     Cohen, J. (1968). Weighted kappa. *Psychological Bulletin* 70(4), 213–220.
     """
     return kappa_of_table(np.asarray(confusion_matrix(human, judge, scale), dtype=float), weights="quadratic")
+
+
+def qwk_resamples(human, judge, idx: np.ndarray, scale: tuple[int, int] = SCALE) -> np.ndarray:
+    """:func:`quadratic_weighted_kappa` of ``human[i], judge[i]`` for each row ``i`` of ``idx`` at once:
+    one confusion table per row, then :func:`kappa_of_table`'s formula over the stack (NaN where
+    undefined). Categories outside ``scale`` raise ``ValueError``, as ``confusion_matrix`` does.
+
+    >>> h, j = np.array([1, 2, 3, 3]), np.array([1, 2, 3, 2])
+    >>> idx = np.array([[0, 1, 2, 3], [0, 0, 0, 0]])
+    >>> qwk_resamples(h, j, idx, (1, 3)).round(4).tolist(), round(quadratic_weighted_kappa(h, j, (1, 3)), 4)
+    ([0.8, nan], 0.8)
+    """
+    lo, hi = scale
+    size = hi - lo + 1
+    human, judge = np.asarray(human, dtype=int), np.asarray(judge, dtype=int)
+    outside = (human < lo) | (human > hi) | (judge < lo) | (judge > hi)
+    if outside.any():
+        raise ValueError(f"a category is outside {lo}–{hi}")
+    cells = (human - lo) * size + (judge - lo)
+    n = len(idx)
+    flat = cells[idx] + (np.arange(n) * size * size)[:, None]
+    tables = np.bincount(flat.ravel(), minlength=n * size * size).reshape(n, size, size).astype(float)
+    i, j = np.indices((size, size))
+    disagree = ((i - j) ** 2).astype(float)
+    with np.errstate(divide="ignore", invalid="ignore"):
+        p = tables / tables.sum(axis=(1, 2))[:, None, None]
+        expected = p.sum(axis=2)[:, :, None] * p.sum(axis=1)[:, None, :]
+        values = 1 - (disagree * p).sum(axis=(1, 2)) / (disagree * expected).sum(axis=(1, 2))
+    return np.where(np.isfinite(values), values, np.nan)
 
 
 def human_ceiling(

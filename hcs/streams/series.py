@@ -25,7 +25,6 @@ from hcs.calibration.metrics import (
     JudgeCalibration,
     bootstrap_ci,
     calibrate_judge,
-    quadratic_weighted_kappa,
     round_half_up,
 )
 from hcs.defaults import DEFAULT_EPSILON
@@ -202,20 +201,16 @@ def _qwk_ci(mapping, judge_labelled, scale, *, n_boot: int, seed: int) -> tuple[
     median = np.array([np.median(list(r.values())) for r in mapping.values()])
     human_cat = np.clip(round_half_up(median), lo, hi).astype(int)
     judge_cat = np.clip(round_half_up(judge_labelled), lo, hi).astype(int)
-    return bootstrap_ci(
-        human_cat,
-        judge_cat,
-        lambda h, j: quadratic_weighted_kappa(h.astype(int), j.astype(int), scale),
-        n_boot=n_boot,
-        seed=seed,
-    )
+    return bootstrap_ci(human_cat, judge_cat, "qwk", n_boot=n_boot, seed=seed, scale=scale)
 
 
 def _arrays(judge_scores, labelled, human) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
     """The judge's scores, the labelled positions and the human matrix as arrays, checked."""
     judge_all = np.asarray(judge_scores, dtype=float).ravel()
     where = np.asarray(labelled, dtype=int).ravel()
-    data = np.asarray(human, dtype=float).reshape(len(where), -1)
+    data = np.asarray(human, dtype=float)
+    # A window nobody labelled: no rows (reshape cannot infer the columns of an empty array).
+    data = data.reshape(len(where), -1) if data.size else np.empty((len(where), 0))
     if len(np.unique(where)) != len(where):
         raise ValueError("a trace is listed twice in labelled")
     return judge_all, where, data

@@ -285,3 +285,20 @@ def test_kappa_of_a_table_refuses_an_unknown_weighting():
 
     with pytest.raises(ValueError, match="weights must be"):
         kappa_of_table(np.eye(3), weights="cubic")
+
+
+def test_qwk_resamples_is_quadratic_weighted_kappa_of_each_resample():
+    from hcs.calibration.metrics import bootstrap_ci, quadratic_weighted_kappa, qwk_resamples
+
+    rng = np.random.default_rng(3)
+    human, judge = rng.integers(1, 6, 40), rng.integers(1, 6, 40)
+    idx = rng.integers(0, 40, size=(200, 40))
+    idx[0] = 0  # one pair repeated: chance agreement of 1, undefined
+    expected = np.array([quadratic_weighted_kappa(human[i], judge[i], (1, 5)) for i in idx])
+    np.testing.assert_allclose(qwk_resamples(human, judge, idx, (1, 5)), expected, equal_nan=True)
+    assert np.isnan(expected[0])
+    # The bootstrap's "qwk" draws the same resamples as the same function passed in.
+    looped = bootstrap_ci(human, judge, lambda h, j: quadratic_weighted_kappa(h.astype(int), j.astype(int)))
+    assert bootstrap_ci(human, judge, "qwk") == pytest.approx(looped)
+    with pytest.raises(ValueError, match="outside"):
+        qwk_resamples(np.array([0, 1]), np.array([1, 1]), idx[:, :2] % 2, (1, 5))

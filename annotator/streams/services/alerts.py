@@ -1,4 +1,6 @@
-"""Drift alerts: recorded once per window and kind, and sent to ``STREAM_ALERT_WEBHOOK_URL``.
+"""Change alerts: computed by ``hcs.streams.alerts.stream_alerts`` on the stored windows, recorded once
+per change (stream, judge, dimension, kind and the window it started in), and sent to
+``STREAM_ALERT_WEBHOOK_URL``.
 
 The body is JSON; ``X-HCS-Signature: sha256=<hex>`` is its HMAC-SHA256 under
 ``STREAM_ALERT_WEBHOOK_SECRET``. Each alert has one event id (``X-HCS-Event-Id`` and ``event_id`` in the
@@ -9,6 +11,7 @@ delivers (job kind ``stream_alert``), trying again with a doubling backoff; ever
 
 from __future__ import annotations
 
+import datetime as dt
 import hashlib
 import hmac
 import json
@@ -21,6 +24,10 @@ from django.db import transaction
 from django.utils import timezone
 
 from annotator.models import Job, Stream, StreamAlert, StreamWebhookDelivery
+from annotator.streams.selectors import alert_data
+from hcs.numbers import finite_or_none
+from hcs.streams.alerts import Alert
+from hcs.streams.alerts import stream_alerts as detect_alerts
 
 log = logging.getLogger(__name__)
 SIGNATURE_HEADER = "X-HCS-Signature"
@@ -33,7 +40,7 @@ def alert_payload(alert: StreamAlert) -> dict:
         "event_id": str(alert.event_id),
         "type": "stream.alert",
         "stream": alert.stream.name,
-        "judge": alert.judge,
+        "judge": alert.judge or None,
         "dimension": alert.dimension,
         "window": {"start": alert.window_start.isoformat(), "end": alert.window_end.isoformat()},
         "kind": alert.kind,
@@ -51,19 +58,62 @@ def signature(secret: str, body: bytes) -> str:
     return "sha256=" + hmac.new(secret.encode("utf-8"), body, hashlib.sha256).hexdigest()
 
 
+def alerts_refresh(*, stream: Stream, bounds: list[tuple[dt.datetime, dt.datetime]]) -> list[StreamAlert]:
+    """Run the change detectors on every dimension of the stream over its windows ``bounds`` (in time
+    order) and record the alerts not stored yet. Returns the new ones."""
+    rubric = stream.batch.rubric_obj
+    made = []
+    for dimension in rubric.dimension_keys:
+        data = alert_data(stream, dimension, bounds)
+        found = detect_alerts(
+            data.human, data.judges, dimension=dimension, scale=(rubric.scale_min, rubric.scale_max)
+        )
+        made += alerts_record(
+            stream=stream, judge="", dimension=dimension, alerts=[_found(a, bounds) for a in found]
+        )
+    return made
+
+
+def _found(alert: Alert, bounds) -> dict:
+    """One detection as ``alerts_record`` takes it: the window the change started in, and the evidence."""
+    d = alert.detection
+    first, last = d.reference
+    return {
+        "start": bounds[d.since][0],
+        "end": bounds[d.since][1],
+        "kind": alert.kind,
+        "judge": alert.judge or "",
+        "detail": {
+            "detected_at": bounds[d.detected_at][0].isoformat(),
+            "since": bounds[d.since][0].isoformat(),
+            "evidence": {
+                "direction": d.direction,
+                "statistic": d.statistic,
+                "threshold": d.threshold,
+                "e_value": d.e_value,
+                "reference": {"start": bounds[first][0].isoformat(), "end": bounds[last][1].isoformat()},
+                "bound": d.bound,
+                "before": d.before,
+                "after": finite_or_none(d.after),
+            },
+        },
+    }
+
+
 @transaction.atomic
 def alerts_record(*, stream: Stream, judge: str, dimension: str, alerts: list[dict]) -> list[StreamAlert]:
-    """Store the alerts not stored yet (one per window and kind) and queue their webhook deliveries."""
+    """Store the alerts not stored yet and queue their webhook deliveries. An alert is one change: the
+    stream, judge (``found["judge"]`` when given; "" for the stream-wide kinds), dimension, kind and the
+    window the change started in; its end is not part of it (a count window's end can move)."""
     made = []
     for found in alerts:
         alert, created = StreamAlert.objects.get_or_create(
             stream=stream,
-            judge=judge,
+            judge=found.get("judge", judge),
             dimension=dimension,
             window_start=found["start"],
-            window_end=found["end"],
             kind=str(found.get("kind", "drift")),
-            defaults={"detail": found.get("detail", {})},
+            defaults={"detail": found.get("detail", {}), "window_end": found["end"]},
         )
         if created:
             made.append(alert)

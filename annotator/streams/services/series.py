@@ -22,13 +22,15 @@ from annotator.models import (
     AnnotatorStanding,
     Score,
     Stream,
+    StreamAlert,
     StreamChange,
     StreamWindowStat,
     Trace,
     TraceScore,
 )
-from annotator.streams.series import series_alerts, window_statistics
-from annotator.streams.services.alerts import alerts_record
+from annotator.streams.selectors import COMPUTED, alerts_of
+from annotator.streams.series import window_statistics
+from annotator.streams.services.alerts import alerts_refresh
 from annotator.streams.windows import count_windows
 
 
@@ -38,7 +40,7 @@ class Series:
     judge: str
     dimension: str
     windows: list[dict[str, Any]] = field(default_factory=list)
-    alerts: list[dict[str, Any]] = field(default_factory=list)
+    alerts: list[StreamAlert] = field(default_factory=list)  # stored: the worker's refresh computes them
     alerts_status: str = ""
     recomputed: int = 0  # windows computed on this read (the rest were stored)
 
@@ -126,7 +128,7 @@ def _overlaps(changes, seen: int, start, end) -> bool:
 
 
 def series_refresh(*, stream: Stream, judge: str, dimension: str) -> Series:
-    """The series, its stale windows computed again and stored, its alerts recorded."""
+    """The series, its stale windows computed again and stored, with its stored alerts."""
     bounds = _window_bounds(stream)
     stored = {
         (s.start, s.end): s
@@ -194,10 +196,8 @@ def series_refresh(*, stream: Stream, judge: str, dimension: str) -> Series:
     else:
         fresh = []
     windows = [{"start": a, "end": b, **stored[(a, b)].stats} for a, b in bounds]
-    alerts, status = series_alerts(windows)
-    if alerts:
-        alerts_record(stream=stream, judge=judge, dimension=dimension, alerts=alerts)
-    return Series(stream, judge, dimension, windows, alerts, status, recomputed=len(fresh))
+    alerts = list(alerts_of(stream, judge=judge, dimension=dimension).prefetch_related("deliveries"))
+    return Series(stream, judge, dimension, windows, alerts, COMPUTED, recomputed=len(fresh))
 
 
 def _computed(stream, judge, dimension, span, labels, times, last_change, human_key) -> StreamWindowStat:
@@ -214,6 +214,7 @@ def _computed(stream, judge, dimension, span, labels, times, last_change, human_
         judge_scores,
         n_traces=n_traces,
         scale=(rubric.scale_min, rubric.scale_max),
+        k=stream.k,
     )
     return StreamWindowStat(
         stream=stream,
@@ -228,15 +229,17 @@ def _computed(stream, judge, dimension, span, labels, times, last_change, human_
 
 
 def series_refresh_all(*, stream_id: int) -> int:
-    """Compute the stale windows of every judge × dimension series of the stream (the worker's task).
-    Returns how many windows were computed."""
+    """Compute the stale windows of every judge × dimension series of the stream, then its change
+    alerts (recording and sending the new ones): the worker's task. Returns how many windows were computed."""
     # Cleared first: traces that arrive while this runs queue the next refresh.
     Stream.objects.filter(pk=stream_id).update(series_refresh_queued=False)
     stream = Stream.objects.select_related("batch").filter(pk=stream_id).first()
     if stream is None:
         return 0
-    return sum(
+    computed = sum(
         series_refresh(stream=stream, judge=judge, dimension=dimension).recomputed
         for judge in stream.judges
         for dimension in stream.batch.rubric_obj.dimension_keys
     )
+    alerts_refresh(stream=stream, bounds=_window_bounds(stream))
+    return computed

@@ -40,7 +40,7 @@ def _fed(api_as):
     return client
 
 
-def test_the_page_plots_the_series_and_says_alerts_are_not_computed(api_as, stream):
+def test_the_page_plots_the_series_and_says_no_alert_was_found(api_as, stream):
     _fed(api_as)
     response = _signed_in("researcher").get(
         reverse("stream_page", args=["prod-chat"]), {"dimension": "coherence"}
@@ -48,7 +48,7 @@ def test_the_page_plots_the_series_and_says_alerts_are_not_computed(api_as, stre
     assert response.status_code == 200
     body = response.content.decode()
     assert body.count("data:image/svg+xml;base64,") == 2
-    assert "not computed yet" in body
+    assert "No alerts: no judge drift" in body
     assert len(response.context["rows"]) == 2
     assert stream.salt in body  # the sampling rule's salt is on the page
     listing = _signed_in("researcher").get(reverse("stream_list")).content.decode()

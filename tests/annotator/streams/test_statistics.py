@@ -100,15 +100,3 @@ def _close(got, expected) -> bool:
         return got == pytest.approx(expected)
     assert got == expected, (got, expected)
     return True
-
-
-def test_the_vectorised_bootstrap_kappa_is_kappa_of_table_on_each_resample():
-    from annotator.streams.series import qwk_tables
-    from hcs.calibration.metrics import kappa_of_table
-
-    tables = np.random.default_rng(3).integers(0, 6, size=(50, 5, 5))
-    tables[0] = 0  # no ratings: undefined
-    tables[1] = np.diag([4, 0, 0, 0, 0])  # chance agreement of 1: undefined
-    expected = np.array([kappa_of_table(t, weights="quadratic") for t in tables])
-    np.testing.assert_allclose(qwk_tables(tables), expected, equal_nan=True)
-    assert np.isnan(expected[:2]).all()

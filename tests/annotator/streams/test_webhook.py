@@ -7,6 +7,7 @@ import datetime as dt
 import hashlib
 import hmac
 import json
+import os
 import threading
 from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 
@@ -20,7 +21,8 @@ from tests.factories import make_user
 
 pytestmark = pytest.mark.django_db
 
-PORT = 8761
+# The receiver's port (and the next one, where nobody listens); set it apart when tests run side by side.
+PORT = int(os.environ.get("HCS_TEST_WEBHOOK_PORT", "8761"))
 SECRET = "s3cret-for-tests"
 
 
