@@ -7,10 +7,12 @@ import bisect
 import datetime as dt
 from collections import defaultdict
 from dataclasses import dataclass
-
-import numpy as np
+from typing import TYPE_CHECKING
 
 from annotator.models import AnnotatorStanding, Score, Stream, StreamAlert, Trace, TraceScore
+
+if TYPE_CHECKING:  # numpy is imported where the arrays are made: the API and the pages load without it
+    import numpy as np
 
 # The API's ``alerts_status``: the worker computes the alerts with every refresh of the series.
 COMPUTED = "computed"
@@ -27,6 +29,8 @@ class AlertData:
 
 def alert_data(stream: Stream, dimension: str, bounds: list[tuple[dt.datetime, dt.datetime]]) -> AlertData:
     """The labelled traces of each window of ``bounds`` on ``dimension``, excluded annotators left out."""
+    import numpy as np
+
     excluded = AnnotatorStanding.objects.filter(batch_id=stream.batch_id, excluded=True).values_list(
         "annotator_id", flat=True
     )
@@ -64,6 +68,8 @@ def alert_data(stream: Stream, dimension: str, bounds: list[tuple[dt.datetime, d
 
 
 def _matrix(rows: list[dict[int, int]]) -> np.ndarray:
+    import numpy as np
+
     raters = sorted({a for r in rows for a in r})
     column = {a: i for i, a in enumerate(raters)}
     out = np.full((len(rows), len(raters)), np.nan)

@@ -23,7 +23,7 @@ def test_the_admins_top_bar_wraps_compactly_on_a_phone(chromium, live_server):
     page.goto(live_server.url + reverse("upload"))
     links = page.locator("header.topbar nav a")
     boxes = [links.nth(i).bounding_box() for i in range(links.count())]
-    assert links.count() == 8 and "Studies" in links.all_inner_texts()
+    assert links.count() == 9 and {"Studies", "Streams"} <= set(links.all_inner_texts())
     assert all(0 <= box["x"] and box["x"] + box["width"] <= PHONE["width"] for box in boxes)  # all in sight
     assert len({round(box["y"]) for box in boxes}) <= 2
     brand = page.locator("header.topbar .brand").bounding_box()
