@@ -218,7 +218,8 @@ def test_count_windows_are_cut_every_n_sampled_traces(api_as):
     per_window = [[t for t in sampled if w["start"] <= _utc(stamps[t]) < w["end"]] for w in windows]
     assert sum(w["n_traces"] for w in windows) == 60
     assert [len(p) for p in per_window[:-1]] == [4] * (len(windows) - 1)
-    assert 1 <= len(per_window[-1]) <= 4 and sum(map(len, per_window)) == len(sampled)
+    assert [sum(t in p for p in per_window) for t in sampled] == [1] * len(sampled)  # each in one window
+    assert len(windows) == -(-len(sampled) // 4)  # as many windows as groups of 4 sampled traces
     assert all(a["end"] == b["start"] for a, b in zip(windows, windows[1:]))
 
 
