@@ -4,6 +4,9 @@
 - ``scatter_svg``, ``confusion_svg`` and ``reliability_svg``: a judge against people (report pages, as
   ``<img>`` data URIs); the first two are written as SVG directly, without matplotlib.
 - ``over_time_svg``: agreement per window of submissions (the quality section of the report).
+- ``series_svg``: a stream's statistics per window with their 95 % intervals and the windows its alerts
+  start in (the stream page; written as SVG directly: a chart per page view, where matplotlib would take
+  most of the page's time).
 
 All share one style, applied per figure with ``matplotlib.rc_context`` (global ``rcParams`` are
 never changed): text stays text (``svg.fonttype = none``) and a fixed hash salt gives stable element
@@ -16,9 +19,11 @@ from __future__ import annotations
 
 import base64
 import io
+import math
 import re
 from collections.abc import Sequence
 from functools import cache
+from html import escape as html_escape
 from typing import TYPE_CHECKING
 
 import numpy as np
@@ -293,3 +298,102 @@ def reliability_svg(bins) -> str:
         ax.grid(alpha=0.25)
         ax.legend(loc="upper left", fontsize=7, frameon=False)
     return _svg(fig, tight=True)
+
+
+# The stream page's charts (series_svg).
+_SERIES_WIDTH, _SERIES_HEIGHT = 720, 260
+_SERIES_LEFT, _SERIES_RIGHT, _SERIES_TOP, _SERIES_BOTTOM = 76, 150, 12, 64
+_SERIES_COLOURS = ("#2457c5", "#d2691e", "#2e8b57", "#8b3a8b")
+
+
+def _series_ticks(lo: float, hi: float, n: int = 5) -> list[float]:
+    raw = (hi - lo) / n
+    step = 10 ** math.floor(math.log10(raw))
+    step *= next(m for m in (1, 2, 2.5, 5, 10) if raw <= step * m)
+    first = math.ceil(lo / step) * step
+    return [first + i * step for i in range(int((hi - first) / step + 1e-9) + 1)]
+
+
+def series_svg(
+    labels: list[str], lines: dict[str, list[tuple]], *, ylabel: str, marks: Sequence[int] = ()
+) -> str:
+    """``lines``: name → per window (estimate, low, high), any of them None (a gap); ``marks``: windows
+    an alert's change began in, drawn as dashed lines. A data URI."""
+    values = [v for points in lines.values() for p in points for v in p if v is not None]
+    lo, hi = (min(values), max(values)) if values else (0.0, 1.0)
+    if hi - lo < 1e-9:
+        lo, hi = lo - 0.5, hi + 0.5
+    pad = (hi - lo) * 0.05
+    lo, hi = lo - pad, hi + pad
+    plot_w, plot_h = (
+        _SERIES_WIDTH - _SERIES_LEFT - _SERIES_RIGHT,
+        _SERIES_HEIGHT - _SERIES_TOP - _SERIES_BOTTOM,
+    )
+    n = len(labels)
+
+    def x(i: int) -> float:
+        return _SERIES_LEFT + (plot_w * (i + 0.5) / n if n else 0)
+
+    def y(v: float) -> float:
+        return _SERIES_TOP + plot_h * (hi - v) / (hi - lo)
+
+    out = [
+        f'<svg xmlns="http://www.w3.org/2000/svg" width="{_SERIES_WIDTH}" height="{_SERIES_HEIGHT}" '
+        f'viewBox="0 0 {_SERIES_WIDTH} {_SERIES_HEIGHT}" font-family="sans-serif" font-size="10">',
+        f'<rect x="{_SERIES_LEFT}" y="{_SERIES_TOP}" width="{plot_w}" height="{plot_h}" fill="none" stroke="#bbb"/>',
+    ]
+    for t in _series_ticks(lo, hi):
+        out.append(
+            f'<line x1="{_SERIES_LEFT - 4}" x2="{_SERIES_LEFT + plot_w}" y1="{y(t):.1f}" y2="{y(t):.1f}" stroke="#eee"/>'
+        )
+        out.append(f'<text x="{_SERIES_LEFT - 6}" y="{y(t) + 3:.1f}" text-anchor="end">{t:g}</text>')
+    step = max(1, math.ceil(n / 12))
+    for i in range(0, n, step):
+        out.append(
+            f'<text x="{x(i):.1f}" y="{_SERIES_TOP + plot_h + 12}" text-anchor="end" '
+            f'transform="rotate(-30 {x(i):.1f} {_SERIES_TOP + plot_h + 12})">{html_escape(labels[i])}</text>'
+        )
+    out.append(
+        f'<text x="14" y="{_SERIES_TOP + plot_h / 2:.1f}" text-anchor="middle" '
+        f'transform="rotate(-90 14 {_SERIES_TOP + plot_h / 2:.1f})">{html_escape(ylabel)}</text>'
+    )
+    out.extend(
+        f'<line x1="{x(i):.1f}" x2="{x(i):.1f}" y1="{_SERIES_TOP}" y2="{_SERIES_TOP + plot_h}" stroke="#c0392b" '
+        'stroke-dasharray="4 3"><title>alert</title></line>'
+        for i in marks
+    )
+    for k, (name, points) in enumerate(lines.items()):
+        colour = _SERIES_COLOURS[k % len(_SERIES_COLOURS)]
+        # Runs of windows with an interval: one shaded band each; runs of estimates: one line each.
+        for band in _runs([p[1] is not None and p[2] is not None for p in points]):
+            upper = " ".join(f"{x(j):.1f},{y(points[j][2]):.1f}" for j in band)
+            lower = " ".join(f"{x(j):.1f},{y(points[j][1]):.1f}" for j in reversed(band))
+            out.append(f'<polygon points="{upper} {lower}" fill="{colour}" fill-opacity="0.15"/>')
+        for run in _runs([p[0] is not None for p in points]):
+            path = " ".join(f"{x(j):.1f},{y(points[j][0]):.1f}" for j in run)
+            out.append(f'<polyline points="{path}" fill="none" stroke="{colour}" stroke-width="1.5"/>')
+            out.extend(
+                f'<circle cx="{x(j):.1f}" cy="{y(points[j][0]):.1f}" r="2.2" fill="{colour}"/>' for j in run
+            )
+        ly = _SERIES_TOP + 14 + 16 * k
+        out.append(
+            f'<line x1="{_SERIES_WIDTH - _SERIES_RIGHT + 12}" x2="{_SERIES_WIDTH - _SERIES_RIGHT + 30}" y1="{ly}" y2="{ly}" stroke="{colour}" stroke-width="2"/>'
+        )
+        out.append(f'<text x="{_SERIES_WIDTH - _SERIES_RIGHT + 36}" y="{ly + 3}">{html_escape(name)}</text>')
+    out.append("</svg>")
+    return data_uri("\n".join(out))
+
+
+def _runs(present: list[bool]) -> list[list[int]]:
+    """The runs of consecutive indices where ``present`` holds: a gap ends a line or a band.
+
+    >>> _runs([True, True, False, True])
+    [[0, 1], [3]]
+    """
+    runs: list[list[int]] = []
+    for i, here in enumerate(present):
+        if here and runs and runs[-1][-1] == i - 1:
+            runs[-1].append(i)
+        elif here:
+            runs.append([i])
+    return runs

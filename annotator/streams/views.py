@@ -80,7 +80,7 @@ def stream_list(request):
 @require_GET
 @researcher_required
 def stream_page(request, stream_name):
-    from annotator.streams.plots import series_svg
+    from annotator.plots import series_svg
     from annotator.streams.services.series import series_refresh
 
     stream = _stream(stream_name)

@@ -129,7 +129,7 @@ def test_stream_ingest_command_reads_a_file_like_the_api(stream, tmp_path, capsy
 def test_the_chart_draws_lines_bands_and_gaps():
     import base64
 
-    from annotator.streams.plots import series_svg
+    from annotator.plots import series_svg
 
     uri = series_svg(
         ["d1", "d2", "d3", "d4"],
