@@ -21,6 +21,16 @@ class Stream(models.Model):
     name = models.CharField(max_length=200, unique=True)
     rubric = models.JSONField()
     judges = models.JSONField(default=list, help_text="Names of the judges whose scores the stream keeps.")
+    # The judges the worker runs on every trace (each also named in ``judges``): one object per judge, its
+    # name, template, model and endpoint, and its cost cap per UTC day (docs/streams.md).
+    judge_runs = models.JSONField(default=list, blank=True)
+    # Every trace as an item of a closed batch that is never offered to people: the judges' run path
+    # (ledger, cache, cost cap, retries) scores items. None until the stream has a judge to run.
+    judge_batch = models.OneToOneField(
+        Batch, null=True, blank=True, on_delete=models.PROTECT, related_name="stream_judging"
+    )
+    # A run of the stream's judges by the worker is queued and has not started.
+    judges_run_queued = models.BooleanField(default=False)
     human_rate = models.FloatField(validators=[MinValueValidator(0.0), MaxValueValidator(1.0)])
     k = models.PositiveSmallIntegerField(default=MIN_K, validators=[MinValueValidator(MIN_K)])
     # "day", "week", or a whole number: windows of that many traces sampled for human labels.
@@ -149,6 +159,12 @@ class StreamAlert(models.Model):
 
     class Meta:
         ordering = ["-created_at", "-id"]
+        constraints = [
+            # One alert per change, whichever worker's refresh saw it first.
+            models.UniqueConstraint(
+                fields=["stream", "judge", "dimension", "kind", "window_start"], name="stream_alert_once"
+            ),
+        ]
 
 
 class StreamWebhookDelivery(models.Model):
