@@ -29,7 +29,7 @@ migrate: install
 # address is kept in var/demo_site_url, so the link commands run from another shell use it too.
 DEMO_SITE_URL = $(or $(SITE_URL),http://$(if $(filter 0.0.0.0,$(HOST)),127.0.0.1,$(HOST)):$(PORT))
 demo: migrate
-	DEBUG=1 $(PY) manage.py load_demo
+	DEBUG=1 SITE_URL=$(DEMO_SITE_URL) $(PY) manage.py load_demo
 	DEBUG=1 SITE_URL=$(DEMO_SITE_URL) $(PY) manage.py create_demo_users
 	@( trap 'kill -TERM $$child 2>/dev/null; wait $$child 2>/dev/null; exit 0' TERM; \
 	  while :; do DEBUG=1 SITE_URL=$(DEMO_SITE_URL) $(PY) manage.py db_worker --no-reload & child=$$!; \

@@ -1,9 +1,12 @@
 """python manage.py load_demo: the demo batch of route-planning items (with training and check items),
 a few offline annotations, and three demo LLM judges' scores of the annotated items: two with made-up
 scores (close and lenient) and a constructed one (``judge_scores.csv``: the rounded human mean, one point
-more for answers over 250 characters and one less under 150, so its judge card shows a length bias).
+more for answers over 250 characters and one less under 150, so its judge card shows a length bias),
+and the stream "demo-support-chat" (``annotator.streams.demo``): 60 days of simulated traffic with a
+product change and a judge drift, both raised as alerts on its page.
 
-Idempotent: a second run finds the batch, its annotations and the judge's scores and changes nothing.
+Idempotent: a second run finds the batch, its annotations, the judge's scores and the stream and changes
+nothing.
 """
 
 from __future__ import annotations
@@ -19,6 +22,7 @@ from annotator.judges.services.calibration_set import calibration_set_mark
 from annotator.judges.services.judges import judge_scores_import
 from annotator.judges.services.runs import version_key, version_name
 from annotator.models import Annotation, Batch, CalibrationSet, Judge, JudgeScore
+from annotator.streams.demo import demo_stream_load
 from annotator.uploads.services.annotation_imports import annotations_import_file
 from annotator.uploads.services.batches import batch_import_file
 from hcs.judge_output import JudgeScale
@@ -49,7 +53,7 @@ def demo_judges() -> dict[str, tuple[str, str]]:
 class Command(BaseCommand):
     help = (
         "Load the demo batch (fixtures/demo/items.jsonl, with the training and check items of gold.jsonl) "
-        "and its offline annotations (annotations.csv)."
+        "and its offline annotations (annotations.csv), and the demo stream of simulated traffic."
     )
 
     def handle(self, *args, **options):
@@ -92,6 +96,8 @@ class Command(BaseCommand):
             )
         self._judges(batch)
         self._calibration_set(batch)
+        for line in demo_stream_load(site_url=settings.ANNOTATOR_SITE_URL):
+            self.stdout.write(line)
 
     def _judges(self, batch: Batch) -> None:
         template = load_template(DEMO_TEMPLATE)
