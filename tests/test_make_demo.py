@@ -1,6 +1,7 @@
 """`make demo` serves everything a new user clicks, the background worker included, from one
 command; a worker that dies is started again; Ctrl-C (SIGINT to the terminal's process group) stops both.
-The printed "try it as a worker" link is a new worker each time it is opened. And the README's shell
+The printed "try it as a worker" link is a new worker each time it is opened, and the printed stream
+page opens, after signing in, on the demo stream's two alerts. And the README's shell
 commands run on a developer's machine without DEBUG=1 or a SECRET_KEY, while serving still needs one."""
 
 from __future__ import annotations
@@ -14,7 +15,7 @@ import time
 import urllib.request
 from http.cookiejar import CookieJar
 from pathlib import Path
-from urllib.parse import parse_qs, urlsplit
+from urllib.parse import parse_qs, urlencode, urlsplit
 
 import pytest
 
@@ -71,9 +72,10 @@ class _NotedRedirects(urllib.request.HTTPRedirectHandler):
         return super().redirect_request(req, fp, code, msg, headers, newurl)
 
 
-def open_as_new_worker_twice(output, port: int) -> None:
+def open_as_new_worker_twice(output, port: int) -> list[str]:
     """Read the printed "try it as a worker" link from the demo's output and open it in two fresh
-    browsers (private windows): both reach the study's consent page, as two different workers."""
+    browsers (private windows): both reach the study's consent page, as two different workers.
+    Returns the lines printed up to it."""
     seen = []
     for _ in range(200):
         line = output.readline()
@@ -93,6 +95,32 @@ def open_as_new_worker_twice(output, port: int) -> None:
         entry = next(url for url in noted.seen if "PROLIFIC_PID=" in url)
         workers.add(parse_qs(urlsplit(entry).query)["PROLIFIC_PID"][0])
     assert len(workers) == 2 and all(re.fullmatch(r"[0-9a-f]{24}", pid) for pid in workers), workers
+    return seen
+
+
+def open_stream_page_as_researcher(printed: list[str], port: int) -> None:
+    """Open the printed stream page link as a browser does: sent to sign in, signed in as the demo's
+    researcher, back on the page, which shows the demo stream's two alerts."""
+    at = next((n for n, line in enumerate(printed) if line.startswith("Stream page of")), None)
+    assert at is not None, "no stream page link printed:\n" + "".join(printed)
+    assert "product_change since" in printed[at] and "judge_drift since" in printed[at], printed[at]
+    link = printed[at + 1].strip()
+    assert link.startswith(f"http://127.0.0.1:{port}/streams/"), link
+    browser = urllib.request.build_opener(urllib.request.HTTPCookieProcessor(CookieJar()))
+    with browser.open(link, timeout=30) as page:
+        assert "/login/" in page.url, page.url
+        form = page.read().decode()
+        sign_in = page.url
+    token = re.search(r'name="csrfmiddlewaretoken" value="([^"]+)"', form).group(1)
+    data = urlencode(
+        {"csrfmiddlewaretoken": token, "username": "researcher", "password": "researcher-demo-pass"}
+    ).encode()
+    with browser.open(
+        urllib.request.Request(sign_in, data=data, headers={"Referer": sign_in}), timeout=60
+    ) as page:
+        assert page.status == 200 and page.url == link, page.url
+        body = page.read().decode()
+    assert "product_change" in body and "judge_drift" in body
 
 
 @pytest.mark.slow
@@ -120,7 +148,8 @@ def test_make_demo_runs_the_worker_and_ctrl_c_stops_both(tmp_path):
                 pass
             assert time.monotonic() < deadline, "make demo did not start serving"
             time.sleep(1)
-        open_as_new_worker_twice(demo.stdout, port)
+        printed = open_as_new_worker_twice(demo.stdout, port)
+        open_stream_page_as_researcher(printed, port)
         running = _group(demo.pid)
         assert any("manage.py db_worker" in line for line in running), running
         assert any("manage.py runserver" in line for line in running), running
