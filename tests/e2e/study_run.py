@@ -33,6 +33,7 @@ from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass, field
 from datetime import timedelta
 from pathlib import Path
+from typing import Any
 from unittest import mock
 from urllib.parse import urlencode, urlsplit
 
@@ -236,6 +237,7 @@ class StudyRun:
     positions_after: dict = field(default_factory=dict)
     review_after_wave: list = field(default_factory=list)  # every item still to route once the wave has rated
     prolific: dict = field(default_factory=dict)  # the review round trip on the fake Prolific API
+    stream: Any = None  # the team's production stream (tests/e2e/stream_run.py)
     lock: threading.Lock = field(default_factory=threading.Lock)
 
     def log(self, request: Request) -> None:
@@ -828,4 +830,7 @@ def study_run(out_dir: Path) -> StudyRun:
     a_worker_returns_on_prolific(run, token)
     prolific_round_trip(run)
     one_address_too_fast(run, token)
+    from tests.e2e.stream_run import stream_run  # it reads this module's browser and rating page
+
+    run.stream = stream_run(run)
     return run

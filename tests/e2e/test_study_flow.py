@@ -8,6 +8,7 @@ the run saw.
 from __future__ import annotations
 
 import csv
+import datetime as dt
 import io
 import json
 import math
@@ -23,8 +24,20 @@ from django.core.management import call_command
 from django.db.models import Count, Q
 from django.test import override_settings
 
-from annotator.models import Annotation, AnnotatorStanding, Batch, Enrolment, Item, Job, JudgeCall
+from annotator.models import (
+    Annotation,
+    AnnotatorStanding,
+    Batch,
+    Enrolment,
+    Item,
+    Job,
+    JudgeCall,
+    Stream,
+    Trace,
+)
 from annotator.reports.exports.formats import EXPORT_FORMATS
+from annotator.streams.sampling import is_sampled
+from tests.e2e import stream_run as stream_flow
 from tests.e2e import study_run as flow
 
 # Each test reads the run's rows inside a transaction that is rolled back; the run itself is
@@ -471,3 +484,55 @@ def test_the_prolific_review_approves_and_pays_exactly_who_the_study_said(run):
         for path in p["posts_again"]
         if "transition" in path or "approve" in path or "pay" in path or "request-return" in path
     ]
+
+
+# --------------------------------------------------------------------------- the production stream
+def test_the_stream_is_made_and_fed_through_the_api(run):
+    seen = run.stream
+    assert seen.created == 201
+    n = stream_flow.PER_DAY * (stream_flow.DAYS_BEFORE + stream_flow.DAYS_AFTER)
+    assert (seen.ingest["accepted"], seen.ingest["duplicates"], seen.ingest["errors"]) == (n, 0, [])
+    # The hash rule chose the sample: anyone with the salt recomputes it.
+    stream = Stream.objects.get(name=stream_flow.STREAM)
+    ids = Trace.objects.filter(stream=stream).order_by("trace_id").values_list("trace_id", flat=True)
+    assert sorted(seen.sampled) == [t for t in ids if is_sampled(stream.salt, t, stream_flow.HUMAN_RATE)]
+    assert seen.recent_sampled and seen.labels_status == 201
+    # The labels of the earlier days alone show nothing: the judge drifts on the days nobody rated yet.
+    assert seen.alerts_before == []
+
+
+def test_people_rate_the_streams_recent_sample_in_the_browser_exactly_k_times(run):
+    seen = run.stream
+    for rater, saved in seen.rated.items():
+        assert sorted(saved) == sorted(seen.recent_sampled), rater  # each once, all of them
+    batch = Stream.objects.get(name=stream_flow.STREAM).batch
+    assert {i.n_annotations for i in batch.items.all()} == {stream_flow.K}
+    by_people = Annotation.objects.filter(item__batch=batch, source=Annotation.Source.WEB)
+    assert by_people.count() == stream_flow.K * len(seen.recent_sampled)
+
+
+def test_the_workers_refresh_raises_the_judge_drift_and_delivers_it_signed(run):
+    seen = run.stream
+    alerts = seen.alerts["alerts"]
+    assert [(a["kind"], a["judge"], a["dimension"]) for a in alerts] == [
+        ("judge_drift", stream_flow.JUDGE, stream_flow.DIMENSION)
+    ]
+    [alert] = alerts
+    drifted = stream_flow.DAY0 + dt.timedelta(days=stream_flow.DAYS_BEFORE)
+    assert alert["since"] == drifted.isoformat() and alert["detected_at"] >= alert["since"]
+    assert alert["evidence"]["direction"] == "down"
+    assert alert["evidence"]["statistic"] >= alert["evidence"]["threshold"]
+    assert alert["evidence"]["after"] < alert["evidence"]["before"]
+    assert [(d["attempt"], d["status_code"], d["ok"]) for d in alert["deliveries"]] == [(1, 200, True)]
+    [(headers, body)] = seen.delivered
+    assert stream_flow.signature_valid(headers, body)
+    assert not stream_flow.signature_valid(headers, body.replace(b"judge_drift", b"judge_fine"))
+    assert headers["X-HCS-Event-Id"] == alert["event_id"]
+    payload = json.loads(body)
+    assert (payload["event_id"], payload["kind"], payload["stream"]) == (
+        alert["event_id"],
+        "judge_drift",
+        stream_flow.STREAM,
+    )
+    # The stream page lists it too.
+    assert "judge_drift" in seen.page and drifted.strftime("%Y-%m-%d") in seen.page
