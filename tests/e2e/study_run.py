@@ -10,7 +10,8 @@ out (once before the worker's first rating); a researcher excludes one annotator
 endpoints; the items where the judges disagree most are listed (page, API, command) and put first in
 the queue, and a second wave of workers rates; every export is downloaded; a worker returns the
 study on Prolific (webhook), and the admin reviews the study on a local fake of Prolific's API from
-the Studies page (dry run, then approvals, return requests and bonuses, then once more). Every
+the Studies page (dry run, then approvals, return requests and bonuses, then once more). Last, the
+team's production stream drifts and its alert goes out (``tests/e2e/stream_run.py``). Every
 request and what each worker was told is kept in a :class:`StudyRun` for the tests to judge.
 
 Each worker is a Django test client with CSRF checks on and exceptions turned into responses (a
