@@ -223,11 +223,13 @@ def _checked(windows, direction: str, alpha: float, horizon: int, reference_wind
         raise ValueError(f"alpha must lie in (0, 1), not {alpha}")
     if reference_windows < 1 or horizon < 1:
         raise ValueError("reference_windows and horizon must be at least 1")
+    # Non-finite values (a trace the judge did not score) are dropped first: a window of only those is empty.
     data = [np.asarray(w, dtype=float).ravel() for w in windows]
+    data = [w[np.isfinite(w)] for w in data]
     for w in data:
-        if w.size and (np.nanmin(w) < 0 or np.nanmax(w) > 1):
+        if w.size and (w.min() < 0 or w.max() > 1):
             raise ValueError("the statistic must lie in [0, 1]")
-    return [w[np.isfinite(w)] for w in data]
+    return data
 
 
 def _detection(data, det, t: int, reference_span: tuple[int, int], reference, threshold: float) -> Detection:

@@ -2,6 +2,8 @@
 by simulated coverage, false alarms under no change within the stated bound, detection of a change, one
 alert per change, and which kind of alert a change raises."""
 
+import warnings
+
 import numpy as np
 import pytest
 from scipy.stats import binom
@@ -211,3 +213,16 @@ def test_judge_windows_must_match():
     human, judge = _stream(4, days=20)
     with pytest.raises(ValueError):
         stream_alerts(human, {"j": judge[:-1]}, dimension="helpful")
+
+
+def test_a_window_of_only_unscored_values_is_empty_and_warns_nothing():
+    # A judge that scored none of a window's labelled traces gives only NaN there: the window counts as
+    # empty, without numpy's all-NaN warning, and the values around it are read as before.
+    rng = np.random.default_rng(3)
+    days = [rng.beta(8, 2, 50) for _ in range(30)]
+    with_gap = [*days[:20], np.full(50, np.nan), *days[20:]]
+    with warnings.catch_warnings():
+        warnings.simplefilter("error")
+        assert detect_changes(with_gap) == detect_changes(days[:20] + [np.array([])] + days[20:])
+    with pytest.raises(ValueError, match=r"\[0, 1\]"):
+        detect_changes([np.array([np.nan, 1.5])])
