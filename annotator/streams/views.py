@@ -75,16 +75,11 @@ def series_rows(windows: list[dict]) -> list[list]:
 
 
 MONTHS = ("Jan", "Feb", "Mar", "Apr", "May", "Jun", "Jul", "Aug", "Sep", "Oct", "Nov", "Dec")
-# What each detector watches, as the pages name it (hcs.streams.alerts, docs/streams-statistics.md).
-DETECTOR_LINES = {
-    "judge_drift": "judge agreement (judge_drift)",
-    "product_change": "human level (product_change)",
-    "rater_drift": "agreement among people (rater_drift)",
-}
 
 
-def when(moment: dt.datetime | str | None) -> str:
-    """A time on the pages, in UTC: "7 Dec 2026" at midnight, "7 Dec 2026 14:05" otherwise."""
+def when(moment: dt.datetime | str | None, *, time: bool | None = None) -> str:
+    """A time on the pages, in UTC: "7 Dec 2026" at midnight, "7 Dec 2026 14:05" otherwise (``time``:
+    always or never the time of day)."""
     if not moment:
         return "—"
     if isinstance(moment, str):
@@ -95,7 +90,9 @@ def when(moment: dt.datetime | str | None) -> str:
     if moment.tzinfo is not None:
         moment = moment.astimezone(dt.UTC)
     day = f"{moment.day} {MONTHS[moment.month - 1]} {moment.year}"
-    return day if moment.time() == dt.time(0) else f"{day} {moment:%H:%M}"
+    if time is None:
+        time = moment.time() != dt.time(0)
+    return f"{day} {moment:%H:%M}" if time else day
 
 
 def window_label(start: dt.datetime, end: dt.datetime) -> str:
@@ -105,12 +102,13 @@ def window_label(start: dt.datetime, end: dt.datetime) -> str:
     if whole:
         last = end - dt.timedelta(days=1)
         return when(start) if last.date() <= start.date() else f"{when(start)} – {when(last)}"
-    return f"{when(start)} – {when(end)}"
+    return f"{when(start, time=True)} – {when(end, time=True)}"
 
 
-def _alert_rows(alerts, judge: str | None, dimension: str | None) -> list[dict]:
+def _alert_rows(alerts, stream: Stream, judge: str | None, dimension: str | None) -> list[dict]:
     """The stream's alerts as the page lists them; ``shown``: on the charts of the selected series (the
-    judge's own and the stream-wide kinds of its dimension)."""
+    judge's own and the stream-wide kinds of its dimension); ``judge``: the judge whose series shows it
+    ("" when none does: a judge no longer in the stream, or a stream without judges)."""
     rows = []
     for a in alerts:
         detail = a.detail or {}
@@ -124,7 +122,7 @@ def _alert_rows(alerts, judge: str | None, dimension: str | None) -> list[dict]:
                 "before": evidence.get("before"),
                 "after": evidence.get("after"),
                 "shown": a.dimension == dimension and a.judge in ("", judge),
-                "judge": a.judge or judge or "",
+                "judge": (a.judge or judge or "") if (a.judge or judge) in stream.judges else "",
             }
         )
     return rows
@@ -148,14 +146,15 @@ def stream_list(request):
 def _charts(stream, series, judge: str, dimension: str) -> dict:
     """The three charts of the selected series: agreement, means, and the detectors' statistics."""
     from annotator.plots import series_svg
-    from annotator.streams.selectors import detector_means
+    from annotator.streams.selectors import detector_means_cached
 
     windows = series.windows
-    labels = [when(w["start"]) for w in windows]  # a calendar window's start is midnight: its day
+    # A calendar window is named by its first day; a count window by its start, to the minute.
+    labels = [when(w["start"], time=stream.window_count is not None) for w in windows]
     starts = [w["start"] for w in windows]
     marks = sorted({starts.index(a.window_start) for a in series.alerts if a.window_start in starts})
     bounds = [(w["start"], w["end"]) for w in windows]
-    detectors = detector_means(stream, judge, dimension, bounds)
+    detectors = detector_means_cached(stream, judge, dimension, bounds)
     return {
         "agreement_svg": series_svg(
             labels,
@@ -178,10 +177,8 @@ def _charts(stream, series, judge: str, dimension: str) -> dict:
         ),
         "detector_svg": series_svg(
             labels,
-            {
-                DETECTOR_LINES[kind]: [(mean, None, None) for mean, _ in values]
-                for kind, values in detectors.items()
-            },
+            # Named by the alert kinds (the legend has room for about 20 characters; the text says more).
+            {kind: [(mean, None, None) for mean, _ in values] for kind, values in detectors.items()},
             ylabel="per-trace statistic (mean)",
             marks=marks,
         ),
@@ -217,7 +214,7 @@ def stream_page(request, stream_name):
         )
         if series.windows:
             context.update(_charts(stream, series, judge, dimension))
-    context["alert_rows"] = _alert_rows(alerts_of(stream), judge, dimension)
+    context["alert_rows"] = _alert_rows(alerts_of(stream), stream, judge, dimension)
     context["shown_alerts"] = sum(1 for r in context["alert_rows"] if r["shown"])
     return render(request, "streams/stream.html", context)
 

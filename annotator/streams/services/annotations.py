@@ -29,6 +29,11 @@ KEYS = ("trace_id", "annotator", "scores", "constraints")
 ANSWERS = {True: "met", False: "not_met", "met": "met", "not_met": "not_met"}
 # The import's names for what this API calls otherwise: its problems are reported in the API's terms.
 IMPORT_KEYS = {"item_id": "trace_id", "constraints_met": "constraints"}
+CHANGED = (
+    "The stream's batch changed while the labels were being saved (someone rated, or was just given, one of "
+    "these traces in the browser), so none was saved; send the request again (labels stored by then count "
+    "as duplicates)"
+)
 PLAN_ROUNDS = 3  # each round drops the labels the import refused; the next finds none in practice
 
 
@@ -185,7 +190,10 @@ def stream_annotations_import(*, stream: Stream, labels: list[Any], created_by) 
                 data=data, filename="stream-labels.jsonl", batch_name=stream.batch.name
             )
             if not plan.errors:
-                result.imported = annotations_import(plan=plan, created_by=created_by)
+                try:
+                    result.imported = annotations_import(plan=plan, created_by=created_by)
+                except ImportRefused:  # its words are the upload page's ("the file"): say it in this API's
+                    raise ImportRefused([CHANGED]) from None
                 break
             per_label, whole = _refused(plan.errors, good)
             if whole:
@@ -194,9 +202,7 @@ def stream_annotations_import(*, stream: Stream, labels: list[Any], created_by) 
             good = [x for x in good if x.index not in per_label]
             rounds += 1
             if rounds == PLAN_ROUNDS and good:
-                raise ImportRefused(
-                    ["The stream's batch changed while the labels were checked; send them again."]
-                )
+                raise ImportRefused([CHANGED])
     for index in sorted(bad):
         raw = labels[index]
         trace_id = raw.get("trace_id") if isinstance(raw, dict) else None

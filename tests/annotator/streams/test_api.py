@@ -367,3 +367,22 @@ def test_the_worker_computes_every_series_after_traces_arrive(
     # While a refresh is queued, later changes queue no other: the queued one will see them.
     Stream.objects.filter(pk=stream.pk).update(series_refresh_queued=True)
     assert series_refresh_queue(stream_id=stream.pk) is False
+
+
+def test_a_label_saved_in_the_browser_meanwhile_refuses_the_request_in_this_api_s_words(
+    api_as, stream, monkeypatch
+):
+    from annotator.streams.services import annotations
+    from annotator.uploads.files.errors import ImportRefused
+
+    client = api_as("researcher")
+    sampled = _sampled_ids(client)
+
+    def raced(**kwargs):  # the database's uniqueness check fired between the checks and the insert
+        raise ImportRefused(["The batch changed while the file was being saved; upload the file again."])
+
+    monkeypatch.setattr(annotations, "annotations_import", raced)
+    label = {"trace_id": sampled[0], "annotator": "ann-a", "scores": {"coherence": 4}}
+    body = assert_problem(client.post("/streams/prod-chat/annotations", [label]), 422)
+    assert "send the request again" in body["detail"] and "file" not in body["detail"]
+    assert not Annotation.objects.exists()

@@ -233,6 +233,9 @@ def test_the_page_plots_what_the_detectors_watch(api_as, stream):
     from hcs.streams.alerts import item_agreement, item_level
 
     client = _fed(api_as)
+    url, choice = reverse("stream_page", args=["prod-chat"]), {"judge": "j1", "dimension": "coherence"}
+    before = _signed_in("researcher").get(url, choice).context["detector_means"]
+    assert before["judge_drift"] == [(None, 0), (None, 0)]  # no labels yet
     sampled = sorted(Trace.objects.filter(sampled=True, timestamp__day=1).values_list("trace_id", flat=True))
     human = {t: [1 + (int(t[2:]) + s) % 5 for s in (0, 1, 3)] for t in sampled}
     labels = [
@@ -241,9 +244,7 @@ def test_the_page_plots_what_the_detectors_watch(api_as, stream):
         for a, v in enumerate(human[t])
     ]
     assert client.post("/streams/prod-chat/annotations", labels).status_code == 201
-    page = _signed_in("researcher").get(
-        reverse("stream_page", args=["prod-chat"]), {"judge": "j1", "dimension": "coherence"}
-    )
+    page = _signed_in("researcher").get(url, choice)  # the labels are seen, not a cached copy
     means = page.context["detector_means"]
     judge = {t: 1 + int(t[2:]) % 5 for t in sampled}  # _fed's judge score of trace i
     ratings = np.array([human[t] for t in sampled], dtype=float)
@@ -251,7 +252,7 @@ def test_the_page_plots_what_the_detectors_watch(api_as, stream):
     assert means["judge_drift"][0] == (pytest.approx(item_agreement(scores, ratings).mean()), len(sampled))
     assert means["product_change"][0][0] == pytest.approx(item_level(ratings).mean())
     assert means["judge_drift"][1] == (None, 0)  # day 2: nobody rated it
-    assert "judge agreement (judge_drift)" in _svg(page.context["detector_svg"])
+    assert "judge_drift" in _svg(page.context["detector_svg"])
 
 
 def test_the_page_writes_dates_for_people(api_as, stream):
@@ -274,6 +275,8 @@ def test_dates_show_the_time_only_when_a_window_is_not_whole_days():
     assert window_label(day, day + dt.timedelta(days=7)) == "7 Dec 2026 – 13 Dec 2026"
     later = day + dt.timedelta(hours=14, minutes=5)
     assert window_label(later, later + dt.timedelta(hours=3)) == "7 Dec 2026 14:05 – 7 Dec 2026 17:05"
+    # A count window from midnight to a time of day: both ends with their times.
+    assert window_label(day, later) == "7 Dec 2026 00:00 – 7 Dec 2026 14:05"
     assert when(None) == "—"
 
 
@@ -298,3 +301,28 @@ def test_names_are_escaped_on_the_pages(api_as):
         assert "<b>j" not in body and escape(judge) in body
     # In the list's link to the latest alert's series the name is URL-encoded.
     assert "?judge=%3Cb%3Ej%22%26amp%3B%3C/b%3E&amp;dimension=coherence#alerts" in body
+
+
+def test_detection_progress_follows_the_detector_s_reference():
+    """As in ``detect_changes``: the reference is the first 14 windows holding at least two labelled traces
+    between them (a run of windows without labels slides it forward), and each later window is checked."""
+    import numpy as np
+
+    from annotator.streams.selectors import detection_progress
+    from hcs.streams.alerts import detect_changes
+
+    def progress(n):
+        return detection_progress(n, reference_windows=14)
+
+    assert progress([])["message"].startswith("No human labels yet")
+    assert "14 windows with human labels (the reference); 2 so far" in progress([5, 5])["message"]
+    full = progress([5] * 14)
+    assert full["reference_windows_so_far"] == 14 and not full["monitoring"]
+    assert "detection starts with the next window" in full["message"]
+    late = [0] * 20 + [5] * 3  # labels only from window 20: the reference is windows 7–20
+    assert progress(late)["monitored_windows"] == 2 and progress(late)["monitoring"]
+    # The detector agrees: a fall in the last window is found, so windows 21 and 22 were checked.
+    rng = np.random.default_rng(0)
+    data = [rng.uniform(0.8, 1.0, n) for n in late[:-1]] + [np.zeros(400)]
+    [alarm] = detect_changes(data)
+    assert alarm.reference == (7, 20) and alarm.detected_at == 22
