@@ -321,9 +321,10 @@ def stream_alerts(request, stream_name: str):
         "stream": stream.name,
         "alerts": [alert_out(a) for a in alerts],
         "alerts_status": COMPUTED,
+        # Counted on the stored windows, which a stream without judges has none of: then left empty.
         "detection": {
             d: detection_progress(counts.get(d, []), reference_windows=reference)
-            for d in stream.batch.rubric_obj.dimension_keys
+            for d in (stream.batch.rubric_obj.dimension_keys if stream.judges else ())
         },
         "methods": methods_out(stream),
     }

@@ -326,3 +326,22 @@ def test_detection_progress_follows_the_detector_s_reference():
     data = [rng.uniform(0.8, 1.0, n) for n in late[:-1]] + [np.zeros(400)]
     [alarm] = detect_changes(data)
     assert alarm.reference == (7, 20) and alarm.detected_at == 22
+
+
+def test_a_stream_without_judges_lists_its_alerts(api_as):
+    client = api_as("researcher")
+    made = client.post(
+        "/streams", {"name": "plain", "human_rate": 1.0, "k": 3, "window": "day", "judges": []}
+    )
+    assert made.status_code == 201, made.content
+    from annotator.models import Stream
+
+    stream = Stream.objects.get(name="plain")
+    client.post("/streams/plain/traces", {"traces": [trace(i, score=None) for i in range(4)]})
+    _alert(stream, "", "coherence", 1, kind="product_change")
+    page = _signed_in("researcher").get(reverse("stream_page", args=["plain"]))
+    body = page.content.decode()
+    assert page.status_code == 200 and "no calibration series" in body
+    [row] = page.context["alert_rows"]
+    assert row["alert"].kind == "product_change" and row["judge"] == "" and "show</a>" not in body
+    assert client.get("/streams/plain/alerts").json()["detection"] == {}
