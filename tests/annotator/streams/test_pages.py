@@ -345,3 +345,25 @@ def test_a_stream_without_judges_lists_its_alerts(api_as):
     [row] = page.context["alert_rows"]
     assert row["alert"].kind == "product_change" and row["judge"] == "" and "show</a>" not in body
     assert client.get("/streams/plain/alerts").json()["detection"] == {}
+
+
+def test_no_alert_is_reported_as_no_drift_only_where_the_detectors_watched(api_as, stream, monkeypatch):
+    from annotator.streams import selectors
+
+    client = _fed(api_as)
+    url, choice = reverse("stream_page", args=["prod-chat"]), {"dimension": "coherence"}
+    sampled = Trace.objects.filter(sampled=True).values_list("trace_id", flat=True)
+    labels = [{"trace_id": t, "annotator": a, "scores": {"coherence": 3}} for t in sampled for a in "abc"]
+    assert client.post("/streams/prod-chat/annotations", labels).status_code == 201
+    page = _signed_in("researcher").get(url, choice)
+    assert page.context["progress"]["monitoring"] is False  # 2 windows, 14 needed
+    assert "was detected" not in page.content.decode()
+    # With a reference of one window, the second day is checked: now "no alert" means no drift found.
+    settings = {"reference_windows": 1, "alpha": 0.05, "horizon_windows": 90}
+    monkeypatch.setattr(selectors, "detector_settings", lambda: settings)
+    page = _signed_in("researcher").get(url, choice)
+    assert page.context["progress"]["monitored_windows"] == 1
+    assert (
+        "No alerts on this stream: on coherence, no judge drift, product change or rater drift was detected."
+        in (page.content.decode())
+    )
