@@ -6,6 +6,7 @@ from __future__ import annotations
 from datetime import datetime
 from typing import Any
 
+from django.conf import settings
 from django.shortcuts import get_object_or_404
 from django.urls import reverse
 from ninja import Router, Schema
@@ -16,7 +17,13 @@ from annotator.api.auth import researchers
 from annotator.api.problems import INVALID_REQUEST, Problem
 from annotator.api.schemas import ERRORS
 from annotator.models import Stream, StreamAlert
-from annotator.streams.selectors import COMPUTED, alerts_of
+from annotator.streams.selectors import (
+    COMPUTED,
+    alerts_of,
+    detection_progress,
+    detector_settings,
+    stored_labelled_counts,
+)
 from annotator.streams.services.ingest import MAX_TRACES, traces_ingest
 from annotator.streams.services.streams import StreamRefused, stream_create
 
@@ -64,8 +71,16 @@ class TracesOut(Schema):
     errors: list[TraceErrorOut]
 
 
+class LabelErrorOut(Schema):
+    index: int
+    trace_id: str | None
+    problems: list[str]
+
+
 class LabelsOut(Schema):
     imported: int
+    duplicates: int = 0
+    errors: list[LabelErrorOut] = Field(default_factory=list)
 
 
 def _stream(stream_name: str) -> Stream:
@@ -175,20 +190,23 @@ def stream_traces(request, stream_name: str, payload: TracesIn):
 
 @router.post(
     "/streams/{stream_name}/annotations",
-    response={201: LabelsOut, **ERRORS},
+    response={200: LabelsOut, 201: LabelsOut, **ERRORS},
     auth=researchers,
     url_name="stream_annotations",
     summary="Import labels made elsewhere for sampled traces (researchers)",
 )
-def stream_annotations(request, stream_name: str, payload: list[dict[str, Any]]):
-    """``[{"trace_id", "annotator", "scores": {dimension: value}, "constraints"?: [...]}]``, saved as
-    annotations of the sampled traces' items. All or nothing: any bad label saves none, and each problem
-    is listed with its row (the label's 1-based position)."""
+def stream_annotations(request, stream_name: str, payload: list[Any]):
+    """``[{"trace_id", "annotator", "scores": {dimension: whole number}, "constraints"?: [...]}]``, saved as
+    annotations of the sampled traces' items. Like the traces endpoint, each bad label is named in
+    ``errors`` (its 0-based index, its trace_id, what is wrong) and the good ones are kept; a label whose
+    trace and annotator already have one is counted in ``duplicates`` and changes nothing. 201 when a
+    label was saved, else 200."""
     from annotator.streams.services.annotations import stream_annotations_import
 
     stream = _stream(stream_name)
-    imported = stream_annotations_import(stream=stream, labels=payload, created_by=request.user)
-    return Status(201, {"imported": imported})
+    result = stream_annotations_import(stream=stream, labels=payload, created_by=request.user)
+    body = {"imported": result.imported, "duplicates": result.duplicates, "errors": result.errors}
+    return Status(201 if result.imported else 200, body)
 
 
 def _judge_and_dimension(stream: Stream, judge: str | None, dimension: str | None) -> tuple[str, str]:
@@ -230,6 +248,30 @@ def stream_calibration(request, stream_name: str, judge: str | None = None, dime
         "windows": series.windows,
         "alerts": [alert_out(a) for a in series.alerts],
         "alerts_status": series.alerts_status,
+        "detection": detection_progress(
+            [w.get("n_human") or 0 for w in series.windows],
+            reference_windows=detector_settings()["reference_windows"],
+        ),
+        "methods": methods_out(stream),
+    }
+
+
+def methods_out(stream: Stream) -> dict:
+    """What the numbers assume, with the settings this stream's figures were made with."""
+    return {
+        "sampling": {
+            "rule": stream.sampling_rule,
+            "human_rate": stream.human_rate,
+            "salt": stream.salt,
+            "random": "each trace is sampled independently with probability human_rate, whatever its "
+            "content, time or judge scores",
+        },
+        "detectors": detector_settings(),
+        "false_alarm_bound": "per detector, P(any false alarm within horizon_windows windows after a "
+        "reference) <= alpha",
+        "refresh": "the background worker refreshes the stored windows and the alerts "
+        f"{settings.STREAM_SERIES_REFRESH_DELAY_S} s after traces or labels arrive through the API",
+        "docs": ["docs/streams.md", "docs/streams-statistics.md"],
     }
 
 
@@ -273,4 +315,16 @@ def stream_alerts(request, stream_name: str):
     labels arrived, each with its webhook delivery log."""
     stream = _stream(stream_name)
     alerts = alerts_of(stream).prefetch_related("deliveries")
-    return {"stream": stream.name, "alerts": [alert_out(a) for a in alerts], "alerts_status": COMPUTED}
+    reference = detector_settings()["reference_windows"]
+    counts = stored_labelled_counts(stream)
+    return {
+        "stream": stream.name,
+        "alerts": [alert_out(a) for a in alerts],
+        "alerts_status": COMPUTED,
+        # Counted on the stored windows, which a stream without judges has none of: then left empty.
+        "detection": {
+            d: detection_progress(counts.get(d, []), reference_windows=reference)
+            for d in (stream.batch.rubric_obj.dimension_keys if stream.judges else ())
+        },
+        "methods": methods_out(stream),
+    }

@@ -88,3 +88,157 @@ def alerts_of(stream: Stream, *, judge: str | None = None, dimension: str | None
     if dimension is not None:
         alerts = alerts.filter(dimension=dimension)
     return alerts
+
+
+# What the pages and the API say about the detectors: their settings, how far a series is from being
+# watched, the statistic each one watches per window, and the list page's summary of each stream.
+
+
+def detector_settings() -> dict:
+    """The settings the worker's refresh runs the detectors with (``hcs.streams.alerts``' defaults)."""
+    from hcs.streams.alerts import DEFAULT_ALPHA, DEFAULT_HORIZON, DEFAULT_REFERENCE_WINDOWS
+
+    return {
+        "reference_windows": DEFAULT_REFERENCE_WINDOWS,
+        "alpha": DEFAULT_ALPHA,
+        "horizon_windows": DEFAULT_HORIZON,
+    }
+
+
+def detection_progress(n_human: list[int], *, reference_windows: int) -> dict:
+    """How far a dimension's windows (``n_human``: labelled traces per window, in time order) are from
+    being watched. As in ``hcs.streams.alerts.detect_changes``, the reference is the first
+    ``reference_windows`` windows holding at least two labelled traces between them, and each later
+    window is checked; ``monitored`` counts those (after an alert a new reference starts, not counted
+    here). ``message`` says it in a sentence."""
+    windows = len(n_human)
+    start = next((s for s in range(windows) if sum(n_human[s : s + reference_windows]) >= 2), None)
+    so_far = 0 if start is None else min(windows - start, reference_windows)
+    monitored = 0 if start is None else max(0, windows - start - reference_windows)
+    needed = f"Detection starts after {reference_windows} windows with human labels (the reference)"
+    if not sum(n_human):
+        message = f"No human labels yet, so nothing can be detected. {needed}; 0 so far."
+    elif so_far < reference_windows:
+        message = f"Too few windows yet, so nothing can be detected. {needed}; {so_far} so far."
+    elif not monitored:
+        message = (
+            f"The reference of {reference_windows} windows with human labels is complete; detection starts "
+            "with the next window."
+        )
+    else:
+        message = f"Watched: {monitored} window{'s' * (monitored != 1)} checked after the reference."
+    return {
+        "windows": windows,
+        "labelled_traces": sum(n_human),
+        "reference_windows": reference_windows,
+        "reference_windows_so_far": so_far,
+        "monitored_windows": monitored,
+        "monitoring": monitored > 0,
+        "message": message,
+    }
+
+
+def stored_labelled_counts(stream: Stream) -> dict[str, list[int]]:
+    """Per dimension, the labelled traces of each window as the last refresh stored them (the series of
+    the stream's first judge; every judge's series has the same windows and labels)."""
+    from annotator.models import StreamWindowStat
+
+    out: dict[str, list[int]] = {}
+    if not stream.judges:
+        return out
+    for dimension, stats in (
+        StreamWindowStat.objects.filter(stream=stream, judge=stream.judges[0])
+        .order_by("dimension", "start")
+        .values_list("dimension", "stats")
+    ):
+        out.setdefault(dimension, []).append(int((stats or {}).get("n_human") or 0))
+    return out
+
+
+def detector_means(
+    stream: Stream, judge: str, dimension: str, bounds: list[tuple[dt.datetime, dt.datetime]]
+) -> dict[str, list[tuple[float | None, int]]]:
+    """Per alert kind, per window: the mean of the per-trace statistic its detector watches and the number
+    of traces it is over (None: no trace). These are the figures an alert's ``before`` and ``after``
+    average: ``judge_drift`` is ``judge``'s."""
+    import numpy as np
+
+    from hcs.streams.alerts import item_agreement, item_level, item_rater_agreement
+
+    rubric = stream.batch.rubric_obj
+    scale = (rubric.scale_min, rubric.scale_max)
+    data = alert_data(stream, dimension, bounds)
+
+    def means(values: list[np.ndarray]) -> list[tuple[float | None, int]]:
+        out = []
+        for v in values:
+            v = v[np.isfinite(v)]  # as the detector reads them: traces without the statistic left out
+            out.append((float(v.mean()) if v.size else None, int(v.size)))
+        return out
+
+    found = {}
+    if judge in data.judges:
+        found["judge_drift"] = means(
+            [item_agreement(j, h, scale) for j, h in zip(data.judges[judge], data.human)]
+        )
+    found["product_change"] = means([item_level(h, scale) for h in data.human])
+    found["rater_drift"] = means([item_rater_agreement(h, scale) for h in data.human])
+    return found
+
+
+def streams_overview() -> list[Stream]:
+    """Every stream, by name, with ``n_alerts``, ``last_trace`` (the latest trace's timestamp) and
+    ``latest_alert`` (the alert recorded last, or None)."""
+    from django.db.models import Count, OuterRef, Subquery
+    from django.db.models.functions import Coalesce
+
+    mine = StreamAlert.objects.filter(stream=OuterRef("pk"))
+    streams = list(
+        Stream.objects.order_by("name").annotate(
+            last_trace=Subquery(
+                Trace.objects.filter(stream=OuterRef("pk")).order_by("-timestamp").values("timestamp")[:1]
+            ),
+            n_alerts=Coalesce(
+                Subquery(mine.order_by().values("stream").annotate(n=Count("id")).values("n")[:1]), 0
+            ),
+            latest_alert_id=Subquery(mine.order_by("-created_at", "-id").values("id")[:1]),
+        )
+    )
+    latest = StreamAlert.objects.in_bulk([s.latest_alert_id for s in streams if s.latest_alert_id])
+    for s in streams:
+        s.latest_alert = latest.get(s.latest_alert_id)
+    return streams
+
+
+def detector_means_cached(
+    stream: Stream, judge: str, dimension: str, bounds: list[tuple[dt.datetime, dt.datetime]]
+) -> dict[str, list[tuple[float | None, int]]]:
+    """``detector_means``, kept in the cache while the series' data stays the same: read after
+    ``series_refresh``, the stored windows' label fingerprints and last changes seen name that data (their
+    labels, excluded annotators, traces and judge scores). Reading every label of the stream costs about
+    0.35 s at 20,000 labelled traces, too much for each view of the page."""
+    import hashlib
+
+    from django.core.cache import cache
+
+    from annotator.models import StreamWindowStat
+
+    stored = StreamWindowStat.objects.filter(stream=stream, judge=judge, dimension=dimension).order_by(
+        "start"
+    )
+    stamp = repr(
+        (
+            stream.pk,
+            stream.created_at.isoformat(),
+            judge,
+            dimension,
+            [(a.isoformat(), b.isoformat()) for a, b in bounds],
+            list(stored.values_list("human_key", "change_seen")),
+        )
+    )
+    key = "stream-detector-means:" + hashlib.sha256(stamp.encode("utf-8")).hexdigest()
+    found = cache.get(key)
+    if found is None:
+        found = detector_means(stream, judge, dimension, bounds)
+        cache.set(key, found, 24 * 3600)
+    return found

@@ -2,6 +2,9 @@
 
 from __future__ import annotations
 
+import datetime as dt
+
+from django.conf import settings as django_settings
 from django.http import Http404, StreamingHttpResponse
 from django.shortcuts import get_object_or_404, render
 from django.views.decorators.http import require_GET
@@ -71,49 +74,148 @@ def series_rows(windows: list[dict]) -> list[list]:
     return rows
 
 
+MONTHS = ("Jan", "Feb", "Mar", "Apr", "May", "Jun", "Jul", "Aug", "Sep", "Oct", "Nov", "Dec")
+
+
+def when(moment: dt.datetime | str | None, *, time: bool | None = None) -> str:
+    """A time on the pages, in UTC: "7 Dec 2026" at midnight, "7 Dec 2026 14:05" otherwise (``time``:
+    always or never the time of day)."""
+    if not moment:
+        return "—"
+    if isinstance(moment, str):
+        try:
+            moment = dt.datetime.fromisoformat(moment)
+        except ValueError:
+            return moment
+    if moment.tzinfo is not None:
+        moment = moment.astimezone(dt.UTC)
+    day = f"{moment.day} {MONTHS[moment.month - 1]} {moment.year}"
+    if time is None:
+        time = moment.time() != dt.time(0)
+    return f"{day} {moment:%H:%M}" if time else day
+
+
+def window_label(start: dt.datetime, end: dt.datetime) -> str:
+    """A window: its day ("7 Dec 2026"), its days ("7 Dec 2026 – 13 Dec 2026", the last day included)
+    when it runs from midnight to midnight, else its start and (exclusive) end with their times."""
+    whole = start.astimezone(dt.UTC).time() == dt.time(0) == end.astimezone(dt.UTC).time()
+    if whole:
+        last = end - dt.timedelta(days=1)
+        return when(start) if last.date() <= start.date() else f"{when(start)} – {when(last)}"
+    return f"{when(start, time=True)} – {when(end, time=True)}"
+
+
+def _alert_rows(alerts, stream: Stream, judge: str | None, dimension: str | None) -> list[dict]:
+    """The stream's alerts as the page lists them; ``shown``: on the charts of the selected series (the
+    judge's own and the stream-wide kinds of its dimension); ``judge``: the judge whose series shows it
+    ("" when none does: a judge no longer in the stream, or a stream without judges)."""
+    rows = []
+    for a in alerts:
+        detail = a.detail or {}
+        evidence = detail.get("evidence") or {}
+        rows.append(
+            {
+                "alert": a,
+                "since": when(a.window_start),
+                "since_exact": a.window_start.astimezone(dt.UTC).strftime("%Y-%m-%d %H:%M UTC"),
+                "detected": when(detail.get("detected_at")),
+                "before": evidence.get("before"),
+                "after": evidence.get("after"),
+                "shown": a.dimension == dimension and a.judge in ("", judge),
+                "judge": (a.judge or judge or "") if (a.judge or judge) in stream.judges else "",
+            }
+        )
+    return rows
+
+
 @require_GET
 @researcher_required
 def stream_list(request):
-    return render(request, "streams/list.html", {"streams": Stream.objects.order_by("name")})
+    from annotator.streams.selectors import streams_overview
+
+    streams = streams_overview()
+    for s in streams:
+        s.last_trace_label = when(s.last_trace) if s.last_trace else ""
+        s.created_label = when(s.created_at.astimezone(dt.UTC).date().isoformat())  # the day only
+        a = s.latest_alert
+        s.latest_since = when(a.window_start) if a else ""
+        s.latest_judge = (a.judge or (s.judges[0] if s.judges else "")) if a else ""
+    return render(request, "streams/list.html", {"streams": streams})
+
+
+def _charts(stream, series, judge: str, dimension: str) -> dict:
+    """The three charts of the selected series: agreement, means, and the detectors' statistics."""
+    from annotator.plots import series_svg
+    from annotator.streams.selectors import detector_means_cached
+
+    windows = series.windows
+    # A calendar window is named by its first day; a count window by its start, to the minute.
+    labels = [when(w["start"], time=stream.window_count is not None) for w in windows]
+    starts = [w["start"] for w in windows]
+    marks = sorted({starts.index(a.window_start) for a in series.alerts if a.window_start in starts})
+    bounds = [(w["start"], w["end"]) for w in windows]
+    detectors = detector_means_cached(stream, judge, dimension, bounds)
+    return {
+        "agreement_svg": series_svg(
+            labels,
+            {
+                "judge–human QWK": [_triple(w["agreement"]) for w in windows],
+                "human α": [_triple(w["human_alpha"]) for w in windows],
+            },
+            ylabel="agreement",
+            marks=marks,
+        ),
+        "means_svg": series_svg(
+            labels,
+            {
+                "human mean": [_triple(w["human_mean"]) for w in windows],
+                "PPI++": [_triple(w["ppi"]) for w in windows],
+                "judge mean": [(w["judge_mean"], None, None) for w in windows],
+            },
+            ylabel=f"{dimension} (mean)",
+            marks=marks,
+        ),
+        "detector_svg": series_svg(
+            labels,
+            # Named by the alert kinds (the legend has room for about 20 characters; the text says more).
+            {kind: [(mean, None, None) for mean, _ in values] for kind, values in detectors.items()},
+            ylabel="per-trace statistic (mean)",
+            marks=marks,
+        ),
+        "detector_means": detectors,
+    }
 
 
 @require_GET
 @researcher_required
 def stream_page(request, stream_name):
-    from annotator.plots import series_svg
+    from annotator.streams.selectors import alerts_of, detection_progress, detector_settings
     from annotator.streams.services.series import series_refresh
 
     stream = _stream(stream_name)
-    context = {"stream": stream, "dimensions": list(stream.batch.rubric_obj.dimension_keys)}
+    settings = detector_settings()
+    context = {
+        "stream": stream,
+        "dimensions": list(stream.batch.rubric_obj.dimension_keys),
+        "detector": settings,
+        "refresh_delay": django_settings.STREAM_SERIES_REFRESH_DELAY_S,
+    }
+    judge = dimension = None
     if stream.judges:
         judge, dimension = _choice(request, stream)
         series = series_refresh(stream=stream, judge=judge, dimension=dimension)
-        # Calendar windows start at midnight UTC: their date says it; count windows start at any time.
-        shape = "%Y-%m-%d" if stream.window_count is None else "%Y-%m-%d %H:%M"
-        labels = [w["start"].strftime(shape) for w in series.windows]
-        starts = [w["start"] for w in series.windows]
-        marks = sorted({starts.index(a.window_start) for a in series.alerts if a.window_start in starts})
         context.update(judge=judge, dimension=dimension, series=series, rows=series_rows(series.windows))
+        context["windows"] = [
+            {"label": window_label(w["start"], w["end"]), "row": row}
+            for w, row in zip(series.windows, context["rows"])
+        ]
+        context["progress"] = detection_progress(
+            [w.get("n_human") or 0 for w in series.windows], reference_windows=settings["reference_windows"]
+        )
         if series.windows:
-            context["agreement_svg"] = series_svg(
-                labels,
-                {
-                    "judge–human QWK": [_triple(w["agreement"]) for w in series.windows],
-                    "human α": [_triple(w["human_alpha"]) for w in series.windows],
-                },
-                ylabel="agreement",
-                marks=marks,
-            )
-            context["means_svg"] = series_svg(
-                labels,
-                {
-                    "human mean": [_triple(w["human_mean"]) for w in series.windows],
-                    "PPI++": [_triple(w["ppi"]) for w in series.windows],
-                    "judge mean": [(w["judge_mean"], None, None) for w in series.windows],
-                },
-                ylabel=f"{dimension} (mean)",
-                marks=marks,
-            )
+            context.update(_charts(stream, series, judge, dimension))
+    context["alert_rows"] = _alert_rows(alerts_of(stream), stream, judge, dimension)
+    context["shown_alerts"] = sum(1 for r in context["alert_rows"] if r["shown"])
     return render(request, "streams/stream.html", context)
 
 

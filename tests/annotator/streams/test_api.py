@@ -124,13 +124,13 @@ def test_labels_made_elsewhere_become_annotations_of_the_sampled_items(api_as, s
     ]
     response = client.post("/streams/prod-chat/annotations", labels)
     assert response.status_code == 201, response.content
-    assert response.json() == {"imported": 3}
+    assert response.json() == {"imported": 3, "duplicates": 0, "errors": []}
     item = Item.objects.get(batch=stream.batch, item_id=sampled[0])
     assert Annotation.objects.filter(item=item).count() == 3
     assert Item.objects.get(pk=item.pk).n_annotations == 3
 
 
-def test_labels_for_unsampled_or_unknown_traces_are_refused_with_their_rows(api_as, stream):
+def test_labels_for_unsampled_or_unknown_traces_are_named_and_the_good_ones_kept(api_as, stream):
     client = api_as("researcher")
     sampled = _sampled_ids(client)
     unsampled = next(f"t-{i}" for i in range(30) if f"t-{i}" not in sampled)
@@ -139,9 +139,93 @@ def test_labels_for_unsampled_or_unknown_traces_are_refused_with_their_rows(api_
         {"trace_id": unsampled, "annotator": "ann-a", "scores": {"coherence": 4}},
         {"trace_id": "t-unknown", "annotator": "ann-a", "scores": {"coherence": 4}},
     ]
-    body = assert_problem(client.post("/streams/prod-chat/annotations", labels), 422)
-    assert [(e["row"], e["column"]) for e in body["errors"]] == [(2, "trace_id"), (3, "trace_id")]
-    assert "not sampled" in body["errors"][0]["message"]
+    response = client.post("/streams/prod-chat/annotations", labels)
+    assert response.status_code == 201, response.content
+    body = response.json()
+    assert body["imported"] == 1 and body["duplicates"] == 0
+    assert [(e["index"], e["trace_id"]) for e in body["errors"]] == [(1, unsampled), (2, "t-unknown")]
+    assert "not sampled" in body["errors"][0]["problems"][0]
+    assert "not a trace of this stream" in body["errors"][1]["problems"][0]
+    assert list(Annotation.objects.values_list("item__item_id", flat=True)) == [sampled[0]]
+
+
+def test_every_bad_label_is_named_in_the_api_s_own_terms(api_as, stream):
+    """One request with every kind of mistake: each label is named with all of its problems, none in the
+    upload file's words (lines, ``item_id``, ``constraints_met``); the good label is saved."""
+    client = api_as("researcher")
+    sampled = _sampled_ids(client)
+    ok = {"trace_id": sampled[0], "annotator": "ann-a", "scores": {"coherence": 4}}
+    labels = [
+        "not an object",
+        {**ok, "scores": {"coherence": 4.5}},
+        {**ok, "annotator": "ann-b", "scores": {"coherence": 9, "wit": 3}, "trace_idd": "x"},
+        {"trace_id": "t-unknown", "annotator": "bad name!", "scores": {}},
+        {**ok, "annotator": "ann-c", "constraints": ["met"]},  # the trace has no hard constraints
+        {**ok, "annotator": "ann-d", "scores": {"coherence": True}, "constraints": "met"},
+        ok,
+    ]
+    response = client.post("/streams/prod-chat/annotations", labels)
+    assert response.status_code == 201, response.content
+    body = response.json()
+    assert body["imported"] == 1
+    errors = {e["index"]: e for e in body["errors"]}
+    assert sorted(errors) == [0, 1, 2, 3, 4, 5]
+    assert errors[0]["trace_id"] is None and "JSON object" in errors[0]["problems"][0]
+    assert errors[1]["trace_id"] == sampled[0]
+    [fraction] = errors[1]["problems"]
+    assert "`scores.coherence`" in fraction and "whole number" in fraction and "fractional" in fraction
+    problems = " | ".join(errors[2]["problems"])
+    assert "unknown key `trace_idd`" in problems
+    assert "`scores.coherence`: 9 is outside" in problems and "`scores.wit`" in problems
+    assert len(errors[3]["problems"]) == 3  # the trace, the annotator and the empty scores
+    assert "`constraints`" in errors[4]["problems"][0] and "trace `" in errors[4]["problems"][0]
+    assert len(errors[5]["problems"]) == 2
+    text = response.content.decode()
+    for upload_word in ("line ", "constraints_met", "item_id", "row "):
+        assert upload_word not in text
+    assert Annotation.objects.count() == 1
+
+
+def test_labels_sent_again_are_duplicates_and_change_nothing(api_as, stream):
+    client = api_as("researcher")
+    sampled = _sampled_ids(client)
+    label = {"trace_id": sampled[0], "annotator": "ann-a", "scores": {"coherence": 4}}
+    first = client.post("/streams/prod-chat/annotations", [label, {**label, "scores": {"coherence": 2}}])
+    assert first.status_code == 201 and first.json() == {"imported": 1, "duplicates": 1, "errors": []}
+    again = client.post("/streams/prod-chat/annotations", [{**label, "scores": {"coherence": 1}}])
+    assert again.status_code == 200 and again.json() == {"imported": 0, "duplicates": 1, "errors": []}
+    assert list(Annotation.objects.values_list("scores__value", flat=True)) == [4]
+
+
+@pytest.mark.parametrize(
+    "body",
+    [
+        {},
+        "labels",
+        7,
+        None,
+        [],
+        [None],
+        [[]],
+        [{"trace_id": "t-\x00", "annotator": "a\x00", "scores": {"coh\x00": 1}}],
+        [{"trace_id": 5, "annotator": ["x"], "scores": [1], "constraints": {"a": 1}}],
+        [{"trace_id": "t-1", "annotator": "a", "scores": {"coherence": 1e400}}],
+        [{"trace_id": "t-1", "annotator": "a", "scores": {"coherence": 10**400}}],
+        [{"trace_id": "t-1", "annotator": "a" * 5000, "scores": {"coherence": {"deep": [1]}}}],
+        [{"trace_id": "t-1", "annotator": "a", "scores": {"coherence": "4"}, "constraints": [None, 2]}],
+    ],
+)
+def test_no_json_body_makes_a_server_error(api_as, stream, body):
+    import json
+
+    client = api_as("researcher")
+    _sampled_ids(client, n=3)
+    response = client.client.post(
+        "/api/v1/streams/prod-chat/annotations", data=json.dumps(body), content_type="application/json"
+    )
+    assert response.status_code in (200, 400, 422), response.content
+    if response.status_code == 200:
+        assert response.json()["imported"] == 0 and response.json()["errors"]
     assert not Annotation.objects.exists()
 
 
@@ -201,7 +285,43 @@ def test_calibration_refuses_an_unknown_judge_or_dimension(api_as, stream):
 
 def test_a_stream_without_alerts_lists_none_as_computed(api_as, stream):
     body = api_as("researcher").get("/streams/prod-chat/alerts").json()
-    assert body == {"stream": "prod-chat", "alerts": [], "alerts_status": "computed"}
+    assert {k: body[k] for k in ("stream", "alerts", "alerts_status")} == {
+        "stream": "prod-chat",
+        "alerts": [],
+        "alerts_status": "computed",
+    }
+
+
+def test_the_alerts_and_the_series_say_when_nothing_could_be_detected_yet(api_as, stream):
+    """No alert is not "nothing changed" while the detectors have no reference: both endpoints say what is
+    missing, and the settings and assumptions the figures rest on."""
+    from annotator.streams.services.series import series_refresh_all
+
+    client = api_as("researcher")
+    body = client.get("/streams/prod-chat/alerts").json()
+    assert body["detection"]["coherence"]["message"].startswith("No human labels yet")
+    assert not body["detection"]["coherence"]["monitoring"]
+    day1 = [trace(i, day=1) for i in range(20)]
+    day2 = [trace(100 + i, day=2) for i in range(20)]
+    sampled = client.post("/streams/prod-chat/traces", {"traces": day1 + day2}).json()["sampled"]
+    labels = [{"trace_id": t, "annotator": a, "scores": {"coherence": 3}} for t in sampled for a in "abc"]
+    assert client.post("/streams/prod-chat/annotations", labels).status_code == 201
+    calibration = client.get("/streams/prod-chat/calibration", dimension="coherence").json()
+    detection = calibration["detection"]
+    assert detection["reference_windows"] == 14 and detection["reference_windows_so_far"] == 2
+    assert detection["monitoring"] is False
+    assert (
+        "Detection starts after 14 windows with human labels (the reference); 2 so far"
+        in detection["message"]
+    )
+    methods = calibration["methods"]
+    assert methods["detectors"] == {"reference_windows": 14, "alpha": 0.05, "horizon_windows": 90}
+    assert methods["sampling"]["human_rate"] == 0.5 and methods["sampling"]["salt"] == stream.salt
+    assert methods["docs"] == ["docs/streams.md", "docs/streams-statistics.md"]
+    series_refresh_all(stream_id=stream.pk)  # the worker's refresh stores the windows the alerts read
+    alerts = client.get("/streams/prod-chat/alerts").json()
+    assert alerts["detection"]["coherence"]["reference_windows_so_far"] == 2
+    assert alerts["detection"]["fluency"]["message"].startswith("No human labels yet")
 
 
 def test_count_windows_are_cut_every_n_sampled_traces(api_as):
@@ -247,3 +367,22 @@ def test_the_worker_computes_every_series_after_traces_arrive(
     # While a refresh is queued, later changes queue no other: the queued one will see them.
     Stream.objects.filter(pk=stream.pk).update(series_refresh_queued=True)
     assert series_refresh_queue(stream_id=stream.pk) is False
+
+
+def test_a_label_saved_in_the_browser_meanwhile_refuses_the_request_in_this_api_s_words(
+    api_as, stream, monkeypatch
+):
+    from annotator.streams.services import annotations
+    from annotator.uploads.files.errors import ImportRefused
+
+    client = api_as("researcher")
+    sampled = _sampled_ids(client)
+
+    def raced(**kwargs):  # the database's uniqueness check fired between the checks and the insert
+        raise ImportRefused(["The batch changed while the file was being saved; upload the file again."])
+
+    monkeypatch.setattr(annotations, "annotations_import", raced)
+    label = {"trace_id": sampled[0], "annotator": "ann-a", "scores": {"coherence": 4}}
+    body = assert_problem(client.post("/streams/prod-chat/annotations", [label]), 422)
+    assert "send the request again" in body["detail"] and "file" not in body["detail"]
+    assert not Annotation.objects.exists()

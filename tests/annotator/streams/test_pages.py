@@ -11,6 +11,7 @@ from django.core.management import call_command
 from django.core.management.base import CommandError
 from django.test import Client
 from django.urls import reverse
+from django.utils.html import escape
 
 from annotator.models import Annotation, Item, Trace
 from annotator.streams.views import CSV_COLUMNS
@@ -40,15 +41,18 @@ def _fed(api_as):
     return client
 
 
-def test_the_page_plots_the_series_and_says_no_alert_was_found(api_as, stream):
+def test_the_page_plots_the_series_and_says_why_nothing_was_detected(api_as, stream):
     _fed(api_as)
     response = _signed_in("researcher").get(
         reverse("stream_page", args=["prod-chat"]), {"dimension": "coherence"}
     )
     assert response.status_code == 200
     body = response.content.decode()
-    assert body.count("data:image/svg+xml;base64,") == 2
-    assert "No alerts: no judge drift" in body
+    assert body.count("data:image/svg+xml;base64,") == 3  # agreement, means, the detectors' statistics
+    # Two windows and no human label: nothing could be detected, and the page does not say "no drift".
+    assert "No alerts: no judge drift" not in body
+    assert "No human labels yet, so nothing can be detected" in body
+    assert "Detection starts after 14 windows with human labels (the reference); 0 so far" in body
     assert len(response.context["rows"]) == 2
     assert stream.salt in body  # the sampling rule's salt is on the page
     listing = _signed_in("researcher").get(reverse("stream_list")).content.decode()
@@ -144,3 +148,222 @@ def test_the_chart_draws_lines_bands_and_gaps():
     assert svg.count("<polyline") == 3  # qwk: two runs around the gap; α: one
     assert svg.count("<polygon") == 2  # the bands of windows 1 and 3
     assert "&lt;α&gt;" in svg  # names are escaped
+
+
+def _alert(stream, judge: str, dimension: str, day: int, kind: str = "judge_drift"):
+    import datetime as dt
+
+    from annotator.models import StreamAlert
+
+    start = dt.datetime(2026, 3, day, tzinfo=dt.UTC)
+    return StreamAlert.objects.create(
+        stream=stream,
+        judge=judge,
+        dimension=dimension,
+        kind=kind,
+        window_start=start,
+        window_end=start + dt.timedelta(days=1),
+        detail={
+            "detected_at": start.isoformat(),
+            "since": start.isoformat(),
+            "evidence": {"before": 0.973, "after": 0.818},
+        },
+    )
+
+
+def _svg(uri: str) -> str:
+    import base64
+
+    return base64.b64decode(uri.split(",", 1)[1]).decode()
+
+
+def test_the_page_lists_every_alert_of_the_stream_and_marks_the_ones_charted(api_as, stream):
+    _fed(api_as)
+    _alert(stream, "j2", "coherence", 2)
+    page = _signed_in("researcher").get(
+        reverse("stream_page", args=["prod-chat"]), {"judge": "j1", "dimension": "coherence"}
+    )
+    body = page.content.decode()
+    # j1 has no alert, j2 has one on the same dimension: it is listed, with its judge and dimension.
+    assert "No alerts" not in body and "No alert on j1 × coherence" in body
+    [row] = page.context["alert_rows"]
+    assert row["alert"].judge == "j2" and not row["shown"]
+    assert "<td>j2</td><td>coherence</td>" in body and "0.973 → 0.818" in body
+    assert "?judge=j2&amp;dimension=coherence" in body  # a link to its series
+    assert "<title>alert</title>" not in _svg(page.context["agreement_svg"])
+    page = _signed_in("researcher").get(
+        reverse("stream_page", args=["prod-chat"]), {"judge": "j2", "dimension": "coherence"}
+    )
+    [row] = page.context["alert_rows"]
+    assert row["shown"] and 'title="on the charts below"' in page.content.decode()
+    for chart in ("agreement_svg", "means_svg", "detector_svg"):
+        assert _svg(page.context[chart]).count("<title>alert</title>") == 1
+
+
+def test_the_list_shows_each_stream_s_alerts_and_last_trace(api_as, stream):
+    _fed(api_as)
+    _alert(stream, "", "fluency", 1, kind="rater_drift")
+    latest = _alert(stream, "j2", "coherence", 2)
+    page = _signed_in("researcher").get(reverse("stream_list"))
+    body = page.content.decode()
+    [listed] = page.context["streams"]
+    assert listed.n_alerts == 2 and listed.latest_alert == latest
+    assert f'{reverse("stream_page", args=["prod-chat"])}#alerts">2</a>' in body
+    assert "?judge=j2&amp;dimension=coherence#alerts" in body and "judge_drift" in body
+    assert "since 2 Mar 2026" in body
+    assert "2 Mar 2026 12:" in body  # the last trace (day 2, 12:xx UTC)
+
+
+def test_the_page_says_how_to_read_it(api_as, stream):
+    _fed(api_as)
+    body = _signed_in("researcher").get(reverse("stream_page", args=["prod-chat"])).content.decode()
+    assert "How to read this" in body
+    assert "reference of the first 14 windows" in body
+    assert "P(a false alarm within 90 windows) ≤ 0.05 per detector" in body
+    assert "probability 0.5" in body and escape(stream.sampling_rule) in body
+    assert "background worker refreshes" in body
+    assert "docs/streams.md" in body and "docs/streams-statistics.md" in body
+
+
+def test_the_page_plots_what_the_detectors_watch(api_as, stream):
+    """The third chart is the per-window mean of each detector's per-trace statistic, the figures an
+    alert's before → after average: checked against the hcs functions on the same labels."""
+    import numpy as np
+
+    from hcs.streams.alerts import item_agreement, item_level
+
+    client = _fed(api_as)
+    url, choice = reverse("stream_page", args=["prod-chat"]), {"judge": "j1", "dimension": "coherence"}
+    before = _signed_in("researcher").get(url, choice).context["detector_means"]
+    assert before["judge_drift"] == [(None, 0), (None, 0)]  # no labels yet
+    sampled = sorted(Trace.objects.filter(sampled=True, timestamp__day=1).values_list("trace_id", flat=True))
+    human = {t: [1 + (int(t[2:]) + s) % 5 for s in (0, 1, 3)] for t in sampled}
+    labels = [
+        {"trace_id": t, "annotator": f"ann-{a}", "scores": {"coherence": v}}
+        for t in sampled
+        for a, v in enumerate(human[t])
+    ]
+    assert client.post("/streams/prod-chat/annotations", labels).status_code == 201
+    page = _signed_in("researcher").get(url, choice)  # the labels are seen, not a cached copy
+    means = page.context["detector_means"]
+    judge = {t: 1 + int(t[2:]) % 5 for t in sampled}  # _fed's judge score of trace i
+    ratings = np.array([human[t] for t in sampled], dtype=float)
+    scores = np.array([judge[t] for t in sampled], dtype=float)
+    assert means["judge_drift"][0] == (pytest.approx(item_agreement(scores, ratings).mean()), len(sampled))
+    assert means["product_change"][0][0] == pytest.approx(item_level(ratings).mean())
+    assert means["judge_drift"][1] == (None, 0)  # day 2: nobody rated it
+    assert "judge_drift" in _svg(page.context["detector_svg"])
+
+
+def test_the_page_writes_dates_for_people(api_as, stream):
+    _fed(api_as)
+    page = _signed_in("researcher").get(reverse("stream_page", args=["prod-chat"]))
+    body = page.content.decode()
+    assert [w["label"] for w in page.context["windows"]] == ["1 Mar 2026", "2 Mar 2026"]
+    assert "2026-03-01" not in body.split("Per window", 1)[1]
+    assert "1 Mar 2026" in _svg(page.context["agreement_svg"])
+
+
+def test_dates_show_the_time_only_when_a_window_is_not_whole_days():
+    import datetime as dt
+
+    from annotator.streams.views import when, window_label
+
+    day = dt.datetime(2026, 12, 7, tzinfo=dt.UTC)
+    assert when(day) == "7 Dec 2026" and when(day.isoformat()) == "7 Dec 2026"
+    assert window_label(day, day + dt.timedelta(days=1)) == "7 Dec 2026"
+    assert window_label(day, day + dt.timedelta(days=7)) == "7 Dec 2026 – 13 Dec 2026"
+    later = day + dt.timedelta(hours=14, minutes=5)
+    assert window_label(later, later + dt.timedelta(hours=3)) == "7 Dec 2026 14:05 – 7 Dec 2026 17:05"
+    # A count window from midnight to a time of day: both ends with their times.
+    assert window_label(day, later) == "7 Dec 2026 00:00 – 7 Dec 2026 14:05"
+    assert when(None) == "—"
+
+
+def test_names_are_escaped_on_the_pages(api_as):
+    client = api_as("researcher")
+    judge = '<b>j"&amp;</b>'
+    made = client.post(
+        "/streams", {"name": "esc", "human_rate": 1.0, "k": 3, "window": "day", "judges": [judge]}
+    )
+    assert made.status_code == 201, made.content
+    from annotator.models import Stream
+
+    stream = Stream.objects.get(name="esc")
+    client.post("/streams/esc/traces", {"traces": [trace(i, score=None) for i in range(4)]})
+    _alert(stream, judge, "coherence", 1)
+    for page in (
+        _signed_in("researcher").get(reverse("stream_page", args=["esc"])),
+        _signed_in("researcher").get(reverse("stream_list")),
+    ):
+        body = page.content.decode()
+        assert page.status_code == 200
+        assert "<b>j" not in body and escape(judge) in body
+    # In the list's link to the latest alert's series the name is URL-encoded.
+    assert "?judge=%3Cb%3Ej%22%26amp%3B%3C/b%3E&amp;dimension=coherence#alerts" in body
+
+
+def test_detection_progress_follows_the_detector_s_reference():
+    """As in ``detect_changes``: the reference is the first 14 windows holding at least two labelled traces
+    between them (a run of windows without labels slides it forward), and each later window is checked."""
+    import numpy as np
+
+    from annotator.streams.selectors import detection_progress
+    from hcs.streams.alerts import detect_changes
+
+    def progress(n):
+        return detection_progress(n, reference_windows=14)
+
+    assert progress([])["message"].startswith("No human labels yet")
+    assert "14 windows with human labels (the reference); 2 so far" in progress([5, 5])["message"]
+    full = progress([5] * 14)
+    assert full["reference_windows_so_far"] == 14 and not full["monitoring"]
+    assert "detection starts with the next window" in full["message"]
+    late = [0] * 20 + [5] * 3  # labels only from window 20: the reference is windows 7–20
+    assert progress(late)["monitored_windows"] == 2 and progress(late)["monitoring"]
+    # The detector agrees: a fall in the last window is found, so windows 21 and 22 were checked.
+    rng = np.random.default_rng(0)
+    data = [rng.uniform(0.8, 1.0, n) for n in late[:-1]] + [np.zeros(400)]
+    [alarm] = detect_changes(data)
+    assert alarm.reference == (7, 20) and alarm.detected_at == 22
+
+
+def test_a_stream_without_judges_lists_its_alerts(api_as):
+    client = api_as("researcher")
+    made = client.post(
+        "/streams", {"name": "plain", "human_rate": 1.0, "k": 3, "window": "day", "judges": []}
+    )
+    assert made.status_code == 201, made.content
+    from annotator.models import Stream
+
+    stream = Stream.objects.get(name="plain")
+    client.post("/streams/plain/traces", {"traces": [trace(i, score=None) for i in range(4)]})
+    _alert(stream, "", "coherence", 1, kind="product_change")
+    page = _signed_in("researcher").get(reverse("stream_page", args=["plain"]))
+    body = page.content.decode()
+    assert page.status_code == 200 and "no calibration series" in body
+    [row] = page.context["alert_rows"]
+    assert row["alert"].kind == "product_change" and row["judge"] == "" and "show</a>" not in body
+    assert client.get("/streams/plain/alerts").json()["detection"] == {}
+
+
+def test_no_alert_is_reported_as_no_drift_only_where_the_detectors_watched(api_as, stream, monkeypatch):
+    from annotator.streams import selectors
+
+    client = _fed(api_as)
+    url, choice = reverse("stream_page", args=["prod-chat"]), {"dimension": "coherence"}
+    sampled = Trace.objects.filter(sampled=True).values_list("trace_id", flat=True)
+    labels = [{"trace_id": t, "annotator": a, "scores": {"coherence": 3}} for t in sampled for a in "abc"]
+    assert client.post("/streams/prod-chat/annotations", labels).status_code == 201
+    page = _signed_in("researcher").get(url, choice)
+    assert page.context["progress"]["monitoring"] is False  # 2 windows, 14 needed
+    assert "was detected" not in page.content.decode()
+    # With a reference of one window, the second day is checked: now "no alert" means no drift found.
+    settings = {"reference_windows": 1, "alpha": 0.05, "horizon_windows": 90}
+    monkeypatch.setattr(selectors, "detector_settings", lambda: settings)
+    page = _signed_in("researcher").get(url, choice)
+    assert page.context["progress"]["monitored_windows"] == 1
+    assert (
+        "No alerts on this stream: on coherence, no judge drift, product change or rater drift was detected."
+        in (page.content.decode())
+    )
