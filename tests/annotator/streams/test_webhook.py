@@ -8,6 +8,7 @@ import hashlib
 import hmac
 import json
 import os
+import socket
 import threading
 from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 
@@ -21,8 +22,17 @@ from tests.factories import make_user
 
 pytestmark = pytest.mark.django_db
 
-# The receiver's port (and the next one, where nobody listens); set it apart when tests run side by side.
-PORT = int(os.environ.get("HCS_TEST_WEBHOOK_PORT", "8761"))
+
+def _free_port() -> int:
+    with socket.socket() as probe:
+        probe.bind(("127.0.0.1", 0))
+        return probe.getsockname()[1]
+
+
+# The receiver's port, and one where nobody listens: the system's free ones, so runs side by side never
+# meet (a fixed port made one run's receiver answer another's webhook).
+PORT = int(os.environ.get("HCS_TEST_WEBHOOK_PORT", "0")) or _free_port()
+NOBODY = _free_port()
 SECRET = "s3cret-for-tests"
 
 
@@ -138,7 +148,7 @@ def test_after_the_last_attempt_the_job_fails_with_every_attempt_logged(
 def test_an_unreachable_receiver_is_logged_as_an_error(
     alert, webhook, settings, django_capture_on_commit_callbacks
 ):
-    settings.STREAM_ALERT_WEBHOOK_URL = f"http://127.0.0.1:{PORT + 1}/nobody-listens"
+    settings.STREAM_ALERT_WEBHOOK_URL = f"http://127.0.0.1:{NOBODY}/nobody-listens"
     settings.STREAM_ALERT_WEBHOOK_ATTEMPTS = 2
     with django_capture_on_commit_callbacks(execute=True):
         job = alert_notify(alert)
