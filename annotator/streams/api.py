@@ -201,9 +201,15 @@ def stream_annotations(request, stream_name: str, payload: list[Any]):
     ``errors`` (its 0-based index, its trace_id, what is wrong) and the good ones are kept; a label whose
     trace and annotator already have one is counted in ``duplicates`` and changes nothing. 201 when a
     label was saved, else 200."""
-    from annotator.streams.services.annotations import stream_annotations_import
+    from annotator.streams.services.annotations import MAX_LABELS, stream_annotations_import
 
     stream = _stream(stream_name)
+    if len(payload) > MAX_LABELS:
+        raise Problem(
+            422,
+            f"At most {MAX_LABELS} labels per request; this one has {len(payload)}. Nothing was saved.",
+            kind=INVALID_REQUEST,
+        )
     result = stream_annotations_import(stream=stream, labels=payload, created_by=request.user)
     body = {"imported": result.imported, "duplicates": result.duplicates, "errors": result.errors}
     return Status(201 if result.imported else 200, body)

@@ -26,6 +26,8 @@ from annotator.uploads.selectors.plans import annotation_import_plan
 from annotator.uploads.services.annotation_imports import annotations_import
 
 KEYS = ("trace_id", "annotator", "scores", "constraints")
+# Per API request: a thousand traces' worth at k = 5, like the traces endpoint's bound on one request's work.
+MAX_LABELS = 5000
 ANSWERS = {True: "met", False: "not_met", "met": "met", "not_met": "not_met"}
 # The import's names for what this API calls otherwise: its problems are reported in the API's terms.
 IMPORT_KEYS = {"item_id": "trace_id", "constraints_met": "constraints"}

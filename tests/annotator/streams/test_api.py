@@ -130,6 +130,20 @@ def test_labels_made_elsewhere_become_annotations_of_the_sampled_items(api_as, s
     assert Item.objects.get(pk=item.pk).n_annotations == 3
 
 
+def test_more_labels_than_one_request_takes_are_refused_whole(api_as, stream, monkeypatch):
+    from annotator.streams.services import annotations
+
+    monkeypatch.setattr(annotations, "MAX_LABELS", 2)
+    client = api_as("researcher")
+    sampled = _sampled_ids(client)
+    labels = [{"trace_id": sampled[0], "annotator": f"ann-{n}", "scores": {"coherence": 4}} for n in range(3)]
+    assert (
+        "At most 2 labels"
+        in assert_problem(client.post("/streams/prod-chat/annotations", labels), 422)["detail"]
+    )
+    assert not Annotation.objects.exists()
+
+
 def test_labels_for_unsampled_or_unknown_traces_are_named_and_the_good_ones_kept(api_as, stream):
     client = api_as("researcher")
     sampled = _sampled_ids(client)
