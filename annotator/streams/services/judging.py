@@ -45,7 +45,10 @@ class JudgeDay:
     at: str
     day: str
     scored: int = 0  # traces that got the judge's scores in this run
-    left: int = 0  # traces still without them
+    left: int = 0  # traces still waiting to be called
+    unscored: int = (
+        0  # traces whose call in this run gave no score (failed, unreadable, ambiguous): not called again
+    )
     spent_today: float | None = None  # the judge's spend on this stream since midnight UTC, after the run
     cap: float | None = None
     capped: bool = False  # the day's cap stopped the run: the rest wait for the next day
@@ -75,7 +78,7 @@ def next_run_at(days: list[JudgeDay], now: dt.datetime) -> dt.datetime | None:
         return _day_start(now) + dt.timedelta(days=1)
     if any(d.busy for d in days):
         return now + BUSY_RETRY
-    if any(d.left and d.scored for d in days):
+    if any(d.left and (d.scored or d.unscored) for d in days):
         return now
     return None
 
@@ -88,16 +91,36 @@ def _order_key(salt: str, trace_id: str) -> bytes:
     return hashlib.sha256(f"{salt}:judge:{trace_id}".encode()).digest()
 
 
-def _waiting(stream: Stream, name: str) -> list[tuple[int, str, bool, int | None]]:
-    """(trace pk, trace_id, sampled, item pk) of the traces ``name`` has not scored, in the run's order."""
+def _waiting(stream: Stream, name: str, settled: set[str]) -> list[tuple[int, str, bool, int | None]]:
+    """(trace pk, trace_id, sampled, item pk) of the traces ``name`` has not scored and not called, in the
+    run's order."""
     scored = TraceScore.objects.filter(stream=stream, judge=name).values("trace_id")
-    rows = list(
-        Trace.objects.filter(stream=stream)
+    rows = [
+        row
+        for row in Trace.objects.filter(stream=stream)
         .exclude(pk__in=scored)
         .values_list("pk", "trace_id", "sampled", "item_id")
-    )
+        if row[1] not in settled
+    ]
     rows.sort(key=lambda r: (not r[2], _order_key(stream.salt, r[1])))
     return rows
+
+
+def _settled(stream: Stream, name: str) -> set[str]:
+    """The trace_ids whose call by judge ``name`` gave no score (failed, unreadable, ambiguous, or sent by a
+    run that was killed): the runner does not call them again, so they are not handed to it again either
+    (else a growing heap of them would fill every run and starve the new traces)."""
+    return set(
+        JudgeCall.objects.filter(
+            _judges_named(name), item__batch_id__in=_batches(stream), enhanced__isnull=True, sample=0
+        )
+        .exclude(status=JudgeCall.OK)
+        .values_list("item__item_id", flat=True)
+    )
+
+
+def _batches(stream: Stream) -> list[int]:
+    return [b for b in (stream.batch_id, stream.judge_batch_id) if b is not None]
 
 
 def _items(stream: Stream, rows) -> list[tuple[tuple, Item]]:
@@ -173,7 +196,7 @@ def _run_one(stream: Stream, config: dict, now: dt.datetime) -> JudgeDay:
 
     name, cap = config["name"], config.get("max_cost_per_day")
     day = JudgeDay(judge=name, at=now.isoformat(), day=_day_start(now).date().isoformat(), cap=cap)
-    waiting = _waiting(stream, name)
+    waiting = _waiting(stream, name, _settled(stream, name))
     chunk = waiting[:RUN_CHUNK]
     spent = spent_today(stream, name, now)
     day.left, day.spent_today = len(waiting), spent
@@ -205,9 +228,12 @@ def _run_one(stream: Stream, config: dict, now: dt.datetime) -> JudgeDay:
     finally:
         client.close()
     if result is not None:
-        day.scored = scores_to_traces(stream, name, result.judge, pairs)
-        day.capped = result.capped
-        day.left = len(waiting) - day.scored
+        scored = scores_to_traces(stream, name, result.judge, pairs)
+        settled = _settled(stream, name)
+        done = [r for r in chunk if r[0] in scored or r[1] in settled]
+        day.scored, day.capped = len(scored), result.capped
+        day.unscored = sum(1 for r in chunk if r[0] not in scored and r[1] in settled)
+        day.left = len(waiting) - len(done)
         day.spent_today = spent_today(stream, name, now)
         day.note = _cap_note(day, config) if result.capped else result.note
     return day
@@ -220,10 +246,10 @@ def _cap_note(day: JudgeDay, config: dict) -> str:
     )
 
 
-def scores_to_traces(stream: Stream, name: str, judge, pairs: list[tuple[tuple, Item]]) -> int:
+def scores_to_traces(stream: Stream, name: str, judge, pairs: list[tuple[tuple, Item]]) -> set[int]:
     """Copy ``judge``'s scores of the items of ``pairs`` ((trace row, item)) to the traces' ``TraceScore`` under the stream's
     judge ``name`` (the value is already on the rubric's scale), and mark the changed trace time for the
-    series (the task refreshes it). Returns how many traces got scores."""
+    series (the task refreshes it). Returns the pks of the traces that got scores."""
     item_of = {item.pk: row for row, item in pairs}
     dimensions = set(stream.batch.rubric_obj.dimension_keys)
     scores = JudgeScore.objects.filter(judge=judge, item_id__in=list(item_of), dimension__in=dimensions)
@@ -240,11 +266,11 @@ def scores_to_traces(stream: Stream, name: str, judge, pairs: list[tuple[tuple, 
         for item_pk, dimension, value in scores.values_list("item_id", "dimension", "value")
     ]
     if not new:
-        return 0
+        return set()
     with transaction.atomic():
         TraceScore.objects.bulk_create(new, ignore_conflicts=True, batch_size=2000)
         changes_record(stream, sorted({s.timestamp for s in new}))
-    return len({s.trace_id for s in new})
+    return {s.trace_id for s in new}
 
 
 def _status_save(stream: Stream, days: list[JudgeDay]) -> None:

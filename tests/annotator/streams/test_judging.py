@@ -153,7 +153,7 @@ def test_an_unreadable_reply_scores_nothing_and_says_why(api_as):
         stream = _make(api_as, fake)
         _push(api_as, "auto-chat", _now_traces(4))
         day = judges_run_all(stream_id=stream.pk)[0]
-        assert fake.calls == 4 and day.scored == 0 and day.left == 4
+        assert fake.calls == 4 and day.scored == 0 and day.unscored == 4 and day.left == 0
         assert not TraceScore.objects.filter(judge="auto").exists()
         assert set(JudgeCall.objects.values_list("status", flat=True)) == {"unreadable"}
         # Not called again on the next run: the ledger has their answers (a failed call is not retried).
@@ -167,3 +167,25 @@ def test_pushed_scores_for_a_judge_the_worker_runs_are_refused(api_as):
     bad = {**trace(1), "judge_scores": [{"judge": "auto", "dimension": "coherence", "value": 3}]}
     body = api_as("researcher").post("/streams/auto-chat/traces", {"traces": [bad]}).json()
     assert body["accepted"] == 0 and "run by the worker" in body["errors"][0]["problems"][0]
+
+
+def test_unreadable_calls_do_not_starve_new_traces_and_the_task_works_through_a_backlog(api_as, monkeypatch):
+    from annotator.streams import tasks
+    from annotator.streams.services import judging
+
+    monkeypatch.setattr(judging, "RUN_CHUNK", 2)  # runs of two traces: the backlog takes several
+    bad = {f"Question {i}?" for i in range(3)}
+    with FakeJudge(lambda prompt: '{"score": 4}' if any(q in prompt for q in bad) else FIVE) as fake:
+        stream = _make(api_as, fake)
+        _push(api_as, "auto-chat", _now_traces(3))
+        # Each run queues the next while traces wait; the tests' backend runs them one inside the other.
+        assert tasks.stream_judges_run.enqueue(stream_id=stream.pk).return_value == 0
+        assert fake.calls == 3 and not TraceScore.objects.exists()
+        _push(api_as, "auto-chat", [{**t, "trace_id": f"new-{i}"} for i, t in enumerate(_now_traces(8)[3:])])
+        tasks.stream_judges_run.enqueue(stream_id=stream.pk)
+        # The three unreadable traces are not handed to the runner again, so the five new ones all run.
+        assert fake.calls == 8
+        scored = set(TraceScore.objects.values_list("trace__trace_id", flat=True))
+        assert scored == {f"new-{i}" for i in range(5)}
+        status = Stream.objects.get(pk=stream.pk).judge_runs[0]["status"]
+        assert status["left"] == 0 and not Stream.objects.get(pk=stream.pk).judges_run_queued
