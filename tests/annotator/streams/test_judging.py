@@ -7,6 +7,7 @@ import datetime as dt
 import json
 
 import pytest
+from django.db.models import F
 from django.urls import reverse
 from django.utils import timezone
 
@@ -130,14 +131,16 @@ def test_the_daily_cap_stops_calls_sampled_first_and_the_rest_wait_for_the_next_
         assert again.capped and again.scored == 0 and fake.calls == day1.scored
         status = api_as("researcher").get("/streams/capped").json()["judge_runs"][0]["status"]
         assert status["capped"] and status["left"] == 30 - day1.scored and "cap" in status["note"]
-        # Each next day spends up to the cap again, until every trace is scored; nothing is paid twice.
-        day, total = now, day1.scored
+        # Each next day spends up to the cap again, until every trace is scored; nothing is paid twice. A day
+        # passes by moving the ledger's calls a day back: the runner stamps new calls with the real time.
+        total = day1.scored
         for _ in range(30):
             if total == 30:
                 break
-            day += dt.timedelta(days=1)
-            result = judges_run_all(stream_id=capped.pk, now=day)[0]
-            assert result.spent_today <= cap + bound
+            JudgeCall.ledger.update(created_at=F("created_at") - dt.timedelta(days=1))
+            result = judges_run_all(stream_id=capped.pk)[0]
+            assert 0 < result.spent_today <= cap + bound and result.scored
+            assert result.capped == (total + result.scored < 30)
             total += result.scored
         assert total == 30 == Trace.objects.filter(stream=capped, scores__judge="auto").distinct().count()
         assert (
