@@ -176,6 +176,8 @@ JUDGE_SEAMS = {
     "annotator.api.main": "the list of API routers mounts the judges' routers",
     "annotator.studies.planning": "the study plan reads each judge's scores to plan its PPI labels",
     "annotator.management.commands.load_demo": "the demo loads judge scores through the judges' services",
+    "annotator.streams.services.streams": "a stream's run judges are checked against the template and provider registries",
+    "annotator.streams.services.judging": "a stream's judges run through the judges' engine; pushed scores of sampled traces are saved as judge scores",
     **{
         f"annotator.management.commands.{name}": "Django finds commands only in the app's own folder"
         for name in JUDGE_COMMANDS

@@ -11,7 +11,7 @@ from django.shortcuts import get_object_or_404
 from django.urls import reverse
 from ninja import Router, Schema
 from ninja.responses import Status
-from pydantic import Field
+from pydantic import ConfigDict, Field
 
 from annotator.api.auth import researchers
 from annotator.api.problems import INVALID_REQUEST, Problem
@@ -31,11 +31,19 @@ router = Router(tags=["streams"])
 
 
 class StreamIn(Schema):
+    # An unknown key is refused: a misspelt ``judge`` or ``windw`` would otherwise be dropped unseen.
+    model_config = ConfigDict(extra="forbid")
+
     name: str = Field(description="letters, digits, '.', '_' or '-'")
-    human_rate: float = Field(description="share of traces sent to human review, 0 to 1")
+    human_rate: float = Field(description="share of traces sent to human review, above 0 and at most 1")
     k: int = Field(3, description="independent human ratings per sampled trace (at least 3)")
     window: str | int = Field(description="'day', 'week', or a number of human-labelled (sampled) traces")
-    judges: list[str] = Field(default_factory=list, description="names of the judges that score the traces")
+    judges: list[str | dict[str, Any]] = Field(
+        default_factory=list,
+        description="the judges that score the traces: a name (its scores are pushed with the traces) or "
+        "an object {name, template, model, provider?, base_url?, key_env?, max_cost_per_day?, currency?, "
+        "price_in?, price_out?, temperature?, max_tokens?, concurrency?} (the worker runs it on every trace)",
+    )
     rubric: dict[str, Any] | None = Field(None, description="a rubric like hcs/rubrics/hcs.json; default HCS")
 
 
@@ -45,6 +53,7 @@ class StreamOut(Schema):
     k: int
     window: str
     judges: list[str]
+    judge_runs: list[dict[str, Any]]
     rubric: str
     dimensions: list[str]
     sampling_rule: str
@@ -95,6 +104,7 @@ def stream_out(request, stream: Stream) -> dict:
         "k": stream.k,
         "window": stream.window,
         "judges": stream.judges,
+        "judge_runs": stream.judge_runs,
         "rubric": rubric.name,
         "dimensions": list(rubric.dimension_keys),
         "sampling_rule": stream.sampling_rule,

@@ -106,10 +106,15 @@ def parse_call(
 
 
 def plan_run(
-    batch: Batch, template: JudgeTemplate, client: ChatClient, options: RunOptions
+    batch: Batch,
+    template: JudgeTemplate,
+    client: ChatClient,
+    options: RunOptions,
+    items: list[Item] | None = None,
 ) -> tuple[list[Task], Callable[..., tuple], list[str]]:
     """(every call a run makes, with its rendered messages; the parser of its answers; notes), with ``client``
-    set to ask for structured output and logprobs as the template allows. Calls nothing; raises TemplateError."""
+    set to ask for structured output and logprobs as the template allows. ``items``: a scoring run calls these
+    (items with the batch's rubric), in this order, instead of the batch's. Calls nothing; raises TemplateError."""
     rubric = batch.rubric_obj
     dimensions = template.dimension_keys(rubric)
     notes = [f"Scale conflict in the template: {w}." for w in template.scale_warnings]
@@ -127,7 +132,8 @@ def plan_run(
         def parse(text, logprobs=None):
             return parse_pairwise(text, template, dimensions)
     else:
-        tasks = render_items(batch_items(batch, limit, only), template, rubric)
+        chosen = items if items is not None else batch_items(batch, limit, only)
+        tasks = render_items(chosen, template, rubric)
         tasks += [replace(t, sample=n) for n in range(1, options.samples) for t in tasks]
 
         def parse(text, logprobs=None):

@@ -53,7 +53,7 @@ from annotator.judges.services.runs import (
     judge_run_release,
     judge_run_renew,
 )
-from annotator.models import Batch, Judge, JudgeCall
+from annotator.models import Batch, Item, Judge, JudgeCall
 
 CACHE_SAVE_CHUNK = 250  # cached outcomes saved per transaction
 
@@ -306,6 +306,7 @@ def judge_run(
     progress: Callable[[RunProgress], None] | None = None,
     should_stop: Callable[[], bool] | None = None,
     job_id: UUID | str | None = None,
+    items: list[Item] | None = None,
     **option_fields,
 ) -> RunResult:
     """Score ``batch`` with ``template``, as ``options`` say (``RunOptions``; ``option_fields`` change some of
@@ -314,12 +315,13 @@ def judge_run(
     ``client`` is built from the options' endpoint; the judge is named ``judge_name``, else the options'
     ``judge``, else TEMPLATE/MODEL. ``progress`` is told the counts as calls are saved; ``should_stop`` is
     asked between calls. ``job_id`` is the background job carrying the run out (none: the command line);
-    the judge's claim records it. With ``batch_api`` the calls go through the provider's batch API (see
+    the judge's claim records it. ``items``: a scoring run calls these, in this order, instead of the batch's
+    (a stream's traces, whose order decides which are scored when the cost cap stops the run). With ``batch_api`` the calls go through the provider's batch API (see
     ``annotator.judges.engine.batch_runner``), which also fetches batches an earlier run left waiting.
     """
     options = RunOptions.with_fields(options, option_fields)
     bounded = bound_for_cap(client, options.max_cost)  # before the judge's identity: max_tokens is part of it
-    tasks, parse, notes = plan_run(batch, template, client, options)
+    tasks, parse, notes = plan_run(batch, template, client, options, items)
     notes += [bounded] if bounded else []
     judge, note = judge_for_run(
         name=judge_name or options.judge or f"{template.name}/{client.model}",

@@ -17,15 +17,17 @@ from typing import Any
 from django.db import connection, transaction
 from django.utils import timezone
 
-from annotator.models import Item, Stream, StreamChange, Trace, TraceScore
+from annotator.models import Item, Stream, Trace, TraceScore
 from annotator.services.bulk import (
     analyze_after_commit,
     ids_reserve,
     rows_insert,
 )
 from annotator.streams.sampling import is_sampled
+from annotator.streams.services.changes import changes_record
+from annotator.streams.services.judging import pushed_scores_save
 from annotator.streams.services.refresh import series_refresh_queue
-from annotator.streams.windows import TICK, calendar_span
+from annotator.streams.tasks import judges_run_queue
 from annotator.uploads.files.batch_file import prompt_id_for
 from annotator.uploads.files.columns import Frame
 from annotator.uploads.services.items import items_insert, next_position
@@ -33,6 +35,7 @@ from annotator.uploads.services.items import items_insert, next_position
 MAX_TRACES = 1000  # per request
 KEYS = ("trace_id", "timestamp", "prompt", "response", "context", "system_id", "metadata", "judge_scores")
 ID_MAX, SYSTEM_MAX = 200, 200
+FUTURE_SLACK = dt.timedelta(minutes=5)  # clock skew allowed to a sender
 
 
 @dataclass
@@ -84,7 +87,17 @@ def _timestamp(raw: dict, problems: list[str]) -> dt.datetime | None:
         problems.append(f"`timestamp` {value!r} is not an ISO 8601 time")
         return None
     # A time without an offset is read as UTC (docs/streams.md).
-    return when.replace(tzinfo=dt.UTC) if when.tzinfo is None else when.astimezone(dt.UTC)
+    when = when.replace(tzinfo=dt.UTC) if when.tzinfo is None else when.astimezone(dt.UTC)
+    latest = timezone.now() + FUTURE_SLACK
+    if when > latest:
+        # A trace from the future would sit in a window that has not begun, and a clock that is hours
+        # ahead would quietly shift the series; a few minutes of clock skew are allowed.
+        problems.append(
+            f"`timestamp` {value.strip()!r} is in the future (more than "
+            f"{FUTURE_SLACK.seconds // 60} minutes after the server's {timezone.now():%Y-%m-%dT%H:%M:%SZ})"
+        )
+        return None
+    return when
 
 
 def _scores(raw: dict, stream: Stream, problems: list[str]) -> tuple[tuple[str, str, float], ...]:
@@ -97,6 +110,7 @@ def _scores(raw: dict, stream: Stream, problems: list[str]) -> tuple[tuple[str, 
     rubric = stream.batch.rubric_obj
     lo, hi = rubric.scale_min, rubric.scale_max
     dimensions = set(rubric.dimension_keys)
+    run_by_worker = {j["name"] for j in stream.judge_runs}
     out, seen = [], set()
     for n, score in enumerate(given):
         where = f"`judge_scores[{n}]`"
@@ -106,6 +120,10 @@ def _scores(raw: dict, stream: Stream, problems: list[str]) -> tuple[tuple[str, 
         judge, dimension, value = score["judge"], score["dimension"], score["value"]
         if judge not in stream.judges:
             problems.append(f"{where}: judge {judge!r} is not one of the stream's judges {stream.judges}")
+        elif judge in run_by_worker:
+            problems.append(
+                f"{where}: judge {judge!r} is run by the worker on every trace; its scores are not pushed"
+            )
         elif dimension not in dimensions:
             problems.append(f"{where}: dimension {dimension!r} is not in the rubric ({sorted(dimensions)})")
         elif isinstance(value, bool) or not isinstance(value, int | float) or not math.isfinite(value):
@@ -181,32 +199,39 @@ def traces_ingest(*, stream: Stream, traces: list[Any]) -> IngestResult:
     return result
 
 
+def _items_write(stream: Stream, batch_id: int, traces: list[_Good]) -> dict[str, int]:
+    """``traces`` as new items of batch ``batch_id``; returns each trace_id's item pk."""
+    if not traces:
+        return {}
+    ids = ids_reserve(model=Item, count=len(traces))
+    frame = Frame(
+        {
+            "item_id": [t.trace_id for t in traces],
+            "prompt_id": [prompt_id_for(t.prompt) for t in traces],
+            "position": [0] * len(traces),  # set by items_insert
+            "prompt": [t.prompt for t in traces],
+            "response": [t.response for t in traces],
+            "context": [t.context for t in traces],
+            "expected_output": [""] * len(traces),
+            "constraints": ["[]"] * len(traces),
+            "system_id": [t.system_id for t in traces],
+            "conversation": ["[]"] * len(traces),
+            "metadata": [json.dumps({**t.metadata, "stream": stream.name}) for t in traces],
+            "id": ids,
+        }
+    )
+    items_insert(batch_id=batch_id, frame=frame, start_position=next_position(batch_id=batch_id))
+    return dict(zip((t.trace_id for t in traces), ids, strict=True))
+
+
 def _write(stream: Stream, traces: list[_Good]) -> list[str]:
     now = timezone.now()
     sampled = [t for t in traces if is_sampled(stream.salt, t.trace_id, stream.human_rate)]
-    item_ids = dict(
-        zip((t.trace_id for t in sampled), ids_reserve(model=Item, count=len(sampled)), strict=True)
-    )
-    if sampled:
-        frame = Frame(
-            {
-                "item_id": [t.trace_id for t in sampled],
-                "prompt_id": [prompt_id_for(t.prompt) for t in sampled],
-                "position": [0] * len(sampled),  # set by items_insert
-                "prompt": [t.prompt for t in sampled],
-                "response": [t.response for t in sampled],
-                "context": [t.context for t in sampled],
-                "expected_output": [""] * len(sampled),
-                "constraints": ["[]"] * len(sampled),
-                "system_id": [t.system_id for t in sampled],
-                "conversation": ["[]"] * len(sampled),
-                "metadata": [json.dumps({**t.metadata, "stream": stream.name}) for t in sampled],
-                "id": [item_ids[t.trace_id] for t in sampled],
-            }
-        )
-        items_insert(
-            batch_id=stream.batch_id, frame=frame, start_position=next_position(batch_id=stream.batch_id)
-        )
+    item_ids = _items_write(stream, stream.batch_id, sampled)
+    if stream.judge_batch_id is not None:
+        # The worker's judges score items: the unsampled traces become items of the closed judge batch
+        # (the sampled ones are scored as the human batch's items, where the report compares them).
+        _items_write(stream, stream.judge_batch_id, [t for t in traces if t.trace_id not in item_ids])
     trace_pks = ids_reserve(model=Trace, count=len(traces))
     when = Trace._meta.get_field("timestamp")
     db_time = {t.trace_id: when.get_db_prep_save(t.timestamp, connection) for t in traces}
@@ -251,8 +276,15 @@ def _write(stream: Stream, traces: list[_Good]) -> list[str]:
         ),
         constants={"stream": stream.pk},
     )
+    pushed_scores_save(
+        stream=stream,
+        scores=[(item_ids[t.trace_id], j, d, v) for t in sampled for j, d, v in t.scores],
+        now=now,
+    )
     changes_record(stream, [t.timestamp for t in traces])
     transaction.on_commit(lambda: series_refresh_queue(stream_id=stream.pk), robust=True)
+    if stream.judge_runs:
+        transaction.on_commit(lambda: judges_run_queue(stream_id=stream.pk), robust=True)
     if _doubled(trace_pks[0], trace_pks[-1]):
         # The planner's statistics, refreshed by the worker each time the trace table doubles: planned
         # for a small table, the duplicate check reads every trace of the stream instead of the unique index.
@@ -267,15 +299,3 @@ def _doubled(first: int, last: int) -> bool:
     (True, False, True)
     """
     return any(first <= 2**p <= last for p in range(10, 48))
-
-
-def changes_record(stream: Stream, times: list[dt.datetime]) -> None:
-    """Mark the trace time that changed: each calendar window touched, or for a count-window stream the
-    span from the earliest to the latest time (later count windows move with it, and get new bounds)."""
-    if not times:
-        return
-    if stream.window_count is None:
-        spans = sorted({calendar_span(t, stream.window) for t in times})
-    else:
-        spans = [(min(times), max(times) + TICK)]
-    StreamChange.objects.bulk_create([StreamChange(stream=stream, start=a, end=b) for a, b in spans])

@@ -400,3 +400,157 @@ def test_a_label_saved_in_the_browser_meanwhile_refuses_the_request_in_this_api_
     body = assert_problem(client.post("/streams/prod-chat/annotations", [label]), 422)
     assert "send the request again" in body["detail"] and "file" not in body["detail"]
     assert not Annotation.objects.exists()
+
+
+def test_create_refuses_an_unknown_key_and_a_rate_nobody_reviews(api_as):
+    client = api_as("researcher")
+    body = assert_problem(
+        client.post("/streams", {"name": "typo", "human_rate": 0.1, "windw": "day", "window": "day"}), 422
+    )
+    assert [e["column"] for e in body["errors"]] == ["windw"]
+    body = assert_problem(client.post("/streams", {"name": "none", "human_rate": 0, "window": "day"}), 422)
+    assert body["errors"][0]["column"] == "human_rate" and "cannot be calibrated" in body["detail"]
+    assert client.post("/streams", {"name": "all", "human_rate": 1, "window": "day"}).status_code == 201
+    assert list(Stream.objects.values_list("name", flat=True)) == ["all"]
+
+
+@pytest.mark.parametrize(
+    "judge, expected",
+    [
+        (
+            {"name": "a", "template": "hcs_rubric", "model": "m", "base_url": "http://x", "cap": 1},
+            "unknown key 'cap'",
+        ),
+        (
+            {"name": "a", "template": "nope", "model": "m", "base_url": "http://x"},
+            "judges[1].template: 'nope' is not a shipped",
+        ),
+        (
+            {"name": "a", "template": "geval_pairwise", "model": "m", "base_url": "http://x"},
+            "compares two responses",
+        ),
+        (
+            {"name": "a", "template": "hub_actionability", "model": "m", "base_url": "http://x"},
+            "not dimensions of the stream's rubric",
+        ),
+        ({"name": "a", "template": "hcs_rubric", "base_url": "http://x"}, "judges[1].model: the model"),
+        (
+            {"name": "a", "template": "hcs_rubric", "model": "m", "provider": "acme"},
+            "judges[1].provider: 'acme' is not one of openai, anthropic",
+        ),
+        (
+            {"name": "a", "template": "hcs_rubric", "model": "m"},
+            "judges[1].base_url: the openai provider needs",
+        ),
+        (
+            {"name": "a", "template": "hcs_rubric", "model": "m", "base_url": "http://x", "key_env": "HOME"},
+            "judges[1].key_env: HOME is not one of",
+        ),
+        (
+            {
+                "name": "a",
+                "template": "hcs_rubric",
+                "model": "m",
+                "base_url": "http://x",
+                "max_cost_per_day": 5,
+            },
+            "needs price_in and price_out",
+        ),
+        (
+            {
+                "name": "a",
+                "template": "hcs_rubric",
+                "model": "m",
+                "base_url": "http://x",
+                "max_cost_per_day": -1,
+                "price_in": 1,
+            },
+            "max_cost_per_day: a number above 0",
+        ),
+        (
+            {"name": "a", "template": "hcs_rubric", "model": "m", "base_url": "http://x", "currency": "€"},
+            "judges[1].currency",
+        ),
+        (
+            {"name": "j1", "template": "hcs_rubric", "model": "m", "base_url": "http://x"},
+            "judges: a name is given twice",
+        ),
+    ],
+)
+def test_create_names_what_is_wrong_with_a_judge_object(api_as, judge, expected):
+    response = api_as("researcher").post(
+        "/streams", {"name": "runs", "human_rate": 0.1, "window": "day", "judges": ["j1", judge]}
+    )
+    body = assert_problem(response, 422)
+    text = body["detail"] + " ".join(e["message"] for e in body["errors"])
+    assert expected in text, text
+    assert not Stream.objects.exists()
+
+
+def test_a_judge_that_is_neither_a_name_nor_an_object_is_named_by_the_schema(api_as):
+    response = api_as("researcher").post(
+        "/streams", {"name": "runs", "human_rate": 0.1, "window": "day", "judges": ["j1", 3]}
+    )
+    body = assert_problem(response, 422)
+    assert body["errors"] and all(e["column"].startswith("judges.1") for e in body["errors"])
+    assert not Stream.objects.exists()
+
+
+def test_a_judge_object_is_stored_with_its_defaults_and_names_the_judge(api_as):
+    judge = {"name": "auto", "template": "hcs_rubric", "model": "m", "base_url": "http://127.0.0.1:9/v1"}
+    response = api_as("researcher").post(
+        "/streams", {"name": "runs", "human_rate": 0.1, "window": "day", "judges": ["j1", judge]}
+    )
+    assert response.status_code == 201, response.content
+    body = response.json()
+    assert body["judges"] == ["j1", "auto"]
+    assert body["judge_runs"] == [
+        {
+            **judge,
+            "provider": "openai",
+            "key_env": "OPENAI_API_KEY",
+            "max_cost_per_day": None,
+            "currency": "USD",
+            "price_in": 0.0,
+            "price_out": 0.0,
+        }
+    ]
+    stream = Stream.objects.get(name="runs")
+    assert stream.judge_batch is not None and not stream.judge_batch.is_open
+    # A stream with pushed judges only has no judge batch.
+    api_as("researcher").post(
+        "/streams", {"name": "pushed", "human_rate": 0.1, "window": "day", "judges": ["j1"]}
+    )
+    assert Stream.objects.get(name="pushed").judge_batch is None
+
+
+def test_a_trace_from_the_future_is_refused_by_name(api_as, stream):
+    import datetime as dt
+
+    from django.utils import timezone
+
+    soon = (timezone.now() + dt.timedelta(minutes=2)).isoformat()
+    later = (timezone.now() + dt.timedelta(hours=1)).isoformat()
+    body = (
+        api_as("researcher")
+        .post("/streams/prod-chat/traces", {"traces": [trace(1, timestamp=soon), trace(2, timestamp=later)]})
+        .json()
+    )
+    assert body["accepted"] == 1 and [e["index"] for e in body["errors"]] == [1]
+    assert body["errors"][0]["trace_id"] == "t-2" and "in the future" in body["errors"][0]["problems"][0]
+    assert list(Trace.objects.values_list("trace_id", flat=True)) == ["t-1"]
+
+
+def test_pushed_scores_of_sampled_traces_are_judge_scores_of_their_items(api_as, stream):
+    from annotator.models import JudgeScore
+
+    body = (
+        api_as("researcher")
+        .post("/streams/prod-chat/traces", {"traces": [trace(n) for n in range(20)]})
+        .json()
+    )
+    scores = JudgeScore.objects.select_related("judge", "item")
+    assert {s.item.item_id for s in scores} == set(body["sampled"])
+    assert {(s.judge.name, s.dimension, s.value, s.item.batch_id) for s in scores} == {
+        ("j1", "coherence", 3.0, stream.batch_id)
+    }
