@@ -128,6 +128,23 @@ def _alert_rows(alerts, stream: Stream, judge: str | None, dimension: str | None
     return rows
 
 
+def _judge_run_rows(stream: Stream) -> list[dict]:
+    """The judges the worker runs, each with its last run's ``status`` (``annotator.streams.services.judging``)."""
+    rows = []
+    for config in stream.judge_runs:
+        status = config.get("status") or {}
+        rows.append(
+            {
+                **config,
+                "cap": config.get("max_cost_per_day"),
+                "currency": config.get("currency") or "",
+                "status": status,
+                "last_run": when(status["at"], time=True) if status.get("at") else "",
+            }
+        )
+    return rows
+
+
 @require_GET
 @researcher_required
 def stream_list(request):
@@ -199,6 +216,7 @@ def stream_page(request, stream_name):
         "dimensions": list(stream.batch.rubric_obj.dimension_keys),
         "detector": settings,
         "refresh_delay": django_settings.STREAM_SERIES_REFRESH_DELAY_S,
+        "judge_runs": _judge_run_rows(stream),
     }
     judge = dimension = None
     if stream.judges:

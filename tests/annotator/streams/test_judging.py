@@ -8,6 +8,7 @@ import json
 
 import pytest
 from django.db.models import F
+from django.test import Client
 from django.urls import reverse
 from django.utils import timezone
 
@@ -46,6 +47,14 @@ def _push(api_as, name, traces):
     body = api_as("researcher").post(f"/streams/{name}/traces", {"traces": traces}).json()
     assert body["errors"] == [] and body["accepted"] == len(traces), body
     return body
+
+
+def _page(stream: Stream) -> str:
+    client = Client()
+    client.force_login(make_user("page-reader", role="researcher"))
+    response = client.get(reverse("stream_page", args=[stream.name]))
+    assert response.status_code == 200
+    return response.content.decode()
 
 
 def _now_traces(n: int) -> list[dict]:
@@ -131,6 +140,10 @@ def test_the_daily_cap_stops_calls_sampled_first_and_the_rest_wait_for_the_next_
         assert again.capped and again.scored == 0 and fake.calls == day1.scored
         status = api_as("researcher").get("/streams/capped").json()["judge_runs"][0]["status"]
         assert status["capped"] and status["left"] == 30 - day1.scored and "cap" in status["note"]
+        # The stream page says so too, with the day's spend against the cap.
+        page = _page(capped)
+        assert f"Today's cap is reached: {30 - day1.scored} waiting for the next UTC day." in page
+        assert f"{day1.spent_today:.4f} USD" in page and "fake-2" in page
         # Each next day spends up to the cap again, until every trace is scored; nothing is paid twice. A day
         # passes by moving the ledger's calls a day back: the runner stamps new calls with the real time.
         total = day1.scored
