@@ -44,8 +44,8 @@ def _incidence(pairs: np.ndarray, k: int) -> np.ndarray:
 
 def _terms(u, phi, counts, ties):
     """Per-pair log-likelihood and its derivatives in u (and in φ = log ν for Davidson)."""
-    w, l, t = counts[..., 0], counts[..., 1], counts[..., 2]
-    n = w + l + t
+    w, lost, t = counts[..., 0], counts[..., 1], counts[..., 2]
+    n = w + lost + t
     if ties == "half":
         p = 0.5 * (1 + np.tanh(u / 2))  # logistic, without overflow
         ll = (w + t / 2) * u - n * np.logaddexp(0, u)
@@ -55,9 +55,9 @@ def _terms(u, phi, counts, ties):
     den = 2 * ch + nu
     a, c = sh / den, nu / den
     h_uu = (0.5 * ch * den - sh**2) / den**2
-    ll = (w - l) * u / 2 + t * phi[..., None] - n * np.log(den)
+    ll = (w - lost) * u / 2 + t * phi[..., None] - n * np.log(den)
     extra = ((t - n * c).sum(-1), (n * c * (1 - c)).sum(-1), -n * a * c)
-    return ll.sum(-1), (w - l) / 2 - n * a, n * h_uu, extra
+    return ll.sum(-1), (w - lost) / 2 - n * a, n * h_uu, extra
 
 
 def _step(s, phi, counts, e, ties):

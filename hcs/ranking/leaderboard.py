@@ -67,13 +67,12 @@ class Leaderboard:
 
 
 def _record(bt: Battles) -> np.ndarray:
-    """Wins, losses and ties (``both_bad`` included) per system, and battles."""
-    k, out = bt.n_systems, np.zeros((bt.n_systems, 3), dtype=int)
-    for side, other, win in ((bt.a, bt.b, 0), (bt.b, bt.a, 1)):
+    """Wins, losses and ties (``both_bad`` included) per system."""
+    out = np.zeros((bt.n_systems, 3), dtype=int)
+    for side, win in ((bt.a, 0), (bt.b, 1)):
         np.add.at(out[:, 0], side[bt.outcome == win], 1)
         np.add.at(out[:, 1], side[bt.outcome == 1 - win], 1)
         np.add.at(out[:, 2], side[bt.outcome >= 2], 1)
-    assert out.shape == (k, 3)
     return out
 
 
@@ -176,8 +175,8 @@ def leaderboard(
     >>> from hcs.ranking.battles import battles
     >>> bt = battles([0, 1, 2, 3, 4, 5], [0, 0, 1, 1, 2, 0], [1, 1, 2, 2, 0, 2], ["a", "b", "a", "tie", "a", "a"])
     >>> board = leaderboard(bt, n_boot=200)
-    >>> [(r.system, round(r.score, 4), r.rank) for r in board.rows]
-    [(0, 0.3662, 1), (1, 0.0, 2), (2, -0.3662, 3)]
+    >>> [(r.system, round(r.score, 4) + 0.0, r.rank, r.wins, r.losses, r.ties) for r in board.rows]
+    [(0, 0.0, 2, 2, 2, 0), (1, 0.343, 1, 2, 1, 1), (2, -0.343, 3, 1, 2, 1)]
     """
     if not 0 < alpha < 1:
         raise ValueError(f"alpha must lie in (0, 1), not {alpha}")
