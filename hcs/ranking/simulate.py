@@ -2,7 +2,8 @@
 
 Battles. Systems have log-strengths ``scores``; pairs are drawn uniformly, each battle on its own prompt unless
 ``n_prompts`` is given. A verdict is a tie with probability ``tie_rate`` (a third of them ``both_bad``), else
-``a`` wins with probability σ(s_a − s_b + z), z a prompt-and-pair effect N(0, ``prompt_sd``²). The side shown
+``a`` wins with probability σ(s_a − s_b + z_pa − z_pb), z_pm a lasting effect N(0, ``prompt_sd``²) of prompt p
+on system m, shared by the prompt's battles (so battles on one prompt are not independent). The side shown
 on the left is a fair coin, and a person picks the left side instead of judging with probability
 ``left_pull`` (position bias).
 
@@ -41,7 +42,10 @@ def planted_battles(
     scores = np.asarray(scores, float)
     a, b = _pairs(rng, len(scores), n_battles)
     prompt = np.arange(n_battles) if n_prompts is None else rng.integers(0, n_prompts, n_battles)
-    shift = rng.normal(0, prompt_sd, n_battles) if prompt_sd else 0.0
+    shift = 0.0
+    if prompt_sd:  # a lasting effect of each prompt on each system, shared by that prompt's battles
+        effect = rng.normal(0, prompt_sd, (int(prompt.max()) + 1, len(scores)))
+        shift = effect[prompt, a] - effect[prompt, b]
     outcome = _verdicts(rng, scores, a, b, tie_rate, shift)
     left = rng.integers(0, 2, n_battles)
     pulled = rng.random(n_battles) < left_pull
