@@ -193,11 +193,7 @@ def leaderboard(
         draws, degenerate = _replicates(pc, cols, sub_pairs, m, est, ties, n_boot, seed)
     else:
         draws, degenerate = np.zeros((n_boot, m)), 0
-    scores = np.full(k, np.nan)
-    scores[mask] = est[0]
-    n_above, n_below = how.count("above"), how.count("below")
-    inside = np.full((n_boot, k), np.nan)
-    inside[:, mask] = draws
+    n_above = how.count("above")
     rank_draws = _ranks(draws) + n_above
     point_ranks = _ranks(est[0]) + n_above
     record, battles_per = _record(bt), np.bincount(np.concatenate([bt.a, bt.b]), minlength=k)
@@ -228,47 +224,38 @@ def leaderboard(
                 )
             )
             continue
-        sign = {"above": 1, "below": -1}.get(how[i], 0)
-        direct = _direct(bt, i, mask, index, sign)
-        bound = _bound(direct, est[0], est[1], ties, sign, alpha) if sign else None
-        if sign > 0:
-            rows.append(
-                SystemScore(
-                    score=np.inf,
-                    ci_low=bound,
-                    ci_high=np.inf,
-                    rank=1 if n_above == 1 else None,
-                    rank_low=1,
-                    rank_high=n_above,
-                    **common,
-                )
-            )
-        elif sign < 0:
-            rows.append(
-                SystemScore(
-                    score=-np.inf,
-                    ci_low=-np.inf,
-                    ci_high=bound,
-                    rank=k if n_below == 1 else None,
-                    rank_low=k - n_below + 1,
-                    rank_high=k,
-                    **common,
-                )
-            )
-        else:
-            rows.append(
-                SystemScore(
-                    score=np.nan, ci_low=None, ci_high=None, rank=None, rank_low=1, rank_high=k, **common
-                )
-            )
-    log_nu = est[1]
-    return Leaderboard(tuple(rows), ties, log_nu, n_boot, pc.n_prompts, degenerate, alpha)
+        rows.append(_unfitted(bt, i, how, mask, est, ties, alpha, common))
+    return Leaderboard(tuple(rows), ties, est[1], n_boot, pc.n_prompts, degenerate, alpha)
 
 
-def _direct(bt: Battles, i: int, mask, index, sign) -> list[tuple[int, float]]:
-    """Battles of system ``i`` against each fitted system it met (as (fitted index, count))."""
+def _unfitted(bt, i, how, mask, est, ties, alpha, common) -> SystemScore:
+    """The row of a system outside the fitted group: an infinite score with a likelihood-ratio end, or none."""
+    k, n_above, n_below = bt.n_systems, how.count("above"), how.count("below")
+    sign = {"above": 1, "below": -1}.get(how[i], 0)
     if not sign:
-        return []
+        return SystemScore(
+            score=np.nan, ci_low=None, ci_high=None, rank=None, rank_low=1, rank_high=k, **common
+        )
+    bound = _bound(_direct(bt, i, mask, np.cumsum(mask) - 1), est[0], est[1], ties, sign, alpha)
+    if sign > 0:
+        rank = 1 if n_above == 1 else None
+        return SystemScore(
+            score=np.inf, ci_low=bound, ci_high=np.inf, rank=rank, rank_low=1, rank_high=n_above, **common
+        )
+    rank = k if n_below == 1 else None
+    return SystemScore(
+        score=-np.inf,
+        ci_low=-np.inf,
+        ci_high=bound,
+        rank=rank,
+        rank_low=k - n_below + 1,
+        rank_high=k,
+        **common,
+    )
+
+
+def _direct(bt: Battles, i: int, mask, index) -> list[tuple[int, float]]:
+    """Battles of system ``i`` against each fitted system it met (as (fitted index, count))."""
     other = np.where(bt.a == i, bt.b, np.where(bt.b == i, bt.a, -1))
     met = other[(other >= 0)]
     met = met[mask[met]]
