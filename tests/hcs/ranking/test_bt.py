@@ -37,7 +37,7 @@ def direct_fit(bt, ties):
         return -ll.sum()
 
     x0 = np.zeros(k - 1 + (ties == "davidson"))
-    res = minimize(negll, x0, method="BFGS", options={"gtol": 1e-10, "maxiter": 10_000})
+    res = minimize(negll, x0, method="BFGS", jac="3-point", options={"gtol": 1e-9, "maxiter": 10_000})
     s = np.concatenate([[0.0], res.x[: k - 1]])
     return s - s.mean(), (res.x[k - 1] if ties == "davidson" else None)
 
