@@ -24,7 +24,7 @@ _CODE = {name: code for code, name in enumerate(OUTCOMES)}
 class Battles:
     """Validated battles: four integer arrays of one length and the number of systems.
 
-    ``prompt`` is any integer label of the prompt (battles on the same prompt share it), ``a`` and ``b``
+    ``prompt`` is a code per prompt (battles on the same prompt share it), ``a`` and ``b``
     are system indices in ``0..n_systems-1`` and ``outcome`` the code of :data:`OUTCOMES`. ``left`` is
     optional: 0 when ``a`` was shown on the left, 1 when ``b`` was, −1 when unknown.
     """
@@ -95,10 +95,12 @@ def battles(prompt, system_a, system_b, outcome, *, n_systems: int | None = None
         raise ValueError(
             f"prompt, system_a, system_b and outcome differ in length: {[len(x) for x in arrays]} vs {n}"
         )
-    for name, x in zip(("prompt", "system_a", "system_b"), arrays, strict=True):
+    for name, x in zip(("system_a", "system_b"), arrays[1:], strict=True):
         if n and x.dtype.kind not in "iu":
             raise ValueError(f"{name} must hold integer indices, not {x.dtype}")
-    p, a, b = (x.astype(np.int64) for x in arrays)
+    # Prompt labels may be anything sortable (ids or texts); battles on one prompt share a code.
+    p = np.unique(arrays[0], return_inverse=True)[1].astype(np.int64).ravel() if n else np.zeros(0, np.int64)
+    a, b = (x.astype(np.int64) for x in arrays[1:])
     k = int(max(a.max(initial=-1), b.max(initial=-1)) + 1) if n_systems is None else int(n_systems)
     for name, x in (("system_a", a), ("system_b", b)):
         bad = np.flatnonzero((x < 0) | (x >= k))

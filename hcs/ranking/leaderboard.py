@@ -49,6 +49,29 @@ class SystemScore:
     standing: str  # "fitted", "above" (+inf: no loss to the fitted group), "below" (−inf) or "apart"
     ci_extended: bool = False
 
+    def to_json(self) -> dict:
+        """The row with full precision; an infinite or missing end is null (JSON has no infinity): ``standing``
+        says which side is open."""
+
+        def num(x):
+            return float(x) if x is not None and np.isfinite(x) else None
+
+        return {
+            "system": self.system,
+            "score": num(self.score),
+            "ci_low": num(self.ci_low),
+            "ci_high": num(self.ci_high),
+            "rank": self.rank,
+            "rank_low": self.rank_low,
+            "rank_high": self.rank_high,
+            "n_battles": self.n_battles,
+            "wins": self.wins,
+            "losses": self.losses,
+            "ties": self.ties,
+            "standing": self.standing,
+            "ci_extended": bool(self.ci_extended),
+        }
+
 
 @dataclass(frozen=True)
 class Leaderboard:
@@ -161,8 +184,8 @@ def _interval(point, draws, alpha):
     lo, hi = _percentile(draws, alpha / 2), _percentile(draws, 1 - alpha / 2)
     if lo is None:
         return None, None, False
-    extended = point < lo or point > hi
-    return min(lo, point), max(hi, point), extended
+    extended = bool(point < lo or point > hi)
+    return float(min(lo, point)), float(max(hi, point)), extended
 
 
 def leaderboard(
@@ -182,6 +205,8 @@ def leaderboard(
         raise ValueError(f"alpha must lie in (0, 1), not {alpha}")
     if len(bt) == 0:
         raise ValueError("no battles to rank")
+    if n_boot < 1:
+        raise ValueError(f"n_boot must be at least 1, not {n_boot}")
     pc, k = prompt_counts(bt), bt.n_systems
     mask, how = standing(pc.totals(), pc.pairs, k)
     cols, sub_pairs = _sub(pc, mask)

@@ -65,6 +65,22 @@ class PPRanking:
     def rank_set(self, system: int) -> tuple[int, int]:
         return int(self.rank_low[system]), int(self.rank_high[system])
 
+    def to_json(self) -> list[dict]:
+        """One entry per system: its win rate and ``rank_set``, and the same from people alone."""
+        return [
+            {
+                "system": m,
+                "win_rate": float(self.theta[m]),
+                "rank_set": [int(self.rank_low[m]), int(self.rank_high[m])],
+                "human_only": {
+                    "win_rate": float(self.human_theta[m]),
+                    "rank_set": [int(self.human_rank_low[m]), int(self.human_rank_high[m])],
+                },
+                "lambda": self.lam,
+            }
+            for m in range(len(self.theta))
+        ]
+
 
 def judge_credit(first, second=None, *, tie_credit: float = 0.5) -> np.ndarray:
     """The judge's credit to system ``a`` per battle, averaging its two verdicts (each order shown once).

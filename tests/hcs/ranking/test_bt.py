@@ -127,7 +127,7 @@ def test_a_system_compared_with_nobody_in_the_group_is_apart():
         (([0], [0], [1], ["win"]), "not one of a, b, tie, both_bad"),
         (([0, 1], [0, 1], [1, 5], ["a", "b"], 3), "battle 1: system_b 5 is outside 0..2"),
         (([0], [0, 1], [1], ["a"]), "differ in length"),
-        (([0], [0.5], [1], ["a"]), "integer indices"),
+        (([0], [0.5], [1], ["a"]), "system_a must hold integer indices"),
     ],
 )
 def test_bad_battles_are_named(args, message):

@@ -1,11 +1,13 @@
 """The leaderboard recovers a planted ranking, its intervals contain their own estimates, and the bootstrap over
 prompts covers the scores' target when battles on one prompt are alike (where resampling rows does not)."""
 
+import json
+
 import numpy as np
 import pytest
 from scipy.stats import kendalltau
 
-from hcs.ranking.battles import Battles, prompt_counts
+from hcs.ranking.battles import Battles, battles, prompt_counts
 from hcs.ranking.bt import fit_counts
 from hcs.ranking.leaderboard import leaderboard
 from hcs.ranking.simulate import planted_battles
@@ -84,8 +86,20 @@ def test_the_bootstrap_is_reproducible_and_davidson_runs():
     assert [r.rank for r in dav.rows] == [r.rank for r in one.rows]
 
 
-@pytest.mark.parametrize("kwargs", [{"alpha": 0}, {"ties": "draw"}])
+@pytest.mark.parametrize("kwargs", [{"alpha": 0}, {"ties": "draw"}, {"n_boot": 0}])
 def test_bad_options_are_refused(kwargs):
     bt = planted_battles(np.random.default_rng(8), PLANTED[:3], 30)
     with pytest.raises(ValueError):
-        leaderboard(bt, n_boot=10, **kwargs)
+        leaderboard(bt, **{"n_boot": 10, **kwargs})
+
+
+def test_json_rows_have_no_infinity_and_prompts_may_be_texts():
+    bt = battles(
+        ["p1", "p1", "p2", "p3", "p3"], [0, 1, 2, 2, 0], [1, 0, 0, 1, 1], ["a", "a", "a", "a", "tie"]
+    )
+    board = leaderboard(bt, n_boot=50)
+    top = board.rows[2].to_json()
+    assert top["standing"] == "above" and top["score"] is None and top["ci_high"] is None and top["rank"] == 1
+    assert isinstance(top["ci_low"], float)
+    assert json.loads(json.dumps([r.to_json() for r in board.rows], allow_nan=False))
+    assert board.n_prompts == 3

@@ -59,6 +59,8 @@ def test_two_systems_have_opposite_win_rates_and_covariance():
     assert r.human_theta.sum() == pytest.approx(1.0)
     assert r.human_sigma[0, 1] == pytest.approx(-r.human_sigma[0, 0])
     assert r.lam == 0.0  # no judge-only battles: nothing to add to the people's verdicts
+    out = r.to_json()
+    assert out[0]["rank_set"] == list(r.rank_set(0)) and out[0]["human_only"]["win_rate"] == r.human_theta[0]
 
 
 def test_lambda_follows_the_judges_worth():
