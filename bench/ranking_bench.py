@@ -5,7 +5,7 @@
 1. Fit: Bradley–Terry (ties as half a win) and Davidson scores against a direct scipy maximum-likelihood fit, and
    against evalica and choix when a Python that has them is found (tests/hcs/ranking/oracle.py). Target ≤ 1e-6.
 2. Recovery: a planted ranking of 10 systems from 2,000 battles, Kendall τ over 100 simulations. Target median ≥ 0.9.
-3. Speed: 100,000 battles, 1,000 bootstrap resamples over prompts, 10 systems. Target ≤ 15 s. Median of 3 runs,
+3. Speed: 100,000 battles, 1,000 bootstrap resamples over prompts, 10 systems (and 50). Target ≤ 15 s. Median of 3 runs,
    with the machine's load average printed beside it (the figure is only comparable at a similar load).
 4. Bootstrap coverage: the percentile intervals' coverage of the scores' target when battles on a prompt are alike,
    resampling prompts against resampling rows.
@@ -36,7 +36,7 @@ sys.path.insert(0, str(ROOT))
 from scipy.stats import kendalltau  # noqa: E402
 
 from hcs.ranking.battles import Battles, prompt_counts  # noqa: E402
-from hcs.ranking.bt import fit_counts  # noqa: E402
+from hcs.ranking.bt import TIES, fit_counts  # noqa: E402
 from hcs.ranking.leaderboard import leaderboard  # noqa: E402
 from hcs.ranking.paired import paired_difference, ppi_paired_difference  # noqa: E402
 from hcs.ranking.ppr import prediction_powered_ranking  # noqa: E402
@@ -86,20 +86,19 @@ def recovery_table(seed: int) -> None:
 
 
 def speed_table(seed: int, runs: int) -> None:
-    print(f"\n3. Bootstrap speed: 100,000 battles, 1,000 resamples, 10 systems; load average {_load()}")
-    print(f"{'prompts':>9}{'ties':>10}{'median s':>10}{'runs':>6}{'degenerate':>12}")
+    print(f"\n3. Bootstrap speed: 100,000 battles, 1,000 resamples; load average {_load()}")
+    print(f"{'systems':>8}{'prompts':>9}{'ties':>10}{'median s':>10}{'runs':>6}{'degenerate':>12}")
     rng = np.random.default_rng(seed)
-    for n_prompts in (100_000, 10_000):
-        bt = planted_battles(rng, PLANTED, 100_000, n_prompts=n_prompts)
-        for ties in ("half", "davidson"):
+    for k, n_prompts, models in ((10, 100_000, TIES), (10, 10_000, TIES), (50, 100_000, ("half",))):
+        bt = planted_battles(rng, np.linspace(-1.0, 1.0, k), 100_000, n_prompts=n_prompts)
+        for ties in models:
             times = []
             for _ in range(runs):
                 start = time.perf_counter()
                 board = leaderboard(bt, ties=ties, n_boot=1000)
                 times.append(time.perf_counter() - start)
-            print(
-                f"{n_prompts:>9,}{ties:>10}{np.median(times):>10.2f}{runs:>6}{board.degenerate_replicates:>12}"
-            )
+            row = f"{k:>8}{n_prompts:>9,}{ties:>10}{np.median(times):>10.2f}{runs:>6}"
+            print(row + f"{board.degenerate_replicates:>12}")
     print(f"(load average after: {_load()})")
 
 

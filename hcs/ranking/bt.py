@@ -24,6 +24,7 @@ scipy fit of the same likelihood.
 
 from __future__ import annotations
 
+import contextlib
 from dataclasses import dataclass
 
 import numpy as np
@@ -60,13 +61,24 @@ def _terms(u, phi, counts, ties):
     return ll.sum(-1), (w - lost) / 2 - n * a, n * h_uu, extra
 
 
-def _step(s, phi, counts, e, ties):
+def _laplacian(pairs: np.ndarray, k: int) -> csr_matrix:
+    """Maps a weight per pair to the k × k information matrix Σ_q w_q (e_i − e_j)(e_i − e_j)ᵀ, flattened."""
+    i, j = pairs[:, 0], pairs[:, 1]
+    q = np.arange(len(pairs))
+    cols = np.concatenate([i * k + i, j * k + j, i * k + j, j * k + i])
+    vals = np.repeat([1.0, 1.0, -1.0, -1.0], len(pairs))
+    return csr_matrix((vals, (np.tile(q, 4), cols)), shape=(len(pairs), k * k))
+
+
+def _step(s, phi, counts, e, lap, ties):
     """Newton direction for every replicate; the gauge Σ s = 0 is fixed by adding 11ᵀ/k."""
     k = e.shape[1]
     ll, g_u, kappa, extra = _terms(s @ e.T, phi, counts, ties)
     grad = g_u @ e
+    # A sparse product keeps the assembly linear in the pairs (an einsum over pairs × k² is not).
+    info = np.asarray((lap.T @ kappa.T).T).reshape(-1, k, k)
     # A replicate can leave a system without battles: the tiny ridge keeps its (zero) step defined.
-    info = np.einsum("qi,bq,qj->bij", e, kappa, e) + 1.0 / k + 1e-12 * np.eye(k)
+    info = info + 1.0 / k + 1e-12 * np.eye(k)
     if ties == "davidson":
         g_phi, i_phi, i_cross = extra
         cross = i_cross @ e
@@ -104,17 +116,34 @@ def fit_counts(
         raise ValueError(f"ties must be one of {TIES}, not {ties!r}")
     counts = np.asarray(totals, dtype=float)
     counts = counts[None] if counts.ndim == 2 else counts
-    b, e = counts.shape[0], _incidence(np.asarray(pairs), k)
+    b, e, lap = counts.shape[0], _incidence(np.asarray(pairs), k), _laplacian(np.asarray(pairs), k)
     s = np.zeros((b, k)) if init is None else np.broadcast_to(np.asarray(init[0], float), (b, k)).copy()
     phi = None
     if ties == "davidson":
         t_rate = counts[..., 2].sum(-1) / np.maximum(counts.sum((-1, -2)), 1)
         start = np.log(np.maximum(2 * t_rate / np.maximum(1 - t_rate, 1e-9), 1e-6))
         phi = start if init is None or init[1] is None else np.full(b, float(init[1]))
+    with _one_blas_thread():
+        return _newton(s, phi, counts, e, lap, ties, tol, max_iter)
+
+
+def _one_blas_thread():
+    """One BLAS thread: each of the thousands of k × k solves is too small to share, and on a busy machine
+    OpenBLAS's threads only contend for the cores. threadpoolctl comes with scikit-learn; without it the fit
+    runs as it is, only slower when k is large."""
+    try:
+        from threadpoolctl import threadpool_limits
+    except ImportError:  # pragma: no cover
+        return contextlib.nullcontext()
+    return threadpool_limits(1, user_api="blas")
+
+
+def _newton(s, phi, counts, e, lap, ties, tol, max_iter) -> FitCounts:
+    b, k = s.shape
     converged = np.zeros(b, dtype=bool)
     ll = np.full(b, -np.inf)
     for _ in range(max_iter):
-        ll, d = _step(s, phi, counts, e, ties)
+        ll, d = _step(s, phi, counts, e, lap, ties)
         factor = np.ones(b)
         for _halving in range(40):
             s_new = s + factor[:, None] * d[:, :k]
