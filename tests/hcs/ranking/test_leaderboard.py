@@ -103,3 +103,12 @@ def test_json_rows_have_no_infinity_and_prompts_may_be_texts():
     assert isinstance(top["ci_low"], float)
     assert json.loads(json.dumps([r.to_json() for r in board.rows], allow_nan=False))
     assert board.n_prompts == 3
+
+
+def test_replicates_that_leave_a_system_undefeated_give_infinite_ends_not_absurd_finite_ones():
+    # A 3-cycle on 3 prompts: most resamples drop a prompt and leave one system undefeated.
+    bt = battles([0, 1, 2], [0, 1, 2], [1, 2, 0], ["a", "a", "a"])
+    board = leaderboard(bt, n_boot=200)
+    assert board.degenerate_replicates > 100
+    assert all(abs(r.score) < 1e-9 and r.ci_low == -np.inf and r.ci_high == np.inf for r in board.rows)
+    assert all((r.rank_low, r.rank_high) == (1, 3) for r in board.rows)
