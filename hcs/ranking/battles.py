@@ -13,7 +13,7 @@ from dataclasses import dataclass
 import numpy as np
 from scipy import sparse
 
-__all__ = ["OUTCOMES", "Battles", "PromptCounts", "battles", "prompt_counts"]
+__all__ = ["OUTCOMES", "Battles", "PromptCounts", "battles", "outcome_codes", "prompt_counts"]
 
 #: Outcome codes, in this order: 0 ``a``, 1 ``b``, 2 ``tie``, 3 ``both_bad``.
 OUTCOMES = ("a", "b", "tie", "both_bad")
@@ -51,7 +51,8 @@ class Battles:
         return np.choose(self.outcome, [1.0, 0.0, tie_credit, tie_credit])
 
 
-def _codes(outcome) -> np.ndarray:
+def outcome_codes(outcome) -> np.ndarray:
+    """Outcome names (or codes 0–3) as codes; the first unknown one raises a ``ValueError`` naming it."""
     values = np.asarray(outcome)
     if values.dtype.kind in "iu":
         codes = values.astype(np.int64)
@@ -89,7 +90,7 @@ def battles(prompt, system_a, system_b, outcome, *, n_systems: int | None = None
     (3, [0, 2, 3], [1.0, 0.5, 0.5])
     """
     arrays = [np.asarray(x).ravel() for x in (prompt, system_a, system_b)]
-    codes = _codes(outcome)
+    codes = outcome_codes(outcome)
     n = len(codes)
     if any(len(x) != n for x in arrays):
         raise ValueError(

@@ -40,7 +40,7 @@ from dataclasses import dataclass
 import numpy as np
 from scipy.stats import chi2
 
-from hcs.ranking.battles import Battles
+from hcs.ranking.battles import Battles, outcome_codes
 
 __all__ = ["PPRanking", "judge_credit", "prediction_powered_ranking", "rank_sets"]
 
@@ -91,10 +91,10 @@ def judge_credit(first, second=None, *, tie_credit: float = 0.5) -> np.ndarray:
     >>> judge_credit(["a", "a", "tie"], ["a", "b", "b"]).tolist()
     [1.0, 0.5, 0.25]
     """
-    from hcs.ranking.battles import _codes
-
     values = [
-        np.choose(_codes(x), [1.0, 0.0, tie_credit, tie_credit]) for x in (first, second) if x is not None
+        np.choose(outcome_codes(x), [1.0, 0.0, tie_credit, tie_credit])
+        for x in (first, second)
+        if x is not None
     ]
     if len(values) == 2 and len(values[0]) != len(values[1]):
         raise ValueError(f"the two orders hold {len(values[0])} and {len(values[1])} verdicts")
