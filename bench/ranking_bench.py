@@ -103,25 +103,22 @@ def speed_table(seed: int, runs: int) -> None:
 
 
 def coverage_table(seed: int, sims: int) -> None:
-    print(
-        f"\n4. 95 % interval coverage of the scores' target, 2,000 battles on 200 prompts, {sims} simulations"
-    )
-    print(f"{'prompt SD':>10}{'prompts':>10}{'rows':>8}{'intervals':>11}")
-    for prompt_sd in (0.7, 0.0):
+    print(f"\n4. 95 % interval coverage of the scores' target, 2,000 battles, {sims} simulations")
+    print(f"{'prompt SD':>10}{'prompts':>9}{'by prompt':>11}{'by row':>8}{'intervals':>11}")
+    for prompt_sd, n_prompts in ((0.7, 200), (0.7, 50), (0.0, 200)):
         rng = np.random.default_rng(seed)
-        big = planted_battles(rng, PLANTED, 400_000, n_prompts=80_000, prompt_sd=prompt_sd)
+        big = planted_battles(rng, PLANTED, 400_000, n_prompts=n_prompts * 200, prompt_sd=prompt_sd)
         pc = prompt_counts(big)
         target = fit_counts(pc.totals(), pc.pairs, 10).scores[0]
         hits = {"prompts": [], "rows": []}
         for _ in range(sims):
-            bt = planted_battles(rng, PLANTED, 2000, n_prompts=200, prompt_sd=prompt_sd)
+            bt = planted_battles(rng, PLANTED, 2000, n_prompts=n_prompts, prompt_sd=prompt_sd)
             rows = Battles(np.arange(len(bt)), bt.a, bt.b, bt.outcome, bt.n_systems)
             for name, data in (("prompts", bt), ("rows", rows)):
                 board = leaderboard(data, n_boot=300)
                 hits[name] += [r.ci_low <= target[r.system] <= r.ci_high for r in board.rows]
-        print(
-            f"{prompt_sd:>10}{np.mean(hits['prompts']):>10.3f}{np.mean(hits['rows']):>8.3f}{len(hits['rows']):>11}"
-        )
+        p, r = np.mean(hits["prompts"]), np.mean(hits["rows"])
+        print(f"{prompt_sd:>10}{n_prompts:>9}{p:>11.3f}{r:>8.3f}{len(hits['rows']):>11}")
 
 
 def ppr_table(seed: int, sims: int) -> None:

@@ -54,11 +54,11 @@ def _target(psd):
     return fit_counts(pc.totals(), pc.pairs, 10).scores[0]
 
 
-def _coverage(n_sims, seed, psd=0.7):
+def _coverage(n_sims, seed, psd=0.7, n_prompts=200):
     rng, target = np.random.default_rng(seed), _target(psd)
     by_prompt, by_row = [], []
     for _ in range(n_sims):
-        bt = planted_battles(rng, PLANTED, 2000, n_prompts=200, prompt_sd=psd)
+        bt = planted_battles(rng, PLANTED, 2000, n_prompts=n_prompts, prompt_sd=psd)
         rows = Battles(np.arange(len(bt)), bt.a, bt.b, bt.outcome, bt.n_systems)
         for out, data in ((by_prompt, bt), (by_row, rows)):
             out += [r.ci_low <= target[r.system] <= r.ci_high for r in leaderboard(data, n_boot=300).rows]
@@ -72,9 +72,10 @@ def test_the_bootstrap_over_prompts_covers():
 
 @pytest.mark.slow
 def test_the_bootstrap_over_prompts_covers_where_rows_do_not():
-    by_prompt, by_row = _coverage(200, seed=12)
-    assert 0.93 <= by_prompt <= 0.97
-    assert by_row < by_prompt
+    # 40 battles per prompt: each system meets a prompt about 8 times, so its battles there are alike.
+    by_prompt, by_row = _coverage(200, seed=12, n_prompts=50)
+    assert 0.92 <= by_prompt <= 0.97
+    assert by_row < 0.9
 
 
 def test_the_bootstrap_is_reproducible_and_davidson_runs():
