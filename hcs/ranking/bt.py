@@ -5,7 +5,7 @@ Model. System ``i`` has a log-strength ``s_i``; with ``u = s_i − s_j``,
 - ``ties="half"`` (Bradley & Terry 1952): P(i beats j) = 1 / (1 + e^(−u)). A tie or a ``both_bad``
   verdict counts as half a win to each side, so a pair's log-likelihood is ``c·u − n·log(1 + e^u)``
   with ``c`` the wins of ``i`` plus half the ties and ``n`` the battles.
-- ``ties="davidson"`` (Davidson 1970, eq. 2.1): with ν ≥ 0, P(i beats j) = π_i / D, P(tie) = ν √(π_i π_j) / D,
+- ``ties="davidson"`` (Davidson 1970): with ν ≥ 0, P(i beats j) = π_i / D, P(tie) = ν √(π_i π_j) / D,
   D = π_i + π_j + ν √(π_i π_j), π = e^s. Per pair, ``(w − l)·u/2 + t·log ν − n·log(2 cosh(u/2) + ν)``.
 
 The likelihood depends on differences of scores only; the scores are identified by the constraint

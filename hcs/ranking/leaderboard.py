@@ -3,7 +3,8 @@
 Why prompts. Battles on the same prompt share its difficulty and its quirks, so they are not independent;
 the prompts are (approximately) a random sample of the prompts the systems will meet. Resampling prompts
 with replacement keeps each prompt's battles together, as a cluster bootstrap does (Davison & Hinkley 1997,
-§3.8), and its intervals answer "how different would the board be on other prompts like these".
+ch. 3, hierarchical data), and its intervals answer "how different would the board be on other prompts like
+these".
 
 How. Each replicate draws multinomial weights over the prompts (how many times each prompt is drawn) and
 multiplies them into the per-prompt count table (:func:`hcs.ranking.battles.prompt_counts`): the replicate's
@@ -11,7 +12,7 @@ counts are one sparse product, never a copy of the rows. All replicates are then
 method started from the full data's estimate.
 
 Intervals. ``ci_low``/``ci_high`` are the percentile interval of the replicates' scores (Efron & Tibshirani
-1993, §13.3). It can miss the point estimate when the bootstrap distribution is skewed; then the interval is
+1993, ch. 13). It can miss the point estimate when the bootstrap distribution is skewed; then the interval is
 stretched to the estimate and ``ci_extended`` says so, rather than printing a bar that excludes its own point.
 ``rank_low``/``rank_high`` are the same percentiles of each system's rank among the replicates: marginal
 95 % intervals, one system at a time (the prediction-powered rank-sets of :mod:`hcs.ranking.ppr` are joint).

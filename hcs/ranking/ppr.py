@@ -9,7 +9,7 @@ With ``n`` battles judged by people *and* the judge, and ``N`` further battles j
 (both drawn from the same distribution of pairs and prompts), the estimate is the prediction-powered mean
 of Angelopoulos et al. (2023), per system and with the power-tuning λ of PPI++:
 
-    θ̂ = λ · θ̃_N(judge) + θ̂_n(human − λ · judge)        (paper §3; reference code ``estimate.estimate``)
+    θ̂ = λ · θ̃_N(judge) + θ̂_n(human − λ · judge)        (reference code ``estimate.estimate``)
 
 the second term being the rectifier, the judge's error measured where people also judged. Its covariance
 Σ̂ = λ² Σ̂_N + Σ̂_n is estimated from the residuals of each term; each win rate is a ratio (credits over
@@ -20,10 +20,14 @@ is what makes a diagonal entry the usual variance of a proportion. λ minimises 
 The confidence ellipsoid is C = {θ : (θ − θ̂)ᵀ Σ̂⁻¹ (θ − θ̂) ≤ χ²_{k, 1−α}}, which holds the true θ with
 probability → 1 − α. Two systems are *separated* when C lies on one side of the hyperplane θ_i = θ_j, that is
 |θ̂_i − θ̂_j| > √(χ²_{k,1−α} · (Σ̂_ii + Σ̂_jj − 2 Σ̂_ij)) (the support function of C in the direction e_i − e_j).
-System i's rank-set is [1 + #separated above it, k − #separated below it] (the paper's Algorithm 1; reference
-code ``ranksets.find_ranksets``). All rank-sets together cover the true ranking whenever θ ∈ C, so jointly
+System i's rank-set is [1 + #separated above it, k − #separated below it] (reference code
+``ranksets.find_ranksets``). All rank-sets together cover the true ranking whenever θ ∈ C, so jointly
 with probability ≥ 1 − α asymptotically. With λ = 0 the same construction on people alone gives the
 human-only rank-sets printed beside them.
+
+The paper's equation numbers are not cited: the full text was not at hand, and each step was checked against
+the authors' reference code instead (names above), except the covariance's divisor, which follows the delta
+method (docs/ranking-statistics.md says where the reference code differs).
 
 References
 ----------
