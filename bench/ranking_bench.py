@@ -104,21 +104,26 @@ def speed_table(seed: int, runs: int) -> None:
 
 def coverage_table(seed: int, sims: int) -> None:
     print(f"\n4. 95 % interval coverage of the scores' target, 2,000 battles, {sims} simulations")
-    print(f"{'prompt SD':>10}{'prompts':>9}{'by prompt':>11}{'by row':>8}{'intervals':>11}")
+    print(f"{'prompt SD':>10}{'prompts':>9}{'by prompt':>11}{'by row':>8}{'intervals':>11}{'rank cover':>12}")
+    true_rank = 1 + (PLANTED[None, :] > PLANTED[:, None]).sum(1)
     for prompt_sd, n_prompts in ((0.7, 200), (0.7, 50), (0.0, 200)):
         rng = np.random.default_rng(seed)
         big = planted_battles(rng, PLANTED, 400_000, n_prompts=n_prompts * 200, prompt_sd=prompt_sd)
         pc = prompt_counts(big)
         target = fit_counts(pc.totals(), pc.pairs, 10).scores[0]
-        hits = {"prompts": [], "rows": []}
+        hits, ranks = {"prompts": [], "rows": []}, []
         for _ in range(sims):
             bt = planted_battles(rng, PLANTED, 2000, n_prompts=n_prompts, prompt_sd=prompt_sd)
             rows = Battles(np.arange(len(bt)), bt.a, bt.b, bt.outcome, bt.n_systems)
             for name, data in (("prompts", bt), ("rows", rows)):
                 board = leaderboard(data, n_boot=300)
                 hits[name] += [r.ci_low <= target[r.system] <= r.ci_high for r in board.rows]
+                if name == "prompts":  # the marginal rank intervals against the planted order
+                    ranks += [r.rank_low <= true_rank[r.system] <= r.rank_high for r in board.rows]
         p, r = np.mean(hits["prompts"]), np.mean(hits["rows"])
-        print(f"{prompt_sd:>10}{n_prompts:>9}{p:>11.3f}{r:>8.3f}{len(hits['rows']):>11}")
+        print(
+            f"{prompt_sd:>10}{n_prompts:>9}{p:>11.3f}{r:>8.3f}{len(hits['rows']):>11}{np.mean(ranks):>12.3f}"
+        )
 
 
 def ppr_table(seed: int, sims: int) -> None:
@@ -142,6 +147,19 @@ def ppr_table(seed: int, sims: int) -> None:
             )
         c, h, s, hs = np.array(res, float).mean(0)
         print(f"{alpha:>5}{agree:>14}{c:>10.3f}{h:>13.3f}{s:>9.2f}{hs:>12.2f}{s / hs:>7.2f}")
+    # Beside them, the leaderboard's marginal bootstrap rank intervals from the same 200 human battles.
+    rng, joint, each, size = np.random.default_rng(seed), [], [], []
+    for _ in range(max(1, sims // 5)):
+        human = judged_battles(rng, PLANTED, 200, 0)[0]
+        rows = leaderboard(human, n_boot=300).rows
+        inside = np.array([r.rank_low <= truth[r.system] <= r.rank_high for r in rows])
+        joint.append(inside.all())
+        each.append(inside.mean())
+        size.append(np.mean([r.rank_high - r.rank_low + 1 for r in rows]))
+    print(
+        f"Bradley–Terry bootstrap rank intervals from the 200 human battles ({len(joint)} simulations): "
+        f"each covers {np.mean(each):.3f}, all at once {np.mean(joint):.3f}, mean size {np.mean(size):.2f}"
+    )
 
 
 def paired_table(seed: int, sims: int) -> None:
