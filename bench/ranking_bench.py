@@ -62,9 +62,6 @@ def fit_table(seed: int) -> None:
         ours = fit_counts(pc.totals(), pc.pairs, bt.n_systems, ties=ties).scores[0]
         print(f"{'scipy BFGS, ' + ties:<28}{np.abs(ours - direct_fit(bt, ties)[0]).max():>18.2e}")
     python = oracle_python()
-    if python is None:
-        print("(evalica and choix: no Python with them; set HCS_RANKING_ORACLE_PYTHON)")
-        return
     payload = json.dumps({"k": 7, "a": bt.a.tolist(), "b": bt.b.tolist(), "outcome": bt.outcome.tolist()})
     refs = json.loads(
         subprocess.run([python, "-c", SCRIPT], input=payload, capture_output=True, text=True).stdout

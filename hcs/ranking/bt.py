@@ -24,7 +24,6 @@ scipy fit of the same likelihood.
 
 from __future__ import annotations
 
-import contextlib
 from dataclasses import dataclass
 
 import numpy as np
@@ -129,12 +128,9 @@ def fit_counts(
 
 def _one_blas_thread():
     """One BLAS thread: each of the thousands of k × k solves is too small to share, and on a busy machine
-    OpenBLAS's threads only contend for the cores. threadpoolctl comes with scikit-learn; without it the fit
-    runs as it is, only slower when k is large."""
-    try:
-        from threadpoolctl import threadpool_limits
-    except ImportError:  # pragma: no cover
-        return contextlib.nullcontext()
+    OpenBLAS's threads only contend for the cores (60 systems: 20 s with them, 2.3 s without)."""
+    from threadpoolctl import threadpool_limits
+
     return threadpool_limits(1, user_api="blas")
 
 

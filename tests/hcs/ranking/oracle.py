@@ -1,18 +1,12 @@
-"""Runs choix and evalica, the reference Bradley–Terry fits, from a Python environment of their own.
-
-They are not the app's dependencies, so the tests look for an interpreter that has them:
-``$HCS_RANKING_ORACLE_PYTHON``, else ``.venv-ref/bin/python`` in the checkout (``python3 -m venv .venv-ref &&
-.venv-ref/bin/pip install choix==0.4.1 evalica==0.4.2``), and skip when there is none.
+"""Runs choix and evalica, the reference Bradley–Terry fits (test requirements, not the app's), in a
+Python process of their own: ``$HCS_RANKING_ORACLE_PYTHON`` when set, else the interpreter running the
+tests. Their iterations and threads then never share a process with the fit they check.
 """
 
 import json
 import os
 import subprocess
-from pathlib import Path
-
-import pytest
-
-ROOT = Path(__file__).resolve().parents[3]
+import sys
 
 SCRIPT = r"""
 import json, sys
@@ -37,16 +31,13 @@ print(json.dumps(out))
 """
 
 
-def oracle_python() -> str | None:
-    path = os.environ.get("HCS_RANKING_ORACLE_PYTHON") or str(ROOT / ".venv-ref" / "bin" / "python")
-    return path if Path(path).exists() else None
+def oracle_python() -> str:
+    return os.environ.get("HCS_RANKING_ORACLE_PYTHON") or sys.executable
 
 
 def reference_fits(bt) -> dict[str, list[float]]:
     """Scores (centred natural-log strengths, ties as half a win) from evalica and choix."""
     python = oracle_python()
-    if python is None:
-        pytest.skip("no Python with choix and evalica (set HCS_RANKING_ORACLE_PYTHON)")
     payload = {"k": bt.n_systems, "a": bt.a.tolist(), "b": bt.b.tolist(), "outcome": bt.outcome.tolist()}
     done = subprocess.run(
         [python, "-c", SCRIPT],
