@@ -65,7 +65,7 @@ MAX_SEED = 2**31 - 1
 # Share of the budget spread uniformly: every π is at least MIX · budget / N, so no label weighs more than
 # twice what it would in a uniform draw (hcs.routing.sampling_probabilities). At 0.1 the interval covered
 # 0.91-0.92 when the uncertainty was concentrated (a few very unsure items), tiny π on the rest making
-# the weighted labels heavy-tailed; at 0.5, 0.93-0.95 (tests/hcs/test_routing_coverage.py, docs/ppi.md).
+# the weighted labels heavy-tailed; at 0.5, 0.94-0.96 (tests/hcs/test_routing_coverage.py, docs/ppi.md).
 MIX = 0.5
 
 
