@@ -3,6 +3,7 @@
 
 import numpy as np
 import pytest
+from scipy.stats import t as student_t
 
 from hcs.routing import (
     active_mean,
@@ -67,10 +68,10 @@ def test_active_mean_is_the_formula_written_out():
         terms = [lam * f[i] + ((y[i] - lam * f[i]) / pi[i] if xi[i] else 0.0) for i in range(6)]
         r = active_mean(y, f, xi, pi, lam=lam, offset=0.0)
         assert r.estimate == pytest.approx(np.mean(terms))
-        se = np.std(terms) / np.sqrt(6)
-        assert r.ci95 == pytest.approx(
-            (np.mean(terms) - 1.959964 * se, np.mean(terms) + 1.959964 * se), rel=1e-6
-        )
+        # λ and b fixed: the fit is the constant alone (leverage 1/6), and t has 3 labelled − 1 df.
+        se = np.std(terms) / np.sqrt(6) * 6 / 5
+        q = student_t.ppf(0.975, 2)
+        assert r.ci95 == pytest.approx((np.mean(terms) - q * se, np.mean(terms) + q * se), rel=1e-6)
     shifted = active_mean(y, f, xi, pi, lam=0.4, offset=0.7)
     assert shifted.estimate == pytest.approx(
         np.mean([0.4 * f[i] + 0.7 + ((y[i] - 0.4 * f[i] - 0.7) / pi[i] if xi[i] else 0) for i in range(6)])
@@ -82,7 +83,9 @@ def test_active_mean_is_the_formula_written_out():
         for b in np.linspace(-2, 2, 41)
     ]
     best = min(grid, key=lambda r: r.ci95[1] - r.ci95[0])
-    assert tuned.ci95[1] - tuned.ci95[0] <= best.ci95[1] - best.ci95[0] + 1e-6  # λ minimises the width
+    # λ and b minimise the plug-in width (read with them held fixed, as the grid's are)
+    refit = active_mean(y, f, xi, pi, lam=tuned.lam, offset=tuned.offset)
+    assert refit.ci95[1] - refit.ci95[0] <= best.ci95[1] - best.ci95[0] + 1e-6
     with pytest.raises(ValueError, match="probability"):
         active_mean(y, f, xi, np.zeros(6))
 
@@ -136,15 +139,31 @@ def test_active_ppi_mean_columns_are_the_formula_written_out():
     g = r.lam * f + r.offset
     terms = g + np.where(xi, (y - g) / pi, 0.0)  # Zrnic & Candès 2024, eq. 3
     assert r.estimate == pytest.approx(terms.mean())
-    half = 1.959964 * terms.std() / np.sqrt(len(y))
-    assert r.ci95_superpopulation == pytest.approx((terms.mean() - half, terms.mean() + half), rel=1e-6)
-    # For these items' own mean: Poisson sampling's unbiased variance estimate, Σ_drawn (Y − g)² (1 − π)/π² / M²
-    half = (
-        1.959964 * np.sqrt(sum((y[i] - g[i]) ** 2 * (1 - pi[i]) / pi[i] ** 2 for i in range(7) if xi[i])) / 7
-    )
-    assert r.ci95 == pytest.approx((terms.mean() - half, terms.mean() + half), rel=1e-6)
-    # Human only: λ = 0, the offset that minimises the variance (a least-squares slope, written with np.cov).
+    # λ and b are the least-squares fit of the terms on c = 1 − ξ/π and a = f·c: the interval is the fit's
+    # intercept with statsmodels' HC3 standard error (centred columns make the intercept the mean of the
+    # terms), and Student's t on 4 labelled − 3 df.
+    import statsmodels.api as sm
+
     w = np.where(xi, 1 / pi, 0.0)
+    c, a = 1 - w, f * (1 - w)
+    design = np.column_stack([np.ones(7), c - c.mean(), a - a.mean()])
+    assert 0 < r.lam < 1  # λ was fitted, not clipped: its column counts
+    fit = sm.OLS(terms, design).fit(cov_type="HC3")
+    q = student_t.ppf(0.975, 1)
+    assert fit.params[0] == pytest.approx(r.estimate)
+    assert r.ci95_superpopulation == pytest.approx((r.estimate - q * fit.bse[0], r.estimate + q * fit.bse[0]))
+    # For these items' own mean: Poisson sampling's unbiased variance estimate, Σ_drawn (Y − g)² (1 − π)/π² / M²,
+    # each residual divided by 1 − its leverage as above
+    h = fit.get_influence().hat_matrix_diag
+    half = (
+        q
+        * np.sqrt(
+            sum((y[i] - g[i]) ** 2 / (1 - h[i]) ** 2 * (1 - pi[i]) / pi[i] ** 2 for i in range(7) if xi[i])
+        )
+        / 7
+    )
+    assert r.ci95 == pytest.approx((r.estimate - half, r.estimate + half), rel=1e-6)
+    # Human only: λ = 0, the offset that minimises the variance (a least-squares slope, written with np.cov).
     b = -np.cov(y * w, 1 - w, bias=True)[0, 1] / np.var(1 - w)
     human = b + np.where(xi, (y - b) / pi, 0.0)
     assert r.human_only == pytest.approx(human.mean())

@@ -6,8 +6,10 @@ import json
 
 import numpy as np
 import pytest
+import statsmodels.api as sm
 from django.core.management import CommandError, call_command
 from django.urls import reverse
+from scipy.stats import t as student_t
 
 from annotator.judges.selectors.review import ranked_candidates
 from annotator.judges.services.review import DrawError, review_draw_make, review_draw_retire
@@ -201,14 +203,26 @@ def test_the_panel_weights_the_draws_labels_and_withholds_ppi_after_retiring(cli
     ]
     assert entry["estimate"] == pytest.approx(np.mean(terms))
     assert (entry["n_labelled"], entry["n_unlabelled"]) == (len(human), N_ITEMS - len(human))
-    # ci95 for the draw's population: Poisson sampling's Σ_drawn (Y − g)² (1 − π)/π² / M²;
-    # ci95_superpopulation: the paper's SD of the terms / √M
+    # λ and b are a least-squares fit of the terms on c = 1 − ξ/π and a = f·c: each term's deviation is divided
+    # by 1 − its leverage in that fit (statsmodels' HC3), and the quantile is Student's t on the labels less
+    # the fit's rank. ci95 for the draw's population: Poisson sampling's Σ_drawn (Y − g)² (1 − π)/π² / M²;
+    # ci95_superpopulation: the paper's SD of the terms / √M, here the HC3 standard error of the intercept.
+    weight = np.array([1 / r.pi if r.item_id in human else 0.0 for r in rows])
+    c = 1 - weight
+    a = np.array([f[r.item_id] for r in rows]) * c
+    columns = [np.ones(len(rows)), c - c.mean()] + ([a - a.mean()] if 0 < entry["lambda"] < 1 else [])
+    design = np.column_stack(columns)
+    fit = sm.OLS(np.array(terms), design).fit(cov_type="HC3")
+    leverage = fit.get_influence().hat_matrix_diag
+    q = student_t.ppf(0.975, len(human) - np.linalg.matrix_rank(design))
     var = sum(
-        (human[r.item_id] - g[r.item_id]) ** 2 * (1 - r.pi) / r.pi**2 for r in rows if r.item_id in human
+        (human[r.item_id] - g[r.item_id]) ** 2 / (1 - h) ** 2 * (1 - r.pi) / r.pi**2
+        for r, h in zip(rows, leverage)
+        if r.item_id in human
     )
-    half = 1.959963984540054 * np.sqrt(var) / len(rows)
+    half = q * np.sqrt(var) / len(rows)
     assert entry["ci95"] == pytest.approx([entry["estimate"] - half, entry["estimate"] + half])
-    half = 1.959963984540054 * np.std(terms) / np.sqrt(len(rows))
+    half = q * fit.bse[0]
     assert entry["ci95_superpopulation"] == pytest.approx(
         [entry["estimate"] - half, entry["estimate"] + half]
     )
