@@ -36,9 +36,11 @@ from annotator.streams.series import window_statistics
 from annotator.streams.services.alerts import alerts_refresh
 from annotator.streams.windows import count_windows
 
-# A read computes its stale windows itself when there are at most this many; more are left to the
-# worker. The bound keeps a read of a 10⁶-trace stream under 500 ms (bench/stream_refresh_bench.py).
-READ_COMPUTES_AT_MOST = 4
+# A read computes its stale windows itself when there are at most this many (live traces touch one
+# window, a rating one); more are left to the worker. At 10⁶ traces a window costs a read about 90 ms,
+# so 3 keep the read near 350 ms on a loaded machine, under its 500 ms budget
+# (bench/stream_refresh_bench.py; docs/streams.md has the figures).
+READ_COMPUTES_AT_MOST = 3
 REFRESH_QUEUE = "annotator.streams.services.refresh.series_refresh_queue"
 
 
@@ -57,7 +59,8 @@ class Series:
 def _window_bounds(stream: Stream) -> list[tuple[dt.datetime, dt.datetime]]:
     if stream.window_count is None:
         # Every ingest marks the calendar windows it touched: their set is the windows with traces.
-        return sorted(set(StreamChange.objects.filter(stream=stream).values_list("start", "end")))
+        # Each window once from the database: the rows grow with every ingest and labelling.
+        return sorted(StreamChange.objects.filter(stream=stream).values_list("start", "end").distinct())
     span = Trace.objects.filter(stream=stream).aggregate(first=Min("timestamp"), last=Max("timestamp"))
     if span["first"] is None:
         return []
