@@ -254,7 +254,8 @@ def main() -> None:  # noqa: PLR0915 (one bench, read top to bottom)
         last_k = lambda k=k: _mark_changed(stream, bounds[-k:])  # noqa: E731
         reads.append((f"API with {k} stale window(s)", _ms(get(api_url), args.repeat, last_k)))
     # One label edited as on the rating page: its window changed, and the stream's labels with it (every
-    # other window's fingerprint is checked).
+    # other window's fingerprint is checked). The windows left stale above are refreshed first.
+    series_service.series_refresh_all(stream_id=stream.pk)
     annotation = Annotation.objects.filter(item__batch=stream.batch).order_by("-pk").first()
     edits = iter(range(10**6))
 

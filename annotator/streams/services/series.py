@@ -100,7 +100,7 @@ def _human_labels(stream: Stream, dimension: str, excluded: list[int], spans=Non
     traces = {item: (pk, when) for pk, item, when in sampled.values_list("pk", "item_id", "timestamp")}
     rows = Score.objects.filter(item__batch_id=stream.batch_id, dimension=dimension)
     if spans is not None:
-        rows = rows.filter(item_id__in=list(traces))
+        rows = rows.filter(item_id__in=sampled.values("item_id"))
     rows = rows.exclude(annotation__annotator_id__in=excluded).values_list(
         "item_id", "annotation__annotator_id", "value", "id"
     )
