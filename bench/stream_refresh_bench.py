@@ -260,7 +260,8 @@ def main() -> None:  # noqa: PLR0915 (one bench, read top to bottom)
     edits = iter(range(10**6))
 
     def edit():
-        scores = {d: 1 + (next(edits) + i) % 5 for i, d in enumerate(DIMENSIONS)}
+        n = next(edits)  # each edit gives other scores than the one before
+        scores = {d: 1 + (n + i) % 5 for i, d in enumerate(DIMENSIONS)}
         annotation_update(annotation=annotation, changed_by=annotation.annotator, scores=scores)
 
     reads.append(("API after one label edited (one window changed)", _ms(get(api_url), args.repeat, edit)))
