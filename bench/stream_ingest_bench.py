@@ -9,9 +9,10 @@ calibration series (API and page) at 10⁶ traces and 20,000 human labels.
 2. fills the stream up to ``--traces`` traces with the same service in-process (no HTTP: only the
    read-side figures depend on it), and imports ``--labels`` human labels (3 per sampled trace);
 3. waits for the background worker's refresh of the series, then reads
-   ``GET /api/v1/streams/{name}/calibration``: first, cold (its stored windows deleted: every window
-   computed in the request), warm (stored windows read), after one new trace (one window computed in the
-   request, before the worker gets to it), and the stream page warm and after a change.
+   ``GET /api/v1/streams/{name}/calibration``: first, cold (its stored windows deleted: more than a read
+   computes, so they are served marked stale), the worker's refresh that computes them (run in-process),
+   warm (stored windows read), after one new trace (one window
+   computed in the request, before the worker gets to it), and the stream page warm and after a change.
 
 Prints one table per part.
 """
@@ -303,7 +304,20 @@ def main() -> None:
 
     StreamWindowStat.objects.filter(stream__name=NAME, judge="gpt-judge", dimension="coherence").delete()
     results.append(
-        timed("API, cold (stored windows deleted): every window computed", lambda: client.get(url))
+        timed(
+            "API, cold (stored windows deleted): served marked stale, the worker computes them",
+            lambda: client.get(url),
+        )
+    )
+    from annotator.streams.services.series import series_refresh_all
+
+    # What the worker then does (every series of the stream and its alerts), here so the reads below
+    # find the windows stored.
+    t = time.perf_counter()
+    series_refresh_all(stream_id=Stream.objects.get(name=NAME).pk)
+    refresh_ms = (time.perf_counter() - t) * 1000
+    results.append(
+        ("the worker's refresh after that (in-process): the deleted windows computed", refresh_ms, refresh_ms)
     )
     results.append(timed("API, warm: stored windows read", lambda: client.get(url), repeat=5))
     results.append(

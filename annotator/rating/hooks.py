@@ -2,7 +2,8 @@
 
 A rating request asks the hooks where the annotator must go instead of rating (a study's consent,
 instructions or end), what ends their session (a quota, a time limit), what to do when nothing is
-left, and whether their visit is over; quality control tells them when it stops an annotator. The
+left, and whether their visit is over; quality control tells them when it stops an annotator, and
+the writers of annotations (the rating page, the annotations import) when labels changed. The
 hooks are listed by dotted path in ``RATING_HOOKS``, so the rating package imports none of them and
 importing a feature registers nothing: this list is the whole registry.
 """
@@ -20,7 +21,7 @@ if TYPE_CHECKING:
     from annotator.models import Batch
     from annotator.rating.selectors.facts import RatingFacts
 
-RATING_HOOKS = ("annotator.studies.services.enrolment.StudyFlow",)
+RATING_HOOKS = ("annotator.studies.services.enrolment.StudyFlow", "annotator.streams.hooks.StreamLabels")
 
 
 @dataclass(frozen=True)
@@ -57,6 +58,11 @@ class RatingHooks(Protocol):
 
     def annotator_stopped(self, *, user, batch: Batch, reason: str, now: datetime) -> None:
         """Quality control stopped the annotator in the batch at entry (failed training)."""
+
+    def labels_changed(self, *, batch: Batch, item_ids: list[int]) -> None:
+        """Annotations of these items of the batch were saved or changed (rated, edited or imported),
+        inside the writer's transaction. Called on every submission: a hook with nothing to do for
+        the batch must return without a query."""
 
 
 @lru_cache(maxsize=1)
@@ -102,3 +108,8 @@ def workers(*, batch: Batch) -> list:
 def annotator_stopped(*, user, batch: Batch, reason: str, now: datetime) -> None:
     for hook in rating_hooks():
         hook.annotator_stopped(user=user, batch=batch, reason=reason, now=now)
+
+
+def labels_changed(*, batch: Batch, item_ids: list[int]) -> None:
+    for hook in rating_hooks():
+        hook.labels_changed(batch=batch, item_ids=item_ids)

@@ -15,6 +15,7 @@ from annotator.db_private import CompiledQuery, CompiledWrite, insert_statement,
 from annotator.db_rows import python_values
 from annotator.hot_sql import hand_written_sql
 from annotator.models import Annotation, AnnotationRevision, Assignment, Item, Score
+from annotator.rating import hooks
 from annotator.rating.selectors.queue import ratings_final
 from annotator.rating.services.assignment_sql import lock_annotator, standing_allows_rating
 from annotator.rating.services.submission_sql import submit_leased
@@ -84,8 +85,12 @@ def annotation_submit(
     if alone:
         annotation = submit_leased(item_id=item.pk, annotator_id=annotator.pk, **fields)
         if annotation is not None:
+            hooks.labels_changed(batch=item.batch, item_ids=[item.pk])
             return SubmitResult(annotation=annotation, created=True)
-    return _submit(item=item, annotator=annotator, leased_tried=alone or not hand, **fields)
+    result = _submit(item=item, annotator=annotator, leased_tried=alone or not hand, **fields)
+    if result.created:
+        hooks.labels_changed(batch=item.batch, item_ids=[item.pk])
+    return result
 
 
 # The common submission's statements, written by the ORM in the connection's dialect and built
@@ -249,4 +254,5 @@ def annotation_update(
     locked.save(update_fields=["flags", "comment", "constraints_met", "updated_at"])
     locked.scores.all().delete()
     Score.objects.bulk_create(_scores(locked, locked.item_id, new_scores))
+    hooks.labels_changed(batch=annotation.item.batch, item_ids=[locked.item_id])
     return locked

@@ -20,11 +20,11 @@ import time
 
 import httpx
 from django.conf import settings
-from django.db import transaction
+from django.db import IntegrityError, transaction
 from django.utils import timezone
 
 from annotator.models import Job, Stream, StreamAlert, StreamWebhookDelivery
-from annotator.streams.selectors import alert_data
+from annotator.streams.selectors import alerts_data
 from hcs.numbers import finite_or_none
 from hcs.streams.alerts import Alert
 from hcs.streams.alerts import stream_alerts as detect_alerts
@@ -63,10 +63,13 @@ def alerts_refresh(*, stream: Stream, bounds: list[tuple[dt.datetime, dt.datetim
     order) and record the alerts not stored yet. Returns the new ones."""
     rubric = stream.batch.rubric_obj
     made = []
+    data = alerts_data(stream, rubric.dimension_keys, bounds)
     for dimension in rubric.dimension_keys:
-        data = alert_data(stream, dimension, bounds)
         found = detect_alerts(
-            data.human, data.judges, dimension=dimension, scale=(rubric.scale_min, rubric.scale_max)
+            data[dimension].human,
+            data[dimension].judges,
+            dimension=dimension,
+            scale=(rubric.scale_min, rubric.scale_max),
         )
         made += alerts_record(
             stream=stream, judge="", dimension=dimension, alerts=[_found(a, bounds) for a in found]
@@ -100,24 +103,37 @@ def _found(alert: Alert, bounds) -> dict:
     }
 
 
-@transaction.atomic
 def alerts_record(*, stream: Stream, judge: str, dimension: str, alerts: list[dict]) -> list[StreamAlert]:
     """Store the alerts not stored yet and queue their webhook deliveries. An alert is one change: the
     stream, judge (``found["judge"]`` when given; "" for the stream-wide kinds), dimension, kind and the
-    window the change started in; its end is not part of it (a count window's end can move)."""
+    window the change started in; its end is not part of it (a count window's end can move).
+
+    The database holds the once (``stream_alert_once``): two refreshes of the stream running at the same
+    time both find a change new, and only the one whose insert commits first records it and queues its
+    webhook; the other's insert fails on the constraint, and it moves on."""
     made = []
     for found in alerts:
-        alert, created = StreamAlert.objects.get_or_create(
-            stream=stream,
-            judge=found.get("judge", judge),
-            dimension=dimension,
-            window_start=found["start"],
-            kind=str(found.get("kind", "drift")),
-            defaults={"detail": found.get("detail", {}), "window_end": found["end"]},
-        )
-        if created:
-            made.append(alert)
-            alert_notify(alert)
+        key = {
+            "stream": stream,
+            "judge": found.get("judge", judge),
+            "dimension": dimension,
+            "window_start": found["start"],
+            "kind": str(found.get("kind", "drift")),
+        }
+        if StreamAlert.objects.filter(**key).exists():
+            continue
+        try:
+            # The alert and its delivery job commit together, or neither (the job's queueing runs on commit).
+            with transaction.atomic():
+                alert = StreamAlert.objects.create(
+                    **key, detail=found.get("detail", {}), window_end=found["end"]
+                )
+                alert_notify(alert)
+        except IntegrityError:
+            if StreamAlert.objects.filter(**key).exists():
+                continue  # stored by the concurrent refresh, which queued its webhook
+            raise
+        made.append(alert)
     return made
 
 

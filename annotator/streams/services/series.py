@@ -10,12 +10,15 @@ from __future__ import annotations
 
 import bisect
 import datetime as dt
+import operator
 from collections import defaultdict
 from dataclasses import dataclass, field
+from functools import reduce
 from typing import Any
 
 from django.db import transaction
-from django.db.models import Count, Max, Min, Sum
+from django.db.models import Count, Max, Min, Q, Sum
+from django.utils.module_loading import import_string
 
 from annotator.models import (
     Annotation,
@@ -33,6 +36,13 @@ from annotator.streams.series import window_statistics
 from annotator.streams.services.alerts import alerts_refresh
 from annotator.streams.windows import count_windows
 
+# A read computes its stale windows itself when there are at most this many (live traces touch one
+# window, a rating one); more are left to the worker. At 10⁶ traces a window costs a read about 90 ms,
+# so 3 keep the read near 350 ms on a loaded machine, under its 500 ms budget
+# (bench/stream_refresh_bench.py; docs/streams.md has the figures).
+READ_COMPUTES_AT_MOST = 3
+REFRESH_QUEUE = "annotator.streams.services.refresh.series_refresh_queue"
+
 
 @dataclass
 class Series:
@@ -43,12 +53,14 @@ class Series:
     alerts: list[StreamAlert] = field(default_factory=list)  # stored: the worker's refresh computes them
     alerts_status: str = ""
     recomputed: int = 0  # windows computed on this read (the rest were stored)
+    stale: int = 0  # windows served as stored while the worker computes them again
 
 
 def _window_bounds(stream: Stream) -> list[tuple[dt.datetime, dt.datetime]]:
     if stream.window_count is None:
         # Every ingest marks the calendar windows it touched: their set is the windows with traces.
-        return sorted(set(StreamChange.objects.filter(stream=stream).values_list("start", "end")))
+        # Each window once from the database: the rows grow with every ingest and labelling.
+        return sorted(StreamChange.objects.filter(stream=stream).values_list("start", "end").distinct())
     span = Trace.objects.filter(stream=stream).aggregate(first=Min("timestamp"), last=Max("timestamp"))
     if span["first"] is None:
         return []
@@ -78,57 +90,79 @@ def _stream_human_key(stream: Stream, excluded: list[int]) -> str:
     return f"{agg['n']}:{agg['ids'] or 0}:{last}:{','.join(map(str, excluded))}"[:120]
 
 
-def _human_labels(stream: Stream, dimension: str, excluded: list[int]):
-    """The stream's human scores on ``dimension``: per trace pk, {annotator: score}, with each trace's
-    timestamp, and per trace the (annotation id, updated_at) pairs the window fingerprints read."""
-    traces = {
-        item: (pk, when)
-        for pk, item, when in Trace.objects.filter(stream=stream, sampled=True).values_list(
-            "pk", "item_id", "timestamp"
-        )
-    }
-    rows = (
-        Score.objects.filter(item__batch_id=stream.batch_id, dimension=dimension)
-        .exclude(annotation__annotator_id__in=excluded)
-        .values_list(
-            "item_id", "annotation__annotator_id", "value", "annotation_id", "annotation__updated_at"
-        )
+def _human_labels(stream: Stream, dimension: str, excluded: list[int], spans=None):
+    """The stream's human scores on ``dimension`` (only in the windows ``spans`` when given): per trace pk,
+    {annotator: score}, with each trace's timestamp, and per trace the score ids the window fingerprints
+    read (an edit writes its scores anew, so their ids change with it)."""
+    sampled = Trace.objects.filter(stream=stream, sampled=True)
+    if spans is not None:
+        sampled = sampled.filter(_within(spans))
+    traces = {item: (pk, when) for pk, item, when in sampled.values_list("pk", "item_id", "timestamp")}
+    rows = Score.objects.filter(item__batch_id=stream.batch_id, dimension=dimension)
+    if spans is not None:
+        rows = rows.filter(item_id__in=sampled.values("item_id"))
+    rows = rows.exclude(annotation__annotator_id__in=excluded).values_list(
+        "item_id", "annotation__annotator_id", "value", "id"
     )
     labels: dict[int, dict[int, int]] = defaultdict(dict)
-    marks: dict[int, list] = defaultdict(list)
+    marks: dict[int, list[int]] = defaultdict(list)
     times: dict[int, dt.datetime] = {}
-    for item, annotator, value, annotation, updated in rows:
+    for item, annotator, value, score in rows:
         if item not in traces:
             continue
         pk, when = traces[item]
         labels[pk][annotator] = value
-        marks[pk].append((annotation, updated))
+        marks[pk].append(score)
         times[pk] = when
     return labels, marks, times
 
 
+def _within(spans) -> Q:
+    return reduce(operator.or_, (Q(timestamp__gte=a, timestamp__lt=b) for a, b in spans))
+
+
 def _window_key(bounds, marks, times) -> dict[tuple, str]:
-    """Each window's fingerprint of its human labels: how many, the sum of their ids, the latest edit."""
+    """Each window's fingerprint of its human labels: how many scores, the sum and the largest of their ids."""
     starts = [a for a, _ in bounds]
-    parts: dict[int, list] = defaultdict(list)
+    parts: dict[int, list[int]] = defaultdict(list)
     for pk, when in times.items():
         i = bisect.bisect_right(starts, when) - 1
         if i >= 0 and when < bounds[i][1]:
             parts[i].extend(marks[pk])
-    keys = {}
-    for i, span in enumerate(bounds):
-        found = parts.get(i, [])
-        last = max((u for _, u in found), default=None)
-        keys[span] = f"{len(found)}:{sum(a for a, _ in found)}:{last.isoformat() if last else '-'}"
-    return keys
+    return {
+        span: f"{len(found)}:{sum(found)}:{max(found, default=0)}"
+        for span, found in ((span, parts.get(i, [])) for i, span in enumerate(bounds))
+    }
 
 
 def _overlaps(changes, seen: int, start, end) -> bool:
     return any(cid > seen and a < end and b > start for cid, a, b in changes)
 
 
-def series_refresh(*, stream: Stream, judge: str, dimension: str) -> Series:
-    """The series, its stale windows computed again and stored, with its stored alerts."""
+def _stale_spans(bounds, stored, changes, stream_key) -> tuple[list, list]:
+    """The windows whose data changed (no stored numbers, or a later ``StreamChange`` overlaps them), and
+    those whose only sign is the stream-wide human key (labels changed somewhere in the stream)."""
+    changed, keyed = [], []
+    for span in bounds:
+        s = stored.get(span)
+        if s is None or _overlaps(changes, s.change_seen, *span):
+            changed.append(span)
+        elif not s.human_key.startswith(stream_key + "|"):
+            keyed.append(span)
+    return changed, keyed
+
+
+def _too_many(spans: list, compute_at_most: int | None) -> bool:
+    return compute_at_most is not None and len(spans) > compute_at_most
+
+
+def series_refresh(
+    *, stream: Stream, judge: str, dimension: str, compute_at_most: int | None = READ_COMPUTES_AT_MOST
+) -> Series:
+    """The series with its stored alerts, its stale windows computed again and stored when there are at
+    most ``compute_at_most`` (None: however many, as the worker's refresh does). More are served as
+    stored, each marked ``"stale": true``, and the worker's refresh is queued: a read right after a large
+    backfill stays as quick as any other instead of computing the whole series in the request."""
     bounds = _window_bounds(stream)
     stored = {
         (s.start, s.end): s
@@ -141,63 +175,87 @@ def series_refresh(*, stream: Stream, judge: str, dimension: str) -> Series:
     )
     excluded = _excluded(stream)
     stream_key = _stream_human_key(stream, excluded)
-    stale = []
-    for span in bounds:
-        s = stored.get(span)
-        if (
-            s is None
-            or _overlaps(changes, s.change_seen, *span)
-            or not s.human_key.startswith(stream_key + "|")
-        ):
-            stale.append(span)
-    window_keys: dict[tuple, str] = {}
-    if stale:
-        labels, marks, times = _human_labels(stream, dimension, excluded)
+    changed, keyed = _stale_spans(bounds, stored, changes, stream_key)
+    fresh, stale = [], []
+    if _too_many(changed, compute_at_most):
+        stale = changed + keyed  # not told apart: that needs every label of the stream read
+    elif changed or keyed:
+        # Only the changed windows' labels when no other window needs its fingerprint checked.
+        labels, marks, times = _human_labels(stream, dimension, excluded, None if keyed else changed)
         window_keys = _window_key(bounds, marks, times)
         # A window whose only difference is the stream-wide key (labels elsewhere changed) keeps its numbers.
-        still, rekey = [], []
-        for span in stale:
-            s = stored.get(span)
-            if (
-                s is not None
-                and not _overlaps(changes, s.change_seen, *span)
-                and s.human_key.split("|", 1)[1] == window_keys[span]
-            ):
-                rekey.append(s)
-            else:
-                still.append(span)
+        still = changed + [
+            span for span in keyed if stored[span].human_key.split("|", 1)[1] != window_keys[span]
+        ]
+        recompute = set(still)
+        rekey = [stored[span] for span in keyed if span not in recompute]
         for s in rekey:
             s.human_key = f"{stream_key}|{window_keys[(s.start, s.end)]}"
         StreamWindowStat.objects.bulk_update(rekey, ["human_key"])
-        fresh = [
-            _computed(
-                stream,
-                judge,
-                dimension,
-                span,
-                labels,
-                times,
-                last_change,
-                f"{stream_key}|{window_keys[span]}",
-            )
-            for span in still
-        ]
-        with transaction.atomic():
-            StreamWindowStat.objects.bulk_create(
-                fresh,
-                update_conflicts=True,
-                unique_fields=["stream", "judge", "dimension", "start", "end"],
-                update_fields=["change_seen", "human_key", "stats", "computed_at"],
-            )
-            gone = [s.pk for span, s in stored.items() if span not in set(bounds)]
-            StreamWindowStat.objects.filter(pk__in=gone).delete()
-        for s in fresh:
-            stored[(s.start, s.end)] = s
-    else:
-        fresh = []
-    windows = [{"start": a, "end": b, **stored[(a, b)].stats} for a, b in bounds]
+        if _too_many(still, compute_at_most):
+            stale = still
+        else:
+            fresh = [
+                _computed(
+                    stream,
+                    judge,
+                    dimension,
+                    span,
+                    labels,
+                    times,
+                    last_change,
+                    f"{stream_key}|{window_keys[span]}",
+                )
+                for span in still
+            ]
+            _store(fresh, stored, bounds)
+    if stale:
+        _refresh_queued(stream)
+    marked = set(stale)
+    windows = [_window(span, stored.get(span), span in marked) for span in bounds]
     alerts = list(alerts_of(stream, judge=judge, dimension=dimension).prefetch_related("deliveries"))
-    return Series(stream, judge, dimension, windows, alerts, COMPUTED, recomputed=len(fresh))
+    return Series(
+        stream, judge, dimension, windows, alerts, COMPUTED, recomputed=len(fresh), stale=len(stale)
+    )
+
+
+def _store(fresh: list[StreamWindowStat], stored: dict, bounds) -> None:
+    """Store the windows just computed and forget the stored ones that are no longer windows of the series."""
+    with transaction.atomic():
+        StreamWindowStat.objects.bulk_create(
+            fresh,
+            update_conflicts=True,
+            unique_fields=["stream", "judge", "dimension", "start", "end"],
+            update_fields=["change_seen", "human_key", "stats", "computed_at"],
+        )
+        spans = set(bounds)
+        gone = [s.pk for span, s in stored.items() if span not in spans]
+        StreamWindowStat.objects.filter(pk__in=gone).delete()
+    for s in fresh:
+        stored[(s.start, s.end)] = s
+
+
+def _window(span, stat: StreamWindowStat | None, stale: bool) -> dict[str, Any]:
+    """One window of the series as read: its stored numbers, or when it was never computed, its numbers
+    unknown (null) until the worker computes them."""
+    return {
+        "start": span[0],
+        "end": span[1],
+        **(stat.stats if stat is not None else _unknown()),
+        "stale": stale,
+    }
+
+
+def _unknown() -> dict[str, Any]:
+    blank = window_statistics({}, {}, n_traces=0, scale=(0, 1))
+    return {**blank, **dict.fromkeys(("n_traces", "n_human", "n_judge", "n_paired"))}
+
+
+def _refresh_queued(stream: Stream) -> None:
+    """Make sure the worker will compute the stale windows (most often a refresh is queued already).
+    Called by its dotted path: the task it queues runs this module."""
+    if not stream.series_refresh_queued:
+        import_string(REFRESH_QUEUE)(stream_id=stream.pk)
 
 
 def _computed(stream, judge, dimension, span, labels, times, last_change, human_key) -> StreamWindowStat:
@@ -237,7 +295,7 @@ def series_refresh_all(*, stream_id: int) -> int:
     if stream is None:
         return 0
     computed = sum(
-        series_refresh(stream=stream, judge=judge, dimension=dimension).recomputed
+        series_refresh(stream=stream, judge=judge, dimension=dimension, compute_at_most=None).recomputed
         for judge in stream.judges
         for dimension in stream.batch.rubric_obj.dimension_keys
     )

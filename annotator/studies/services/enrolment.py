@@ -222,3 +222,6 @@ class StudyFlow:
         them back to the platform."""
         if Enrolment.objects.filter(user=user, batch=batch).exclude(worker_id="").exists():
             enrolment_screen_out(user=user, batch=batch, reason=reason or "failed training", now=now)
+
+    def labels_changed(self, *, batch: Batch, item_ids: list[int]) -> None:
+        return None  # a study's flow does not depend on what the labels say

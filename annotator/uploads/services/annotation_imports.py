@@ -14,6 +14,7 @@ from django.db.models import F
 from django.utils import timezone
 
 from annotator.models import Annotation, Assignment, Batch, Item, Score
+from annotator.rating import hooks
 from annotator.roles import ANNOTATOR
 from annotator.services.bulk import analyze_after_commit, ids_reserve, rows_insert
 from annotator.services.integrity import integrity_message
@@ -121,6 +122,8 @@ def _write(*, plan: AnnotationImportPlan, created_by, labelled_at_random: bool) 
     _mark_assignments_submitted(batch, pairs, now, new_batch=plan.batch is None)
     _count_annotations(plan.existing_items, per_item)
     analyze_after_commit(Item, Annotation, Score, Assignment)
+    if plan.batch is not None:  # a batch made by this import is no stream's and no study's yet
+        hooks.labels_changed(batch=batch, item_ids=sorted({item for item, _ in pairs}))
     return len(rows)
 
 

@@ -25,6 +25,7 @@ def test_the_protocol_names_what_the_rating_package_calls():
     assert METHODS == [
         "annotator_stopped",
         "before_rating",
+        "labels_changed",
         "nothing_left",
         "session",
         "visit_over",

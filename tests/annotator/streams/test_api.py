@@ -338,15 +338,17 @@ def test_the_alerts_and_the_series_say_when_nothing_could_be_detected_yet(api_as
     assert alerts["detection"]["fluency"]["message"].startswith("No human labels yet")
 
 
-def test_count_windows_are_cut_every_n_sampled_traces(api_as):
+def test_count_windows_are_cut_every_n_sampled_traces(api_as, django_capture_on_commit_callbacks):
     client = api_as("researcher")
     made = client.post(
         "/streams", {"name": "counted", "human_rate": 0.5, "k": 3, "window": 4, "judges": ["j1"]}
     )
     assert made.status_code == 201, made.content
     traces = [trace(i, day=1 + i // 20) for i in range(60)]
-    sampled = client.post("/streams/counted/traces", {"traces": traces}).json()["sampled"]
+    with django_capture_on_commit_callbacks(execute=True):  # the worker's refresh computes the windows
+        sampled = client.post("/streams/counted/traces", {"traces": traces}).json()["sampled"]
     windows = client.get("/streams/counted/calibration").json()["windows"]
+    assert not any(w["stale"] for w in windows)
     stamps = {t["trace_id"]: t["timestamp"] for t in traces}
     # Every trace falls in exactly one window; each window but the last holds exactly 4 sampled traces.
     per_window = [[t for t in sampled if w["start"] <= _utc(stamps[t]) < w["end"]] for w in windows]

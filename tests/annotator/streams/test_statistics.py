@@ -85,7 +85,8 @@ def test_the_api_series_equals_window_statistics_on_the_stored_data(api_as, stre
         expected = window_statistics(
             {pk[t]: r for t, r in human.items() if pk[t] in judge}, judge, n_traces=len(in_day), scale=(1, 5)
         )
-        got = {k: v for k, v in window.items() if k not in ("start", "end")}
+        assert window["stale"] is False
+        got = {k: v for k, v in window.items() if k not in ("start", "end", "stale")}
         assert _close(got, expected)
     assert Trace.objects.filter(sampled=True).count() == len(sampled)
 
