@@ -224,7 +224,7 @@ def stream_page(request, stream_name):
         series = series_refresh(stream=stream, judge=judge, dimension=dimension)
         context.update(judge=judge, dimension=dimension, series=series, rows=series_rows(series.windows))
         context["windows"] = [
-            {"label": window_label(w["start"], w["end"]), "row": row}
+            {"label": window_label(w["start"], w["end"]), "row": row, "stale": w.get("stale", False)}
             for w, row in zip(series.windows, context["rows"])
         ]
         context["progress"] = detection_progress(

@@ -243,6 +243,9 @@ def test_a_read_after_a_large_backfill_serves_the_stored_windows_marked_stale(
     page.force_login(make_user("stale-reader", role="researcher"))
     response = page.get(reverse("stream_page", args=["prod-chat"]))
     assert response.status_code == 200 and response.context["series"].stale == 7
+    text = response.content.decode()
+    assert "7 windows are being recomputed by the worker" in text
+    assert text.count('title="being recomputed"') == 7 and ">None<" not in text
     series_refresh_all(stream_id=stream.pk)
     fresh = client.get("/streams/prod-chat/calibration").json()["windows"]
     assert not any(w["stale"] for w in fresh)
