@@ -44,22 +44,34 @@ def stream_judges_run(stream_id: int) -> int:
     return scored
 
 
+def queue_once(task, *, stream_id: int, flag: str, what: str, run_after: dt.datetime | None = None) -> bool:
+    """Enqueue ``task`` for the stream unless its ``flag`` (a boolean field of ``Stream``) says one is queued:
+    the queued one will see what changed meanwhile. At ``run_after`` when the backend can defer (else not
+    queued: the next ingest asks again). Returns whether it was queued."""
+    if run_after is not None:
+        if not task.get_backend().supports_defer:
+            return False
+        task = task.using(run_after=run_after)
+    if not Stream.objects.filter(pk=stream_id, **{flag: False}).update(**{flag: True}):
+        return False
+    try:
+        task.enqueue(stream_id=stream_id)
+    except Exception:
+        # Not queued: the next ingest tries again.
+        Stream.objects.filter(pk=stream_id).update(**{flag: False})
+        log.exception("stream %s: %s was not queued", stream_id, what)
+        return False
+    return True
+
+
 def judges_run_queue(*, stream_id: int, run_after: dt.datetime | None = None) -> bool:
     """Ask the worker to run the stream's judges (at ``run_after`` when given) unless a run is queued. A
     later time needs a backend that can defer; without one the next ingest queues the run. Returns
     whether one was queued."""
-    queued = stream_judges_run
-    if run_after is not None:
-        if not queued.get_backend().supports_defer:
-            return False
-        queued = queued.using(run_after=run_after)
-    if not Stream.objects.filter(pk=stream_id, judges_run_queued=False).update(judges_run_queued=True):
-        return False
-    try:
-        queued.enqueue(stream_id=stream_id)
-    except Exception:
-        # Not queued: the next ingest tries again.
-        Stream.objects.filter(pk=stream_id).update(judges_run_queued=False)
-        log.exception("stream %s: the judges' run was not queued", stream_id)
-        return False
-    return True
+    return queue_once(
+        stream_judges_run,
+        stream_id=stream_id,
+        flag="judges_run_queued",
+        what="the judges' run",
+        run_after=run_after,
+    )
