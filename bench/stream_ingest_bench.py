@@ -49,14 +49,14 @@ def _fresh_postgres(url: str) -> None:
         conn.execute(f'CREATE DATABASE "{name}"')
 
 
-def traces(first: int, count: int, total: int) -> list[dict]:
+def traces(first: int, count: int, total: int, prefix: str = "req") -> list[dict]:
     """Traces ``first`` .. ``first + count − 1`` of ``total``, spread evenly over DAYS days."""
     out = []
     for n in range(first, first + count):
         when = START + dt.timedelta(seconds=n * DAYS * 86400 / total)
         out.append(
             {
-                "trace_id": f"req-{n:08d}",
+                "trace_id": f"{prefix}-{n:08d}",
                 "timestamp": when.isoformat(),
                 "prompt": f"Customer question number {n}: how do I reset my password?",
                 "response": f"Open Settings, choose Security, then Reset password ({n}).",
@@ -170,7 +170,7 @@ def _worker_idle(name: str, timeout_s: float = 900) -> float:
 
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
-    parser.add_argument("--url", default="postgres://postgres@127.0.0.1:5432/h36y")
+    parser.add_argument("--url", default="postgres://postgres@127.0.0.1:5432/bench_streams")
     parser.add_argument("--api-traces", type=int, default=100_000)
     parser.add_argument("--traces", type=int, default=1_000_000)
     parser.add_argument("--labels", type=int, default=20_000)

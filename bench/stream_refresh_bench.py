@@ -1,7 +1,7 @@
 """Streams on PostgreSQL: the worker's refresh (series and alerts) and the reads right after a backfill,
 at 10⁶ traces and 20,000 human labels.
 
-``python bench/stream_refresh_bench.py [--url postgres://postgres@127.0.0.1:5432/h36r] [--traces 1000000]
+``python bench/stream_refresh_bench.py [--url postgres://postgres@127.0.0.1:5432/bench_streams] [--traces 1000000]
 [--labels 20000] [--reuse]`` builds the stream in-process (``--reuse``: keep the one a previous run built),
 daily windows over 60 days, one judge scoring coherence on every trace, the sampled traces labelled by 3
 people on all five dimensions of the default rubric. No worker runs: the bench calls the refresh itself.
@@ -19,7 +19,6 @@ Prints one table per part, medians of ``--repeat`` runs.
 from __future__ import annotations
 
 import argparse
-import datetime as dt
 import inspect
 import os
 import random
@@ -31,34 +30,11 @@ from pathlib import Path
 ROOT = Path(__file__).resolve().parent.parent
 sys.path.insert(0, str(ROOT))
 
-PG_ADMIN_URL = "postgresql://postgres@127.0.0.1:5432/postgres"
+# The ingest bench's traces (and its fresh database): the same stream, read and refreshed here.
+from bench.stream_ingest_bench import _fresh_postgres, traces  # noqa: E402
+
 NAME = "bench-refresh"
-DAYS = 60
-START = dt.datetime(2026, 1, 1, tzinfo=dt.UTC)
 DIMENSIONS = ("coherence", "relevance", "instruction_following", "safety_compliance", "fluency")
-
-
-def _fresh_postgres(url: str) -> None:
-    import psycopg
-
-    name = url.rsplit("/", 1)[1]
-    with psycopg.connect(PG_ADMIN_URL, autocommit=True) as conn:
-        conn.execute(f'DROP DATABASE IF EXISTS "{name}" WITH (FORCE)')
-        conn.execute(f'CREATE DATABASE "{name}"')
-
-
-def traces(first: int, count: int, total: int, prefix: str = "req") -> list[dict]:
-    """Traces ``first`` .. ``first + count − 1`` of ``total``, spread evenly over DAYS days."""
-    return [
-        {
-            "trace_id": f"{prefix}-{n:08d}",
-            "timestamp": (START + dt.timedelta(seconds=n * DAYS * 86400 / total)).isoformat(),
-            "prompt": f"Customer question number {n}: how do I reset my password?",
-            "response": f"Open Settings, choose Security, then Reset password ({n}).",
-            "judge_scores": [{"judge": "gpt-judge", "dimension": "coherence", "value": 1 + n % 5}],
-        }
-        for n in range(first, first + count)
-    ]
 
 
 def _analyze() -> None:
@@ -127,7 +103,7 @@ def _mark_changed(stream, spans) -> None:
 
 def main() -> None:  # noqa: PLR0915 (one bench, read top to bottom)
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
-    parser.add_argument("--url", default="postgres://postgres@127.0.0.1:5432/h36r")
+    parser.add_argument("--url", default="postgres://postgres@127.0.0.1:5432/bench_streams")
     parser.add_argument("--traces", type=int, default=1_000_000)
     parser.add_argument("--labels", type=int, default=20_000)
     parser.add_argument("--backfill", type=int, default=6_000)
