@@ -1,7 +1,7 @@
 """Streams on PostgreSQL: traces per second through the HTTP API, and the time to read a stream's
 calibration series (API and page) at 10⁶ traces and 20,000 human labels.
 
-``python bench/stream_ingest_bench.py [--url postgres://postgres@127.0.0.1:5432/h36y] [--api-traces 100000]
+``python bench/stream_ingest_bench.py [--url postgres://postgres@127.0.0.1:5432/bench_streams] [--api-traces 100000]
 [--traces 1000000] [--labels 20000] [--port 8760]`` recreates the database, makes a stream, then:
 
 1. pushes ``--api-traces`` traces in requests of 1,000 to gunicorn (2 workers) on ``--port``, from 1 and
