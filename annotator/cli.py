@@ -8,6 +8,7 @@ from pathlib import Path
 
 from django.core.management.base import CommandError
 
+from annotator.counted import counted
 from annotator.models import Batch
 from annotator.studies.link_urls import command_base
 from annotator.uploads.files.errors import FileRefused, ImportRefused
@@ -54,7 +55,8 @@ def refused(path: str, exc: Exception) -> CommandError:
         if len(exc.errors) > MAX_ERRORS_PRINTED:
             lines.append(f"... and {len(exc.errors) - MAX_ERRORS_PRINTED} more")
         return CommandError(
-            f"{path}: nothing was saved; {len(exc.errors)} problem(s):\n  " + "\n  ".join(lines)
+            f"{path}: nothing was saved; {counted(len(exc.errors), 'problem', 'problems')}:\n  "
+            + "\n  ".join(lines)
         )
     return CommandError(f"{path}: nothing was saved. {exc}")
 

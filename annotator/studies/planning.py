@@ -163,7 +163,7 @@ def study_plan(
     pilot = int((np.bincount(arrays.annotation_item, minlength=len(arrays.item_pk)) >= 2).sum())
     if pilot < 10:
         raise PlanError(
-            f"Batch {batch.name!r} has {pilot} item(s) rated by two or more people; a pilot needs at least 10."
+            f"Batch {batch.name!r} has {counted(pilot, 'item', 'items')} rated by two or more people; a pilot needs at least 10."
         )
     dimensions: dict[str, dict[str, StatisticPlan]] = {}
     cats = list(rubric.levels)

@@ -703,7 +703,7 @@ def route_uncertain_items(run: StudyRun, tab: Tab, out_dir: Path) -> None:
     page = admin.tab()
     page.get(reverse("review_items", args=[run.batch_id]) + f"?n={REVIEW_N}")
     moved = page.post(reverse("review_queue_first", args=[run.batch_id]), {"n": str(REVIEW_N)})
-    assert moved.status == 200 and f"Put {REVIEW_N} item(s) first" in moved.text, moved.text[:2000]
+    assert moved.status == 200 and f"Put {REVIEW_N} items first" in moved.text, moved.text[:2000]
     run.positions_after = queue_places(batch)
 
 

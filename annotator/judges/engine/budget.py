@@ -12,6 +12,7 @@ import math
 import threading
 from dataclasses import dataclass, field
 
+from annotator.counted import counted
 from annotator.judges.engine.calls import Task
 from annotator.judges.engine.progress import Prices
 
@@ -234,7 +235,7 @@ def estimate_lines(guess: Estimate) -> list[str]:
         else "no cost estimate (give --price-in/--price-out or --prices)"
     )
     lines = [
-        f"Dry run, nothing was called: {guess.calls} call(s) to pay for, {guess.cached} more served from the "
+        f"Dry run, nothing was called: {counted(guess.calls, 'call', 'calls')} to pay for, {guess.cached} more served from the "
         f"cache. Estimated {guess.tokens_in:,} input tokens (1 token per 4 characters of each message, plus 4 "
         f"per message) and {guess.tokens_out:,} output tokens ({guess.output_basis}); {cost}. A judge that "
         f"already has some of these calls skips them too."

@@ -5,6 +5,7 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 
+from annotator.counted import counted
 from annotator.judges.engine.templates import TemplateError
 from annotator.models import Item
 
@@ -21,7 +22,10 @@ class Task:
     key: str = ""  # the response cache's key (annotator.judges.engine.cache.request_key)
 
 
-def refusal(problems: list[str], what: str) -> TemplateError:
+def refusal(problems: list[str], nouns: tuple[str, str], what: str) -> TemplateError:
+    """The refusal of a run whose ``problems`` are one per item (or pair): ``nouns`` = (singular, plural)."""
     shown = problems[:MAX_LISTED]
     more = f"\n  ... and {len(problems) - MAX_LISTED} more" if len(problems) > MAX_LISTED else ""
-    return TemplateError(f"{len(problems)} {what}; nothing was called:\n  " + "\n  ".join(shown) + more)
+    return TemplateError(
+        f"{counted(len(problems), *nouns)} {what}; nothing was called:\n  " + "\n  ".join(shown) + more
+    )

@@ -4,6 +4,7 @@ of the judge's own criteria are read."""
 
 from __future__ import annotations
 
+from annotator.counted import counted
 from annotator.judges.engine.calls import MAX_LISTED, Task, refusal
 from annotator.judges.engine.templates import JudgeTemplate, TemplateError, pair_fields
 from annotator.models import Batch, Item
@@ -49,7 +50,7 @@ def pair_tasks(
         base, enhanced = systems.get(baseline_system, []), systems.get(enhanced_system, [])
         if not prompt_id or len(base) != 1 or len(enhanced) != 1:
             unpaired.append(
-                f"prompt `{prompt_id or '(none)'}`: {len(base)} item(s) of `{baseline_system}`, "
+                f"prompt `{prompt_id or '(none)'}`: {counted(len(base), 'item', 'items')} of `{baseline_system}`, "
                 f"{len(enhanced)} of `{enhanced_system}` (a pair needs one of each)"
             )
             continue
@@ -63,7 +64,7 @@ def pair_tasks(
                 f"prompt `{prompt_id}` (items `{base[0].item_id}`, `{enhanced[0].item_id}`): {exc}"
             )
     if problems:
-        raise refusal(problems, "pair(s) cannot fill the template")
+        raise refusal(problems, ("pair", "pairs"), "cannot fill the template")
     if not tasks:
         shown = "\n  ".join(unpaired[:MAX_LISTED]) or "no items of either system"
         raise TemplateError(

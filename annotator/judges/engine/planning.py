@@ -7,6 +7,7 @@ from __future__ import annotations
 from collections.abc import Callable
 from dataclasses import replace
 
+from annotator.counted import counted
 from annotator.judges.engine.budget import (
     DEFAULT_OUTPUT_TOKENS,
     Estimate,
@@ -41,7 +42,7 @@ def render_items(items: list[Item], template: JudgeTemplate, rubric: Rubric) -> 
         except TemplateError as exc:
             problems.append(f"item `{item.item_id}`: {exc}")
     if problems:
-        raise refusal(problems, "item(s) cannot fill the template")
+        raise refusal(problems, ("item", "items"), "cannot fill the template")
     return tasks
 
 
@@ -124,7 +125,9 @@ def plan_run(
     if pairwise:
         tasks, unpaired = pair_tasks(batch, template, *pairwise, limit=limit, swap=options.swap, only=only)
         notes += (
-            [f"{len(unpaired)} prompt(s) without a pair were left out, e.g. {unpaired[0]}."]
+            [
+                f"{counted(len(unpaired), 'prompt', 'prompts')} without a pair {'was' if len(unpaired) == 1 else 'were'} left out, e.g. {unpaired[0]}."
+            ]
             if unpaired
             else []
         )

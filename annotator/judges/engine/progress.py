@@ -9,6 +9,8 @@ from collections.abc import Iterable
 from dataclasses import dataclass, field
 from pathlib import Path
 
+from annotator.counted import counted
+
 REASONS_SHOWN = 3  # the most common failure reasons a summary names
 REASON_CHARS = 200  # a reason is model or endpoint text: long ones are cut
 CURRENCY_CHARS = 8  # a currency code (USD, EUR, ...), as JudgeCall.currency stores it
@@ -137,7 +139,7 @@ class RunProgress:
         if top:
             text += ": " + "; ".join(f"{reason} ({count})" for reason, count in top)
             if len(self.reasons) > len(top):
-                text += f"; {len(self.reasons) - len(top)} other reason(s)"
+                text += f"; {counted(len(self.reasons) - len(top), 'other reason', 'other reasons')}"
         return text
 
     @property
@@ -175,5 +177,5 @@ class RunProgress:
         ]
         if self.prices.known:
             parts.append(f"estimated cost {self.prices.show(self.cost)}")
-        parts.append(f"{self.paid} paid call(s), {self.cached} served from the cache")
+        parts.append(f"{counted(self.paid, 'paid call', 'paid calls')}, {self.cached} served from the cache")
         return ", ".join(parts)

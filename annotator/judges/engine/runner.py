@@ -20,6 +20,7 @@ from concurrent.futures import FIRST_COMPLETED, Future, ThreadPoolExecutor, wait
 from dataclasses import dataclass, field, replace
 from uuid import UUID
 
+from annotator.counted import counted
 from annotator.judges.engine.batch_runner import run_batch
 from annotator.judges.engine.budget import WAIT, CostCap, bound_for_cap, call_bound
 from annotator.judges.engine.cache import request_key
@@ -464,7 +465,7 @@ def _call_batched(
     )
     if not stopped and state.done < state.total:
         run.notes.append(
-            f"{state.total - state.done} request(s) the batch did not answer (expired or cancelled) "
+            f"{counted(state.total - state.done, 'request', 'requests')} the batch did not answer (expired or cancelled) "
             "were not saved: run again to send them."
         )
     if still_waiting:

@@ -44,7 +44,7 @@ def _chosen(
         shown = ", ".join(f"\u201c{i}\u201d" for i in unknown[:MAX_LISTED])
         more = f" and {len(unknown) - MAX_LISTED} more" if len(unknown) > MAX_LISTED else ""
         raise CalibrationSetError(
-            f"{len(unknown)} item id(s) are not in batch \u201c{batch.name}\u201d: {shown}{more}."
+            f"{counted(len(unknown), 'item id', 'item ids')} {'is' if len(unknown) == 1 else 'are'} not in batch \u201c{batch.name}\u201d: {shown}{more}."
         )
     return [by_id[i] for i in wanted], f"{counted(len(wanted), 'item', 'items')} chosen by id"
 

@@ -17,6 +17,7 @@ from collections.abc import Callable
 from django.conf import settings
 from django.utils import timezone
 
+from annotator.counted import counted
 from annotator.judges.engine.budget import estimate_lines
 from annotator.judges.engine.client import ChatClient, JudgeRunFatal
 from annotator.judges.engine.options import RunOptions
@@ -155,11 +156,11 @@ def _summary(result: RunResult) -> str:
     state = result.progress
     summary = (
         f"Judge \u201c{result.judge.name}\u201d: {state.summary(reasons=True)}; "
-        f"{state.skipped} item(s) already called were skipped."
+        f"{counted(state.skipped, 'item', 'items')} already called {'was' if state.skipped == 1 else 'were'} skipped."
     )
     if result.unknown:
         summary += (
-            f" {len(result.unknown)} call(s) were sent by a run that was killed and their outcome is unknown: "
+            f" {counted(len(result.unknown), 'call was', 'calls were')} sent by a run that was killed and the outcome is unknown: "
             "they were not called again (tick \u201cCall again the calls whose outcome is unknown\u201d, or "
             "run_judge --retry-unknown, to call them)."
         )

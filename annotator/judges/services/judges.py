@@ -7,6 +7,7 @@ from collections.abc import Mapping
 from django.db import transaction
 from django.utils import timezone
 
+from annotator.counted import counted
 from annotator.judges.imports.judge_file import parse_judge_file
 from annotator.judges.imports.verdict_file import parse_verdict_file
 from annotator.models import (
@@ -185,7 +186,7 @@ def prompt_pairs(*, batch: Batch, baseline_system: str | None) -> dict[str, tupl
         others = [i for i, s in members if s != baseline_system]
         if len(baseline) != 1 or len(others) != 1:
             pairs[prompt_id] = (
-                f"`{prompt_id}` has {len(baseline)} item(s) of system `{baseline_system}` and {len(others)} other(s); "
+                f"`{prompt_id}` has {counted(len(baseline), 'item', 'items')} of system `{baseline_system}` and {counted(len(others), 'other', 'others')}; "
                 "a pair needs exactly one of each (name the items with baseline_item_id and enhanced_item_id)"
             )
         else:

@@ -9,6 +9,7 @@ import numpy as np
 from django.db import IntegrityError, transaction
 from django.utils import timezone
 
+from annotator.counted import counted
 from annotator.judges.selectors.draws import draw_in_force
 from annotator.models import Batch, Item, Judge, ReviewDraw, ReviewDrawItem
 
@@ -29,7 +30,7 @@ def items_queue_first(*, batch: Batch, item_ids: list[str]) -> int:
     missing = [i for i in ids if i not in found]
     if missing:
         raise ValueError(
-            f"{len(missing)} item id(s) are not in batch {batch.name!r}: {', '.join(missing[:5])}"
+            f"{counted(len(missing), 'item id', 'item ids')} {'is' if len(missing) == 1 else 'are'} not in batch {batch.name!r}: {', '.join(missing[:5])}"
         )
     queue_first_clear(batch=batch)
     for rank, item_id in enumerate(ids):

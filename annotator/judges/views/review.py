@@ -9,6 +9,7 @@ from django.http import HttpResponse
 from django.shortcuts import get_object_or_404, redirect, render
 from django.views.decorators.http import require_GET, require_POST
 
+from annotator.counted import counted
 from annotator.judges.selectors.draws import DRAW_COLUMNS, draw_in_force, draw_rows, draw_summary
 from annotator.judges.selectors.review import COLUMNS, ReviewError, review_candidates
 from annotator.judges.services.review import (
@@ -84,7 +85,7 @@ def review_queue_first(request, batch_id):
     except DrawError as exc:
         messages.error(request, f"Nothing was moved: {exc}.")
         return redirect("review_items", batch.pk)
-    messages.success(request, f"Put {moved} item(s) first in the queue of {batch.name}.")
+    messages.success(request, f"Put {counted(moved, 'item', 'items')} first in the queue of {batch.name}.")
     return redirect("review_items", batch.pk)
 
 
@@ -107,7 +108,7 @@ def review_draw(request, batch_id):
     drawn = made.rows.filter(drawn=True, labelled_before=False).count()
     messages.success(
         request,
-        f"Draw #{made.pk} (budget {made.budget}, seed {made.seed}) drew {drawn} item(s) and put them first in the "
+        f"Draw #{made.pk} (budget {made.budget}, seed {made.seed}) drew {counted(drawn, 'item', 'items')} and put them first in the "
         f"queue of {batch.name}. The report now weights their labels.",
     )
     return redirect("review_items", batch.pk)

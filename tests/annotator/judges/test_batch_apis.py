@@ -94,7 +94,7 @@ def test_expired_requests_are_sent_again_by_a_rerun(capsys):
     with FakeBatchAPIs(polls=1, expire=lambda cid: cid == f"{first}-0-0" and fake.created == 1) as fake:
         _run(fake, "e", "--judge", "J")
         assert JudgeCall.objects.filter(judge__name="J").count() == 3  # the expired one left no row
-        assert "1 request(s) the batch did not answer" in capsys.readouterr().out
+        assert "1 request the batch did not answer" in capsys.readouterr().out
         _run(fake, "e", "--judge", "J")
     assert fake.created == 2 and JudgeCall.objects.filter(judge__name="J", status="ok").count() == 4
 

@@ -53,7 +53,7 @@ def test_a_seeded_sample_is_reproducible_and_frozen():
 @pytest.mark.django_db
 def test_listed_ids_unknown_ones_are_named_and_nothing_is_saved():
     batch = make_batch("cs", n_items=5)
-    with pytest.raises(CalibrationSetError, match=r"2 item id\(s\) are not in batch .*“nope”, “cs-9”"):
+    with pytest.raises(CalibrationSetError, match=r"2 item ids are not in batch .*“nope”, “cs-9”"):
         calibration_set_mark(batch=batch, item_ids=["cs-1", "nope", "cs-9"])
     assert not CalibrationSet.objects.exists()
     with pytest.raises(CalibrationSetError, match="between 1 and 5"):

@@ -36,7 +36,7 @@ def test_dry_run_counts_calls_tokens_and_cost_and_calls_nothing(capsys):
         run_judge(fake, "dry", "--dry-run", "--price-in", "2", "--price-out", "10")
         out = capsys.readouterr().out
         assert fake.calls == 0 and not JudgeCall.objects.exists()
-        assert "5 call(s) to pay for, 0 more served from the cache" in out
+        assert "5 calls to pay for, 0 more served from the cache" in out
         assert f"Estimated {expected_in:,} input tokens (1 token per 4 characters" in out
         assert "1,000 output tokens (200 per call (no earlier answers" in out
         assert f"estimated cost {(expected_in * 2 + 1000 * 10) / 1e6:.4f}" in out
@@ -46,14 +46,14 @@ def test_dry_run_counts_calls_tokens_and_cost_and_calls_nothing(capsys):
         capsys.readouterr()
         run_judge(fake, "dry", "--dry-run")
         out = capsys.readouterr().out
-        assert "3 call(s) to pay for, 2 more served from the cache" in out and "no cost estimate" in out
+        assert "3 calls to pay for, 2 more served from the cache" in out and "no cost estimate" in out
         seen = JudgeCall.objects.filter(judge__name="A")
         mean = round(sum(c.tokens_out for c in seen) / 2)
         assert f"{3 * mean:,} output tokens ({mean} per call, the mean of this model's earlier answers" in out
         run_judge(fake, "dry", "--dry-run", "--max-tokens", "50")  # another request body: nothing cached
         out = capsys.readouterr().out
         assert (
-            "5 call(s) to pay for, 0 more served" in out
+            "5 calls to pay for, 0 more served" in out
             and "250 output tokens (--max-tokens 50 per call" in out
         )
         assert fake.calls == 2

@@ -12,6 +12,7 @@ from datetime import timedelta
 import pytest
 from django.utils import timezone
 
+from annotator.counted import counted
 from annotator.judges.services.runs import CLAIM_STALE_AFTER
 from annotator.models import Judge, JudgeCall
 from tests.annotator.judges.test_run_judge_signals import database_url, finished, manage
@@ -70,7 +71,10 @@ def test_a_hard_kill_repeats_no_paid_call():
         out = finished(manage(env, *command, "--base-url", fake.url))
         again = called(fake.requests)[len(before) :]
         assert not set(again) & set(before)  # nothing sent before is sent again
-        assert f"{len(unknown)} call(s) sent, outcome unknown" in out and "--retry-unknown" in out
+        assert (
+            f"{counted(len(unknown), 'call', 'calls')} sent, outcome unknown" in out
+            and "--retry-unknown" in out
+        )
         assert (
             sorted(k for k, v in JudgeCall.objects.values_list("item__item_id", "status") if v == "sent")
             == unknown

@@ -18,6 +18,7 @@ from django.db import connection
 from django.urls import reverse
 from django.utils import timezone
 
+from annotator.counted import counted
 from annotator.judges.engine.options import RunOptions
 from annotator.judges.engine.progress import Prices
 from annotator.judges.services import jobs as judge_jobs
@@ -130,7 +131,9 @@ def test_a_killed_worker_releases_its_claim_and_try_again_resumes_at_once(client
         job.refresh_from_db()
         assert job.state == Job.DONE and job.attempts == 2, job.message
         assert "another process" not in job.message
-        assert f"{len(unknown)} call(s) were sent by a run that was killed" in job.message
+        assert (
+            f"{counted(len(unknown), 'call was', 'calls were')} sent by a run that was killed" in job.message
+        )
         again = called(fake)[len(before) :]
     paid = Counter(before + again)
     assert again and not set(again) & set(before)  # the rerun sent nothing the killed run had sent

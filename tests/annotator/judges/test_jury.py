@@ -30,7 +30,7 @@ def test_a_jury_scores_the_mean_and_its_card_compares_it_with_its_best_member(cl
     _add_scores("B", batch, b)
     call_command("run_judge", batch.name, "--jury", "A,B", "--judge", "panel")
     assert (
-        "Jury “panel” of A, B on “judged”: 40 mean score(s), 0 majority verdict(s); 0 calls"
+        "Jury “panel” of A, B on “judged”: 40 mean scores, 0 majority verdicts; 0 calls"
         in capsys.readouterr().out
     )
     jury = Judge.objects.get(name="panel")

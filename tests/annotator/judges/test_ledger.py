@@ -65,7 +65,7 @@ def test_a_rerun_shows_unknown_calls_and_calls_them_only_with_retry_unknown(caps
         run(fake, "uk")
         out = capsys.readouterr().out
         assert fake.calls == 0
-        assert "2 call(s) sent, outcome unknown" in out and "uk-1, uk-3" in out and "--retry-unknown" in out
+        assert "2 calls sent, outcome unknown" in out and "uk-1, uk-3" in out and "--retry-unknown" in out
         run(fake, "uk", "--retry-failed")  # failed is not unknown
         assert fake.calls == 0
         run(fake, "uk", "--retry-unknown")

@@ -31,7 +31,7 @@ def test_a_second_judge_a_forced_rerun_and_another_batch_pay_nothing(capsys):
         run_judge(fake, "c1", "--judge", "B")
         assert fake.calls == 4
         out, err = capsys.readouterr()
-        assert "0 paid call(s), 4 served from the cache" in out and "cached 4" in err
+        assert "0 paid calls, 4 served from the cache" in out and "cached 4" in err
         run_judge(fake, "c1", "--judge", "A", "--force")
         assert fake.calls == 4
     assert _scores("B") == [(i, d, v) for i, d, v in _scores("A")] and len(_scores("B")) == 4
@@ -71,7 +71,7 @@ def test_what_differs_is_paid_for():
 def test_failed_calls_are_not_served_and_anthropic_keys_apart(monkeypatch):
     make_batch("f1", n_items=2)
     with FakeJudge(fault=lambda n, p: 500 if n <= 2 else None) as fake:
-        with pytest.raises(CommandError, match="2 call\\(s\\) failed"):
+        with pytest.raises(CommandError, match="2 calls failed"):
             run_judge(fake, "f1", "--judge", "A", "--max-retries", "0")
         run_judge(fake, "f1", "--judge", "B", "--max-retries", "0")  # a failure is never served: B pays
     assert (

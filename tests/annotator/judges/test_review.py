@@ -192,7 +192,7 @@ def test_page_lists_csv_and_queue_first(client, researcher_user, admin_user, bat
     _login(client, admin_user)
     assert "first in this batch" in client.get(url, {"n": "2"}).content.decode()
     response = client.post(reverse("review_queue_first", args=[batch.pk]), {"n": "2"}, follow=True)
-    assert "Put 2 item(s) first" in response.content.decode()
+    assert "Put 2 items first" in response.content.decode()
     assert list(queue_places(batch))[:2] == ["=rev-6", "=rev-7"]
     response = client.post(reverse("review_queue_first", args=[batch.pk]), {"n": "0"}, follow=True)
     assert "Nothing was moved" in response.content.decode()

@@ -436,5 +436,5 @@ def test_the_printed_count_is_the_reports_and_the_forecast_comes_first(client, b
     _login(client, make_user("r", role="researcher"))
     report = _report_json(client, batch)["coherence"]["ppi"]["draw"]
     assert drew == report["n_drawn"]  # the items labelled before the draw are not counted as drawn
-    assert f"{N_BEFORE} item(s) labelled before the draw join the estimate" in text
+    assert f"{N_BEFORE} items labelled before the draw join the estimate" in text
     assert report["n_labelled_before"] == N_BEFORE

@@ -98,9 +98,9 @@ def test_the_running_summary_names_the_most_common_reasons_first_and_counts_the_
     state.add(ok=False, attempts=1, tokens_in=1, tokens_out=1, problems=[("", "d")])
     state.add(ok=False, attempts=1, tokens_in=None, tokens_out=None)
     assert state.summary(reasons=True).startswith(
-        "8/10 calls, 7 failed: a (3); b (1); c (1); 2 other reason(s), 0 retries"
+        "8/10 calls, 7 failed: a (3); b (1); c (1); 2 other reasons, 0 retries"
     )
-    assert "2 other reason(s)" in state.summary(reasons=True)
+    assert "2 other reasons" in state.summary(reasons=True)
     assert state.as_dict()["failure_reasons"][0] == {"reason": "a", "count": 3}
     assert state.summary().startswith("8/10 calls, 7 failed, 0 retries")  # the command's line, as before
     assert RunProgress(total=2).summary(reasons=True).startswith("0/2 calls, 0 failed, 0 retries")

@@ -33,7 +33,7 @@ def run(fake, batch, *extra, template=RULE):
     try:
         run_judge(fake, batch, "--max-retries", "2", *extra, template=template)
     except CommandError as exc:
-        if "failed or were unreadable" not in str(exc):
+        if "failed or came back unreadable" not in str(exc):
             raise
         assert exc.returncode == 1
         return 1
@@ -128,7 +128,7 @@ def test_a_rerun_calls_only_what_is_missing_then_failed_then_all(capsys):
     assert not JudgeFailure.objects.filter(
         item__item_id="re-3"
     ).exists()  # the stale failure went when scored
-    assert "3 item(s) already called were skipped" in capsys.readouterr().out
+    assert "3 items already called were skipped" in capsys.readouterr().out
 
 
 @pytest.mark.django_db
@@ -172,7 +172,9 @@ def test_a_required_variable_missing_is_named_with_the_item(tmp_path):
     batch.items.filter(item_id="req-1").update(metadata={"more-context": "tool output"})
     path = tmp_path / "t.json"
     path.write_text(json.dumps({"name": "t", "scale": "0-1", "prompt": "{{input}} {{more-context}}"}))
-    refused = r"1 item\(s\) cannot fill the template; nothing was called:\n  item `req-0`: `more-context` is not a field"
+    refused = (
+        r"1 item cannot fill the template; nothing was called:\n  item `req-0`: `more-context` is not a field"
+    )
     with FakeJudge() as fake, pytest.raises(CommandError, match=refused):
         run(fake, "req", template=str(path))
     assert fake.calls == 0

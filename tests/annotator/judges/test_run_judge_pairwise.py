@@ -42,7 +42,7 @@ def test_a_pairwise_run_stores_verdicts_and_criteria(capsys):
         assert fake.calls == 3  # nothing missing: nothing called
     out, err = capsys.readouterr()
     assert "Scale conflict in geval_pairwise: the text says 1 = Excellent" in err  # flagged before the run
-    assert "1 prompt(s) without a pair were left out, e.g. prompt `p3`" in out
+    assert "1 prompt without a pair was left out, e.g. prompt `p3`" in out
     assert (
         "**Task:** Plan a route to the airport number 0" in prompt
         and "(answer 0)" in prompt
@@ -88,7 +88,7 @@ def test_an_answer_with_a_criterion_out_of_range_is_unreadable_and_its_verdict_i
     reply = json.dumps({"accuracy": {"score": 9}, "overall": {"winner": "tie", "confidence": 0.5}})
     with (
         FakeJudge(lambda p: reply) as fake,
-        pytest.raises(CommandError, match="failed or were unreadable") as exc,
+        pytest.raises(CommandError, match="failed or came back unreadable") as exc,
     ):
         run(fake, "--pairwise", "--baseline-system", "base", "--enhanced-system", "new")
     assert exc.value.returncode == 1

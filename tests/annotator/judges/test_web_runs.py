@@ -263,7 +263,7 @@ def test_a_web_run_leaves_unknown_calls_alone_unless_ticked(researcher, django_c
         fake.calls = 0
         start(researcher, django_capture_on_commit_callbacks, form(fake.url))
         job = Job.objects.order_by("-created_at").first()
-        assert fake.calls == 0 and "1 call(s) were sent by a run that was killed" in job.message
+        assert fake.calls == 0 and "1 call was sent by a run that was killed" in job.message
         assert (
             "Call again the calls whose outcome is unknown"
             in researcher.get(f"/jobs/{job.pk}/").content.decode()
@@ -348,7 +348,7 @@ def test_a_dry_run_from_the_form_estimates_and_calls_nothing(researcher, monkeyp
         assert fake.calls == 0
     page = response.content.decode()
     assert response.status_code == 200 and not Job.objects.exists() and not JudgeCall.objects.exists()
-    assert "Dry run, nothing was called: 4 call(s) to pay for" in page
+    assert "Dry run, nothing was called: 4 calls to pay for" in page
     assert "estimated cost" in page and " EUR (at 2.5 in / 10 out" in page
     assert "With a cost cap of 0.5000 EUR: every call is sent max_tokens 1,024" in page
     # A cap needs prices to count the spend with.

@@ -44,7 +44,7 @@ def test_import_batch_refusals_print_every_problem_and_save_nothing(items_csv, t
     bad.write_text("item_id,prompt,response\n1,p,\n1,p,r\n")
     with pytest.raises(CommandError) as error:
         run("import_batch", str(bad), "--name", "x")
-    assert "nothing was saved; 2 problem(s)" in str(error.value)
+    assert "nothing was saved; 2 problems" in str(error.value)
     assert "row 2, column `response`: is empty" in str(error.value)
     assert "row 3, column `item_id`: `1` is already used on row 2" in str(error.value)
     run("import_batch", str(items_csv), "--name", "taken")
@@ -206,6 +206,7 @@ def test_every_demo_judge_names_its_template_in_the_exports(tmp_path):
 
     from annotator.judges.engine.templates import load_template
     from annotator.models import Judge
+    from annotator.streams.demo import DEMO_JUDGE
 
     run("load_demo")
     out = tmp_path / "judge_scores.csv"
@@ -242,4 +243,6 @@ def test_every_demo_judge_names_its_template_in_the_exports(tmp_path):
     for name in ("demo-judge-lenient", second):
         judge = Judge.objects.get(name=name)
         assert (judge.template_version, judge.template_hash) == (template.version, template.content_hash)
-    assert JudgeScore.objects.count() == scores and Judge.objects.count() == 4
+    # The four of the demo batch, and the demo stream's online judge (its pushed scores of the sampled traces).
+    assert JudgeScore.objects.count() == scores
+    assert Judge.objects.exclude(name=DEMO_JUDGE).count() == 4 and Judge.objects.filter(name=DEMO_JUDGE).exists()

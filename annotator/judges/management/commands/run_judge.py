@@ -14,6 +14,7 @@ import threading
 from django.core.management.base import BaseCommand, CommandError
 from tqdm import tqdm
 
+from annotator.counted import counted
 from annotator.judges.engine.budget import estimate_lines
 from annotator.judges.engine.client import ChatClient, JudgeRunFatal
 from annotator.judges.engine.options import COMMAND_FLAGS, RunOptions
@@ -196,7 +197,7 @@ class Command(BaseCommand):
             )
         if result.failures:
             raise CommandError(
-                f"{len(result.failures)} call(s) failed or were unreadable (listed above).",
+                f"{counted(len(result.failures), 'call', 'calls')} failed or came back unreadable (listed above).",
                 returncode=EXIT_FAILED,
             )
         if result.capped:
@@ -221,7 +222,7 @@ class Command(BaseCommand):
         self.stdout.write(
             self.style.SUCCESS(
                 f"Jury “{jury.name}” of {', '.join(jury.params['jury'])} on “{batch.name}”: "
-                f"{n_scores} mean score(s), {n_verdicts} majority verdict(s); 0 calls. Its judge card compares it with "
+                f"{counted(n_scores, 'mean score', 'mean scores')}, {counted(n_verdicts, 'majority verdict', 'majority verdicts')}; 0 calls. Its judge card compares it with "
                 f"its best member."
             )
         )
@@ -291,7 +292,7 @@ class Command(BaseCommand):
         self.stdout.write(
             self.style.SUCCESS(
                 f"Judge \u201c{result.judge.name}\u201d ({template.scale.label}), {verb}: {state.summary()}; "
-                f"{state.skipped} item(s) already called were skipped."
+                f"{counted(state.skipped, 'item', 'items')} already called {'was' if state.skipped == 1 else 'were'} skipped."
             )
         )
         if result.stopped:
@@ -302,7 +303,7 @@ class Command(BaseCommand):
             )
             self.stdout.write(
                 self.style.WARNING(
-                    f"{len(result.unknown)} call(s) sent, outcome unknown (a run was killed while they were in flight; "
+                    f"{counted(len(result.unknown), 'call', 'calls')} sent, outcome unknown (a run was killed while they were in flight; "
                     f"they may have been paid): {shown}. They were not called again; rerun with --retry-unknown to call them."
                 )
             )

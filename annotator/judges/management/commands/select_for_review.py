@@ -9,6 +9,7 @@ import os
 from django.core.management.base import BaseCommand, CommandError
 
 from annotator.cli import batch_named_or_numbered
+from annotator.counted import counted
 from annotator.judges.selectors.draws import DRAW_COLUMNS, draw_rows
 from annotator.judges.selectors.review import COLUMNS, ReviewError, review_candidates
 from annotator.judges.services.review import (
@@ -88,13 +89,15 @@ class Command(BaseCommand):
         except ReviewError as exc:
             raise CommandError(str(exc)) from None
         self._write(out, COLUMNS, (r.cells() for r in rows))
-        self.stderr.write(f"Wrote {len(rows)} item(s) to {out}")
+        self.stderr.write(f"Wrote {counted(len(rows), 'item', 'items')} to {out}")
         if queue_first and rows:
             try:
                 moved = ranked_queue_first(batch=found, item_ids=[r.item_id for r in rows])
             except DrawError as exc:
                 raise CommandError(f"Nothing was moved: {exc}.") from None
-            self.stderr.write(f"Put {moved} item(s) first in the queue of batch {found.name!r}")
+            self.stderr.write(
+                f"Put {counted(moved, 'item', 'items')} first in the queue of batch {found.name!r}"
+            )
 
     def _draw(self, batch, budget, seed, judges, out):
         try:  # opened before drawing, so a path that cannot be written leaves no draw behind
@@ -119,8 +122,8 @@ class Command(BaseCommand):
         before = len(rows) - len(candidates)
         self.stderr.write(
             f"Draw #{made.pk} of batch {batch.name!r} (budget {made.budget}, seed {made.seed}): drew {drawn} of "
-            f"{len(candidates)} candidate(s) for labelling and put them first in the queue, before every other "
-            f"item; {before} item(s) labelled before the draw join the estimate with π = 1; wrote every row to {out}"
+            f"{counted(len(candidates), 'candidate', 'candidates')} for labelling and put them first in the queue, before every other "
+            f"item; {counted(before, 'item', 'items')} labelled before the draw {'joins' if before == 1 else 'join'} the estimate with π = 1; wrote every row to {out}"
         )
 
     def _write(self, out, columns, cells):
