@@ -14,7 +14,13 @@ from annotator.models import Batch, Judge, JudgeScore
 from annotator.reports.exports.formats import EXPORT_FORMATS, export_bytes
 from annotator.reports.exports.json_export import report_json
 from annotator.reports.selectors.batch_report import batch_report
-from annotator.reports.selectors.comparisons import ComparisonsSection, comparisons_section
+from annotator.reports.selectors.comparisons import (
+    WHY_DRAW,
+    ComparisonsSection,
+    comparisons_report,
+    comparisons_revision,
+    comparisons_section,
+)
 from annotator.reports.selectors.sections import REPORT_SECTIONS
 from annotator.reports.selectors.stored import _schema_roots, report_schema_version, schema_classes
 from hcs.ranking.paired import ppi_paired_difference
@@ -247,3 +253,29 @@ def test_the_section_is_listed_after_the_judges_whose_sample_it_follows():
     assert names.index("judges") < names.index("comparisons")
     assert REPORT_SECTIONS["comparisons"].judges is False
     assert comparisons_section.__annotations__["return"] in ("ComparisonsSection", ComparisonsSection)
+
+
+@pytest.mark.django_db
+def test_a_recorded_draw_withholds_ppi_and_says_why():
+    batch, _human, _judged = _batch(n_prompts=6, rated=4)
+    arrays = batch_report(batch=batch, n_resamples=10).arrays
+    why = "a review draw is in force"
+    section = comparisons_report(batch=batch, arrays=arrays, sample=("recorded_draw", why, ""))
+    assert {c.ppi.withheld_because for c in section.comparisons} == {WHY_DRAW}
+    assert all(c.ppi.estimate is None and c.ppi.sample == "recorded_draw" for c in section.comparisons)
+    given = comparisons_report(batch=batch, arrays=arrays, sample=("random_order", "random", ""))
+    assert all(c.ppi.estimate is not None for c in given.comparisons)
+    assert [c.mean_difference for c in given.comparisons] == [c.mean_difference for c in section.comparisons]
+
+
+@pytest.mark.django_db
+def test_the_revision_changes_with_the_items_and_the_judge_scores():
+    batch, _human, _judged = _batch(n_prompts=4, rated=2)
+    before = comparisons_revision(batch)
+    JudgeScore.objects.filter(item__batch=batch).first().delete()
+    after_score = comparisons_revision(batch)
+    assert after_score != before
+    # Prompt ids are set at upload (no page edits them; an edit in the Django admin is not noticed, as
+    # docs/cache.md says): an item added or removed is.
+    batch.items.filter(prompt_id="p3").first().delete()
+    assert comparisons_revision(batch) != after_score
