@@ -113,6 +113,11 @@ class ComparisonsSection:
     def to_json(self) -> list[dict[str, Any]]:
         return [c.to_json() for c in self.comparisons]
 
+    def ppi_withheld_everywhere(self) -> str:
+        """The one reason PPI++ is withheld on every row (the page says it once), or ""."""
+        reasons = {c.ppi.withheld_because for c in self.comparisons}
+        return (next(iter(reasons)) or "") if len(reasons) == 1 else ""
+
 
 @dataclass(frozen=True)
 class _Prompts:

@@ -279,3 +279,16 @@ def test_the_revision_changes_with_the_items_and_the_judge_scores():
     # docs/cache.md says): an item added or removed is.
     batch.items.filter(prompt_id="p3").first().delete()
     assert comparisons_revision(batch) != after_score
+
+
+@pytest.mark.django_db
+def test_the_page_says_once_why_ppi_is_withheld_everywhere(client, researcher_user):
+    batch, _human, _judged = _batch(n_prompts=6, rated=4, declared_random=False)
+    assert client.login(username=researcher_user.username, password=PASSWORD)
+    part = client.get(reverse("report_judges", args=[batch.pk])).content.decode()
+    section = batch_report(batch=batch).sections["comparisons"]
+    reason = section.ppi_withheld_everywhere()
+    assert reason.startswith("the labelled set is not a random sample: ")
+    table = part[part.index('id="comparisons"') :]
+    assert table.count("PPI++ is withheld: the labelled set is not a random sample") == 1
+    assert table.count(">withheld</span>") == len(section.comparisons)
