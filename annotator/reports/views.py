@@ -34,7 +34,9 @@ def report_batch(request, batch_id):
         # A large batch's report is computed by the worker; once stored, this page is drawn from it.
         return redirect("job_status", job_id=report_job_for_page(batch=batch, user=request.user).pk)
     context = report_page_context(batch=batch, sort=sort)
-    context["has_judges"] = batch_has_sections(batch=batch)  # the judge sections load after the page
+    context["has_judges"] = batch_has_sections(batch=batch)  # the further sections load after the page
+    # The exports of judge data are linked only when a judge section has rows (comparisons alone do not).
+    context["has_judge_data"] = batch_has_sections(batch=batch, judges_only=True)
     context["exports"] = EXPORT_FORMATS.values()
     return render(request, "annotator/report.html", context)
 

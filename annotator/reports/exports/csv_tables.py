@@ -42,6 +42,23 @@ SCORES_COLUMNS = [
     EXCLUDED,
 ]
 
+COMPARISONS_COLUMNS = [
+    "system_a",
+    "system_b",
+    "dimension",
+    "mean_difference",
+    "ci95_low",
+    "ci95_high",
+    "n_prompts",
+    "ppi_estimate",
+    "ppi_ci95_low",
+    "ppi_ci95_high",
+    "ppi_judge",
+    "ppi_sample",
+    "ppi_n_prompts_labelled",
+    "ppi_withheld_because",
+]
+
 # true/false: read as logical by pandas (read_csv) and R (read.csv) alike.
 EXCLUDED_CELL = {False: "false", True: "true"}
 
@@ -54,6 +71,30 @@ def dimensions_csv(report: BatchReport) -> Iterator[str]:
 def items_csv(report: BatchReport) -> Iterator[str]:
     """Per item: annotations with every dimension rated, mean overall HCS and its spread (SD)."""
     return csv_lines(ITEMS_COLUMNS, report.items.rows() if report.items else [])
+
+
+def comparisons_csv(report: BatchReport) -> Iterator[str]:
+    """Per pair of systems × dimension: the paired difference B − A and its PPI++ version (the report's
+    ``comparisons`` section; only the header when the report was built without its sections)."""
+    section = report.sections.get("comparisons")
+    rows = [
+        [
+            c.system_a,
+            c.system_b,
+            c.dimension,
+            c.mean_difference,
+            *c.ci95,
+            c.n_prompts,
+            c.ppi.estimate,
+            *c.ppi.ci95,
+            c.ppi.judge,
+            c.ppi.sample,
+            c.ppi.n_labelled,
+            c.ppi.withheld_because,
+        ]
+        for c in (section.comparisons if section is not None else ())
+    ]
+    return csv_lines(COMPARISONS_COLUMNS, rows)
 
 
 def scores_csv(*, batch: Batch) -> Iterator[str]:

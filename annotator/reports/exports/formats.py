@@ -60,6 +60,13 @@ EXPORT_FORMATS: dict[str, ExportFormat] = {
             "items.csv", CSV_TYPE, from_report=report_csv.items_csv, label="Overall HCS per item (CSV)"
         ),
         ExportFormat(
+            "comparisons.csv",
+            CSV_TYPE,
+            from_report=report_csv.comparisons_csv,
+            background=True,
+            label="Systems compared, paired by prompt (CSV)",
+        ),
+        ExportFormat(
             "scores.csv", CSV_TYPE, from_batch=report_csv.scores_csv, label="All scores, long (CSV)"
         ),
         ExportFormat(

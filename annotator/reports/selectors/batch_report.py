@@ -222,10 +222,15 @@ def sections_from_arrays(
     )
 
 
+def annotation_overall(rubric: Rubric, arrays: ReportArrays) -> np.ndarray:
+    """The overall HCS of each annotation (the rubric's weighted sum; NaN when a dimension is unrated): what
+    the report's per-item overall means, its systems and the paired comparisons read."""
+    return overall_per_annotation(arrays.annotation_scores, np.array([d.weight for d in rubric.dimensions]))
+
+
 def report_from_arrays(*, batch: Batch, arrays: ReportArrays, n_resamples: int, seed: int) -> BatchReport:
     rubric = batch.rubric_obj
     cats = list(rubric.levels)
-    weights = np.array([d.weight for d in rubric.dimensions])
     dimension_rows, disagreements = [], []
     for j, dim in enumerate(rubric.dimensions):
         rated = arrays.counts[j].sum(axis=1) > 0
@@ -254,7 +259,7 @@ def report_from_arrays(*, batch: Batch, arrays: ReportArrays, n_resamples: int, 
                     distribution=d.distribution,
                 )
             )
-    overall = overall_per_annotation(arrays.annotation_scores, weights)
+    overall = annotation_overall(rubric, arrays)
     n_items = len(arrays.item_pk)
     per_item = item_summaries(arrays.annotation_item, overall, n_items=n_items)
     finite = np.isfinite(per_item.mean)

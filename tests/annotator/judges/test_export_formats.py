@@ -25,6 +25,7 @@ def test_the_core_table_includes_them_in_place():
         "html",
         "dimensions.csv",
         "items.csv",
+        "comparisons.csv",
         "scores.csv",
         "annotations.csv",
         *JUDGE_KEYS,

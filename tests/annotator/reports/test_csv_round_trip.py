@@ -195,6 +195,7 @@ EXPECTED_ROWS = {  # data rows of each CSV export of hostile_batch
     "judges.csv": 1,  # one judge × one dimension scored
     "judge_scores.csv": 6,  # one per judge score
     "pairwise_verdicts.csv": 1,  # one per verdict
+    "comparisons.csv": 6,  # one pair of systems × (5 dimensions + overall HCS)
 }
 
 

@@ -207,6 +207,9 @@ def test_export_then_import_gives_the_same_report(batch, tmp_path):
     Item.objects.filter(batch=batch, position=2).update(
         prompt='Line one\n"quoted", with commas', response="Ünïcode ✓"
     )
+    # The annotation template carries no prompt_id: the copy pairs systems by prompt text, so the other
+    # system's answer to that prompt (position 3) gets the same text and the comparisons stay the same.
+    Item.objects.filter(batch=batch, position=3).update(prompt='Line one\n"quoted", with commas')
     out = tmp_path / "annotations.csv"
     call_command("export_report", "exports", "--format", "csv", "--table", "annotations", "--out", str(out))
     call_command("import_annotations", str(out), "--batch", "exports-copy", "--k", "3", stdout=io.StringIO())

@@ -50,8 +50,8 @@ def extra_section(inputs):
     return Extra(len(inputs.arrays.item_pk), inputs.epsilon, inputs.n_resamples, inputs.seed)
 
 
-def test_the_table_lists_the_judge_sections_by_importable_path():
-    assert list(REPORT_SECTIONS) == ["judges", "judge_pairwise"]
+def test_the_table_lists_the_sections_by_importable_path():
+    assert list(REPORT_SECTIONS) == ["judges", "judge_pairwise", "comparisons"]
     for name, section in REPORT_SECTIONS.items():
         assert section.name == name
         assert isinstance(section.builder, str) and callable(import_string(section.builder))
@@ -65,7 +65,7 @@ def test_a_listed_section_is_built_into_the_report_and_its_json(sections, builde
     sections["extra"] = ReportSection("extra", builder)
     batch = make_batch("sections", n_items=4)
     report = batch_report(batch=batch, n_resamples=7, seed=5, epsilon=0.2)
-    assert list(report.sections) == ["judges", "judge_pairwise", "extra"]
+    assert list(report.sections) == ["judges", "judge_pairwise", "comparisons", "extra"]
     assert report.sections["extra"] == Extra(4, 0.2, 7, 5)
     data = json.loads(report_json(report))
     assert data["extra"] == {"n_items": 4, "epsilon": 0.2, "n_resamples": 7, "seed": 5}
@@ -76,7 +76,7 @@ def test_a_listed_section_is_built_into_the_report_and_its_json(sections, builde
 def test_a_section_left_out_of_the_table_is_not_built(sections):
     del sections["judge_pairwise"]
     batch, _truth, _human = _study(n_items=12)
-    assert list(batch_report(batch=batch, n_resamples=10).sections) == ["judges"]
+    assert list(batch_report(batch=batch, n_resamples=10).sections) == ["judges", "comparisons"]
 
 
 @pytest.mark.django_db
@@ -116,7 +116,9 @@ def test_the_batch_has_sections_when_it_has_any_judge_row(row, django_assert_max
         JudgeFailure.objects.create(judge=judge, item=first, error="no answer")
     elif row == "verdict":
         PairwiseVerdict.objects.create(judge=judge, baseline=first, enhanced=second, winner="tie")
-    with django_assert_max_num_queries(3):  # one indexed existence check per kind of row at most
+    with django_assert_max_num_queries(3):  # one indexed existence check per kind of judge row at most
+        assert batch_has_sections(batch=batch, judges_only=True) is (row != "none")
+    with django_assert_max_num_queries(4):  # and one for the comparisons: this batch has one system
         assert batch_has_sections(batch=batch) is (row != "none")
 
 
