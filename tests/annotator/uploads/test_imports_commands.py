@@ -245,4 +245,6 @@ def test_every_demo_judge_names_its_template_in_the_exports(tmp_path):
         assert (judge.template_version, judge.template_hash) == (template.version, template.content_hash)
     # The four of the demo batch, and the demo stream's online judge (its pushed scores of the sampled traces).
     assert JudgeScore.objects.count() == scores
-    assert Judge.objects.exclude(name=DEMO_JUDGE).count() == 4 and Judge.objects.filter(name=DEMO_JUDGE).exists()
+    assert (
+        Judge.objects.exclude(name=DEMO_JUDGE).count() == 4 and Judge.objects.filter(name=DEMO_JUDGE).exists()
+    )
