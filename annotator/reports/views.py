@@ -15,6 +15,7 @@ from annotator.reports.selectors.rows import batches_for_reports, item_report
 from annotator.reports.selectors.sections import batch_has_sections
 from annotator.reports.services.jobs import export_job_create, report_job_for_page
 from annotator.roles import researcher_required
+from annotator.selectors.streams import stream_of_batch
 
 
 @require_GET
@@ -38,6 +39,7 @@ def report_batch(request, batch_id):
     # The exports of judge data are linked only when a judge section has rows (comparisons alone do not).
     context["has_judge_data"] = batch_has_sections(batch=batch, judges_only=True)
     context["exports"] = EXPORT_FORMATS.values()
+    context["stream_name"] = stream_of_batch(batch_id=batch.pk)
     return render(request, "annotator/report.html", context)
 
 

@@ -39,6 +39,7 @@ from django.utils import timezone
 from annotator.counted import counted
 from annotator.models import Annotation, Assignment, Batch, Item
 from annotator.rating.services.assignment_sql import WINDOW
+from annotator.selectors.streams import stream_of_batch
 
 if TYPE_CHECKING:
     import numpy as np
@@ -75,6 +76,28 @@ class LabelledSample:
 
     def to_json(self) -> dict:
         return {"sample": self.kind, "sample_why": self.why, **({"sample_fix": self.fix} if self.fix else {})}
+
+
+def _stream_labels(stream: str, n_offline: int, n_labelled: int, n_items: int) -> LabelledSample:
+    """A stream's batch whose labels came in through the streams API: its items are a hash sample of the
+    stream, but which of them got labels was up to whoever sent them."""
+    some = f"{n_offline} of the {n_labelled}" if n_labelled > n_offline else "all"
+    if n_labelled == n_items:
+        return LabelledSample(
+            NOT_RANDOM,
+            f"every item of the batch (the traces the stream “{stream}” sampled) is labelled: the human mean is "
+            "the batch's own mean, and there are no unlabelled items for the judge to add",
+            f"nothing to fix; the stream's page (/streams/{stream}/) gives the judge's series per window",
+        )
+    return LabelledSample(
+        NOT_RANDOM,
+        f"{some} labelled items got their labels through the streams API (labels made elsewhere): the stream "
+        f"“{stream}” sampled these traces at random, but which of them were labelled was up to the sender, "
+        "so nothing says the labelled items are a random sample of this batch",
+        "if every sampled trace of the stream gets its labels, or the traces sent for labelling were chosen "
+        "at random, have an admin tick “Labels declared random” on the batch in the Django admin; the "
+        f"stream's page (/streams/{stream}/) gives the judge's series per window",
+    )
 
 
 @dataclass(frozen=True)
@@ -133,6 +156,9 @@ def labelled_sample(batch: Batch, arrays: ReportArrays, *, draw_in_force: bool) 
         & labelled
     )
     if offline.any() and not batch.labels_declared_random:
+        stream = stream_of_batch(batch_id=batch.pk)
+        if stream is not None:
+            return _stream_labels(stream, int(offline.sum()), int(labelled.sum()), n)
         return LabelledSample(
             NOT_RANDOM,
             # Of how many in the batch: labels given through the queue count too.

@@ -22,6 +22,7 @@ from annotator.models import Batch, Judge
 from annotator.reports.selectors.batch_report import batch_report
 from annotator.reports.selectors.page import judge_sections_html
 from annotator.roles import researcher_required
+from annotator.selectors.streams import stream_of_batch
 
 
 @require_GET
@@ -52,7 +53,9 @@ def _card(batch_id, judge_id):
 @require_GET
 @researcher_required
 def report_judge_card(request, batch_id, judge_id):
-    return render(request, "annotator/judge_card.html", {"card": _card(batch_id, judge_id)})
+    card = _card(batch_id, judge_id)
+    stream_name = stream_of_batch(batch_id=card.batch_id)
+    return render(request, "annotator/judge_card.html", {"card": card, "stream_name": stream_name})
 
 
 @require_GET
