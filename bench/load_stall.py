@@ -19,8 +19,10 @@ workers of a study arrive over a while: a login hashes the password (PBKDF2, abo
 design), so 200 at once is a login storm that fills every request thread for half a minute, and a
 stall started inside it measures the storm. ``--login-storm`` keeps the earlier behaviour (every
 annotator logs in at the same moment, each login request bounded only by the 30 s client timeout)
-for comparison. The answers over 5 s are split into those sent before the stall began and those sent
-during it.
+for comparison. The timed run starts when all are logged in, with everybody's first page at once, so
+the stall should begin ``--stall-at`` 5 s or more into it (10 by default), when all are rating. The
+answers over 5 s are split into those sent before the stall began and those sent during it; the
+login rows say how slow logging in was and how many login requests ran into the client's timeout.
 
 Each request carries ``X-Request-Start: t=<seconds>`` stamped as it is sent, as the shipped nginx
 config does, and the servers run with ``PROXY_COUNT=1`` so the app reads it;
@@ -66,6 +68,7 @@ from tests.stall_proxy import StallingProxy  # noqa: E402 - the checkout's root 
 
 ANSWER_BOUND_S = 5.0  # every request answered within this during a stall
 HEALTHZ_BOUND_S = 3.0  # docs/faults.md: /healthz answers 503 within 3 s
+WARM_UP_S = 5.0  # every annotator is rating by then (the run starts with all their first pages at once)
 MODES = {
     "before": {
         "worker": ["--worker-class", "annotator.gunicorn_workers.SyncWorker"],
@@ -297,6 +300,9 @@ def summarise(
         "unexpected": shared.unexpected[:5],
         "n_unexpected": len(shared.unexpected),
         "requests": len([r for r in records if r.kind != "login"]),
+        "login_timeouts": sum(1 for r in records if r.kind == "login" and r.status is None),
+        "login_503": sum(1 for r in records if r.kind == "login" and r.status == 503),
+        "login_slowest_s": max((r.end - r.start for r in records if r.kind == "login"), default=0.0),
         "statuses": {
             str(k): sum(1 for r in records if (r.status or 0) == k)
             for k in sorted({r.status or 0 for r in records})
@@ -325,6 +331,8 @@ ROWS = [
     ("REQUEST_QUEUE_DEADLINE_S", lambda r: r["queue_deadline"]),
     ("logged in before the run", lambda r: f"{r['logged_in']} of {r['clients']}"),
     ("last login done, s", lambda r: f"{r['all_logged_in_s']:.1f}"),
+    ("login answers: slowest, s", lambda r: f"{r['login_slowest_s']:.1f}"),
+    ("login requests timed out / 503", lambda r: f"{r['login_timeouts']} / {r['login_503']}"),
     ("load average at the end", lambda r: r["load"]),
     ("requests overlapping the stall", lambda r: r["during"]),
     ("  of which sent before it", lambda r: r["sent_before"]),
@@ -401,6 +409,11 @@ def main() -> int:
     args = parser.parse_args()
     if args.seconds > 600 or args.clients > 200 or args.stall_at + args.stall > args.seconds:
         parser.error("bounded: at most 600 s and 200 annotators, and the stall ends within the run")
+    if args.stall and args.stall_at < WARM_UP_S:
+        print(
+            f"note: the stall begins {args.stall_at:g} s into the run, while the first pages of all "
+            f"{args.clients} annotators (sent at once) may still be queued: that measures the start, not the stall"
+        )
     results = [
         run_stall(
             pg_url=args.pg_url,
