@@ -16,7 +16,7 @@ submissions acknowledged but not stored (lost).
 
 Every annotator logs in before the timed run, at most ``--login-concurrency`` at a time (8), as
 workers of a study arrive over a while: a login hashes the password (PBKDF2, about 0.25 s of a core by
-design), so 200 at once is a login storm that fills every request thread for half a minute, and a
+design), so 200 at once is a login storm that fills every request thread for a minute or more, and a
 stall started inside it measures the storm. ``--login-storm`` keeps the earlier behaviour (every
 annotator logs in at the same moment, each login request bounded only by the 30 s client timeout)
 for comparison. The timed run starts when all are logged in, with everybody's first page at once, so
@@ -29,7 +29,8 @@ config does, and the servers run with ``PROXY_COUNT=1`` so the app reads it;
 ``--queue-deadline S`` sets ``REQUEST_QUEUE_DEADLINE_S`` (0: off; unset: the app's default).
 
 ``--compare`` runs the same load twice: "before" is gunicorn's sync worker with the stall check off
-(``DB_STALL_CHECK_S=0``, the earlier code path: only the per-call deadline), "after" is ``make web``'s
+(``DB_STALL_CHECK_S=0`` and ``REQUEST_QUEUE_DEADLINE_S=0``, the earlier code path: only the per-call
+deadline), "after" is ``make web``'s
 worker (``annotator.gunicorn_workers.ThreadWorker --threads 4``) with the default stall check.
 PostgreSQL: 127.0.0.1:5432 as postgres (trust); the database of --pg-url is dropped and re-created.
 Ports: the first free ones of ``BENCH_PORTS`` (e.g. "8170-8179"), else any. Bounded: at most 200
@@ -72,7 +73,7 @@ WARM_UP_S = 5.0  # every annotator is rating by then (the run starts with all th
 MODES = {
     "before": {
         "worker": ["--worker-class", "annotator.gunicorn_workers.SyncWorker"],
-        "env": {"DB_STALL_CHECK_S": "0"},
+        "env": {"DB_STALL_CHECK_S": "0", "REQUEST_QUEUE_DEADLINE_S": "0"},
     },
     "after": {
         "worker": ["--worker-class", "annotator.gunicorn_workers.ThreadWorker", "--threads", "4"],
