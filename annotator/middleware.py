@@ -1,11 +1,32 @@
-"""Authentication from the user the session engine already loaded (``annotator.sessions``).
+"""The app's own middleware: the user from the session's own query, and a request queued too long
+for a thread answered 503 at once.
 
-The same checks as ``django.contrib.auth.get_user``: the backend that logged the user in is
+**The user.** Authentication from the user the session engine already loaded
+(``annotator.sessions``). The same checks as ``django.contrib.auth.get_user``: the backend that logged the user in is
 still configured, the account is active, and the session hash matches the password (so a
 password change logs out every other session). Anything unusual falls back to Django's own.
+
+**The queue deadline.** A request that waited too long for an app server thread is answered 503
+before anything runs. Behind the shipped nginx config every request carries ``X-Request-Start: t=<seconds since the epoch>``
+(nginx's ``$msec``, set when nginx read the request). gunicorn queues a request until one of its
+threads is free; one that reaches a thread more than ``REQUEST_QUEUE_DEADLINE_S`` seconds after nginx
+stamped it (a database stall holding every thread, a burst of logins) gets the same answer as a
+request the stall breaker cuts: the 503 page (whose ``#error-message`` htmx shows beside the form), or
+a 503 problem under ``/api/``, with ``Retry-After``. Any request may be refused this way: none of it
+ran (no session was read, no view was called, nothing was written), and the person's input is still
+in their form, so sending it again is safe. Answering at once frees the thread for the requests that
+are still fresh, instead of working through a queue whose clients have given up or are about to.
+
+The header is read only behind a proxy (``PROXY_COUNT`` of at least 1), which overwrites whatever a
+client sent; without one a client could set it. A stamp in the future, or one that does not parse,
+lets the request through: a wrong clock or a made-up header never refuses anything.
 """
 
 from __future__ import annotations
+
+import logging
+import math
+import time
 
 from django.conf import settings
 from django.contrib import auth
@@ -15,6 +36,8 @@ from django.contrib.auth.middleware import AuthenticationMiddleware
 from django.contrib.auth.models import AnonymousUser
 from django.utils.crypto import constant_time_compare
 from django.utils.functional import SimpleLazyObject
+
+from annotator.views.errors import RETRY_AFTER_S, outage_response
 
 MODEL_BACKEND = f"{ModelBackend.__module__}.{ModelBackend.__qualname__}"
 
@@ -60,3 +83,61 @@ class SessionUserMiddleware(AuthenticationMiddleware):
     def process_request(self, request):
         super().process_request(request)
         request.user = SimpleLazyObject(lambda: _request_user(request))
+
+
+logger = logging.getLogger(__name__)
+
+HEADER = "HTTP_X_REQUEST_START"
+
+
+def request_start(value: str) -> float | None:
+    """Seconds since the epoch from ``t=1700000000.123`` (or a bare number), or None."""
+    value = value.strip()
+    if value.startswith("t="):
+        value = value[2:]
+    try:
+        stamp = float(value)
+    except ValueError:
+        return None
+    return stamp if math.isfinite(stamp) and stamp > 0 else None
+
+
+def queued_seconds(request, now: float | None = None) -> float | None:
+    """How long ``request`` waited since the proxy stamped it; None when it is not to be trusted."""
+    if settings.ANNOTATOR_PROXY_COUNT < 1:
+        return None
+    stamp = request_start(request.META.get(HEADER, ""))
+    if stamp is None:
+        return None
+    return (time.time() if now is None else now) - stamp
+
+
+class RequestQueueDeadlineMiddleware:
+    """First in the chain that reads anything: refuses a request queued past the deadline."""
+
+    def __init__(self, get_response):
+        self.get_response = get_response
+
+    def __call__(self, request):
+        deadline = settings.REQUEST_QUEUE_DEADLINE_S
+        if deadline > 0:
+            waited = queued_seconds(request)
+            if waited is not None and waited > deadline:
+                logger.warning(
+                    "%s %s waited %.1f s for a thread: answered 503", request.method, request.path, waited
+                )
+                return self.refused(request)
+        return self.get_response(request)
+
+    @staticmethod
+    def refused(request):
+        if request.path.startswith("/api/"):
+            from annotator.api.problems import problem_response  # the API's modules stay out of page workers
+
+            return problem_response(
+                request,
+                503,
+                f"The server is busy; nothing was done. Send the request again in {RETRY_AFTER_S} seconds.",
+                headers={"Retry-After": str(RETRY_AFTER_S)},
+            )
+        return outage_response()

@@ -54,6 +54,9 @@ INSTALLED_APPS = [
 MIDDLEWARE = [
     "django.middleware.security.SecurityMiddleware",
     "whitenoise.middleware.WhiteNoiseMiddleware",
+    # Before anything reads the session or the database: a request that waited past
+    # REQUEST_QUEUE_DEADLINE_S for a thread (nginx's X-Request-Start) is answered 503 at once.
+    "annotator.middleware.RequestQueueDeadlineMiddleware",
     "django.contrib.sessions.middleware.SessionMiddleware",
     "django.middleware.common.CommonMiddleware",
     "django.middleware.csrf.CsrfViewMiddleware",
@@ -174,6 +177,9 @@ AXES_RESET_ON_SUCCESS = True
 AXES_LOCKOUT_TEMPLATE = "registration/locked_out.html"
 # The client's address behind PROXY_COUNT reverse proxies: one rule for lock-outs and the link limit.
 ANNOTATOR_PROXY_COUNT = env_int("PROXY_COUNT", 0)
+# A request that reached an app server thread more than this many seconds after the proxy read it
+# (X-Request-Start, trusted only with PROXY_COUNT >= 1) is answered 503 before anything runs; 0: off.
+REQUEST_QUEUE_DEADLINE_S = env_int("REQUEST_QUEUE_DEADLINE_S", 4)
 AXES_CLIENT_IP_CALLABLE = "annotator.client_address.client_network"
 
 # A form left open while its tab's owner signed in again elsewhere: back to their step, not a bare 403.

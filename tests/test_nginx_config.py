@@ -122,6 +122,7 @@ def nginx(tmp_path):
             time.sleep(0.05)
         return f"http://127.0.0.1:{port}"
 
+    start.stand_ins = stand_ins  # what each stand-in was sent
     yield start
     for process in started:
         process.terminate()
@@ -205,3 +206,18 @@ def test_the_access_log_keeps_the_platform_ids_out(nginx, tmp_path):
         time.sleep(0.05)
     assert "/study/abc/" in log
     assert "5f0c0ffee0c0ffee0c0ffee0" not in log and "sess-secret-1" not in log and "PROLIFIC_PID" not in log
+
+
+def test_the_app_server_gets_when_nginx_read_the_request_not_what_the_client_said(nginx):
+    """X-Request-Start is nginx's own clock (the app's queue deadline reads it, docs/faults.md): a
+    stamp the client sent, old or in the future, is replaced."""
+    app_base = nginx("app-503")
+    app = nginx.stand_ins[-1]
+    for fake in ("t=1", "t=99999999999.000"):
+        before = time.time()
+        _send(app_base + "/annotate/1/next/", headers={"X-Request-Start": fake})
+        after = time.time()
+        request = app.seen[-1].decode("latin-1")
+        stamps = re.findall(r"(?im)^X-Request-Start: *t=([\d.]+)\r$", request)
+        assert len(stamps) == 1, request
+        assert before - 0.01 <= float(stamps[0]) <= after + 0.01
