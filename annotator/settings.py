@@ -179,7 +179,9 @@ AXES_LOCKOUT_TEMPLATE = "registration/locked_out.html"
 ANNOTATOR_PROXY_COUNT = env_int("PROXY_COUNT", 0)
 # A request that reached an app server thread more than this many seconds after the proxy read it
 # (X-Request-Start, trusted only with PROXY_COUNT >= 1) is answered 503 before anything runs; 0: off.
-REQUEST_QUEUE_DEADLINE_S = env_int("REQUEST_QUEUE_DEADLINE_S", 4)
+# Off unless set: it trusts the proxy's clock, and a proxy clock behind the app's by more than the deadline
+# would refuse every request (docs/faults.md).
+REQUEST_QUEUE_DEADLINE_S = env_int("REQUEST_QUEUE_DEADLINE_S", 0)
 AXES_CLIENT_IP_CALLABLE = "annotator.client_address.client_network"
 
 # A form left open while its tab's owner signed in again elsewhere: back to their step, not a bare 403.

@@ -3,6 +3,7 @@ X-Request-Start) is answered with the app's own 503 before anything runs; a fres
 stamp is missing, made up or not to be trusted, is served as before."""
 
 import json
+import os
 import time
 
 import pytest
@@ -120,6 +121,17 @@ def test_without_a_proxy_the_header_is_not_read(behind_proxy, rater):
 
 def test_zero_turns_it_off(behind_proxy, rater):
     behind_proxy.REQUEST_QUEUE_DEADLINE_S = 0
+    batch = make_batch("b", n_items=2)
+    assert rater.get(reverse("annotate_next", args=[batch.pk]), **stamp(60)).status_code == 200
+
+
+def test_it_is_off_unless_set(settings, rater):
+    # A proxy whose clock lags the app's would otherwise make every request look late.
+    from annotator import settings as app_settings
+
+    assert app_settings.REQUEST_QUEUE_DEADLINE_S == 0 or "REQUEST_QUEUE_DEADLINE_S" in os.environ
+    settings.ANNOTATOR_PROXY_COUNT = 1
+    settings.REQUEST_QUEUE_DEADLINE_S = app_settings.REQUEST_QUEUE_DEADLINE_S
     batch = make_batch("b", n_items=2)
     assert rater.get(reverse("annotate_next", args=[batch.pk]), **stamp(60)).status_code == 200
 
