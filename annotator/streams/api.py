@@ -64,7 +64,10 @@ class StreamOut(Schema):
 
 
 class TracesIn(Schema):
-    traces: list[Any] = Field(description=f"up to {MAX_TRACES} traces")
+    # As everywhere else, an unknown key is refused rather than dropped unseen.
+    model_config = ConfigDict(extra="forbid")
+
+    traces: list[Any] = Field(description=f"1 to {MAX_TRACES} traces")
 
 
 class TraceErrorOut(Schema):
@@ -183,6 +186,9 @@ def stream_traces(request, stream_name: str, payload: TracesIn):
     ones are kept. A trace_id already stored is counted in ``duplicates`` and changes nothing.
     ``sampled`` lists the new traces sent to human review."""
     stream = _stream(stream_name)
+    if not payload.traces:
+        # Refused like an empty list of labels: an empty push is a sender's bug, not a quiet success.
+        raise Problem(422, "No traces were given. Nothing was saved.", kind=INVALID_REQUEST)
     if len(payload.traces) > MAX_TRACES:
         raise Problem(
             422,

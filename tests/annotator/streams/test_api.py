@@ -556,3 +556,53 @@ def test_pushed_scores_of_sampled_traces_are_judge_scores_of_their_items(api_as,
     assert {(s.judge.name, s.dimension, s.value, s.item.batch_id) for s in scores} == {
         ("j1", "coherence", 3.0, stream.batch_id)
     }
+
+
+def test_an_implausibly_old_or_numeric_timestamp_is_refused_by_name(api_as, stream):
+    traces = [
+        trace(1, timestamp="0001-01-01T00:00:00-12:00"),
+        trace(2, timestamp="0001-01-01T00:00:00+01:00"),
+        trace(3, timestamp="1999-12-31T23:59:59Z"),
+        trace(4, timestamp=1767225600),
+        trace(5, timestamp="2000-01-01T00:00:00Z"),
+    ]
+    body = api_as("researcher").post("/streams/prod-chat/traces", {"traces": traces}).json()
+    errors = {e["index"]: e["problems"] for e in body["errors"]}
+    assert sorted(errors) == [0, 1, 2, 3] and body["accepted"] == 1
+    for index in (0, 1, 2):
+        assert "is before 2000-01-01 (UTC)" in errors[index][0], errors[index]
+    assert errors[3] == ["`timestamp` must be an ISO 8601 string (e.g. 2026-03-01T12:00:00Z), not int"]
+    assert list(Trace.objects.values_list("trace_id", flat=True)) == ["t-5"]
+
+
+def test_a_traces_body_with_an_unknown_key_or_no_traces_is_refused_whole(api_as, stream):
+    client = api_as("researcher")
+    body = assert_problem(client.post("/streams/prod-chat/traces", {"traces": [trace(1)], "extra": 1}), 422)
+    assert [e["column"] for e in body["errors"]] == ["extra"]
+    body = assert_problem(client.post("/streams/prod-chat/traces", {"traces": []}), 422)
+    assert body["detail"] == "No traces were given. Nothing was saved."
+    assert not Trace.objects.exists()
+
+
+def test_a_trace_field_longer_than_the_limit_is_named(api_as, stream):
+    from annotator.streams.services.ingest import FIELD_MAX
+
+    long = "x" * (FIELD_MAX + 1)
+    traces = [
+        trace(1, prompt=long),
+        trace(2, response=long),
+        trace(3, context=long),
+        trace(4, metadata={"note": long}),
+        trace(5, metadata={"note": "a\x00b"}),
+        trace(6, response="x" * FIELD_MAX),
+    ]
+    body = api_as("researcher").post("/streams/prod-chat/traces", {"traces": traces}).json()
+    errors = {e["index"]: e["problems"] for e in body["errors"]}
+    assert errors == {
+        0: [f"`prompt` is longer than {FIELD_MAX} characters"],
+        1: [f"`response` is longer than {FIELD_MAX} characters"],
+        2: [f"`context` is longer than {FIELD_MAX} characters"],
+        3: [f"`metadata` is longer than {FIELD_MAX} characters as JSON"],
+        4: ["`metadata` contains a NUL character"],
+    }
+    assert list(Trace.objects.values_list("trace_id", flat=True)) == ["t-6"]
