@@ -205,3 +205,37 @@ def test_unreadable_calls_do_not_starve_new_traces_and_the_task_works_through_a_
         assert scored == {f"new-{i}" for i in range(5)}
         status = Stream.objects.get(pk=stream.pk).judge_runs[0]["status"]
         assert status["left"] == 0 and not Stream.objects.get(pk=stream.pk).judges_run_queued
+
+
+def test_a_trace_too_large_for_the_day_s_cap_is_skipped_and_the_others_are_scored(api_as):
+    from annotator.judges.engine.budget import input_tokens
+    from annotator.judges.engine.planning import render_items
+    from annotator.judges.engine.templates import load_template
+
+    with FakeJudge(lambda prompt: FIVE) as fake:
+        stream = _make(api_as, fake, max_cost_per_day=0.5, concurrency=1)
+        traces = _now_traces(8)
+        for t in traces[:3]:
+            t["response"] = "x" * 40_000  # about 10,000 input tokens: 1 USD at 100 per million
+        _push(api_as, "auto-chat", traces)
+        big = Item(item_id="t-0", prompt="Question 0?", response="x" * 40_000)
+        messages = render_items([big], load_template("hcs_rubric"), stream.batch.rubric_obj)[0].messages
+        reserve = (input_tokens(messages) + MAX_TOKENS) * PRICE / 1e6
+        assert reserve > 0.5  # the call alone cannot fit the day's cap, whatever was spent
+        day = judges_run_all(stream_id=stream.pk)[0]
+        # Before, the first large trace in the run's order ended the run, on every day, with nothing spent.
+        assert fake.calls == 5 and day.scored == 5 and day.left == 0 and not day.capped
+        assert day.too_large == 3 and sorted(day.too_large_ids) == ["t-0", "t-1", "t-2"]
+        assert not TraceScore.objects.filter(trace__trace_id__in=["t-0", "t-1", "t-2"]).exists()
+        assert "3 traces are too large for the cap and not called: trace t-" in day.note
+        assert (
+            f"call \u2248 {reserve:.4f} USD (its input and max_tokens 200 output tokens) > the day's cap of 0.5 USD"
+            in day.note
+        )
+        status = Stream.objects.get(pk=stream.pk).judge_runs[0]["status"]
+        assert status["too_large"] == 3 and status["left"] == 0
+        # Nothing more to call: the next run calls nothing and the task queues no further run.
+        from annotator.streams.services.judging import next_run_at
+
+        again = judges_run_all(stream_id=stream.pk)
+        assert fake.calls == 5 and again[0].too_large == 3 and next_run_at(again, timezone.now()) is None
