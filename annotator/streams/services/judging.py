@@ -282,9 +282,14 @@ def _too_large_note(day: JudgeDay, too_large: list, cap: float, config: dict) ->
 
 def _cap_note(day: JudgeDay, config: dict) -> str:
     return (
-        f"The cap of {day.cap:g} {config['currency']} for {day.day} (UTC) is spent "
-        f"({day.spent_today:.4f}): {day.left} trace(s) wait for the next day."
+        f"The cap of {day.cap:g} {config['currency']} for {day.day} (UTC) is reached: "
+        f"{day.spent_today:.4f} {config['currency']} was spent and the next call's estimate would pass "
+        f"the cap {CAP_CLAUSE}; {counted(day.left, 'trace waits', 'traces wait')} for the next day."
     )
+
+
+# Why a run stops below its cap, in one clause (the stream page says it too).
+CAP_CLAUSE = "(a call in flight also holds a reservation of its input and max_tokens output tokens until paid)"
 
 
 def scores_to_traces(stream: Stream, name: str, judge, pairs: list[tuple[tuple, Item]]) -> set[int]:

@@ -51,7 +51,10 @@ def _push(api_as, name, traces):
 
 def _page(stream: Stream) -> str:
     client = Client()
-    client.force_login(make_user("page-reader", role="researcher"))
+    from django.contrib.auth.models import User
+
+    reader = User.objects.filter(username="page-reader").first()
+    client.force_login(reader or make_user("page-reader", role="researcher"))
     response = client.get(reverse("stream_page", args=[stream.name]))
     assert response.status_code == 200
     return response.content.decode()
@@ -144,6 +147,20 @@ def test_the_daily_cap_stops_calls_sampled_first_and_the_rest_wait_for_the_next_
         page = _page(capped)
         assert f"Today's cap is reached: {30 - day1.scored} waiting for the next UTC day." in page
         assert f"{day1.spent_today:.4f} USD" in page and "fake-2" in page
+        # Said once: the status note's own sentence is not printed under the page's; why a run stops below
+        # its cap is said in one clause; the waiting count is the last run's.
+        assert page.count("cap is reached") == 1 and status["note"] not in page
+        assert "holds a reservation of its input and max_tokens output tokens until paid" in page
+        assert "Waiting at the last run" in page and "is spent (" not in status["note"]
+        # On a later day the page does not call that day's cap today's.
+        runs = Stream.objects.get(pk=capped.pk).judge_runs
+        runs[0]["status"]["day"] = "2026-01-01"
+        Stream.objects.filter(pk=capped.pk).update(judge_runs=runs)
+        later = _page(Stream.objects.get(pk=capped.pk))
+        assert "Today's cap" not in later
+        assert f"The cap of 2026-01-01 (UTC) was reached: {30 - day1.scored} traces waited" in later
+        runs[0]["status"]["day"] = day1.day
+        Stream.objects.filter(pk=capped.pk).update(judge_runs=runs)
         # Each next day spends up to the cap again, until every trace is scored; nothing is paid twice. A day
         # passes by moving the ledger's calls a day back: the runner stamps new calls with the real time.
         total = day1.scored
