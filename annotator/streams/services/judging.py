@@ -222,7 +222,7 @@ def _run_one(stream: Stream, config: dict, now: dt.datetime) -> JudgeDay:
     try:
         template = load_template(config["template"])
         if cap is not None:
-            pairs, too_large = _fitting(stream, template, options, client, cap, pairs)
+            chunk, pairs, too_large = _fitting_chunk(stream, waiting, template, options, client, cap)
             notes += [_too_large_note(day, too_large, cap, config)] if too_large else []
         if pairs:
             result = judge_run(stream.batch, template, options, client=client, items=[i for _, i in pairs])
@@ -244,6 +244,20 @@ def _run_one(stream: Stream, config: dict, now: dt.datetime) -> JudgeDay:
         notes.append(_cap_note(day, config) if result.capped else result.note)
     day.note = " ".join(n for n in notes if n)
     return day
+
+
+def _fitting_chunk(stream: Stream, waiting: list, template, options, client, cap: float):
+    """(the rows looked at, up to RUN_CHUNK (row, item) pairs whose call fits the cap, the too-large ones):
+    chunk after chunk of ``waiting`` until a run's worth fits, so that a heap of too-large traces at the
+    head of the order cannot take every run's place."""
+    rows, pairs, too_large = [], [], []
+    for start in range(0, len(waiting), RUN_CHUNK):
+        chunk = waiting[start : start + RUN_CHUNK]
+        fits, big = _fitting(stream, template, options, client, cap, _items(stream, chunk))
+        rows, pairs, too_large = rows + chunk, pairs + fits, too_large + big
+        if len(pairs) >= RUN_CHUNK:
+            break
+    return rows, pairs[:RUN_CHUNK], too_large
 
 
 def _fitting(stream: Stream, template, options, client, cap: float, pairs: list) -> tuple[list, list]:
@@ -289,7 +303,9 @@ def _cap_note(day: JudgeDay, config: dict) -> str:
 
 
 # Why a run stops below its cap, in one clause (the stream page says it too).
-CAP_CLAUSE = "(a call in flight also holds a reservation of its input and max_tokens output tokens until paid)"
+CAP_CLAUSE = (
+    "(a call in flight also holds a reservation of its input and max_tokens output tokens until paid)"
+)
 
 
 def scores_to_traces(stream: Stream, name: str, judge, pairs: list[tuple[tuple, Item]]) -> set[int]:

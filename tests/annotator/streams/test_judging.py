@@ -256,3 +256,23 @@ def test_a_trace_too_large_for_the_day_s_cap_is_skipped_and_the_others_are_score
 
         again = judges_run_all(stream_id=stream.pk)
         assert fake.calls == 5 and again[0].too_large == 3 and next_run_at(again, timezone.now()) is None
+
+
+def test_too_large_traces_at_the_head_of_the_order_do_not_take_a_run_s_place(api_as, monkeypatch):
+    from annotator.streams.services import judging
+
+    monkeypatch.setattr(judging, "RUN_CHUNK", 2)
+    with FakeJudge(lambda prompt: FIVE) as fake:
+        stream = _make(api_as, fake, max_cost_per_day=0.5, concurrency=1)
+        _push(api_as, "auto-chat", _now_traces(9))
+        # The first six in the run's order are made too large (their items' responses, which are rendered).
+        order = [row[1] for row in judging._waiting(stream, "auto", set())]
+        Item.objects.filter(batch__in=[stream.batch, stream.judge_batch], item_id__in=order[:6]).update(
+            response="x" * 40_000
+        )
+        day = judges_run_all(stream_id=stream.pk)[0]
+        # A run's worth (2) is called, however many too-large traces came before them.
+        assert day.scored == 2 and fake.calls == 2 and day.left == 1 and day.too_large == 6
+        days = judges_run_all(stream_id=stream.pk)
+        assert days[0].scored == 1 and days[0].left == 0 and days[0].too_large == 6
+        assert fake.calls == 3
