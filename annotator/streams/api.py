@@ -3,8 +3,9 @@ and the alerts. Researchers and admins; see docs/streams.md."""
 
 from __future__ import annotations
 
+import re
 from datetime import datetime
-from typing import Any
+from typing import Any, NoReturn
 
 from django.conf import settings
 from django.shortcuts import get_object_or_404
@@ -31,20 +32,25 @@ router = Router(tags=["streams"])
 
 
 class StreamIn(Schema):
-    # An unknown key is refused: a misspelt ``judge`` or ``windw`` would otherwise be dropped unseen.
+    # An unknown key is refused: a misspelt ``judge`` or ``windw`` would otherwise be dropped unseen. The
+    # values are taken as sent (Any) and checked by ``stream_settings_problems``, which converts nothing
+    # (a string "0.3" or true is refused, not read as 0.3 or 1.0) and names each problem by its key.
     model_config = ConfigDict(extra="forbid")
 
-    name: str = Field(description="letters, digits, '.', '_' or '-'")
-    human_rate: float = Field(description="share of traces sent to human review, above 0 and at most 1")
-    k: int = Field(3, description="independent human ratings per sampled trace (at least 3)")
-    window: str | int = Field(description="'day', 'week', or a number of human-labelled (sampled) traces")
-    judges: list[str | dict[str, Any]] = Field(
+    name: Any = Field(description="letters, digits, '.', '_' or '-'")
+    human_rate: Any = Field(description="share of traces sent to human review, a number from 0.000001 to 1")
+    k: Any = Field(3, description="independent human ratings per sampled trace, a whole number 3 to 1000")
+    window: Any = Field(
+        description="'day', 'week', or a whole number (2 to 100,000) of human-labelled (sampled) traces"
+    )
+    judges: Any = Field(
         default_factory=list,
         description="the judges that score the traces: a name (its scores are pushed with the traces) or "
         "an object {name, template, model, provider?, base_url?, key_env?, max_cost_per_day?, currency?, "
-        "price_in?, price_out?, temperature?, max_tokens?, concurrency?} (the worker runs it on every trace)",
+        "price_in?, price_out?, temperature?, max_tokens?, concurrency?} (the worker runs it on every trace); "
+        "at most 20",
     )
-    rubric: dict[str, Any] | None = Field(None, description="a rubric like hcs/rubrics/hcs.json; default HCS")
+    rubric: Any = Field(None, description="a rubric like hcs/rubrics/hcs.json; default HCS")
 
 
 class StreamOut(Schema):
@@ -64,7 +70,10 @@ class StreamOut(Schema):
 
 
 class TracesIn(Schema):
-    traces: list[Any] = Field(description=f"up to {MAX_TRACES} traces")
+    # As everywhere else, an unknown key is refused rather than dropped unseen.
+    model_config = ConfigDict(extra="forbid")
+
+    traces: list[Any] = Field(description=f"1 to {MAX_TRACES} traces")
 
 
 class TraceErrorOut(Schema):
@@ -129,6 +138,9 @@ def streams_create(request, payload: StreamIn):
 
     try:
         rubric = rubric_from_data(payload.rubric) if payload.rubric is not None else None
+    except ValueError as exc:
+        _refuse([f"rubric: {exc}"])
+    try:
         stream = stream_create(
             name=payload.name,
             human_rate=payload.human_rate,
@@ -138,15 +150,35 @@ def streams_create(request, payload: StreamIn):
             rubric=rubric,
             created_by=request.user,
         )
-    except (StreamRefused, ValueError) as exc:
-        problems = getattr(exc, "problems", [str(exc)])
-        raise Problem(
-            422,
-            "The stream cannot be made: " + "; ".join(problems) + ".",
-            kind=INVALID_REQUEST,
-            errors=[{"row": None, "column": p.split(":")[0], "message": p} for p in problems],
-        ) from None
+    except StreamRefused as exc:
+        _refuse(exc.problems)
     return Status(201, stream_out(request, stream))
+
+
+# "human_rate", "judges[0]", "judges[1].max_tokens": the key a problem of a stream's settings names.
+PROBLEM_KEY = re.compile(r"^[a-z_]+(\[\d+\])?(\.[a-z_]+)?$")
+
+
+def _sentence(text: str) -> str:
+    text = text.strip().rstrip(".")
+    return text[:1].upper() + text[1:] + "."
+
+
+def _refuse(problems: list[str]) -> NoReturn:
+    """A 422 naming each problem ("key: what is wrong") under its key, its message a whole sentence."""
+    errors = []
+    for problem in problems:
+        key, _, rest = problem.partition(": ")
+        if rest and PROBLEM_KEY.match(key):
+            errors.append({"row": None, "column": key, "message": _sentence(rest)})
+        else:
+            errors.append({"row": None, "column": None, "message": _sentence(problem)})
+    raise Problem(
+        422,
+        "The stream cannot be made: " + "; ".join(p.strip().rstrip(".") for p in problems) + ".",
+        kind=INVALID_REQUEST,
+        errors=errors,
+    )
 
 
 @router.get(
@@ -183,6 +215,9 @@ def stream_traces(request, stream_name: str, payload: TracesIn):
     ones are kept. A trace_id already stored is counted in ``duplicates`` and changes nothing.
     ``sampled`` lists the new traces sent to human review."""
     stream = _stream(stream_name)
+    if not payload.traces:
+        # Refused like an empty list of labels: an empty push is a sender's bug, not a quiet success.
+        raise Problem(422, "No traces were given. Nothing was saved.", kind=INVALID_REQUEST)
     if len(payload.traces) > MAX_TRACES:
         raise Problem(
             422,

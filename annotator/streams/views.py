@@ -129,19 +129,42 @@ def _alert_rows(alerts, stream: Stream, judge: str | None, dimension: str | None
 
 
 def _judge_run_rows(stream: Stream) -> list[dict]:
-    """The judges the worker runs, each with its last run's ``status`` (``annotator.streams.services.judging``)."""
+    """The judges the worker runs, each with its last run's ``status`` (``annotator.streams.services.judging``):
+    a capped run's state said once (``capped_line``, why it stopped below the cap in ``cap_why``), the
+    note shown only when it says something else."""
+    from annotator.counted import counted
+    from annotator.streams.services.judging import CAP_CLAUSE
+
+    today = dt.datetime.now(dt.UTC).date().isoformat()
     rows = []
     for config in stream.judge_runs:
         status = config.get("status") or {}
-        rows.append(
-            {
-                **config,
-                "cap": config.get("max_cost_per_day"),
-                "currency": config.get("currency") or "",
-                "status": status,
-                "last_run": when(status["at"], time=True) if status.get("at") else "",
-            }
-        )
+        cap, currency = config.get("max_cost_per_day"), config.get("currency") or ""
+        row = {
+            **config,
+            "cap": cap,
+            "currency": currency,
+            "status": status,
+            "last_run": when(status["at"], time=True) if status.get("at") else "",
+        }
+        if status.get("capped"):
+            waiting = counted(status.get("left") or 0, "trace", "traces")
+            # Today's line is written in the template (its apostrophe stays a character there).
+            row["capped_today"] = status.get("day") == today
+            row["capped_line"] = (
+                f"The cap of {status.get('day')} (UTC) was reached: {waiting} waited for the next day."
+            )
+            row["cap_why"] = (
+                f"{status.get('spent_today') or 0:.4f} of {cap or 0:g} {currency} was spent and the estimate of the "
+                f"next call would pass the cap {CAP_CLAUSE}."
+            )
+            if status.get("too_large"):
+                shown = ", ".join(status.get("too_large_ids") or [])
+                row["too_large_line"] = (
+                    f"{counted(status['too_large'], 'trace is', 'traces are')} too large for the cap and "
+                    f"not called ({shown})."
+                )
+        rows.append(row)
     return rows
 
 

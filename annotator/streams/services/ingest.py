@@ -36,6 +36,13 @@ MAX_TRACES = 1000  # per request
 KEYS = ("trace_id", "timestamp", "prompt", "response", "context", "system_id", "metadata", "judge_scores")
 ID_MAX, SYSTEM_MAX = 200, 200
 FUTURE_SLACK = dt.timedelta(minutes=5)  # clock skew allowed to a sender
+# No LLM trace predates this; a time before it is a default or a unit slip (0001-01-01, an epoch of 0),
+# and one such trace would stretch the daily series over centuries of empty windows. A fixed bound, not
+# a backfill horizon: a backfill of last year's logs stays possible without a setting.
+OLDEST = dt.datetime(2000, 1, 1, tzinfo=dt.UTC)
+# Per text field (prompt, response, context; metadata as JSON): a chat trace is far below it, and one
+# request of MAX_TRACES traces stays within the API's body limit's order of size.
+FIELD_MAX = 100_000
 
 
 @dataclass
@@ -78,7 +85,13 @@ def _text(raw: dict, key: str, problems: list[str], *, required: bool, limit: in
 
 def _timestamp(raw: dict, problems: list[str]) -> dt.datetime | None:
     value = raw.get("timestamp")
-    if not isinstance(value, str) or not value.strip():
+    if value is not None and not isinstance(value, str):
+        # A number is most often epoch seconds; the stream takes one form only, to be read one way.
+        problems.append(
+            f"`timestamp` must be an ISO 8601 string (e.g. 2026-03-01T12:00:00Z), not {type(value).__name__}"
+        )
+        return None
+    if value is None or not value.strip():
         problems.append("`timestamp` is missing (an ISO 8601 time, e.g. 2026-03-01T12:00:00Z)")
         return None
     try:
@@ -87,7 +100,16 @@ def _timestamp(raw: dict, problems: list[str]) -> dt.datetime | None:
         problems.append(f"`timestamp` {value!r} is not an ISO 8601 time")
         return None
     # A time without an offset is read as UTC (docs/streams.md).
-    when = when.replace(tzinfo=dt.UTC) if when.tzinfo is None else when.astimezone(dt.UTC)
+    try:
+        when = when.replace(tzinfo=dt.UTC) if when.tzinfo is None else when.astimezone(dt.UTC)
+    except OverflowError:  # 0001-01-01T00:00:00+01:00 is before the first representable UTC time
+        when = dt.datetime.min.replace(tzinfo=dt.UTC)
+    if when < OLDEST:
+        problems.append(
+            f"`timestamp` {value.strip()!r} is before {OLDEST:%Y-%m-%d} (UTC): no trace is that old, "
+            "so it is taken for a default or a wrong unit"
+        )
+        return None
     latest = timezone.now() + FUTURE_SLACK
     if when > latest:
         # A trace from the future would sit in a window that has not begun, and a clock that is hours
@@ -145,17 +167,20 @@ def trace_check(raw: Any, stream: Stream) -> tuple[_Good | None, list[str]]:
     problems = [f"unknown key `{key}`" for key in raw if key not in KEYS]
     trace_id = _text(raw, "trace_id", problems, required=True, limit=ID_MAX)
     when = _timestamp(raw, problems)
-    prompt = _text(raw, "prompt", problems, required=True)
-    response = _text(raw, "response", problems, required=True)
-    context = _text(raw, "context", problems, required=False)
+    prompt = _text(raw, "prompt", problems, required=True, limit=FIELD_MAX)
+    response = _text(raw, "response", problems, required=True, limit=FIELD_MAX)
+    context = _text(raw, "context", problems, required=False, limit=FIELD_MAX)
     system_id = _text(raw, "system_id", problems, required=False, limit=SYSTEM_MAX)
     metadata = raw.get("metadata")
     if metadata is None:
         metadata = {}
     elif not isinstance(metadata, dict):
         problems.append("`metadata` must be a JSON object")
-    elif "\x00" in json.dumps(metadata):
+    # json.dumps writes a NUL as \u0000, which PostgreSQL's jsonb refuses.
+    elif "\\u0000" in (text := json.dumps(metadata, ensure_ascii=False)):
         problems.append("`metadata` contains a NUL character")
+    elif len(text) > FIELD_MAX:
+        problems.append(f"`metadata` is longer than {FIELD_MAX} characters as JSON")
     scores = _scores(raw, stream, problems)
     if problems:
         return None, problems

@@ -18,13 +18,14 @@ import datetime as dt
 import hashlib
 import logging
 import os
-from dataclasses import asdict, dataclass
+from dataclasses import asdict, dataclass, field
 
 from django.conf import settings
 from django.db import transaction
 from django.db.models import Q, Sum
 from django.utils import timezone
 
+from annotator.counted import counted
 from annotator.judges.models.judge import VERSION_MARK
 from annotator.models import Item, JudgeCall, JudgeScore, Stream, Trace, TraceScore
 from annotator.streams.services.changes import changes_record
@@ -35,6 +36,7 @@ log = logging.getLogger(__name__)
 # a longer backlog queues the next run at once.
 RUN_CHUNK = 2000
 BUSY_RETRY = dt.timedelta(minutes=2)  # another run holds the judge: try again after its claim would go stale
+TOO_LARGE_SHOWN = 5  # trace ids of the too-large ones kept in the status
 
 
 @dataclass
@@ -53,6 +55,10 @@ class JudgeDay:
     cap: float | None = None
     capped: bool = False  # the day's cap stopped the run: the rest wait for the next day
     busy: bool = False  # another run held the judge: nothing was called
+    # Traces whose one call alone could cost more than the day's cap: never called (not counted in left),
+    # else the first of them in the run's order would end every day's run before anything was spent.
+    too_large: int = 0
+    too_large_ids: list[str] = field(default_factory=list)  # the first TOO_LARGE_SHOWN of them
     note: str = ""
 
 
@@ -207,43 +213,99 @@ def _run_one(stream: Stream, config: dict, now: dt.datetime) -> JudgeDay:
         day.note = _cap_note(day, config)
         return day
     options = _options(config, None if cap is None else cap - spent)
-    pairs, result = _items(stream, chunk), None
+    pairs, result, notes = _items(stream, chunk), None, []
     try:
         client = _client(config, options)
     except ValueError as exc:
         day.note = str(exc)
         return day
     try:
-        result = judge_run(
-            stream.batch,
-            load_template(config["template"]),
-            options,
-            client=client,
-            items=[item for _, item in pairs],
-        )
+        template = load_template(config["template"])
+        if cap is not None:
+            chunk, pairs, too_large = _fitting_chunk(stream, waiting, template, options, client, cap)
+            notes += [_too_large_note(day, too_large, cap, config)] if too_large else []
+        if pairs:
+            result = judge_run(stream.batch, template, options, client=client, items=[i for _, i in pairs])
     except JudgeBusy as exc:
-        day.busy, day.note = True, str(exc)
+        day.busy, notes = True, [*notes, str(exc)]
     except (TemplateError, ImportRefused, JudgeRunFatal) as exc:
-        day.note = f"{exc} Calls finished before it are saved; the next run continues."
+        notes.append(f"{exc} Calls finished before it are saved; the next run continues.")
     finally:
         client.close()
+    day.left = len(waiting) - day.too_large
     if result is not None:
         scored = scores_to_traces(stream, name, result.judge, pairs)
         settled = _settled(stream, name)
         done = [r for r in chunk if r[0] in scored or r[1] in settled]
         day.scored, day.capped = len(scored), result.capped
         day.unscored = sum(1 for r in chunk if r[0] not in scored and r[1] in settled)
-        day.left = len(waiting) - len(done)
+        day.left = len(waiting) - len(done) - day.too_large
         day.spent_today = spent_today(stream, name, now)
-        day.note = _cap_note(day, config) if result.capped else result.note
+        notes.append(_cap_note(day, config) if result.capped else result.note)
+    day.note = " ".join(n for n in notes if n)
     return day
+
+
+def _fitting_chunk(stream: Stream, waiting: list, template, options, client, cap: float):
+    """(the rows looked at, up to RUN_CHUNK (row, item) pairs whose call fits the cap, the too-large ones):
+    chunk after chunk of ``waiting`` until a run's worth fits, so that a heap of too-large traces at the
+    head of the order cannot take every run's place."""
+    rows, pairs, too_large = [], [], []
+    for start in range(0, len(waiting), RUN_CHUNK):
+        chunk = waiting[start : start + RUN_CHUNK]
+        fits, big = _fitting(stream, template, options, client, cap, _items(stream, chunk))
+        rows, pairs, too_large = rows + chunk, pairs + fits, too_large + big
+        if len(pairs) >= RUN_CHUNK:
+            break
+    return rows, pairs[:RUN_CHUNK], too_large
+
+
+def _fitting(stream: Stream, template, options, client, cap: float, pairs: list) -> tuple[list, list]:
+    """(the pairs whose call can fit the day's cap, [(trace_id, reservation)] of those whose call cannot).
+
+    A call fits when its reservation fits: its estimated input and ``max_tokens`` output tokens, as
+    ``CostCap`` reserves a call in flight (``annotator.judges.engine.budget``). One that does not would be
+    refused by the cap on every day with nothing spent, and, first in the fixed order, end every run."""
+    from annotator.judges.engine.budget import CAP_MAX_TOKENS, call_bound, input_tokens
+    from annotator.judges.engine.planning import render_items
+
+    # The run sends CAP_MAX_TOKENS with every call of a capped run that names none (bound_for_cap).
+    max_tokens = call_bound(client) or CAP_MAX_TOKENS
+    tasks = render_items([item for _, item in pairs], template, stream.batch.rubric_obj)
+    fits, too_large = [], []
+    for pair, task in zip(pairs, tasks, strict=True):
+        reserve = options.prices.cost_of(input_tokens(task.messages), max_tokens)
+        if reserve > cap:
+            too_large.append((pair[0][1], reserve, max_tokens))
+        else:
+            fits.append(pair)
+    return fits, too_large
+
+
+def _too_large_note(day: JudgeDay, too_large: list, cap: float, config: dict) -> str:
+    day.too_large = len(too_large)
+    day.too_large_ids = [trace_id for trace_id, _, _ in too_large[:TOO_LARGE_SHOWN]]
+    trace_id, reserve, max_tokens = too_large[0]
+    currency = config["currency"]
+    return (
+        f"{counted(len(too_large), 'trace is', 'traces are')} too large for the cap and not called: trace "
+        f"{trace_id}'s call \u2248 {reserve:.4f} {currency} (its input and max_tokens {max_tokens} output "
+        f"tokens) > the day's cap of {cap:g} {currency}. The other traces go on."
+    )
 
 
 def _cap_note(day: JudgeDay, config: dict) -> str:
     return (
-        f"The cap of {day.cap:g} {config['currency']} for {day.day} (UTC) is spent "
-        f"({day.spent_today:.4f}): {day.left} trace(s) wait for the next day."
+        f"The cap of {day.cap:g} {config['currency']} for {day.day} (UTC) is reached: "
+        f"{day.spent_today:.4f} {config['currency']} was spent and the next call's estimate would pass "
+        f"the cap {CAP_CLAUSE}; {counted(day.left, 'trace waits', 'traces wait')} for the next day."
     )
+
+
+# Why a run stops below its cap, in one clause (the stream page says it too).
+CAP_CLAUSE = (
+    "(a call in flight also holds a reservation of its input and max_tokens output tokens until paid)"
+)
 
 
 def scores_to_traces(stream: Stream, name: str, judge, pairs: list[tuple[tuple, Item]]) -> set[int]:

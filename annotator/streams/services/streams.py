@@ -10,6 +10,7 @@ from django.db import IntegrityError, transaction
 from annotator.models import Batch, Stream
 from annotator.models.batch import MIN_K
 from annotator.streams.sampling import new_salt
+from annotator.uploads.files.checks import MAX_K
 from annotator.uploads.files.errors import ImportRefused
 from annotator.uploads.services.batches import batch_create
 from hcs.rubric import Rubric
@@ -28,9 +29,27 @@ class StreamRefused(ValueError):
         super().__init__("; ".join(problems))
 
 
+# A stream's judges each get a series per dimension, a row of the judges table and charts on the stream
+# page; 20 keeps that page readable and quick (20,000 made it take a second and the list page 75,000 px),
+# and is more judges than any comparison of judges needs.
+MAX_JUDGES = 20
+# Below one trace in a million, a stream gets about one human label a day at a million traces a day:
+# less would leave the judges uncalibrated for good, the reason a rate of 0 is refused.
+MIN_HUMAN_RATE = 1e-6
+MAX_WINDOW = 100_000  # sampled traces per count window: more is months of labels before a first point
+
+
+def _is_number(value, *, integer: bool = False) -> bool:
+    """A JSON number (a whole one with ``integer``): not a bool, not a string, finite."""
+    kinds = int if integer else int | float
+    return not isinstance(value, bool) and isinstance(value, kinds) and math.isfinite(value)
+
+
 def stream_settings_problems(
     *, name: str, human_rate, k, window, judges, rubric: Rubric | None = None
 ) -> list[str]:
+    """Each problem as "key: what is wrong"; values are taken as JSON gives them, never converted (a
+    string "0.3" or true is refused, not read as 0.3 or 1)."""
     problems = []
     if not isinstance(name, str) or not NAME.match(name):
         problems.append(
@@ -38,34 +57,45 @@ def stream_settings_problems(
         )
     elif Stream.objects.filter(name=name).exists():
         problems.append(f"name: a stream named \u201c{name}\u201d already exists")
-    if (
-        isinstance(human_rate, bool)
-        or not isinstance(human_rate, int | float)
-        or not math.isfinite(human_rate)
-    ):
-        problems.append("human_rate: a number above 0 and at most 1")
+    if not _is_number(human_rate):
+        problems.append(f"human_rate: a number above 0 and at most 1, not {human_rate!r}")
     elif not 0 < human_rate <= 1:
         # A stream nobody reviews has no human labels, so its judges can never be calibrated.
         problems.append(
             f"human_rate: {human_rate} is not in (0, 1]: a share of the traces must go to people, "
             "or the judges cannot be calibrated against them"
         )
-    if isinstance(k, bool) or not isinstance(k, int) or k < MIN_K:
-        problems.append(f"k: a whole number of at least {MIN_K} (independent human ratings per trace)")
-    if not isinstance(window, str | int) or isinstance(window, bool):
-        problems.append("window: 'day', 'week' or a whole number of human-labelled traces")
-    else:
-        text = str(window)
-        if text not in WINDOWS and not (text.isdigit() and int(text) >= 2):
-            problems.append(f"window: {window!r} is not 'day', 'week' or a whole number of at least 2")
+    elif human_rate < MIN_HUMAN_RATE:
+        problems.append(
+            f"human_rate: {human_rate} is below {MIN_HUMAN_RATE:g}: so few traces would go to people "
+            "that the judges could not be calibrated against them"
+        )
+    if not _is_number(k, integer=True) or not MIN_K <= k <= MAX_K:
+        problems.append(
+            f"k: a whole number from {MIN_K} to {MAX_K} (independent human ratings per trace), not {k!r}"
+        )
+    problems += _window_problems(window)
     problems += judges_problems(judges, rubric)
     return problems
+
+
+def _window_problems(window) -> list[str]:
+    if window in WINDOWS:
+        return []
+    if _is_number(window, integer=True) and 2 <= window <= MAX_WINDOW:
+        return []
+    return [
+        f"window: {window!r} is not 'day', 'week' or a whole number (not a string) from 2 to "
+        f"{MAX_WINDOW:,} of human-labelled traces"
+    ]
 
 
 def judges_problems(judges, rubric: Rubric | None) -> list[str]:
     """What is wrong with a stream's ``judges``: names (scores pushed) and objects (judges the worker runs)."""
     if not isinstance(judges, list):
         return ["judges: a list of judge names (scores pushed) and judge objects (run by the worker)"]
+    if len(judges) > MAX_JUDGES:
+        return [f"judges: at most {MAX_JUDGES} judges per stream, not {len(judges)}"]
     problems = []
     for n, judge in enumerate(judges):
         if isinstance(judge, dict):
@@ -76,8 +106,10 @@ def judges_problems(judges, rubric: Rubric | None) -> list[str]:
             problems.append(f"judges[{n}]: the name is longer than 200 characters")
         elif "\x00" in judge:
             problems.append(f"judges[{n}]: the name contains a NUL character")
+    if problems:  # a name to compare is there only when every judge is well-formed
+        return problems
     names = [_name(j) for j in judges]
-    if not problems and len(set(names)) != len(names):
+    if len(set(names)) != len(names):
         problems.append("judges: a name is given twice")
     return problems
 
@@ -104,7 +136,7 @@ def stream_create(*, name, human_rate, k, window, judges, created_by, rubric: Ru
     try:
         batch = batch_create(name=BATCH_PREFIX + name, k=k, rubric=rubric, created_by=created_by)
     except ImportRefused as exc:
-        raise StreamRefused([str(e) for e in exc.errors]) from None
+        raise StreamRefused(_batch_problems(exc)) from None
     # The batch the run judges score the unsampled traces in: closed, so never offered to people.
     judge_batch = None
     if runs:
@@ -113,7 +145,7 @@ def stream_create(*, name, human_rate, k, window, judges, created_by, rubric: Ru
                 name=JUDGE_BATCH_PREFIX + name, k=k, rubric=rubric, created_by=created_by
             )
         except ImportRefused as exc:
-            raise StreamRefused([str(e) for e in exc.errors]) from None
+            raise StreamRefused(_batch_problems(exc)) from None
         Batch.objects.filter(pk=judge_batch.pk).update(is_open=False)
     try:
         with transaction.atomic():
@@ -132,6 +164,17 @@ def stream_create(*, name, human_rate, k, window, judges, created_by, rubric: Ru
             )
     except IntegrityError:
         raise StreamRefused([f"name: a stream named \u201c{name}\u201d already exists"]) from None
+
+
+def _batch_problems(exc: ImportRefused) -> list[str]:
+    """The batch's refusal under the stream's keys: its k, its rubric, else its name (a batch so named
+    exists already)."""
+    problems = []
+    for error in exc.errors:
+        text = str(getattr(error, "message", error))
+        key = "k" if text.startswith("k ") else "rubric" if "rubric" in text.lower() else "name"
+        problems.append(f"{key}: {text}")
+    return problems
 
 
 # The keys of a judge the worker runs; every other key is refused (a misspelt cap would be no cap).
@@ -179,15 +222,22 @@ def judge_run_problems(raw: dict, rubric: Rubric, *, where: str) -> list[str]:
         problems += [f"{where}.template: {p}" for p in _template_problems(raw["template"].strip(), rubric)]
     problems += [f"{where}.{p}" for p in _endpoint_problems(raw)]
     problems += [f"{where}.{p}" for p in _cost_problems(raw)]
-    for key, low, integer, strict in (
-        ("temperature", 0, False, False),
-        ("max_tokens", 1, True, False),
-        ("concurrency", 1, True, False),
-    ):
-        if key in raw and not _number(raw[key], low=low, integer=integer, strict=strict):
+    for key, low, high, integer in RUN_BOUNDS:
+        value = raw.get(key)
+        if key in raw and not (_number(value, low=low, integer=integer) and value <= high):
             kind = "a whole number" if integer else "a number"
-            problems.append(f"{where}.{key}: {kind} of at least {low}, not {raw[key]!r}")
+            problems.append(f"{where}.{key}: {kind} from {low} to {high:,}, not {value!r}")
     return problems
+
+
+# (key, lowest, highest, whole number): temperature as the providers take it (0 to 2); concurrency up
+# to what one worker's thread pool and a provider's rate limit sensibly bear; max_tokens up to the
+# longest output any served model gives.
+RUN_BOUNDS = (
+    ("temperature", 0, 2, False),
+    ("max_tokens", 1, 200_000, True),
+    ("concurrency", 1, 64, True),
+)
 
 
 def _template_problems(name: str, rubric: Rubric) -> list[str]:

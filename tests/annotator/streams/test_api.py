@@ -489,12 +489,13 @@ def test_create_names_what_is_wrong_with_a_judge_object(api_as, judge, expected)
     assert not Stream.objects.exists()
 
 
-def test_a_judge_that_is_neither_a_name_nor_an_object_is_named_by_the_schema(api_as):
+def test_a_judge_that_is_neither_a_name_nor_an_object_is_named_by_its_key(api_as):
     response = api_as("researcher").post(
         "/streams", {"name": "runs", "human_rate": 0.1, "window": "day", "judges": ["j1", 3]}
     )
     body = assert_problem(response, 422)
-    assert body["errors"] and all(e["column"].startswith("judges.1") for e in body["errors"])
+    assert [e["column"] for e in body["errors"]] == ["judges[1]"]
+    assert body["errors"][0]["message"] == "A judge name or a judge object ({name, template, model, ...})."
     assert not Stream.objects.exists()
 
 
@@ -556,3 +557,151 @@ def test_pushed_scores_of_sampled_traces_are_judge_scores_of_their_items(api_as,
     assert {(s.judge.name, s.dimension, s.value, s.item.batch_id) for s in scores} == {
         ("j1", "coherence", 3.0, stream.batch_id)
     }
+
+
+def test_an_implausibly_old_or_numeric_timestamp_is_refused_by_name(api_as, stream):
+    traces = [
+        trace(1, timestamp="0001-01-01T00:00:00-12:00"),
+        trace(2, timestamp="0001-01-01T00:00:00+01:00"),
+        trace(3, timestamp="1999-12-31T23:59:59Z"),
+        trace(4, timestamp=1767225600),
+        trace(5, timestamp="2000-01-01T00:00:00Z"),
+    ]
+    body = api_as("researcher").post("/streams/prod-chat/traces", {"traces": traces}).json()
+    errors = {e["index"]: e["problems"] for e in body["errors"]}
+    assert sorted(errors) == [0, 1, 2, 3] and body["accepted"] == 1
+    for index in (0, 1, 2):
+        assert "is before 2000-01-01 (UTC)" in errors[index][0], errors[index]
+    assert errors[3] == ["`timestamp` must be an ISO 8601 string (e.g. 2026-03-01T12:00:00Z), not int"]
+    assert list(Trace.objects.values_list("trace_id", flat=True)) == ["t-5"]
+
+
+def test_a_traces_body_with_an_unknown_key_or_no_traces_is_refused_whole(api_as, stream):
+    client = api_as("researcher")
+    body = assert_problem(client.post("/streams/prod-chat/traces", {"traces": [trace(1)], "extra": 1}), 422)
+    assert [e["column"] for e in body["errors"]] == ["extra"]
+    body = assert_problem(client.post("/streams/prod-chat/traces", {"traces": []}), 422)
+    assert body["detail"] == "No traces were given. Nothing was saved."
+    assert not Trace.objects.exists()
+
+
+def test_a_trace_field_longer_than_the_limit_is_named(api_as, stream):
+    from annotator.streams.services.ingest import FIELD_MAX
+
+    long = "x" * (FIELD_MAX + 1)
+    traces = [
+        trace(1, prompt=long),
+        trace(2, response=long),
+        trace(3, context=long),
+        trace(4, metadata={"note": long}),
+        trace(5, metadata={"note": "a\x00b"}),
+        trace(6, response="x" * FIELD_MAX),
+    ]
+    body = api_as("researcher").post("/streams/prod-chat/traces", {"traces": traces}).json()
+    errors = {e["index"]: e["problems"] for e in body["errors"]}
+    assert errors == {
+        0: [f"`prompt` is longer than {FIELD_MAX} characters"],
+        1: [f"`response` is longer than {FIELD_MAX} characters"],
+        2: [f"`context` is longer than {FIELD_MAX} characters"],
+        3: [f"`metadata` is longer than {FIELD_MAX} characters as JSON"],
+        4: ["`metadata` contains a NUL character"],
+    }
+    assert list(Trace.objects.values_list("trace_id", flat=True)) == ["t-6"]
+
+
+RUN = {"name": "auto", "template": "hcs_rubric", "model": "m", "base_url": "http://x"}
+
+
+@pytest.mark.parametrize(
+    "change, column",
+    [
+        ({"human_rate": True}, "human_rate"),
+        ({"human_rate": "0.3"}, "human_rate"),
+        ({"human_rate": 1e-300}, "human_rate"),
+        ({"k": "3"}, "k"),
+        ({"k": True}, "k"),
+        ({"k": 1001}, "k"),
+        ({"k": 3.0}, "k"),
+        ({"window": "7"}, "window"),
+        ({"window": 10**12}, "window"),
+        ({"window": 1}, "window"),
+        ({"window": True}, "window"),
+        ({"judges": [f"j{n}" for n in range(21)]}, "judges"),
+        ({"judges": "j1"}, "judges"),
+        ({"judges": [{**RUN, "concurrency": 10**6}]}, "judges[0].concurrency"),
+        ({"judges": [{**RUN, "concurrency": "4"}]}, "judges[0].concurrency"),
+        ({"judges": [{**RUN, "temperature": 99}]}, "judges[0].temperature"),
+        ({"judges": [{**RUN, "temperature": True}]}, "judges[0].temperature"),
+        ({"judges": [{**RUN, "max_tokens": 10**9}]}, "judges[0].max_tokens"),
+        ({"rubric": {"name": "x"}}, "rubric"),
+        ({"rubric": "hcs"}, "rubric"),
+    ],
+)
+def test_create_takes_values_as_sent_within_bounds_and_names_each_by_its_key(api_as, change, column):
+    body = {"name": "strict", "human_rate": 0.3, "k": 3, "window": "day", **change}
+    problem = assert_problem(api_as("researcher").post("/streams", body), 422)
+    assert [e["column"] for e in problem["errors"]] == [column], problem
+    message = problem["errors"][0]["message"]
+    # A whole sentence: not the column's name again, not a lower-case fragment, one full stop.
+    assert not message[0].islower() and message.endswith(".") and not message.endswith(".."), message
+    assert not message.startswith(column + ":"), message
+    assert not problem["detail"].endswith(".."), problem["detail"]
+    assert not Stream.objects.exists()
+
+
+def test_create_takes_the_bounds_themselves(api_as):
+    client = api_as("researcher")
+    body = {
+        "name": "edges",
+        "human_rate": 1e-6,
+        "k": 1000,
+        "window": 100_000,
+        "judges": [f"j{n}" for n in range(19)] + [{**RUN, "concurrency": 64, "temperature": 2}],
+    }
+    response = client.post("/streams", body)
+    assert response.status_code == 201, response.content
+    stream = Stream.objects.get(name="edges")
+    assert stream.human_rate == 1e-6 and stream.k == 1000 and stream.window == "100000"
+    assert len(stream.judges) == 20 and stream.judge_runs[0]["concurrency"] == 64
+
+
+ODD = [
+    None,
+    [],
+    "text",
+    1,
+    {"traces": None},
+    {"traces": {}},
+    {"traces": "x"},
+    {"traces": [None, 1, [], {}]},
+    {"traces": [{"trace_id": ["x"], "timestamp": {}, "prompt": 1, "response": None}]},
+    {"traces": [{**trace(1), "timestamp": "9999-12-31T23:59:59-12:00"}]},
+    {"traces": [{**trace(2), "timestamp": "0001-01-01T00:00:00+14:00"}]},
+    {"traces": [{**trace(3), "timestamp": 1e400}]},
+    {"traces": [{**trace(4), "metadata": {"\x00": 1}}]},
+    {"traces": [{**trace(5), "trace_id": "a\x00b"}]},
+    {"traces": [{**trace(6), "judge_scores": [{"judge": [], "dimension": {}, "value": "3"}]}]},
+    {"traces": [trace(7)], "traces2": []},
+    {"name": "odd", "human_rate": {}, "k": [], "window": None, "judges": [None, [], {}]},
+    {"name": ["x"], "human_rate": float("nan"), "window": "day"},
+    {"name": "odd", "human_rate": 0.5, "window": "day", "judges": [{"name": 1, "template": [], "model": {}}]},
+    {"name": "odd", "human_rate": 0.5, "window": "day", "rubric": {"dimensions": "x"}},
+    {"name": "odd", "human_rate": 0.5, "window": "day", "rubric": [1, 2]},
+    {"name": "odd", "human_rate": 0.5, "window": {"n": 3}},
+    {"name": "odd" * 50, "human_rate": 0.5, "window": "day"},
+]
+
+
+@pytest.mark.parametrize("body", ODD)
+@pytest.mark.parametrize("path", ["/streams", "/streams/prod-chat/traces"])
+def test_odd_bodies_answer_without_a_server_error_and_save_nothing(api_as, stream, path, body):
+    import json
+
+    client = api_as("researcher")
+    streams = Stream.objects.count()
+    response = client.post(path, json.loads(json.dumps(body, allow_nan=True)))
+    assert response.status_code in (200, 400, 422), response.content
+    if response.status_code != 200:
+        assert Stream.objects.count() == streams and not Trace.objects.exists()
+    else:
+        assert response.json()["accepted"] == 0 and not Trace.objects.exists()

@@ -51,7 +51,10 @@ def _push(api_as, name, traces):
 
 def _page(stream: Stream) -> str:
     client = Client()
-    client.force_login(make_user("page-reader", role="researcher"))
+    from django.contrib.auth.models import User
+
+    reader = User.objects.filter(username="page-reader").first()
+    client.force_login(reader or make_user("page-reader", role="researcher"))
     response = client.get(reverse("stream_page", args=[stream.name]))
     assert response.status_code == 200
     return response.content.decode()
@@ -144,6 +147,20 @@ def test_the_daily_cap_stops_calls_sampled_first_and_the_rest_wait_for_the_next_
         page = _page(capped)
         assert f"Today's cap is reached: {30 - day1.scored} waiting for the next UTC day." in page
         assert f"{day1.spent_today:.4f} USD" in page and "fake-2" in page
+        # Said once: the status note's own sentence is not printed under the page's; why a run stops below
+        # its cap is said in one clause; the waiting count is the last run's.
+        assert page.count("cap is reached") == 1 and status["note"] not in page
+        assert "holds a reservation of its input and max_tokens output tokens until paid" in page
+        assert "Waiting at the last run" in page and "is spent (" not in status["note"]
+        # On a later day the page does not call that day's cap today's.
+        runs = Stream.objects.get(pk=capped.pk).judge_runs
+        runs[0]["status"]["day"] = "2026-01-01"
+        Stream.objects.filter(pk=capped.pk).update(judge_runs=runs)
+        later = _page(Stream.objects.get(pk=capped.pk))
+        assert "Today's cap" not in later
+        assert f"The cap of 2026-01-01 (UTC) was reached: {30 - day1.scored} traces waited" in later
+        runs[0]["status"]["day"] = day1.day
+        Stream.objects.filter(pk=capped.pk).update(judge_runs=runs)
         # Each next day spends up to the cap again, until every trace is scored; nothing is paid twice. A day
         # passes by moving the ledger's calls a day back: the runner stamps new calls with the real time.
         total = day1.scored
@@ -205,3 +222,57 @@ def test_unreadable_calls_do_not_starve_new_traces_and_the_task_works_through_a_
         assert scored == {f"new-{i}" for i in range(5)}
         status = Stream.objects.get(pk=stream.pk).judge_runs[0]["status"]
         assert status["left"] == 0 and not Stream.objects.get(pk=stream.pk).judges_run_queued
+
+
+def test_a_trace_too_large_for_the_day_s_cap_is_skipped_and_the_others_are_scored(api_as):
+    from annotator.judges.engine.budget import input_tokens
+    from annotator.judges.engine.planning import render_items
+    from annotator.judges.engine.templates import load_template
+
+    with FakeJudge(lambda prompt: FIVE) as fake:
+        stream = _make(api_as, fake, max_cost_per_day=0.5, concurrency=1)
+        traces = _now_traces(8)
+        for t in traces[:3]:
+            t["response"] = "x" * 40_000  # about 10,000 input tokens: 1 USD at 100 per million
+        _push(api_as, "auto-chat", traces)
+        big = Item(item_id="t-0", prompt="Question 0?", response="x" * 40_000)
+        messages = render_items([big], load_template("hcs_rubric"), stream.batch.rubric_obj)[0].messages
+        reserve = (input_tokens(messages) + MAX_TOKENS) * PRICE / 1e6
+        assert reserve > 0.5  # the call alone cannot fit the day's cap, whatever was spent
+        day = judges_run_all(stream_id=stream.pk)[0]
+        # Before, the first large trace in the run's order ended the run, on every day, with nothing spent.
+        assert fake.calls == 5 and day.scored == 5 and day.left == 0 and not day.capped
+        assert day.too_large == 3 and sorted(day.too_large_ids) == ["t-0", "t-1", "t-2"]
+        assert not TraceScore.objects.filter(trace__trace_id__in=["t-0", "t-1", "t-2"]).exists()
+        assert "3 traces are too large for the cap and not called: trace t-" in day.note
+        assert (
+            f"call \u2248 {reserve:.4f} USD (its input and max_tokens 200 output tokens) > the day's cap of 0.5 USD"
+            in day.note
+        )
+        status = Stream.objects.get(pk=stream.pk).judge_runs[0]["status"]
+        assert status["too_large"] == 3 and status["left"] == 0
+        # Nothing more to call: the next run calls nothing and the task queues no further run.
+        from annotator.streams.services.judging import next_run_at
+
+        again = judges_run_all(stream_id=stream.pk)
+        assert fake.calls == 5 and again[0].too_large == 3 and next_run_at(again, timezone.now()) is None
+
+
+def test_too_large_traces_at_the_head_of_the_order_do_not_take_a_run_s_place(api_as, monkeypatch):
+    from annotator.streams.services import judging
+
+    monkeypatch.setattr(judging, "RUN_CHUNK", 2)
+    with FakeJudge(lambda prompt: FIVE) as fake:
+        stream = _make(api_as, fake, max_cost_per_day=0.5, concurrency=1)
+        _push(api_as, "auto-chat", _now_traces(9))
+        # The first six in the run's order are made too large (their items' responses, which are rendered).
+        order = [row[1] for row in judging._waiting(stream, "auto", set())]
+        Item.objects.filter(batch__in=[stream.batch, stream.judge_batch], item_id__in=order[:6]).update(
+            response="x" * 40_000
+        )
+        day = judges_run_all(stream_id=stream.pk)[0]
+        # A run's worth (2) is called, however many too-large traces came before them.
+        assert day.scored == 2 and fake.calls == 2 and day.left == 1 and day.too_large == 6
+        days = judges_run_all(stream_id=stream.pk)
+        assert days[0].scored == 1 and days[0].left == 0 and days[0].too_large == 6
+        assert fake.calls == 3
