@@ -5,14 +5,14 @@ from __future__ import annotations
 
 import re
 from datetime import datetime
-from typing import Any, NoReturn
+from typing import Annotated, Any, NoReturn
 
 from django.conf import settings
 from django.shortcuts import get_object_or_404
 from django.urls import reverse
 from ninja import Router, Schema
 from ninja.responses import Status
-from pydantic import ConfigDict, Field
+from pydantic import ConfigDict, Field, WithJsonSchema
 
 from annotator.api.auth import researchers
 from annotator.api.problems import INVALID_REQUEST, Problem
@@ -31,26 +31,55 @@ from annotator.streams.services.streams import StreamRefused, stream_create
 router = Router(tags=["streams"])
 
 
+# The values are checked by the service (by key, converting nothing); the schema still tells clients their
+# types and bounds.
+NAME_PATTERN = "^[A-Za-z0-9][A-Za-z0-9._-]{0,99}$"
+WINDOW_SCHEMA = {
+    "oneOf": [
+        {"type": "string", "enum": ["day", "week"]},
+        {"type": "integer", "minimum": 2, "maximum": 100_000},
+    ]
+}
+JUDGES_SCHEMA = {
+    "type": "array",
+    "maxItems": 20,
+    "items": {
+        "oneOf": [
+            {"type": "string"},
+            {"type": "object", "required": ["name", "template", "model"], "additionalProperties": True},
+        ]
+    },
+}
+
+
 class StreamIn(Schema):
     # An unknown key is refused: a misspelt ``judge`` or ``windw`` would otherwise be dropped unseen. The
     # values are taken as sent (Any) and checked by ``stream_settings_problems``, which converts nothing
     # (a string "0.3" or true is refused, not read as 0.3 or 1.0) and names each problem by its key.
     model_config = ConfigDict(extra="forbid")
 
-    name: Any = Field(description="letters, digits, '.', '_' or '-'")
-    human_rate: Any = Field(description="share of traces sent to human review, a number from 0.000001 to 1")
-    k: Any = Field(3, description="independent human ratings per sampled trace, a whole number 3 to 1000")
-    window: Any = Field(
+    name: Annotated[Any, WithJsonSchema({"type": "string", "pattern": NAME_PATTERN})] = Field(
+        description="letters, digits, '.', '_' or '-'"
+    )
+    human_rate: Annotated[Any, WithJsonSchema({"type": "number", "minimum": 1e-6, "maximum": 1})] = Field(
+        description="share of traces sent to human review, a number from 0.000001 to 1"
+    )
+    k: Annotated[Any, WithJsonSchema({"type": "integer", "minimum": 3, "maximum": 1000})] = Field(
+        3, description="independent human ratings per sampled trace, a whole number 3 to 1000"
+    )
+    window: Annotated[Any, WithJsonSchema(WINDOW_SCHEMA)] = Field(
         description="'day', 'week', or a whole number (2 to 100,000) of human-labelled (sampled) traces"
     )
-    judges: Any = Field(
+    judges: Annotated[Any, WithJsonSchema(JUDGES_SCHEMA)] = Field(
         default_factory=list,
         description="the judges that score the traces: a name (its scores are pushed with the traces) or "
         "an object {name, template, model, provider?, base_url?, key_env?, max_cost_per_day?, currency?, "
         "price_in?, price_out?, temperature?, max_tokens?, concurrency?} (the worker runs it on every trace); "
         "at most 20",
     )
-    rubric: Any = Field(None, description="a rubric like hcs/rubrics/hcs.json; default HCS")
+    rubric: Annotated[Any, WithJsonSchema({"type": ["object", "null"]})] = Field(
+        None, description="a rubric like hcs/rubrics/hcs.json; default HCS"
+    )
 
 
 class StreamOut(Schema):
