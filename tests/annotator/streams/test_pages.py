@@ -313,8 +313,8 @@ def test_names_are_escaped_on_the_pages(api_as):
 
 
 def test_detection_progress_follows_the_detector_s_reference():
-    """As in ``detect_changes``: the reference is the first 14 windows holding at least two labelled traces
-    between them (a run of windows without labels slides it forward), and each later window is checked."""
+    """As in ``detect_changes``: windows without labels are skipped, the reference is the first 14 windows
+    with labels, and each later window with labels is checked."""
     import numpy as np
 
     from annotator.streams.selectors import detection_progress
@@ -328,13 +328,19 @@ def test_detection_progress_follows_the_detector_s_reference():
     full = progress([5] * 14)
     assert full["reference_windows_so_far"] == 14 and not full["monitoring"]
     assert "detection starts with the next window" in full["message"]
-    late = [0] * 20 + [5] * 3  # labels only from window 20: the reference is windows 7–20
+    # Labels only from window 20, with a gap: the reference is windows 20–34, then 35 and 36 are checked.
+    late = [0] * 20 + [5] * 5 + [0] + [5] * 11
     assert progress(late)["monitored_windows"] == 2 and progress(late)["monitoring"]
-    # The detector agrees: a fall in the last window is found, so windows 21 and 22 were checked.
+    assert (
+        "2 windows with human labels after the first 14 (the reference) have been checked"
+        in (progress(late)["message"])
+    )
+    assert "the next 14 windows with labels become the new reference" in progress(late)["message"]
+    # The detector agrees: a fall in the last window is found, so windows 35 and 36 were checked.
     rng = np.random.default_rng(0)
     data = [rng.uniform(0.8, 1.0, n) for n in late[:-1]] + [np.zeros(400)]
     [alarm] = detect_changes(data)
-    assert alarm.reference == (7, 20) and alarm.detected_at == 22
+    assert alarm.reference == (20, 34) and alarm.detected_at == 36
 
 
 def test_a_stream_without_judges_lists_its_alerts(api_as):
