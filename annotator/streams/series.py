@@ -90,7 +90,7 @@ def _stored(w: hcs_series.WindowStatistics, *, n_traces: int, n_human: int, n_ju
         ),
         "human_mean": {"estimate": w.human_mean, "ci95": _interval(w.human_mean_ci95)},
         "ppi": (
-            {"estimate": None, "ci95": None, "lam": None}
+            {"estimate": None, "ci95": None, "lam": None, "population": None}
             if ppi is None
             else {
                 "estimate": finite_or_none(ppi.estimate),

@@ -1,11 +1,13 @@
 """One window of a judged stream: the statistics the batch report shows, for one judge × dimension.
 
-A window (a day, a week, or every N human-labelled traces) holds the judge's scores on all its traces and,
-for the traces the hash rule sampled, the scores of k people. Every number comes from the function the
-batch report uses on the same items — :func:`hcs.calibration.calibrate_judge` (QWK, the alt-test, the
-correlations), :func:`hcs.agreement.dimension_agreement` (Krippendorff's α among people) and
-:func:`hcs.ppi.ppi_mean` (PPI++ over all the window's traces) — so a window's figures equal a batch
-report's on the same traces.
+A window (a day, a week, or every N sampled traces) holds the judge's scores on the traces it scored and,
+for the traces the hash rule sampled, the scores of k people. The judge's numbers come from the functions
+the batch report uses on the same items — :func:`hcs.calibration.calibrate_judge` (QWK, the alt-test, the
+correlations) on the paired traces and :func:`hcs.ppi.ppi_mean` (PPI++ for the mean of the window's
+traces) — and people's from :func:`hcs.agreement.dimension_agreement` (Krippendorff's α) on every labelled
+trace, so a window's figures equal a batch report's on the same traces. Two choices are the stream's own:
+the human mean's interval is Student's t clipped to the scale, and QWK and α are withheld below
+``MIN_TRACES`` traces (docs/streams-statistics.md says why).
 """
 
 from __future__ import annotations
