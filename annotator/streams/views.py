@@ -240,6 +240,9 @@ def stream_page(request, stream_name):
                 ),
                 "row": row,
                 "stale": w.get("stale", False),
+                # Why a "—" stands where QWK or α would (too few traces, constant resamples).
+                "qwk_withheld": (w.get("agreement") or {}).get("withheld"),
+                "alpha_withheld": (w.get("human_alpha") or {}).get("withheld"),
             }
             for i, (w, row) in enumerate(zip(series.windows, context["rows"]))
         ]
