@@ -46,6 +46,10 @@ REFRESH_QUEUE = "annotator.streams.services.refresh.series_refresh_queue"
 # first ingest would otherwise look empty until then): one counting query per count, for at most this
 # many windows (beyond, the counts wait for the worker too, like the statistics).
 COUNTS_AT_MOST = 100
+# Part of every stored window's key: raised when a window's formulas change, so every window stored by
+# the old ones is computed again (by a read when few, else served stale and by the worker). 2: people's
+# figures over every labelled trace, PPI++'s interval for the whole window, QWK and α withheld below 10.
+STATS_VERSION = 2
 
 
 @dataclass
@@ -91,7 +95,7 @@ def _stream_human_key(stream: Stream, excluded: list[int]) -> str:
         n=Count("id"), ids=Sum("id"), last=Max("updated_at")
     )
     last = agg["last"].isoformat() if agg["last"] else "-"
-    return f"{agg['n']}:{agg['ids'] or 0}:{last}:{','.join(map(str, excluded))}"[:120]
+    return f"v{STATS_VERSION}:{agg['n']}:{agg['ids'] or 0}:{last}:{','.join(map(str, excluded))}"[:120]
 
 
 def _human_labels(stream: Stream, dimension: str, excluded: list[int], spans=None):
@@ -134,7 +138,7 @@ def _window_key(bounds, marks, times) -> dict[tuple, str]:
         if i >= 0 and when < bounds[i][1]:
             parts[i].extend(marks[pk])
     return {
-        span: f"{len(found)}:{sum(found)}:{max(found, default=0)}"
+        span: f"v{STATS_VERSION}:{len(found)}:{sum(found)}:{max(found, default=0)}"
         for span, found in ((span, parts.get(i, [])) for i, span in enumerate(bounds))
     }
 

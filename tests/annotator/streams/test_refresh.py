@@ -289,3 +289,15 @@ def test_a_new_count_stream_shows_its_counts_before_the_worker_runs(api_as, monk
     series_refresh_all(stream_id=Stream.objects.get(name="counted").pk)
     done = client.get("/streams/counted/calibration").json()["windows"]
     assert [(w["n_traces"], w["n_human"], w["n_judge"]) for w in done] == counts
+
+
+@pytest.mark.django_db
+def test_windows_stored_by_older_formulas_are_computed_again(api_as, stream, monkeypatch):
+    client = api_as("researcher")
+    client.post("/streams/prod-chat/traces", {"traces": [trace(i, day=1 + i % 2) for i in range(20)]})
+    series_refresh_all(stream_id=stream.pk)
+    assert series_refresh(stream=stream, judge="j1", dimension="coherence").recomputed == 0
+    monkeypatch.setattr(series_service, "STATS_VERSION", series_service.STATS_VERSION + 1)
+    again = series_refresh(stream=stream, judge="j1", dimension="coherence")
+    assert again.recomputed == 2 and again.stale == 0
+    assert series_refresh(stream=stream, judge="j1", dimension="coherence").recomputed == 0
