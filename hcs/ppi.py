@@ -211,7 +211,9 @@ def classical_mean_ci(y, *, alpha: float = 0.05) -> tuple[float, float, float]:
     return mean, mean - z * se, mean + z * se
 
 
-def ppi_mean(y, yhat, yhat_unlabelled, *, alpha: float = 0.05) -> PPIMean | None:
+def ppi_mean(
+    y, yhat, yhat_unlabelled, *, alpha: float = 0.05, n_population: int | None = None
+) -> PPIMean | None:
     """The PPI++ estimate of the mean of ``y`` with the human-only and judge-only estimates.
 
     Parameters
@@ -224,6 +226,12 @@ def ppi_mean(y, yhat, yhat_unlabelled, *, alpha: float = 0.05) -> PPIMean | None
         Judge scores of items no person has labelled.
     alpha : float
         1 − the interval's coverage (0.05 for 95 %).
+    n_population : int, optional
+        The number of items whose mean ``ci95`` is for, when the judge scored only a simple random
+        sample of them (M = n + N of P). The estimate of the M items' mean is then also one of the P
+        items' mean, and the interval adds the variance of the M items' mean about the P items',
+        ``(1 − M/P) s²(y) / M`` (Cochran 1977, theorem 2.2, two-phase sampling §12.2), with ``s²(y)``
+        read on the labelled items. Default: M, the items given.
 
     Returns
     -------
@@ -244,13 +252,23 @@ def ppi_mean(y, yhat, yhat_unlabelled, *, alpha: float = 0.05) -> PPIMean | None
         return None
     human, h_lo, h_hi = classical_mean_ci(y, alpha=alpha)
     judge_only = float(np.concatenate([yhat, yu]).mean())
+    big_m = len(y) + len(yu)
+    if n_population is not None and n_population < big_m:
+        raise ValueError(f"n_population {n_population} is below the {big_m} items given")
+    population = big_m if n_population is None else n_population
     if not len(yu):
-        # Every item of the batch is labelled: its mean is known, the interval for it is a point.
-        point = (human, human)
+        # Every item the judge scored is labelled: PPI has nothing to add. Their mean is known, so the
+        # interval is a point unless they are a sample of a larger population.
+        point = _population_ci(human, 0.0, y, big_m, population, alpha=alpha, df=len(y) - 1)
         return PPIMean(human, point, len(y), 0, 0.0, human, point, judge_only, (h_lo, h_hi), (h_lo, h_hi))
     est, lo, hi, lam = ppi_mean_many(y, yhat, yu, alpha=alpha)
     _, b_lo, b_hi, _ = ppi_mean_many(y, yhat, yu, alpha=alpha, lam=lam, batch=True, tuned=True)
     _, hb_lo, hb_hi, _ = ppi_mean_many(y, yhat, yu, alpha=alpha, lam=0.0, batch=True)
+    if population > big_m:
+        se = batch_mean_se(y, yhat, len(yu), lam, tuned=True)
+        b_lo, b_hi = _population_ci(float(est), float(se), y, big_m, population, alpha=alpha, df=len(y) - 2)
+        se = batch_mean_se(y, yhat, len(yu), 0.0)
+        hb_lo, hb_hi = _population_ci(human, float(se), y, big_m, population, alpha=alpha, df=len(y) - 1)
     return PPIMean(
         estimate=float(est),
         ci95=(float(b_lo), float(b_hi)),
@@ -263,6 +281,14 @@ def ppi_mean(y, yhat, yhat_unlabelled, *, alpha: float = 0.05) -> PPIMean | None
         ci95_superpopulation=(float(lo), float(hi)),
         human_only_ci95_superpopulation=(h_lo, h_hi),
     )
+
+
+def _population_ci(estimate, se, y, big_m, population, *, alpha, df) -> tuple[float, float]:
+    """The interval for the mean of ``population`` items from an estimate of the mean of ``big_m`` of them
+    (a simple random sample) with standard error ``se``: the two variances add."""
+    extra = (1 - big_m / population) * float(np.var(y, ddof=1)) / big_m
+    half = float(t_dist.ppf(1 - alpha / 2, max(1, df))) * math.sqrt(se**2 + extra)
+    return (estimate - half, estimate + half)
 
 
 def equivalent_labels_saved(n_labelled: int, human_only_width: float, ppi_width: float) -> float:

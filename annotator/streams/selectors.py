@@ -120,14 +120,14 @@ def detector_settings() -> dict:
 
 def detection_progress(n_human: list[int], *, reference_windows: int) -> dict:
     """How far a dimension's windows (``n_human``: labelled traces per window, in time order) are from
-    being watched. As in ``hcs.streams.alerts.detect_changes``, the reference is the first
-    ``reference_windows`` windows holding at least two labelled traces between them, and each later
-    window is checked; ``monitored`` counts those (after an alert a new reference starts, not counted
-    here). ``message`` says it in a sentence."""
+    being watched. As in ``hcs.streams.alerts.detect_changes``, windows without labelled traces are
+    skipped: the reference is the first ``reference_windows`` windows with labels, and each later window
+    with labels is checked; ``monitored`` counts those (after an alert the next ``reference_windows`` of
+    them are a new reference; the message says so). ``message`` says it in a sentence."""
     windows = len(n_human)
-    start = next((s for s in range(windows) if sum(n_human[s : s + reference_windows]) >= 2), None)
-    so_far = 0 if start is None else min(windows - start, reference_windows)
-    monitored = 0 if start is None else max(0, windows - start - reference_windows)
+    labelled = sum(1 for n in n_human if n)
+    so_far = min(labelled, reference_windows)
+    monitored = max(0, labelled - reference_windows)
     needed = f"Detection starts after {reference_windows} windows with human labels (the reference)"
     if not sum(n_human):
         message = f"No human labels yet, so nothing can be detected. {needed}; 0 so far."
@@ -139,7 +139,12 @@ def detection_progress(n_human: list[int], *, reference_windows: int) -> dict:
             "with the next window."
         )
     else:
-        message = f"Watched: {monitored} window{'s' * (monitored != 1)} checked after the reference."
+        message = (
+            f"Detection is on: {monitored} window{'s' * (monitored != 1)} with human labels after the first "
+            f"{reference_windows} (the reference) {'have' if monitored != 1 else 'has'} been checked. After "
+            f"an alert, the next {reference_windows} windows with labels become the new reference, and "
+            "checking resumes after them."
+        )
     return {
         "windows": windows,
         "labelled_traces": sum(n_human),

@@ -59,9 +59,22 @@ def window_statistics(
         raters=raters,
         k=k,
         scale=scale,
+        n_window=n_traces,
         **BOOTSTRAP,
     )
     return _stored(w, n_traces=n_traces, n_human=len(labelled), n_judge=len(judge))
+
+
+def _population(w: hcs_series.WindowStatistics, n_traces: int) -> str | None:
+    """What PPI++'s ``ci95`` is for, in words: the window's traces, from the ones the judge scored."""
+    if w.ppi is None:
+        return None
+    scored = w.ppi.n_labelled + w.ppi.n_unlabelled
+    return f"the window's {n_traces} traces (the judge scored {scored}, people labelled {w.ppi.n_labelled})"
+
+
+def _withheld(entry: dict[str, Any], reason: str | None) -> dict[str, Any]:
+    return entry if reason is None else {**entry, "withheld": reason}
 
 
 def _stored(w: hcs_series.WindowStatistics, *, n_traces: int, n_human: int, n_judge: int) -> dict[str, Any]:
@@ -71,24 +84,26 @@ def _stored(w: hcs_series.WindowStatistics, *, n_traces: int, n_human: int, n_ju
         "n_traces": n_traces,
         "n_human": n_human,
         "n_judge": n_judge,
-        "n_paired": w.n_labelled,  # labelled traces the judge scored: the ones compared with people
-        "agreement": {"metric": AGREEMENT_METRIC, "estimate": w.qwk, "ci95": _interval(w.qwk_ci95)},
+        "n_paired": w.n_paired,  # labelled traces the judge scored: the ones compared with people
+        "agreement": _withheld(
+            {"metric": AGREEMENT_METRIC, "estimate": w.qwk, "ci95": _interval(w.qwk_ci95)}, w.qwk_withheld
+        ),
         "human_mean": {"estimate": w.human_mean, "ci95": _interval(w.human_mean_ci95)},
         "ppi": (
-            {"estimate": None, "ci95": None, "lam": None}
+            {"estimate": None, "ci95": None, "lam": None, "population": None}
             if ppi is None
             else {
                 "estimate": finite_or_none(ppi.estimate),
                 "ci95": _interval(ppi.ci95),
                 "lam": finite_or_none(ppi.lam),
+                "population": _population(w, n_traces),
             }
         ),
         "judge_mean": w.judge_mean,
-        "human_alpha": {
-            "level": ALPHA_LEVEL,
-            "estimate": w.alpha_interval,
-            "ci95": _interval(w.alpha_interval_ci95),
-        },
+        "human_alpha": _withheld(
+            {"level": ALPHA_LEVEL, "estimate": w.alpha_interval, "ci95": _interval(w.alpha_interval_ci95)},
+            w.alpha_withheld,
+        ),
         "alt_test": {
             "epsilon": w.alt_test.epsilon,
             "winning_rate": finite_or_none(w.alt_test.winning_rate),

@@ -31,6 +31,9 @@ CSV_COLUMNS = [
     "human_alpha",
     "human_alpha_low",
     "human_alpha_high",
+    # Added after the first release: appended, so a reader of the old columns by position still works.
+    "n_judge",
+    "n_paired",
 ]
 
 
@@ -69,6 +72,8 @@ def series_rows(windows: list[dict]) -> list[list]:
                 *_triple(w.get("ppi")),
                 w.get("judge_mean"),
                 *_triple(w.get("human_alpha")),
+                w.get("n_judge"),
+                w.get("n_paired"),
             ]
         )
     return rows
@@ -95,9 +100,13 @@ def when(moment: dt.datetime | str | None, *, time: bool | None = None) -> str:
     return f"{day} {moment:%H:%M}" if time else day
 
 
-def window_label(start: dt.datetime, end: dt.datetime) -> str:
+def window_label(start: dt.datetime, end: dt.datetime, *, open_end: bool = False) -> str:
     """A window: its day ("7 Dec 2026"), its days ("7 Dec 2026 – 13 Dec 2026", the last day included)
-    when it runs from midnight to midnight, else its start and (exclusive) end with their times."""
+    when it runs from midnight to midnight, else its start and (exclusive) end with their times. A count
+    stream's last window (``open_end``) is still filling: its end is only just after its latest trace, so
+    it is written from its start on ("7 Dec 2026 14:05 onwards (open)")."""
+    if open_end:
+        return f"{when(start, time=True)} onwards (open)"
     whole = start.astimezone(dt.UTC).time() == dt.time(0) == end.astimezone(dt.UTC).time()
     if whole:
         last = end - dt.timedelta(days=1)
@@ -246,9 +255,19 @@ def stream_page(request, stream_name):
         judge, dimension = _choice(request, stream)
         series = series_refresh(stream=stream, judge=judge, dimension=dimension)
         context.update(judge=judge, dimension=dimension, series=series, rows=series_rows(series.windows))
+        last = len(series.windows) - 1
         context["windows"] = [
-            {"label": window_label(w["start"], w["end"]), "row": row, "stale": w.get("stale", False)}
-            for w, row in zip(series.windows, context["rows"])
+            {
+                "label": window_label(
+                    w["start"], w["end"], open_end=stream.window_count is not None and i == last
+                ),
+                "row": row,
+                "stale": w.get("stale", False),
+                # Why a "—" stands where QWK or α would (too few traces, constant resamples).
+                "qwk_withheld": (w.get("agreement") or {}).get("withheld"),
+                "alpha_withheld": (w.get("human_alpha") or {}).get("withheld"),
+            }
+            for i, (w, row) in enumerate(zip(series.windows, context["rows"]))
         ]
         context["progress"] = detection_progress(
             [w.get("n_human") or 0 for w in series.windows], reference_windows=settings["reference_windows"]

@@ -45,7 +45,7 @@ from __future__ import annotations
 
 import math
 from collections.abc import Mapping, Sequence
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 
 import numpy as np
 
@@ -152,7 +152,9 @@ def detect_changes(
     Parameters
     ----------
     windows : sequence of array_like
-        The per-item statistic of each window's labelled items, in [0, 1], windows in time order.
+        The per-item statistic of each window's labelled items, in [0, 1], windows in time order. A window
+        without items (nobody labelled its traces) is skipped: it is not one of the reference windows, is
+        not checked, and does not count towards the horizon.
     direction : {"down", "up", "both"}
         The change to detect: a fall of the mean, a rise, or either.
     alpha : float
@@ -185,6 +187,23 @@ def detect_changes(
     [(20, 20)]
     """
     data = _checked(windows, direction, alpha, horizon, reference_windows)
+    # Windows without a labelled item carry no evidence: they are neither reference windows nor checked
+    # (an SR step on nothing would still add a start). Indices are the caller's windows again at the end.
+    kept = [i for i, w in enumerate(data) if w.size]
+    found = _detect([data[i] for i in kept], direction, alpha, horizon, reference_windows, bet_shifts)
+    return tuple(
+        replace(
+            d,
+            detected_at=kept[d.detected_at],
+            since=kept[d.since],
+            reference=(kept[d.reference[0]], kept[d.reference[1]]),
+        )
+        for d in found
+    )
+
+
+def _detect(data, direction, alpha, horizon, reference_windows, bet_shifts) -> list[Detection]:
+    """:func:`detect_changes` on windows that all hold items (indices into ``data``)."""
     sides = ("down", "up") if direction == "both" else (direction,)
     # Half of α for the reference bounds, half for the detectors, each shared between the directions.
     alpha_side = alpha / 2 / len(sides)
@@ -212,7 +231,7 @@ def detect_changes(
         t, det = alarm
         found.append(_detection(data, det, t, (start, ref_end), reference, threshold))
         start = t + 1
-    return tuple(found)
+    return found
 
 
 def _checked(windows, direction: str, alpha: float, horizon: int, reference_windows: int) -> list:

@@ -1,11 +1,13 @@
 """One window of a judged stream: the statistics the batch report shows, for one judge × dimension.
 
-A window (a day, a week, or every N human-labelled traces) holds the judge's scores on all its traces and,
-for the traces the hash rule sampled, the scores of k people. Every number comes from the function the
-batch report uses on the same items — :func:`hcs.calibration.calibrate_judge` (QWK, the alt-test, the
-correlations), :func:`hcs.agreement.dimension_agreement` (Krippendorff's α among people) and
-:func:`hcs.ppi.ppi_mean` (PPI++ over all the window's traces) — so a window's figures equal a batch
-report's on the same traces.
+A window (a day, a week, or every N sampled traces) holds the judge's scores on the traces it scored and,
+for the traces the hash rule sampled, the scores of k people. The judge's numbers come from the functions
+the batch report uses on the same items — :func:`hcs.calibration.calibrate_judge` (QWK, the alt-test, the
+correlations) on the paired traces and :func:`hcs.ppi.ppi_mean` (PPI++ for the mean of the window's
+traces) — and people's from :func:`hcs.agreement.dimension_agreement` (Krippendorff's α) on every labelled
+trace, so a window's figures equal a batch report's on the same traces. Two choices are the stream's own:
+the human mean's interval is Student's t clipped to the scale, and QWK and α are withheld below
+``MIN_TRACES`` traces (docs/streams-statistics.md says why).
 """
 
 from __future__ import annotations
@@ -15,6 +17,7 @@ from collections.abc import Sequence
 from dataclasses import dataclass
 
 import numpy as np
+from scipy.stats import t as t_dist
 
 from hcs.agreement import DimensionAgreement, counts_from_ratings, dimension_agreement
 from hcs.agreement.bootstrap import DEFAULT_RESAMPLES, DEFAULT_SEED
@@ -29,23 +32,35 @@ from hcs.calibration.metrics import (
 )
 from hcs.defaults import DEFAULT_EPSILON
 from hcs.numbers import finite_or_none
-from hcs.ppi import PPIMean, classical_mean_ci, ppi_mean
+from hcs.ppi import PPIMean, ppi_mean
 
 Interval = tuple[float | None, float | None]
+
+# Below this many traces a window's agreement figures (QWK against people, α among people) are withheld:
+# a percentile bootstrap over fewer traces takes a handful of distinct values (one trace: QWK 1 or
+# undefined, "[1, 1]"), and its interval is neither wide enough nor meaningful (Efron and Tibshirani
+# 1993, §13.3 place the percentile interval's reliability well above ten observations).
+MIN_TRACES = 10
+TOO_FEW = f"fewer than {MIN_TRACES} traces"
+CONSTANT = "every bootstrap resample gave the same value"
 
 
 @dataclass(frozen=True)
 class WindowStatistics:
     """One judge × dimension over one window. Undefined values are ``None``.
 
-    ``human_mean`` is the mean over labelled traces of their human mean, with a normal 95 % interval
-    (``hcs.ppi.classical_mean_ci``); ``ppi`` the PPI++ estimate of the human mean over all the window's
-    traces (``ci95`` for the window's own traces, ``ci95_superpopulation`` for the stream they come from);
-    ``judge_mean`` the judge's mean over all the window's traces. ``qwk`` is the report's: the rounded
-    judge against the rounded human median, with a percentile bootstrap interval over traces."""
+    ``human_mean`` is the mean over all labelled traces (whichever judge scored them) of their human mean,
+    with Student's t 95 % interval for the mean of the population the traces are a sample of, clipped to
+    the scale; α among people is over the same traces. ``ppi`` is the PPI++ estimate of the human mean of
+    the window's traces (``ci95`` for the window's own traces, ``ci95_superpopulation`` for the stream they
+    come from), from the traces the judge scored; ``judge_mean`` the judge's mean over them. ``qwk`` is
+    the report's: the rounded judge against the rounded human median over the paired traces (labelled and
+    scored), with a percentile bootstrap interval over traces. QWK and α are None below ``MIN_TRACES``
+    traces, and an interval whose resamples are all equal is None; ``*_withheld`` says why."""
 
     n_traces: int
-    n_labelled: int
+    n_labelled: int  # traces people rated
+    n_paired: int  # of them, the ones the judge scored
     judge_mean: float | None
     human_mean: float | None
     human_mean_ci95: Interval
@@ -59,6 +74,8 @@ class WindowStatistics:
     alpha_ordinal_ci95: Interval
     calibration: JudgeCalibration
     agreement: DimensionAgreement
+    qwk_withheld: str | None = None
+    alpha_withheld: str | None = None
 
     @property
     def alt_test(self) -> AltTestResult:
@@ -113,6 +130,7 @@ def window_statistics(
     n_boot: int = N_BOOT,
     n_resamples: int = DEFAULT_RESAMPLES,
     seed: int = DEFAULT_SEED,
+    n_window: int | None = None,
 ) -> WindowStatistics:
     """The statistics of one window for one judge × dimension.
 
@@ -133,60 +151,96 @@ def window_statistics(
     n_boot, n_resamples, seed : int
         Bootstrap resamples for QWK and the correlations (``n_boot``), for the agreement coefficients
         (``n_resamples``), and the seed of both.
+    n_window : int, optional
+        The window's traces when ``judge_scores`` holds only some of them (the judge's daily cost cap):
+        PPI++'s ``ci95`` is then for the mean of all ``n_window`` traces. Default: ``len(judge_scores)``.
 
-    References
-    ----------
-    Cohen (1968) for QWK; Calderon, Reichart and Dror (2025) for the alt-test; Krippendorff (2011) for α;
-    Angelopoulos, Duchi and Zrnic (2023) for PPI++; as cited by the functions named above.
+    References: Cohen (1968) for QWK; Calderon, Reichart and Dror (2025) for the alt-test; Krippendorff
+    (2011) for α; Angelopoulos, Duchi and Zrnic (2023) for PPI++; as cited by the functions named above.
 
     Examples
     --------
     >>> judge = [4, 3, 5, 2, 4, 3, 1, 5]
     >>> human = [[4, 4, 5], [3, 2, 3], [5, 5, 4], [2, 1, 2]]
     >>> w = window_statistics(judge, [0, 1, 2, 3], human, n_boot=200, n_resamples=200)
-    >>> w.n_traces, w.n_labelled, w.judge_mean, round(w.human_mean, 4), w.qwk
-    (8, 4, 3.375, 3.3333, 1.0)
-    >>> round(w.ppi.estimate, 4), round(w.alpha_interval, 4)
-    (3.2492, 0.8226)
+    >>> w.n_traces, w.n_labelled, w.judge_mean, round(w.human_mean, 4), w.qwk, w.qwk_withheld
+    (8, 4, 3.375, 3.3333, None, 'fewer than 10 traces')
+    >>> round(w.ppi.estimate, 4), w.alpha_interval
+    (3.2492, None)
     """
     judge_all, where, data = _arrays(judge_scores, labelled, human)
     scored = np.isfinite(judge_all)
-    rated = np.isfinite(data).any(axis=1) & scored[where]
+    people = np.isfinite(data).any(axis=1)
+    rated = people & scored[where]
 
     mapping = human_mapping(data[rated], raters)
     judge_labelled = judge_all[where][rated]
     calibration, qwk_ci = _judge_against_people(
         mapping, judge_labelled, scale, epsilon=epsilon, n_boot=n_boot, seed=seed
     )
-
     item_mean = np.array([np.mean(list(r.values())) for r in mapping.values()])
-    human_mean, h_lo, h_hi = _human_mean(item_mean)
-    ppi = _ppi(item_mean, judge_labelled, judge_all, labelled=where[rated], scored=scored)
-    agreement = _rater_agreement(data[rated], scale, k=k, n_resamples=n_resamples, seed=seed)
+    ppi = _ppi(item_mean, judge_labelled, judge_all, labelled=where[rated], scored=scored, n_window=n_window)
+    qwk, qwk_ci95, qwk_withheld = _shown(calibration.qwk, qwk_ci, len(mapping))
     return WindowStatistics(
         n_traces=int(scored.sum()),
-        n_labelled=len(mapping),
+        n_paired=len(mapping),
         judge_mean=finite_or_none(judge_all[scored].mean()) if scored.any() else None,
-        human_mean=finite_or_none(human_mean),
-        human_mean_ci95=_interval((h_lo, h_hi)),
         ppi=ppi,
-        qwk=calibration.qwk,
-        qwk_ci95=_interval(qwk_ci),
+        qwk=qwk,
+        qwk_ci95=qwk_ci95,
+        qwk_withheld=qwk_withheld,
         alt_test_omega=calibration.alt_test.winning_rate,
-        alpha_interval=agreement.alpha_interval,
-        alpha_interval_ci95=_interval(agreement.alpha_interval_ci95),
-        alpha_ordinal=agreement.alpha_ordinal,
-        alpha_ordinal_ci95=_interval(agreement.alpha_ordinal_ci95),
         calibration=calibration,
-        agreement=agreement,
+        # People's own figures over every labelled trace: they must not depend on which judge is shown.
+        **_people(data[people], scale, k=k, n_resamples=n_resamples, seed=seed),
     )
 
 
-def _human_mean(item_mean: np.ndarray) -> tuple[float, float, float]:
-    """The mean of the labelled traces' human means with its classical 95% interval (one trace: the
-    mean alone, no interval)."""
+def _people(rows, scale, *, k: int, n_resamples: int, seed: int) -> dict:
+    """The window's figures on people alone (``rows``: every labelled trace's ratings)."""
+    everyone = np.array([np.mean(list(r.values())) for r in human_mapping(rows).values()])
+    human_mean, h_lo, h_hi = _human_mean(everyone, scale)
+    agreement = _rater_agreement(rows, scale, k=k, n_resamples=n_resamples, seed=seed)
+    alpha, alpha_ci95, alpha_withheld = _shown(
+        agreement.alpha_interval, agreement.alpha_interval_ci95, len(rows)
+    )
+    alpha_ord, alpha_ord_ci95, _ = _shown(agreement.alpha_ordinal, agreement.alpha_ordinal_ci95, len(rows))
+    return {
+        "n_labelled": len(rows),
+        "human_mean": finite_or_none(human_mean),
+        "human_mean_ci95": _interval((h_lo, h_hi)),
+        "alpha_interval": alpha,
+        "alpha_interval_ci95": alpha_ci95,
+        "alpha_withheld": alpha_withheld,
+        "alpha_ordinal": alpha_ord,
+        "alpha_ordinal_ci95": alpha_ord_ci95,
+        "agreement": agreement,
+    }
+
+
+def _shown(estimate, ci, n: int) -> tuple[float | None, Interval, str | None]:
+    """An agreement coefficient as a window shows it: withheld below ``MIN_TRACES`` traces, its interval
+    withheld when undefined or when every resample gave the same value (a certainty it does not have)."""
+    if n < MIN_TRACES:
+        return None, (None, None), TOO_FEW
+    low, high = _interval(ci)
+    if low is None or high is None:
+        return finite_or_none(estimate), (None, None), None
+    if low == high:
+        return finite_or_none(estimate), (None, None), CONSTANT
+    return finite_or_none(estimate), (low, high), None
+
+
+def _human_mean(item_mean: np.ndarray, scale) -> tuple[float, float, float]:
+    """The mean of the labelled traces' human means with Student's t 95 % interval (sample SD, n − 1
+    degrees of freedom: the normal interval with the population SD under-covers at 5–10 labels), for the
+    mean of the population the window's traces are a sample of. Clipped to the scale: the true mean lies
+    in it, so the clipped interval covers whenever the unclipped one does. One trace: no interval."""
     if len(item_mean) >= 2:
-        return classical_mean_ci(item_mean)
+        mean = float(item_mean.mean())
+        half = float(t_dist.ppf(0.975, len(item_mean) - 1)) * float(item_mean.std(ddof=1))
+        half /= math.sqrt(len(item_mean))
+        return mean, max(scale[0], mean - half), min(scale[1], mean + half)
     if len(item_mean) == 1:
         return float(item_mean[0]), math.nan, math.nan
     return math.nan, math.nan, math.nan
@@ -242,9 +296,15 @@ def _judge_against_people(mapping, judge_labelled, scale, *, epsilon: float, n_b
     return calibration, _qwk_ci(mapping, judge_labelled, scale, n_boot=n_boot, seed=seed)
 
 
-def _ppi(item_mean, judge_labelled, judge_all, *, labelled, scored):
+def _ppi(item_mean, judge_labelled, judge_all, *, labelled, scored, n_window):
     """PPI++ over the window. As in the batch report, a scored trace nobody has rated yet (sampled or
-    not) counts as unlabelled."""
+    not) counts as unlabelled. When the judge scored only some of the window's traces, the estimate is
+    read on the scored ones and its interval is for the whole window: the sampled traces are a hash
+    sample of the window and the judge's other traces a hash sample of the rest, so the scored traces
+    are a simple random sample of the window and the labelled ones a simple random sample of them."""
     others = np.ones(len(judge_all), dtype=bool)
     others[labelled] = False
-    return ppi_mean(item_mean, judge_labelled, judge_all[others & scored])
+    unlabelled = judge_all[others & scored]
+    # Never below the traces given: the window's count and its scores are read one after the other.
+    population = max(len(judge_all) if n_window is None else n_window, len(item_mean) + len(unlabelled))
+    return ppi_mean(item_mean, judge_labelled, unlabelled, n_population=population)

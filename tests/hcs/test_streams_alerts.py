@@ -3,6 +3,7 @@ by simulated coverage, false alarms under no change within the stated bound, det
 alert per change, and which kind of alert a change raises."""
 
 import warnings
+from dataclasses import replace
 
 import numpy as np
 import pytest
@@ -226,3 +227,28 @@ def test_a_window_of_only_unscored_values_is_empty_and_warns_nothing():
         assert detect_changes(with_gap) == detect_changes(days[:20] + [np.array([])] + days[20:])
     with pytest.raises(ValueError, match=r"\[0, 1\]"):
         detect_changes([np.array([np.nan, 1.5])])
+
+
+def test_an_empty_early_window_changes_no_alert():
+    # A stray backfilled trace dated long before the stream gives an early window nobody labelled. It must
+    # not be one of the reference windows: there it shortened the reference to 13 windows of data, and
+    # the restart after the first alert then raised a second one for the same change.
+    rng = np.random.default_rng(3)
+    days = [rng.beta(8, 2, 50) for _ in range(30)] + [rng.beta(5, 3, 50) for _ in range(60)]
+    plain = detect_changes(days)
+    stray = detect_changes([np.array([]), *days])
+    assert len(stray) == len(plain) == 1
+    shifted = [
+        replace(d, detected_at=d.detected_at + 1, since=d.since + 1, reference=(1, d.reference[1] + 1))
+        for d in plain
+    ]
+    assert list(stray) == shifted
+    # Empty windows inside the monitoring are skipped too, and indices stay the caller's.
+    gaps = [*days[:40], np.array([]), np.array([]), *days[40:]]
+    assert [d.since for d in detect_changes(gaps)] == [d.since for d in plain]
+    human, judge = _stream(1, shift_after=-0.5)
+    blank = np.empty((0, human[0].shape[1]))
+    alerts = stream_alerts([blank, *human], {"j": [np.empty(0), *judge]}, dimension="helpful")
+    assert [(a.kind, a.since - 1) for a in alerts] == [
+        (a.kind, a.since) for a in stream_alerts(human, {"j": judge}, dimension="helpful")
+    ]

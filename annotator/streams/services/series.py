@@ -42,6 +42,14 @@ from annotator.streams.windows import count_windows
 # (bench/stream_refresh_bench.py; docs/streams.md has the figures).
 READ_COMPUTES_AT_MOST = 3
 REFRESH_QUEUE = "annotator.streams.services.refresh.series_refresh_queue"
+# A window never computed shows its counts before the worker computes its statistics (a new stream's
+# first ingest would otherwise look empty until then): one counting query per count, for at most this
+# many windows (beyond, the counts wait for the worker too, like the statistics).
+COUNTS_AT_MOST = 100
+# Part of every stored window's key: raised when a window's formulas change, so every window stored by
+# the old ones is computed again (by a read when few, else served stale and by the worker). 2: people's
+# figures over every labelled trace, PPI++'s interval for the whole window, QWK and α withheld below 10.
+STATS_VERSION = 2
 
 
 @dataclass
@@ -87,7 +95,7 @@ def _stream_human_key(stream: Stream, excluded: list[int]) -> str:
         n=Count("id"), ids=Sum("id"), last=Max("updated_at")
     )
     last = agg["last"].isoformat() if agg["last"] else "-"
-    return f"{agg['n']}:{agg['ids'] or 0}:{last}:{','.join(map(str, excluded))}"[:120]
+    return f"v{STATS_VERSION}:{agg['n']}:{agg['ids'] or 0}:{last}:{','.join(map(str, excluded))}"[:120]
 
 
 def _human_labels(stream: Stream, dimension: str, excluded: list[int], spans=None):
@@ -130,7 +138,7 @@ def _window_key(bounds, marks, times) -> dict[tuple, str]:
         if i >= 0 and when < bounds[i][1]:
             parts[i].extend(marks[pk])
     return {
-        span: f"{len(found)}:{sum(found)}:{max(found, default=0)}"
+        span: f"v{STATS_VERSION}:{len(found)}:{sum(found)}:{max(found, default=0)}"
         for span, found in ((span, parts.get(i, [])) for i, span in enumerate(bounds))
     }
 
@@ -212,7 +220,9 @@ def series_refresh(
     if stale:
         _refresh_queued(stream)
     marked = set(stale)
-    windows = [_window(span, stored.get(span), span in marked) for span in bounds]
+    unknown = [span for span in bounds if span not in stored]
+    counts = _counts(stream, judge, dimension, unknown, excluded) if len(unknown) <= COUNTS_AT_MOST else {}
+    windows = [_window(span, stored.get(span), span in marked, counts.get(span)) for span in bounds]
     alerts = list(alerts_of(stream, judge=judge, dimension=dimension).prefetch_related("deliveries"))
     return Series(
         stream, judge, dimension, windows, alerts, COMPUTED, recomputed=len(fresh), stale=len(stale)
@@ -235,15 +245,39 @@ def _store(fresh: list[StreamWindowStat], stored: dict, bounds) -> None:
         stored[(s.start, s.end)] = s
 
 
-def _window(span, stat: StreamWindowStat | None, stale: bool) -> dict[str, Any]:
-    """One window of the series as read: its stored numbers, or when it was never computed, its numbers
-    unknown (null) until the worker computes them."""
+def _window(span, stat: StreamWindowStat | None, stale: bool, counts: dict | None = None) -> dict[str, Any]:
+    """One window of the series as read: its stored numbers, or when it was never computed, its counts
+    (when counted) and its statistics unknown (null) until the worker computes them."""
     return {
         "start": span[0],
         "end": span[1],
-        **(stat.stats if stat is not None else _unknown()),
+        **(stat.stats if stat is not None else {**_unknown(), **(counts or {})}),
         "stale": stale,
     }
+
+
+def _counts(stream: Stream, judge: str, dimension: str, spans: list, excluded: list[int]) -> dict:
+    """``n_traces``, ``n_human`` and ``n_judge`` of each window of ``spans``, as ``_computed`` counts them,
+    in three queries (one conditional count per window in each)."""
+    if not spans:
+        return {}
+    per = {
+        f"w{i}": Count("pk", filter=Q(timestamp__gte=a, timestamp__lt=b)) for i, (a, b) in enumerate(spans)
+    }
+    rated = (
+        Score.objects.filter(item__batch_id=stream.batch_id, dimension=dimension)
+        .exclude(annotation__annotator_id__in=excluded)
+        .values("item_id")
+    )
+    traces = Trace.objects.filter(stream=stream)
+    found = {
+        "n_traces": traces.aggregate(**per),
+        "n_human": traces.filter(sampled=True, item_id__in=rated).aggregate(**per),
+        "n_judge": TraceScore.objects.filter(stream=stream, judge=judge, dimension=dimension).aggregate(
+            **per
+        ),
+    }
+    return {span: {key: found[key][f"w{i}"] for key in found} for i, span in enumerate(spans)}
 
 
 def _unknown() -> dict[str, Any]:

@@ -54,6 +54,8 @@ def test_the_page_plots_the_series_and_says_why_nothing_was_detected(api_as, str
     assert "No human labels yet, so nothing can be detected" in body
     assert "Detection starts after 14 windows with human labels (the reference); 0 so far" in body
     assert len(response.context["rows"]) == 2
+    table = body.split("<h2>Per window</h2>", 1)[1]
+    assert ">Judge-scored<" in table and ">Paired<" in table and "PPI++ [95% CI, window's traces]" in table
     assert stream.salt in body  # the sampling rule's salt is on the page
     listing = _signed_in("researcher").get(reverse("stream_list")).content.decode()
     assert reverse("stream_page", args=["prod-chat"]) in listing
@@ -77,6 +79,10 @@ def test_the_csv_is_the_series_with_formulas_defused(api_as, stream):
     rows = list(csv.reader(io.StringIO(b"".join(response.streaming_content).decode())))
     assert rows[0] == CSV_COLUMNS and len(rows) == 3
     assert rows[1][0].startswith("2026-03-01") and rows[1][2] == "12" and rows[1][4] == "qwk"
+    # The judge's counts come last, after the columns of the first release, which keep their places.
+    assert CSV_COLUMNS[:4] == ["start", "end", "n_traces", "n_human"]
+    assert CSV_COLUMNS[-3:] == ["human_alpha_high", "n_judge", "n_paired"]
+    assert rows[1][-2:] == ["12", "0"]  # j1 scored the day's 12 traces; nobody has labelled any
     # A negative number stays a number (the defusing keeps plain numbers as they are).
     for row in rows[1:]:
         assert all(not cell.startswith("'") for cell in row)
@@ -277,6 +283,9 @@ def test_dates_show_the_time_only_when_a_window_is_not_whole_days():
     assert window_label(later, later + dt.timedelta(hours=3)) == "7 Dec 2026 14:05 – 7 Dec 2026 17:05"
     # A count window from midnight to a time of day: both ends with their times.
     assert window_label(day, later) == "7 Dec 2026 00:00 – 7 Dec 2026 14:05"
+    # A count stream's last window is still filling: it ends a microsecond after its latest trace.
+    tick = dt.timedelta(microseconds=1)
+    assert window_label(later, later + tick, open_end=True) == "7 Dec 2026 14:05 onwards (open)"
     assert when(None) == "—"
 
 
@@ -304,8 +313,8 @@ def test_names_are_escaped_on_the_pages(api_as):
 
 
 def test_detection_progress_follows_the_detector_s_reference():
-    """As in ``detect_changes``: the reference is the first 14 windows holding at least two labelled traces
-    between them (a run of windows without labels slides it forward), and each later window is checked."""
+    """As in ``detect_changes``: windows without labels are skipped, the reference is the first 14 windows
+    with labels, and each later window with labels is checked."""
     import numpy as np
 
     from annotator.streams.selectors import detection_progress
@@ -319,13 +328,19 @@ def test_detection_progress_follows_the_detector_s_reference():
     full = progress([5] * 14)
     assert full["reference_windows_so_far"] == 14 and not full["monitoring"]
     assert "detection starts with the next window" in full["message"]
-    late = [0] * 20 + [5] * 3  # labels only from window 20: the reference is windows 7–20
+    # Labels only from window 20, with a gap: the reference is windows 20–34, then 35 and 36 are checked.
+    late = [0] * 20 + [5] * 5 + [0] + [5] * 11
     assert progress(late)["monitored_windows"] == 2 and progress(late)["monitoring"]
-    # The detector agrees: a fall in the last window is found, so windows 21 and 22 were checked.
+    assert (
+        "2 windows with human labels after the first 14 (the reference) have been checked"
+        in (progress(late)["message"])
+    )
+    assert "the next 14 windows with labels become the new reference" in progress(late)["message"]
+    # The detector agrees: a fall in the last window is found, so windows 35 and 36 were checked.
     rng = np.random.default_rng(0)
     data = [rng.uniform(0.8, 1.0, n) for n in late[:-1]] + [np.zeros(400)]
     [alarm] = detect_changes(data)
-    assert alarm.reference == (7, 20) and alarm.detected_at == 22
+    assert alarm.reference == (20, 34) and alarm.detected_at == 36
 
 
 def test_a_stream_without_judges_lists_its_alerts(api_as):
@@ -367,3 +382,18 @@ def test_no_alert_is_reported_as_no_drift_only_where_the_detectors_watched(api_a
         "No alerts on this stream: on coherence, no judge drift, product change or rater drift was detected."
         in (page.content.decode())
     )
+
+
+def test_a_count_streams_last_window_is_written_open(api_as):
+    client = api_as("researcher")
+    made = client.post(
+        "/streams", {"name": "counted", "human_rate": 1.0, "k": 3, "window": 5, "judges": ["j1"]}
+    )
+    assert made.status_code == 201, made.content
+    client.post("/streams/counted/traces", {"traces": [trace(i, day=1, score=3) for i in range(7)]})
+    page = _signed_in("researcher").get(reverse("stream_page", args=["counted"]))
+    labels = [w["label"] for w in page.context["windows"]]
+    assert len(labels) == 2 and labels[-1].endswith("onwards (open)") and "onwards" not in labels[0]
+    # Five labelled traces per window at most: QWK and α are withheld, and the page says why.
+    assert page.context["windows"][0]["qwk_withheld"] == "fewer than 10 traces"
+    assert 'title="withheld: fewer than 10 traces"' in page.content.decode()

@@ -237,7 +237,9 @@ def test_a_read_after_a_large_backfill_serves_the_stored_windows_marked_stale(
     assert [w["stale"] for w in read] == [True] * 7
     # The stored numbers, as they were, and the new day's unknown until the worker computes it.
     assert [w["n_traces"] for w in read[:6]] == [w["n_traces"] for w in stored]
-    assert read[6]["n_traces"] is None and read[6]["agreement"]["estimate"] is None
+    # The new day was never computed: its counts are read at once, its statistics wait for the worker.
+    assert (read[6]["n_traces"], read[6]["n_human"], read[6]["n_judge"]) == (5, 0, 5)
+    assert read[6]["n_paired"] is None and read[6]["agreement"]["estimate"] is None
     assert asked == [stream.pk]  # the read made sure the worker's refresh is queued
     page = Client()
     page.force_login(make_user("stale-reader", role="researcher"))
@@ -261,3 +263,41 @@ def test_a_read_with_few_stale_windows_computes_them(api_as, stream):
     series = series_refresh(stream=stream, judge="j1", dimension="coherence")
     assert series.recomputed == 1 and series.stale == 0
     assert [w["n_traces"] for w in series.windows] == [10, 11, 10, 10, 10, 10]
+
+
+@pytest.mark.django_db
+def test_a_new_count_stream_shows_its_counts_before_the_worker_runs(api_as, monkeypatch):
+    client = api_as("researcher")
+    made = client.post(
+        "/streams", {"name": "counted", "human_rate": 0.5, "k": 3, "window": 3, "judges": ["j1"]}
+    )
+    assert made.status_code == 201, made.content
+    monkeypatch.setattr(refresh_service, "series_refresh_queue", lambda *, stream_id: None)
+    client.post("/streams/counted/traces", {"traces": [trace(i, hour=i % 24) for i in range(40)]})
+    sampled = list(
+        Trace.objects.filter(stream__name="counted", sampled=True).values_list("trace_id", flat=True)
+    )
+    labels = [{"trace_id": t, "annotator": a, "scores": {"coherence": 3}} for t in sampled[:5] for a in "abc"]
+    assert client.post("/streams/counted/annotations", labels).status_code == 201
+    first = client.get("/streams/counted/calibration").json()["windows"]
+    assert len(first) > series_service.READ_COMPUTES_AT_MOST and all(w["stale"] for w in first)
+    counts = [(w["n_traces"], w["n_human"], w["n_judge"]) for w in first]
+    assert sum(n for n, _, _ in counts) == 40 and sum(h for _, h, _ in counts) == 5
+    # The same counts the worker's computation stores.
+    from annotator.models import Stream
+
+    series_refresh_all(stream_id=Stream.objects.get(name="counted").pk)
+    done = client.get("/streams/counted/calibration").json()["windows"]
+    assert [(w["n_traces"], w["n_human"], w["n_judge"]) for w in done] == counts
+
+
+@pytest.mark.django_db
+def test_windows_stored_by_older_formulas_are_computed_again(api_as, stream, monkeypatch):
+    client = api_as("researcher")
+    client.post("/streams/prod-chat/traces", {"traces": [trace(i, day=1 + i % 2) for i in range(20)]})
+    series_refresh_all(stream_id=stream.pk)
+    assert series_refresh(stream=stream, judge="j1", dimension="coherence").recomputed == 0
+    monkeypatch.setattr(series_service, "STATS_VERSION", series_service.STATS_VERSION + 1)
+    again = series_refresh(stream=stream, judge="j1", dimension="coherence")
+    assert again.recomputed == 2 and again.stale == 0
+    assert series_refresh(stream=stream, judge="j1", dimension="coherence").recomputed == 0

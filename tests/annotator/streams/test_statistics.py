@@ -7,12 +7,13 @@ import statistics
 
 import numpy as np
 import pytest
+from scipy import stats as scipy_stats
 
 from annotator.models import Trace
 from annotator.streams.series import window_statistics
 from hcs.agreement import counts_from_long, krippendorff_alpha
 from hcs.calibration.metrics import alpha_with_and_without_judge, calibrate_judge
-from hcs.ppi import classical_mean_ci, ppi_mean
+from hcs.ppi import ppi_mean
 from tests.annotator.streams.conftest import trace
 
 rng = np.random.default_rng(7)
@@ -30,14 +31,17 @@ def test_window_statistics_are_the_hcs_functions():
     assert stats["agreement"]["estimate"] == pytest.approx(calibration.qwk)
     low, high = stats["agreement"]["ci95"]
     assert low < calibration.qwk < high
-    # The human mean and its interval, and PPI++ with the unlabelled traces' judge scores.
+    # The human mean with Student's t interval, and PPI++ with the unlabelled traces' judge scores.
     y = [statistics.fmean(HUMAN[t].values()) for t in HUMAN]
-    mean, m_lo, m_hi = classical_mean_ci(y)
+    mean = float(np.mean(y))
+    m_lo, m_hi = scipy_stats.t.interval(0.95, len(y) - 1, loc=mean, scale=scipy_stats.sem(y))
     assert stats["human_mean"] == {
         "estimate": pytest.approx(mean),
         "ci95": [pytest.approx(m_lo), pytest.approx(m_hi)],
     }
-    ppi = ppi_mean(y, [JUDGE[t] for t in HUMAN], [v for t, v in JUDGE.items() if t not in HUMAN])
+    ppi = ppi_mean(
+        y, [JUDGE[t] for t in HUMAN], [v for t, v in JUDGE.items() if t not in HUMAN], n_population=90
+    )
     assert stats["ppi"]["estimate"] == pytest.approx(ppi.estimate)
     assert stats["ppi"]["ci95"] == [pytest.approx(ppi.ci95[0]), pytest.approx(ppi.ci95[1])]
     assert stats["judge_mean"] == pytest.approx(np.mean(list(JUDGE.values())))
@@ -54,10 +58,34 @@ def test_window_statistics_are_the_hcs_functions():
 
 def test_undefined_numbers_are_null_not_invented():
     stats = window_statistics({}, {"x": 3.0}, n_traces=1, scale=(1, 5))
-    assert stats["agreement"] == {"metric": "qwk", "estimate": None, "ci95": None}
+    assert stats["agreement"] == {
+        "metric": "qwk",
+        "estimate": None,
+        "ci95": None,
+        "withheld": "fewer than 10 traces",
+    }
     assert stats["human_mean"] == {"estimate": None, "ci95": None}
     assert stats["ppi"]["estimate"] is None and stats["human_alpha"]["estimate"] is None
     assert stats["judge_mean"] == 3.0
+
+
+def test_a_capped_judge_leaves_the_window_an_interval_and_says_what_it_is_for():
+    # The judge's cost cap: it scored the 6 labelled traces of a window of 30, nothing else.
+    human = {f"t{i}": {"a": 3 + i % 2, "b": 4, "c": 3 + i % 3} for i in range(6)}
+    judge = {t: 4.0 for t in human}
+    stats = window_statistics(human, judge, n_traces=30, scale=(1, 5))
+    low, high = stats["ppi"]["ci95"]
+    assert low < stats["ppi"]["estimate"] < high
+    assert stats["ppi"]["population"] == "the window's 30 traces (the judge scored 6, people labelled 6)"
+    assert stats["agreement"]["estimate"] is None and stats["agreement"]["withheld"] == "fewer than 10 traces"
+    assert stats["human_alpha"]["ci95"] is None and stats["human_alpha"]["withheld"] == "fewer than 10 traces"
+
+
+def test_peoples_numbers_are_the_same_whichever_judge():
+    some = {t: v for t, v in JUDGE.items() if t in ("t0", "t1", "t2")}
+    one, other = (window_statistics(HUMAN, j, n_traces=90, scale=(1, 5)) for j in (JUDGE, some))
+    assert one["human_mean"] == other["human_mean"] and one["human_alpha"] == other["human_alpha"]
+    assert (one["n_paired"], other["n_paired"], other["n_judge"], other["n_human"]) == (25, 3, 3, 25)
 
 
 @pytest.mark.django_db
