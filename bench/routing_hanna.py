@@ -24,6 +24,8 @@ import pandas as pd
 ROOT = Path(__file__).resolve().parent.parent
 sys.path.insert(0, str(ROOT))
 
+# The HANNA files and their criteria, as the judges bench reads them.
+from bench.judges_hanna import CRITERIA, HANNA  # noqa: E402
 from hcs.routing import (  # noqa: E402
     item_uncertainty,
     most_uncertain,
@@ -31,15 +33,6 @@ from hcs.routing import (  # noqa: E402
     width_against_uniform,
 )
 
-HANNA = ROOT / "fixtures" / "hanna"
-CRITERIA = {
-    "Relevance": "RE",
-    "Coherence": "CH",
-    "Empathy": "EM",
-    "Surprise": "SU",
-    "Engagement": "EG",
-    "Complexity": "CX",
-}
 JUDGES = ("Beluga-13B", "ChatGPT", "Llama-13B", "Mistral-7B")
 MIX = 0.5  # annotator.judges.services.review.MIX
 

@@ -49,6 +49,24 @@ def _fresh_postgres(url: str) -> None:
         conn.execute(f'CREATE DATABASE "{name}"')
 
 
+def django_on(url: str, **env: str) -> None:
+    """Django set up in this process on ``url``, migrated, with the API's rate limit out of the way."""
+    os.environ.update(
+        DATABASE_URL=url,
+        DJANGO_SETTINGS_MODULE="annotator.settings",
+        SECRET_KEY="bench-only",
+        HTTPS_ONLY="0",
+        ALLOWED_HOSTS="testserver",
+        ANNOTATOR_API_RATE="1000000/min",
+        **env,
+    )
+    import django
+    from django.core.management import call_command
+
+    django.setup()
+    call_command("migrate", verbosity=0)
+
+
 def traces(first: int, count: int, total: int, prefix: str = "req") -> list[dict]:
     """Traces ``first`` .. ``first + count − 1`` of ``total``, spread evenly over DAYS days."""
     out = []
@@ -177,22 +195,10 @@ def main() -> None:
     parser.add_argument("--port", type=int, default=8760)
     args = parser.parse_args()
     _fresh_postgres(args.url)
-    os.environ.update(
-        DATABASE_URL=args.url,
-        DJANGO_SETTINGS_MODULE="annotator.settings",
-        SECRET_KEY="bench-only",
-        HTTPS_ONLY="0",
-        ALLOWED_HOSTS="testserver",
-        ANNOTATOR_API_RATE="1000000/min",
-    )
-    import django
-
-    django.setup()
+    django_on(args.url)
     from django.contrib.auth import get_user_model
-    from django.core.management import call_command
     from django.test import Client
 
-    call_command("migrate", verbosity=0)
     from annotator.models import Stream, Trace
     from annotator.services.api_tokens import api_token_create
     from annotator.streams.services.annotations import stream_annotations_import

@@ -31,7 +31,7 @@ ROOT = Path(__file__).resolve().parent.parent
 sys.path.insert(0, str(ROOT))
 
 # The ingest bench's traces (and its fresh database): the same stream, read and refreshed here.
-from bench.stream_ingest_bench import _fresh_postgres, traces  # noqa: E402
+from bench.stream_ingest_bench import _fresh_postgres, django_on, traces  # noqa: E402
 
 NAME = "bench-refresh"
 DIMENSIONS = ("coherence", "relevance", "instruction_following", "safety_compliance", "fluency")
@@ -112,23 +112,10 @@ def main() -> None:  # noqa: PLR0915 (one bench, read top to bottom)
     args = parser.parse_args()
     if not args.reuse:
         _fresh_postgres(args.url)
-    os.environ.update(
-        DATABASE_URL=args.url,
-        DJANGO_SETTINGS_MODULE="annotator.settings",
-        SECRET_KEY="bench-only",
-        HTTPS_ONLY="0",
-        ALLOWED_HOSTS="testserver",
-        ANNOTATOR_API_RATE="1000000/min",
-        STREAM_ALERT_WEBHOOK_URL="",
-    )
-    import django
-
-    django.setup()
+    django_on(args.url, STREAM_ALERT_WEBHOOK_URL="")
     from django.contrib.auth import get_user_model
-    from django.core.management import call_command
     from django.test import Client
 
-    call_command("migrate", verbosity=0)
     from annotator.models import Annotation, Stream, StreamAlert, StreamWindowStat, Trace
     from annotator.rating.services.annotations import annotation_update
     from annotator.services.api_tokens import api_token_create
