@@ -88,9 +88,11 @@ def _stored(w: hcs_series.WindowStatistics, *, n_traces: int, n_human: int, n_ju
         "agreement": _withheld(
             {"metric": AGREEMENT_METRIC, "estimate": w.qwk, "ci95": _interval(w.qwk_ci95)}, w.qwk_withheld
         ),
-        "human_mean": {"estimate": w.human_mean, "ci95": _interval(w.human_mean_ci95)},
+        "human_mean": _withheld(
+            {"estimate": w.human_mean, "ci95": _interval(w.human_mean_ci95)}, w.human_mean_withheld
+        ),
         "ppi": (
-            {"estimate": None, "ci95": None, "lam": None, "population": None}
+            _withheld({"estimate": None, "ci95": None, "lam": None, "population": None}, w.ppi_withheld)
             if ppi is None
             else {
                 "estimate": finite_or_none(ppi.estimate),

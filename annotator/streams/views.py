@@ -266,6 +266,8 @@ def stream_page(request, stream_name):
                 # Why a "—" stands where QWK or α would (too few traces, constant resamples).
                 "qwk_withheld": (w.get("agreement") or {}).get("withheld"),
                 "alpha_withheld": (w.get("human_alpha") or {}).get("withheld"),
+                "human_mean_withheld": (w.get("human_mean") or {}).get("withheld"),
+                "ppi_withheld": (w.get("ppi") or {}).get("withheld"),
             }
             for i, (w, row) in enumerate(zip(series.windows, context["rows"]))
         ]

@@ -14,7 +14,7 @@ from __future__ import annotations
 
 import math
 from collections.abc import Sequence
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 
 import numpy as np
 from scipy.stats import t as t_dist
@@ -41,7 +41,15 @@ Interval = tuple[float | None, float | None]
 # undefined, "[1, 1]"), and its interval is neither wide enough nor meaningful (Efron and Tibshirani
 # 1993, §13.3 place the percentile interval's reliability well above ten observations).
 MIN_TRACES = 10
-TOO_FEW = f"fewer than {MIN_TRACES} traces"
+# PPI++ tunes λ on the same labels it averages, and its interval is Student's t on n − 2 degrees of
+# freedom: below ``MIN_TRACES`` labels that interval is as wide as several scales, so it is withheld too.
+
+
+def too_few(n: int, what: str) -> str:
+    """Why a figure is withheld: ``what`` (e.g. "paired traces") are fewer than ``MIN_TRACES``."""
+    return f"fewer than {MIN_TRACES} {what} ({n})"
+
+
 CONSTANT = "every bootstrap resample gave the same value"
 
 
@@ -76,6 +84,8 @@ class WindowStatistics:
     agreement: DimensionAgreement
     qwk_withheld: str | None = None
     alpha_withheld: str | None = None
+    ppi_withheld: str | None = None
+    human_mean_withheld: str | None = None  # of its interval: one labelled trace has none
 
     @property
     def alt_test(self) -> AltTestResult:
@@ -143,20 +153,17 @@ def window_statistics(
         of ``human``'s rows. A row nobody has rated yet makes its trace unlabelled (as in the report).
     human : array_like, shape (labelled, raters)
         People's scores, NaN where a rater did not rate a trace.
-    raters : sequence, optional
-        Names of ``human``'s columns (the alt-test compares the judge with each of them).
-    k, scale, epsilon : int, tuple of int, float
-        Ratings per sampled trace the stream asks for (Fleiss' κ uses the first k); the lowest and
-        highest score; the alt-test's margin ε.
+    raters, k, scale, epsilon
+        ``human``'s column names (the alt-test compares the judge with each); ratings per sampled trace
+        (Fleiss' κ uses the first k); the lowest and highest score; the alt-test's margin ε.
     n_boot, n_resamples, seed : int
-        Bootstrap resamples for QWK and the correlations (``n_boot``), for the agreement coefficients
-        (``n_resamples``), and the seed of both.
+        Bootstrap resamples for QWK and the correlations, for the agreement coefficients, and their seed.
     n_window : int, optional
-        The window's traces when ``judge_scores`` holds only some of them (the judge's daily cost cap):
-        PPI++'s ``ci95`` is then for the mean of all ``n_window`` traces. Default: ``len(judge_scores)``.
+        The window's traces when ``judge_scores`` holds only some (a daily cost cap): PPI++'s ``ci95`` is
+        for the mean of all of them. Default: ``len(judge_scores)``.
 
-    References: Cohen (1968) for QWK; Calderon, Reichart and Dror (2025) for the alt-test; Krippendorff
-    (2011) for α; Angelopoulos, Duchi and Zrnic (2023) for PPI++; as cited by the functions named above.
+    References: Cohen (1968), QWK; Calderon, Reichart and Dror (2025), the alt-test; Krippendorff (2011), α;
+    Angelopoulos, Duchi and Zrnic (2023), PPI++.
 
     Examples
     --------
@@ -164,28 +171,28 @@ def window_statistics(
     >>> human = [[4, 4, 5], [3, 2, 3], [5, 5, 4], [2, 1, 2]]
     >>> w = window_statistics(judge, [0, 1, 2, 3], human, n_boot=200, n_resamples=200)
     >>> w.n_traces, w.n_labelled, w.judge_mean, round(w.human_mean, 4), w.qwk, w.qwk_withheld
-    (8, 4, 3.375, 3.3333, None, 'fewer than 10 traces')
-    >>> round(w.ppi.estimate, 4), w.alpha_interval
-    (3.2492, None)
+    (8, 4, 3.375, 3.3333, None, 'fewer than 10 paired traces (4)')
+    >>> w.ppi, w.ppi_withheld, w.alpha_interval
+    (None, 'fewer than 10 labelled traces the judge scored (4)', None)
     """
     judge_all, where, data = _arrays(judge_scores, labelled, human)
     scored = np.isfinite(judge_all)
     people = np.isfinite(data).any(axis=1)
     rated = people & scored[where]
-
     mapping = human_mapping(data[rated], raters)
     judge_labelled = judge_all[where][rated]
     calibration, qwk_ci = _judge_against_people(
         mapping, judge_labelled, scale, epsilon=epsilon, n_boot=n_boot, seed=seed
     )
     item_mean = np.array([np.mean(list(r.values())) for r in mapping.values()])
-    ppi = _ppi(item_mean, judge_labelled, judge_all, labelled=where[rated], scored=scored, n_window=n_window)
-    qwk, qwk_ci95, qwk_withheld = _shown(calibration.qwk, qwk_ci, len(mapping))
+    ppi, ppi_withheld = _ppi(item_mean, judge_labelled, judge_all, where[rated], scored, n_window, scale)
+    qwk, qwk_ci95, qwk_withheld = _shown(calibration.qwk, qwk_ci, len(mapping), "paired traces")
     return WindowStatistics(
         n_traces=int(scored.sum()),
         n_paired=len(mapping),
         judge_mean=finite_or_none(judge_all[scored].mean()) if scored.any() else None,
         ppi=ppi,
+        ppi_withheld=ppi_withheld,
         qwk=qwk,
         qwk_ci95=qwk_ci95,
         qwk_withheld=qwk_withheld,
@@ -202,13 +209,16 @@ def _people(rows, scale, *, k: int, n_resamples: int, seed: int) -> dict:
     human_mean, h_lo, h_hi = _human_mean(everyone, scale)
     agreement = _rater_agreement(rows, scale, k=k, n_resamples=n_resamples, seed=seed)
     alpha, alpha_ci95, alpha_withheld = _shown(
-        agreement.alpha_interval, agreement.alpha_interval_ci95, len(rows)
+        agreement.alpha_interval, agreement.alpha_interval_ci95, len(rows), "labelled traces"
     )
-    alpha_ord, alpha_ord_ci95, _ = _shown(agreement.alpha_ordinal, agreement.alpha_ordinal_ci95, len(rows))
+    alpha_ord, alpha_ord_ci95, _ = _shown(
+        agreement.alpha_ordinal, agreement.alpha_ordinal_ci95, len(rows), "labelled traces"
+    )
     return {
         "n_labelled": len(rows),
         "human_mean": finite_or_none(human_mean),
         "human_mean_ci95": _interval((h_lo, h_hi)),
+        "human_mean_withheld": "one labelled trace: no interval" if len(everyone) == 1 else None,
         "alpha_interval": alpha,
         "alpha_interval_ci95": alpha_ci95,
         "alpha_withheld": alpha_withheld,
@@ -218,11 +228,12 @@ def _people(rows, scale, *, k: int, n_resamples: int, seed: int) -> dict:
     }
 
 
-def _shown(estimate, ci, n: int) -> tuple[float | None, Interval, str | None]:
-    """An agreement coefficient as a window shows it: withheld below ``MIN_TRACES`` traces, its interval
-    withheld when undefined or when every resample gave the same value (a certainty it does not have)."""
+def _shown(estimate, ci, n: int, what: str) -> tuple[float | None, Interval, str | None]:
+    """An agreement coefficient as a window shows it: withheld below ``MIN_TRACES`` of ``what``, its
+    interval withheld when undefined or when every resample gave the same value (a certainty it does not
+    have)."""
     if n < MIN_TRACES:
-        return None, (None, None), TOO_FEW
+        return None, (None, None), too_few(n, what)
     low, high = _interval(ci)
     if low is None or high is None:
         return finite_or_none(estimate), (None, None), None
@@ -296,15 +307,28 @@ def _judge_against_people(mapping, judge_labelled, scale, *, epsilon: float, n_b
     return calibration, _qwk_ci(mapping, judge_labelled, scale, n_boot=n_boot, seed=seed)
 
 
-def _ppi(item_mean, judge_labelled, judge_all, *, labelled, scored, n_window):
+def _ppi(
+    item_mean, judge_labelled, judge_all, labelled, scored, n_window, scale
+) -> tuple[PPIMean | None, str | None]:
     """PPI++ over the window. As in the batch report, a scored trace nobody has rated yet (sampled or
     not) counts as unlabelled. When the judge scored only some of the window's traces, the estimate is
     read on the scored ones and its interval is for the whole window: the sampled traces are a hash
     sample of the window and the judge's other traces a hash sample of the rest, so the scored traces
     are a simple random sample of the window and the labelled ones a simple random sample of them."""
+    if len(item_mean) < MIN_TRACES:
+        return None, too_few(len(item_mean), "labelled traces the judge scored") if len(item_mean) else None
     others = np.ones(len(judge_all), dtype=bool)
     others[labelled] = False
     unlabelled = judge_all[others & scored]
     # Never below the traces given: the window's count and its scores are read one after the other.
     population = max(len(judge_all) if n_window is None else n_window, len(item_mean) + len(unlabelled))
-    return ppi_mean(item_mean, judge_labelled, unlabelled, n_population=population)
+    found = ppi_mean(item_mean, judge_labelled, unlabelled, n_population=population)
+    # Clipped to the scale, as the human mean's: the mean lies in it, so clipping never loses coverage.
+    clipped = replace(
+        found, ci95=_clip(found.ci95, scale), ci95_superpopulation=_clip(found.ci95_superpopulation, scale)
+    )
+    return clipped, None
+
+
+def _clip(ci, scale) -> tuple[float, float]:
+    return (max(scale[0], ci[0]), min(scale[1], ci[1]))

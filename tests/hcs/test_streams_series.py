@@ -106,20 +106,21 @@ def test_helpers():
 
 
 def test_a_judge_that_scored_only_the_labelled_traces_leaves_an_interval_for_the_window():
-    # A daily cost cap: the judge scored the 6 sampled traces (all labelled) of a window of 30.
+    # A daily cost cap: the judge scored the 12 sampled traces (all labelled) of a window of 40.
     rng = np.random.default_rng(2)
-    human = rng.integers(1, 6, size=(6, 3)).astype(float)
-    judge = np.full(30, np.nan)
-    judge[:6] = np.nanmean(human, axis=1).round()
-    w = window_statistics(judge, np.arange(6), human, n_boot=50, n_resamples=0)
+    human = rng.integers(1, 6, size=(12, 3)).astype(float)
+    judge = np.full(40, np.nan)
+    judge[:12] = np.nanmean(human, axis=1).round()
+    w = window_statistics(judge, np.arange(12), human, n_boot=50, n_resamples=0)
     lo, hi = w.ppi.ci95
     assert hi - lo > 0
     # Nothing for PPI to add: the labelled traces' mean, with the simple random sample's interval for
-    # the mean of the 30 traces (Cochran 1977, theorem 2.2: finite-population correction 1 − 6/30).
+    # the mean of the 40 traces (Cochran 1977, theorem 2.2: finite-population correction 1 − 12/40),
+    # clipped to the scale.
     y = np.nanmean(human, axis=1)
-    half = stats.t.ppf(0.975, 5) * y.std(ddof=1) / np.sqrt(6) * np.sqrt(1 - 6 / 30)
+    half = stats.t.ppf(0.975, 11) * y.std(ddof=1) / np.sqrt(12) * np.sqrt(1 - 12 / 40)
     assert w.ppi.estimate == pytest.approx(y.mean())
-    assert (lo, hi) == pytest.approx((y.mean() - half, y.mean() + half), rel=1e-12)
+    assert (lo, hi) == pytest.approx((max(1, y.mean() - half), min(5, y.mean() + half)), rel=1e-12)
 
 
 def test_the_window_interval_covers_the_window_mean_when_the_judge_scored_a_sample():
@@ -154,12 +155,14 @@ def test_peoples_figures_do_not_depend_on_the_judge():
 
 def test_too_few_traces_or_constant_resamples_give_no_interval():
     w = window_statistics([4.0], [0], [[4, 4, 4]], n_boot=50, n_resamples=50)
-    assert (w.qwk, w.qwk_ci95, w.qwk_withheld) == (None, (None, None), "fewer than 10 traces")
+    assert (w.qwk, w.qwk_ci95, w.qwk_withheld) == (None, (None, None), "fewer than 10 paired traces (1)")
     assert (w.alpha_interval, w.alpha_interval_ci95, w.alpha_withheld) == (
         None,
         (None, None),
-        "fewer than 10 traces",
+        "fewer than 10 labelled traces (1)",
     )
+    assert (w.ppi, w.ppi_withheld) == (None, "fewer than 10 labelled traces the judge scored (1)")
+    assert w.human_mean == 4.0 and w.human_mean_withheld == "one labelled trace: no interval"
     # Twelve traces on which the judge matches people exactly: QWK 1 in every resample.
     human = np.array([[s, s, s] for s in [1, 2, 3, 4, 5, 1, 2, 3, 4, 5, 3, 3]], dtype=float)
     w = window_statistics(human[:, 0], np.arange(12), human, n_boot=50, n_resamples=50)

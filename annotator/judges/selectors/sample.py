@@ -69,6 +69,7 @@ class LabelledSample:
     kind: str  # one of SAMPLES
     why: str  # one sentence: what makes the labelled set random, or why it is not
     fix: str = ""  # with not_random: how to get an estimate
+    census: bool = False  # every item is labelled: the batch's mean is known, PPI++ has nothing to add
 
     @property
     def random(self) -> bool:
@@ -88,6 +89,7 @@ def _stream_labels(stream: str, n_offline: int, n_labelled: int, n_items: int) -
             f"every item of the batch (the traces the stream “{stream}” sampled) is labelled: the human mean is "
             "the batch's own mean, and there are no unlabelled items for the judge to add",
             f"nothing to fix; the stream's page (/streams/{stream}/) gives the judge's series per window",
+            census=True,
         )
     return LabelledSample(
         NOT_RANDOM,

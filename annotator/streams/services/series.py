@@ -48,8 +48,9 @@ REFRESH_QUEUE = "annotator.streams.services.refresh.series_refresh_queue"
 COUNTS_AT_MOST = 100
 # Part of every stored window's key: raised when a window's formulas change, so every window stored by
 # the old ones is computed again (by a read when few, else served stale and by the worker). 2: people's
-# figures over every labelled trace, PPI++'s interval for the whole window, QWK and α withheld below 10.
-STATS_VERSION = 2
+# figures over every labelled trace, PPI++'s interval for the whole window, QWK and α withheld below 10;
+# 3: PPI++ withheld below 10 labels and clipped to the scale, each withheld figure saying why.
+STATS_VERSION = 3
 
 
 @dataclass

@@ -72,3 +72,6 @@ def test_ppi_withheld_in_the_streams_terms(api_as, stream, share, census):
     assert "streams API" not in ppi["sample_why"] if census else "streams API" in ppi["sample_why"]
     assert "--labelled-at-random" not in ppi["sample_why"] + ppi.get("sample_fix", "")
     assert "/streams/prod-chat/" in ppi["sample_fix"]
+    page = _page(reverse("judge_card", args=[stream.batch_id, Judge.objects.get(name="j1").pk]))
+    heading = "No PPI++ needed: every item is labelled." in page
+    assert heading == census and ("not a random sample" in page) != census

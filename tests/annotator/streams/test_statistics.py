@@ -62,7 +62,7 @@ def test_undefined_numbers_are_null_not_invented():
         "metric": "qwk",
         "estimate": None,
         "ci95": None,
-        "withheld": "fewer than 10 traces",
+        "withheld": "fewer than 10 paired traces (0)",
     }
     assert stats["human_mean"] == {"estimate": None, "ci95": None}
     assert stats["ppi"]["estimate"] is None and stats["human_alpha"]["estimate"] is None
@@ -70,15 +70,23 @@ def test_undefined_numbers_are_null_not_invented():
 
 
 def test_a_capped_judge_leaves_the_window_an_interval_and_says_what_it_is_for():
-    # The judge's cost cap: it scored the 6 labelled traces of a window of 30, nothing else.
-    human = {f"t{i}": {"a": 3 + i % 2, "b": 4, "c": 3 + i % 3} for i in range(6)}
-    judge = {t: 4.0 for t in human}
+    # The judge's cost cap: it scored the 12 labelled traces of a window of 30, nothing else.
+    human = {f"t{i}": {"a": 3 + i % 2, "b": 4, "c": 3 + i % 3} for i in range(12)}
+    judge = {t: 3.0 + (i % 3) for i, t in enumerate(human)}
     stats = window_statistics(human, judge, n_traces=30, scale=(1, 5))
     low, high = stats["ppi"]["ci95"]
-    assert low < stats["ppi"]["estimate"] < high
-    assert stats["ppi"]["population"] == "the window's 30 traces (the judge scored 6, people labelled 6)"
-    assert stats["agreement"]["estimate"] is None and stats["agreement"]["withheld"] == "fewer than 10 traces"
-    assert stats["human_alpha"]["ci95"] is None and stats["human_alpha"]["withheld"] == "fewer than 10 traces"
+    assert 1 <= low < stats["ppi"]["estimate"] < high <= 5
+    assert stats["ppi"]["population"] == "the window's 30 traces (the judge scored 12, people labelled 12)"
+    # With 6 labels PPI++ is withheld, and says why, as QWK and α do.
+    few = {t: v for t, v in list(human.items())[:6]}
+    stats = window_statistics(few, {t: judge[t] for t in few}, n_traces=30, scale=(1, 5))
+    assert stats["ppi"]["estimate"] is None
+    assert stats["ppi"]["withheld"] == "fewer than 10 labelled traces the judge scored (6)"
+    assert stats["agreement"]["withheld"] == "fewer than 10 paired traces (6)"
+    assert (
+        stats["human_alpha"]["ci95"] is None
+        and stats["human_alpha"]["withheld"] == "fewer than 10 labelled traces (6)"
+    )
 
 
 def test_peoples_numbers_are_the_same_whichever_judge():
