@@ -219,11 +219,17 @@ def test_an_item_everyone_skipped_before_the_last_label_makes_the_sample_not_ran
         assignment_skip(item=skipped, annotator=person, reason="cannot judge this")
     labelled = Item.objects.filter(batch=batch, n_annotations__gt=0)
     while labelled.count() < 3 or not labelled.filter(queue_rank__gt=skipped.queue_rank).exists():
-        for person in people:
-            lease = item_next_for_annotator(batch=batch, annotator=person)
-            annotation_submit(
-                item=lease.item, annotator=person, scores=dict.fromkeys(DIMS, 3), constraints_met=[]
-            )
+        # Someone may find nothing left for them (every item they have not seen is complete or taken):
+        # the others go on; the loop needs only one label ranked after the skipped item.
+        leases = [item_next_for_annotator(batch=batch, annotator=person) for person in people]
+        assert any(leases), (
+            "nobody could be given an item before one ranked after the skipped one was labelled"
+        )
+        for person, lease in zip(people, leases, strict=True):
+            if lease is not None:
+                annotation_submit(
+                    item=lease.item, annotator=person, scores=dict.fromkeys(DIMS, 3), constraints_met=[]
+                )
     entry = batch_report(batch=batch, n_resamples=20).sections["judges"].to_json()[j.name]["coherence"]["ppi"]
     assert entry["sample"] == NOT_RANDOM and "1 of them skipped" in entry["sample_why"]
     assert entry["estimate"] is None
