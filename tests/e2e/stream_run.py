@@ -19,10 +19,8 @@ from __future__ import annotations
 import datetime as dt
 import hashlib
 import hmac
-import threading
 import time
 from dataclasses import dataclass, field
-from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 from unittest import mock
 
 from django.contrib.auth import get_user_model
@@ -35,6 +33,7 @@ from annotator.streams import series as stream_series
 from annotator.streams.tasks import stream_series_refresh
 from tests.e2e.study_run import ACTION, DIMENSIONS, SAVED, Browser, Request, StudyRun, _rating
 from tests.factories import make_user
+from tests.webhook_receiver import Receiver
 
 STREAM = "e2e-support"
 JUDGE = "e2e-judge"
@@ -63,36 +62,6 @@ class StreamSeen:
     delivered: list = field(default_factory=list)  # (headers, body) the receiver got
     refresh_seconds: float = 0.0
     seconds: float = 0.0
-
-
-class Receiver:
-    """The team's webhook receiver on a free local port: answers 200 and keeps each request."""
-
-    def __init__(self):
-        self.requests = []
-        receiver = self
-
-        class Handler(BaseHTTPRequestHandler):
-            def do_POST(self):
-                body = self.rfile.read(int(self.headers["Content-Length"]))
-                receiver.requests.append((dict(self.headers), body))
-                self.send_response(200)
-                self.end_headers()
-
-            def log_message(self, *args):
-                pass
-
-        self.server = ThreadingHTTPServer(("127.0.0.1", 0), Handler)
-        self.url = f"http://127.0.0.1:{self.server.server_address[1]}/hcs-alerts"
-        self.thread = threading.Thread(target=self.server.serve_forever, daemon=True)
-
-    def __enter__(self):
-        self.thread.start()
-        return self
-
-    def __exit__(self, *exc):
-        self.server.shutdown()
-        self.server.server_close()
 
 
 def traffic() -> tuple[list[dict], dict[str, list[int]]]:
@@ -147,7 +116,7 @@ def stream_run(run: StudyRun) -> StreamSeen:
     # The windows' bootstrap intervals are not under test here: fewer resamples keep the refreshes quick.
     few = mock.patch.object(stream_series, "BOOTSTRAP", {"n_boot": 50, "n_resamples": 50})
     with (
-        Receiver() as receiver,
+        Receiver(path="/hcs-alerts") as receiver,
         few,
         override_settings(
             STREAM_ALERT_WEBHOOK_URL=receiver.url,

@@ -9,8 +9,6 @@ import hmac
 import json
 import os
 import socket
-import threading
-from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 
 import pytest
 
@@ -19,6 +17,7 @@ from annotator.streams.services import alerts as alerts_service
 from annotator.streams.services.alerts import alert_notify, alerts_record
 from annotator.streams.services.streams import stream_create
 from tests.factories import make_user
+from tests.webhook_receiver import Receiver
 
 pytestmark = pytest.mark.django_db
 
@@ -34,36 +33,6 @@ def _free_port() -> int:
 PORT = int(os.environ.get("HCS_TEST_WEBHOOK_PORT", "0")) or _free_port()
 NOBODY = _free_port()
 SECRET = "s3cret-for-tests"
-
-
-class Receiver:
-    """Answers ``statuses`` in turn (the last one from then on), keeping each request's headers and body."""
-
-    def __init__(self, statuses):
-        self.statuses, self.requests = list(statuses), []
-        receiver = self
-
-        class Handler(BaseHTTPRequestHandler):
-            def do_POST(self):
-                body = self.rfile.read(int(self.headers["Content-Length"]))
-                receiver.requests.append((dict(self.headers), body))
-                status = receiver.statuses.pop(0) if len(receiver.statuses) > 1 else receiver.statuses[0]
-                self.send_response(status)
-                self.end_headers()
-
-            def log_message(self, *args):
-                pass
-
-        self.server = ThreadingHTTPServer(("127.0.0.1", PORT), Handler)
-        self.thread = threading.Thread(target=self.server.serve_forever, daemon=True)
-
-    def __enter__(self):
-        self.thread.start()
-        return self
-
-    def __exit__(self, *exc):
-        self.server.shutdown()
-        self.server.server_close()
 
 
 @pytest.fixture
@@ -107,7 +76,7 @@ def _valid(headers, body) -> bool:
 def test_a_failing_receiver_gets_the_same_signed_event_until_it_accepts(
     alert, webhook, django_capture_on_commit_callbacks
 ):
-    with Receiver([500, 503, 200]) as receiver, django_capture_on_commit_callbacks(execute=True):
+    with Receiver([500, 503, 200], port=PORT) as receiver, django_capture_on_commit_callbacks(execute=True):
         job = alert_notify(alert)
     job.refresh_from_db()
     assert job.kind == Job.STREAM_ALERT and job.state == Job.DONE, job.message
@@ -126,7 +95,7 @@ def test_a_failing_receiver_gets_the_same_signed_event_until_it_accepts(
 
 
 def test_a_signature_under_another_secret_does_not_verify(alert, webhook, django_capture_on_commit_callbacks):
-    with Receiver([200]) as receiver, django_capture_on_commit_callbacks(execute=True):
+    with Receiver([200], port=PORT) as receiver, django_capture_on_commit_callbacks(execute=True):
         alert_notify(alert)
     headers, body = receiver.requests[0]
     assert _valid(headers, body)
@@ -137,7 +106,7 @@ def test_a_signature_under_another_secret_does_not_verify(alert, webhook, django
 def test_after_the_last_attempt_the_job_fails_with_every_attempt_logged(
     alert, webhook, django_capture_on_commit_callbacks
 ):
-    with Receiver([500]) as receiver, django_capture_on_commit_callbacks(execute=True):
+    with Receiver([500], port=PORT) as receiver, django_capture_on_commit_callbacks(execute=True):
         job = alert_notify(alert)
     job.refresh_from_db()
     assert job.state == Job.FAILED and "after 4 attempts" in job.message
@@ -166,7 +135,7 @@ def test_no_url_sends_nothing(alert, settings):
 
 def test_an_alert_is_recorded_and_sent_once(alert, webhook, django_capture_on_commit_callbacks):
     found = {"start": alert.window_start, "end": alert.window_end, "kind": "agreement_drop"}
-    with Receiver([200]) as receiver, django_capture_on_commit_callbacks(execute=True):
+    with Receiver([200], port=PORT) as receiver, django_capture_on_commit_callbacks(execute=True):
         assert alerts_record(stream=alert.stream, judge="j1", dimension="coherence", alerts=[found]) == []
         other = {**found, "kind": "mean_shift"}
         [made] = alerts_record(stream=alert.stream, judge="j1", dimension="coherence", alerts=[other, other])
